@@ -1,0 +1,293 @@
+"""Generates the C source of ctensor's cffi extension module (API, out-of-line mode).
+
+The cdef is derived from capi/ctensor.h, so the public header stays the single source of truth:
+
+* comments are removed;
+* of ``#if defined(DLPACK_DLPACK_H_) ... #else ... #endif`` only the ``#else`` branch is kept
+  (the self-contained declarations), and ``#ifdef __cplusplus`` blocks are dropped;
+* every other preprocessor line (``#if``/``#ifdef``/``#ifndef``/``#elif``/``#else``/``#endif``,
+  ``#include``, function-like or non-integer ``#define``) is removed; ``#define NAME <integer>``
+  is kept;
+* the ``CT_API`` export macro is removed.
+
+To that the binding adds what it needs and the header does not declare: DLPack's managed-tensor
+structs (capsule payloads, written from the public DLPack specification), a few C helpers for
+capsules (cffi cannot pass a Python object as ``PyObject*``; the helpers take ``void*`` and the
+Python side passes ``ffi.cast("void*", id(obj))`` while it holds a reference), and the
+``extern "Python"`` allocator callback used by dynamic-allocating ops.
+
+Usage: ``python build_cffi.py path/to/ctensor.h path/to/output.c``
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import cffi
+
+_INT_DEFINE = re.compile(r"^#\s*define\s+([A-Za-z_]\w*)\s+(\(?-?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*\)?)\s*$")
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def cdef_from_header(text: str) -> str:
+    """Turns the public header into declarations pycparser (and so cffi) understands."""
+    out: list[str] = []
+    # Stack of (keep_this_branch, keep_else_branch, parent_keeps).
+    stack: list[tuple[bool, bool, bool]] = []
+    depth = 0  # braces open in the kept text
+
+    def active() -> bool:
+        return all(keep for keep, _, _ in stack)
+
+    for raw in _strip_comments(text).splitlines():
+        line = raw.strip()
+        if line.startswith("#"):
+            directive = line[1:].strip()
+            word = directive.split(None, 1)[0] if directive else ""
+            rest = directive[len(word):].strip()
+            if word in ("if", "ifdef", "ifndef"):
+                if word == "ifdef" and rest == "__cplusplus":
+                    stack.append((False, False, True))
+                elif word == "if" and re.fullmatch(r"defined\s*\(?\s*DLPACK_DLPACK_H_\s*\)?", rest):
+                    stack.append((False, True, True))
+                else:
+                    stack.append((True, True, True))
+            elif word in ("elif", "else"):
+                if not stack:
+                    raise ValueError(f"unbalanced #{word} in header")
+                keep, keep_else, parent = stack.pop()
+                stack.append((keep_else, keep_else, parent))
+            elif word == "endif":
+                if not stack:
+                    raise ValueError("unbalanced #endif in header")
+                stack.pop()
+            elif word == "define" and active():
+                match = _INT_DEFINE.match(line)
+                if match:
+                    value = match.group(2).strip("()").rstrip("uUlL")
+                    out.append(f"#define {match.group(1)} {value}")
+            # #include, #error, #pragma, #undef and other defines: dropped.
+            continue
+        if not active():
+            continue
+        if line == 'extern "C" {' or (line == "}" and depth == 0):
+            continue  # C++ linkage guard outside an #ifdef __cplusplus block
+        depth += line.count("{") - line.count("}")
+        line = re.sub(r"\bCT_API\b\s*", "", raw)
+        if line.strip():
+            out.append(line.rstrip())
+    if stack:
+        raise ValueError("unterminated #if in header")
+    return "\n".join(out) + "\n"
+
+
+
+# DLPack's managed tensors (public specification, DLPack >= 0.8 for the versioned one).
+DLPACK_CDEF = """
+typedef ct_tensor DLTensor;
+typedef struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#define DLPACK_FLAG_BITMASK_READ_ONLY 1
+#define DLPACK_FLAG_BITMASK_IS_COPIED 2
+"""
+
+HELPERS_CDEF = """
+/* What ctpy_capsule_open found in a DLPack capsule. */
+typedef struct ctpy_capsule_view {
+  ct_tensor* tensor;  /* the DLTensor inside the managed tensor */
+  void* managed;      /* DLManagedTensor* or DLManagedTensorVersioned* */
+  int32_t versioned;  /* 1 for "dltensor_versioned" */
+  int32_t reserved;
+  uint64_t flags;     /* DLPack flags (versioned only) */
+  uint32_t version_major;
+  uint32_t version_minor;
+} ctpy_capsule_view;
+
+#define CTPY_CAPSULE_OK 0
+#define CTPY_CAPSULE_NOT_A_CAPSULE 1
+#define CTPY_CAPSULE_USED 2
+#define CTPY_CAPSULE_WRONG_NAME 3
+#define CTPY_CAPSULE_NULL 4
+
+int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view);
+void ctpy_managed_release(void* managed, int versioned);
+int ctpy_capsule_is_valid(void* obj, const char* name);
+void* ctpy_capsule_get_pointer(void* obj, const char* name);
+int ctpy_capsule_set_name(void* obj, int which);
+
+extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
+                                  const ct_tensor_info* info, int32_t device_type,
+                                  int32_t device_id, void** data);
+"""
+
+SOURCE = r"""
+#include <string.h>
+#include "ctensor.h"
+
+typedef ct_tensor DLTensor;
+typedef struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#define DLPACK_FLAG_BITMASK_READ_ONLY 1
+#define DLPACK_FLAG_BITMASK_IS_COPIED 2
+
+typedef struct ctpy_capsule_view {
+  ct_tensor* tensor;
+  void* managed;
+  int32_t versioned;
+  int32_t reserved;
+  uint64_t flags;
+  uint32_t version_major;
+  uint32_t version_minor;
+} ctpy_capsule_view;
+
+#define CTPY_CAPSULE_OK 0
+#define CTPY_CAPSULE_NOT_A_CAPSULE 1
+#define CTPY_CAPSULE_USED 2
+#define CTPY_CAPSULE_WRONG_NAME 3
+#define CTPY_CAPSULE_NULL 4
+
+/* cffi releases the GIL around every call into C, so the helpers that touch Python objects take
+ * it back first. The caller keeps a reference to `obj` for the duration of the call. */
+
+static const char ctpy_name_versioned[] = "dltensor_versioned";
+static const char ctpy_name_legacy[] = "dltensor";
+/* PyCapsule_SetName keeps the pointer: the names must be static. */
+static const char ctpy_used_versioned[] = "used_dltensor_versioned";
+static const char ctpy_used_legacy[] = "used_dltensor";
+
+static int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* o = (PyObject*)obj;
+  int rc = CTPY_CAPSULE_OK;
+  memset(view, 0, sizeof *view);
+  if (!PyCapsule_CheckExact(o)) {
+    rc = CTPY_CAPSULE_NOT_A_CAPSULE;
+  } else if (PyCapsule_IsValid(o, ctpy_name_versioned)) {
+    DLManagedTensorVersioned* m = (DLManagedTensorVersioned*)PyCapsule_GetPointer(o, ctpy_name_versioned);
+    if (!m) {
+      rc = CTPY_CAPSULE_NULL;
+    } else {
+      view->tensor = &m->dl_tensor;
+      view->managed = m;
+      view->versioned = 1;
+      view->flags = m->flags;
+      view->version_major = m->version.major;
+      view->version_minor = m->version.minor;
+      if (consume && PyCapsule_SetName(o, ctpy_used_versioned) != 0) rc = CTPY_CAPSULE_NULL;
+    }
+  } else if (PyCapsule_IsValid(o, ctpy_name_legacy)) {
+    DLManagedTensor* m = (DLManagedTensor*)PyCapsule_GetPointer(o, ctpy_name_legacy);
+    if (!m) {
+      rc = CTPY_CAPSULE_NULL;
+    } else {
+      view->tensor = &m->dl_tensor;
+      view->managed = m;
+      view->versioned = 0;
+      if (consume && PyCapsule_SetName(o, ctpy_used_legacy) != 0) rc = CTPY_CAPSULE_NULL;
+    }
+  } else {
+    const char* name = PyCapsule_GetName(o);
+    rc = (name && strncmp(name, "used_", 5) == 0) ? CTPY_CAPSULE_USED : CTPY_CAPSULE_WRONG_NAME;
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  return rc;
+}
+
+/* Calls the producer's deleter of a consumed capsule (once), holding the GIL as a capsule
+ * destructor would. */
+static void ctpy_managed_release(void* managed, int versioned) {
+  if (!managed) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (versioned) {
+    DLManagedTensorVersioned* m = (DLManagedTensorVersioned*)managed;
+    if (m->deleter) m->deleter(m);
+  } else {
+    DLManagedTensor* m = (DLManagedTensor*)managed;
+    if (m->deleter) m->deleter(m);
+  }
+  PyGILState_Release(gil);
+}
+
+static int ctpy_capsule_is_valid(void* obj, const char* name) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int valid = PyCapsule_IsValid((PyObject*)obj, name);
+  PyGILState_Release(gil);
+  return valid;
+}
+
+static void* ctpy_capsule_get_pointer(void* obj, const char* name) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  void* pointer = PyCapsule_GetPointer((PyObject*)obj, name);
+  if (!pointer) PyErr_Clear();
+  PyGILState_Release(gil);
+  return pointer;
+}
+
+/* which: 0 "dltensor", 1 "dltensor_versioned", 2 "used_dltensor", 3 "used_dltensor_versioned" */
+static int ctpy_capsule_set_name(void* obj, int which) {
+  static const char* const names[] = {ctpy_name_legacy, ctpy_name_versioned, ctpy_used_legacy,
+                                      ctpy_used_versioned};
+  if (which < 0 || which > 3) return -1;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int rc = PyCapsule_SetName((PyObject*)obj, names[which]);
+  if (rc != 0) PyErr_Clear();
+  PyGILState_Release(gil);
+  return rc;
+}
+"""
+
+
+def make_ffibuilder(header_text: str) -> cffi.FFI:
+    ffibuilder = cffi.FFI()
+    ffibuilder.cdef(cdef_from_header(header_text) + DLPACK_CDEF + HELPERS_CDEF)
+    ffibuilder.set_source("ctensor._capi", SOURCE)
+    return ffibuilder
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    header, output = argv[1], argv[2]
+    with open(header, encoding="utf-8") as f:
+        text = f.read()
+    make_ffibuilder(text).emit_c_code(output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,375 @@
+/*
+ * ctensor.h - the public C ABI of ctensor, a framework-neutral operator library.
+ *
+ * Callers own every byte: tensors are non-owning views (byte-identical to DLPack's DLTensor),
+ * scratch memory is passed in by the caller, and the few operators whose output size depends on
+ * the data ask the caller's allocator for their outputs. Every function returns a status
+ * (CT_OK == 0, a negative ct_status otherwise) and leaves a message readable with
+ * ct_last_error() on the calling thread. The library never aborts, exits or prints.
+ *
+ * ABI promises:
+ *   - enum values are explicit and only ever appended;
+ *   - structs that may grow start with `struct_size` (set it to sizeof(the struct) as you compiled
+ *     it) and only ever gain fields at their end;
+ *   - every extent, stride, count and byte size is 64-bit.
+ *
+ * The header is C99, self-contained and usable from C++.
+ */
+#ifndef CTENSOR_H_
+#define CTENSOR_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define CT_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define CT_API __attribute__((visibility("default")))
+#else
+#define CT_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Versions
+ * ------------------------------------------------------------------------------------------- */
+
+/** Major ABI version: bumped only when a binary built against an older header would break. */
+#define CT_ABI_VERSION_MAJOR 1
+/** Minor ABI version: bumped when functions, enum values or trailing struct fields are added. */
+#define CT_ABI_VERSION_MINOR 0
+
+/** The ABI version of the loaded library, as (major << 16) | minor. Compare the major part with
+ *  CT_ABI_VERSION_MAJOR before relying on anything else. */
+CT_API uint32_t ct_abi_version(void);
+
+/** The library's release version, e.g. "0.1.0". The string is static. */
+CT_API const char* ct_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tensor views (DLPack-compatible)
+ *
+ * ct_device, ct_dtype and ct_tensor have exactly the layout of DLPack's DLDevice, DLDataType and
+ * DLTensor, and the codes below are DLPack's. When <dlpack/dlpack.h> is included before this
+ * header, the ct_ names are typedefs of DLPack's own types, so a DLTensor* is passed as is.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Device kinds: DLPack's DLDeviceType values. */
+typedef enum ct_device_type {
+  CT_DEVICE_CPU = 1,          /**< host memory */
+  CT_DEVICE_CUDA = 2,         /**< CUDA device memory */
+  CT_DEVICE_CUDA_HOST = 3,    /**< pinned host memory from cudaMallocHost */
+  CT_DEVICE_OPENCL = 4,       /**< OpenCL: `data` is a cl_mem */
+  CT_DEVICE_VULKAN = 7,       /**< Vulkan buffer */
+  CT_DEVICE_METAL = 8,        /**< Metal buffer */
+  CT_DEVICE_VPI = 9,          /**< Verilog simulator buffer */
+  CT_DEVICE_ROCM = 10,        /**< ROCm/HIP device memory */
+  CT_DEVICE_ROCM_HOST = 11,   /**< pinned host memory from hipMallocHost */
+  CT_DEVICE_EXT_DEV = 12,     /**< reserved for extension devices */
+  CT_DEVICE_CUDA_MANAGED = 13, /**< CUDA managed (unified) memory */
+  CT_DEVICE_ONEAPI = 14,      /**< oneAPI unified shared memory */
+  CT_DEVICE_WEBGPU = 15,      /**< WebGPU buffer */
+  CT_DEVICE_HEXAGON = 16      /**< Qualcomm Hexagon DSP */
+} ct_device_type;
+
+/** Type codes: DLPack's DLDataTypeCode values. */
+typedef enum ct_dtype_code {
+  CT_DTYPE_INT = 0,           /**< signed two's-complement integer */
+  CT_DTYPE_UINT = 1,          /**< unsigned integer */
+  CT_DTYPE_FLOAT = 2,         /**< IEEE-754 binary floating point (16, 32, 64 bits) */
+  CT_DTYPE_OPAQUE_HANDLE = 3, /**< opaque handle; never computed on */
+  CT_DTYPE_BFLOAT = 4,        /**< bfloat16 */
+  CT_DTYPE_COMPLEX = 5,       /**< complex of two IEEE floats (64 = 2x32, 128 = 2x64 bits) */
+  CT_DTYPE_BOOL = 6           /**< boolean, 8 bits, 0 or 1 */
+} ct_dtype_code;
+
+#if defined(DLPACK_DLPACK_H_)
+typedef DLDevice ct_device;
+typedef DLDataType ct_dtype;
+typedef DLTensor ct_tensor;
+#else
+/** Where a tensor's memory lives (DLPack's DLDevice). */
+typedef struct ct_device {
+  int32_t device_type; /**< a ct_device_type value */
+  int32_t device_id;   /**< index of the device of that kind; 0 for the CPU */
+} ct_device;
+
+/** Element type (DLPack's DLDataType). ctensor computes on lanes == 1 only. */
+typedef struct ct_dtype {
+  uint8_t code;   /**< a ct_dtype_code value */
+  uint8_t bits;   /**< bits per element: 8, 16, 32, 64 or 128 */
+  uint16_t lanes; /**< vector lanes; 1 for scalars */
+} ct_dtype;
+
+/** A non-owning view of an n-dimensional array (DLPack's DLTensor, byte for byte).
+ *  The element at index (i0, ..., in-1) sits at
+ *  (char*)data + byte_offset + sizeof(element) * sum(ik * strides[k]). */
+typedef struct ct_tensor {
+  void* data;           /**< base pointer (a cl_mem for OpenCL); may be NULL when a dim is 0 */
+  ct_device device;     /**< device of `data` */
+  int32_t ndim;         /**< number of dimensions, 0 to CT_MAX_NDIM */
+  ct_dtype dtype;       /**< element type */
+  int64_t* shape;       /**< ndim extents, each >= 0; may be NULL when ndim == 0 */
+  int64_t* strides;     /**< ndim strides in elements (zero and negative allowed on inputs);
+                             NULL means compact row-major */
+  uint64_t byte_offset; /**< bytes from `data` to the first element */
+} ct_tensor;
+#endif
+
+/** Most dimensions a tensor may have (as NumPy 2). */
+#define CT_MAX_NDIM 64
+
+/* ---------------------------------------------------------------------------------------------
+ * Status and errors
+ * ------------------------------------------------------------------------------------------- */
+
+/** Status returned by every function. One code per kind of failure. */
+typedef enum ct_status {
+  CT_OK = 0,                           /**< success */
+  CT_ERROR_INVALID_ARGUMENT = -1,      /**< a value is out of its domain (bad axis, bad mode...) */
+  CT_ERROR_UNSUPPORTED_DTYPE = -2,     /**< no kernel for these element types */
+  CT_ERROR_UNSUPPORTED_DEVICE = -3,    /**< no kernel for this device */
+  CT_ERROR_CONTIGUOUS_REQUIRED = -4,   /**< the kernel needs a compact input */
+  CT_ERROR_OUT_OF_MEMORY = -5,         /**< an allocation (or the caller's allocator) failed */
+  CT_ERROR_BACKEND = -6,               /**< the device runtime reported an error */
+  CT_ERROR_UNKNOWN_OP = -7,            /**< no operator of that name */
+  CT_ERROR_ABI_MISMATCH = -8,          /**< struct_size or version not understood */
+  CT_ERROR_SHAPE_MISMATCH = -9,        /**< shapes do not broadcast or do not fit the op */
+  CT_ERROR_UNKNOWN_ATTRIBUTE = -10,    /**< the op has no attribute of that name */
+  CT_ERROR_ATTRIBUTE_TYPE = -11,       /**< an attribute value has the wrong type */
+  CT_ERROR_DEVICE_MISMATCH = -12,      /**< tensors of one call live on different devices */
+  CT_ERROR_NULL_POINTER = -13,         /**< a required pointer is NULL */
+  CT_ERROR_INVALID_SHAPE = -14,        /**< negative extent, ndim out of range, bad strides */
+  CT_ERROR_SIZE_OVERFLOW = -15,        /**< element or byte count does not fit in int64 */
+  CT_ERROR_ALIASING = -16,             /**< an output overlaps itself, another output or an input */
+  CT_ERROR_WORKSPACE_TOO_SMALL = -17,  /**< the workspace is smaller or less aligned than asked */
+  CT_ERROR_WRONG_ARITY = -18           /**< wrong number of inputs or outputs */
+} ct_status;
+
+/** The message of the last failing call made on this thread ("" if none). The pointer stays
+ *  valid until the next ctensor call on this thread. */
+CT_API const char* ct_last_error(void);
+
+/** A static, stable name for a status value, e.g. "CT_ERROR_SHAPE_MISMATCH". */
+CT_API const char* ct_status_name(int status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Attributes
+ * ------------------------------------------------------------------------------------------- */
+
+/** Attribute value types. */
+typedef enum ct_attr_type {
+  CT_ATTR_INT = 0,        /**< int64_t, in `value.i` */
+  CT_ATTR_FLOAT = 1,      /**< double, in `value.f` */
+  CT_ATTR_BOOL = 2,       /**< 0 or 1, in `value.b` */
+  CT_ATTR_STRING = 3,     /**< NUL-terminated UTF-8, in `value.s` */
+  CT_ATTR_INT_LIST = 4,   /**< `count` int64_t at `value.ints` */
+  CT_ATTR_FLOAT_LIST = 5, /**< `count` doubles at `value.floats` */
+  CT_ATTR_DTYPE = 6,      /**< a ct_dtype, in `value.dtype` */
+  CT_ATTR_NONE = 7        /**< no value (Python's None); accepted where the schema is nullable */
+} ct_attr_type;
+
+/** A typed attribute value. A caller may pass an INT where the schema wants an INT_LIST (a list
+ *  of one) or a FLOAT; no other type converts. */
+typedef struct ct_attr_value {
+  int32_t type;     /**< a ct_attr_type */
+  int32_t reserved; /**< zero */
+  int64_t count;    /**< number of list elements; 0 for scalars */
+  union {
+    int64_t i;
+    double f;
+    int64_t b;
+    const char* s;
+    const int64_t* ints;
+    const double* floats;
+    ct_dtype dtype;
+  } value; /**< the payload selected by `type` */
+} ct_attr_value;
+
+/** A named attribute, as a caller passes it. Attributes not passed take the schema's default;
+ *  unknown names and mistyped values are errors. The memory is only read during the call. */
+typedef struct ct_attr {
+  const char* name;    /**< attribute name from the op's schema */
+  ct_attr_value value; /**< the value */
+} ct_attr;
+
+/* ---------------------------------------------------------------------------------------------
+ * Operators and their schemas
+ * ------------------------------------------------------------------------------------------- */
+
+/** An operator: a schema plus kernels per device. Handles live as long as the library. */
+typedef struct ct_op ct_op;
+
+/** The three operator categories, by what the caller must provide. */
+typedef enum ct_op_category {
+  CT_OP_SHAPE_STATIC = 0, /**< caller allocates outputs from ct_op_infer, then runs */
+  CT_OP_WORKSPACE = 1,    /**< as SHAPE_STATIC, plus scratch memory sized by ct_op_workspace */
+  CT_OP_DYNAMIC = 2       /**< output extents depend on the data: the kernel calls the caller's
+                               allocator once per output (it may also ask for workspace) */
+} ct_op_category;
+
+/** Operator flags (bit set in ct_op_schema.flags). */
+typedef enum ct_op_flag {
+  CT_OP_FLAG_ELEMENTWISE = 1 << 0,   /**< output element i depends on input element i only */
+  CT_OP_FLAG_BROADCASTING = 1 << 1,  /**< inputs broadcast against each other (NumPy rules) */
+  CT_OP_FLAG_INPLACE = 1 << 2,       /**< an output may be exactly the same view as an input */
+  CT_OP_FLAG_DETERMINISTIC = 1 << 3, /**< bitwise identical results run to run */
+  CT_OP_FLAG_GRAPH_SAFE = 1 << 4     /**< safe under CUDA graph capture (no host sync/alloc) */
+} ct_op_flag;
+
+/** Input/output parameter flags (bit set in ct_param_schema.flags). */
+typedef enum ct_param_flag {
+  CT_PARAM_OPTIONAL = 1 << 0, /**< the tensor may be absent (pass NULL) */
+  CT_PARAM_VARIADIC = 1 << 1  /**< last parameter only: stands for zero or more tensors */
+} ct_param_flag;
+
+/** Attribute flags (bit set in ct_attr_schema.flags). */
+typedef enum ct_attr_flag {
+  CT_ATTR_REQUIRED = 1 << 0, /**< the caller must pass it; `default_value` is meaningless */
+  CT_ATTR_NULLABLE = 1 << 1  /**< CT_ATTR_NONE is a valid value */
+} ct_attr_flag;
+
+/** One input or output of an operator. */
+typedef struct ct_param_schema {
+  const char* name; /**< e.g. "x1", "out" */
+  const char* doc;  /**< one line */
+  uint32_t flags;   /**< ct_param_flag bits */
+  int32_t reserved; /**< zero */
+} ct_param_schema;
+
+/** One attribute of an operator. */
+typedef struct ct_attr_schema {
+  const char* name;            /**< e.g. "axis" */
+  const char* doc;             /**< one line */
+  int32_t type;                /**< ct_attr_type the kernel receives */
+  uint32_t flags;              /**< ct_attr_flag bits */
+  ct_attr_value default_value; /**< used when the caller does not pass it */
+} ct_attr_schema;
+
+/** What an operator is, as its registry entry says. */
+typedef struct ct_op_schema {
+  size_t struct_size;             /**< sizeof(ct_op_schema) of the library */
+  const char* name;               /**< unique name, e.g. "matmul" */
+  const char* doc;                /**< what it computes, a few lines */
+  int32_t category;               /**< ct_op_category */
+  uint32_t flags;                 /**< ct_op_flag bits */
+  int32_t num_inputs;             /**< entries in `inputs` */
+  int32_t num_outputs;            /**< entries in `outputs` */
+  int32_t num_attrs;              /**< entries in `attrs` */
+  int32_t reserved;               /**< zero */
+  const ct_param_schema* inputs;  /**< input parameters in call order */
+  const ct_param_schema* outputs; /**< output parameters in call order */
+  const ct_attr_schema* attrs;    /**< attributes; kernels receive them in this order */
+} ct_op_schema;
+
+/** Number of registered operators. */
+CT_API int ct_op_count(int32_t* count);
+
+/** The operator at `index` (0 <= index < count), in name order. */
+CT_API int ct_op_at(int32_t index, const ct_op** op);
+
+/** Looks an operator up by name; CT_ERROR_UNKNOWN_OP if there is none. */
+CT_API int ct_op_find(const char* name, const ct_op** op);
+
+/** The schema of an operator. The pointer lives as long as the library. */
+CT_API int ct_op_get_schema(const ct_op* op, const ct_op_schema** schema);
+
+/** One registered kernel of an operator: the device it runs on and the dtypes it takes. */
+typedef struct ct_kernel_info {
+  size_t struct_size;        /**< set by the caller to sizeof(ct_kernel_info) */
+  const char* backend;       /**< name of the backend that registered it, e.g. "cpu" */
+  int32_t device_type;       /**< ct_device_type */
+  int32_t signature_length;  /**< one dtype per input parameter then per output parameter */
+  const ct_dtype* signature; /**< lives as long as the kernel */
+} ct_kernel_info;
+
+/** Number of kernels registered for an operator, over all devices. */
+CT_API int ct_op_kernel_count(const ct_op* op, int32_t* count);
+
+/** Describes kernel `index` of an operator (0 <= index < count). */
+CT_API int ct_op_kernel_info(const ct_op* op, int32_t index, ct_kernel_info* info);
+
+/** Writes the schema and kernels of `op` as JSON (format in docs/schema-json.md). Pass op NULL to
+ *  describe the whole registry. Like snprintf: writes at most `capacity` bytes including the NUL
+ *  and always stores the full length (without NUL) in `*length`. */
+CT_API int ct_op_schema_json(const ct_op* op, char* buffer, size_t capacity, size_t* length);
+
+/* ---------------------------------------------------------------------------------------------
+ * Running operators: infer, workspace, run
+ * ------------------------------------------------------------------------------------------- */
+
+/** Shape and type of an output, as ct_op_infer predicts it. Extents that depend on the data
+ *  (dynamic ops) are -1. */
+typedef struct ct_tensor_info {
+  ct_dtype dtype;                /**< element type */
+  int32_t ndim;                  /**< number of dimensions */
+  int64_t shape[CT_MAX_NDIM];    /**< the first `ndim` entries are meaningful */
+} ct_tensor_info;
+
+/** The caller's allocator, used by dynamic ops for their outputs. */
+typedef struct ct_allocator {
+  size_t struct_size; /**< sizeof(ct_allocator) */
+  void* user_data;    /**< passed back to `allocate` */
+  /** Allocates output `output_index` with the given dtype and shape, compact row-major, on the
+   *  given device, and stores its base pointer in `*data` (NULL is fine for zero elements).
+   *  Called exactly once per output; the memory belongs to the caller, also when the run then
+   *  fails. Returns CT_OK, or a negative ct_status that the run returns in turn. */
+  int (*allocate)(void* user_data, int32_t output_index, const ct_tensor_info* info,
+                  int32_t device_type, int32_t device_id, void** data);
+} ct_allocator;
+
+/** How a call runs: stream, scratch memory and allocator. Pass NULL for all defaults. */
+typedef struct ct_context {
+  size_t struct_size;             /**< sizeof(ct_context) */
+  void* stream;                   /**< cudaStream_t / cl_command_queue; NULL: default; CPU: unused */
+  void* workspace;                /**< scratch of at least the size ct_op_workspace asked for */
+  uint64_t workspace_size;        /**< bytes at `workspace` */
+  const ct_allocator* allocator;  /**< required by CT_OP_DYNAMIC ops */
+} ct_context;
+
+/** Predicts the outputs of `op` from the inputs' shapes and dtypes and the attributes; never
+ *  reads tensor data (data may be NULL). `outputs` has room for `capacity` entries;
+ *  `*num_outputs` receives the count (variadic outputs count one each). Optional inputs that are
+ *  absent are NULL entries in `inputs`. */
+CT_API int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
+                       const ct_attr* attrs, int32_t num_attrs, ct_tensor_info* outputs,
+                       int32_t capacity, int32_t* num_outputs);
+
+/** Scratch memory the kernel for these tensors will need: `*bytes` (0 when none) aligned to
+ *  `*alignment`. Outputs may be NULL/0 for dynamic ops. */
+CT_API int ct_op_workspace(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
+                           const ct_tensor* const* outputs, int32_t num_outputs,
+                           const ct_attr* attrs, int32_t num_attrs, uint64_t* bytes,
+                           uint64_t* alignment);
+
+/** Runs `op`. Outputs must have the shapes and dtypes ct_op_infer gives and must not overlap
+ *  each other or themselves, nor overlap an input unless they are exactly the same view and
+ *  the op has CT_OP_FLAG_INPLACE. Dynamic ops take no outputs (pass NULL, 0) and hand theirs out
+ *  through context->allocator. On any error, outputs are left untouched where the error could
+ *  be detected before computing (all argument errors are). */
+CT_API int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
+                     const ct_tensor* const* outputs, int32_t num_outputs, const ct_attr* attrs,
+                     int32_t num_attrs, const ct_context* context);
+
+/* ---------------------------------------------------------------------------------------------
+ * Utilities
+ * ------------------------------------------------------------------------------------------- */
+
+/** Canonical name of a dtype ("float32", "bfloat16", "bool", ...), or NULL if ctensor has none. */
+CT_API const char* ct_dtype_name(ct_dtype dtype);
+
+/** Parses a canonical dtype name. */
+CT_API int ct_dtype_from_name(const char* name, ct_dtype* dtype);
+
+/** Number of threads CPU kernels use (OpenMP), and a way to change it (n <= 0: default). */
+CT_API int ct_get_num_threads(int32_t* n);
+CT_API int ct_set_num_threads(int32_t n);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CTENSOR_H_ */

@@ -1,0 +1,145 @@
+/* internal.h - declarations shared inside libctensor (registry, op definitions, CPU backend).
+ * Nothing here is part of the ABI. */
+#ifndef CTENSOR_INTERNAL_H_
+#define CTENSOR_INTERNAL_H_
+
+#include <stdbool.h>
+
+#include "ctensor.h"
+#include "ctensor_backend.h"
+
+#define CT_INTERNAL __attribute__((visibility("hidden")))
+
+/* Most attributes and tensors any op declares; checked when ops are registered. */
+#define CT_MAX_ATTRS 16
+#define CT_MAX_CALL_TENSORS 256
+
+/* ----- errors (error.c) ----- */
+CT_INTERNAL void ct_clear_error(void);
+
+/* ----- dtypes (dtype.c) ----- */
+
+/* The dtypes ctensor computes on, in NumPy's type order (the order promotion searches). */
+typedef enum ct_dtype_id {
+  CT_DT_BOOL,
+  CT_DT_I8,
+  CT_DT_U8,
+  CT_DT_I16,
+  CT_DT_U16,
+  CT_DT_I32,
+  CT_DT_U32,
+  CT_DT_I64,
+  CT_DT_U64,
+  CT_DT_F16,
+  CT_DT_BF16,
+  CT_DT_F32,
+  CT_DT_F64,
+  CT_DT_COUNT,
+  CT_DT_INVALID = -1
+} ct_dtype_id;
+
+CT_INTERNAL ct_dtype_id ct_dtype_to_id(ct_dtype dtype);
+CT_INTERNAL ct_dtype ct_dtype_from_id(ct_dtype_id id);
+CT_INTERNAL bool ct_dtype_equal(ct_dtype a, ct_dtype b);
+CT_INTERNAL int64_t ct_dtype_size(ct_dtype dtype); /* bytes per element */
+CT_INTERNAL bool ct_dtype_is_float(ct_dtype dtype); /* float16/bfloat16/float32/float64 */
+CT_INTERNAL bool ct_dtype_is_integer(ct_dtype dtype); /* signed or unsigned, not bool */
+CT_INTERNAL bool ct_dtype_is_signed_integer(ct_dtype dtype);
+CT_INTERNAL bool ct_dtype_is_bool(ct_dtype dtype);
+/* "float32", or "<code 9 bits 8 lanes 1>" in a thread-local buffer for dtypes ctensor lacks. */
+CT_INTERNAL const char* ct_dtype_describe(ct_dtype dtype);
+
+#define CT_DTYPE_BOOL_V ((ct_dtype){CT_DTYPE_BOOL, 8, 1})
+#define CT_DTYPE_I64_V ((ct_dtype){CT_DTYPE_INT, 64, 1})
+#define CT_DTYPE_U64_V ((ct_dtype){CT_DTYPE_UINT, 64, 1})
+#define CT_DTYPE_F64_V ((ct_dtype){CT_DTYPE_FLOAT, 64, 1})
+
+/* ----- tensor views (tensor.c) ----- */
+
+/* Row-major strides (in elements) of `shape`, written to `strides`. */
+CT_INTERNAL void ct_compact_strides(int32_t ndim, const int64_t* shape, int64_t* strides);
+/* Stride of dim k of t, in elements, treating NULL strides as compact row-major. */
+CT_INTERNAL int64_t ct_tensor_stride(const ct_tensor* t, int32_t k);
+/* Number of elements (the view was validated, so it fits in int64). */
+CT_INTERNAL int64_t ct_tensor_numel(const ct_tensor* t);
+/* Address of the first element: data + byte_offset. */
+static inline char* ct_tensor_base(const ct_tensor* t) {
+  return (char*)t->data + t->byte_offset;
+}
+/* Checks one view: NULL, ndim, extents, element/byte overflow, dtype known, data non-NULL when
+ * non-empty, strides extent. `what` names it in messages ("input 'x1'"). */
+CT_INTERNAL int ct_tensor_validate(const ct_tensor* t, const char* what);
+/* True when t is compact row-major. */
+CT_INTERNAL bool ct_tensor_is_contiguous(const ct_tensor* t);
+/* Memory overlap checks used by dispatch. */
+CT_INTERNAL bool ct_tensor_may_self_overlap(const ct_tensor* t);
+CT_INTERNAL bool ct_tensors_may_overlap(const ct_tensor* a, const ct_tensor* b);
+CT_INTERNAL bool ct_tensors_same_view(const ct_tensor* a, const ct_tensor* b);
+/* Overflow-checked int64 arithmetic: return false on overflow. */
+CT_INTERNAL bool ct_mul_overflow_i64(int64_t a, int64_t b, int64_t* out);
+CT_INTERNAL bool ct_add_overflow_i64(int64_t a, int64_t b, int64_t* out);
+
+/* ----- attributes (attrs.c) ----- */
+
+/* Fills resolved[0..schema->num_attrs) from the schema's defaults and the caller's attributes. */
+CT_INTERNAL int ct_attrs_resolve(const ct_op_schema* schema, const ct_attr* attrs,
+                                 int32_t num_attrs, ct_attr_value* resolved);
+/* Index of the attribute called `name` in the schema, or -1. */
+CT_INTERNAL int32_t ct_schema_attr_index(const ct_op_schema* schema, const char* name);
+
+/* ----- operator definitions (ops/) ----- */
+
+/* What an infer function sees: validated inputs and resolved attributes. */
+typedef struct ct_infer_call {
+  const ct_op_schema* schema;
+  const ct_tensor* const* inputs; /* NULL entries for absent optional inputs */
+  int32_t num_inputs;
+  const ct_attr_value* attrs; /* one per schema attribute */
+} ct_infer_call;
+
+/* Computes output infos; `capacity` >= the schema's fixed output count, and for a variadic
+ * output the function checks capacity itself. */
+typedef int (*ct_infer_fn)(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                           int32_t* num_outputs);
+
+/* An operator as defined in the op table: schema plus its device-independent infer. */
+typedef struct ct_op_def {
+  ct_op_schema schema;
+  ct_infer_fn infer;
+} ct_op_def;
+
+/* The op table: every built-in operator (ops/op_list.h). */
+#define CT_OP(name) extern const ct_op_def ct_op_def_##name;
+#include "ops/op_list.h"
+#undef CT_OP
+
+/* ----- registry (registry.c) ----- */
+
+/* A registered kernel. */
+typedef struct ct_kernel_entry {
+  ct_kernel_def def;
+  ct_dtype* signature; /* owned copy */
+} ct_kernel_entry;
+
+struct ct_op {
+  const ct_op_def* def;
+  ct_kernel_entry* kernels;
+  int32_t num_kernels;
+  int32_t kernel_capacity;
+};
+
+/* Makes sure built-in ops and kernels are registered; returns CT_OK or an error. */
+CT_INTERNAL int ct_registry_init(void);
+/* Finds the kernel for a device and a full dtype signature (one dtype per parameter; absent
+ * optional inputs have bits == 0 and match anything). Fails with UNSUPPORTED_DEVICE or
+ * UNSUPPORTED_DTYPE. The entry stays valid (entries are never freed). */
+CT_INTERNAL int ct_registry_find_kernel(const ct_op* op, int32_t device_type,
+                                        const ct_dtype* signature, int32_t signature_length,
+                                        const ct_kernel_entry** kernel);
+/* True when any kernel of op runs on device_type. */
+CT_INTERNAL bool ct_registry_has_device(const ct_op* op, int32_t device_type);
+
+/* ----- built-in CPU backend (kernels/cpu) ----- */
+CT_INTERNAL int ct_cpu_register_kernels(void);
+
+#endif /* CTENSOR_INTERNAL_H_ */

@@ -1,0 +1,103 @@
+/* reduction_ops.c - sum, mean, max, argmax. */
+#include "op_defs.h"
+
+static const ct_attr_schema ct_reduce_attrs[] = {
+    CT_ATTR_SPEC_NULLABLE("axis", "axis or axes to reduce; None reduces all", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_BOOL("keepdims", "keep reduced axes as extent 1", 0)};
+
+enum { CT_REDUCE_AXIS, CT_REDUCE_KEEPDIMS };
+
+/* NumPy's sum dtype: bool and signed integers accumulate in int64, unsigned in uint64. */
+static ct_dtype ct_sum_dtype(ct_dtype x) {
+  if (ct_dtype_is_bool(x) || ct_dtype_is_signed_integer(x)) return CT_DTYPE_I64_V;
+  if (ct_dtype_is_integer(x)) return CT_DTYPE_U64_V;
+  return x;
+}
+
+static int ct_infer_reduction(const ct_infer_call* call, ct_tensor_info* outputs, ct_dtype dtype,
+                              bool needs_identity) {
+  const ct_tensor* x = call->inputs[0];
+  bool mask[CT_MAX_NDIM];
+  const int status = ct_axes_to_mask(call->schema->name, &call->attrs[CT_REDUCE_AXIS], x->ndim, mask);
+  if (status != CT_OK) return status;
+  if (needs_identity) {
+    for (int32_t k = 0; k < x->ndim; ++k) {
+      if (mask[k] && x->shape[k] == 0) {
+        return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                            "%s: zero-size reduction along axis %d, and %s has no identity",
+                            call->schema->name, k, call->schema->name);
+      }
+    }
+  }
+  ct_reduced_info(x, mask, call->attrs[CT_REDUCE_KEEPDIMS].value.b != 0, dtype, &outputs[0]);
+  return CT_OK;
+}
+
+static int ct_infer_sum(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                        int32_t* num_outputs) {
+  *num_outputs = 1;
+  return ct_infer_reduction(call, outputs, ct_sum_dtype(call->inputs[0]->dtype), false);
+}
+
+static int ct_infer_mean(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                         int32_t* num_outputs) {
+  const ct_dtype x = call->inputs[0]->dtype;
+  *num_outputs = 1;
+  return ct_infer_reduction(call, outputs, ct_dtype_is_float(x) ? x : CT_DTYPE_F64_V, false);
+}
+
+static int ct_infer_max(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                        int32_t* num_outputs) {
+  *num_outputs = 1;
+  return ct_infer_reduction(call, outputs, call->inputs[0]->dtype, true);
+}
+
+CT_DEFINE_OP(sum,
+             "Sum over axes. bool and signed integers sum in int64, unsigned in uint64 (NumPy); "
+             "float16/bfloat16 accumulate in float32, float32 in float64. Empty sums are 0.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_sum);
+CT_DEFINE_OP(mean,
+             "Arithmetic mean over axes; integer and bool inputs give float64. An empty mean is "
+             "nan.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_mean);
+CT_DEFINE_OP(max,
+             "Maximum over axes; nan propagates. Reducing a zero-length axis is an error (no "
+             "identity).",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_max);
+
+static const ct_attr_schema ct_argmax_attrs[] = {
+    CT_ATTR_SPEC_NULLABLE("axis", "axis to search; None searches the flattened array",
+                          CT_ATTR_INT),
+    CT_ATTR_SPEC_BOOL("keepdims", "keep the searched axis as extent 1", 0)};
+
+static int ct_infer_argmax(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                           int32_t* num_outputs) {
+  const ct_tensor* x = call->inputs[0];
+  bool mask[CT_MAX_NDIM];
+  for (int32_t k = 0; k < x->ndim; ++k) mask[k] = true;
+  const ct_attr_value* axis = &call->attrs[0];
+  if (axis->type != CT_ATTR_NONE) {
+    int32_t k;
+    const int status = ct_normalize_axis("argmax", axis->value.i, x->ndim, &k);
+    if (status != CT_OK) return status;
+    for (int32_t j = 0; j < x->ndim; ++j) mask[j] = j == k;
+  }
+  for (int32_t k = 0; k < x->ndim; ++k) {
+    if (mask[k] && x->shape[k] == 0) {
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                          "argmax: attempt to get argmax of an empty sequence (axis %d)", k);
+    }
+  }
+  ct_reduced_info(x, mask, call->attrs[1].value.b != 0, CT_DTYPE_I64_V, &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP(argmax,
+             "Index (int64) of the first maximum along an axis, or in the flattened array; the "
+             "first nan counts as the maximum.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_argmax_attrs,
+             ct_infer_argmax);

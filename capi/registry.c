@@ -1,0 +1,258 @@
+/* registry.c - the one registry: operators from the op table, kernels per (op, device, dtypes). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const ct_op_def* const ct_builtin_op_defs[] = {
+#define CT_OP(name) &ct_op_def_##name,
+#include "ops/op_list.h"
+#undef CT_OP
+};
+
+#define CT_NUM_BUILTIN_OPS ((int32_t)(sizeof ct_builtin_op_defs / sizeof ct_builtin_op_defs[0]))
+
+/* Ops sorted by name; the array never changes after initialisation. */
+static ct_op ct_ops[CT_NUM_BUILTIN_OPS];
+/* Kernel lists grow when backends register; readers take the lock shared. */
+static pthread_rwlock_t ct_kernel_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_once_t ct_init_once = PTHREAD_ONCE_INIT;
+static int ct_init_status = CT_OK;
+static char ct_init_message[256];
+/* Set while built-in kernels are being registered (inside the once-routine). */
+static bool ct_registering_builtins = false;
+
+static int ct_compare_op_names(const void* a, const void* b) {
+  return strcmp(((const ct_op*)a)->def->schema.name, ((const ct_op*)b)->def->schema.name);
+}
+
+static void ct_registry_init_once(void) {
+  for (int32_t i = 0; i < CT_NUM_BUILTIN_OPS; ++i) ct_ops[i].def = ct_builtin_op_defs[i];
+  qsort(ct_ops, CT_NUM_BUILTIN_OPS, sizeof ct_ops[0], ct_compare_op_names);
+  ct_registering_builtins = true;
+  ct_init_status = ct_cpu_register_kernels();
+  ct_registering_builtins = false;
+  if (ct_init_status != CT_OK) {
+    strncpy(ct_init_message, ct_last_error(), sizeof ct_init_message - 1);
+  }
+}
+
+int ct_registry_init(void) {
+  pthread_once(&ct_init_once, ct_registry_init_once);
+  if (ct_init_status != CT_OK) {
+    return ct_set_error(ct_init_status, "ctensor failed to initialise: %s", ct_init_message);
+  }
+  return CT_OK;
+}
+
+int ct_op_count(int32_t* count) {
+  ct_clear_error();
+  if (!count) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_count: count is NULL");
+  const int status = ct_registry_init();
+  if (status != CT_OK) return status;
+  *count = CT_NUM_BUILTIN_OPS;
+  return CT_OK;
+}
+
+int ct_op_at(int32_t index, const ct_op** op) {
+  ct_clear_error();
+  if (!op) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_at: op is NULL");
+  const int status = ct_registry_init();
+  if (status != CT_OK) return status;
+  if (index < 0 || index >= CT_NUM_BUILTIN_OPS) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "ct_op_at: index %d is outside [0, %d)", index,
+                        CT_NUM_BUILTIN_OPS);
+  }
+  *op = &ct_ops[index];
+  return CT_OK;
+}
+
+static const ct_op* ct_lookup(const char* name) {
+  int32_t lo = 0, hi = CT_NUM_BUILTIN_OPS;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    const int c = strcmp(ct_ops[mid].def->schema.name, name);
+    if (c == 0) return &ct_ops[mid];
+    if (c < 0) lo = mid + 1; else hi = mid;
+  }
+  return NULL;
+}
+
+int ct_op_find(const char* name, const ct_op** op) {
+  ct_clear_error();
+  if (!name || !op) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_find: NULL argument");
+  const int status = ct_registry_init();
+  if (status != CT_OK) return status;
+  *op = ct_lookup(name);
+  if (!*op) return ct_set_error(CT_ERROR_UNKNOWN_OP, "no operator named '%s'", name);
+  return CT_OK;
+}
+
+int ct_op_get_schema(const ct_op* op, const ct_op_schema** schema) {
+  ct_clear_error();
+  if (!op || !schema) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_get_schema: NULL argument");
+  *schema = &op->def->schema;
+  return CT_OK;
+}
+
+static int32_t ct_signature_length(const ct_op_schema* schema) {
+  return schema->num_inputs + schema->num_outputs;
+}
+
+static bool ct_signature_matches(const ct_dtype* registered, const ct_dtype* wanted, int32_t n) {
+  for (int32_t i = 0; i < n; ++i) {
+    if (wanted[i].bits == 0) continue; /* absent optional input */
+    if (!ct_dtype_equal(registered[i], wanted[i])) return false;
+  }
+  return true;
+}
+
+int ct_kernel_register(const ct_kernel_def* def) {
+  ct_clear_error();
+  if (!def) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_kernel_register: def is NULL");
+  if (def->struct_size < sizeof(ct_kernel_def)) {
+    return ct_set_error(CT_ERROR_ABI_MISMATCH, "ct_kernel_register: struct_size %zu < %zu",
+                        def->struct_size, sizeof(ct_kernel_def));
+  }
+  if (!def->op_name || !def->backend_name || !def->run || !def->signature) {
+    return ct_set_error(CT_ERROR_NULL_POINTER,
+                        "ct_kernel_register: op_name, backend_name, run and signature are required");
+  }
+  if (!ct_registering_builtins) {
+    const int status = ct_registry_init();
+    if (status != CT_OK) return status;
+  }
+  ct_op* op = (ct_op*)ct_lookup(def->op_name);
+  if (!op) return ct_set_error(CT_ERROR_UNKNOWN_OP, "ct_kernel_register: no operator named '%s'", def->op_name);
+  const int32_t length = ct_signature_length(&op->def->schema);
+  if (def->signature_length != length) {
+    return ct_set_error(CT_ERROR_WRONG_ARITY, "ct_kernel_register: %s takes a signature of %d dtypes, got %d",
+                        def->op_name, length, def->signature_length);
+  }
+  for (int32_t i = 0; i < length; ++i) {
+    if (ct_dtype_to_id(def->signature[i]) == CT_DT_INVALID) {
+      return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "ct_kernel_register: %s: signature entry %d is %s",
+                          def->op_name, i, ct_dtype_describe(def->signature[i]));
+    }
+  }
+  ct_dtype* signature = malloc(sizeof(ct_dtype) * (size_t)length);
+  if (!signature) return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");
+  memcpy(signature, def->signature, sizeof(ct_dtype) * (size_t)length);
+
+  int status = CT_OK;
+  pthread_rwlock_wrlock(&ct_kernel_lock);
+  ct_kernel_entry* slot = NULL;
+  for (int32_t k = 0; k < op->num_kernels; ++k) {
+    ct_kernel_entry* entry = &op->kernels[k];
+    if (entry->def.device_type == def->device_type &&
+        ct_signature_matches(entry->signature, signature, length)) {
+      slot = entry; /* replace: entries are never freed, old signature stays valid for readers */
+      break;
+    }
+  }
+  if (!slot) {
+    if (op->num_kernels == op->kernel_capacity) {
+      /* Grow by allocating anew and leaking the old block: readers holding an entry pointer from
+       * before stay valid. Kernel registration is rare and bounded. */
+      const int32_t capacity = op->kernel_capacity ? op->kernel_capacity * 2 : 16;
+      ct_kernel_entry* grown = malloc(sizeof(ct_kernel_entry) * (size_t)capacity);
+      if (!grown) {
+        status = ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");
+      } else {
+        if (op->num_kernels) memcpy(grown, op->kernels, sizeof(ct_kernel_entry) * (size_t)op->num_kernels);
+        op->kernels = grown;
+        op->kernel_capacity = capacity;
+      }
+    }
+    if (status == CT_OK) slot = &op->kernels[op->num_kernels++];
+  }
+  if (status == CT_OK) {
+    slot->def = *def;
+    slot->def.struct_size = sizeof(ct_kernel_def);
+    slot->def.signature = signature;
+    slot->signature = signature;
+    /* Keep our own copy of the name: a plugin's string table may not outlive its registration. */
+    char* backend = strdup(def->backend_name);
+    if (backend) slot->def.backend_name = backend;
+  } else {
+    free(signature);
+  }
+  pthread_rwlock_unlock(&ct_kernel_lock);
+  return status;
+}
+
+int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const ct_dtype* signature,
+                            int32_t signature_length, const ct_kernel_entry** kernel) {
+  const ct_kernel_entry* found = NULL;
+  bool device_seen = false;
+  pthread_rwlock_rdlock(&ct_kernel_lock);
+  for (int32_t k = 0; k < op->num_kernels; ++k) {
+    const ct_kernel_entry* entry = &op->kernels[k];
+    if (entry->def.device_type != device_type) continue;
+    device_seen = true;
+    if (ct_signature_matches(entry->signature, signature, signature_length)) {
+      found = entry;
+      break;
+    }
+  }
+  pthread_rwlock_unlock(&ct_kernel_lock);
+  *kernel = found;
+  if (found) return CT_OK;
+  const char* name = op->def->schema.name;
+  if (!device_seen) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DEVICE, "%s has no kernel for device type %d", name,
+                        device_type);
+  }
+  char text[512];
+  size_t used = 0;
+  for (int32_t i = 0; i < signature_length && used < sizeof text; ++i) {
+    int n = snprintf(text + used, sizeof text - used, "%s%s", i ? ", " : "",
+                     signature[i].bits ? ct_dtype_describe(signature[i]) : "-");
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s does not support dtypes (%s) on device type %d",
+                      name, text, device_type);
+}
+
+bool ct_registry_has_device(const ct_op* op, int32_t device_type) {
+  bool seen = false;
+  pthread_rwlock_rdlock(&ct_kernel_lock);
+  for (int32_t k = 0; k < op->num_kernels && !seen; ++k) seen = op->kernels[k].def.device_type == device_type;
+  pthread_rwlock_unlock(&ct_kernel_lock);
+  return seen;
+}
+
+int ct_op_kernel_count(const ct_op* op, int32_t* count) {
+  ct_clear_error();
+  if (!op || !count) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_kernel_count: NULL argument");
+  pthread_rwlock_rdlock(&ct_kernel_lock);
+  *count = op->num_kernels;
+  pthread_rwlock_unlock(&ct_kernel_lock);
+  return CT_OK;
+}
+
+int ct_op_kernel_info(const ct_op* op, int32_t index, ct_kernel_info* info) {
+  ct_clear_error();
+  if (!op || !info) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_kernel_info: NULL argument");
+  if (info->struct_size < sizeof(ct_kernel_info)) {
+    return ct_set_error(CT_ERROR_ABI_MISMATCH, "ct_op_kernel_info: struct_size %zu < %zu",
+                        info->struct_size, sizeof(ct_kernel_info));
+  }
+  int status = CT_OK;
+  pthread_rwlock_rdlock(&ct_kernel_lock);
+  if (index < 0 || index >= op->num_kernels) {
+    status = ct_set_error(CT_ERROR_INVALID_ARGUMENT, "ct_op_kernel_info: %s has no kernel %d",
+                          op->def->schema.name, index);
+  } else {
+    const ct_kernel_entry* entry = &op->kernels[index];
+    info->backend = entry->def.backend_name;
+    info->device_type = entry->def.device_type;
+    info->signature_length = entry->def.signature_length;
+    info->signature = entry->signature;
+  }
+  pthread_rwlock_unlock(&ct_kernel_lock);
+  return status;
+}

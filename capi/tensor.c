@@ -1,0 +1,181 @@
+/* tensor.c - validation, strides and overlap checks for tensor views. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+bool ct_mul_overflow_i64(int64_t a, int64_t b, int64_t* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+
+bool ct_add_overflow_i64(int64_t a, int64_t b, int64_t* out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+void ct_compact_strides(int32_t ndim, const int64_t* shape, int64_t* strides) {
+  int64_t step = 1;
+  for (int32_t k = ndim - 1; k >= 0; --k) {
+    strides[k] = step;
+    step *= shape[k] > 0 ? shape[k] : 1;
+  }
+}
+
+int64_t ct_tensor_stride(const ct_tensor* t, int32_t k) {
+  if (t->strides) return t->strides[k];
+  int64_t step = 1;
+  for (int32_t j = t->ndim - 1; j > k; --j) step *= t->shape[j] > 0 ? t->shape[j] : 1;
+  return step;
+}
+
+int64_t ct_tensor_numel(const ct_tensor* t) {
+  int64_t n = 1;
+  for (int32_t k = 0; k < t->ndim; ++k) n *= t->shape[k];
+  return n;
+}
+
+bool ct_tensor_is_contiguous(const ct_tensor* t) {
+  if (!t->strides) return true;
+  int64_t step = 1;
+  for (int32_t k = t->ndim - 1; k >= 0; --k) {
+    if (t->shape[k] == 0) return true;
+    if (t->shape[k] != 1 && t->strides[k] != step) return false;
+    step *= t->shape[k];
+  }
+  return true;
+}
+
+int ct_tensor_validate(const ct_tensor* t, const char* what) {
+  if (!t) return ct_set_error(CT_ERROR_NULL_POINTER, "%s is NULL", what);
+  if (t->ndim < 0 || t->ndim > CT_MAX_NDIM) {
+    return ct_set_error(CT_ERROR_INVALID_SHAPE, "%s has ndim %d; ctensor supports 0 to %d", what,
+                        t->ndim, CT_MAX_NDIM);
+  }
+  if (t->ndim > 0 && !t->shape) {
+    return ct_set_error(CT_ERROR_NULL_POINTER, "%s has ndim %d but a NULL shape", what, t->ndim);
+  }
+  if (ct_dtype_to_id(t->dtype) == CT_DT_INVALID) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s has dtype %s, which ctensor does not support",
+                        what, ct_dtype_describe(t->dtype));
+  }
+  int64_t numel = 1;
+  for (int32_t k = 0; k < t->ndim; ++k) {
+    if (t->shape[k] < 0) {
+      return ct_set_error(CT_ERROR_INVALID_SHAPE, "%s has negative extent %lld in dimension %d",
+                          what, (long long)t->shape[k], k);
+    }
+    if (!ct_mul_overflow_i64(numel, t->shape[k], &numel)) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s has more elements than int64 can count (overflow at dimension %d)",
+                          what, k);
+    }
+  }
+  const int64_t itemsize = ct_dtype_size(t->dtype);
+  int64_t bytes;
+  if (!ct_mul_overflow_i64(numel, itemsize, &bytes)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: %lld elements of %lld bytes overflow int64",
+                        what, (long long)numel, (long long)itemsize);
+  }
+  if (numel == 0) return CT_OK;
+  if (!t->data) {
+    return ct_set_error(CT_ERROR_NULL_POINTER, "%s has %lld elements but NULL data", what,
+                        (long long)numel);
+  }
+  if (t->strides) {
+    /* The span the strides reach must be addressable in int64 bytes too. */
+    int64_t span = 0;
+    for (int32_t k = 0; k < t->ndim; ++k) {
+      int64_t reach;
+      const int64_t stride = t->strides[k] < 0 ? -t->strides[k] : t->strides[k];
+      if (t->strides[k] == INT64_MIN || !ct_mul_overflow_i64(stride, t->shape[k] - 1, &reach) ||
+          !ct_add_overflow_i64(span, reach, &span)) {
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
+                            what);
+      }
+    }
+    if (!ct_mul_overflow_i64(span, itemsize, &span)) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range", what);
+    }
+  }
+  return CT_OK;
+}
+
+/* Byte range [lo, hi) that t's elements touch, relative to its first element. */
+static void ct_tensor_byte_range(const ct_tensor* t, int64_t* lo, int64_t* hi) {
+  const int64_t itemsize = ct_dtype_size(t->dtype);
+  int64_t low = 0, high = 0;
+  for (int32_t k = 0; k < t->ndim; ++k) {
+    const int64_t reach = (t->shape[k] - 1) * ct_tensor_stride(t, k) * itemsize;
+    if (reach < 0) low += reach; else high += reach;
+  }
+  *lo = low;
+  *hi = high + itemsize;
+}
+
+typedef struct ct_dim_extent {
+  int64_t stride; /* absolute, in bytes */
+  int64_t extent;
+} ct_dim_extent;
+
+static int ct_compare_dim_extent(const void* a, const void* b) {
+  const int64_t x = ((const ct_dim_extent*)a)->stride, y = ((const ct_dim_extent*)b)->stride;
+  return (x > y) - (x < y);
+}
+
+bool ct_tensor_may_self_overlap(const ct_tensor* t) {
+  if (ct_tensor_numel(t) <= 1) return false;
+  /* Sufficient condition for distinct addresses: sorted by |stride|, each stride is at least the
+   * span of all smaller dimensions plus one element. */
+  ct_dim_extent dims[CT_MAX_NDIM];
+  int32_t n = 0;
+  const int64_t itemsize = ct_dtype_size(t->dtype);
+  for (int32_t k = 0; k < t->ndim; ++k) {
+    if (t->shape[k] == 1) continue;
+    const int64_t s = ct_tensor_stride(t, k);
+    dims[n].stride = (s < 0 ? -s : s) * itemsize;
+    dims[n].extent = t->shape[k];
+    ++n;
+  }
+  qsort(dims, (size_t)n, sizeof dims[0], ct_compare_dim_extent);
+  int64_t span = itemsize; /* bytes covered by the dimensions seen so far */
+  for (int32_t k = 0; k < n; ++k) {
+    if (dims[k].stride < span) return true;
+    span = dims[k].stride * (dims[k].extent - 1) + span;
+  }
+  return false;
+}
+
+/* Whether addresses of these devices can be compared arithmetically. OpenCL and Vulkan hand out
+ * opaque handles: only views of the same handle can overlap. */
+static bool ct_device_has_flat_addresses(int32_t device_type) {
+  return device_type != CT_DEVICE_OPENCL && device_type != CT_DEVICE_VULKAN &&
+         device_type != CT_DEVICE_METAL && device_type != CT_DEVICE_WEBGPU;
+}
+
+bool ct_tensors_may_overlap(const ct_tensor* a, const ct_tensor* b) {
+  if (ct_tensor_numel(a) == 0 || ct_tensor_numel(b) == 0) return false;
+  if (a->device.device_type != b->device.device_type || a->device.device_id != b->device.device_id)
+    return false;
+  int64_t alo, ahi, blo, bhi;
+  ct_tensor_byte_range(a, &alo, &ahi);
+  ct_tensor_byte_range(b, &blo, &bhi);
+  intptr_t abase, bbase;
+  if (ct_device_has_flat_addresses(a->device.device_type)) {
+    abase = (intptr_t)ct_tensor_base(a);
+    bbase = (intptr_t)ct_tensor_base(b);
+  } else {
+    if (a->data != b->data) return false;
+    abase = (intptr_t)a->byte_offset;
+    bbase = (intptr_t)b->byte_offset;
+  }
+  return abase + alo < bbase + bhi && bbase + blo < abase + ahi;
+}
+
+bool ct_tensors_same_view(const ct_tensor* a, const ct_tensor* b) {
+  if (a->data != b->data || a->byte_offset != b->byte_offset || a->ndim != b->ndim ||
+      ct_dtype_size(a->dtype) != ct_dtype_size(b->dtype))
+    return false;
+  for (int32_t k = 0; k < a->ndim; ++k) {
+    if (a->shape[k] != b->shape[k]) return false;
+    if (a->shape[k] > 1 && ct_tensor_stride(a, k) != ct_tensor_stride(b, k)) return false;
+  }
+  return true;
+}

@@ -1,0 +1,83 @@
+/* half.h - float16 and bfloat16 conversions (round to nearest even), written once for every
+ * kernel: low-precision dtypes load to float, compute in float, store back. */
+#ifndef CTENSOR_CPU_HALF_H_
+#define CTENSOR_CPU_HALF_H_
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t ct_float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float ct_bits_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static inline float ct_half_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) return ct_bits_float(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    /* zero or subnormal: mantissa * 2^-24, exact in float */
+    const float magnitude = (float)mantissa * 5.9604644775390625e-08f;
+    return ct_bits_float(sign | ct_float_bits(magnitude));
+  }
+  return ct_bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+static inline uint16_t ct_float_to_half(float f) {
+  const uint32_t bits = ct_float_bits(f);
+  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) { /* inf stays inf; nan stays a quiet nan with its payload top */
+    return (uint16_t)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u | ((magnitude >> 13) & 0x3ffu) : 0));
+  }
+  if (magnitude >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+  if (magnitude < 0x38800000u) {
+    /* Below 2^-14: a half subnormal (or zero). Adding 0.5 puts the value's bits at float's ulp
+     * 2^-24, so the FPU's own round-to-nearest-even does the rounding. */
+    const float shifted = ct_bits_float(magnitude) + 0.5f;
+    return (uint16_t)(sign | (ct_float_bits(shifted) - 0x3f000000u));
+  }
+  /* Normal: rebias the exponent and round the 13 dropped bits to nearest even. */
+  const uint32_t odd = (magnitude >> 13) & 1u;
+  magnitude += 0xc8000fffu + odd;
+  return (uint16_t)(sign | (magnitude >> 13));
+}
+
+static inline float ct_bfloat16_to_float(uint16_t h) { return ct_bits_float((uint32_t)h << 16); }
+
+static inline uint16_t ct_float_to_bfloat16(float f) {
+  const uint32_t bits = ct_float_bits(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40u); /* quiet nan */
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)((bits + rounding) >> 16);
+}
+
+/* double -> float rounding to odd, so that a second rounding to half/bfloat16 (11 or 8 bits,
+ * at least 2 fewer than float's 24) gives the correctly rounded result of the double. */
+static inline float ct_double_to_float_round_odd(double d) {
+  float f = (float)d;
+  const double back = (double)f;
+  if (back != d && d == d) {
+    uint32_t bits = ct_float_bits(f);
+    if ((back < 0 ? -back : back) > (d < 0 ? -d : d)) bits -= 1; /* step toward zero */
+    f = ct_bits_float(bits | 1u);
+  }
+  return f;
+}
+
+static inline uint16_t ct_double_to_half(double d) {
+  return ct_float_to_half(ct_double_to_float_round_odd(d));
+}
+
+static inline uint16_t ct_double_to_bfloat16(double d) {
+  return ct_float_to_bfloat16(ct_double_to_float_round_odd(d));
+}
+
+#endif /* CTENSOR_CPU_HALF_H_ */
