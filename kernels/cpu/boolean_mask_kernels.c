@@ -1,0 +1,4 @@
+/* boolean_mask_kernels.c - in progress: registers nothing yet. */
+#include "cpu_register.h"
+
+int ct_cpu_register_boolean_mask(void) { return CT_OK; }
