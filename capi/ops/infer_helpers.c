@@ -61,7 +61,7 @@ int ct_axes_to_mask(const char* op_name, const ct_attr_value* axis, int32_t ndim
   const int64_t count = axis->type == CT_ATTR_INT_LIST ? axis->count : 1;
   for (int64_t j = 0; j < count; ++j) {
     const int64_t value = axis->type == CT_ATTR_INT_LIST ? axis->value.ints[j] : axis->value.i;
-    int32_t k;
+    int32_t k = 0;
     const int status = ct_normalize_axis(op_name, value, ndim, &k);
     if (status != CT_OK) return status;
     if (mask[k]) {
