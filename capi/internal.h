@@ -121,9 +121,16 @@ typedef struct ct_kernel_entry {
   ct_dtype* signature; /* owned copy */
 } ct_kernel_entry;
 
+/* Kernel storage of one op: blocks only grow, older blocks stay reachable from newer ones. */
+typedef struct ct_kernel_block {
+  struct ct_kernel_block* previous;
+  ct_kernel_entry entries[];
+} ct_kernel_block;
+
 struct ct_op {
   const ct_op_def* def;
-  ct_kernel_entry* kernels;
+  ct_kernel_block* kernel_block;
+  ct_kernel_entry* kernels; /* kernel_block->entries */
   int32_t num_kernels;
   int32_t kernel_capacity;
 };

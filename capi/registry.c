@@ -154,15 +154,20 @@ int ct_kernel_register(const ct_kernel_def* def) {
   }
   if (!slot) {
     if (op->num_kernels == op->kernel_capacity) {
-      /* Grow by allocating anew and leaking the old block: readers holding an entry pointer from
-       * before stay valid. Kernel registration is rare and bounded. */
+      /* Grow into a new block; the old one stays allocated (chained from the new one) so that
+       * readers still holding an entry pointer remain valid. Registration is rare and bounded. */
       const int32_t capacity = op->kernel_capacity ? op->kernel_capacity * 2 : 16;
-      ct_kernel_entry* grown = malloc(sizeof(ct_kernel_entry) * (size_t)capacity);
-      if (!grown) {
+      ct_kernel_block* block =
+          malloc(sizeof(ct_kernel_block) + sizeof(ct_kernel_entry) * (size_t)capacity);
+      if (!block) {
         status = ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");
       } else {
-        if (op->num_kernels) memcpy(grown, op->kernels, sizeof(ct_kernel_entry) * (size_t)op->num_kernels);
-        op->kernels = grown;
+        block->previous = op->kernel_block;
+        if (op->num_kernels) {
+          memcpy(block->entries, op->kernels, sizeof(ct_kernel_entry) * (size_t)op->num_kernels);
+        }
+        op->kernel_block = block;
+        op->kernels = block->entries;
         op->kernel_capacity = capacity;
       }
     }
