@@ -26,7 +26,9 @@ import sys
 
 import cffi
 
-_INT_DEFINE = re.compile(r"^#\s*define\s+([A-Za-z_]\w*)\s+(\(?-?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*\)?)\s*$")
+_INT_DEFINE = re.compile(
+    r"^#\s*define\s+([A-Za-z_]\w*)\s+(\(?-?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*\)?)\s*$"
+)
 
 
 def _strip_comments(text: str) -> str:
@@ -196,7 +198,8 @@ static int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view) {
   if (!PyCapsule_CheckExact(o)) {
     rc = CTPY_CAPSULE_NOT_A_CAPSULE;
   } else if (PyCapsule_IsValid(o, ctpy_name_versioned)) {
-    DLManagedTensorVersioned* m = (DLManagedTensorVersioned*)PyCapsule_GetPointer(o, ctpy_name_versioned);
+    DLManagedTensorVersioned* m =
+        (DLManagedTensorVersioned*)PyCapsule_GetPointer(o, ctpy_name_versioned);
     if (!m) {
       rc = CTPY_CAPSULE_NULL;
     } else {

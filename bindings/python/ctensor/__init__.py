@@ -1,0 +1,124 @@
+"""ctensor: framework-neutral tensor operators with a stable C ABI.
+
+``ctensor.ops.<name>`` calls an operator on NumPy arrays, PyTorch tensors, JAX and CuPy arrays or
+raw DLPack capsules without copying them; results are allocated in the caller's framework, or
+written into ``out=``. ``ctensor.list_ops()`` and ``ctensor.op_info(name)`` describe the registry.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import ops
+from ._dlpack import InputTypeError
+from ._errors import (
+    STATUS_TO_ERROR,
+    ABIMismatchError,
+    AliasingError,
+    AttributeTypeError,
+    BackendError,
+    ContiguousRequiredError,
+    CTensorError,
+    DeviceMismatchError,
+    InvalidArgumentError,
+    InvalidShapeError,
+    NullPointerError,
+    OutOfMemoryError,
+    ReadOnlyOutputError,
+    ShapeMismatchError,
+    SizeOverflowError,
+    UnknownAttributeError,
+    UnknownOpError,
+    UnsupportedDeviceError,
+    UnsupportedDTypeError,
+    WorkspaceTooSmallError,
+    WrongArityError,
+    check,
+)
+from ._lib import ffi, lib
+from ._registry import list_ops, op_info
+
+__all__ = [
+    "ABI_VERSION",
+    "__version__",
+    "abi_version",
+    "get_include",
+    "get_lib_dir",
+    "get_num_threads",
+    "get_pkgconfig_dir",
+    "list_ops",
+    "op_info",
+    "ops",
+    "set_num_threads",
+    "STATUS_TO_ERROR",
+    "CTensorError",
+    "ABIMismatchError",
+    "AliasingError",
+    "AttributeTypeError",
+    "BackendError",
+    "ContiguousRequiredError",
+    "DeviceMismatchError",
+    "InputTypeError",
+    "InvalidArgumentError",
+    "InvalidShapeError",
+    "NullPointerError",
+    "OutOfMemoryError",
+    "ReadOnlyOutputError",
+    "ShapeMismatchError",
+    "SizeOverflowError",
+    "UnknownAttributeError",
+    "UnknownOpError",
+    "UnsupportedDTypeError",
+    "UnsupportedDeviceError",
+    "WorkspaceTooSmallError",
+    "WrongArityError",
+]
+
+#: The ABI version of the header this binding was compiled against: (major, minor).
+ABI_VERSION: tuple[int, int] = (lib.CT_ABI_VERSION_MAJOR, lib.CT_ABI_VERSION_MINOR)
+
+#: The release version of the loaded libctensor.
+__version__: str = ffi.string(lib.ct_version_string()).decode()
+
+
+def abi_version() -> tuple[int, int]:
+    """The ABI version of the loaded libctensor: (major, minor)."""
+    version = lib.ct_abi_version()
+    return (version >> 16, version & 0xFFFF)
+
+
+if abi_version()[0] != ABI_VERSION[0]:  # pragma: no cover - needs a mismatched library
+    raise ImportError(
+        f"libctensor has ABI {abi_version()}, but this binding was built for {ABI_VERSION}: "
+        "reinstall ctensor"
+    )
+
+
+def get_num_threads() -> int:
+    """Number of threads the CPU kernels use."""
+    n = ffi.new("int32_t*")
+    check(lib.ct_get_num_threads(n))
+    return int(n[0])
+
+
+def set_num_threads(n: int) -> None:
+    """Sets the number of threads the CPU kernels use (n <= 0: the default)."""
+    check(lib.ct_set_num_threads(int(n)))
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def get_include() -> str:
+    """Directory holding ctensor.h and ctensor_backend.h."""
+    return os.path.join(_HERE, "include")
+
+
+def get_lib_dir() -> str:
+    """Directory holding libctensor."""
+    return os.path.join(_HERE, "lib")
+
+
+def get_pkgconfig_dir() -> str:
+    """Directory holding ctensor.pc (for PKG_CONFIG_PATH)."""
+    return os.path.join(_HERE, "lib", "pkgconfig")

@@ -1,0 +1,148 @@
+"""``python -m ctensor``: what is installed, and where.
+
+    python -m ctensor                 version, ABI, threads and the operator table
+    python -m ctensor --markdown-ops  the README's operator table, generated from the registry
+    python -m ctensor --pkgconfigdir  directory holding ctensor.pc
+    python -m ctensor --includedir    directory holding ctensor.h
+    python -m ctensor --libdir        directory holding libctensor
+
+``ctensor-config`` (console script) takes the same directory flags, plus --cflags and --libs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import ctensor
+
+from ._dtypes import DTYPE_INDEX
+
+
+def _dtypes_text(names: list[str]) -> str:
+    """Compact dtype list: 'all' when every dtype is there."""
+    if len(names) == len(DTYPE_INDEX):
+        return "all"
+    return ", ".join(names)
+
+
+def _attr_text(attr: dict) -> str:
+    text = f"{attr['name']}: {attr['type']}"
+    if attr.get("nullable"):
+        text += "?"
+    if attr.get("required"):
+        return text + " (required)"
+    return f"{text} = {attr.get('default')!r}"
+
+
+def _input_text(param: dict) -> str:
+    name = param["name"]
+    if param.get("variadic"):
+        return f"*{name}"
+    if param.get("optional"):
+        return f"{name}?"
+    return name
+
+
+def markdown_ops() -> str:
+    """The operator table as Markdown: op, category, inputs, attributes, dtypes, devices."""
+    rows = [
+        "| op | category | inputs | attributes | dtypes (cpu) | devices |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in ctensor.list_ops():
+        info = ctensor.op_info(name)
+        inputs = ", ".join(_input_text(p) for p in info["inputs"])
+        attrs = "<br>".join(f"`{_attr_text(a)}`" for a in info["attrs"]) or "—"
+        dtypes = _dtypes_text(info["dtypes"].get("cpu", [])) or "—"
+        devices = ", ".join(info["devices"]) or "—"
+        rows.append(
+            f"| `{name}` | {info['category']} | {inputs} | {attrs} | {dtypes} | {devices} |"
+        )
+    return "\n".join(rows)
+
+
+def summary() -> str:
+    lines = [
+        f"ctensor {ctensor.__version__}",
+        f"ABI version: {'.'.join(map(str, ctensor.abi_version()))} (binding built against "
+        f"{'.'.join(map(str, ctensor.ABI_VERSION))})",
+        f"threads: {ctensor.get_num_threads()}",
+        f"package: {ctensor._HERE}",
+        "",
+    ]
+    infos = [ctensor.op_info(name) for name in ctensor.list_ops()]
+    width = max([len(i["name"]) for i in infos] + [2])
+    lines.append(f"{'op':<{width}}  {'category':<12}  dtypes (cpu)")
+    lines.append(f"{'-' * width}  {'-' * 12}  {'-' * 12}")
+    for info in infos:
+        dtypes = _dtypes_text(info["dtypes"].get("cpu", [])) or "-"
+        lines.append(f"{info['name']:<{width}}  {info['category']:<12}  {dtypes}")
+    lines.append(f"\n{len(infos)} operators")
+    return "\n".join(lines)
+
+
+def _dir_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--pkgconfigdir", action="store_true",
+                       help="print the directory holding ctensor.pc")
+    group.add_argument("--includedir", action="store_true",
+                       help="print the directory holding ctensor.h")
+    group.add_argument("--libdir", action="store_true",
+                       help="print the directory holding libctensor")
+    group.add_argument("--cflags", action="store_true", help="print compiler flags")
+    group.add_argument("--libs", action="store_true", help="print linker flags")
+    group.add_argument("--version", action="store_true", help="print the version")
+    parser.set_defaults(_group=group)
+
+
+def _dir_answer(args: argparse.Namespace) -> str | None:
+    if args.pkgconfigdir:
+        return ctensor.get_pkgconfig_dir()
+    if args.includedir:
+        return ctensor.get_include()
+    if args.libdir:
+        return ctensor.get_lib_dir()
+    if args.cflags:
+        return f"-I{ctensor.get_include()}"
+    if args.libs:
+        libdir = ctensor.get_lib_dir()
+        return f"-L{libdir} -Wl,-rpath,{libdir} -lctensor"
+    if args.version:
+        return ctensor.__version__
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ctensor", description=__doc__.split("\n")[0])
+    _dir_flags(parser)
+    parser.add_argument("--markdown-ops", action="store_true",
+                        help="print the operator table as Markdown (for the README)")
+    args = parser.parse_args(argv)
+    answer = _dir_answer(args)
+    if answer is not None:
+        print(answer)
+    elif args.markdown_ops:
+        print(markdown_ops())
+    else:
+        print(summary())
+    return 0
+
+
+def config_main(argv: list[str] | None = None) -> int:
+    """The ``ctensor-config`` console script."""
+    parser = argparse.ArgumentParser(prog="ctensor-config",
+                                     description="Where ctensor's C header, library and "
+                                     "pkg-config file are installed.")
+    _dir_flags(parser)
+    args = parser.parse_args(argv)
+    answer = _dir_answer(args)
+    if answer is None:
+        parser.print_help()
+        return 1
+    print(answer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

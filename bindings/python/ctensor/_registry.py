@@ -1,0 +1,212 @@
+"""The operator registry as the C library describes it (``ct_op_schema_json``), parsed once."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any
+
+from ._dtypes import DTYPE_INDEX, can_cast_safe, promote
+from ._errors import UnknownOpError, check
+from ._lib import ffi, lib
+
+__all__ = ["OpSpec", "registry_json", "get_spec", "all_specs", "op_info", "list_ops"]
+
+# DLPack device codes <-> the names the JSON uses.
+DEVICE_NAMES = {
+    lib.CT_DEVICE_CPU: "cpu",
+    lib.CT_DEVICE_CUDA: "cuda",
+    lib.CT_DEVICE_CUDA_HOST: "cuda_host",
+    lib.CT_DEVICE_OPENCL: "opencl",
+    lib.CT_DEVICE_VULKAN: "vulkan",
+    lib.CT_DEVICE_METAL: "metal",
+    lib.CT_DEVICE_ROCM: "rocm",
+    lib.CT_DEVICE_ONEAPI: "oneapi",
+}
+DEVICE_CODES = {name: code for code, name in DEVICE_NAMES.items()}
+
+_FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _float_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _FLOAT_WORDS.get(value, value)
+    return value
+
+
+def registry_json() -> dict:
+    """The whole registry, parsed from ``ct_op_schema_json(NULL, ...)``."""
+    length = ffi.new("size_t*")
+    check(lib.ct_op_schema_json(ffi.NULL, ffi.NULL, 0, length))
+    buffer = ffi.new("char[]", length[0] + 1)
+    check(lib.ct_op_schema_json(ffi.NULL, buffer, length[0] + 1, length))
+    return json.loads(ffi.string(buffer, length[0]).decode("utf-8"))
+
+
+class OpSpec:
+    """One operator: its schema (as JSON) plus what the binding precomputes for calls."""
+
+    def __init__(self, schema: dict):
+        self.schema = schema
+        self.name: str = schema["name"]
+        self.doc: str = schema.get("doc", "")
+        self.category: str = schema["category"]
+        self.flags: tuple[str, ...] = tuple(schema.get("flags", ()))
+        self.inputs: list[dict] = schema["inputs"]
+        self.outputs: list[dict] = schema["outputs"]
+        self.attrs: list[dict] = schema["attrs"]
+        for attr in self.attrs:
+            if attr["type"] in ("float",):
+                attr["default"] = _float_value(attr["default"])
+            elif attr["type"] == "float_list" and isinstance(attr["default"], list):
+                attr["default"] = [_float_value(v) for v in attr["default"]]
+        self.attr_types: dict[str, str] = {a["name"]: a["type"] for a in self.attrs}
+        self.elementwise = "elementwise" in self.flags
+        self.is_dynamic = self.category == "dynamic"
+        self.has_workspace = self.category == "workspace"
+        self.variadic_input = bool(self.inputs) and bool(self.inputs[-1].get("variadic"))
+        self.variadic_output = bool(self.outputs) and bool(self.outputs[-1].get("variadic"))
+        self.num_fixed_inputs = len(self.inputs) - (1 if self.variadic_input else 0)
+        required = self.num_fixed_inputs
+        while required > 0 and self.inputs[required - 1].get("optional"):
+            required -= 1
+        self.num_required_inputs = required
+        # Kernels per device: list of signatures (tuples of dtype names).
+        self.kernels: dict[str, list[tuple[str, ...]]] = {}
+        for kernel in schema.get("kernels", ()):
+            self.kernels.setdefault(kernel["device"], []).append(tuple(kernel["signature"]))
+        op = ffi.new("const ct_op**")
+        check(lib.ct_op_find(self.name.encode(), op))
+        self.op = op[0]
+        self._plans: dict[str, list[tuple[tuple[int, ...], frozenset[str]]]] = {}
+        self._choices: dict[tuple, tuple] = {}
+
+    # -------------------------------------------------------------- promotion --------------------
+
+    def promotion_groups(self, device: str) -> list[tuple[tuple[int, ...], frozenset[str]]]:
+        """Input slots whose dtypes must agree, found from the kernel signatures on ``device``:
+        slots i and j are grouped when every kernel has the same dtype in both. Each group comes
+        with the dtypes its kernels accept. Only groups that are promoted are returned: every
+        group of an elementwise op, groups of two or more slots otherwise."""
+        plan = self._plans.get(device)
+        if plan is not None:
+            return plan
+        signatures = self.kernels.get(device, [])
+        num_slots = len(self.inputs)
+        plan = []
+        if signatures:
+            seen: set[int] = set()
+            for i in range(num_slots):
+                if i in seen:
+                    continue
+                group = [i]
+                for j in range(i + 1, num_slots):
+                    if j not in seen and all(sig[i] == sig[j] for sig in signatures):
+                        group.append(j)
+                seen.update(group)
+                if self.elementwise or len(group) > 1:
+                    accepted = frozenset(sig[i] for sig in signatures)
+                    plan.append((tuple(group), accepted))
+        self._plans[device] = plan
+        return plan
+
+    def choose_dtypes(self, device: str, dtypes: tuple[str | None, ...]) -> tuple[str | None, ...]:
+        """The dtype each input slot should be cast to (None: leave it). Slot dtypes are None for
+        absent inputs. NumPy's ufunc loop selection: promote the group, then, if no kernel takes
+        the promoted dtype, the first dtype in type order it casts to safely that has one."""
+        key = (device, dtypes)
+        choice = self._choices.get(key)
+        if choice is not None:
+            return choice
+        targets: list[str | None] = [None] * len(dtypes)
+        for group, accepted in self.promotion_groups(device):
+            present = [dtypes[i] for i in group if i < len(dtypes) and dtypes[i] is not None]
+            if not present or any(d not in DTYPE_INDEX for d in present):
+                continue
+            target = promote(present)
+            if target is None:
+                continue
+            if target not in accepted:
+                for candidate in sorted(accepted, key=DTYPE_INDEX.__getitem__):
+                    if can_cast_safe(target, candidate):
+                        target = candidate
+                        break
+                else:
+                    continue  # nothing fits: pass as is, the C library reports it
+            for i in group:
+                if i < len(dtypes) and dtypes[i] is not None and dtypes[i] != target:
+                    targets[i] = target
+        choice = tuple(targets)
+        self._choices[key] = choice
+        return choice
+
+    # -------------------------------------------------------------- introspection ----------------
+
+    def info(self) -> dict:
+        """A fresh dict describing the op (see :func:`ctensor.op_info`)."""
+        dtypes: dict[str, list[str]] = {}
+        signatures: dict[str, list[list[str]]] = {}
+        for device, sigs in self.kernels.items():
+            firsts = {sig[0] for sig in sigs} if self.inputs else set()
+            dtypes[device] = sorted(firsts, key=lambda d: DTYPE_INDEX.get(d, len(DTYPE_INDEX)))
+            signatures[device] = [list(sig) for sig in sigs]
+        return {
+            "name": self.name,
+            "doc": self.doc,
+            "category": self.category,
+            "flags": list(self.flags),
+            "inputs": copy.deepcopy(self.inputs),
+            "outputs": copy.deepcopy(self.outputs),
+            "attrs": copy.deepcopy(self.attrs),
+            "dtypes": dtypes,
+            "signatures": signatures,
+            "devices": sorted(self.kernels),
+        }
+
+
+_REGISTRY: dict | None = None
+_SPECS: dict[str, OpSpec] = {}
+
+
+def _load() -> dict[str, OpSpec]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        registry = registry_json()
+        specs = {op["name"]: OpSpec(op) for op in registry["ops"]}
+        _SPECS.update(specs)
+        _REGISTRY = registry
+    return _SPECS
+
+
+def all_specs() -> dict[str, OpSpec]:
+    return _load()
+
+
+def get_spec(name: str) -> OpSpec:
+    spec = _load().get(name)
+    if spec is None:
+        # Let the C library phrase it.
+        op = ffi.new("const ct_op**")
+        check(lib.ct_op_find(str(name).encode(), op))
+        raise UnknownOpError(f"no operator named {name!r}")  # pragma: no cover
+    return spec
+
+
+def list_ops() -> list[str]:
+    """Names of all registered operators, sorted."""
+    return sorted(_load())
+
+
+def op_info(name: str) -> dict:
+    """Everything the registry says about an operator, as a dict:
+
+    ``name``, ``doc``, ``category`` ("shape_static", "workspace" or "dynamic"), ``flags``,
+    ``inputs`` and ``outputs`` (name, doc, optional, variadic), ``attrs`` (name, type, default,
+    required, nullable, doc), ``dtypes`` (per device: the dtypes the first input accepts, in
+    NumPy's type order), ``signatures`` (per device: every kernel's dtypes, one per input then
+    per output) and ``devices``. Raises UnknownOpError for a name that is not registered.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"op_info() takes an op name, got {type(name).__name__}")
+    return get_spec(name).info()
