@@ -136,6 +136,31 @@ int ctpy_capsule_is_valid(void* obj, const char* name);
 void* ctpy_capsule_get_pointer(void* obj, const char* name);
 int ctpy_capsule_set_name(void* obj, int which);
 
+/* Per-call scratch reused from a pool: tensor views, infer results and the context. */
+#define CTPY_MAX_TENSORS 320
+#define CTPY_MAX_OUTPUTS 64
+#define CTPY_SUMMARY_SIZE 4224
+typedef struct ctpy_frame {
+  intptr_t objects[320];      /* in: PyObject* of each capsule (| 1: consume it); 0: absent */
+  ct_tensor* tensors[320];    /* out: the DLTensor of each capsule (NULL when absent) */
+  void* managed[320];         /* out: managed tensor of consumed capsules (caller releases) */
+  uint64_t meta[320];         /* out: dtype key | flags | device, see CTPY_META_* */
+  ct_tensor_info infos[64];   /* ct_op_infer results */
+  int64_t summary[4224];      /* ctpy_summarize: per output dtype key, ndim, extents */
+  int32_t num_outputs;
+  int32_t reserved;
+  uint64_t workspace_bytes;
+  uint64_t workspace_alignment;
+  ct_context context;
+} ctpy_frame;
+
+#define CTPY_META_READ_ONLY 4294967296
+#define CTPY_META_VERSIONED 8589934592
+
+int ctpy_open(ctpy_frame* frame, int32_t start, int32_t count);
+int32_t ctpy_summarize(ctpy_frame* frame, int32_t count);
+void ctpy_release(ctpy_frame* frame, int32_t start, int32_t count);
+
 extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
                                   const ct_tensor_info* info, int32_t device_type,
                                   int32_t device_id, void** data);
@@ -228,6 +253,127 @@ static int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view) {
   if (PyErr_Occurred()) PyErr_Clear();
   PyGILState_Release(gil);
   return rc;
+}
+
+#define CTPY_MAX_TENSORS 320
+#define CTPY_MAX_OUTPUTS 64
+#define CTPY_SUMMARY_SIZE (CTPY_MAX_OUTPUTS * (CT_MAX_NDIM + 2))
+typedef struct ctpy_frame {
+  intptr_t objects[CTPY_MAX_TENSORS];
+  ct_tensor* tensors[CTPY_MAX_TENSORS];
+  void* managed[CTPY_MAX_TENSORS];
+  uint64_t meta[CTPY_MAX_TENSORS];
+  ct_tensor_info infos[CTPY_MAX_OUTPUTS];
+  int64_t summary[CTPY_SUMMARY_SIZE];
+  int32_t num_outputs;
+  int32_t reserved;
+  uint64_t workspace_bytes;
+  uint64_t workspace_alignment;
+  ct_context context;
+} ctpy_frame;
+
+/* meta: bits 0-31 dtype key (code | bits << 8 | lanes << 16), bit 32 READ_ONLY, bit 33
+ * versioned, bits 40-47 device type, bits 48-63 device id. On failure, the failing entry's meta
+ * holds its CTPY_CAPSULE_* code. */
+#define CTPY_META_READ_ONLY (1ull << 32)
+#define CTPY_META_VERSIONED (1ull << 33)
+
+static uint64_t ctpy_meta(const ct_tensor* t) {
+  return (uint64_t)t->dtype.code | ((uint64_t)t->dtype.bits << 8) |
+         ((uint64_t)t->dtype.lanes << 16) | ((uint64_t)(t->device.device_type & 0xff) << 40) |
+         ((uint64_t)(t->device.device_id & 0xffff) << 48);
+}
+
+/* Opens the capsules objects[start .. start+count). Returns 0, or -1 - i for the first entry
+ * that is not a usable DLPack capsule (its meta holds the reason). Consumed entries opened
+ * before a failure keep their managed pointer, so the caller can release them. */
+static int ctpy_open(ctpy_frame* f, int32_t start, int32_t count) {
+  if (start < 0 || count < 0 || start + count > CTPY_MAX_TENSORS) return -1 - start;
+  int rc = 0;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  for (int32_t i = start; i < start + count; ++i) {
+    const intptr_t raw = f->objects[i];
+    f->tensors[i] = NULL;
+    f->managed[i] = NULL;
+    f->meta[i] = 0;
+    if (raw == 0) continue;
+    PyObject* o = (PyObject*)(raw & ~(intptr_t)1);
+    const int consume = (int)(raw & 1);
+    if (!PyCapsule_CheckExact(o)) {
+      f->meta[i] = CTPY_CAPSULE_NOT_A_CAPSULE;
+      rc = -1 - i;
+      break;
+    }
+    if (PyCapsule_IsValid(o, ctpy_name_versioned)) {
+      DLManagedTensorVersioned* m =
+          (DLManagedTensorVersioned*)PyCapsule_GetPointer(o, ctpy_name_versioned);
+      if (!m || (consume && PyCapsule_SetName(o, ctpy_used_versioned) != 0)) {
+        f->meta[i] = CTPY_CAPSULE_NULL;
+        rc = -1 - i;
+        break;
+      }
+      f->tensors[i] = &m->dl_tensor;
+      if (consume) f->managed[i] = m;
+      f->meta[i] = ctpy_meta(&m->dl_tensor) | CTPY_META_VERSIONED |
+                   ((m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) ? CTPY_META_READ_ONLY : 0);
+    } else if (PyCapsule_IsValid(o, ctpy_name_legacy)) {
+      DLManagedTensor* m = (DLManagedTensor*)PyCapsule_GetPointer(o, ctpy_name_legacy);
+      if (!m || (consume && PyCapsule_SetName(o, ctpy_used_legacy) != 0)) {
+        f->meta[i] = CTPY_CAPSULE_NULL;
+        rc = -1 - i;
+        break;
+      }
+      f->tensors[i] = &m->dl_tensor;
+      if (consume) f->managed[i] = m;
+      f->meta[i] = ctpy_meta(&m->dl_tensor);
+    } else {
+      const char* name = PyCapsule_GetName(o);
+      f->meta[i] = (name && strncmp(name, "used_", 5) == 0) ? CTPY_CAPSULE_USED
+                                                              : CTPY_CAPSULE_WRONG_NAME;
+      rc = -1 - i;
+      break;
+    }
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  return rc;
+}
+
+/* Calls the deleter of every consumed capsule in [start, start+count), once. */
+static void ctpy_release(ctpy_frame* f, int32_t start, int32_t count) {
+  if (start < 0 || count < 0 || start + count > CTPY_MAX_TENSORS) return;
+  int any = 0;
+  for (int32_t i = start; i < start + count; ++i) any |= f->managed[i] != NULL;
+  if (!any) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  for (int32_t i = start; i < start + count; ++i) {
+    void* managed = f->managed[i];
+    if (!managed) continue;
+    f->managed[i] = NULL;
+    if (f->meta[i] & CTPY_META_VERSIONED) {
+      DLManagedTensorVersioned* m = (DLManagedTensorVersioned*)managed;
+      if (m->deleter) m->deleter(m);
+    } else {
+      DLManagedTensor* m = (DLManagedTensor*)managed;
+      if (m->deleter) m->deleter(m);
+    }
+  }
+  PyGILState_Release(gil);
+}
+
+/* Packs infos[0..count) as: dtype key, ndim, extents... per output. Returns the length. */
+static int32_t ctpy_summarize(ctpy_frame* f, int32_t count) {
+  int32_t k = 0;
+  if (count < 0 || count > CTPY_MAX_OUTPUTS) return -1;
+  for (int32_t i = 0; i < count; ++i) {
+    const ct_tensor_info* info = &f->infos[i];
+    const int32_t ndim = info->ndim < 0 ? 0 : (info->ndim > CT_MAX_NDIM ? CT_MAX_NDIM : info->ndim);
+    f->summary[k++] = (int64_t)info->dtype.code | ((int64_t)info->dtype.bits << 8) |
+                      ((int64_t)info->dtype.lanes << 16);
+    f->summary[k++] = ndim;
+    for (int32_t d = 0; d < ndim; ++d) f->summary[k++] = info->shape[d];
+  }
+  return k;
 }
 
 /* Calls the producer's deleter of a consumed capsule (once), holding the GIL as a capsule

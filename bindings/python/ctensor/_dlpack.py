@@ -1,12 +1,17 @@
 """Reading DLPack producers and capsules as ``ct_tensor*`` views, without copying.
 
 Objects with ``__dlpack__`` are asked for a versioned capsule (``max_version=(1, 0)``) and fall
-back to a plain ``__dlpack__()`` on TypeError; PyTorch tensors go through
-``torch.utils.dlpack.to_dlpack``, which is about ten times cheaper than ``Tensor.__dlpack__``.
+back to a plain ``__dlpack__()`` on TypeError. NumPy inputs take the cheaper legacy capsule
+first (a read-only array refuses it and is asked again for a versioned one, which carries the
+READ_ONLY flag); PyTorch tensors go through ``torch.utils.dlpack.to_dlpack``, about ten times
+cheaper than ``Tensor.__dlpack__``.
+
 A capsule we asked for is never renamed: dropping our last reference lets the producer's capsule
 destructor call its deleter. A raw capsule handed to us by the caller is *consumed*, as the
-DLPack protocol says: renamed to ``used_dltensor``/``used_dltensor_versioned`` at once, and its
-deleter called exactly once when the call is done (see :class:`Call.release`).
+DLPack protocol says: renamed to ``used_dltensor``/``used_dltensor_versioned`` when it is
+opened, and its deleter called exactly once when the call is done, failed or not.
+
+Capsules are opened in C, many at a time (``ctpy_open`` on a ``ctpy_frame``), holding the GIL.
 """
 
 from __future__ import annotations
@@ -20,15 +25,25 @@ import numpy as np
 from ._errors import InvalidArgumentError, ReadOnlyOutputError, UnsupportedDTypeError
 from ._lib import ffi, lib
 
-__all__ = ["InputTypeError", "Exported", "export", "release_consumed", "CapsuleType"]
+__all__ = [
+    "CAPSULE",
+    "CapsuleType",
+    "DLPACK",
+    "InputTypeError",
+    "JAX",
+    "NONE",
+    "NUMPY",
+    "NUMPY_SCALAR",
+    "SCALAR",
+    "TORCH",
+    "capsule_of",
+    "kind_of",
+    "open_error",
+    "output_capsule_of",
+]
 
 #: The type of PyCapsule objects.
 CapsuleType = type(_datetime.datetime_CAPI)  # type: ignore[attr-defined]
-
-_READ_ONLY = lib.DLPACK_FLAG_BITMASK_READ_ONLY
-_OPEN = lib.ctpy_capsule_open
-_VOIDP = "void*"
-_VIEW = "ctpy_capsule_view*"
 
 
 class InputTypeError(InvalidArgumentError, TypeError):
@@ -36,38 +51,50 @@ class InputTypeError(InvalidArgumentError, TypeError):
     DLPack capsule, or a Python scalar where the op takes no scalars)."""
 
 
-class Exported:
-    """One tensor view handed to C, with what keeps its memory alive."""
+# How objects of a type are read (cached per type).
+NONE, SCALAR, CAPSULE, NUMPY, NUMPY_SCALAR, TORCH, JAX, DLPACK, OTHER = range(9)
 
-    __slots__ = ("tensor", "owner", "managed", "versioned", "flags", "device")
-
-    def __init__(self, view: Any, owner: Any):
-        self.tensor = view.tensor  # ct_tensor* inside the producer's managed tensor
-        self.owner = owner  # the capsule (its destructor frees what we read)
-        self.managed = None
-        self.versioned = view.versioned
-        self.flags = view.flags
-        t = self.tensor
-        self.device = (t.device.device_type, t.device.device_id)
-
-
-def _open(capsule: Any, consume: int, what: str) -> Any:
-    view = ffi.new(_VIEW)
-    rc = _OPEN(ffi.cast(_VOIDP, id(capsule)), consume, view)
-    if rc != 0:
-        if rc == lib.CTPY_CAPSULE_USED:
-            raise InvalidArgumentError(
-                f"{what}: this DLPack capsule was already consumed (a capsule can be read once)"
-            )
-        if rc == lib.CTPY_CAPSULE_NOT_A_CAPSULE:
-            raise InputTypeError(f"{what}: __dlpack__() did not return a capsule")
-        raise InvalidArgumentError(
-            f"{what}: not a DLPack capsule (expected one named 'dltensor' or 'dltensor_versioned')"
-        )
-    return view
+_KINDS: dict[type, int] = {
+    type(None): NONE,
+    bool: SCALAR,
+    int: SCALAR,
+    float: SCALAR,
+    complex: SCALAR,
+    CapsuleType: CAPSULE,
+    np.ndarray: NUMPY,
+}
+_to_dlpack: Any = None
 
 
-def _call_dlpack(obj: Any, what: str, writable: bool) -> Any:
+def kind_of(tp: type) -> int:
+    """How to read objects of type ``tp`` (see the constants above)."""
+    kind = _KINDS.get(tp)
+    if kind is not None:
+        return kind
+    global _to_dlpack
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(tp, torch.Tensor):
+        import torch.utils.dlpack
+
+        _to_dlpack = torch.utils.dlpack.to_dlpack
+        kind = TORCH
+    elif issubclass(tp, np.ndarray):
+        kind = NUMPY
+    elif issubclass(tp, np.generic):
+        kind = NUMPY_SCALAR
+    elif issubclass(tp, (bool, int, float, complex)):
+        kind = SCALAR
+    elif tp.__module__.split(".", 1)[0] in ("jax", "jaxlib") and hasattr(tp, "__dlpack__"):
+        kind = JAX
+    elif hasattr(tp, "__dlpack__"):
+        kind = DLPACK
+    else:
+        kind = OTHER
+    _KINDS[tp] = kind
+    return kind
+
+
+def _call_dlpack(obj: Any, what: Any, writable: bool) -> Any:
     try:
         try:
             return obj.__dlpack__(max_version=(1, 0))
@@ -75,80 +102,80 @@ def _call_dlpack(obj: Any, what: str, writable: bool) -> Any:
             return obj.__dlpack__()
     except BufferError as e:
         text = str(e)
-        if "dtype" in text.lower():
-            raise UnsupportedDTypeError(f"{what}: {text}") from e
-        if writable and ("readonly" in text.lower() or "read-only" in text.lower()):
-            raise ReadOnlyOutputError(f"{what} is read-only: {text}") from e
-        raise InvalidArgumentError(f"{what}: cannot be read through DLPack: {text}") from e
+        lowered = text.lower()
+        if "dtype" in lowered or "data type" in lowered:
+            raise UnsupportedDTypeError(f"{what()}: {text}") from e
+        if writable and ("readonly" in lowered or "read-only" in lowered):
+            raise ReadOnlyOutputError(f"{what()} is read-only: {text}") from e
+        raise InvalidArgumentError(f"{what()}: cannot be read through DLPack: {text}") from e
 
 
-_KINDS: dict[type, str] = {}
-_to_dlpack: Any = None
+def capsule_of(obj: Any, kind: int, what: Any) -> Any:
+    """A DLPack capsule of an input (``what()`` names it in errors)."""
+    if kind == NUMPY:
+        try:
+            return obj.__dlpack__()
+        except BufferError:
+            return _call_dlpack(obj, what, False)  # read-only: versioned, flagged READ_ONLY
+    if kind == TORCH:
+        try:
+            return _to_dlpack(obj.detach() if obj.requires_grad else obj)
+        except (RuntimeError, BufferError, TypeError) as e:
+            raise InvalidArgumentError(f"{what()}: cannot be read through DLPack: {e}") from e
+    if kind in (DLPACK, JAX):
+        return _call_dlpack(obj, what, False)
+    raise InputTypeError(
+        f"{what()} must be an array with __dlpack__ (NumPy, PyTorch, JAX, CuPy) or a DLPack "
+        f"capsule, got {type(obj).__name__}"
+    )
 
 
-def _kind_of(tp: type) -> str:
-    """How to read objects of this type: "torch", "numpy", "jax" or "dlpack" (cached)."""
-    global _to_dlpack
-    kind = "dlpack"
-    torch = sys.modules.get("torch")
-    if torch is not None and issubclass(tp, torch.Tensor):
-        import torch.utils.dlpack
-
-        _to_dlpack = torch.utils.dlpack.to_dlpack
-        kind = "torch"
-    elif issubclass(tp, np.ndarray):
-        kind = "numpy"
-    elif tp.__module__.split(".", 1)[0] in ("jax", "jaxlib"):
-        kind = "jax"
-    _KINDS[tp] = kind
-    return kind
-
-
-def export(obj: Any, what: str, consumed: list, writable: bool = False) -> Exported:
-    """A ``ct_tensor*`` view of ``obj``. Raw capsules are consumed: they are appended to
-    ``consumed`` and must be released with :func:`release_consumed` when the call is done."""
-    tp = type(obj)
-    if tp is CapsuleType:
-        view = _open(obj, 1, what)
-        exported = Exported(view, obj)
-        exported.managed = view.managed
-        consumed.append(exported)
-        if writable and exported.flags & _READ_ONLY:
-            raise ReadOnlyOutputError(f"{what} is a DLPack tensor flagged READ_ONLY")
-        return exported
-    kind = _KINDS.get(tp)
-    if kind is None:
-        kind = _kind_of(tp)
-    if kind == "torch":
-        if writable and obj.requires_grad:
+def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
+    """A DLPack capsule of an ``out=`` array, refusing memory that must not be written."""
+    if kind == NUMPY:
+        return _call_dlpack(obj, what, True)  # versioned: READ_ONLY is visible
+    if kind == TORCH:
+        if obj.requires_grad:
             raise InvalidArgumentError(
-                f"{what} requires grad; writing into it in place would break autograd"
+                f"{what()} requires grad; writing into it in place would break autograd"
             )
         try:
-            capsule = _to_dlpack(obj.detach() if obj.requires_grad else obj)
+            return _to_dlpack(obj)
         except (RuntimeError, BufferError, TypeError) as e:
-            raise InvalidArgumentError(f"{what}: cannot be read through DLPack: {e}") from e
-        return Exported(_open(capsule, 0, what), capsule)
-    if not hasattr(obj, "__dlpack__"):
-        raise InputTypeError(
-            f"{what} must be an array with __dlpack__ (NumPy, PyTorch, JAX, CuPy) or a DLPack "
-            f"capsule, got {tp.__name__}"
+            raise InvalidArgumentError(f"{what()}: cannot be read through DLPack: {e}") from e
+    if kind == JAX:
+        raise ReadOnlyOutputError(f"{what()} is a JAX array; JAX arrays are immutable")
+    if kind == DLPACK:
+        return _call_dlpack(obj, what, True)
+    raise InputTypeError(
+        f"{what()} must be an array with __dlpack__ or a DLPack capsule, got {type(obj).__name__}"
+    )
+
+
+def open_error(code: int, what: str) -> Exception:
+    """The error for a capsule ``ctpy_open`` could not read (``code`` from its meta entry)."""
+    if code == lib.CTPY_CAPSULE_USED:
+        return InvalidArgumentError(
+            f"{what}: this DLPack capsule was already consumed (a capsule can be read once)"
         )
-    if writable:
-        if kind == "jax":
-            raise ReadOnlyOutputError(f"{what} is a JAX array; JAX arrays are immutable")
-        if kind == "numpy" and not obj.flags.writeable:
-            raise ReadOnlyOutputError(f"{what} is a read-only NumPy array")
-    capsule = _call_dlpack(obj, what, writable)
-    exported = Exported(_open(capsule, 0, what), capsule)
-    if writable and exported.flags & _READ_ONLY:
-        raise ReadOnlyOutputError(f"{what} is flagged READ_ONLY by its producer")
-    return exported
+    if code == lib.CTPY_CAPSULE_NOT_A_CAPSULE:
+        return InputTypeError(f"{what}: __dlpack__() did not return a capsule")
+    if code == lib.CTPY_CAPSULE_NULL:
+        return InvalidArgumentError(f"{what}: the DLPack capsule holds a NULL tensor")
+    return InvalidArgumentError(
+        f"{what}: not a DLPack capsule (expected one named 'dltensor' or 'dltensor_versioned')"
+    )
 
 
-def release_consumed(consumed: list) -> None:
-    """Calls the deleter of every consumed raw capsule, once."""
-    for exported in consumed:
-        managed, exported.managed = exported.managed, None
-        if managed is not None:
-            lib.ctpy_managed_release(managed, exported.versioned)
+def capsule_tensor(capsule: Any) -> Any:
+    """The ``DLTensor*`` (as ``ct_tensor*``) inside a capsule that was not consumed, or NULL.
+    For tests and debugging: the capsule must stay alive while the pointer is used."""
+    handle = ffi.cast("void*", id(capsule))
+    if lib.ctpy_capsule_is_valid(handle, b"dltensor_versioned"):
+        managed = ffi.cast("DLManagedTensorVersioned*",
+                           lib.ctpy_capsule_get_pointer(handle, b"dltensor_versioned"))
+        return ffi.addressof(managed, "dl_tensor")
+    if lib.ctpy_capsule_is_valid(handle, b"dltensor"):
+        managed = ffi.cast("DLManagedTensor*", lib.ctpy_capsule_get_pointer(handle, b"dltensor"))
+        return ffi.addressof(managed, "dl_tensor")
+    return ffi.NULL

@@ -12,6 +12,7 @@ from ._lib import ffi, lib
 
 __all__ = [
     "DTYPES",
+    "KEY_NAME",
     "code_bits",
     "can_cast_safe",
     "name_of_ct",
@@ -62,6 +63,11 @@ _OTHER_CODE_BITS: dict[str, tuple[int, int]] = {
 }
 _NAME_OF: dict[tuple[int, int, int], str] = {
     (code, bits, 1): name for name, (code, bits) in {**_CODE_BITS, **_OTHER_CODE_BITS}.items()
+}
+
+#: dtype key (code | bits << 8 | lanes << 16, as ctpy_open packs it) -> ctensor dtype name.
+KEY_NAME: dict[int, str] = {
+    code | (bits << 8) | (1 << 16): name for name, (code, bits) in _CODE_BITS.items()
 }
 
 _NUMPY: dict[str, np.dtype | None] = {

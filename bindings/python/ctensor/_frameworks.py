@@ -16,7 +16,7 @@ import numpy as np
 
 from ._dtypes import numpy_dtype, torch_dtype
 from ._errors import UnsupportedDeviceError
-from ._lib import lib
+from ._lib import ffi, lib
 
 __all__ = ["Framework", "NUMPY", "framework_of"]
 
@@ -27,6 +27,12 @@ class Framework:
     """How to allocate arrays of one framework and hand them to C."""
 
     name = "numpy"
+    #: Whether results go through finish() (JAX) before they are returned.
+    finishes = False
+
+    def capsule(self, array: Any) -> Any:
+        """A DLPack capsule of an array this framework allocated (writable, compact)."""
+        return array.__dlpack__()
 
     def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
         return np.empty(shape, numpy_dtype(dtype))
@@ -69,6 +75,9 @@ class _Torch(Framework):
     def data_ptr(self, array: Any) -> int:
         return array.data_ptr()
 
+    def capsule(self, array: Any) -> Any:
+        return _torch_to_dlpack()(array)
+
     def scalar(self, value: Any, dtype: str, like: Any) -> Any:
         torch = sys.modules["torch"]
         if dtype != "bfloat16":
@@ -83,21 +92,78 @@ class _Torch(Framework):
         return 0
 
 
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype, align: int = 64) -> np.ndarray:
+    """A compact NumPy array whose data is ``align``-byte aligned (JAX adopts such buffers
+    without copying)."""
+    count = 1
+    for extent in shape:
+        count *= extent
+    nbytes = count * dtype.itemsize
+    raw = np.empty(nbytes + align, np.uint8)
+    offset = -raw.__array_interface__["data"][0] % align
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+class _Bfloat16Buffer:
+    """A NumPy uint16 array standing for bfloat16 data (NumPy has no bfloat16): C sees it as
+    bfloat16 through a capsule whose dtype is rewritten, and JAX adopts it as bfloat16."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        capsule = self.array.__dlpack__()
+        managed = ffi.cast(
+            "DLManagedTensor*",
+            lib.ctpy_capsule_get_pointer(ffi.cast("void*", id(capsule)), b"dltensor"),
+        )
+        managed.dl_tensor.dtype.code = lib.CT_DTYPE_BFLOAT
+        return capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (lib.CT_DEVICE_CPU, 0)
+
+
 class _Jax(Framework):
-    """JAX arrays are immutable: results are allocated by NumPy on the CPU and handed to JAX
-    through DLPack (zero-copy when JAX accepts the alignment)."""
+    """JAX arrays are immutable: results are allocated by NumPy on the CPU, 64-byte aligned, and
+    handed to JAX through DLPack, which adopts them without a copy."""
 
     name = "jax"
+    finishes = True
+
+    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        if dtype == "bfloat16":
+            return _Bfloat16Buffer(_aligned_empty(shape, np.dtype(np.uint16)))
+        return _aligned_empty(shape, numpy_dtype(dtype))
+
+    def capsule(self, array: Any) -> Any:
+        return array.__dlpack__()
+
+    def data_ptr(self, array: Any) -> int:
+        if isinstance(array, _Bfloat16Buffer):
+            array = array.array
+        return array.__array_interface__["data"][0]
+
+    def scalar(self, value: Any, dtype: str, like: Any) -> Any:
+        if dtype == "bfloat16":
+            buffer = _Bfloat16Buffer(_aligned_empty((), np.dtype(np.uint16)))
+            as_float32 = np.asarray(value, np.float32).view(np.uint32)
+            # Round to nearest even, as a float32 -> bfloat16 conversion does.
+            rounded = (as_float32 + 0x7FFF + ((as_float32 >> 16) & 1)) >> 16
+            buffer.array[()] = rounded.astype(np.uint16)
+            return buffer
+        return np.asarray(value, numpy_dtype(dtype))
 
     def finish(self, array: Any) -> Any:
-        import jax
+        import jax.dlpack
 
-        try:
-            return jax.dlpack.from_dlpack(array)
-        except Exception:  # pragma: no cover - alignment or version dependent
-            import jax.numpy as jnp
-
-            return jnp.asarray(array)
+        return jax.dlpack.from_dlpack(array)
 
 
 class _CuPy(Framework):
@@ -128,6 +194,12 @@ class _CuPy(Framework):
         import cupy
 
         return cupy.cuda.get_current_stream().ptr
+
+
+def _torch_to_dlpack() -> Any:
+    import torch.utils.dlpack
+
+    return torch.utils.dlpack.to_dlpack
 
 
 NUMPY = _NumPy()

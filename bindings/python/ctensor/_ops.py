@@ -21,13 +21,23 @@ from __future__ import annotations
 import inspect
 import keyword
 import operator
+import threading
 from typing import Any
 
 import numpy as np
 
-from ._dlpack import CapsuleType, InputTypeError, export, release_consumed
+from . import _dlpack
+from ._dlpack import (
+    CapsuleType,
+    InputTypeError,
+    capsule_of,
+    kind_of,
+    open_error,
+    output_capsule_of,
+)
 from ._dtypes import (
     DTYPE_INDEX,
+    KEY_NAME,
     code_bits,
     name_of_ct,
     numpy_dtype,
@@ -40,6 +50,7 @@ from ._errors import (
     BackendError,
     CTensorError,
     InvalidArgumentError,
+    ReadOnlyOutputError,
     UnknownOpError,
     WrongArityError,
     error_for_status,
@@ -53,13 +64,22 @@ __all__ = ["call", "make_op", "build_all", "unknown_op"]
 _CT_OK = lib.CT_OK
 _WORKSPACE_TOO_SMALL = lib.CT_ERROR_WORKSPACE_TOO_SMALL
 _OUT_OF_MEMORY = lib.CT_ERROR_OUT_OF_MEMORY
-_CPU_DEVICE = (lib.CT_DEVICE_CPU, 0)
-_SCALAR_TYPES = (bool, int, float, complex)
+_CPU = lib.CT_DEVICE_CPU
+_META_READ_ONLY = lib.CTPY_META_READ_ONLY
 _CONTEXT_SIZE = ffi.sizeof("ct_context")
 _ALLOCATOR_SIZE = ffi.sizeof("ct_allocator")
+_KEY_NAME = KEY_NAME
+_KINDS = _dlpack._KINDS
+_K_NONE = _dlpack.NONE
+_K_SCALAR = _dlpack.SCALAR
+_K_CAPSULE = _dlpack.CAPSULE
+_K_NUMPY = _dlpack.NUMPY
+_K_NUMPY_SCALAR = _dlpack.NUMPY_SCALAR
 _infer = lib.ct_op_infer
 _run = lib.ct_op_run
 _workspace = lib.ct_op_workspace
+_ctpy_open = lib.ctpy_open
+_summarize = lib.ctpy_summarize
 _new = ffi.new
 _NULL = ffi.NULL
 _unpack = ffi.unpack
@@ -195,7 +215,7 @@ class _AllocState:
 
     __slots__ = ("fw", "like", "device", "outputs", "error")
 
-    def __init__(self, fw: Framework, like: Any, device: tuple[int, int]):
+    def __init__(self, fw: Framework, like: Any, device: int):
         self.fw = fw
         self.like = like
         self.device = device
@@ -207,10 +227,10 @@ class _AllocState:
 def ctpy_allocate(user_data, output_index, info, device_type, device_id, data):  # noqa: ANN001
     state = ffi.from_handle(user_data)
     try:
-        if (device_type, device_id) != state.device:
+        if (device_type & 0xFF) | ((device_id & 0xFFFF) << 8) != state.device:
             raise BackendError(
                 f"the kernel asked for output {output_index} on device ({device_type}, "
-                f"{device_id}) but the call runs on {state.device}"
+                f"{device_id}) but the call runs on ({state.device & 0xFF}, {state.device >> 8})"
             )
         if output_index in state.outputs:
             raise BackendError(f"the kernel asked for output {output_index} twice")
@@ -225,169 +245,68 @@ def ctpy_allocate(user_data, output_index, info, device_type, device_id, data): 
 
 
 # ------------------------------------------------------------------------------------------------
+# Frames: per-call scratch memory, pooled
+# ------------------------------------------------------------------------------------------------
+
+_MAX_TENSORS = lib.CTPY_MAX_TENSORS
+_MAX_OUTPUTS = lib.CTPY_MAX_OUTPUTS
+_FRAME_SIZE = ffi.sizeof("ctpy_frame")
+
+
+class _Frame:
+    """A ``ctpy_frame`` and the Python objects that must outlive one call. Frames are taken from
+    a pool for one call by one thread (list.pop/append are atomic), so calls share nothing."""
+
+    __slots__ = ("c", "objects", "tensors", "meta", "infos", "summary", "count", "context",
+                 "ws_bytes", "ws_align", "keep", "consumed")
+
+    def __init__(self) -> None:
+        c = ffi.new("ctpy_frame*")
+        self.c = c
+        self.objects = c.objects
+        self.tensors = c.tensors
+        self.meta = c.meta
+        self.infos = c.infos
+        self.summary = c.summary
+        self.count = ffi.addressof(c, "num_outputs")
+        self.context = ffi.addressof(c, "context")
+        self.context.struct_size = _CONTEXT_SIZE
+        self.ws_bytes = ffi.addressof(c, "workspace_bytes")
+        self.ws_align = ffi.addressof(c, "workspace_alignment")
+        self.keep: list = []
+        self.consumed = False
+
+    def reset_context(self) -> Any:
+        context = self.context
+        context.stream = _NULL
+        context.workspace = _NULL
+        context.workspace_size = 0
+        context.allocator = _NULL
+        return context
+
+
+_POOL: list[_Frame] = []
+_POOL_SIZE = 16
+_pool_pop = _POOL.pop
+_pool_append = _POOL.append
+
+
+def _release(frame: _Frame) -> None:
+    if frame.consumed:
+        lib.ctpy_release(frame.c, 0, _MAX_TENSORS)
+        frame.consumed = False
+    frame.keep.clear()
+    if len(_POOL) < _POOL_SIZE:
+        _POOL.append(frame)
+
+
+# ------------------------------------------------------------------------------------------------
 # Calls
 # ------------------------------------------------------------------------------------------------
 
 
 def _fail(status: int) -> CTensorError:
     return error_for_status(status, last_error())
-
-
-def _execute(
-    spec: OpSpec,
-    tensors: list,
-    fw: Framework,
-    like: Any,
-    device: tuple[int, int],
-    attrs: Any,
-    num_attrs: int,
-    out_tensors: list | None,
-    consumed: list,
-    keep: list,
-) -> list | None:
-    """Runs ``spec`` on ct_tensor* ``tensors`` (NULL for absent optional inputs). Returns the new
-    outputs (before ``fw.finish``), or None when ``out_tensors`` were given."""
-    op = spec.op
-    num_inputs = len(tensors)
-    inputs = _new("ct_tensor*[]", tensors) if num_inputs else _NULL
-    capacity = len(spec.outputs) if not spec.variadic_output else max(len(spec.outputs), 8)
-    infos = _new("ct_tensor_info[]", capacity)
-    count = _new("int32_t*")
-    status = _infer(op, inputs, num_inputs, attrs, num_attrs, infos, capacity, count)
-    if status != _CT_OK:
-        if status == lib.CT_ERROR_WRONG_ARITY and count[0] > capacity:
-            capacity = count[0]
-            infos = _new("ct_tensor_info[]", capacity)
-            status = _infer(op, inputs, num_inputs, attrs, num_attrs, infos, capacity, count)
-        if status != _CT_OK:
-            raise _fail(status)
-    num_outputs = count[0]
-
-    context = _NULL
-    state = None
-    results: list | None = None
-    if spec.is_dynamic:
-        if out_tensors is not None:
-            raise InvalidArgumentError(
-                f"{spec.name} allocates its outputs (their size depends on the data); it takes "
-                "no out="
-            )
-        outputs, n_out = _NULL, 0
-        state = _AllocState(fw, like, device)
-        handle = ffi.new_handle(state)
-        allocator = _new("ct_allocator*")
-        allocator.struct_size = _ALLOCATOR_SIZE
-        allocator.user_data = handle
-        allocator.allocate = lib.ctpy_allocate
-        keep.append(handle)
-        keep.append(allocator)
-        context = _new("ct_context*")
-        context.struct_size = _CONTEXT_SIZE
-        context.allocator = allocator
-    else:
-        if out_tensors is None:
-            results = []
-            out_list = []
-            for i in range(num_outputs):
-                info = infos[i]
-                shape = tuple(_unpack(info.shape, info.ndim))
-                array = fw.empty(shape, name_of_ct(info.dtype), like)
-                results.append(array)
-                exported_out = export(array, "output", consumed, False)
-                keep.append(exported_out)
-                out_list.append(exported_out.tensor)
-        else:
-            if len(out_tensors) != num_outputs:
-                raise WrongArityError(
-                    f"{spec.name} produces {num_outputs} output"
-                    f"{'' if num_outputs == 1 else 's'}; out= gives {len(out_tensors)}"
-                )
-            out_list = out_tensors
-        n_out = len(out_list)
-        outputs = _new("ct_tensor*[]", out_list) if n_out else _NULL
-
-    stream = fw.stream(like) if device[0] != _CPU_DEVICE[0] else 0
-    if stream:
-        if context is _NULL:
-            context = _new("ct_context*")
-            context.struct_size = _CONTEXT_SIZE
-        context.stream = ffi.cast("void*", stream)
-
-    if spec.has_workspace or spec.is_dynamic:
-        context = _with_workspace(spec, inputs, num_inputs, outputs, n_out, attrs, num_attrs,
-                                  fw, like, context, keep)
-    status = _run(op, inputs, num_inputs, outputs, n_out, attrs, num_attrs, context)
-    if status == _WORKSPACE_TOO_SMALL and not (spec.has_workspace or spec.is_dynamic):
-        # A kernel of a shape-static op asked for scratch memory (plugins may): ask and retry.
-        # Argument errors are detected before anything is written, so the retry is safe.
-        context = _with_workspace(spec, inputs, num_inputs, outputs, n_out, attrs, num_attrs,
-                                  fw, like, context, keep)
-        status = _run(op, inputs, num_inputs, outputs, n_out, attrs, num_attrs, context)
-    if state is not None and state.error is not None:
-        error = state.error
-        state.error = None
-        raise error
-    if status != _CT_OK:
-        raise _fail(status)
-    if state is not None:
-        found = state.outputs
-        missing = [i for i in range(num_outputs) if i not in found]
-        if missing or len(found) != num_outputs:
-            raise BackendError(
-                f"{spec.name}: the kernel allocated outputs {sorted(found)} of {num_outputs}"
-            )
-        return [found[i] for i in range(num_outputs)]
-    return results
-
-
-def _with_workspace(spec, inputs, num_inputs, outputs, n_out, attrs, num_attrs, fw, like,
-                    context, keep):  # noqa: ANN001
-    nbytes = _new("uint64_t*")
-    alignment = _new("uint64_t*")
-    status = _workspace(spec.op, inputs, num_inputs, outputs, n_out, attrs, num_attrs, nbytes,
-                        alignment)
-    if status != _CT_OK:
-        raise _fail(status)
-    size, align = nbytes[0], max(int(alignment[0]), 1)
-    if context is _NULL:
-        context = _new("ct_context*")
-        context.struct_size = _CONTEXT_SIZE
-    if size:
-        scratch = fw.scratch(size + align, like)
-        keep.append(scratch)
-        base = fw.data_ptr(scratch)
-        aligned = (base + align - 1) // align * align
-        context.workspace = ffi.cast("void*", aligned)
-        context.workspace_size = size
-    return context
-
-
-def _cast(exported_tensor: Any, target: str, fw: Framework, like: Any,
-          device: tuple[int, int], consumed: list, keep: list) -> Any:
-    """A new array of the caller's framework holding ``exported_tensor`` cast to ``target``,
-    made by ctensor's own astype op; returns its ct_tensor*."""
-    astype = get_spec("astype")
-    attr_keep: list = []
-    attrs, num_attrs = _make_attrs(astype, {"dtype": target}, attr_keep)
-    results = _execute(astype, [exported_tensor], fw, like, device, attrs, num_attrs, None,
-                       consumed, keep)
-    array = results[0]
-    keep.append(array)
-    exported = export(array, "cast input", consumed, False)
-    keep.append(exported)
-    return exported.tensor
-
-
-def call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict) -> Any:
-    """Runs ``spec`` on the input objects ``args`` (one per input tensor; None for absent optional
-    inputs; the variadic input's sequence flattened at the end)."""
-    consumed: list = []
-    keep: list = []
-    try:
-        return _call(spec, args, out, attrs, consumed, keep)
-    finally:
-        if consumed:
-            release_consumed(consumed)
 
 
 def _input_name(spec: OpSpec, i: int) -> str:
@@ -397,95 +316,392 @@ def _input_name(spec: OpSpec, i: int) -> str:
     return f"{spec.name}: input '{spec.inputs[-1]['name']}'[{i - fixed}]"
 
 
-def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict, consumed: list,
-          keep: list) -> Any:
+def _out_name(spec: OpSpec, j: int, many: bool) -> str:
+    return f"{spec.name}: out[{j}]" if many else f"{spec.name}: out"
+
+
+def _device_tuple(device: int) -> tuple[int, int]:
+    return (device & 0xFF, device >> 8)
+
+
+def _resolve_framework(like: Any, device: int) -> Framework:
+    if like is None:
+        return NUMPY
+    if type(like) is CapsuleType:
+        if device & 0xFF == _CPU:
+            return NUMPY
+        return framework_of(like, _device_tuple(device))  # raises UnsupportedDeviceError
+    return framework_of(like, _device_tuple(device))
+
+
+def _open(frame: _Frame, start: int, count: int, names: Any) -> None:
+    """Opens capsules frame.objects[start:start+count] (see ctpy_open)."""
+    rc = _ctpy_open(frame.c, start, count)
+    if rc:
+        index = -1 - rc
+        raise open_error(frame.meta[index], names(index))
+
+
+def call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None) -> Any:
+    """Runs ``spec`` on the input objects ``args`` (one per input tensor; None for absent optional
+    inputs; the variadic input's sequence flattened at the end)."""
+    try:
+        frame = _pool_pop()
+    except IndexError:
+        frame = _Frame()
+    try:
+        return _call(spec, args, out, attrs, frame)
+    finally:
+        if frame.consumed:
+            lib.ctpy_release(frame.c, 0, _MAX_TENSORS)
+            frame.consumed = False
+        frame.keep.clear()
+        if len(_POOL) < _POOL_SIZE:
+            _pool_append(frame)
+
+
+class _Plan:
+    """What a call needs to know about its tensors' dtypes and devices, cached per op by the
+    packed ``meta`` words of its tensors (dtype, device, flags)."""
+
+    __slots__ = ("device", "device_name", "single_device", "dtypes", "targets", "read_only_out")
+
+    def __init__(self, spec: OpSpec, metas: tuple, n: int, first: int):
+        device = metas[first] >> 40 if first >= 0 else _CPU
+        self.device = device
+        self.device_name = DEVICE_NAMES.get(device & 0xFF, "other")
+        self.single_device = all(not m or m >> 40 == device for m in metas)
+        self.dtypes = tuple(_KEY_NAME.get(m & 0xFFFFFFFF) if m else None for m in metas[:n])
+        targets = None
+        if self.single_device and (spec.elementwise or n > 1):
+            chosen = spec.choose_dtypes(self.device_name, self.dtypes)
+            if any(chosen):
+                targets = chosen
+        self.targets = targets
+        self.read_only_out = -1
+        for j, m in enumerate(metas[n:]):
+            if m & _META_READ_ONLY:
+                self.read_only_out = j
+                break
+
+
+_PLAN_CACHE_SIZE = 512
+
+
+def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame: _Frame) -> Any:
     n = len(args)
-    exported: list = [None] * n
-    scalars: list[int] | None = None
+    objects = frame.objects
+    keep = frame.keep
+    kinds = _KINDS
+    scalars = None
+    first = -1
     like = None
-    like_device = None
-    devices: set = set()
+    if n > _MAX_TENSORS - 72:
+        raise WrongArityError(f"{spec.name}: too many tensors in one call ({n})",
+                              lib.CT_ERROR_WRONG_ARITY)
     for i in range(n):
         obj = args[i]
-        if obj is None:
-            if i < spec.num_fixed_inputs and spec.inputs[i].get("optional"):
-                continue
-            raise InputTypeError(f"{_input_name(spec, i)} is required, got None")
-        if type(obj) in _SCALAR_TYPES:
+        tp = type(obj)
+        kind = kinds.get(tp)
+        if kind is None:
+            kind = kind_of(tp)
+        if kind == _K_NUMPY:
+            try:
+                capsule = obj.__dlpack__()
+            except BufferError:
+                capsule = capsule_of(obj, kind, lambda i=i: _input_name(spec, i))
+            keep.append(capsule)
+            objects[i] = id(capsule)
+        elif kind == _K_CAPSULE:
+            keep.append(obj)
+            objects[i] = id(obj) | 1
+            frame.consumed = True
+        elif kind == _K_SCALAR:
             if not spec.elementwise:
                 raise InputTypeError(
-                    f"{_input_name(spec, i)} must be an array: {spec.name} is not elementwise, so "
-                    f"it takes no Python scalars (got {type(obj).__name__})"
+                    f"{_input_name(spec, i)} must be an array: {spec.name} is not elementwise, "
+                    f"so it takes no Python scalars (got {tp.__name__})"
                 )
             if scalars is None:
                 scalars = []
             scalars.append(i)
+            objects[i] = 0
             continue
-        if isinstance(obj, np.generic):
-            obj = np.asarray(obj)
-        e = export(obj, _input_name(spec, i), consumed)
-        exported[i] = e
-        devices.add(e.device)
-        if like is None:
+        elif kind == _K_NONE:
+            if i < spec.num_fixed_inputs and spec.inputs[i].get("optional"):
+                objects[i] = 0
+                continue
+            raise InputTypeError(f"{_input_name(spec, i)} is required, got None")
+        else:
+            if kind == _K_NUMPY_SCALAR:
+                obj = np.asarray(obj)
+                kind = _K_NUMPY
+            capsule = capsule_of(obj, kind, lambda i=i: _input_name(spec, i))
+            keep.append(capsule)
+            objects[i] = id(capsule)
+        if first < 0:
+            first = i
             like = obj
-            like_device = e.device
-    if like is None:
-        fw, like_device = NUMPY, _CPU_DEVICE
-    else:
-        fw = framework_of(like, like_device) if type(like) is not CapsuleType else NUMPY
-        if fw is NUMPY and like_device[0] != _CPU_DEVICE[0]:
-            fw = framework_of(like, like_device)  # raises UnsupportedDeviceError
-    device_name = DEVICE_NAMES.get(like_device[0], "other")
-    single_device = len(devices) <= 1
 
-    tensors = [e.tensor if e is not None else _NULL for e in exported]
-    if scalars is not None or ((spec.elementwise or n > 1) and single_device):
-        dtypes = tuple(name_of_ct(e.tensor.dtype) if e is not None else None for e in exported)
+    n_out = 0
+    if out is not None:
+        if spec.is_dynamic:
+            raise InvalidArgumentError(
+                f"{spec.name} allocates its outputs (their size depends on the data); it takes "
+                "no out="
+            )
+        many = type(out) in (tuple, list)
+        outs = out if many else (out,)
+        n_out = len(outs)
+        if n + n_out > _MAX_TENSORS - 8:
+            raise WrongArityError(f"{spec.name}: too many outputs in one call ({n_out})",
+                                  lib.CT_ERROR_WRONG_ARITY)
+        for j in range(n_out):
+            o = outs[j]
+            tp = type(o)
+            kind = kinds.get(tp)
+            if kind is None:
+                kind = kind_of(tp)
+            if kind == _K_CAPSULE:
+                keep.append(o)
+                objects[n + j] = id(o) | 1
+                frame.consumed = True
+                continue
+            if kind in (_K_NONE, _K_SCALAR, _K_NUMPY_SCALAR):
+                raise InputTypeError(
+                    f"{_out_name(spec, j, many)} must be an array, got {tp.__name__}"
+                )
+            capsule = output_capsule_of(o, kind, lambda j=j: _out_name(spec, j, many))
+            keep.append(capsule)
+            objects[n + j] = id(capsule)
+
+    total = n + n_out
+    if total:
+        rc = _ctpy_open(frame.c, 0, total)
+        if rc:
+            index = -1 - rc
+            what = (_input_name(spec, index) if index < n
+                    else _out_name(spec, index - n, n_out > 1 or type(out) in (tuple, list)))
+            raise open_error(frame.meta[index], what)
+        metas = tuple(_unpack(frame.meta, total))
+    else:
+        metas = ()
+    plans = spec.plans
+    plan = plans.get(metas)
+    if plan is None:
+        plan = _Plan(spec, metas, n, first)
+        if len(plans) >= _PLAN_CACHE_SIZE:
+            plans.clear()
+        plans[metas] = plan
+    if plan.read_only_out >= 0:
+        raise ReadOnlyOutputError(
+            f"{_out_name(spec, plan.read_only_out, n_out > 1 or type(out) in (tuple, list))} "
+            "is flagged READ_ONLY by its producer; ctensor never writes into read-only memory"
+        )
+    device = plan.device
+
+    # The caller's framework: needed to allocate results, scratch, casts and scalars.
+    fw: Framework | None = None
+    fw_error: CTensorError | None = None
+    if out is None or scalars is not None or plan.targets is not None or spec.has_workspace \
+            or device & 0xFF != _CPU:
+        fw_key = (type(like), device)
+        fw = _FW_CACHE.get(fw_key)
+        if fw is None:
+            try:
+                fw = _resolve_framework(like, device)
+                _FW_CACHE[fw_key] = fw
+            except CTensorError as e:
+                fw_error = e  # reported after the C library has had its say about the call
+
+    if (scalars is not None or plan.targets is not None) and fw is not None:
+        targets = plan.targets
         if scalars is not None:
-            dtypes = _scalars_to_arrays(spec, args, scalars, dtypes, tensors, fw, like,
-                                        like_device, device_name, consumed, keep)
-        if single_device:
-            targets = spec.choose_dtypes(device_name, dtypes)
+            dtypes = _scalars_to_arrays(spec, args, scalars, plan.dtypes, frame, fw, like,
+                                        device, plan.device_name)
+            targets = None
+            if plan.single_device:
+                chosen = spec.choose_dtypes(plan.device_name, dtypes)
+                if any(chosen):
+                    targets = chosen
+        if targets is not None:
+            slot = _MAX_TENSORS - 1
             for i, target in enumerate(targets):
                 if target is not None:
-                    tensors[i] = _cast(tensors[i], target, fw, like, like_device, consumed, keep)
+                    _cast(frame, i, slot, target, fw, like, device)
+                    slot -= 1
 
-    attr_array, num_attrs = _make_attrs(spec, attrs, keep) if attrs else (_NULL, 0)
+    if attrs:
+        attr_array, num_attrs = _attrs_for(spec, attrs)
+    else:
+        attr_array, num_attrs = _NULL, 0
 
     if out is None:
-        results = _execute(spec, tensors, fw, like, like_device, attr_array, num_attrs, None,
-                           consumed, keep)
-        if fw.name == "jax":
+        results = _execute(spec, frame, n, fw, fw_error, like, device, attr_array, num_attrs)
+        if fw.finishes:
             results = [fw.finish(r) for r in results]
         if spec.variadic_output or len(results) != 1:
             return tuple(results)
         return results[0]
 
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    out_tensors = []
-    for j, o in enumerate(outs):
-        what = f"{spec.name}: out" if len(outs) == 1 else f"{spec.name}: out[{j}]"
-        if o is None or type(o) in _SCALAR_TYPES:
-            raise InputTypeError(f"{what} must be an array, got {type(o).__name__}")
-        e = export(o, what, consumed, True)
-        keep.append(e)
-        out_tensors.append(e.tensor)
-    _execute(spec, tensors, fw, like, like_device, attr_array, num_attrs, out_tensors, consumed,
-             keep)
-    if isinstance(out, (tuple, list)) and len(out) == 1 and len(spec.outputs) == 1 and not \
-            spec.variadic_output:
-        return out[0]
+    tensors = frame.tensors
+    outputs = tensors + n
+    context = _NULL
+    if spec.has_workspace or device & 0xFF != _CPU:
+        context = _prepare_context(spec, frame, n, outputs, n_out, attr_array, num_attrs,
+                                   fw or NUMPY, like, device)
+    status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
+    if status == _WORKSPACE_TOO_SMALL and context == _NULL:
+        # A kernel of a shape-static op asked for scratch memory (plugins may): ask and retry.
+        # Argument errors are detected before anything is written, so the retry is safe.
+        context = _prepare_context(spec, frame, n, outputs, n_out, attr_array, num_attrs,
+                                   fw or NUMPY, like, device, True)
+        status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
+    if status:
+        raise _fail(status)
+    if many and n_out == 1 and len(spec.outputs) == 1 and not spec.variadic_output:
+        return outs[0]
     return out
 
 
-def _scalars_to_arrays(spec, args, scalars, dtypes, tensors, fw, like, device, device_name,
-                       consumed, keep):  # noqa: ANN001
+_FW_CACHE: dict[tuple, Framework] = {}
+
+
+def _execute(spec: OpSpec, frame: _Frame, n: int, fw: Framework | None,
+             fw_error: CTensorError | None, like: Any, device: int, attr_array: Any,
+             num_attrs: int) -> list:
+    """Infers, allocates, runs. Inputs are frame.tensors[0:n]; new outputs are opened into the
+    slots after them. Returns the new output arrays."""
+    op = spec.op
+    tensors = frame.tensors
+    infos = frame.infos
+    count = frame.count
+    capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+    status = _infer(op, tensors, n, attr_array, num_attrs, infos, capacity, count)
+    if status:
+        raise _fail(status)
+    if fw is None:
+        raise fw_error
+    num_outputs = count[0]
+    keep = frame.keep
+    if spec.is_dynamic:
+        state = _AllocState(fw, like, device)
+        handle = ffi.new_handle(state)
+        allocator = _new("ct_allocator*")
+        allocator.struct_size = _ALLOCATOR_SIZE
+        allocator.user_data = handle
+        allocator.allocate = lib.ctpy_allocate
+        keep.append(handle)
+        keep.append(allocator)
+        context = _prepare_context(spec, frame, n, _NULL, 0, attr_array, num_attrs, fw, like,
+                                   device)
+        context.allocator = allocator
+        status = _run(op, tensors, n, _NULL, 0, attr_array, num_attrs, context)
+        if state.error is not None:
+            error, state.error = state.error, None
+            raise error
+        if status:
+            raise _fail(status)
+        found = state.outputs
+        if len(found) != num_outputs or any(i not in found for i in range(num_outputs)):
+            raise BackendError(
+                f"{spec.name}: the kernel allocated outputs {sorted(found)} of {num_outputs}",
+                lib.CT_ERROR_BACKEND,
+            )
+        return [found[i] for i in range(num_outputs)]
+
+    objects = frame.objects
+    results = []
+    length = _summarize(frame.c, num_outputs)
+    values = _unpack(frame.summary, length)
+    k = 0
+    empty = fw.empty
+    for j in range(num_outputs):
+        name = _KEY_NAME.get(values[k])
+        ndim = values[k + 1]
+        shape = tuple(values[k + 2 : k + 2 + ndim])
+        k += 2 + ndim
+        array = empty(shape, name, like)
+        results.append(array)
+        capsule = fw.capsule(array)
+        keep.append(capsule)
+        objects[n + j] = id(capsule)
+    _open(frame, n, num_outputs, lambda i: "output")
+    outputs = tensors + n
+    context = _NULL
+    if spec.has_workspace or device & 0xFF != _CPU:
+        context = _prepare_context(spec, frame, n, outputs, num_outputs, attr_array, num_attrs,
+                                   fw, like, device)
+    status = _run(op, tensors, n, outputs, num_outputs, attr_array, num_attrs, context)
+    if status == _WORKSPACE_TOO_SMALL and context == _NULL:
+        # A kernel of a shape-static op asked for scratch memory (plugins may): ask and retry.
+        # Argument errors are detected before anything is written, so the retry is safe.
+        context = _prepare_context(spec, frame, n, outputs, num_outputs, attr_array, num_attrs,
+                                   fw, like, device, True)
+        status = _run(op, tensors, n, outputs, num_outputs, attr_array, num_attrs, context)
+    if status:
+        raise _fail(status)
+    return results
+
+
+def _prepare_context(spec: OpSpec, frame: _Frame, n: int, outputs: Any, n_out: int,
+                     attr_array: Any, num_attrs: int, fw: Framework, like: Any, device: int,
+                     force_workspace: bool = False) -> Any:
+    """The frame's ct_context with the caller's stream and, when the kernel asks for it, scratch
+    memory in the caller's framework and device."""
+    context = frame.reset_context()
+    if device & 0xFF != _CPU and like is not None:
+        stream = fw.stream(like)
+        if stream:
+            context.stream = ffi.cast("void*", stream)
+    if spec.has_workspace or spec.is_dynamic or force_workspace:
+        status = _workspace(spec.op, frame.tensors, n, outputs, n_out, attr_array, num_attrs,
+                            frame.ws_bytes, frame.ws_align)
+        if status:
+            raise _fail(status)
+        size, align = frame.ws_bytes[0], max(int(frame.ws_align[0]), 1)
+        if size:
+            scratch = fw.scratch(size + align, like)
+            frame.keep.append(scratch)
+            base = fw.data_ptr(scratch)
+            context.workspace = ffi.cast("void*", (base + align - 1) // align * align)
+            context.workspace_size = size
+    return context
+
+
+def _cast(frame: _Frame, i: int, slot: int, target: str, fw: Framework, like: Any,
+          device: int) -> None:
+    """Replaces input i of the frame by a new array of the caller's framework holding it cast to
+    ``target``, made by ctensor's own astype op (the only copy the binding ever makes)."""
+    astype = get_spec("astype")
+    attr_array, num_attrs = _attrs_for(astype, {"dtype": target})
+    try:
+        inner = _POOL.pop()
+    except IndexError:
+        inner = _Frame()
+    try:
+        inner.tensors[0] = frame.tensors[i]
+        results = _execute(astype, inner, 1, fw, None, like, device, attr_array, num_attrs)
+    finally:
+        _release(inner)
+    array = results[0]
+    capsule = fw.capsule(array)
+    frame.keep.append(array)
+    frame.keep.append(capsule)
+    frame.objects[slot] = id(capsule)
+    _open(frame, slot, 1, lambda k: "cast input")
+    frame.tensors[i] = frame.tensors[slot]
+    frame.objects[slot] = 0
+
+
+def _scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
+                       dtypes: tuple, frame: _Frame, fw: Framework, like: Any, device: int,
+                       device_name: str) -> tuple:
     """Python scalars become 0-d arrays with the dtype NumPy 2 gives a weak scalar next to the
     arrays of its promotion group (the inputs whose dtypes must agree)."""
     dtypes = list(dtypes)
-    groups = spec.promotion_groups(device_name)
     group_of = {}
-    for group, _ in groups:
+    for group, _ in spec.promotion_groups(device_name):
         for i in group:
             group_of[i] = group
     for i in scalars:
@@ -495,17 +711,49 @@ def _scalars_to_arrays(spec, args, scalars, dtypes, tensors, fw, like, device, d
         other = promote(partners) if partners else None
         value = args[i]
         dtype = scalar_dtype(value, other)
-        if dtype != "bfloat16" and (fw is NUMPY or device[0] == _CPU_DEVICE[0]):
+        if dtype not in DTYPE_INDEX and dtype != "bfloat16":
+            array = np.asarray(value, np.dtype(dtype))  # complex: the C library refuses it
+        elif dtype != "bfloat16" and (fw is NUMPY or device & 0xFF == _CPU):
             # A CPU scalar is read in place whatever the caller's framework.
             array = np.asarray(value, numpy_dtype(dtype))  # OverflowError when it does not fit
         else:
             array = fw.scalar(value, dtype, like)
-        keep.append(array)
-        e = export(array, _input_name(spec, i), consumed)
-        keep.append(e)
-        tensors[i] = e.tensor
+        capsule = fw.capsule(array) if not isinstance(array, np.ndarray) else array.__dlpack__()
+        frame.keep.append(array)
+        frame.keep.append(capsule)
+        frame.objects[i] = id(capsule)
+        _open(frame, i, 1, lambda k: _input_name(spec, k))
         dtypes[i] = dtype
     return tuple(dtypes)
+
+
+# Attribute arrays are cached per op and value (they are only read by C, so threads may share).
+_ATTR_CACHE_SIZE = 256
+
+
+def _attrs_for(spec: OpSpec, attrs: dict) -> tuple[Any, int]:
+    try:
+        key = tuple((name, type(value), value) for name, value in attrs.items())
+        hash(key)
+    except TypeError:
+        key = None
+    cache = spec.attr_cache
+    if key is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[0], hit[1]
+    keep: list = []
+    array, count = _make_attrs(spec, attrs, keep)
+    if key is not None:
+        if len(cache) >= _ATTR_CACHE_SIZE:
+            cache.clear()
+        cache[key] = (array, count, keep)
+    else:
+        _UNCACHED.keep = (array, keep)  # alive until this thread's next uncached call
+    return array, count
+
+
+_UNCACHED = threading.local()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -81,6 +81,10 @@ class OpSpec:
         self.op = op[0]
         self._plans: dict[str, list[tuple[tuple[int, ...], frozenset[str]]]] = {}
         self._choices: dict[tuple, tuple] = {}
+        # Converted attribute arrays by (name, type, value) tuples; see _ops._attrs_for.
+        self.attr_cache: dict[tuple, tuple] = {}
+        # Call plans by the packed meta words of a call's tensors; see _ops._Plan.
+        self.plans: dict[tuple, Any] = {}
 
     # -------------------------------------------------------------- promotion --------------------
 
