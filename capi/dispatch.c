@@ -152,7 +152,13 @@ int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inp
   }
   ct_prepared_call p;
   const ct_kernel_entry* kernel = NULL;
-  const int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, &kernel);
+  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, &kernel);
+  /* Infer is device-independent: a device whose backend is not loaded (yet) is no error here,
+   * but dtypes that no kernel of a present backend takes are. */
+  if (status == CT_ERROR_UNSUPPORTED_DEVICE) {
+    ct_clear_error();
+    status = CT_OK;
+  }
   if (status != CT_OK) return status;
   *num_outputs = p.num_outputs;
   if (capacity < p.num_outputs) {
@@ -239,12 +245,14 @@ static int ct_read_context(const ct_context* context, ct_context* out) {
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   if (!context) return CT_OK;
-  if (context->struct_size < sizeof(ct_context)) {
+  if (context->struct_size < CT_CONTEXT_SIZE_1_0) {
     return ct_set_error(CT_ERROR_ABI_MISMATCH,
-                        "ct_context.struct_size is %zu; this library needs at least %zu",
-                        context->struct_size, sizeof(ct_context));
+                        "ct_context.struct_size is %zu; ABI 1.0 defines it as %zu bytes",
+                        context->struct_size, (size_t)CT_CONTEXT_SIZE_1_0);
   }
-  memcpy(out, context, sizeof *out);
+  /* Newer callers may pass a longer struct: read only the fields this library knows. */
+  memcpy(out, context, context->struct_size < sizeof *out ? context->struct_size : sizeof *out);
+  out->struct_size = sizeof *out;
   return CT_OK;
 }
 
@@ -329,9 +337,10 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
     return ct_set_error(CT_ERROR_NULL_POINTER,
                         "%s is dynamic-allocating: the context needs an allocator", p.schema->name);
   }
-  if (ctx.allocator && ctx.allocator->struct_size < sizeof(ct_allocator)) {
-    return ct_set_error(CT_ERROR_ABI_MISMATCH, "ct_allocator.struct_size is %zu; expected %zu",
-                        ctx.allocator->struct_size, sizeof(ct_allocator));
+  if (ctx.allocator && ctx.allocator->struct_size < CT_ALLOCATOR_SIZE_1_0) {
+    return ct_set_error(CT_ERROR_ABI_MISMATCH,
+                        "ct_allocator.struct_size is %zu; ABI 1.0 defines it as %zu bytes",
+                        ctx.allocator->struct_size, (size_t)CT_ALLOCATOR_SIZE_1_0);
   }
   ct_kernel_call call;
   ct_fill_kernel_call(&call, &p, outputs, num_outputs, &ctx, kernel);

@@ -4,6 +4,7 @@
 #define CTENSOR_INTERNAL_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "ctensor.h"
 #include "ctensor_backend.h"
@@ -13,6 +14,13 @@
 /* Most attributes and tensors any op declares; checked when ops are registered. */
 #define CT_MAX_ATTRS 16
 #define CT_MAX_CALL_TENSORS 256
+
+/* Sizes of the versioned structs as ABI 1.0 defined them: the smallest struct_size accepted.
+ * Fields a caller's struct lacks (it was built against an older header) read as defaults. */
+#define CT_CONTEXT_SIZE_1_0 (offsetof(ct_context, allocator) + sizeof(const ct_allocator*))
+#define CT_ALLOCATOR_SIZE_1_0 (offsetof(ct_allocator, allocate) + sizeof(void*))
+#define CT_KERNEL_INFO_SIZE_1_0 (offsetof(ct_kernel_info, signature) + sizeof(const ct_dtype*))
+#define CT_KERNEL_DEF_SIZE_1_0 (offsetof(ct_kernel_def, kernel_data) + sizeof(void*))
 
 /* ----- errors (error.c) ----- */
 CT_INTERNAL void ct_clear_error(void);

@@ -112,9 +112,9 @@ static bool ct_signature_matches(const ct_dtype* registered, const ct_dtype* wan
 int ct_kernel_register(const ct_kernel_def* def) {
   ct_clear_error();
   if (!def) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_kernel_register: def is NULL");
-  if (def->struct_size < sizeof(ct_kernel_def)) {
+  if (def->struct_size < CT_KERNEL_DEF_SIZE_1_0) {
     return ct_set_error(CT_ERROR_ABI_MISMATCH, "ct_kernel_register: struct_size %zu < %zu",
-                        def->struct_size, sizeof(ct_kernel_def));
+                        def->struct_size, (size_t)CT_KERNEL_DEF_SIZE_1_0);
   }
   if (!def->op_name || !def->backend_name || !def->run || !def->signature) {
     return ct_set_error(CT_ERROR_NULL_POINTER,
@@ -242,9 +242,9 @@ int ct_op_kernel_count(const ct_op* op, int32_t* count) {
 int ct_op_kernel_info(const ct_op* op, int32_t index, ct_kernel_info* info) {
   ct_clear_error();
   if (!op || !info) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_kernel_info: NULL argument");
-  if (info->struct_size < sizeof(ct_kernel_info)) {
+  if (info->struct_size < CT_KERNEL_INFO_SIZE_1_0) {
     return ct_set_error(CT_ERROR_ABI_MISMATCH, "ct_op_kernel_info: struct_size %zu < %zu",
-                        info->struct_size, sizeof(ct_kernel_info));
+                        info->struct_size, (size_t)CT_KERNEL_INFO_SIZE_1_0);
   }
   int status = CT_OK;
   pthread_rwlock_rdlock(&ct_kernel_lock);

@@ -740,6 +740,21 @@ static void test_runs(void) {
   for (int i = 0; i < 8; ++i) ok &= close_f32(y[i], exp((double)x[i]));
   check(ok, "in-place exp values (explicit strides)");
 
+  /* The same first element split differently between data and byte_offset (two DLPack
+   * producers may do this) is still exactly the same view. */
+  float z[9];
+  memcpy(z + 1, x, sizeof y);
+  ct_tensor tz_offset = view(z, F32, 1, shape, NULL);
+  tz_offset.byte_offset = sizeof(float);
+  ct_tensor tz_pointer = view(z + 1, F32, 1, shape, NULL);
+  const ct_tensor* inz[1] = {&tz_offset};
+  const ct_tensor* outz[1] = {&tz_pointer};
+  expect_status(ct_op_run(exp_op, inz, 1, outz, 1, NULL, 0, NULL), CT_OK,
+                "in place with the address split as (data, byte_offset) vs (data + offset, 0)");
+  ok = 1;
+  for (int i = 0; i < 8; ++i) ok &= close_f32(z[i + 1], exp((double)x[i]));
+  check(ok, "in-place exp values (split address)");
+
   /* Zero-size and 0-d tensors. */
   int64_t empty_shape[2] = {0, 3};
   ct_tensor tempty = view(NULL, F32, 2, empty_shape, NULL);
