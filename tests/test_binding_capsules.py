@@ -135,3 +135,19 @@ def test_dlpack_object_without_max_version_falls_back():
     producer = OldProducer(np.arange(3.0))
     np.testing.assert_array_equal(ops.negative(producer), -np.arange(3.0))
     assert producer.calls == [None]
+
+
+def test_many_calls_leave_no_references_behind():
+    a = np.arange(6.0).reshape(2, 3)
+    t = torch.arange(6.0).reshape(2, 3)
+    out = np.empty((2, 3))
+    refs = (sys.getrefcount(a), sys.getrefcount(out))
+    for _ in range(300):
+        ops.add(a, a, out=out)
+        ops.multiply(a, 2.0)
+        ops.nonzero(a)
+        ops.add(t, t)
+        ops.add(a.astype(np.int32), a)  # promotion: a cast through astype
+    gc.collect()
+    assert (sys.getrefcount(a), sys.getrefcount(out)) == refs
+    assert t._version == 0  # inputs are never written

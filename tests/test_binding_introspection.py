@@ -202,3 +202,38 @@ def test_registry_json_is_valid_json_with_every_op():
     assert lib.ct_op_schema_json(ffi.NULL, buffer, length[0] + 1, length) == 0
     data = json.loads(ffi.string(buffer).decode())
     assert {op["name"] for op in data["ops"]} == set(ctensor.list_ops())
+
+
+def test_wrapper_generation_for_variadic_and_optional_inputs(monkeypatch):
+    """No registered op has a variadic input yet (concat will): generate one from a schema."""
+    from ctensor import _ops
+    from ctensor._registry import OpSpec
+
+    spec = object.__new__(OpSpec)
+    spec.name = "concat"
+    spec.doc = "Joins arrays along an axis."
+    spec.category = "shape_static"
+    spec.flags = ("deterministic",)
+    spec.inputs = [{"name": "prefix", "doc": "first", "optional": False, "variadic": False},
+                   {"name": "lambda", "doc": "a keyword", "optional": True, "variadic": False},
+                   {"name": "arrays", "doc": "the rest", "optional": False, "variadic": True}]
+    spec.outputs = [{"name": "out", "doc": "joined", "optional": False, "variadic": False}]
+    spec.attrs = [{"name": "axis", "doc": "where", "type": "int", "required": False,
+                   "nullable": False, "default": 0}]
+    spec.kernels = {"cpu": [("float32", "float32", "float32", "float32")]}
+    spec.variadic_input = True
+    spec.variadic_output = False
+    spec.num_fixed_inputs = 2
+    spec.num_required_inputs = 1
+    spec.is_dynamic = False
+    calls = []
+    monkeypatch.setattr(_ops, "call", lambda *args: calls.append(args) or "done")
+    function = _ops.make_op(spec)
+    assert function("p", ["a", "b", "c"], axis=1) == "done"
+    assert calls[-1] == (spec, ("p", None, "a", "b", "c"), None, {"axis": 1})
+    function("p", ("a",), lambda_="k", out="o")
+    assert calls[-1] == (spec, ("p", "k", "a"), "o", {})
+    params = inspect.signature(function).parameters
+    assert list(params) == ["prefix", "arrays", "lambda_", "out", "axis"]
+    assert params["axis"].default == 0
+    assert "sequence of arrays" in function.__doc__

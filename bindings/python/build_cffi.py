@@ -160,6 +160,10 @@ typedef struct ctpy_frame {
 int ctpy_open(ctpy_frame* frame, int32_t start, int32_t count);
 int32_t ctpy_summarize(ctpy_frame* frame, int32_t count);
 void ctpy_release(ctpy_frame* frame, int32_t start, int32_t count);
+int32_t ctpy_infer(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, const ct_attr* attrs,
+                   int32_t num_attrs, int32_t capacity);
+int ctpy_open_run(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
+                  const ct_attr* attrs, int32_t num_attrs, const ct_context* context);
 
 extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
                                   const ct_tensor_info* info, int32_t device_type,
@@ -374,6 +378,30 @@ static int32_t ctpy_summarize(ctpy_frame* f, int32_t count) {
     for (int32_t d = 0; d < ndim; ++d) f->summary[k++] = info->shape[d];
   }
   return k;
+}
+
+/* ct_op_infer on frame->tensors[0 .. num_inputs), then ctpy_summarize. Returns the packed
+ * length (>= 0) or a negative ct_status. */
+static int32_t ctpy_infer(ctpy_frame* f, const ct_op* op, int32_t num_inputs, const ct_attr* attrs,
+                          int32_t num_attrs, int32_t capacity) {
+  if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
+  f->num_outputs = 0;
+  const int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, num_inputs, attrs,
+                                 num_attrs, f->infos, capacity, &f->num_outputs);
+  if (status != CT_OK) return status;
+  return ctpy_summarize(f, f->num_outputs);
+}
+
+/* Opens the output capsules objects[num_inputs .. num_inputs + num_outputs), then ct_op_run with
+ * the frame's inputs and outputs. Returns the ct_status of the run (<= 0), or 1 + i when capsule
+ * i could not be opened (its meta holds the reason). */
+static int ctpy_open_run(ctpy_frame* f, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
+                         const ct_attr* attrs, int32_t num_attrs, const ct_context* context) {
+  const int rc = ctpy_open(f, num_inputs, num_outputs);
+  if (rc) return 1 + (-1 - rc);
+  return ct_op_run(op, (const ct_tensor* const*)f->tensors, num_inputs,
+                   (const ct_tensor* const*)f->tensors + num_inputs, num_outputs, attrs, num_attrs,
+                   context);
 }
 
 /* Calls the producer's deleter of a consumed capsule (once), holding the GIL as a capsule

@@ -79,7 +79,8 @@ _infer = lib.ct_op_infer
 _run = lib.ct_op_run
 _workspace = lib.ct_op_workspace
 _ctpy_open = lib.ctpy_open
-_summarize = lib.ctpy_summarize
+_ctpy_infer = lib.ctpy_infer
+_open_run = lib.ctpy_open_run
 _new = ffi.new
 _NULL = ffi.NULL
 _unpack = ffi.unpack
@@ -334,12 +335,11 @@ def _resolve_framework(like: Any, device: int) -> Framework:
     return framework_of(like, _device_tuple(device))
 
 
-def _open(frame: _Frame, start: int, count: int, names: Any) -> None:
+def _open(frame: _Frame, start: int, count: int, what: str | None) -> None:
     """Opens capsules frame.objects[start:start+count] (see ctpy_open)."""
     rc = _ctpy_open(frame.c, start, count)
     if rc:
-        index = -1 - rc
-        raise open_error(frame.meta[index], names(index))
+        raise open_error(frame.meta[-1 - rc], what or "output")
 
 
 def call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None) -> Any:
@@ -574,15 +574,19 @@ def _execute(spec: OpSpec, frame: _Frame, n: int, fw: Framework | None,
     slots after them. Returns the new output arrays."""
     op = spec.op
     tensors = frame.tensors
-    infos = frame.infos
-    count = frame.count
     capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
-    status = _infer(op, tensors, n, attr_array, num_attrs, infos, capacity, count)
-    if status:
-        raise _fail(status)
+    length = _ctpy_infer(frame.c, op, n, attr_array, num_attrs, capacity)
+    if length < 0:
+        raise _fail(length)
     if fw is None:
+        # No framework can hold results on this device: let the C library say first whether it
+        # could run the call at all (kernels are looked up by the workspace query).
+        status = _workspace(op, tensors, n, _NULL, 0, attr_array, num_attrs, frame.ws_bytes,
+                            frame.ws_align)
+        if status:
+            raise _fail(status)
         raise fw_error
-    num_outputs = count[0]
+    num_outputs = frame.count[0]
     keep = frame.keep
     if spec.is_dynamic:
         state = _AllocState(fw, like, device)
@@ -612,33 +616,35 @@ def _execute(spec: OpSpec, frame: _Frame, n: int, fw: Framework | None,
 
     objects = frame.objects
     results = []
-    length = _summarize(frame.c, num_outputs)
     values = _unpack(frame.summary, length)
     k = 0
     empty = fw.empty
+    capsule_of_result = fw.capsule
     for j in range(num_outputs):
-        name = _KEY_NAME.get(values[k])
         ndim = values[k + 1]
-        shape = tuple(values[k + 2 : k + 2 + ndim])
+        array = empty(tuple(values[k + 2 : k + 2 + ndim]), _KEY_NAME.get(values[k]), like)
         k += 2 + ndim
-        array = empty(shape, name, like)
         results.append(array)
-        capsule = fw.capsule(array)
+        capsule = capsule_of_result(array)
         keep.append(capsule)
         objects[n + j] = id(capsule)
-    _open(frame, n, num_outputs, lambda i: "output")
-    outputs = tensors + n
-    context = _NULL
     if spec.has_workspace or device & 0xFF != _CPU:
+        _open(frame, n, num_outputs, None)
+        outputs = tensors + n
         context = _prepare_context(spec, frame, n, outputs, num_outputs, attr_array, num_attrs,
                                    fw, like, device)
-    status = _run(op, tensors, n, outputs, num_outputs, attr_array, num_attrs, context)
-    if status == _WORKSPACE_TOO_SMALL and context == _NULL:
-        # A kernel of a shape-static op asked for scratch memory (plugins may): ask and retry.
-        # Argument errors are detected before anything is written, so the retry is safe.
-        context = _prepare_context(spec, frame, n, outputs, num_outputs, attr_array, num_attrs,
-                                   fw, like, device, True)
         status = _run(op, tensors, n, outputs, num_outputs, attr_array, num_attrs, context)
+    else:
+        status = _open_run(frame.c, op, n, num_outputs, attr_array, num_attrs, _NULL)
+        if status > 0:
+            raise open_error(frame.meta[status - 1], "output")
+        if status == _WORKSPACE_TOO_SMALL:
+            # A kernel of a shape-static op asked for scratch memory (plugins may): ask and
+            # retry. Argument errors are detected before anything is written, so it is safe.
+            outputs = tensors + n
+            context = _prepare_context(spec, frame, n, outputs, num_outputs, attr_array,
+                                       num_attrs, fw, like, device, True)
+            status = _run(op, tensors, n, outputs, num_outputs, attr_array, num_attrs, context)
     if status:
         raise _fail(status)
     return results
@@ -689,7 +695,7 @@ def _cast(frame: _Frame, i: int, slot: int, target: str, fw: Framework, like: An
     frame.keep.append(array)
     frame.keep.append(capsule)
     frame.objects[slot] = id(capsule)
-    _open(frame, slot, 1, lambda k: "cast input")
+    _open(frame, slot, 1, "cast input")
     frame.tensors[i] = frame.tensors[slot]
     frame.objects[slot] = 0
 
@@ -700,17 +706,19 @@ def _scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
     """Python scalars become 0-d arrays with the dtype NumPy 2 gives a weak scalar next to the
     arrays of its promotion group (the inputs whose dtypes must agree)."""
     dtypes = list(dtypes)
-    group_of = {}
-    for group, _ in spec.promotion_groups(device_name):
-        for i in group:
-            group_of[i] = group
+    group_of = spec.group_index(device_name)
     for i in scalars:
         group = group_of.get(i, (i,))
-        partners = [dtypes[j] for j in group if dtypes[j] is not None and j not in scalars]
-        partners = [d for d in partners if d in DTYPE_INDEX]
+        partners = [dtypes[j] for j in group if j not in scalars and dtypes[j] in DTYPE_INDEX]
         other = promote(partners) if partners else None
         value = args[i]
-        dtype = scalar_dtype(value, other)
+        if other is None or other == "bool":
+            dtype = scalar_dtype(value, other)  # may depend on the value (large ints)
+        else:
+            key = (type(value), other)
+            dtype = _SCALAR_DTYPES.get(key)
+            if dtype is None:
+                dtype = _SCALAR_DTYPES[key] = scalar_dtype(value, other)
         if dtype not in DTYPE_INDEX and dtype != "bfloat16":
             array = np.asarray(value, np.dtype(dtype))  # complex: the C library refuses it
         elif dtype != "bfloat16" and (fw is NUMPY or device & 0xFF == _CPU):
@@ -722,10 +730,14 @@ def _scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
         frame.keep.append(array)
         frame.keep.append(capsule)
         frame.objects[i] = id(capsule)
-        _open(frame, i, 1, lambda k: _input_name(spec, k))
+        _open(frame, i, 1, _input_name(spec, i))
         dtypes[i] = dtype
     return tuple(dtypes)
 
+
+# Weak scalar dtype by (Python type, dtype of the arrays it meets), for array dtypes where the
+# value does not matter (NumPy checks that it fits when the 0-d array is made).
+_SCALAR_DTYPES: dict[tuple[type, str], str] = {}
 
 # Attribute arrays are cached per op and value (they are only read by C, so threads may share).
 _ATTR_CACHE_SIZE = 256
@@ -776,17 +788,18 @@ def _attr_default_text(attr: dict) -> str:
 
 
 def _signature(spec: OpSpec) -> inspect.Signature:
-    params = []
+    """The signature the generated function has (see make_op), with the attributes spelled out:
+    required inputs and the variadic one positional-only, then optional inputs, then out= and
+    the attributes keyword-only."""
     P = inspect.Parameter
+    head, optional = [], []
     for i, inp in enumerate(spec.inputs):
         name = _py_name(inp["name"])
-        if inp.get("variadic"):
-            params.append(P(name, P.POSITIONAL_ONLY))
-        elif inp.get("optional") and i >= spec.num_required_inputs:
-            params.append(P(name, P.POSITIONAL_OR_KEYWORD, default=None))
+        if not inp.get("variadic") and inp.get("optional") and i >= spec.num_required_inputs:
+            optional.append(P(name, P.POSITIONAL_OR_KEYWORD, default=None))
         else:
-            params.append(P(name, P.POSITIONAL_ONLY))
-    params.append(P("out", P.KEYWORD_ONLY, default=None))
+            head.append(P(name, P.POSITIONAL_ONLY))
+    params = head + optional + [P("out", P.KEYWORD_ONLY, default=None)]
     for attr in spec.attrs:
         default = P.empty if attr.get("required") else attr.get("default")
         params.append(P(_py_name(attr["name"]), P.KEYWORD_ONLY, default=default))

@@ -81,6 +81,7 @@ class OpSpec:
         self.op = op[0]
         self._plans: dict[str, list[tuple[tuple[int, ...], frozenset[str]]]] = {}
         self._choices: dict[tuple, tuple] = {}
+        self._group_index: dict[str, dict[int, tuple[int, ...]]] = {}
         # Converted attribute arrays by (name, type, value) tuples; see _ops._attrs_for.
         self.attr_cache: dict[tuple, tuple] = {}
         # Call plans by the packed meta words of a call's tensors; see _ops._Plan.
@@ -114,6 +115,14 @@ class OpSpec:
                     plan.append((tuple(group), accepted))
         self._plans[device] = plan
         return plan
+
+    def group_index(self, device: str) -> dict[int, tuple[int, ...]]:
+        """Input slot -> the promotion group holding it (see promotion_groups)."""
+        index = self._group_index.get(device)
+        if index is None:
+            index = {i: group for group, _ in self.promotion_groups(device) for i in group}
+            self._group_index[device] = index
+        return index
 
     def choose_dtypes(self, device: str, dtypes: tuple[str | None, ...]) -> tuple[str | None, ...]:
         """The dtype each input slot should be cast to (None: leave it). Slot dtypes are None for
