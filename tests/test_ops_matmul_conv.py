@@ -1,0 +1,343 @@
+"""matmul and conv2d against float64 references (NumPy, torch.nn.functional.conv2d).
+
+Tolerances. A k-term dot product accumulated in a precision of unit roundoff u is off by at most
+about k·u·Σ|a_i·b_i| (Higham's γ_k bound), so besides the dtype's own rtol (the one rounding of
+the stored result, from tests/arrays.py) every float comparison gets an absolute tolerance of
+k·eps_acc·max(|A|·|B|), where eps_acc is the machine epsilon of the accumulator (float32 for
+float16/bfloat16/float32, float64 for float64) and |A|·|B| is the product of the magnitudes
+(for conv2d: the convolution of |input| with |weight|, plus |bias|). Integers compare exactly
+against a reference computed in uint64 and wrapped to the dtype; bool is or-of-ands.
+"""
+
+from __future__ import annotations
+
+import ctensor
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from arrays import INTEGER, assert_close, kernel_dtypes, strided_arrays, tolerance
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+ACC_EPS = {
+    "float16": float(np.finfo(np.float32).eps),
+    "bfloat16": float(np.finfo(np.float32).eps),
+    "float32": float(np.finfo(np.float32).eps),
+    "float64": float(np.finfo(np.float64).eps),
+}
+
+MATMUL_NUMPY_DTYPES = ["bool", *INTEGER, "float16", "float32", "float64"]
+TORCH_FLOATS = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def k_atol(dtype: str, k: int, magnitude: float) -> float:
+    """The dtype's atol plus the accumulation bound k·eps_acc·max(|A|·|B|)."""
+    return tolerance(dtype)[1] + k * ACC_EPS[dtype] * magnitude
+
+
+def elements(dtype: str):
+    """Element strategy: full range for integers (so that products wrap), small floats (so that
+    float16 sums stay finite)."""
+    if dtype in ("float16", "float32", "float64"):
+        width = {"float16": 16, "float32": 32, "float64": 64}[dtype]
+        return st.floats(-4, 4, width=width, allow_subnormal=False)
+    return hnp.from_dtype(np.dtype(dtype))
+
+
+# ----------------------------------------------------------------------------------------------
+# matmul
+# ----------------------------------------------------------------------------------------------
+
+
+def matmul_reference(a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bool":
+        return (a.astype(np.int64) @ b.astype(np.int64)) != 0
+    if dtype in INTEGER:  # wrap modulo 2**bits: exact in uint64, then truncate
+        return (a.astype(np.uint64) @ b.astype(np.uint64)).astype(dtype)
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+def check_matmul(a, b, result, dtype: str) -> None:
+    """Compares a ctensor matmul result (NumPy or torch) with the float64/exact reference."""
+    to_np = lambda t: t.double().numpy() if isinstance(t, torch.Tensor) else t  # noqa: E731
+    a64, b64 = to_np(a), to_np(b)
+    expected = matmul_reference(a64, b64, dtype)
+    if dtype in ACC_EPS:
+        k = a64.shape[-1]
+        magnitude = float(
+            np.max(np.abs(a64.astype(np.float64)) @ np.abs(b64.astype(np.float64)), initial=0.0)
+        )
+        assert_close(result, expected, dtype, atol=k_atol(dtype, k, magnitude))
+    else:
+        assert_close(result, expected, dtype)
+
+
+@st.composite
+def matmul_shapes(draw):
+    """Operand shapes: 1-D and 2-D operands, and batches that broadcast against each other."""
+    m, k, n = (
+        draw(st.integers(1, 9)),
+        draw(st.sampled_from([0, 1, 2, 3, 5, 8, 33, 40])),
+        draw(st.integers(1, 9)),
+    )
+    left_vector, right_vector = draw(st.booleans()), draw(st.booleans())
+    batch1, batch2 = (), ()
+    if draw(st.booleans()):
+        shapes = draw(
+            hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
+        )
+        batch1, batch2 = shapes.input_shapes
+    shape1 = (k,) if left_vector else (*batch1, m, k)
+    shape2 = (k,) if right_vector else (*batch2, k, n)
+    return shape1, shape2
+
+
+@pytest.mark.parametrize("dtype", MATMUL_NUMPY_DTYPES)
+@SETTINGS
+@given(data=st.data())
+def test_matmul_numpy(dtype, data):
+    shape1, shape2 = data.draw(matmul_shapes())
+    a = data.draw(strided_arrays(dtype, shape=shape1, elements=elements(dtype)))
+    b = data.draw(strided_arrays(dtype, shape=shape2, elements=elements(dtype)))
+    result = ctensor.ops.matmul(a, b)
+    assert isinstance(result, np.ndarray)
+    assert result.dtype == np.dtype(dtype)
+    check_matmul(a, b, result, dtype)
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_FLOATS))
+@SETTINGS
+@given(data=st.data())
+def test_matmul_torch(dtype, data):
+    shape1, shape2 = data.draw(matmul_shapes())
+    a = data.draw(strided_arrays("float32", shape=shape1, elements=elements("float32")))
+    b = data.draw(strided_arrays("float32", shape=shape2, elements=elements("float32")))
+    ta = torch.from_numpy(a.copy(order="C")).to(TORCH_FLOATS[dtype])
+    tb = torch.from_numpy(b.copy(order="C")).to(TORCH_FLOATS[dtype])
+    if data.draw(st.booleans()) and tb.ndim >= 2:  # a transposed torch view
+        tb = tb.mT.contiguous().mT
+    result = ctensor.ops.matmul(ta, tb)
+    assert isinstance(result, torch.Tensor) and result.dtype == TORCH_FLOATS[dtype]
+    check_matmul(ta, tb, result, dtype)
+
+
+def test_matmul_declares_every_dtype():
+    assert sorted(kernel_dtypes("matmul")) == sorted([*MATMUL_NUMPY_DTYPES, "bfloat16"])
+
+
+@pytest.mark.parametrize("dtype", MATMUL_NUMPY_DTYPES)
+def test_matmul_tiles_and_layouts(dtype):
+    """Shapes across the GEMM's tile (64 × 512 bytes) and k-block (32) edges, batched for the
+    parallel path, with transposed, negative-stride and broadcast (zero-stride) operands."""
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dtype) if dtype in INTEGER else None
+
+    def make(shape):
+        if dtype == "bool":
+            return rng.random(shape) < 0.1
+        if info is not None:
+            return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+        return rng.uniform(-2, 2, size=shape).astype(dtype)
+
+    a = make((3, 70, 100))
+    b = make((300, 100)).T  # transposed
+    check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
+    a2 = make((100, 70))[::-1, ::-1].T  # negative strides both ways
+    b2 = np.broadcast_to(make((100, 1)), (100, 150))  # zero column stride
+    check_matmul(a2, b2, ctensor.ops.matmul(a2, b2), dtype)
+    a3 = make((2, 1, 65, 37))[:, :, ::-1]
+    b3 = make((5, 37, 130))[:, :, ::2]
+    check_matmul(a3, b3, ctensor.ops.matmul(a3, b3), dtype)
+
+
+def test_matmul_vectors_and_shapes():
+    a = np.arange(5.0)
+    assert ctensor.ops.matmul(a, a).shape == ()
+    assert float(ctensor.ops.matmul(a, a)) == 30.0
+    x = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(ctensor.ops.matmul(x, np.arange(4.0)), x @ np.arange(4.0))
+    np.testing.assert_array_equal(ctensor.ops.matmul(np.arange(3.0), x), np.arange(3.0) @ x)
+    a4, b4 = np.ones((2, 1, 3, 4)), np.ones((5, 4, 6))
+    assert ctensor.ops.matmul(a4, b4).shape == (2, 5, 3, 6)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "bool"])
+def test_matmul_k_zero(dtype):
+    a, b = np.ones((4, 0), dtype), np.ones((0, 3), dtype)
+    result = ctensor.ops.matmul(a, b)
+    assert result.shape == (4, 3)
+    np.testing.assert_array_equal(result, np.zeros((4, 3), dtype))
+    batched = ctensor.ops.matmul(np.ones((2, 4, 0), dtype), np.ones((0, 3), dtype))
+    np.testing.assert_array_equal(batched, np.zeros((2, 4, 3), dtype))
+    assert ctensor.ops.matmul(np.ones((0, 5), dtype), np.ones((5, 3), dtype)).shape == (0, 3)
+
+
+def test_matmul_into_strided_out():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((70, 40)), rng.standard_normal((40, 150))
+    out = np.zeros((150, 70)).T  # column-major output
+    result = ctensor.ops.matmul(a, b, out=out)
+    assert result is out
+    assert_close(
+        out, a @ b, "float64", atol=k_atol("float64", 40, float(np.max(np.abs(a) @ np.abs(b))))
+    )
+
+
+def test_matmul_wraps_integers():
+    a = np.full((1, 3), 100, np.int8)
+    b = np.full((3, 1), 100, np.int8)
+    assert ctensor.ops.matmul(a, b)[0, 0] == np.int8(48)  # 30000 = 0x7530 wraps to 0x30
+    u = np.full((1, 2), 2**63, np.uint64)
+    assert ctensor.ops.matmul(u, np.ones((2, 1), np.uint64))[0, 0] == 0
+
+
+def test_matmul_shape_mismatch():
+    assert issubclass(ctensor.ShapeMismatchError, ValueError)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.matmul(np.ones((2, 3)), np.ones((4, 2)))
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 2)))  # batch 2 vs 3
+    with pytest.raises(ValueError):
+        ctensor.ops.matmul(np.ones(3), np.ones(4))
+
+
+# ----------------------------------------------------------------------------------------------
+# conv2d
+# ----------------------------------------------------------------------------------------------
+
+
+@st.composite
+def conv_cases(draw):
+    groups, cg, og = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    padding = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    sizes = []
+    for kernel, pad, dil in zip((kh, kw), padding, dilation, strict=True):
+        smallest = max(1, dil * (kernel - 1) + 1 - 2 * pad)
+        sizes.append(draw(st.integers(smallest, smallest + 7)))
+    n = draw(st.integers(0, 2))
+    return dict(
+        x_shape=(n, groups * cg, *sizes),
+        w_shape=(groups * og, cg, kh, kw),
+        bias=draw(st.booleans()),
+        attrs=dict(stride=stride, padding=padding, dilation=dilation, groups=groups),
+    )
+
+
+def conv_check(x, w, b, attrs, result, dtype: str) -> None:
+    """Compares with torch's float64 conv2d; the atol bound uses |x| (*) |w| + |b|."""
+    as64 = lambda t: torch.from_numpy(np.array(t, np.float64, order="C"))  # noqa: E731 (a copy)
+    x64, w64 = as64(x), as64(w)
+    b64 = None if b is None else as64(b)
+    expected = F.conv2d(x64, w64, b64, **attrs)
+    magnitude = F.conv2d(x64.abs(), w64.abs(), None if b64 is None else b64.abs(), **attrs)
+    k = w64.shape[1] * w64.shape[2] * w64.shape[3] + (b is not None)
+    atol = k_atol(dtype, k, float(magnitude.max()) if magnitude.numel() else 0.0)
+    assert_close(result, expected.numpy(), dtype, atol=atol)
+
+
+def to_float64_numpy(t):
+    return t.double().numpy() if isinstance(t, torch.Tensor) else np.asarray(t, np.float64)
+
+
+def test_conv2d_declares_float_dtypes():
+    assert sorted(kernel_dtypes("conv2d")) == sorted(["float16", "bfloat16", "float32", "float64"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=conv_cases(), data=st.data())
+def test_conv2d_float64_strided(case, data):
+    """float64 NumPy inputs of any layout (sliced, reversed, transposed, broadcast)."""
+    floats = st.floats(-2, 2, allow_subnormal=False)
+    x = data.draw(strided_arrays("float64", shape=case["x_shape"], elements=floats))
+    w = data.draw(strided_arrays("float64", shape=case["w_shape"], elements=floats))
+    b = (
+        data.draw(strided_arrays("float64", shape=case["w_shape"][:1], elements=floats))
+        if case["bias"]
+        else None
+    )
+    result = ctensor.ops.conv2d(x, w, bias=b, **case["attrs"])
+    assert isinstance(result, np.ndarray) and result.dtype == np.float64
+    conv_check(x, w, b, case["attrs"], result, "float64")
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_FLOATS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=conv_cases(), seed=st.integers(0, 2**32 - 1), channels_last=st.booleans())
+def test_conv2d_torch(dtype, case, seed, channels_last):
+    """torch float16/bfloat16/float32 in, same dtype out, against float64 torch on the same
+    (already rounded) inputs."""
+    gen = torch.Generator().manual_seed(seed)
+    tdtype = TORCH_FLOATS[dtype]
+    x = torch.randn(case["x_shape"], generator=gen).to(tdtype)
+    w = torch.randn(case["w_shape"], generator=gen).to(tdtype)
+    b = torch.randn(case["w_shape"][:1], generator=gen).to(tdtype) if case["bias"] else None
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    result = ctensor.ops.conv2d(x, w, bias=b, **case["attrs"])
+    assert isinstance(result, torch.Tensor) and result.dtype == tdtype
+    conv_check(
+        to_float64_numpy(x),
+        to_float64_numpy(w),
+        None if b is None else to_float64_numpy(b),
+        case["attrs"],
+        result,
+        dtype,
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv2d_tiles(dtype, groups):
+    """Sizes across the GEMM's tiles: 70 output channels per group, 196 positions, K = 36·2."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 8 * groups, 14, 14)).astype(dtype)[:, :, :, ::-1]
+    w = rng.standard_normal((70 * groups, 8, 3, 3)).astype(dtype)
+    b = rng.standard_normal(70 * groups).astype(dtype)
+    attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=groups)
+    conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, **attrs), dtype)
+
+
+def test_conv2d_strided_output():
+    """An output whose (H, W) do not flatten into one stride (the GEMM runs per output row)."""
+    rng = np.random.default_rng(5)
+    x, w, b = (
+        rng.standard_normal((2, 4, 7, 9)),
+        rng.standard_normal((6, 2, 3, 2)),
+        rng.standard_normal(6),
+    )
+    attrs = dict(stride=(1, 2), padding=(1, 0), dilation=(2, 1), groups=2)
+    expected_shape = F.conv2d(
+        torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), **attrs
+    ).shape
+    n, o, oh, ow = expected_shape
+    out = np.zeros((n, o, ow, oh)).transpose(0, 1, 3, 2)
+    result = ctensor.ops.conv2d(x, w, bias=b, out=out, **attrs)
+    assert result is out
+    conv_check(x, w, b, attrs, out, "float64")
+
+
+def test_conv2d_empty_cases():
+    w = np.ones((3, 2, 2, 2), np.float32)
+    assert ctensor.ops.conv2d(np.ones((0, 2, 5, 5), np.float32), w).shape == (0, 3, 4, 4)
+    # No input channel: the output is the bias (or zeros).
+    bias = np.array([1.0, -2.0, 3.0], np.float32)
+    x0, w0 = np.ones((1, 0, 4, 4), np.float32), np.ones((3, 0, 2, 2), np.float32)
+    np.testing.assert_array_equal(
+        ctensor.ops.conv2d(x0, w0, bias=bias),
+        np.broadcast_to(bias[None, :, None, None], (1, 3, 3, 3)),
+    )
+    np.testing.assert_array_equal(ctensor.ops.conv2d(x0, w0), np.zeros((1, 3, 3, 3), np.float32))
+
+
+def test_conv2d_rejects_bad_shapes():
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.conv2d(np.ones((1, 4, 5, 5)), np.ones((2, 3, 3, 3)))
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.conv2d(np.ones((1, 2, 2, 2)), np.ones((2, 2, 3, 3)))
