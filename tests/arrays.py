@@ -92,3 +92,107 @@ def broadcastable_shapes(num_shapes: int, min_dims=0, max_dims=4, max_side=5):
 def kernel_dtypes(op: str, device: str = "cpu") -> list[str]:
     """The dtypes the registry declares for the first input of `op` on `device`."""
     return list(ctensor.op_info(op)["dtypes"][device])
+
+
+# ------------------------------------------------------------------------------------------------
+# Additions for the element-wise tests: kernel signatures, exact rounding references, bfloat16
+# inputs through PyTorch (NumPy has no bfloat16; torch has no negative strides, so "reversed"
+# becomes a flipped copy there).
+# ------------------------------------------------------------------------------------------------
+
+
+def kernel_signatures(op: str, device: str = "cpu") -> list[tuple[str, ...]]:
+    """Every kernel signature of `op` on `device`: one dtype per input, then per output."""
+    return [tuple(sig) for sig in ctensor.op_info(op)["signatures"].get(device, [])]
+
+
+def dtype_name(array) -> str:
+    """'float32', 'bfloat16', ... for a NumPy array or a torch tensor."""
+    return str(array.dtype).replace("torch.", "")
+
+
+def to_float64(array) -> np.ndarray:
+    """A float64 NumPy copy of a NumPy array or a (CPU) torch tensor, any dtype."""
+    if hasattr(array, "detach"):
+        import torch
+
+        return array.detach().to(dtype=torch.float64).numpy()
+    return np.asarray(array).astype(np.float64)
+
+
+def round_to_bfloat16(x) -> np.ndarray:
+    """Values of float64 `x` rounded once to bfloat16 (nearest, ties to even; overflow to inf;
+    bfloat16 subnormals kept), returned as float64. Unlike torch's float64 -> bfloat16, which
+    goes through float32 and can round twice, this is correctly rounded."""
+    x = np.array(x, dtype=np.float64, copy=True)
+    sel = np.isfinite(x) & (x != 0)
+    v = x[sel]
+    _, e = np.frexp(v)  # v = m * 2**e with 0.5 <= |m| < 1: 8 significant bits end at 2**(e-8)
+    q = np.maximum(e - 8, -133)  # below 2**-126 the quantum of bfloat16 stays 2**-133
+    with np.errstate(over="ignore"):  # beyond float64's range is beyond bfloat16's too
+        r = np.ldexp(np.rint(np.ldexp(v, -q)), q)  # exact scalings around a ties-to-even rint
+    big = np.abs(r) >= 2.0**128
+    r[big] = np.copysign(np.inf, r[big])
+    x[sel] = r
+    return x
+
+
+def round_int_to_bfloat16(value: int) -> float:
+    """An integer (any size) rounded once to bfloat16, ties to even, computed exactly."""
+    magnitude = abs(int(value))
+    shift = max(magnitude.bit_length() - 8, 0)
+    if shift:
+        q, r = divmod(magnitude, 1 << shift)
+        half = 1 << (shift - 1)
+        if r > half or (r == half and q & 1):
+            q += 1
+        magnitude = q << shift
+    return float(-magnitude if value < 0 else magnitude)
+
+
+def round_to_dtype(x64, dtype: str) -> np.ndarray:
+    """Float64 values rounded once to `dtype` (a float dtype name), returned as float64."""
+    if dtype == "bfloat16":
+        return round_to_bfloat16(x64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x64, dtype=np.float64).astype(dtype).astype(np.float64)
+
+
+def bfloat16_tensor(values):
+    """A compact torch bfloat16 tensor holding `values` (rounded to bfloat16 first)."""
+    import torch
+
+    rounded = np.array(round_to_bfloat16(values).astype(np.float32), order="C")  # 0-d stays 0-d
+    return torch.from_numpy(rounded).to(torch.bfloat16)
+
+
+@st.composite
+def strided_bfloat16(draw, shape=None, min_dims=0, max_dims=4, min_side=0, max_side=5,
+                     elements=None):
+    """A torch bfloat16 tensor with a drawn layout: compact, sliced (step 2), transposed,
+    broadcast (expand: zero strides) or flipped (a copy: torch has no negative strides). Values
+    come from float32 `elements` (default: all floats incl. nan/inf) rounded to bfloat16."""
+    if shape is None:
+        shape = draw(hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                                      max_side=max_side))
+    shape = tuple(shape)
+    if elements is None:
+        elements = st.floats(width=32, allow_subnormal=False)
+    layout = draw(st.sampled_from(["compact", "sliced", "flipped", "transposed", "broadcast"]))
+
+    def values(s):
+        return bfloat16_tensor(draw(hnp.arrays(np.float32, s, elements=elements)))
+
+    if layout == "broadcast" and len(shape) > 0:
+        axis = draw(st.integers(0, len(shape) - 1))
+        view = values(tuple(1 if k == axis else s for k, s in enumerate(shape))).expand(*shape)
+    elif layout == "sliced" and len(shape) > 0:
+        view = values(tuple(2 * s for s in shape))[tuple(slice(None, None, 2) for _ in shape)]
+    elif layout == "flipped" and len(shape) > 0:
+        view = values(shape).flip(list(range(len(shape))))
+    elif layout == "transposed" and len(shape) > 1:
+        view = values(shape[::-1]).permute(*reversed(range(len(shape))))
+    else:
+        view = values(shape)
+    assert tuple(view.shape) == shape
+    return view
