@@ -267,3 +267,36 @@ def test_binary_torch_noncontiguous_float32(data):
     with np.errstate(all="ignore"):
         expected = round_to_dtype(a.double().numpy() * b.double().numpy(), "float32")
     assert_close(got, expected, "float32", rtol_scale=0.0, atol=0.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "float16", "bfloat16", "uint64"])
+def test_large_strided_broadcast_runs_split_across_threads(dtype):
+    """Big enough for the CPU engine to split the work (threads, chunks of the outer loops):
+    transposed, reversed, sliced and zero-stride operands together, against NumPy."""
+    rng = np.random.default_rng(3)
+    a64 = rng.integers(-50, 50, (31, 1, 1030)).astype(np.float64)
+    b64 = rng.integers(1, 9, (2 * 47, 1030)).astype(np.float64)
+    c = rng.integers(0, 2, (1030,)).astype(bool)
+    if dtype == "uint64":
+        a64 = np.abs(a64)
+    if dtype == "bfloat16":
+        a = bfloat16_tensor(a64).flip(2)
+        b = bfloat16_tensor(b64)[::2]
+        a_np, b_np = a.double().numpy(), b.double().numpy()
+        cond = torch.from_numpy(c)
+    else:
+        a = a64.astype(dtype)[:, :, ::-1]
+        b = np.ascontiguousarray(b64.astype(dtype).T).T[::2]  # column-major, sliced
+        a_np, b_np = a.astype(np.float64), b.astype(np.float64)
+        cond = c
+    for op in ["add", "multiply", "maximum", "less"]:
+        got = call(op, a, b)
+        assert tuple(got.shape) == (31, 47, 1030)
+        want = FLOAT_REF[op](a_np, b_np)
+        if op not in COMPARE and dtype in INTEGER:
+            want = FLOAT_REF[op](np.asarray(a), np.asarray(b))
+        elif op not in COMPARE:
+            want = round_to_dtype(want, dtype)
+        assert_close(got, want, expected_dtype(op, dtype), rtol_scale=0.0, atol=0.0)
+    got = call("where", cond, a, b)
+    assert_close(got, np.where(c, a_np, b_np), dtype, rtol_scale=0.0, atol=0.0)
