@@ -8,7 +8,8 @@
  *  - 4- and 8-byte dtypes copy their keys into the workspace (compact, through the iteration
  *    engine) and sort them there with an in-place MSD radix sort (American flag sort, one byte a
  *    level, insertion sort below a small size; buckets sort in parallel as OpenMP tasks),
- *    then count the distinct keys, allocate, and write them back as values. */
+ *    then count the distinct keys, allocate, and write them back as values.
+ * Broadcast (zero-stride) dimensions are looked at once: they repeat the same memory. */
 #include <string.h>
 
 #include "cpu_dtypes.h"
@@ -111,6 +112,22 @@ static int ct_uq_allocate(const ct_kernel_call* call, const ct_tensor* x, int64_
                       (long long)count);
 }
 
+/* ----- the elements to look at ----- */
+
+/* x's shape and byte strides with every zero-stride (broadcast) dimension cut to one element:
+ * repeats of the same memory add no distinct value. Returns the element count of that view. */
+static int64_t ct_uq_distinct_view(const ct_tensor* x, int64_t itemsize, int64_t* shape,
+                                   int64_t* strides) {
+  int64_t numel = 1;
+  for (int32_t k = 0; k < x->ndim; ++k) {
+    const int64_t stride = ct_tensor_stride(x, k);
+    shape[k] = stride == 0 && x->shape[k] > 1 ? 1 : x->shape[k];
+    strides[k] = stride * itemsize;
+    numel *= shape[k];
+  }
+  return numel;
+}
+
 /* ----- 1- and 2-byte dtypes: a presence table ----- */
 
 /* Marks table[key] = 1. Threads may mark the same entry: relaxed atomic byte stores, read first
@@ -134,11 +151,10 @@ static inline void ct_uq_mark(uint8_t* table, uint32_t key) {
     const uint32_t size = (uint32_t)1 << (8 * sizeof(T));                                          \
     uint8_t* table = call->workspace;                                                              \
     memset(table, 0, size);                                                                        \
-    int64_t strides[CT_MAX_NDIM];                                                                  \
-    for (int32_t k = 0; k < x->ndim; ++k)                                                          \
-      strides[k] = ct_tensor_stride(x, k) * (int64_t)sizeof(T);                                    \
+    int64_t shape[CT_MAX_NDIM], strides[CT_MAX_NDIM];                                              \
+    ct_uq_distinct_view(x, (int64_t)sizeof(T), shape, strides);                                    \
     char* base = ct_tensor_base(x);                                                                \
-    ct_cpu_iterate_raw(1, &base, strides, x->ndim, x->shape, ct_cpu_unique_mark_##SFX, table);     \
+    ct_cpu_iterate_raw(1, &base, strides, x->ndim, shape, ct_cpu_unique_mark_##SFX, table);        \
     int64_t count = 0;                                                                             \
     for (uint32_t key = 0; key < size; ++key) count += table[key];                                 \
     void* data;                                                                                    \
@@ -302,48 +318,47 @@ CT_UQ_SMALL_TYPES(CT_UQ_TABLE_X, _)
 CT_UQ_RADIX(uint32_t)
 CT_UQ_RADIX(uint64_t)
 
-#define CT_UQ_WIDE_X(A, SFX, T, C, U, ID)                                                       \
-  static void ct_cpu_unique_keys_##SFX(char** data, const int64_t* steps, int64_t n,            \
-                                       const void* extra) {                                     \
-    (void)extra;                                                                                \
-    const char* p = data[0];                                                                    \
-    U* keys = (U*)data[1];                                                                      \
-    const int64_t step = steps[0];                                                              \
-    if (step == (int64_t)sizeof(T)) {                                                           \
-      const T* v = (const T*)p;                                                                 \
-      for (int64_t i = 0; i < n; ++i) keys[i] = ct_uq_key_##SFX(v[i]);                          \
-    } else {                                                                                    \
-      for (int64_t i = 0; i < n; ++i) keys[i] = ct_uq_key_##SFX(*(const T*)(p + i * step));     \
-    }                                                                                           \
-  }                                                                                             \
-  static int ct_cpu_unique_values_##SFX(const ct_kernel_call* call) {                           \
-    const ct_tensor* x = call->inputs[0];                                                       \
-    const int64_t n = ct_tensor_numel(x);                                                       \
-    U* keys = call->workspace;                                                                  \
-    if (n > 0) {                                                                                \
-      /* keys[flat row-major index] = key(x[...]): operand 1 is the compact workspace */        \
-      int64_t strides[2 * CT_MAX_NDIM];                                                         \
-      int64_t stride = (int64_t)sizeof(T);                                                      \
-      for (int32_t k = x->ndim - 1; k >= 0; --k) {                                              \
-        strides[k] = ct_tensor_stride(x, k) * (int64_t)sizeof(T);                               \
-        strides[x->ndim + k] = stride;                                                          \
-        stride *= x->shape[k];                                                                  \
-      }                                                                                         \
-      char* bases[2] = {ct_tensor_base(x), (char*)keys};                                        \
-      ct_cpu_iterate_raw(2, bases, strides, x->ndim, x->shape, ct_cpu_unique_keys_##SFX, NULL); \
-      ct_uq_sort_all_##U(keys, n);                                                              \
-    }                                                                                           \
-    int64_t count = n > 0 ? 1 : 0;                                                              \
-    for (int64_t i = 1; i < n; ++i) count += keys[i] != keys[i - 1];                            \
-    void* data;                                                                                 \
-    const int status = ct_uq_allocate(call, x, count, &data);                                   \
-    if (status != CT_OK) return status;                                                         \
-    T* out = data;                                                                              \
-    int64_t at = 0;                                                                             \
-    for (int64_t i = 0; i < n; ++i) {                                                           \
-      if (i == 0 || keys[i] != keys[i - 1]) out[at++] = ct_uq_value_##SFX(keys[i]);             \
-    }                                                                                           \
-    return CT_OK;                                                                               \
+#define CT_UQ_WIDE_X(A, SFX, T, C, U, ID)                                                    \
+  static void ct_cpu_unique_keys_##SFX(char** data, const int64_t* steps, int64_t n,         \
+                                       const void* extra) {                                  \
+    (void)extra;                                                                             \
+    const char* p = data[0];                                                                 \
+    U* keys = (U*)data[1];                                                                   \
+    const int64_t step = steps[0];                                                           \
+    if (step == (int64_t)sizeof(T)) {                                                        \
+      const T* v = (const T*)p;                                                              \
+      for (int64_t i = 0; i < n; ++i) keys[i] = ct_uq_key_##SFX(v[i]);                       \
+    } else {                                                                                 \
+      for (int64_t i = 0; i < n; ++i) keys[i] = ct_uq_key_##SFX(*(const T*)(p + i * step));  \
+    }                                                                                        \
+  }                                                                                          \
+  static int ct_cpu_unique_values_##SFX(const ct_kernel_call* call) {                        \
+    const ct_tensor* x = call->inputs[0];                                                    \
+    int64_t shape[CT_MAX_NDIM] = {0}, strides[2 * CT_MAX_NDIM] = {0};                        \
+    const int64_t n = ct_uq_distinct_view(x, (int64_t)sizeof(T), shape, strides);            \
+    U* keys = call->workspace;                                                               \
+    if (n > 0) {                                                                             \
+      /* keys[flat row-major index] = key(x[...]): operand 1 is the compact workspace */     \
+      int64_t stride = (int64_t)sizeof(U);                                                   \
+      for (int32_t k = x->ndim - 1; k >= 0; --k) {                                           \
+        strides[x->ndim + k] = stride;                                                       \
+        stride *= shape[k];                                                                  \
+      }                                                                                      \
+      char* bases[2] = {ct_tensor_base(x), (char*)keys};                                     \
+      ct_cpu_iterate_raw(2, bases, strides, x->ndim, shape, ct_cpu_unique_keys_##SFX, NULL); \
+      ct_uq_sort_all_##U(keys, n);                                                           \
+    }                                                                                        \
+    int64_t count = n > 0 ? 1 : 0;                                                           \
+    for (int64_t i = 1; i < n; ++i) count += keys[i] != keys[i - 1];                         \
+    void* data;                                                                              \
+    const int status = ct_uq_allocate(call, x, count, &data);                                \
+    if (status != CT_OK) return status;                                                      \
+    T* out = data;                                                                           \
+    int64_t at = 0;                                                                          \
+    for (int64_t i = 0; i < n; ++i) {                                                        \
+      if (i == 0 || keys[i] != keys[i - 1]) out[at++] = ct_uq_value_##SFX(keys[i]);          \
+    }                                                                                        \
+    return CT_OK;                                                                            \
   }
 
 CT_UQ_WIDE_TYPES(CT_UQ_WIDE_X, _)
@@ -358,7 +373,9 @@ static int ct_cpu_unique_values_workspace(const ct_kernel_call* call, uint64_t* 
   if (itemsize <= 2) {
     *bytes = (uint64_t)1 << (8 * itemsize);
   } else {
-    *bytes = (uint64_t)ct_tensor_numel(x) * (uint64_t)itemsize; /* the view was validated */
+    int64_t shape[CT_MAX_NDIM], strides[CT_MAX_NDIM];
+    const int64_t n = ct_uq_distinct_view(x, itemsize, shape, strides); /* <= numel: fits */
+    *bytes = (uint64_t)n * (uint64_t)itemsize;
   }
   return CT_OK;
 }
