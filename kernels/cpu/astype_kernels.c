@@ -3,7 +3,8 @@
  * A source value widens losslessly to int64 (signed), uint64 (unsigned, bool) or double
  * (floats), then narrows to the target with one rounding: integers wrap (NumPy), floats to
  * integers truncate with nan -> 0 and saturation (defined here; NumPy leaves it undefined), and
- * doubles to float16/bfloat16 round once to nearest even (via round-to-odd float). */
+ * doubles and 64-bit integers to float16/bfloat16 round once to nearest even (via a
+ * round-to-odd float, which has enough extra bits for the second rounding to be exact). */
 #include <stdint.h>
 
 #include "cpu_register.h"
@@ -54,11 +55,19 @@ static inline float ct_to_f32_from_f64(double v) { return (float)v; }
 static inline double ct_to_f64_from_i64(int64_t v) { return (double)v; }
 static inline double ct_to_f64_from_u64(uint64_t v) { return (double)v; }
 static inline double ct_to_f64_from_f64(double v) { return v; }
-static inline uint16_t ct_to_f16_from_i64(int64_t v) { return ct_double_to_half((double)v); }
-static inline uint16_t ct_to_f16_from_u64(uint64_t v) { return ct_double_to_half((double)v); }
+static inline uint16_t ct_to_f16_from_i64(int64_t v) {
+  return ct_float_to_half(ct_i64_to_float_round_odd(v));
+}
+static inline uint16_t ct_to_f16_from_u64(uint64_t v) {
+  return ct_float_to_half(ct_u64_to_float_round_odd(v));
+}
 static inline uint16_t ct_to_f16_from_f64(double v) { return ct_double_to_half(v); }
-static inline uint16_t ct_to_bf16_from_i64(int64_t v) { return ct_double_to_bfloat16((double)v); }
-static inline uint16_t ct_to_bf16_from_u64(uint64_t v) { return ct_double_to_bfloat16((double)v); }
+static inline uint16_t ct_to_bf16_from_i64(int64_t v) {
+  return ct_float_to_bfloat16(ct_i64_to_float_round_odd(v));
+}
+static inline uint16_t ct_to_bf16_from_u64(uint64_t v) {
+  return ct_float_to_bfloat16(ct_u64_to_float_round_odd(v));
+}
 static inline uint16_t ct_to_bf16_from_f64(double v) { return ct_double_to_bfloat16(v); }
 
 /* ----- loops: ct_cpu_astype_<from>_to_<to> ----- */

@@ -72,6 +72,21 @@ static inline float ct_double_to_float_round_odd(double d) {
   return f;
 }
 
+/* 64-bit integer magnitude -> float rounding to odd: keep the top 24 significant bits and fold
+ * every dropped bit into the last kept one (a double would round once already at 53 bits). */
+static inline float ct_u64_to_float_round_odd(uint64_t u) {
+  if (u < (1ull << 24)) return (float)u;
+  const int shift = 40 - __builtin_clzll(u); /* bits to drop so that 24 remain */
+  const uint64_t kept = (u >> shift) | ((u & ((1ull << shift) - 1)) != 0);
+  return (float)kept * ct_bits_float((uint32_t)(127 + shift) << 23); /* exact: times 2^shift */
+}
+
+static inline float ct_i64_to_float_round_odd(int64_t v) {
+  const uint64_t magnitude = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  const float f = ct_u64_to_float_round_odd(magnitude);
+  return v < 0 ? -f : f;
+}
+
 static inline uint16_t ct_double_to_half(double d) {
   return ct_float_to_half(ct_double_to_float_round_odd(d));
 }
