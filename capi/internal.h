@@ -83,9 +83,10 @@ CT_INTERNAL bool ct_tensor_is_contiguous(const ct_tensor* t);
 CT_INTERNAL bool ct_tensor_may_self_overlap(const ct_tensor* t);
 CT_INTERNAL bool ct_tensors_may_overlap(const ct_tensor* a, const ct_tensor* b);
 CT_INTERNAL bool ct_tensors_same_view(const ct_tensor* a, const ct_tensor* b);
-/* Overflow-checked int64 arithmetic: return false on overflow. */
-CT_INTERNAL bool ct_mul_overflow_i64(int64_t a, int64_t b, int64_t* out);
-CT_INTERNAL bool ct_add_overflow_i64(int64_t a, int64_t b, int64_t* out);
+/* Overflow-checked int64 arithmetic: store the result and return true, or return false on
+ * overflow. */
+CT_INTERNAL bool ct_checked_mul_i64(int64_t a, int64_t b, int64_t* out);
+CT_INTERNAL bool ct_checked_add_i64(int64_t a, int64_t b, int64_t* out);
 
 /* ----- attributes (attrs.c) ----- */
 

@@ -3,11 +3,11 @@
 
 #include "internal.h"
 
-bool ct_mul_overflow_i64(int64_t a, int64_t b, int64_t* out) {
+bool ct_checked_mul_i64(int64_t a, int64_t b, int64_t* out) {
   return !__builtin_mul_overflow(a, b, out);
 }
 
-bool ct_add_overflow_i64(int64_t a, int64_t b, int64_t* out) {
+bool ct_checked_add_i64(int64_t a, int64_t b, int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
 }
 
@@ -62,7 +62,7 @@ int ct_tensor_validate(const ct_tensor* t, const char* what) {
       return ct_set_error(CT_ERROR_INVALID_SHAPE, "%s has negative extent %lld in dimension %d",
                           what, (long long)t->shape[k], k);
     }
-    if (!ct_mul_overflow_i64(numel, t->shape[k], &numel)) {
+    if (!ct_checked_mul_i64(numel, t->shape[k], &numel)) {
       return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
                           "%s has more elements than int64 can count (overflow at dimension %d)",
                           what, k);
@@ -70,7 +70,7 @@ int ct_tensor_validate(const ct_tensor* t, const char* what) {
   }
   const int64_t itemsize = ct_dtype_size(t->dtype);
   int64_t bytes;
-  if (!ct_mul_overflow_i64(numel, itemsize, &bytes)) {
+  if (!ct_checked_mul_i64(numel, itemsize, &bytes)) {
     return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: %lld elements of %lld bytes overflow int64",
                         what, (long long)numel, (long long)itemsize);
   }
@@ -85,13 +85,13 @@ int ct_tensor_validate(const ct_tensor* t, const char* what) {
     for (int32_t k = 0; k < t->ndim; ++k) {
       int64_t reach;
       const int64_t stride = t->strides[k] < 0 ? -t->strides[k] : t->strides[k];
-      if (t->strides[k] == INT64_MIN || !ct_mul_overflow_i64(stride, t->shape[k] - 1, &reach) ||
-          !ct_add_overflow_i64(span, reach, &span)) {
+      if (t->strides[k] == INT64_MIN || !ct_checked_mul_i64(stride, t->shape[k] - 1, &reach) ||
+          !ct_checked_add_i64(span, reach, &span)) {
         return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
                             what);
       }
     }
-    if (!ct_mul_overflow_i64(span, itemsize, &span)) {
+    if (!ct_checked_mul_i64(span, itemsize, &span)) {
       return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range", what);
     }
   }

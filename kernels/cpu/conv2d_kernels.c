@@ -74,12 +74,12 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, c
   job->image = job->group = 0;
   /* The ct_*_overflow_i64 helpers return false on overflow. */
   int64_t col_elements, weight_elements, col_bytes, weight_bytes, total;
-  if (!ct_mul_overflow_i64(job->k, job->p, &col_elements) ||
-      !ct_mul_overflow_i64(col_elements, compute_size, &col_bytes) ||
-      !ct_add_overflow_i64(col_bytes, CT_CONV2D_ALIGNMENT - 1, &col_bytes) ||
-      !ct_mul_overflow_i64(job->out_channels, job->k, &weight_elements) ||
-      !ct_mul_overflow_i64(weight_elements, compute_size, &weight_bytes) ||
-      !ct_add_overflow_i64(col_bytes, weight_bytes, &total)) {
+  if (!ct_checked_mul_i64(job->k, job->p, &col_elements) ||
+      !ct_checked_mul_i64(col_elements, compute_size, &col_bytes) ||
+      !ct_checked_add_i64(col_bytes, CT_CONV2D_ALIGNMENT - 1, &col_bytes) ||
+      !ct_checked_mul_i64(job->out_channels, job->k, &weight_elements) ||
+      !ct_checked_mul_i64(weight_elements, compute_size, &weight_bytes) ||
+      !ct_checked_add_i64(col_bytes, weight_bytes, &total)) {
     return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
                         "conv2d: the im2col workspace (%lld x %lld elements) overflows int64",
                         (long long)job->k, (long long)job->p);
