@@ -69,6 +69,12 @@ static int ct_infer_boolean_mask(const ct_infer_call* call, ct_tensor_info* outp
                         "exactly",
                         mask->ndim, x->ndim);
   }
+  if (1 + x->ndim - mask->ndim > CT_MAX_NDIM) {
+    return ct_set_error(CT_ERROR_INVALID_SHAPE,
+                        "boolean_mask: a %d-D mask on a %d-D array gives %d dimensions; ctensor "
+                        "supports up to %d",
+                        mask->ndim, x->ndim, 1 + x->ndim - mask->ndim, CT_MAX_NDIM);
+  }
   ct_tensor_info* out = &outputs[0];
   out->dtype = x->dtype;
   out->ndim = 1 + x->ndim - mask->ndim;
