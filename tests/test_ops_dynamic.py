@@ -242,6 +242,9 @@ def test_boolean_mask_errors():
         ops.boolean_mask(np.ones((3, 4)), np.ones((3, 4, 1), bool))
     with pytest.raises(TypeError):
         ops.boolean_mask(np.ones((3, 4)), np.ones((3,), np.int32))
+    # A 0-d mask adds a dimension: on a 64-d array the result would need 65.
+    with pytest.raises(ctensor.CTensorError, match="up to 64"):
+        ops.boolean_mask(np.ones((1,) * 64), np.array(True))
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "float64"])
