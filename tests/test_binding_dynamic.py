@@ -40,10 +40,11 @@ def test_an_exception_in_the_allocator_is_raised_after_the_run(monkeypatch):
     class Boom(RuntimeError):
         pass
 
-    def failing_empty(shape, dtype, like):
+    def failing_empty(self, shape, dtype, like):
         raise Boom("no memory for you")
 
-    monkeypatch.setattr(_frameworks.NUMPY, "empty", failing_empty)
+    # Patch the class, not the instance: undo must leave no instance attribute behind.
+    monkeypatch.setattr(type(_frameworks.NUMPY), "empty", failing_empty)
     with pytest.raises(Boom, match="no memory for you"):
         ops.nonzero(np.array([0, 1, 1]))
     monkeypatch.undo()
@@ -52,10 +53,10 @@ def test_an_exception_in_the_allocator_is_raised_after_the_run(monkeypatch):
 
 
 def test_memory_error_in_the_allocator(monkeypatch):
-    def failing_empty(shape, dtype, like):
+    def failing_empty(self, shape, dtype, like):
         raise MemoryError("out of memory")
 
-    monkeypatch.setattr(_frameworks.TORCH, "empty", failing_empty)
+    monkeypatch.setattr(type(_frameworks.TORCH), "empty", failing_empty)
     with pytest.raises(MemoryError):
         ops.unique_values(torch.tensor([1, 2, 2]))
 

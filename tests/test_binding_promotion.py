@@ -141,3 +141,49 @@ def test_mixed_torch_dtypes_give_torch_result_of_promoted_dtype():
     y = torch.arange(4, dtype=torch.float32)
     result = ops.multiply(x, y)
     assert isinstance(result, torch.Tensor) and result.dtype == torch.float32
+
+
+def test_subtract_and_negative_refuse_bool_as_numpy_does():
+    b = np.array([True, False])
+    out = np.full(2, 5, np.int8)
+    for call in (lambda: ops.subtract(b, b), lambda: ops.negative(b),
+                 lambda: ops.subtract(b, b, out=out)):
+        with pytest.raises(ctensor.UnsupportedDTypeError):
+            call()
+    assert (out == 5).all()
+    _check(ops.pow(b, b), np.power(b, b))  # NumPy computes this one in int8: so do we
+    _check(ops.subtract(b, 2), np.subtract(b, 2))
+
+
+@pytest.mark.parametrize("op", ["equal", "less", "greater"])
+def test_signed_with_uint64_compares_exactly(op):
+    u = np.array([2**63, 2**64 - 1, 2**63, 5, 0], np.uint64)
+    for signed in ("int8", "int64"):
+        s = np.array([-1, -1, 100, 5, 0]).astype(signed)
+        for x1, x2 in ((u, s), (s, u)):
+            _check(getattr(ops, op)(x1, x2), getattr(np, op)(x1, x2))
+    # With out=, torch tensors, and a raw capsule (consumed once through the several steps).
+    out = np.zeros(5, bool)
+    assert ops.less(s, u, out=out) is out
+    np.testing.assert_array_equal(out, np.less(s, u))
+    t = ops.less(torch.from_numpy(s), torch.from_numpy(u))
+    assert isinstance(t, torch.Tensor)
+    np.testing.assert_array_equal(t.numpy(), np.less(s, u))
+    from ctensor.testing import CountedCapsule
+
+    counted = CountedCapsule(u)
+    np.testing.assert_array_equal(ops.greater(s, counted.capsule), np.greater(s, u))
+    assert counted.deleter_calls == 1
+
+
+@pytest.mark.parametrize("value", [200, -129, 2**40, 2**63, 2**64 + 1, -(2**70)])
+def test_python_ints_out_of_range_compare_and_divide_exactly(value):
+    x = np.array([-128, -1, 0, 1, 127], np.int8)
+    for op in ("equal", "less", "greater", "divide"):
+        with np.errstate(divide="ignore"):
+            _check(getattr(ops, op)(x, value), getattr(np, op)(x, value))
+            _check(getattr(ops, op)(value, x), getattr(np, op)(value, x))
+    with pytest.raises(OverflowError):
+        np.add(x, value)
+    with pytest.raises(OverflowError):
+        ops.add(x, value)  # as NumPy, other ops refuse an int that does not fit

@@ -516,6 +516,7 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
 
     if (scalars is not None or plan.targets is not None) and fw is not None:
         targets = plan.targets
+        dtypes = plan.dtypes
         if scalars is not None:
             dtypes = _scalars_to_arrays(spec, args, scalars, plan.dtypes, frame, fw, like,
                                         device, plan.device_name)
@@ -524,6 +525,15 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
                 chosen = spec.choose_dtypes(plan.device_name, dtypes)
                 if any(chosen):
                     targets = chosen
+        if targets is not None and _needs_exact_compare(spec, dtypes):
+            result = _exact_compare(spec, frame, dtypes, fw, like, device,
+                                    None if out is None else frame.tensors[n], attrs)
+            if out is None:
+                return fw.finish(result) if fw.finishes else result
+            if n_out != 1:
+                raise WrongArityError(f"{spec.name} produces 1 output; out= gives {n_out}",
+                                      lib.CT_ERROR_WRONG_ARITY)
+            return outs[0] if many else out
         if targets is not None:
             slot = _MAX_TENSORS - 1
             for i, target in enumerate(targets):
@@ -675,29 +685,120 @@ def _prepare_context(spec: OpSpec, frame: _Frame, n: int, outputs: Any, n_out: i
     return context
 
 
+def _run_internal(spec: OpSpec, tensors: list, fw: Framework, like: Any, device: int,
+                  attrs: dict | None = None, out_tensor: Any = None) -> list | None:
+    """Runs ``spec`` on ct_tensor* ``tensors`` in a frame of its own: new outputs in the caller's
+    framework (returned), or into ``out_tensor``."""
+    attr_array, num_attrs = _attrs_for(spec, attrs) if attrs else (_NULL, 0)
+    try:
+        inner = _pool_pop()
+    except IndexError:
+        inner = _Frame()
+    try:
+        n = len(tensors)
+        for k, tensor in enumerate(tensors):
+            inner.tensors[k] = tensor
+        if out_tensor is None:
+            return _execute(spec, inner, n, fw, None, like, device, attr_array, num_attrs)
+        inner.tensors[n] = out_tensor
+        status = _run(spec.op, inner.tensors, n, inner.tensors + n, 1, attr_array, num_attrs,
+                      _NULL)
+        if status:
+            raise _fail(status)
+        return None
+    finally:
+        _release(inner)
+
+
+def _tensor_in(frame: _Frame, array: Any, slot: int, fw: Framework) -> Any:
+    """The ct_tensor* of an array the binding made, opened into ``slot`` of the frame (kept alive
+    until the call ends)."""
+    capsule = fw.capsule(array) if not isinstance(array, np.ndarray) else array.__dlpack__()
+    frame.keep.append(array)
+    frame.keep.append(capsule)
+    frame.objects[slot] = id(capsule)
+    _open(frame, slot, 1, "intermediate array")
+    return frame.tensors[slot]
+
+
 def _cast(frame: _Frame, i: int, slot: int, target: str, fw: Framework, like: Any,
           device: int) -> None:
     """Replaces input i of the frame by a new array of the caller's framework holding it cast to
     ``target``, made by ctensor's own astype op (the only copy the binding ever makes)."""
-    astype = get_spec("astype")
-    attr_array, num_attrs = _attrs_for(astype, {"dtype": target})
-    try:
-        inner = _POOL.pop()
-    except IndexError:
-        inner = _Frame()
-    try:
-        inner.tensors[0] = frame.tensors[i]
-        results = _execute(astype, inner, 1, fw, None, like, device, attr_array, num_attrs)
-    finally:
-        _release(inner)
-    array = results[0]
-    capsule = fw.capsule(array)
-    frame.keep.append(array)
-    frame.keep.append(capsule)
-    frame.objects[slot] = id(capsule)
-    _open(frame, slot, 1, "cast input")
-    frame.tensors[i] = frame.tensors[slot]
-    frame.objects[slot] = 0
+    (array,) = _run_internal(get_spec("astype"), [frame.tensors[i]], fw, like, device,
+                             {"dtype": target})
+    frame.tensors[i] = _tensor_in(frame, array, slot, fw)
+
+
+# NumPy's comparison ufuncs compare mixed signed/uint64 integers (and Python ints of any size)
+# exactly, without the detour through float64 that promotion would take.
+_COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater",
+                          "greater_equal"})
+# What `signed OP unsigned` is when the signed value is negative; mirrored for `unsigned OP
+# signed`.
+_NEGATIVE_LEFT = {"equal": False, "not_equal": True, "less": True, "less_equal": True,
+                  "greater": False, "greater_equal": False}
+_NEGATIVE_RIGHT = {"equal": False, "not_equal": True, "less": False, "less_equal": False,
+                   "greater": True, "greater_equal": True}
+_SIGNED = frozenset({"int8", "int16", "int32", "int64"})
+_INT_RANGES = {name: (int(np.iinfo(name).min), int(np.iinfo(name).max))
+               for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                            "uint64")}
+
+
+def _needs_exact_compare(spec: OpSpec, dtypes: tuple) -> bool:
+    if spec.name not in _COMPARISONS or len(dtypes) != 2:
+        return False
+    left, right = dtypes
+    return (left in _SIGNED and right == "uint64") or (left == "uint64" and right in _SIGNED)
+
+
+def _exact_compare(spec: OpSpec, frame: _Frame, dtypes: tuple, fw: Framework, like: Any,
+                   device: int, out_tensor: Any, attrs: dict | None) -> Any:
+    """signed OP uint64, exactly: the signed operand wrapped to uint64 compares right wherever
+    it is not negative; where it is, the answer is fixed."""
+    signed_left = dtypes[0] in _SIGNED
+    s_index = 0 if signed_left else 1
+    signed, unsigned = frame.tensors[s_index], frame.tensors[1 - s_index]
+    slot = _MAX_TENSORS - 1
+    (wrapped,) = _run_internal(get_spec("astype"), [signed], fw, like, device,
+                               {"dtype": "uint64"})
+    wrapped_t = _tensor_in(frame, wrapped, slot, fw)
+    operands = [wrapped_t, unsigned] if signed_left else [unsigned, wrapped_t]
+    (as_unsigned,) = _run_internal(spec, operands, fw, like, device, attrs)
+    as_unsigned_t = _tensor_in(frame, as_unsigned, slot - 1, fw)
+    zero_t = _tensor_in(frame, _scalar_array(0, dtypes[s_index], fw, like, device), slot - 2, fw)
+    (negative,) = _run_internal(get_spec("less"), [signed, zero_t], fw, like, device)
+    negative_t = _tensor_in(frame, negative, slot - 3, fw)
+    fixed = (_NEGATIVE_LEFT if signed_left else _NEGATIVE_RIGHT)[spec.name]
+    fixed_t = _tensor_in(frame, _scalar_array(fixed, "bool", fw, like, device), slot - 4, fw)
+    result = _run_internal(get_spec("where"), [negative_t, fixed_t, as_unsigned_t], fw, like,
+                           device, None, out_tensor)
+    return None if result is None else result[0]
+
+
+def _scalar_array(value: Any, dtype: str, fw: Framework, like: Any, device: int) -> Any:
+    """A 0-d array holding a Python scalar, readable on the call's device."""
+    if dtype not in DTYPE_INDEX and dtype != "bfloat16":
+        return np.asarray(value, np.dtype(dtype))  # complex: the C library refuses it
+    if dtype != "bfloat16" and (fw is NUMPY or device & 0xFF == _CPU):
+        # A CPU scalar is read in place whatever the caller's framework.
+        return np.asarray(value, numpy_dtype(dtype))  # OverflowError when it does not fit
+    return fw.scalar(value, dtype, like)
+
+
+def _wide_python_int(value: int, op: str) -> tuple[str, Any]:
+    """The dtype and value a Python int that does not fit its partner's integer dtype takes in
+    an op where NumPy 2 still computes exactly: float64 for true division; for comparisons the
+    smallest of int64, uint64 that holds it, else an infinity of its sign (same answers)."""
+    if op == "divide":
+        return "float64", float(value)
+    lo, hi = _INT_RANGES["int64"]
+    if lo <= value <= hi:
+        return "int64", value
+    if 0 <= value <= _INT_RANGES["uint64"][1]:
+        return "uint64", value
+    return "float64", float("inf") if value > 0 else float("-inf")
 
 
 def _scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
@@ -719,13 +820,11 @@ def _scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
             dtype = _SCALAR_DTYPES.get(key)
             if dtype is None:
                 dtype = _SCALAR_DTYPES[key] = scalar_dtype(value, other)
-        if dtype not in DTYPE_INDEX and dtype != "bfloat16":
-            array = np.asarray(value, np.dtype(dtype))  # complex: the C library refuses it
-        elif dtype != "bfloat16" and (fw is NUMPY or device & 0xFF == _CPU):
-            # A CPU scalar is read in place whatever the caller's framework.
-            array = np.asarray(value, numpy_dtype(dtype))  # OverflowError when it does not fit
-        else:
-            array = fw.scalar(value, dtype, like)
+        if type(value) is int and (spec.name in _COMPARISONS or spec.name == "divide"):
+            bounds = _INT_RANGES.get(dtype)
+            if bounds is not None and not bounds[0] <= value <= bounds[1]:
+                dtype, value = _wide_python_int(value, spec.name)
+        array = _scalar_array(value, dtype, fw, like, device)
         capsule = fw.capsule(array) if not isinstance(array, np.ndarray) else array.__dlpack__()
         frame.keep.append(array)
         frame.keep.append(capsule)

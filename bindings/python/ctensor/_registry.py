@@ -26,6 +26,10 @@ DEVICE_NAMES = {
 }
 DEVICE_CODES = {name: code for code, name in DEVICE_NAMES.items()}
 
+#: Ops NumPy's type resolvers refuse for bool inputs instead of computing them in int8
+#: (np.subtract(True, True) and np.negative(True) raise TypeError).
+NUMPY_REFUSES_BOOL = frozenset({"subtract", "negative"})
+
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -90,10 +94,12 @@ class OpSpec:
     # -------------------------------------------------------------- promotion --------------------
 
     def promotion_groups(self, device: str) -> list[tuple[tuple[int, ...], frozenset[str]]]:
-        """Input slots whose dtypes must agree, found from the kernel signatures on ``device``:
-        slots i and j are grouped when every kernel has the same dtype in both. Each group comes
-        with the dtypes its kernels accept. Only groups that are promoted are returned: every
-        group of an elementwise op, groups of two or more slots otherwise."""
+        """Input parameters whose dtypes must agree, found from the kernel signatures on
+        ``device``: parameters i and j are grouped when most kernels (more than half) have the
+        same dtype in both, so that a few mixed-dtype kernels do not split a group. Each group
+        comes with the dtypes its kernels accept. Only groups that are promoted are returned:
+        every group of an elementwise op, groups of two or more parameters or holding the
+        variadic input otherwise."""
         plan = self._plans.get(device)
         if plan is not None:
             return plan
@@ -107,10 +113,12 @@ class OpSpec:
                     continue
                 group = [i]
                 for j in range(i + 1, num_slots):
-                    if j not in seen and all(sig[i] == sig[j] for sig in signatures):
+                    same = sum(sig[i] == sig[j] for sig in signatures)
+                    if j not in seen and 2 * same > len(signatures):
                         group.append(j)
                 seen.update(group)
-                if self.elementwise or len(group) > 1:
+                variadic = self.variadic_input and num_slots - 1 in group
+                if self.elementwise or len(group) > 1 or variadic:
                     accepted = frozenset(sig[i] for sig in signatures)
                     plan.append((tuple(group), accepted))
         self._plans[device] = plan
@@ -124,32 +132,54 @@ class OpSpec:
             self._group_index[device] = index
         return index
 
+    def param_of(self, index: int) -> int:
+        """The input parameter a tensor index belongs to (variadic tensors share the last)."""
+        return index if index < self.num_fixed_inputs else len(self.inputs) - 1
+
+    def matches_a_kernel(self, device: str, dtypes: tuple[str | None, ...]) -> bool:
+        """Whether some kernel on ``device`` takes exactly these input dtypes (None: absent)."""
+        n_params = len(self.inputs)
+        for sig in self.kernels.get(device, ()):
+            if all(d is None or sig[min(i, n_params - 1)] == d for i, d in enumerate(dtypes)):
+                return True
+        return False
+
     def choose_dtypes(self, device: str, dtypes: tuple[str | None, ...]) -> tuple[str | None, ...]:
-        """The dtype each input slot should be cast to (None: leave it). Slot dtypes are None for
-        absent inputs. NumPy's ufunc loop selection: promote the group, then, if no kernel takes
-        the promoted dtype, the first dtype in type order it casts to safely that has one."""
+        """The dtype each input tensor should be cast to (None: leave it), for input dtypes
+        ``dtypes`` (None for absent inputs), as NumPy's ufunc loop selection does it: a kernel
+        that takes the dtypes as they are wins; otherwise each group of inputs whose dtypes must
+        agree is promoted, and, if no kernel takes the promoted dtype, the first dtype in type
+        order it casts to safely that has one. Like NumPy, bool is never computed in another
+        dtype by subtract and negative (NumPy's type resolvers refuse those)."""
         key = (device, dtypes)
         choice = self._choices.get(key)
         if choice is not None:
             return choice
         targets: list[str | None] = [None] * len(dtypes)
-        for group, accepted in self.promotion_groups(device):
-            present = [dtypes[i] for i in group if i < len(dtypes) and dtypes[i] is not None]
-            if not present or any(d not in DTYPE_INDEX for d in present):
-                continue
-            target = promote(present)
-            if target is None:
-                continue
-            if target not in accepted:
-                for candidate in sorted(accepted, key=DTYPE_INDEX.__getitem__):
-                    if can_cast_safe(target, candidate):
-                        target = candidate
-                        break
-                else:
-                    continue  # nothing fits: pass as is, the C library reports it
-            for i in group:
-                if i < len(dtypes) and dtypes[i] is not None and dtypes[i] != target:
-                    targets[i] = target
+        if not self.matches_a_kernel(device, dtypes):
+            members: dict[int, list[int]] = {}
+            for i in range(len(dtypes)):
+                members.setdefault(self.param_of(i), []).append(i)
+            for group, accepted in self.promotion_groups(device):
+                tensors = [i for p in group for i in members.get(p, ())]
+                present = [dtypes[i] for i in tensors if dtypes[i] is not None]
+                if not present or any(d not in DTYPE_INDEX for d in present):
+                    continue
+                target = promote(present)
+                if target is None:
+                    continue
+                if target not in accepted:
+                    if target == "bool" and self.name in NUMPY_REFUSES_BOOL:
+                        continue  # the C library reports the unsupported dtype
+                    for candidate in sorted(accepted, key=DTYPE_INDEX.__getitem__):
+                        if can_cast_safe(target, candidate):
+                            target = candidate
+                            break
+                    else:
+                        continue  # nothing fits: pass as is, the C library reports it
+                for i in tensors:
+                    if dtypes[i] is not None and dtypes[i] != target:
+                        targets[i] = target
         choice = tuple(targets)
         self._choices[key] = choice
         return choice
