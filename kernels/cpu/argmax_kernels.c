@@ -1,4 +1,178 @@
-/* argmax_kernels.c - in progress: registers nothing yet. */
-#include "cpu_register.h"
+/* argmax_kernels.c - argmax along one axis or over the flattened array, on the reduction engine
+ * (reduce_plan.h) in ordered mode, so reduced flat indices are NumPy's row-major indices.
+ *
+ * The accumulator is (best value, its index; -1 before the first element). The first maximum
+ * wins (later equal values never replace it) and the first nan counts as the maximum. Contiguous
+ * runs take one vectorisable pass of block maxima (stopping at the first nan), then look for the
+ * first match inside the block that holds the winner. */
+#include <math.h>
+#include <stdint.h>
 
-int ct_cpu_register_argmax(void) { return CT_OK; }
+#include "cpu_dtypes.h"
+#include "cpu_register.h"
+#include "reduce_plan.h"
+
+#define CT_AT(type, base, index, step) (*(const type*)((base) + (index) * (step)))
+
+/* nan test per compute type (integers and bool have none). */
+#define CT_DEF(A, SFX, T, C, U, ID)     \
+  static inline int ct_isnan_##C(C v) { \
+    return 0;                           \
+  }
+CT_CPU_INT_TYPES(CT_DEF, _)
+#undef CT_DEF
+static inline int ct_isnan_ct_bool8(ct_bool8 v) {
+  return 0;
+}
+static inline int ct_isnan_float(float v) {
+  return v != v;
+}
+static inline int ct_isnan_double(double v) {
+  return v != v;
+}
+
+/* Contiguous runs are scanned in blocks of this many elements (see run below). */
+#define CT_ARGMAX_BLOCK 1024
+
+/* Does v replace best (whose index is earlier)? Larger, or the first nan. */
+#define CT_ARGMAX_BETTER(C, v, best) ((v) > (best) || (ct_isnan_##C(v) && !ct_isnan_##C(best)))
+
+#define CT_ARGMAX_FAMILY(SFX, T, C)                                                               \
+  typedef struct ct_argmax_##SFX##_acc {                                                          \
+    C value;                                                                                      \
+    int64_t index;                                                                                \
+  } ct_argmax_##SFX##_acc;                                                                        \
+  static void ct_argmax_##SFX##_init(void* acc, int64_t n) {                                      \
+    ct_argmax_##SFX##_acc* a = acc;                                                               \
+    for (int64_t j = 0; j < n; ++j) {                                                             \
+      a[j].value = (C)0;                                                                          \
+      a[j].index = -1;                                                                            \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_argmax_##SFX##_run(const char* x, int64_t step, int64_t n, int64_t index,        \
+                                    void* acc) {                                                  \
+    ct_argmax_##SFX##_acc* a = acc;                                                               \
+    if (n <= 0 || (a->index >= 0 && ct_isnan_##C(a->value))) return;                              \
+    if (step == (int64_t)sizeof(T) && n >= 2 * CT_NANMAX_WIDTH) {                                 \
+      /* one pass of vectorised block maxima; then the first match inside the winning block */    \
+      const T* p = (const T*)x;                                                                   \
+      C best = a->value;                                                                          \
+      int64_t block = -1;                                                                         \
+      for (int64_t b = 0; b < n && !ct_isnan_##C(best); b += CT_ARGMAX_BLOCK) {                   \
+        const int64_t len = n - b < CT_ARGMAX_BLOCK ? n - b : CT_ARGMAX_BLOCK;                    \
+        const T* q = p + b;                                                                       \
+        C m = ct_load_##SFX(q[0]);                                                                \
+        CT_NANMAX_LOOP(C, len, ct_load_##SFX(q[ct_i]), m);                                        \
+        if ((a->index < 0 && block < 0) || CT_ARGMAX_BETTER(C, m, best)) {                        \
+          best = m;                                                                               \
+          block = b;                                                                              \
+        }                                                                                         \
+      }                                                                                           \
+      if (block < 0) return;                                                                      \
+      const int64_t end = n - block < CT_ARGMAX_BLOCK ? n : block + CT_ARGMAX_BLOCK;              \
+      const int best_nan = ct_isnan_##C(best);                                                    \
+      int64_t at = block;                                                                         \
+      for (; at + CT_NANMAX_WIDTH <= end; at += CT_NANMAX_WIDTH) {                                \
+        int hit = 0;                                                                              \
+        for (int k = 0; k < CT_NANMAX_WIDTH; ++k) {                                               \
+          const C v = ct_load_##SFX(p[at + k]);                                                   \
+          hit |= (v == best) | (ct_isnan_##C(v) & best_nan);                                      \
+        }                                                                                         \
+        if (hit) break;                                                                           \
+      }                                                                                           \
+      for (;; ++at) {                                                                             \
+        const C v = ct_load_##SFX(p[at]);                                                         \
+        if ((v == best) | (ct_isnan_##C(v) & best_nan)) break;                                    \
+      }                                                                                           \
+      a->value = best;                                                                            \
+      a->index = index + at;                                                                      \
+      return;                                                                                     \
+    }                                                                                             \
+    C best = a->value;                                                                            \
+    int64_t best_index = a->index, i = 0;                                                         \
+    if (best_index < 0) {                                                                         \
+      best = ct_load_##SFX(CT_AT(T, x, 0, step));                                                 \
+      best_index = index;                                                                         \
+      i = 1;                                                                                      \
+    }                                                                                             \
+    for (; i < n && !ct_isnan_##C(best); ++i) {                                                   \
+      const C v = ct_load_##SFX(CT_AT(T, x, i, step));                                            \
+      if (v > best || ct_isnan_##C(v)) {                                                          \
+        best = v;                                                                                 \
+        best_index = index + i;                                                                   \
+      }                                                                                           \
+    }                                                                                             \
+    a->value = best;                                                                              \
+    a->index = best_index;                                                                        \
+  }                                                                                               \
+  static void ct_argmax_##SFX##_rows(const char* x, int64_t step, int64_t n, int64_t index,       \
+                                     void* acc) {                                                 \
+    ct_argmax_##SFX##_acc* a = acc;                                                               \
+    for (int64_t j = 0; j < n; ++j) {                                                             \
+      const C v = ct_load_##SFX(CT_AT(T, x, j, step));                                            \
+      if (a[j].index < 0 || CT_ARGMAX_BETTER(C, v, a[j].value)) {                                 \
+        a[j].value = v;                                                                           \
+        a[j].index = index;                                                                       \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_argmax_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    ct_argmax_##SFX##_acc* a = acc;                                                               \
+    const ct_argmax_##SFX##_acc* b = later;                                                       \
+    for (int64_t j = 0; j < n; ++j) {                                                             \
+      if (b[j].index >= 0 && (a[j].index < 0 || CT_ARGMAX_BETTER(C, b[j].value, a[j].value)))     \
+        a[j] = b[j];                                                                              \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_argmax_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+                                         int64_t count) {                                         \
+    const ct_argmax_##SFX##_acc* a = acc;                                                         \
+    for (int64_t j = 0; j < n; ++j) *(int64_t*)(out + j * out_step) = a[j].index;                 \
+  }                                                                                               \
+  static const ct_reduce_vtable ct_argmax_##SFX##_vt = {sizeof(ct_argmax_##SFX##_acc),            \
+                                                        true,                                     \
+                                                        false,                                    \
+                                                        ct_argmax_##SFX##_init,                   \
+                                                        ct_argmax_##SFX##_run,                    \
+                                                        ct_argmax_##SFX##_rows,                   \
+                                                        ct_argmax_##SFX##_combine,                \
+                                                        ct_argmax_##SFX##_finalize};
+
+/* Kernel run function: attrs (axis: int or None, keepdims), kernel_data the vtable. */
+static int ct_cpu_argmax_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_attr_value* axis = &call->attrs[0];
+  bool mask[CT_MAX_NDIM];
+  for (int32_t k = 0; k < x->ndim; ++k) mask[k] = axis->type == CT_ATTR_NONE;
+  if (axis->type != CT_ATTR_NONE) {
+    const int64_t k = axis->value.i < 0 ? axis->value.i + x->ndim : axis->value.i;
+    if (k < 0 || k >= x->ndim) {
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "argmax: axis %lld is out of range",
+                          (long long)axis->value.i);
+    }
+    mask[k] = true;
+  }
+  return ct_cpu_reduce(x, call->outputs[0], mask, call->attrs[1].value.b != 0, call->kernel_data);
+}
+
+/* ----- the kernel list: (op, dtypes), the only place to edit ----- */
+
+#define CT_ARGMAX_KERNELS(K) K(argmax, CT_CPU_ALL_TYPES)
+
+#define CT_ARGMAX_DEF_X(A, SFX, T, C, U, ID) CT_ARGMAX_FAMILY(SFX, T, C)
+#define CT_ARGMAX_REG_X(A, SFX, T, C, U, ID) \
+  {#A, 2, {ID, CT_DT_I64}, ct_cpu_argmax_run, NULL, &ct_argmax_##SFX##_vt},
+
+#define K(OP, TYPES) TYPES(CT_ARGMAX_DEF_X, OP)
+CT_ARGMAX_KERNELS(K)
+#undef K
+
+static const ct_cpu_kernel ct_cpu_argmax_kernels[] = {
+#define K(OP, TYPES) TYPES(CT_ARGMAX_REG_X, OP)
+    CT_ARGMAX_KERNELS(K)
+#undef K
+};
+
+int ct_cpu_register_argmax(void) {
+  return ct_cpu_register_all(ct_cpu_argmax_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_argmax_kernels));
+}

@@ -1,4 +1,306 @@
-/* reduce_kernels.c - in progress: registers nothing yet. */
-#include "cpu_register.h"
+/* reduce_kernels.c - sum, mean, max over axes, on the reduction engine (reduce_plan.h).
+ *
+ * Accumulator families, each written once for every dtype:
+ *   isum  integer and bool sums, wrapping in uint64 (NumPy's int64/uint64 results);
+ *   fsum  float sums and every mean: a double accumulator, pairwise over runs (NumPy's
+ *         pairwise_sum: 8 accumulators per 128-element block) and two-level over rows;
+ *   max   maximum in the compute type; nan propagates. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
 
-int ct_cpu_register_reduce(void) { return CT_OK; }
+#include "cpu_dtypes.h"
+#include "cpu_register.h"
+#include "reduce_plan.h"
+
+#define CT_AT(type, base, index, step) (*(const type*)((base) + (index) * (step)))
+
+/* ----- stores from a double result ----- */
+
+static inline uint16_t ct_dstore_f16(double v) {
+  return ct_double_to_half(v);
+}
+static inline uint16_t ct_dstore_bf16(double v) {
+  return ct_double_to_bfloat16(v);
+}
+static inline float ct_dstore_f32(double v) {
+  return (float)v;
+}
+static inline double ct_dstore_f64(double v) {
+  return v;
+}
+
+/* ----- lowest values per compute type (max's identity) ----- */
+
+#define CT_DEF(A, SFX, T, C, U, ID)                                  \
+  static inline C ct_lowest_##C(void) {                              \
+    return (C)(-1) < (C)0 ? (C)((U)1 << (sizeof(C) * 8 - 1)) : (C)0; \
+  }
+CT_CPU_INT_TYPES(CT_DEF, _)
+#undef CT_DEF
+static inline ct_bool8 ct_lowest_ct_bool8(void) {
+  return 0;
+}
+static inline float ct_lowest_float(void) {
+  return -INFINITY;
+}
+static inline double ct_lowest_double(void) {
+  return -INFINITY;
+}
+
+/* ----- isum: uint64 accumulator, wraps like NumPy's int64/uint64 sums ----- */
+
+#define CT_FAMILY_isum(OP, SFX, T, C, OSFX, OT)                                                   \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
+    memset(acc, 0, (size_t)n * sizeof(uint64_t));                                                 \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n, int64_t index,        \
+                                    void* acc) {                                                  \
+    uint64_t s = 0;                                                                               \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_load_##SFX(p[i]);                         \
+    } else {                                                                                      \
+      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_load_##SFX(CT_AT(T, x, i, step));         \
+    }                                                                                             \
+    *(uint64_t*)acc += s;                                                                         \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n, int64_t index,       \
+                                     void* acc) {                                                 \
+    uint64_t* a = acc;                                                                            \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_load_##SFX(p[j]);                      \
+    } else {                                                                                      \
+      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_load_##SFX(CT_AT(T, x, j, step));      \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    uint64_t* a = acc;                                                                            \
+    const uint64_t* b = later;                                                                    \
+    for (int64_t j = 0; j < n; ++j) a[j] += b[j];                                                 \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+                                         int64_t count) {                                         \
+    const uint64_t* a = acc;                                                                      \
+    for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = (OT)a[j];                        \
+  }                                                                                               \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(uint64_t),                         \
+                                                        false,                                    \
+                                                        false,                                    \
+                                                        ct_##OP##_##SFX##_init,                   \
+                                                        ct_##OP##_##SFX##_run,                    \
+                                                        ct_##OP##_##SFX##_rows,                   \
+                                                        ct_##OP##_##SFX##_combine,                \
+                                                        ct_##OP##_##SFX##_finalize};
+
+/* ----- fsum / fmean: double accumulator, pairwise over runs, two-level over rows ----- */
+
+/* The body of NumPy's pairwise_sum over n elements: LOAD is an expression of i; LEFT and RIGHT
+ * recurse on the first `half` elements and on the rest. */
+#define CT_PAIRWISE_STEPS(LOAD, LEFT, RIGHT)                                      \
+  if (n < 8) {                                                                    \
+    double s = 0.0;                                                               \
+    for (int64_t i = 0; i < n; ++i) s += LOAD;                                    \
+    return s;                                                                     \
+  }                                                                               \
+  if (n <= 128) {                                                                 \
+    double r[8];                                                                  \
+    for (int64_t i = 0; i < 8; ++i) r[i] = LOAD;                                  \
+    int64_t b;                                                                    \
+    for (b = 8; b < n - (n % 8); b += 8) {                                        \
+      for (int64_t k = 0; k < 8; ++k) {                                           \
+        const int64_t i = b + k;                                                  \
+        r[k] += LOAD;                                                             \
+      }                                                                           \
+    }                                                                             \
+    double s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
+    for (int64_t i = b; i < n; ++i) s += LOAD;                                    \
+    return s;                                                                     \
+  }                                                                               \
+  const int64_t half = n / 2 - (n / 2) % 8;                                       \
+  return LEFT + RIGHT;
+
+/* DIVIDE: 1 for mean (result / count), 0 for sum. */
+#define CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, DIVIDE)                                      \
+  static double ct_##OP##_##SFX##_pw_contig(const T* p, int64_t n) {                              \
+    CT_PAIRWISE_STEPS((double)ct_load_##SFX(p[i]), ct_##OP##_##SFX##_pw_contig(p, half),          \
+                      ct_##OP##_##SFX##_pw_contig(p + half, n - half))                            \
+  }                                                                                               \
+  static double ct_##OP##_##SFX##_pw_strided(const char* x, int64_t step, int64_t n) {            \
+    CT_PAIRWISE_STEPS((double)ct_load_##SFX(CT_AT(T, x, i, step)),                                \
+                      ct_##OP##_##SFX##_pw_strided(x, step, half),                                \
+                      ct_##OP##_##SFX##_pw_strided(x + half * step, step, n - half))              \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
+    double* a = acc;                                                                              \
+    for (int64_t j = 0; j < n; ++j) a[j] = 0.0;                                                   \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n, int64_t index,        \
+                                    void* acc) {                                                  \
+    *(double*)acc += step == (int64_t)sizeof(T) ? ct_##OP##_##SFX##_pw_contig((const T*)x, n)     \
+                                                : ct_##OP##_##SFX##_pw_strided(x, step, n);       \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n, int64_t index,       \
+                                     void* acc) {                                                 \
+    double* a = acc;                                                                              \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_load_##SFX(p[j]);                        \
+    } else {                                                                                      \
+      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_load_##SFX(CT_AT(T, x, j, step));        \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    double* a = acc;                                                                              \
+    const double* b = later;                                                                      \
+    for (int64_t j = 0; j < n; ++j) a[j] += b[j];                                                 \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+                                         int64_t count) {                                         \
+    const double* a = acc;                                                                        \
+    for (int64_t j = 0; j < n; ++j) {                                                             \
+      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(DIVIDE ? a[j] / (double)count : a[j]);        \
+    }                                                                                             \
+  }                                                                                               \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(double),                           \
+                                                        false,                                    \
+                                                        true,                                     \
+                                                        ct_##OP##_##SFX##_init,                   \
+                                                        ct_##OP##_##SFX##_run,                    \
+                                                        ct_##OP##_##SFX##_rows,                   \
+                                                        ct_##OP##_##SFX##_combine,                \
+                                                        ct_##OP##_##SFX##_finalize};
+
+#define CT_FAMILY_fsum(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
+#define CT_FAMILY_fmean(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 1)
+
+/* ----- max: compute-type accumulator, nan propagates ----- */
+
+#define CT_FAMILY_max(OP, SFX, T, C, OSFX, OT)                                                    \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
+    C* a = acc;                                                                                   \
+    for (int64_t j = 0; j < n; ++j) a[j] = ct_lowest_##C();                                       \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n, int64_t index,        \
+                                    void* acc) {                                                  \
+    C m = *(C*)acc;                                                                               \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      CT_NANMAX_LOOP(C, n, ct_load_##SFX(p[ct_i]), m);                                            \
+    } else {                                                                                      \
+      CT_NANMAX_LOOP(C, n, ct_load_##SFX(CT_AT(T, x, ct_i, step)), m);                            \
+    }                                                                                             \
+    *(C*)acc = m;                                                                                 \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n, int64_t index,       \
+                                     void* acc) {                                                 \
+    C* a = acc;                                                                                   \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t j = 0; j < n; ++j) {                                                           \
+        const C v = ct_load_##SFX(p[j]);                                                          \
+        a[j] = CT_NAN_MAX(a[j], v);                                                               \
+      }                                                                                           \
+    } else {                                                                                      \
+      for (int64_t j = 0; j < n; ++j) {                                                           \
+        const C v = ct_load_##SFX(CT_AT(T, x, j, step));                                          \
+        a[j] = CT_NAN_MAX(a[j], v);                                                               \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    C* a = acc;                                                                                   \
+    const C* b = later;                                                                           \
+    for (int64_t j = 0; j < n; ++j) a[j] = CT_NAN_MAX(a[j], b[j]);                                \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+                                         int64_t count) {                                         \
+    const C* a = acc;                                                                             \
+    for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = ct_store_##OSFX(a[j]);           \
+  }                                                                                               \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(C),                                \
+                                                        false,                                    \
+                                                        false,                                    \
+                                                        ct_##OP##_##SFX##_init,                   \
+                                                        ct_##OP##_##SFX##_run,                    \
+                                                        ct_##OP##_##SFX##_rows,                   \
+                                                        ct_##OP##_##SFX##_combine,                \
+                                                        ct_##OP##_##SFX##_finalize};
+
+/* ----- the kernel list: (op, family, input dtypes, output dtype), the only place to edit -----
+ * The output is a dtype suffix (i64, u64, f64) or `same` (the input's dtype). */
+
+#define CT_REDUCE_KERNELS(K)               \
+  K(sum, isum, CT_CPU_BOOL_TYPE, i64)      \
+  K(sum, isum, CT_CPU_SIGNED_TYPES, i64)   \
+  K(sum, isum, CT_CPU_UNSIGNED_TYPES, u64) \
+  K(sum, fsum, CT_CPU_FLOAT_TYPES, same)   \
+  K(mean, fmean, CT_CPU_BOOL_TYPE, f64)    \
+  K(mean, fmean, CT_CPU_INT_TYPES, f64)    \
+  K(mean, fmean, CT_CPU_FLOAT_TYPES, same) \
+  K(max, max, CT_CPU_ALL_TYPES, same)
+
+/* Output dtype of a list line: suffix, storage type, dtype id. */
+#define CT_OUT_SFX_same(SFX, T, ID) SFX
+#define CT_OUT_T_same(SFX, T, ID) T
+#define CT_OUT_ID_same(SFX, T, ID) ID
+#define CT_OUT_SFX_i64(SFX, T, ID) i64
+#define CT_OUT_T_i64(SFX, T, ID) int64_t
+#define CT_OUT_ID_i64(SFX, T, ID) CT_DT_I64
+#define CT_OUT_SFX_u64(SFX, T, ID) u64
+#define CT_OUT_T_u64(SFX, T, ID) uint64_t
+#define CT_OUT_ID_u64(SFX, T, ID) CT_DT_U64
+#define CT_OUT_SFX_f64(SFX, T, ID) f64
+#define CT_OUT_T_f64(SFX, T, ID) double
+#define CT_OUT_ID_f64(SFX, T, ID) CT_DT_F64
+
+/* The list's (op, family, out) travels through the dtype X-macros as one parenthesised
+ * argument; CT_CALL expands it into separate arguments. */
+#define CT_EXPAND(...) __VA_ARGS__
+#define CT_CALL(M, ...) M(__VA_ARGS__)
+#define CT_CALL_INNER(M, ...) M(__VA_ARGS__) /* a second name: CT_CALL cannot nest in itself */
+
+#define CT_REDUCE_DEF(OP, FAM, OUT, SFX, T, C, U, ID)                         \
+  CT_CALL_INNER(CT_FAMILY_##FAM, OP, SFX, T, C, CT_OUT_SFX_##OUT(SFX, T, ID), \
+                CT_OUT_T_##OUT(SFX, T, ID))
+#define CT_REDUCE_DEF_X(A, SFX, T, C, U, ID) CT_CALL(CT_REDUCE_DEF, CT_EXPAND A, SFX, T, C, U, ID)
+
+#define CT_REDUCE_REG(OP, FAM, OUT, SFX, T, C, U, ID) \
+  {#OP, 2, {ID, CT_OUT_ID_##OUT(SFX, T, ID)}, ct_cpu_reduce_run, NULL, &ct_##OP##_##SFX##_vt},
+#define CT_REDUCE_REG_X(A, SFX, T, C, U, ID) CT_CALL(CT_REDUCE_REG, CT_EXPAND A, SFX, T, C, U, ID)
+
+#define K(OP, FAM, TYPES, OUT) TYPES(CT_REDUCE_DEF_X, (OP, FAM, OUT))
+CT_REDUCE_KERNELS(K)
+#undef K
+
+/* Kernel run function of sum, mean and max: attrs (axis, keepdims), kernel_data the vtable. */
+static int ct_cpu_reduce_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_attr_value* axis = &call->attrs[0];
+  bool mask[CT_MAX_NDIM];
+  for (int32_t k = 0; k < x->ndim; ++k) mask[k] = axis->type == CT_ATTR_NONE;
+  if (axis->type != CT_ATTR_NONE) {
+    const int64_t count = axis->type == CT_ATTR_INT_LIST ? axis->count : 1;
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t k = axis->type == CT_ATTR_INT_LIST ? axis->value.ints[j] : axis->value.i;
+      if (k < 0) k += x->ndim;
+      if (k < 0 || k >= x->ndim) {
+        return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: axis %lld is out of range",
+                            call->schema->name, (long long)k);
+      }
+      mask[k] = true;
+    }
+  }
+  return ct_cpu_reduce(x, call->outputs[0], mask, call->attrs[1].value.b != 0, call->kernel_data);
+}
+
+static const ct_cpu_kernel ct_cpu_reduce_kernels[] = {
+#define K(OP, FAM, TYPES, OUT) TYPES(CT_REDUCE_REG_X, (OP, FAM, OUT))
+    CT_REDUCE_KERNELS(K)
+#undef K
+};
+
+int ct_cpu_register_reduce(void) {
+  return ct_cpu_register_all(ct_cpu_reduce_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_reduce_kernels));
+}

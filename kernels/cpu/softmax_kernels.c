@@ -1,4 +1,518 @@
-/* softmax_kernels.c - in progress: registers nothing yet. */
-#include "cpu_register.h"
+/* softmax_kernels.c - softmax along one axis: exp(x - max) / sum(exp(x - max)), as
+ * torch.nn.functional.softmax.
+ *
+ * float16/bfloat16/float32 compute in float (exp in float), float64 in double; sums accumulate
+ * in double. A nan anywhere in a lane makes the whole lane nan (the maximum propagates nan), and
+ * a lane of -inf only gives nan (-inf - -inf), as torch.
+ *
+ * Plan: the dims other than the axis are "lanes". When some lane dim is finer in memory than the
+ * axis (softmax over an outer axis), a task handles up to CT_SOFTMAX_CHUNK lanes along that dim
+ * at once, reading whole rows (vector mode); otherwise a task is one lane (scalar mode). Each
+ * task makes three passes over its axis range: maximum, sum of exponentials (float32/float64
+ * store the exponentials in the output on the way), scaled output. Few large tasks (a long
+ * axis) cut the axis into pieces whose maxima and sums are computed in parallel and combined in
+ * order. Choices depend on shapes only, so results do not depend on the thread count. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 
-int ct_cpu_register_softmax(void) { return CT_OK; }
+#include "cpu_dtypes.h"
+#include "cpu_register.h"
+#include "reduce_plan.h"
+#include "strided_iter.h"
+
+#define CT_SOFTMAX_CHUNK 256
+#define CT_SOFTMAX_BLOCK 128 /* rows summed into a partial before joining the total */
+#define CT_SOFTMAX_FEW_TASKS 8
+#define CT_SOFTMAX_PIECE 16384
+#define CT_SOFTMAX_MAX_PIECES 64
+#define CT_SOFTMAX_COST 8 /* an exp costs about this many additions */
+
+/* ----- exponentials ----- */
+
+static inline uint32_t ct_sm_bits(float f) {
+  return ct_float_bits(f);
+}
+/* A signed integer ordered like the float (nans sort beyond the infinities of their sign). */
+static inline int32_t ct_sm_key(float f) {
+  const int32_t b = (int32_t)ct_float_bits(f);
+  return b ^ ((b >> 31) & 0x7fffffff);
+}
+static inline float ct_sm_unkey(int32_t k) {
+  return ct_bits_float((uint32_t)(k ^ ((k >> 31) & 0x7fffffff)));
+}
+
+/* expf without branches, so that loops calling it vectorise: Cephes' range reduction and
+ * degree-6 polynomial (under 0.7 ulp on the whole range, subnormal results included), 2^n applied
+ * in two halves. Special cases are selected with integer masks (a float select is not
+ * if-converted under -ftrapping-math): nan -> nan, > 88.72 -> inf, < -103.97 (and -inf) -> 0. */
+static inline float ct_exp_float(float x) {
+  const int32_t k = ct_sm_key(x);
+  const int32_t klo = ct_sm_key(-103.97208404541015625f), khi = ct_sm_key(88.72283935546875f);
+  int32_t kc = k > klo ? k : klo;
+  kc = kc < khi ? kc : khi;
+  const float c = ct_sm_unkey(kc);
+  const float fn = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* rint(c/ln2) */
+  float r = c - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * r * r + r + 1.0f;
+  const int32_t n = (int32_t)fn, n1 = n >> 1, n2 = n - n1;
+  y = y * ct_bits_float((uint32_t)(n1 + 127) << 23) * ct_bits_float((uint32_t)(n2 + 127) << 23);
+  const uint32_t over = 0u - (uint32_t)(k > khi), under = 0u - (uint32_t)(k < klo);
+  const uint32_t nan = 0u - (uint32_t)((ct_sm_bits(x) & 0x7fffffffu) > 0x7f800000u);
+  uint32_t out = (ct_sm_bits(y) & ~over) | (0x7f800000u & over);
+  out &= ~under;
+  out = (out & ~nan) | (ct_sm_bits(x) & nan);
+  return ct_bits_float(out);
+}
+static inline double ct_exp_double(double v) {
+  return exp(v);
+}
+
+/* One block of work: rows [ib, ie) of `lanes` lanes. Byte strides: sx/so between rows (the
+ * axis), lx/lo between lanes. Maxima are in the compute type C, sums in double. */
+typedef struct ct_softmax_block {
+  const char* x;
+  char* out;
+  int64_t sx, so, lx, lo;
+  int64_t lanes;
+} ct_softmax_block;
+
+typedef struct ct_softmax_fns {
+  int64_t max_size;                       /* sizeof(C) */
+  void (*lowest)(void* m, int64_t lanes); /* m[j] = -inf */
+  void (*max)(const ct_softmax_block* b, int64_t ib, int64_t ie, void* m);
+  void (*sum)(const ct_softmax_block* b, int64_t ib, int64_t ie, const void* m, double* s);
+  void (*scale)(const ct_softmax_block* b, int64_t ib, int64_t ie, const void* m, const double* s);
+  void (*combine_max)(void* m, const void* other, int64_t lanes);
+} ct_softmax_fns;
+
+/* Independent double accumulators of a single lane's sum of exponentials (vectorisable, and
+ * more accurate than one running sum). */
+#define CT_SOFTMAX_WIDTH 16
+
+/* Sum of exponentials along one lane of LEN elements, XAT/OAT the input/output element ct_i;
+ * the exponentials are stored when REUSE. Adds the sum to TOTAL. */
+#define CT_SOFTMAX_LANE_SUM(SFX, T, C, LEN, XAT, OAT, MX, REUSE, TOTAL)            \
+  do {                                                                             \
+    double ct_acc[CT_SOFTMAX_WIDTH] = {0.0};                                       \
+    int64_t ct_b = 0;                                                              \
+    for (; ct_b + CT_SOFTMAX_WIDTH <= (LEN); ct_b += CT_SOFTMAX_WIDTH) {           \
+      for (int ct_k = 0; ct_k < CT_SOFTMAX_WIDTH; ++ct_k) {                        \
+        const int64_t ct_i = ct_b + ct_k;                                          \
+        const C ct_e = ct_exp_##C(ct_load_##SFX(XAT) - (MX));                      \
+        if (REUSE) OAT = (T)ct_e;                                                  \
+        ct_acc[ct_k] += (double)ct_e;                                              \
+      }                                                                            \
+    }                                                                              \
+    for (int64_t ct_i = ct_b; ct_i < (LEN); ++ct_i) {                              \
+      const C ct_e = ct_exp_##C(ct_load_##SFX(XAT) - (MX));                        \
+      if (REUSE) OAT = (T)ct_e;                                                    \
+      ct_acc[0] += (double)ct_e;                                                   \
+    }                                                                              \
+    for (int ct_w = CT_SOFTMAX_WIDTH / 2; ct_w > 0; ct_w /= 2) {                   \
+      for (int ct_k = 0; ct_k < ct_w; ++ct_k) ct_acc[ct_k] += ct_acc[ct_k + ct_w]; \
+    }                                                                              \
+    (TOTAL) += ct_acc[0];                                                          \
+  } while (0)
+
+/* One row of the vector mode: exponentials of lanes j (XAT/OAT element j) into PART[j]. */
+#define CT_SOFTMAX_ROW_SUM(SFX, T, C, LANES, XAT, OAT, MAX, REUSE, PART) \
+  for (int64_t j = 0; j < (LANES); ++j) {                                \
+    const C ct_e = ct_exp_##C(ct_load_##SFX(XAT) - (MAX)[j]);            \
+    if (REUSE) OAT = (T)ct_e;                                            \
+    (PART)[j] += (double)ct_e;                                           \
+  }
+
+/* Output elements: OAT = e * inv, e read back from the output when REUSE, else recomputed. */
+#define CT_SOFTMAX_SCALE(SFX, T, C, FIRST, END, XAT, OAT, MX, INV, REUSE)    \
+  for (int64_t ct_i = (FIRST); ct_i < (END); ++ct_i) {                       \
+    const C ct_e = (REUSE) ? (C)OAT : ct_exp_##C(ct_load_##SFX(XAT) - (MX)); \
+    OAT = ct_store_##SFX(ct_e * (INV));                                      \
+  }
+
+/* REUSE: the output holds the compute type exactly (float32, float64), so pass 2 leaves
+ * exp(x - max) there and pass 3 rescales it; float16/bfloat16 recompute it in pass 3. */
+#define CT_SOFTMAX_FAMILY(SFX, T, C)                                                               \
+  static void ct_softmax_##SFX##_lowest(void* m, int64_t lanes) {                                  \
+    C* a = m;                                                                                      \
+    for (int64_t j = 0; j < lanes; ++j) a[j] = (C) - INFINITY;                                     \
+  }                                                                                                \
+  static void ct_softmax_##SFX##_max(const ct_softmax_block* b, int64_t ib, int64_t ie, void* m) { \
+    C* a = m;                                                                                      \
+    if (b->lanes == 1) {                                                                           \
+      C r = a[0];                                                                                  \
+      const char* base = b->x + ib * b->sx;                                                        \
+      if (b->sx == (int64_t)sizeof(T)) {                                                           \
+        const T* p = (const T*)base;                                                               \
+        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(p[ct_i]), r);                                     \
+      } else {                                                                                     \
+        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(*(const T*)(base + ct_i * b->sx)), r);            \
+      }                                                                                            \
+      a[0] = r;                                                                                    \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t i = ib; i < ie; ++i) {                                                            \
+      const char* row = b->x + i * b->sx;                                                          \
+      if (b->lx == (int64_t)sizeof(T)) {                                                           \
+        const T* p = (const T*)row;                                                                \
+        for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
+          const C v = ct_load_##SFX(p[j]);                                                         \
+          a[j] = CT_NAN_MAX(a[j], v);                                                              \
+        }                                                                                          \
+      } else {                                                                                     \
+        for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
+          const C v = ct_load_##SFX(*(const T*)(row + j * b->lx));                                 \
+          a[j] = CT_NAN_MAX(a[j], v);                                                              \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  static void ct_softmax_##SFX##_sum(const ct_softmax_block* b, int64_t ib, int64_t ie,            \
+                                     const void* m, double* s) {                                   \
+    const C* a = m;                                                                                \
+    const int reuse = sizeof(T) == sizeof(C);                                                      \
+    if (b->lanes == 1) {                                                                           \
+      const C mx = a[0];                                                                           \
+      const int64_t sx = b->sx, so = b->so, len = ie - ib;                                         \
+      const char* xb = b->x + ib * sx;                                                             \
+      char* ob = b->out + ib * so;                                                                 \
+      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                  \
+        const T* xp = (const T*)xb;                                                                \
+        T* op = (T*)ob;                                                                            \
+        CT_SOFTMAX_LANE_SUM(SFX, T, C, len, xp[ct_i], op[ct_i], mx, reuse, s[0]);                  \
+      } else {                                                                                     \
+        CT_SOFTMAX_LANE_SUM(SFX, T, C, len, *(const T*)(xb + ct_i * sx), *(T*)(ob + ct_i * so),    \
+                            mx, reuse, s[0]);                                                      \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    double part[CT_SOFTMAX_CHUNK];                                                                 \
+    for (int64_t i0 = ib; i0 < ie; i0 += CT_SOFTMAX_BLOCK) {                                       \
+      const int64_t i1 = ie - i0 < CT_SOFTMAX_BLOCK ? ie : i0 + CT_SOFTMAX_BLOCK;                  \
+      for (int64_t j = 0; j < b->lanes; ++j) part[j] = 0.0;                                        \
+      for (int64_t i = i0; i < i1; ++i) {                                                          \
+        const char* xr = b->x + i * b->sx;                                                         \
+        char* orow = b->out + i * b->so;                                                           \
+        if (b->lx == (int64_t)sizeof(T) && b->lo == (int64_t)sizeof(T)) {                          \
+          const T* xp = (const T*)xr;                                                              \
+          T* op = (T*)orow;                                                                        \
+          CT_SOFTMAX_ROW_SUM(SFX, T, C, b->lanes, xp[j], op[j], a, reuse, part)                    \
+        } else {                                                                                   \
+          CT_SOFTMAX_ROW_SUM(SFX, T, C, b->lanes, *(const T*)(xr + j * b->lx),                     \
+                             *(T*)(orow + j * b->lo), a, reuse, part)                              \
+        }                                                                                          \
+      }                                                                                            \
+      for (int64_t j = 0; j < b->lanes; ++j) s[j] += part[j];                                      \
+    }                                                                                              \
+  }                                                                                                \
+  static void ct_softmax_##SFX##_scale(const ct_softmax_block* b, int64_t ib, int64_t ie,          \
+                                       const void* m, const double* s) {                           \
+    const C* a = m;                                                                                \
+    const int reuse = sizeof(T) == sizeof(C);                                                      \
+    C inv[CT_SOFTMAX_CHUNK];                                                                       \
+    for (int64_t j = 0; j < b->lanes; ++j) inv[j] = (C)(1.0 / s[j]);                               \
+    if (b->lanes == 1) {                                                                           \
+      const int64_t sx = b->sx, so = b->so;                                                        \
+      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                  \
+        const T* xp = (const T*)b->x;                                                              \
+        T* op = (T*)b->out;                                                                        \
+        CT_SOFTMAX_SCALE(SFX, T, C, ib, ie, xp[ct_i], op[ct_i], a[0], inv[0], reuse)               \
+      } else {                                                                                     \
+        CT_SOFTMAX_SCALE(SFX, T, C, ib, ie, *(const T*)(b->x + ct_i * sx),                         \
+                         *(T*)(b->out + ct_i * so), a[0], inv[0], reuse)                           \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t i = ib; i < ie; ++i) {                                                            \
+      const char* xr = b->x + i * b->sx;                                                           \
+      char* orow = b->out + i * b->so;                                                             \
+      if (b->lx == (int64_t)sizeof(T) && b->lo == (int64_t)sizeof(T)) {                            \
+        const T* xp = (const T*)xr;                                                                \
+        T* op = (T*)orow;                                                                          \
+        CT_SOFTMAX_SCALE(SFX, T, C, 0, b->lanes, xp[ct_i], op[ct_i], a[ct_i], inv[ct_i], reuse)    \
+      } else {                                                                                     \
+        CT_SOFTMAX_SCALE(SFX, T, C, 0, b->lanes, *(const T*)(xr + ct_i * b->lx),                   \
+                         *(T*)(orow + ct_i * b->lo), a[ct_i], inv[ct_i], reuse)                    \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  static void ct_softmax_##SFX##_combine_max(void* m, const void* other, int64_t lanes) {          \
+    C* a = m;                                                                                      \
+    const C* o = other;                                                                            \
+    for (int64_t j = 0; j < lanes; ++j) a[j] = CT_NAN_MAX(a[j], o[j]);                             \
+  }                                                                                                \
+  static const ct_softmax_fns ct_softmax_##SFX##_fns = {sizeof(C),                                 \
+                                                        ct_softmax_##SFX##_lowest,                 \
+                                                        ct_softmax_##SFX##_max,                    \
+                                                        ct_softmax_##SFX##_sum,                    \
+                                                        ct_softmax_##SFX##_scale,                  \
+                                                        ct_softmax_##SFX##_combine_max};
+
+/* ----- planning and threading ----- */
+
+typedef struct ct_softmax_plan {
+  const ct_softmax_fns* fns;
+  const char* xbase;
+  char* obase;
+  int64_t n, sx, so; /* the axis */
+  int32_t nouter;    /* lane dims other than the vector dim */
+  int64_t outer_shape[CT_MAX_NDIM], outer_xs[CT_MAX_NDIM], outer_os[CT_MAX_NDIM];
+  bool vector_mode;
+  int64_t vec_n, vec_xs, vec_os;
+  int64_t chunks, ntasks;
+} ct_softmax_plan;
+
+static inline int64_t ct_abs64(int64_t v) {
+  return v < 0 ? -v : v;
+}
+
+static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_block* b) {
+  int64_t outer = t / p->chunks;
+  const int64_t chunk = t % p->chunks;
+  const char* x = p->xbase;
+  char* out = p->obase;
+  for (int32_t k = p->nouter - 1; k >= 0; --k) {
+    const int64_t i = outer % p->outer_shape[k];
+    outer /= p->outer_shape[k];
+    x += i * p->outer_xs[k];
+    out += i * p->outer_os[k];
+  }
+  const int64_t first = chunk * CT_SOFTMAX_CHUNK;
+  b->x = x + first * p->vec_xs;
+  b->out = out + first * p->vec_os;
+  b->sx = p->sx;
+  b->so = p->so;
+  b->lx = p->vec_xs;
+  b->lo = p->vec_os;
+  b->lanes = p->vec_n - first < CT_SOFTMAX_CHUNK ? p->vec_n - first : CT_SOFTMAX_CHUNK;
+}
+
+static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
+  const ct_softmax_plan* p = context;
+  _Alignas(64) double m[CT_SOFTMAX_CHUNK];
+  double s[CT_SOFTMAX_CHUNK];
+  for (int64_t t = begin; t < end; ++t) {
+    ct_softmax_block b;
+    ct_softmax_task_at(p, t, &b);
+    p->fns->lowest(m, b.lanes);
+    p->fns->max(&b, 0, p->n, m);
+    for (int64_t j = 0; j < b.lanes; ++j) s[j] = 0.0;
+    p->fns->sum(&b, 0, p->n, m, s);
+    p->fns->scale(&b, 0, p->n, m, s);
+  }
+}
+
+/* One task cut into pieces along the axis. */
+typedef struct ct_softmax_split {
+  const ct_softmax_plan* plan;
+  ct_softmax_block block;
+  int64_t piece;
+  unsigned char* maxima; /* pieces x lanes, compute type */
+  double* sums;          /* pieces x lanes */
+  const void* max;       /* the combined maxima */
+  const double* sum;     /* the combined sums */
+} ct_softmax_split;
+
+static void ct_softmax_piece_range(const ct_softmax_split* s, int64_t i, int64_t* ib, int64_t* ie) {
+  *ib = i * s->piece;
+  *ie = *ib + s->piece < s->plan->n ? *ib + s->piece : s->plan->n;
+}
+
+static void ct_softmax_pieces_max(int64_t begin, int64_t end, void* context) {
+  const ct_softmax_split* s = context;
+  const ct_softmax_fns* f = s->plan->fns;
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t ib, ie;
+    ct_softmax_piece_range(s, i, &ib, &ie);
+    void* m = s->maxima + i * s->block.lanes * f->max_size;
+    f->lowest(m, s->block.lanes);
+    f->max(&s->block, ib, ie, m);
+  }
+}
+
+static void ct_softmax_pieces_sum(int64_t begin, int64_t end, void* context) {
+  const ct_softmax_split* s = context;
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t ib, ie;
+    ct_softmax_piece_range(s, i, &ib, &ie);
+    double* sum = s->sums + i * s->block.lanes;
+    for (int64_t j = 0; j < s->block.lanes; ++j) sum[j] = 0.0;
+    s->plan->fns->sum(&s->block, ib, ie, s->max, sum);
+  }
+}
+
+static void ct_softmax_pieces_scale(int64_t begin, int64_t end, void* context) {
+  const ct_softmax_split* s = context;
+  for (int64_t i = begin; i < end; ++i) {
+    int64_t ib, ie;
+    ct_softmax_piece_range(s, i, &ib, &ie);
+    s->plan->fns->scale(&s->block, ib, ie, s->max, s->sum);
+  }
+}
+
+static int ct_cpu_softmax_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  const int64_t size = ct_dtype_size(x->dtype);
+  ct_softmax_plan p;
+  p.fns = call->kernel_data;
+  p.xbase = ct_tensor_base(x);
+  p.obase = ct_tensor_base(out);
+  p.n = 1;
+  p.sx = p.so = 0;
+  p.nouter = 0;
+  int64_t axis = call->attrs[0].value.i;
+  const int32_t ndim = x->ndim > 0 ? x->ndim : 1;
+  if (axis < 0) axis += ndim;
+  if (axis < 0 || axis >= ndim) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "softmax: axis %lld is out of range",
+                        (long long)call->attrs[0].value.i);
+  }
+  for (int32_t k = 0; k < x->ndim; ++k) {
+    const int64_t xs = ct_tensor_stride(x, k) * size, os = ct_tensor_stride(out, k) * size;
+    if (k == axis) {
+      p.n = x->shape[k];
+      p.sx = xs;
+      p.so = os;
+    } else if (x->shape[k] == 0) {
+      return CT_OK;
+    } else if (x->shape[k] > 1) {
+      p.outer_shape[p.nouter] = x->shape[k];
+      p.outer_xs[p.nouter] = xs;
+      p.outer_os[p.nouter++] = os;
+    }
+  }
+  if (p.n == 0) return CT_OK;
+  /* Order lane dims by input stride, merge those contiguous for input and output. */
+  for (int32_t k = 1; k < p.nouter; ++k) {
+    for (int32_t j = k; j > 0 && ct_abs64(p.outer_xs[j - 1]) < ct_abs64(p.outer_xs[j]); --j) {
+      int64_t t = p.outer_shape[j];
+      p.outer_shape[j] = p.outer_shape[j - 1];
+      p.outer_shape[j - 1] = t;
+      t = p.outer_xs[j];
+      p.outer_xs[j] = p.outer_xs[j - 1];
+      p.outer_xs[j - 1] = t;
+      t = p.outer_os[j];
+      p.outer_os[j] = p.outer_os[j - 1];
+      p.outer_os[j - 1] = t;
+    }
+  }
+  if (p.nouter > 0) {
+    int32_t m = 0;
+    for (int32_t k = 1; k < p.nouter; ++k) {
+      if (p.outer_xs[m] == p.outer_xs[k] * p.outer_shape[k] &&
+          p.outer_os[m] == p.outer_os[k] * p.outer_shape[k]) {
+        p.outer_shape[m] *= p.outer_shape[k];
+      } else {
+        p.outer_shape[++m] = p.outer_shape[k];
+      }
+      p.outer_xs[m] = p.outer_xs[k];
+      p.outer_os[m] = p.outer_os[k];
+    }
+    p.nouter = m + 1;
+  }
+  /* Vector mode: the finest lane dim, when finer than the axis. */
+  int32_t vec = -1;
+  for (int32_t k = 0; k < p.nouter; ++k) {
+    if (p.outer_xs[k] != 0 && (vec < 0 || ct_abs64(p.outer_xs[k]) <= ct_abs64(p.outer_xs[vec]))) {
+      vec = k;
+    }
+  }
+  p.vector_mode = vec >= 0 && p.n > 1 && ct_abs64(p.outer_xs[vec]) < ct_abs64(p.sx);
+  p.vec_n = 1;
+  p.vec_xs = p.vec_os = 0;
+  p.chunks = 1;
+  if (p.vector_mode) {
+    p.vec_n = p.outer_shape[vec];
+    p.vec_xs = p.outer_xs[vec];
+    p.vec_os = p.outer_os[vec];
+    if (p.vec_xs < 0) {
+      p.xbase += (p.vec_n - 1) * p.vec_xs;
+      p.obase += (p.vec_n - 1) * p.vec_os;
+      p.vec_xs = -p.vec_xs;
+      p.vec_os = -p.vec_os;
+    }
+    for (int32_t k = vec + 1; k < p.nouter; ++k) {
+      p.outer_shape[k - 1] = p.outer_shape[k];
+      p.outer_xs[k - 1] = p.outer_xs[k];
+      p.outer_os[k - 1] = p.outer_os[k];
+    }
+    --p.nouter;
+    p.chunks = (p.vec_n + CT_SOFTMAX_CHUNK - 1) / CT_SOFTMAX_CHUNK;
+  }
+  int64_t outer = 1;
+  for (int32_t k = 0; k < p.nouter; ++k) outer *= p.outer_shape[k];
+  p.ntasks = outer * p.chunks;
+  const int64_t lanes = p.vec_n < CT_SOFTMAX_CHUNK ? p.vec_n : CT_SOFTMAX_CHUNK;
+  const int64_t task_cost = p.n * lanes * CT_SOFTMAX_COST;
+  if (p.ntasks >= CT_SOFTMAX_FEW_TASKS || task_cost < 2 * CT_SOFTMAX_PIECE * CT_SOFTMAX_COST) {
+    ct_cpu_parallel_for(p.ntasks, task_cost, ct_softmax_tasks, &p);
+    return CT_OK;
+  }
+  /* A few long lanes: cut the axis into pieces. */
+  int64_t pieces = p.n * lanes / CT_SOFTMAX_PIECE;
+  if (pieces > CT_SOFTMAX_MAX_PIECES) pieces = CT_SOFTMAX_MAX_PIECES;
+  if (pieces > p.n) pieces = p.n;
+  const int64_t piece = (p.n + pieces - 1) / pieces;
+  pieces = (p.n + piece - 1) / piece;
+  double* sums = malloc((size_t)(pieces * lanes) * sizeof(double));
+  unsigned char* maxima = malloc((size_t)(pieces * lanes * p.fns->max_size));
+  if (!sums || !maxima) {
+    free(sums);
+    free(maxima);
+    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "softmax: cannot allocate partial results");
+  }
+  const int64_t piece_cost = piece * lanes * CT_SOFTMAX_COST;
+  for (int64_t t = 0; t < p.ntasks; ++t) {
+    ct_softmax_split s;
+    s.plan = &p;
+    ct_softmax_task_at(&p, t, &s.block);
+    s.piece = piece;
+    s.maxima = maxima;
+    s.sums = sums;
+    const int64_t nl = s.block.lanes;
+    ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_max, &s);
+    for (int64_t i = 1; i < pieces; ++i) {
+      p.fns->combine_max(maxima, maxima + i * nl * p.fns->max_size, nl);
+    }
+    s.max = maxima;
+    ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_sum, &s);
+    for (int64_t i = 1; i < pieces; ++i) {
+      for (int64_t j = 0; j < nl; ++j) sums[j] += sums[i * nl + j];
+    }
+    s.sum = sums;
+    ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_scale, &s);
+  }
+  free(sums);
+  free(maxima);
+  return CT_OK;
+}
+
+/* ----- the kernel list: (op, dtypes), the only place to edit ----- */
+
+#define CT_SOFTMAX_KERNELS(K) K(softmax, CT_CPU_FLOAT_TYPES)
+
+#define CT_SOFTMAX_DEF_X(A, SFX, T, C, U, ID) CT_SOFTMAX_FAMILY(SFX, T, C)
+#define CT_SOFTMAX_REG_X(A, SFX, T, C, U, ID) \
+  {#A, 2, {ID, ID}, ct_cpu_softmax_run, NULL, &ct_softmax_##SFX##_fns},
+
+#define K(OP, TYPES) TYPES(CT_SOFTMAX_DEF_X, OP)
+CT_SOFTMAX_KERNELS(K)
+#undef K
+
+static const ct_cpu_kernel ct_cpu_softmax_kernels[] = {
+#define K(OP, TYPES) TYPES(CT_SOFTMAX_REG_X, OP)
+    CT_SOFTMAX_KERNELS(K)
+#undef K
+};
+
+int ct_cpu_register_softmax(void) {
+  return ct_cpu_register_all(ct_cpu_softmax_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_softmax_kernels));
+}

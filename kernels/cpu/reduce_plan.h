@@ -1,0 +1,87 @@
+/* reduce_plan.h - the CPU backend's reduction engine, shared by sum/mean/max and argmax.
+ *
+ * A reduction kernel is a small table of functions over an accumulator type (ct_reduce_vtable);
+ * the engine plans the loops and threads them. Planning:
+ *   - unit dims are dropped; kept dims are ordered by input stride and merged where contiguous
+ *     for both input and output; reduced dims are ordered innermost by stride (negative strides
+ *     flipped) and merged, unless the vtable is `ordered` (argmax: reduced dims keep their
+ *     logical row-major order, so a flat reduced index is the NumPy flattened index);
+ *   - "run" mode: each output element reduces its sub-space as 1-D runs along the innermost
+ *     reduced dim (a contiguous fast path in the kernels);
+ *   - "rows" mode, chosen when a kept dim has a smaller input stride than the reduced dims (e.g.
+ *     axis 0 of a C-contiguous array) or the reduced runs are very short: up to
+ *     CT_REDUCE_CHUNK outputs along that kept dim ("lanes") accumulate whole rows at a time into
+ *     an accumulator vector (allocated per thread), so the input is read in memory order.
+ * Work is split into tasks (one output element, or one chunk of lanes). With many tasks they run
+ * in parallel; with few tasks and a large reduction, each task's reduction is cut into pieces
+ * reduced in parallel and combined in order. Every choice depends on shapes and strides only,
+ * never on the thread count, so results are bitwise reproducible across thread counts. */
+#ifndef CTENSOR_CPU_REDUCE_PLAN_H_
+#define CTENSOR_CPU_REDUCE_PLAN_H_
+
+#include <stdbool.h>
+
+#include "internal.h"
+
+/* Most outputs one rows-mode task accumulates at once (whole rows up to this length, so that
+ * the input streams through memory in order). */
+#define CT_REDUCE_CHUNK 8192
+/* Largest accumulator, in bytes (argmax: value + int64 index). */
+#define CT_REDUCE_MAX_ACC 16
+/* With `blocked`, this many run/rows calls go into a partial accumulator before it is added to
+ * the total: a two-level sum (error ~ (BLOCK + calls / BLOCK) ulps, not calls ulps). */
+#define CT_REDUCE_BLOCK 128
+
+/* An accumulator vtable; `acc` points at n accumulators of acc_size bytes. `index` is the flat
+ * index (over the reduced dims, in the plan's order) of the first element a call reads. */
+typedef struct ct_reduce_vtable {
+  int64_t acc_size;
+  bool ordered; /* keep reduced dims in logical order (indices are meaningful) */
+  bool blocked; /* two-level accumulation (float sums) */
+  /* acc[0..n) = identity */
+  void (*init)(void* acc, int64_t n);
+  /* acc[0] op= x[0], x[step], ... x[(n-1)*step] (step in bytes) */
+  void (*run)(const char* x, int64_t step, int64_t n, int64_t index, void* acc);
+  /* acc[j] op= x[j*step] for j < n; all n elements have reduced index `index` */
+  void (*rows)(const char* x, int64_t step, int64_t n, int64_t index, void* acc);
+  /* acc[j] = acc[j] op later[j] (`later` covers higher indices) */
+  void (*combine)(void* acc, const void* later, int64_t n);
+  /* out[j*out_step] = result of acc[j]; count = elements reduced per output */
+  void (*finalize)(const void* acc, int64_t n, char* out, int64_t out_step, int64_t count);
+} ct_reduce_vtable;
+
+/* The larger of m and v; a nan in either wins (comparisons with nan are false). */
+#define CT_NAN_MAX(m, v) ((v) > (m) || (v) != (v) ? (v) : (m))
+
+/* M = CT_NAN_MAX over M and LOAD for ct_i in [0, N), LOAD an expression of ct_i. Long runs keep
+ * CT_NANMAX_WIDTH independent maxima updated element-wise, a loop shape compilers vectorise
+ * (a plain select-reduction is not, for floats). */
+#define CT_NANMAX_WIDTH 32
+#define CT_NANMAX_LOOP(C, N, LOAD, M)                                      \
+  do {                                                                     \
+    int64_t ct_b = 0;                                                      \
+    if ((N) >= 2 * CT_NANMAX_WIDTH) {                                      \
+      C ct_r[CT_NANMAX_WIDTH];                                             \
+      for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) ct_r[ct_k] = (M); \
+      for (; ct_b + CT_NANMAX_WIDTH <= (N); ct_b += CT_NANMAX_WIDTH) {     \
+        for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {               \
+          const int64_t ct_i = ct_b + ct_k;                                \
+          const C ct_v = (LOAD);                                           \
+          ct_r[ct_k] = CT_NAN_MAX(ct_r[ct_k], ct_v);                       \
+        }                                                                  \
+      }                                                                    \
+      for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {                 \
+        (M) = CT_NAN_MAX((M), ct_r[ct_k]);                                 \
+      }                                                                    \
+    }                                                                      \
+    for (int64_t ct_i = ct_b; ct_i < (N); ++ct_i) {                        \
+      const C ct_v = (LOAD);                                               \
+      (M) = CT_NAN_MAX((M), ct_v);                                         \
+    }                                                                      \
+  } while (0)
+
+/* Reduces x over the dims where mask[k] into out (keepdims: out keeps them as extent 1). */
+CT_INTERNAL int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask,
+                              bool keepdims, const ct_reduce_vtable* vt);
+
+#endif /* CTENSOR_CPU_REDUCE_PLAN_H_ */

@@ -1,0 +1,492 @@
+"""Reductions (sum, mean, max, argmax) and softmax on every dtype their kernels declare.
+
+References are NumPy in float64 (float inputs), NumPy's own integer results for integer sums
+(int64/uint64 wrap-around included) and maxima, np.argmax for argmax (first occurrence, first nan
+wins), and torch.nn.functional.softmax in float64. Inputs come in every layout arrays.py draws
+(sliced, reversed, transposed, broadcast, 0-d, zero-size), results are also written into strided
+`out=` views, and low-precision dtypes go through torch tensors (torch in, torch out)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from arrays import ALL_NUMPY, FLOAT_NUMPY, INTEGER, assert_close, kernel_dtypes, strided_arrays
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctensor
+
+ALL_DTYPES = ALL_NUMPY + ["bfloat16"]
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+EPS64 = np.finfo(np.float64).eps
+SPECIAL = [math.nan, math.inf, -math.inf]
+
+SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+# ----- helpers ----------------------------------------------------------------------------------
+
+
+def sum_dtype(dtype: str) -> str:
+    if dtype == "bool" or dtype.startswith("int"):
+        return "int64"
+    if dtype.startswith("uint"):
+        return "uint64"
+    return dtype
+
+
+def mean_dtype(dtype: str) -> str:
+    return dtype if dtype in FLOATS else "float64"
+
+
+def compact_copy(x: np.ndarray) -> np.ndarray:
+    """A fresh C-ordered copy (never keeps a negative stride, unlike ascontiguousarray on
+    one-element arrays); torch.from_numpy takes it."""
+    out = np.empty(x.shape, dtype=x.dtype)
+    out[...] = x
+    return out
+
+
+def name_of(array) -> str:
+    return str(array.dtype).replace("torch.", "")
+
+
+def f64(array) -> np.ndarray:
+    if isinstance(array, torch.Tensor):
+        return array.detach().to(torch.float64).numpy()
+    return np.asarray(array).astype(np.float64)
+
+
+def elements(dtype: str, special: bool = True, bound: float = 1e4):
+    """Values for `dtype`: moderate floats (sums stay far from overflow) plus nan/inf."""
+    if dtype in FLOATS:
+        width = 32 if dtype == "bfloat16" else np.dtype(dtype).itemsize * 8
+        finite = st.floats(-bound, bound, width=width, allow_subnormal=False)
+        return st.one_of(finite, st.sampled_from(SPECIAL)) if special else finite
+    return None  # arrays.py's default: the whole range of the dtype
+
+
+@st.composite
+def axes(draw, ndim: int):
+    """None, an int (maybe negative) or a tuple of distinct axes (maybe negative, any order)."""
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none":
+        return None
+    if kind == "int" and ndim > 0:
+        return draw(st.integers(-ndim, ndim - 1))
+    chosen = draw(st.permutations(range(ndim)))[: draw(st.integers(0, ndim))]
+    return tuple(k - ndim if draw(st.booleans()) else k for k in chosen)
+
+
+@st.composite
+def inputs(draw, dtype: str, special: bool = True, max_side: int = 5):
+    """A NumPy array (or a torch bfloat16 tensor) of `dtype` in a drawn layout."""
+    if dtype == "bfloat16":
+        x = draw(strided_arrays("float32", max_side=max_side, elements=elements(dtype, special)))
+        layout = draw(st.sampled_from(["compact", "transposed", "broadcast"]))
+        t = torch.from_numpy(compact_copy(x)).to(torch.bfloat16)
+        if layout == "transposed" and t.dim() > 1:
+            t = t.transpose(0, -1).contiguous().transpose(0, -1)
+        elif layout == "broadcast" and t.dim() > 0 and t.shape[0] > 0:
+            t = t[:1].expand(*t.shape)
+        return t
+    return draw(strided_arrays(dtype, max_side=max_side, elements=elements(dtype, special)))
+
+
+def normalized(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axis = (axis,) if isinstance(axis, int) else axis
+    return tuple(sorted(k % ndim for k in axis)) if ndim else ()
+
+
+def reduced_count(shape, axis) -> int:
+    return int(np.prod([shape[k] for k in normalized(axis, len(shape))], dtype=np.int64))
+
+
+def strided_out(draw, shape, dtype: str):
+    """A compact output, or a reversed view with step 2 into a larger buffer (None: let ctensor
+    allocate)."""
+    kind = draw(st.sampled_from(["none", "compact", "strided"]))
+    if kind == "none" or dtype == "bfloat16":
+        return None
+    if kind == "compact" or len(shape) == 0:
+        return np.full(shape, 7, dtype=dtype)
+    big = np.full(tuple(2 * s for s in shape), 7, dtype=dtype)
+    return big[tuple(slice(None, None, -2) for _ in shape)]
+
+
+def run(op, x, out=None, **kw):
+    with np.errstate(all="ignore"):
+        result = getattr(ctensor.ops, op)(x, out=out, **kw) if out is not None else getattr(
+            ctensor.ops, op
+        )(x, **kw)
+    if out is not None:
+        assert result is out
+    if isinstance(x, torch.Tensor):
+        assert isinstance(result, torch.Tensor), "torch in, torch out"
+    return result
+
+
+def expected_float(op, x64, axis, keepdims):
+    with np.errstate(all="ignore"):
+        return {"sum": np.sum, "mean": np.mean, "max": np.max}[op](
+            x64, axis=axis, keepdims=keepdims
+        )
+
+
+def float_atol(op, x64, axis, out_dtype):
+    """Absolute slack for float sums and means: NumPy-level rounding error of a sum of n terms
+    (n * eps * sum|x|), plus the result dtype's own absolute tolerance."""
+    finite = np.where(np.isfinite(x64), np.abs(x64), 0.0)
+    n = max(reduced_count(x64.shape, axis), 1)
+    scale = float(np.max(np.sum(finite, axis=axis), initial=0.0))
+    if op == "mean":
+        scale /= n
+    default = {"float16": 1e-4, "bfloat16": 1e-3, "float32": 1e-7, "float64": 0.0}[out_dtype]
+    return 4 * n * EPS64 * scale + default
+
+
+# ----- registration -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op, out_of",
+    [("sum", sum_dtype), ("mean", mean_dtype), ("max", lambda d: d), ("argmax", lambda d: "int64")],
+)
+def test_registered_signatures(op, out_of):
+    signatures = ctensor.op_info(op)["signatures"]["cpu"]
+    assert sorted(kernel_dtypes(op)) == sorted(ALL_DTYPES)
+    assert sorted(map(tuple, signatures)) == sorted((d, out_of(d)) for d in ALL_DTYPES)
+
+
+def test_softmax_registered_for_floats_only():
+    assert sorted(kernel_dtypes("softmax")) == sorted(FLOATS)
+    with pytest.raises(TypeError):
+        ctensor.ops.softmax(np.arange(3, dtype=np.int32))
+
+
+# ----- sum, mean, max ---------------------------------------------------------------------------
+
+
+def check_reduction(op, dtype, x, axis, keepdims, out):
+    x_np_shape = tuple(x.shape)
+    if op == "max" and any(x_np_shape[k] == 0 for k in normalized(axis, len(x_np_shape))):
+        with pytest.raises(ctensor.CTensorError) as info:
+            run(op, x, axis=axis, keepdims=keepdims)
+        assert isinstance(info.value, ValueError)
+        return
+    got = run(op, x, out=out, axis=axis, keepdims=keepdims)
+    want_dtype = {"sum": sum_dtype, "mean": mean_dtype, "max": lambda d: d}[op](dtype)
+    assert name_of(got) == want_dtype
+    if op in ("sum", "max") and dtype not in FLOATS:
+        xs = np.asarray(x)
+        if op == "sum":
+            want = np.sum(xs, axis=axis, keepdims=keepdims, dtype=want_dtype)
+        else:
+            want = np.max(xs, axis=axis, keepdims=keepdims)
+        assert got.shape == np.shape(want)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        return
+    x64 = f64(x)
+    want = expected_float(op, x64, axis, keepdims)
+    if op == "max":
+        # exact: the maximum is one of the inputs (nan propagates)
+        np.testing.assert_array_equal(f64(got), want)
+        return
+    # the float64 result rounded once to the output dtype (overflow -> inf, like ours)
+    if want_dtype != "bfloat16":
+        with np.errstate(all="ignore"):
+            want = np.asarray(want).astype(want_dtype).astype(np.float64)
+    assert_close(got, want, want_dtype, atol=float_atol(op, x64, axis, want_dtype))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@SETTINGS
+@given(data=st.data())
+def test_reduction_matches_numpy(op, dtype, data):
+    x = data.draw(inputs(dtype))
+    axis = data.draw(axes(x.dim() if isinstance(x, torch.Tensor) else x.ndim))
+    keepdims = data.draw(st.booleans())
+    out_shape = np.sum(np.zeros(tuple(x.shape)), axis=axis, keepdims=keepdims).shape
+    want_dtype = {"sum": sum_dtype, "mean": mean_dtype, "max": lambda d: d}[op](dtype)
+    out = None if isinstance(x, torch.Tensor) else strided_out(data.draw, out_shape, want_dtype)
+    check_reduction(op, dtype, x, axis, keepdims, out)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_low_precision_torch_tensors(op, dtype, data):
+    """float16/bfloat16 torch tensors, including non-contiguous ones, against float64."""
+    shape = data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
+    values = data.draw(
+        st.lists(elements(dtype, special=False, bound=100.0), min_size=int(np.prod(shape)),
+                 max_size=int(np.prod(shape)))
+    )
+    t = torch.tensor(values, dtype=torch.float64).reshape(shape).to(getattr(torch, dtype))
+    if t.dim() > 1 and data.draw(st.booleans()):
+        t = t.transpose(0, -1)
+    axis = data.draw(axes(t.dim()))
+    check_reduction(op, dtype, t, axis, False, None)
+
+
+def test_integer_sums_wrap_like_numpy():
+    big = np.array([2**62, 2**62, 2**62, -5], dtype=np.int64)
+    assert ctensor.ops.sum(big) == np.sum(big)
+    ubig = np.array([2**63, 2**63, 7], dtype=np.uint64)
+    assert ctensor.ops.sum(ubig) == np.sum(ubig) == 7
+    i8 = np.full((3, 200), 127, dtype=np.int8)
+    np.testing.assert_array_equal(ctensor.ops.sum(i8, axis=1), np.full(3, 127 * 200))
+    assert ctensor.ops.sum(np.array([True, True, False])) == 2
+    # int means accumulate in float64, not in a wrapping integer (NumPy)
+    assert ctensor.ops.mean(big) == np.mean(big)
+
+
+def test_empty_reductions():
+    for dtype in ["bool", "int8", "uint32", "float16", "float32", "float64"]:
+        x = np.zeros((0, 3), dtype=dtype)
+        got = ctensor.ops.sum(x, axis=0)
+        assert got.dtype == np.dtype(sum_dtype(dtype))
+        np.testing.assert_array_equal(got, np.zeros(3))
+        assert np.all(np.isnan(ctensor.ops.mean(x, axis=0)))
+        assert np.isnan(ctensor.ops.mean(x))
+        assert ctensor.ops.sum(x) == 0
+        assert ctensor.ops.max(x, axis=1).shape == (0,)  # nothing to reduce into
+        assert ctensor.ops.sum(x, axis=1, keepdims=True).shape == (0, 1)
+    t = torch.zeros((2, 0), dtype=torch.bfloat16)
+    assert torch.equal(ctensor.ops.sum(t, axis=1), torch.zeros(2, dtype=torch.bfloat16))
+
+
+def test_nan_and_inf():
+    x = np.array([[1.0, np.nan, 3.0], [np.inf, 2.0, -np.inf], [np.inf, 1.0, 5.0]])
+    for dtype in ["float16", "float32", "float64"]:
+        xs = x.astype(dtype)
+        for op in ["sum", "mean", "max"]:
+            for axis in [None, 0, 1]:
+                with np.errstate(all="ignore"):
+                    want = getattr(np, op)(xs.astype(np.float64), axis=axis)
+                assert_close(run(op, xs, axis=axis), np.asarray(want), dtype)
+    t = torch.tensor([[-math.inf, -math.inf], [math.nan, 1.0]], dtype=torch.bfloat16)
+    assert ctensor.ops.max(t, axis=1).float().isnan().tolist() == [False, True]
+    assert ctensor.ops.max(t, axis=1)[0].item() == -math.inf
+
+
+def test_output_dtypes_and_zero_dim():
+    for dtype in ALL_NUMPY:
+        x = np.array(3, dtype=dtype)
+        assert ctensor.ops.sum(x).dtype == np.dtype(sum_dtype(dtype))
+        assert ctensor.ops.mean(x).dtype == np.dtype(mean_dtype(dtype))
+        assert ctensor.ops.max(x).dtype == np.dtype(dtype)
+        assert ctensor.ops.sum(x, axis=()).shape == ()
+        assert ctensor.ops.max(x) == x
+        assert ctensor.ops.argmax(x) == 0
+
+
+# ----- accuracy and the threaded paths ----------------------------------------------------------
+
+
+def test_float64_sum_is_pairwise_accurate():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(1_000_003) + 1e3  # long run: naive summation drifts ~sqrt(n) ulps
+    exact = math.fsum(x.tolist())
+    assert abs(float(ctensor.ops.sum(x)) - exact) <= 1e-15 * np.sum(np.abs(x))
+    # the same accuracy for a reduction over an outer axis (rows mode) and a strided view
+    cols = x[:999_999].reshape(333_333, 3)
+    for got, column in zip(ctensor.ops.sum(cols, axis=0), cols.T):
+        assert abs(got - math.fsum(column.tolist())) <= 1e-15 * np.sum(np.abs(column))
+    assert abs(ctensor.ops.sum(x[::-3]) - math.fsum(x[::-3].tolist())) <= 1e-15 * np.sum(np.abs(x))
+
+
+def test_float32_sums_round_once():
+    """float32 accumulates in double: the result is the exact sum rounded once (within 0.5
+    ulp + a hair), better than NumPy's float32 pairwise sum."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(300_007) * 100).astype(np.float32)
+    exact = math.fsum(x.astype(np.float64).tolist())
+    got = ctensor.ops.sum(x)
+    assert got.dtype == np.float32
+    assert abs(float(got) - exact) <= 0.5000001 * np.spacing(np.float32(abs(exact)))
+    h = x[:60_000].astype(np.float16)
+    exact16 = math.fsum(h.astype(np.float64).tolist())
+    assert float(ctensor.ops.sum(h)) == float(np.float16(exact16))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "float16"])
+def test_large_inputs_are_deterministic_across_threads(dtype):
+    """Shapes large enough for the parallel paths (split full reductions, rows mode over an
+    outer axis, many outputs): same bits with 1 thread and with the default, and correct."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((257, 1031)) * 50).astype(dtype)
+    x[5, 7] = x[200, 1000] = np.max(x)  # a tie for argmax
+    cases = [(op, axis) for op in ["sum", "mean", "max", "argmax"] for axis in [None, 0, 1]]
+    cases += [("sum", (0, 1)), ("max", (1, 0))]
+    views = [x, x.T, x[::-1, ::2]]
+    default = ctensor.get_num_threads()
+    try:
+        for view in views:
+            results = {}
+            for threads in [default, 1]:
+                ctensor.set_num_threads(threads)
+                results[threads] = [run(op, view, axis=axis) for op, axis in cases]
+            for (op, axis), a, b in zip(cases, results[default], results[1]):
+                np.testing.assert_array_equal(a, b, err_msg=f"{op} axis={axis} threads differ")
+                if op == "argmax":
+                    np.testing.assert_array_equal(a, np.argmax(view, axis=axis))
+                elif op == "max":
+                    np.testing.assert_array_equal(a, np.max(view, axis=axis))
+                elif op == "sum" and dtype == "int32":
+                    np.testing.assert_array_equal(a, np.sum(view, axis=axis, dtype=np.int64))
+                else:
+                    x64 = view.astype(np.float64)
+                    want = expected_float(op, x64, axis, False)
+                    out = sum_dtype(dtype) if op == "sum" else mean_dtype(dtype)
+                    assert_close(a, np.asarray(want).astype(out), out,
+                                 atol=float_atol(op, x64, axis, out))
+    finally:
+        ctensor.set_num_threads(0)
+
+
+# ----- argmax -----------------------------------------------------------------------------------
+
+
+def argmax_elements(dtype: str):
+    """Few distinct values, so that ties (and nan, for floats) are frequent."""
+    if dtype in FLOATS:
+        return st.sampled_from([-math.inf, -1.5, 0.0, 2.0, 3.0, math.inf, math.nan])
+    if dtype == "bool":
+        return None
+    info = np.iinfo(dtype)
+    return st.sampled_from([int(info.min), -1 if info.min < 0 else 0, 1, 2, int(info.max)])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@SETTINGS
+@given(data=st.data())
+def test_argmax_matches_numpy(dtype, data):
+    if dtype == "bfloat16":
+        x = data.draw(strided_arrays("float32", elements=argmax_elements(dtype)))
+        arg = torch.from_numpy(compact_copy(x)).to(torch.bfloat16)
+    else:
+        x = data.draw(strided_arrays(dtype, elements=argmax_elements(dtype)))
+        arg = x
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1))) if x.ndim else None
+    keepdims = data.draw(st.booleans())
+    try:
+        want = np.argmax(x, axis=axis, keepdims=keepdims)
+    except ValueError:
+        with pytest.raises(ctensor.CTensorError) as info:
+            ctensor.ops.argmax(arg, axis=axis, keepdims=keepdims)
+        assert isinstance(info.value, ValueError)
+        return
+    out = strided_out(data.draw, np.shape(want), "int64") if dtype != "bfloat16" else None
+    got = run("argmax", arg, out=out, axis=axis, keepdims=keepdims)
+    assert name_of(got) == "int64"
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_argmax_first_occurrence_and_nan():
+    x = np.array([1.0, 5.0, 5.0, np.nan, 7.0, np.nan])
+    assert ctensor.ops.argmax(x) == 3
+    assert ctensor.ops.argmax(x[:3]) == 1
+    assert ctensor.ops.argmax(np.full(100, -np.inf)) == 0
+    long = np.zeros(10_000, dtype=np.float32)
+    long[[4321, 8000]] = 1.0
+    assert ctensor.ops.argmax(long) == 4321
+    long[9000] = np.nan
+    assert ctensor.ops.argmax(long) == 9000
+    m = np.arange(12).reshape(3, 4) % 5
+    np.testing.assert_array_equal(ctensor.ops.argmax(m.T, axis=None), np.argmax(m.T))
+    np.testing.assert_array_equal(ctensor.ops.argmax(m[::-1], axis=0), np.argmax(m[::-1], axis=0))
+
+
+# ----- softmax ----------------------------------------------------------------------------------
+
+
+def softmax_reference(x, axis):
+    t = torch.from_numpy(f64(x)) if not isinstance(x, torch.Tensor) else x.to(torch.float64)
+    return torch.nn.functional.softmax(t, dim=axis).numpy()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_softmax_matches_torch(dtype, data):
+    x = data.draw(inputs(dtype, special=False, max_side=6))
+    special = data.draw(st.booleans())
+    ndim = x.dim() if isinstance(x, torch.Tensor) else x.ndim
+    if special and np.prod(tuple(x.shape)) > 0:
+        # a nan, an inf or a whole -inf lane somewhere
+        x = (x.clone() if isinstance(x, torch.Tensor) else np.array(x, copy=True))
+        index = tuple(data.draw(st.integers(0, s - 1)) for s in x.shape)
+        x[index] = data.draw(st.sampled_from(SPECIAL))
+    axis = data.draw(st.integers(-max(ndim, 1), max(ndim, 1) - 1))
+    out = None
+    if not isinstance(x, torch.Tensor):
+        out = strided_out(data.draw, tuple(x.shape), dtype)
+    got = run("softmax", x, out=out, axis=axis)
+    assert name_of(got) == dtype
+    assert_close(got, softmax_reference(x, axis), dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_special_lanes(dtype):
+    rows = [[math.nan, 1.0, 2.0], [-math.inf] * 3, [math.inf, 1.0, 0.0], [-math.inf, 0.0, 1.0]]
+    t = torch.tensor(rows, dtype=torch.float64)
+    x = t.to(getattr(torch, dtype))
+    got = ctensor.ops.softmax(x, axis=1)
+    want = torch.softmax(t, dim=1)
+    assert torch.equal(got.isnan(), want.isnan())
+    assert_close(got, want.numpy(), dtype)
+    # the default axis is the last; 0-d tensors are one lane of one element
+    np.testing.assert_array_equal(f64(ctensor.ops.softmax(x)), f64(got))
+    assert ctensor.ops.softmax(np.float32(-3.0)) == 1.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("shape, axis", [((300_001,), 0), ((3, 40_000), 0), ((2, 3, 50_000), -1),
+                                         ((2_000, 130), 0), ((130, 2_000), 1)])
+def test_softmax_large(dtype, shape, axis):
+    """Long lanes (split into parallel pieces), outer axes (vector mode) and many lanes."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    got = ctensor.ops.softmax(x, axis=axis)
+    assert_close(got, softmax_reference(x, axis), dtype)
+    ctensor.set_num_threads(1)
+    try:
+        np.testing.assert_array_equal(ctensor.ops.softmax(x, axis=axis), got)
+    finally:
+        ctensor.set_num_threads(0)
+
+
+# ----- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ctensor.ops.sum(np.zeros((2, 3)), axis=2),
+        lambda: ctensor.ops.mean(np.zeros((2, 3)), axis=(-3,)),
+        lambda: ctensor.ops.max(np.zeros((2, 3)), axis=(0, -2)),
+        lambda: ctensor.ops.sum(np.zeros((2, 3)), axis=(1, 1)),
+        lambda: ctensor.ops.max(np.zeros((2, 0)), axis=1),
+        lambda: ctensor.ops.max(np.zeros((0,), dtype=np.int8)),
+        lambda: ctensor.ops.argmax(np.zeros((0, 3))),
+        lambda: ctensor.ops.argmax(np.zeros((0, 3)), axis=0),
+        lambda: ctensor.ops.argmax(np.zeros((2, 3)), axis=2),
+        lambda: ctensor.ops.argmax(np.float64(1.0), axis=1),
+        lambda: ctensor.ops.softmax(np.zeros((2, 3)), axis=2),
+        lambda: ctensor.ops.softmax(np.float32(1.0), axis=1),
+    ],
+)
+def test_invalid_arguments_raise_value_errors(call):
+    with pytest.raises(ctensor.CTensorError) as info:
+        call()
+    assert isinstance(info.value, ValueError)
