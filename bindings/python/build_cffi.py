@@ -164,6 +164,10 @@ int32_t ctpy_infer(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, const
                    int32_t num_attrs, int32_t capacity);
 int ctpy_open_run(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
                   const ct_attr* attrs, int32_t num_attrs, const ct_context* context);
+#define CTPY_FAST_READ_ONLY 1000000
+#define CTPY_FAST_NOT_CPU 1000001
+int ctpy_run_fast(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
+                  const ct_attr* attrs, int32_t num_attrs);
 
 extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
                                   const ct_tensor_info* info, int32_t device_type,
@@ -402,6 +406,30 @@ static int ctpy_open_run(ctpy_frame* f, const ct_op* op, int32_t num_inputs, int
   return ct_op_run(op, (const ct_tensor* const*)f->tensors, num_inputs,
                    (const ct_tensor* const*)f->tensors + num_inputs, num_outputs, attrs, num_attrs,
                    context);
+}
+
+/* The common case of a call with out=, in one crossing: opens every capsule (inputs then
+ * outputs) and runs on the CPU without a context. Returns the ct_status of the run (<= 0);
+ * 1 + i when capsule i could not be opened; CTPY_FAST_READ_ONLY when an output is flagged
+ * READ_ONLY and CTPY_FAST_NOT_CPU when a tensor is not in host memory, without running: the
+ * caller then takes its general path with the capsules already open. */
+#define CTPY_FAST_READ_ONLY 1000000
+#define CTPY_FAST_NOT_CPU 1000001
+static int ctpy_run_fast(ctpy_frame* f, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
+                         const ct_attr* attrs, int32_t num_attrs) {
+  const int rc = ctpy_open(f, 0, num_inputs + num_outputs);
+  if (rc) return 1 + (-1 - rc);
+  for (int32_t i = 0; i < num_inputs + num_outputs; ++i) {
+    if (f->tensors[i] && f->tensors[i]->device.device_type != CT_DEVICE_CPU) {
+      return CTPY_FAST_NOT_CPU;
+    }
+  }
+  for (int32_t i = num_inputs; i < num_inputs + num_outputs; ++i) {
+    if (f->meta[i] & CTPY_META_READ_ONLY) return CTPY_FAST_READ_ONLY;
+  }
+  return ct_op_run(op, (const ct_tensor* const*)f->tensors, num_inputs,
+                   (const ct_tensor* const*)f->tensors + num_inputs, num_outputs, attrs, num_attrs,
+                   NULL);
 }
 
 /* Calls the producer's deleter of a consumed capsule (once), holding the GIL as a capsule

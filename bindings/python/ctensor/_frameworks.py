@@ -64,9 +64,18 @@ class _NumPy(Framework):
 class _Torch(Framework):
     name = "torch"
 
+    def __init__(self) -> None:
+        self._dtypes: dict[str, Any] = {}
+        self._to_dlpack: Any = None
+
+    def _dtype(self, name: str) -> Any:
+        dtype = self._dtypes.get(name)
+        if dtype is None:
+            dtype = self._dtypes[name] = torch_dtype(name)
+        return dtype
+
     def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        torch = sys.modules["torch"]
-        return torch.empty(shape, dtype=torch_dtype(dtype), device=like.device)
+        return sys.modules["torch"].empty(shape, dtype=self._dtype(dtype), device=like.device)
 
     def scratch(self, nbytes: int, like: Any) -> Any:
         torch = sys.modules["torch"]
@@ -76,14 +85,17 @@ class _Torch(Framework):
         return array.data_ptr()
 
     def capsule(self, array: Any) -> Any:
-        return _torch_to_dlpack()(array)
+        to_dlpack = self._to_dlpack
+        if to_dlpack is None:
+            to_dlpack = self._to_dlpack = _torch_to_dlpack()
+        return to_dlpack(array)
 
     def scalar(self, value: Any, dtype: str, like: Any) -> Any:
         torch = sys.modules["torch"]
         if dtype != "bfloat16":
             # NumPy's range check (OverflowError), then a tensor on the right device.
             value = np.asarray(value, numpy_dtype(dtype)).item()
-        return torch.tensor(value, dtype=torch_dtype(dtype), device=like.device)
+        return torch.tensor(value, dtype=self._dtype(dtype), device=like.device)
 
     def stream(self, like: Any) -> int:
         if like.device.type == "cuda":

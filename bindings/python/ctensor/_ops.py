@@ -81,6 +81,9 @@ _workspace = lib.ct_op_workspace
 _ctpy_open = lib.ctpy_open
 _ctpy_infer = lib.ctpy_infer
 _open_run = lib.ctpy_open_run
+_run_fast = lib.ctpy_run_fast
+_FAST_READ_ONLY = lib.CTPY_FAST_READ_ONLY
+_UNSUPPORTED_DTYPE = lib.CT_ERROR_UNSUPPORTED_DTYPE
 _new = ffi.new
 _NULL = ffi.NULL
 _unpack = ffi.unpack
@@ -444,6 +447,8 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
             like = obj
 
     n_out = 0
+    many = False
+    outs: Any = ()
     if out is not None:
         if spec.is_dynamic:
             raise InvalidArgumentError(
@@ -467,6 +472,14 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
                 objects[n + j] = id(o) | 1
                 frame.consumed = True
                 continue
+            if kind == _K_NUMPY:
+                try:
+                    capsule = o.__dlpack__(max_version=(1, 0))  # versioned: READ_ONLY visible
+                except BufferError:
+                    capsule = output_capsule_of(o, kind, lambda j=j: _out_name(spec, j, many))
+                keep.append(capsule)
+                objects[n + j] = id(capsule)
+                continue
             if kind in (_K_NONE, _K_SCALAR, _K_NUMPY_SCALAR):
                 raise InputTypeError(
                     f"{_out_name(spec, j, many)} must be an array, got {tp.__name__}"
@@ -475,14 +488,56 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
             keep.append(capsule)
             objects[n + j] = id(capsule)
 
+    if attrs:
+        attr_array, num_attrs = _attrs_for(spec, attrs)
+    else:
+        attr_array, num_attrs = _NULL, 0
+
+    # Fast paths for the common case (arrays only, on the CPU, a kernel for the dtypes as they
+    # are, no workspace): fewest crossings into C. Anything else takes the general path below,
+    # with the capsules already open.
     total = n + n_out
+    opened = False
+    if scalars is None and spec.fast:
+        if out is not None:
+            status = _run_fast(frame.c, spec.op, n, n_out, attr_array, num_attrs)
+            if status == 0:
+                return outs[0] if many and n_out == 1 and spec.single_output else out
+            if 0 < status < _FAST_READ_ONLY:
+                index = status - 1
+                raise open_error(frame.meta[index], _input_name(spec, index) if index < n
+                                 else _out_name(spec, index - n, many))
+            if status < 0 and status not in (_UNSUPPORTED_DTYPE, _WORKSPACE_TOO_SMALL):
+                raise _fail(status)
+            opened = True
+        elif n:
+            rc = _ctpy_open(frame.c, 0, n)
+            if rc:
+                raise open_error(frame.meta[-1 - rc], _input_name(spec, -1 - rc))
+            opened = True
+            device = frame.meta[first] >> 40 if first >= 0 else _CPU
+            fw = _FW_CACHE.get((type(like), device)) if device & 0xFF == _CPU else None
+            if fw is not None:
+                capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+                length = _ctpy_infer(frame.c, spec.op, n, attr_array, num_attrs, capacity)
+                if length >= 0:
+                    results = _execute(spec, frame, n, fw, None, like, device, attr_array,
+                                       num_attrs, length)
+                    if fw.finishes:
+                        results = [fw.finish(r) for r in results]
+                    if spec.variadic_output or len(results) != 1:
+                        return tuple(results)
+                    return results[0]
+                if length != _UNSUPPORTED_DTYPE:
+                    raise _fail(length)
+
     if total:
-        rc = _ctpy_open(frame.c, 0, total)
-        if rc:
-            index = -1 - rc
-            what = (_input_name(spec, index) if index < n
-                    else _out_name(spec, index - n, n_out > 1 or type(out) in (tuple, list)))
-            raise open_error(frame.meta[index], what)
+        if not opened:
+            rc = _ctpy_open(frame.c, 0, total)
+            if rc:
+                index = -1 - rc
+                raise open_error(frame.meta[index], _input_name(spec, index) if index < n
+                                 else _out_name(spec, index - n, many))
         metas = tuple(_unpack(frame.meta, total))
     else:
         metas = ()
@@ -541,11 +596,6 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
                     _cast(frame, i, slot, target, fw, like, device)
                     slot -= 1
 
-    if attrs:
-        attr_array, num_attrs = _attrs_for(spec, attrs)
-    else:
-        attr_array, num_attrs = _NULL, 0
-
     if out is None:
         results = _execute(spec, frame, n, fw, fw_error, like, device, attr_array, num_attrs)
         if fw.finishes:
@@ -569,9 +619,7 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
         status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
     if status:
         raise _fail(status)
-    if many and n_out == 1 and len(spec.outputs) == 1 and not spec.variadic_output:
-        return outs[0]
-    return out
+    return outs[0] if many and n_out == 1 and spec.single_output else out
 
 
 _FW_CACHE: dict[tuple, Framework] = {}
@@ -579,15 +627,16 @@ _FW_CACHE: dict[tuple, Framework] = {}
 
 def _execute(spec: OpSpec, frame: _Frame, n: int, fw: Framework | None,
              fw_error: CTensorError | None, like: Any, device: int, attr_array: Any,
-             num_attrs: int) -> list:
+             num_attrs: int, length: int = -1) -> list:
     """Infers, allocates, runs. Inputs are frame.tensors[0:n]; new outputs are opened into the
     slots after them. Returns the new output arrays."""
     op = spec.op
     tensors = frame.tensors
-    capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
-    length = _ctpy_infer(frame.c, op, n, attr_array, num_attrs, capacity)
-    if length < 0:
-        raise _fail(length)
+    if length < 0:  # not inferred yet
+        capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+        length = _ctpy_infer(frame.c, op, n, attr_array, num_attrs, capacity)
+        if length < 0:
+            raise _fail(length)
     if fw is None:
         # No framework can hold results on this device: let the C library say first whether it
         # could run the call at all (kernels are looked up by the workspace query).

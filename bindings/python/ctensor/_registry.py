@@ -72,6 +72,9 @@ class OpSpec:
         self.variadic_input = bool(self.inputs) and bool(self.inputs[-1].get("variadic"))
         self.variadic_output = bool(self.outputs) and bool(self.outputs[-1].get("variadic"))
         self.num_fixed_inputs = len(self.inputs) - (1 if self.variadic_input else 0)
+        self.single_output = len(self.outputs) == 1 and not self.variadic_output
+        # Calls that can take the binding's fast paths (no workspace, no allocator).
+        self.fast = not self.is_dynamic and not self.has_workspace
         required = self.num_fixed_inputs
         while required > 0 and self.inputs[required - 1].get("optional"):
             required -= 1
