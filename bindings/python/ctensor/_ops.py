@@ -21,7 +21,6 @@ from __future__ import annotations
 import inspect
 import keyword
 import operator
-import threading
 from typing import Any
 
 import numpy as np
@@ -489,7 +488,8 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
             objects[n + j] = id(capsule)
 
     if attrs:
-        attr_array, num_attrs = _attrs_for(spec, attrs)
+        attr_entry = _attrs_for(spec, attrs)  # held until the call returns
+        attr_array, num_attrs = attr_entry[0], attr_entry[1]
     else:
         attr_array, num_attrs = _NULL, 0
 
@@ -738,7 +738,8 @@ def _run_internal(spec: OpSpec, tensors: list, fw: Framework, like: Any, device:
                   attrs: dict | None = None, out_tensor: Any = None) -> list | None:
     """Runs ``spec`` on ct_tensor* ``tensors`` in a frame of its own: new outputs in the caller's
     framework (returned), or into ``out_tensor``."""
-    attr_array, num_attrs = _attrs_for(spec, attrs) if attrs else (_NULL, 0)
+    attr_entry = _attrs_for(spec, attrs) if attrs else (_NULL, 0, None)  # held during the call
+    attr_array, num_attrs = attr_entry[0], attr_entry[1]
     try:
         inner = _pool_pop()
     except IndexError:
@@ -891,7 +892,9 @@ _SCALAR_DTYPES: dict[tuple[type, str], str] = {}
 _ATTR_CACHE_SIZE = 256
 
 
-def _attrs_for(spec: OpSpec, attrs: dict) -> tuple[Any, int]:
+def _attrs_for(spec: OpSpec, attrs: dict) -> tuple[Any, int, list]:
+    """(ct_attr array, count, what keeps its strings and lists alive). The caller holds the
+    whole tuple for the duration of the call: another thread may drop it from the cache."""
     try:
         key = tuple((name, type(value), value) for name, value in attrs.items())
         hash(key)
@@ -901,19 +904,15 @@ def _attrs_for(spec: OpSpec, attrs: dict) -> tuple[Any, int]:
     if key is not None:
         hit = cache.get(key)
         if hit is not None:
-            return hit[0], hit[1]
+            return hit
     keep: list = []
     array, count = _make_attrs(spec, attrs, keep)
+    entry = (array, count, keep)
     if key is not None:
         if len(cache) >= _ATTR_CACHE_SIZE:
             cache.clear()
-        cache[key] = (array, count, keep)
-    else:
-        _UNCACHED.keep = (array, keep)  # alive until this thread's next uncached call
-    return array, count
-
-
-_UNCACHED = threading.local()
+        cache[key] = entry
+    return entry
 
 
 # ------------------------------------------------------------------------------------------------
