@@ -188,8 +188,9 @@ def test_ctensor_config(capsys):
     assert capsys.readouterr().out.strip() == ctensor.get_pkgconfig_dir()
     assert config_main(["--libs"]) == 0
     assert "-lctensor" in capsys.readouterr().out
-    script = shutil.which("ctensor-config")
-    if script is not None:  # the console script, where pip put it on PATH
+    # The console script pip installed beside this interpreter (PATH may hold another install's).
+    script = shutil.which("ctensor-config", path=os.path.dirname(sys.executable))
+    if script is not None:
         out = subprocess.run([script, "--includedir"], capture_output=True, text=True,
                              check=True).stdout
         assert out.strip() == ctensor.get_include()
