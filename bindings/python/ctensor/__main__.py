@@ -144,5 +144,15 @@ def config_main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _run(entry) -> int:  # noqa: ANN001
+    try:
+        return entry()
+    except BrokenPipeError:  # e.g. `python -m ctensor | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run(main))
