@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from ctensor import _dlpack, ops
+from ctensor._lib import lib
 from ctensor.testing import tensor_address
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -109,9 +110,13 @@ def test_transposed_torch_tensor_is_read_in_place(monkeypatch):
         seen.append(capsule)
         return capsule
 
-    ops.add(t, t)  # make sure the torch reader is set up, then watch it
-    monkeypatch.setattr(_dlpack, "_to_dlpack", recording_to_dlpack)
-    result = ops.matmul(tt, t)
+    ops.add(t, t)  # make sure the torch readers are set up, then watch them
+    monkeypatch.setattr(_dlpack, "_to_dlpack", recording_to_dlpack)  # the Python path
+    lib.ctpy_configure(0, id(torch.Tensor), id(recording_to_dlpack))  # the C fast paths
+    try:
+        result = ops.matmul(tt, t)
+    finally:
+        lib.ctpy_configure(0, id(torch.Tensor), id(real))
     assert isinstance(result, torch.Tensor)
     np.testing.assert_allclose(result.numpy(), tt.double().numpy() @ t.double().numpy(),
                                rtol=1e-6)

@@ -152,6 +152,7 @@ typedef struct ctpy_frame {
   uint64_t workspace_bytes;
   uint64_t workspace_alignment;
   ct_context context;
+  void* owned[320];           /* capsules the fast paths asked for (references held) */
 } ctpy_frame;
 
 #define CTPY_META_READ_ONLY 4294967296
@@ -168,6 +169,13 @@ int ctpy_open_run(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_
 #define CTPY_FAST_NOT_CPU 1000001
 int ctpy_run_fast(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
                   const ct_attr* attrs, int32_t num_attrs);
+#define CTPY_FAST_NEED_PYTHON 1000002
+int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack);
+int ctpy_fast_call(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t outs,
+                   const ct_attr* attrs, int32_t num_attrs);
+int ctpy_fast_new(ctpy_frame* frame, const ct_op* op, intptr_t args, const ct_attr* attrs,
+                  int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
+                  intptr_t results);
 
 extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
                                   const ct_tensor_info* info, int32_t device_type,
@@ -278,6 +286,7 @@ typedef struct ctpy_frame {
   uint64_t workspace_bytes;
   uint64_t workspace_alignment;
   ct_context context;
+  void* owned[CTPY_MAX_TENSORS];
 } ctpy_frame;
 
 /* meta: bits 0-31 dtype key (code | bits << 8 | lanes << 16), bit 32 READ_ONLY, bit 33
@@ -295,10 +304,9 @@ static uint64_t ctpy_meta(const ct_tensor* t) {
 /* Opens the capsules objects[start .. start+count). Returns 0, or -1 - i for the first entry
  * that is not a usable DLPack capsule (its meta holds the reason). Consumed entries opened
  * before a failure keep their managed pointer, so the caller can release them. */
-static int ctpy_open(ctpy_frame* f, int32_t start, int32_t count) {
+static int ctpy_open_locked(ctpy_frame* f, int32_t start, int32_t count) {
   if (start < 0 || count < 0 || start + count > CTPY_MAX_TENSORS) return -1 - start;
   int rc = 0;
-  PyGILState_STATE gil = PyGILState_Ensure();
   for (int32_t i = start; i < start + count; ++i) {
     const intptr_t raw = f->objects[i];
     f->tensors[i] = NULL;
@@ -343,6 +351,12 @@ static int ctpy_open(ctpy_frame* f, int32_t start, int32_t count) {
     }
   }
   if (PyErr_Occurred()) PyErr_Clear();
+  return rc;
+}
+
+static int ctpy_open(ctpy_frame* f, int32_t start, int32_t count) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  const int rc = ctpy_open_locked(f, start, count);
   PyGILState_Release(gil);
   return rc;
 }
@@ -351,9 +365,14 @@ static int ctpy_open(ctpy_frame* f, int32_t start, int32_t count) {
 static void ctpy_release(ctpy_frame* f, int32_t start, int32_t count) {
   if (start < 0 || count < 0 || start + count > CTPY_MAX_TENSORS) return;
   int any = 0;
-  for (int32_t i = start; i < start + count; ++i) any |= f->managed[i] != NULL;
+  for (int32_t i = start; i < start + count; ++i) any |= f->managed[i] != NULL || f->owned[i];
   if (!any) return;
   PyGILState_STATE gil = PyGILState_Ensure();
+  for (int32_t i = start; i < start + count; ++i) {
+    PyObject* owned = (PyObject*)f->owned[i];
+    f->owned[i] = NULL;
+    Py_XDECREF(owned);
+  }
   for (int32_t i = start; i < start + count; ++i) {
     void* managed = f->managed[i];
     if (!managed) continue;
@@ -415,6 +434,7 @@ static int ctpy_open_run(ctpy_frame* f, const ct_op* op, int32_t num_inputs, int
  * caller then takes its general path with the capsules already open. */
 #define CTPY_FAST_READ_ONLY 1000000
 #define CTPY_FAST_NOT_CPU 1000001
+#define CTPY_FAST_NEED_PYTHON 1000002
 static int ctpy_run_fast(ctpy_frame* f, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
                          const ct_attr* attrs, int32_t num_attrs) {
   const int rc = ctpy_open(f, 0, num_inputs + num_outputs);
@@ -430,6 +450,220 @@ static int ctpy_run_fast(ctpy_frame* f, const ct_op* op, int32_t num_inputs, int
   return ct_op_run(op, (const ct_tensor* const*)f->tensors, num_inputs,
                    (const ct_tensor* const*)f->tensors + num_inputs, num_outputs, attrs, num_attrs,
                    NULL);
+}
+
+
+/* ---- Fast paths: arrays of the two commonest types read in C ------------------------------ */
+
+static PyObject* ctpy_ndarray_type = NULL;   /* numpy.ndarray (exact type only) */
+static PyObject* ctpy_tensor_type = NULL;    /* torch.Tensor (exact type only) */
+static PyObject* ctpy_to_dlpack = NULL;      /* torch.utils.dlpack.to_dlpack */
+static PyObject* ctpy_str_dlpack = NULL;
+static PyObject* ctpy_str_requires_grad = NULL;
+static PyObject* ctpy_no_args = NULL;
+static PyObject* ctpy_versioned_kwargs = NULL; /* {"max_version": (1, 0)} */
+
+static void ctpy_replace(PyObject** slot, intptr_t value) {
+  if (!value) return;
+  PyObject* old = *slot;
+  Py_INCREF((PyObject*)value);
+  *slot = (PyObject*)value;
+  Py_XDECREF(old);
+}
+
+/* Tells the fast paths which types they may read themselves (0: leave as is). */
+static int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int rc = 0;
+  if (!ctpy_str_dlpack) {
+    ctpy_str_dlpack = PyUnicode_InternFromString("__dlpack__");
+    ctpy_str_requires_grad = PyUnicode_InternFromString("requires_grad");
+    ctpy_no_args = PyTuple_New(0);
+    ctpy_versioned_kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+    if (!ctpy_str_dlpack || !ctpy_str_requires_grad || !ctpy_no_args || !ctpy_versioned_kwargs) {
+      PyErr_Clear();
+      rc = -1;
+    }
+  }
+  if (rc == 0) {
+    ctpy_replace(&ctpy_ndarray_type, ndarray_type);
+    ctpy_replace(&ctpy_tensor_type, tensor_type);
+    ctpy_replace(&ctpy_to_dlpack, to_dlpack);
+  }
+  PyGILState_Release(gil);
+  return rc;
+}
+
+/* A new reference to a capsule of `o`, or NULL when the Python path must handle it (another
+ * type, a tensor that requires grad, a producer that refuses). Never leaves an exception. */
+static PyObject* ctpy_capsule_of(PyObject* o, int output) {
+  PyObject* type = (PyObject*)Py_TYPE(o);
+  PyObject* capsule = NULL;
+  if (type == ctpy_ndarray_type && ctpy_str_dlpack) {
+    if (output) {
+      PyObject* method = PyObject_GetAttr(o, ctpy_str_dlpack);
+      if (method) {
+        capsule = PyObject_Call(method, ctpy_no_args, ctpy_versioned_kwargs);
+        Py_DECREF(method);
+      }
+    } else {
+      capsule = PyObject_CallMethodObjArgs(o, ctpy_str_dlpack, NULL);
+    }
+  } else if (type == ctpy_tensor_type && ctpy_to_dlpack) {
+    PyObject* grad = PyObject_GetAttr(o, ctpy_str_requires_grad);
+    if (grad == Py_False) capsule = PyObject_CallFunctionObjArgs(ctpy_to_dlpack, o, NULL);
+    Py_XDECREF(grad);
+  }
+  if (!capsule) PyErr_Clear();
+  if (capsule && !PyCapsule_CheckExact(capsule)) {
+    Py_DECREF(capsule);
+    capsule = NULL;
+  }
+  return capsule;
+}
+
+/* Capsules for the items of `seq` (a tuple or list; any other object is one item) into
+ * owned/objects[start ..]. Returns the count, or -1 when the Python path must take over. */
+static int32_t ctpy_collect(ctpy_frame* f, PyObject* seq, int32_t start, int output) {
+  /* cffi compiles against the limited C API: no direct access to tuple items. */
+  const int is_tuple = PyTuple_CheckExact(seq), is_list = PyList_CheckExact(seq);
+  const Py_ssize_t n = is_tuple ? PyTuple_Size(seq) : (is_list ? PyList_Size(seq) : 1);
+  if (n < 0 || n > CTPY_MAX_TENSORS - 8 - start) {
+    PyErr_Clear();
+    return -1;
+  }
+  /* Types first, so that nothing is exported when one item needs the Python path anyway. */
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = is_tuple ? PyTuple_GetItem(seq, i) : (is_list ? PyList_GetItem(seq, i) : seq);
+    PyObject* type = item ? (PyObject*)Py_TYPE(item) : NULL;
+    if (!type || (type != ctpy_ndarray_type && type != ctpy_tensor_type)) {
+      PyErr_Clear();
+      return -1;
+    }
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = is_tuple ? PyTuple_GetItem(seq, i) : (is_list ? PyList_GetItem(seq, i) : seq);
+    if (!item) {
+      PyErr_Clear();
+      return -1;
+    }
+    PyObject* capsule = ctpy_capsule_of(item, output);
+    if (!capsule) return -1;
+    f->owned[start + i] = capsule;
+    f->objects[start + i] = (intptr_t)capsule;
+  }
+  return (int32_t)n;
+}
+
+static void ctpy_drop_owned(ctpy_frame* f, int32_t count) {
+  for (int32_t i = 0; i < count; ++i) {
+    PyObject* owned = (PyObject*)f->owned[i];
+    f->owned[i] = NULL;
+    Py_XDECREF(owned);
+  }
+}
+
+/* A whole call with out= in one crossing: reads inputs (`args`, a tuple) and outputs (`outs`,
+ * an array or a tuple/list) in C, checks that everything is in host memory and no output is
+ * READ_ONLY, runs without a context, and lets the capsules go. Returns the ct_status of the run,
+ * or CTPY_FAST_NEED_PYTHON (nothing run, nothing held) for anything else. */
+static int ctpy_fast_call(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_t outs,
+                          const ct_attr* attrs, int32_t num_attrs) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int rc = 0;
+  const int32_t n = ctpy_collect(f, (PyObject*)args, 0, 0);
+  const int32_t n_out = n < 0 ? -1 : ctpy_collect(f, (PyObject*)outs, n, 1);
+  if (n < 0 || n_out < 0 || ctpy_open_locked(f, 0, n + n_out) != 0) rc = CTPY_FAST_NEED_PYTHON;
+  for (int32_t i = 0; rc == 0 && i < n + n_out; ++i) {
+    if (f->tensors[i]->device.device_type != CT_DEVICE_CPU ||
+        (i >= n && (f->meta[i] & CTPY_META_READ_ONLY))) {
+      rc = CTPY_FAST_NEED_PYTHON;
+    }
+  }
+  if (rc) {
+    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+    PyGILState_Release(gil);
+    return rc;
+  }
+  PyGILState_Release(gil);
+  const int status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
+                               (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
+                               NULL);
+  gil = PyGILState_Ensure();
+  ctpy_drop_owned(f, n + n_out);
+  PyGILState_Release(gil);
+  return status;
+}
+
+
+/* A whole call without out= in one crossing: reads the inputs (`args`, a tuple) in C and checks
+ * that they are in host memory, infers, allocates every output by calling allocate(shape, dtype)
+ * with dtype = dtypes[dtype key] (a dict: key -> the framework's dtype object), appends each new
+ * array to the list `results`, runs without a context and lets the capsules go. Returns the
+ * ct_status of infer or run, or CTPY_FAST_NEED_PYTHON (nothing run, nothing held) for anything
+ * it does not handle (another input type, a device, a dtype not in `dtypes`, an allocation that
+ * raised): the Python path then does it again and reports what went wrong. */
+static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct_attr* attrs,
+                         int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
+                         intptr_t results) {
+  if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  const int32_t n = ctpy_collect(f, (PyObject*)args, 0, 0);
+  int rc = (n < 0 || n + capacity > CTPY_MAX_TENSORS - 8) ? CTPY_FAST_NEED_PYTHON : 0;
+  if (rc == 0 && ctpy_open_locked(f, 0, n) != 0) rc = CTPY_FAST_NEED_PYTHON;
+  for (int32_t i = 0; rc == 0 && i < n; ++i) {
+    if (f->tensors[i]->device.device_type != CT_DEVICE_CPU) rc = CTPY_FAST_NEED_PYTHON;
+  }
+  if (rc) {
+    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+    PyGILState_Release(gil);
+    return rc;
+  }
+  PyGILState_Release(gil);
+  f->num_outputs = 0;
+  int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, n, attrs, num_attrs,
+                           f->infos, capacity, &f->num_outputs);
+  const int32_t n_out = status == CT_OK ? f->num_outputs : 0;
+  gil = PyGILState_Ensure();
+  for (int32_t j = 0; status == CT_OK && rc == 0 && j < n_out; ++j) {
+    const ct_tensor_info* info = &f->infos[j];
+    const long key = (long)info->dtype.code | ((long)info->dtype.bits << 8) |
+                     ((long)info->dtype.lanes << 16);
+    PyObject* key_obj = PyLong_FromLong(key);
+    PyObject* dtype = key_obj ? PyDict_GetItem((PyObject*)dtypes, key_obj) : NULL; /* borrowed */
+    Py_XDECREF(key_obj);
+    PyObject* shape = dtype ? PyTuple_New(info->ndim) : NULL;
+    for (int32_t d = 0; shape && d < info->ndim; ++d) {
+      PyObject* extent = PyLong_FromLongLong(info->shape[d]);
+      if (!extent || PyTuple_SetItem(shape, d, extent) != 0) {
+        Py_DECREF(shape);
+        shape = NULL;
+      }
+    }
+    PyObject* array = shape ? PyObject_CallFunctionObjArgs((PyObject*)allocate, shape, dtype, NULL)
+                            : NULL;
+    Py_XDECREF(shape);
+    PyObject* capsule = array ? ctpy_capsule_of(array, 0) : NULL;
+    if (!capsule || PyList_Append((PyObject*)results, array) != 0) {
+      Py_XDECREF(capsule);
+      rc = CTPY_FAST_NEED_PYTHON;
+    } else {
+      f->owned[n + j] = capsule;
+      f->objects[n + j] = (intptr_t)capsule;
+    }
+    Py_XDECREF(array);
+  }
+  if (status == CT_OK && rc == 0 && ctpy_open_locked(f, n, n_out) != 0) rc = CTPY_FAST_NEED_PYTHON;
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  if (status == CT_OK && rc == 0) {
+    status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
+                       (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs, NULL);
+  }
+  gil = PyGILState_Ensure();
+  ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+  PyGILState_Release(gil);
+  return rc ? rc : status;
 }
 
 /* Calls the producer's deleter of a consumed capsule (once), holding the GIL as a capsule

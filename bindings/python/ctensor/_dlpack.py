@@ -64,6 +64,7 @@ _KINDS: dict[type, int] = {
     np.ndarray: NUMPY,
 }
 _to_dlpack: Any = None
+lib.ctpy_configure(id(np.ndarray), 0, 0)
 
 
 def kind_of(tp: type) -> int:
@@ -77,6 +78,8 @@ def kind_of(tp: type) -> int:
         import torch.utils.dlpack
 
         _to_dlpack = torch.utils.dlpack.to_dlpack
+        # Let the C fast paths read plain tensors themselves.
+        lib.ctpy_configure(0, id(torch.Tensor), id(_to_dlpack))
         kind = TORCH
     elif issubclass(tp, np.ndarray):
         kind = NUMPY

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import numpy_dtype, torch_dtype
+from ._dtypes import KEY_NAME, numpy_dtype, torch_dtype
 from ._errors import UnsupportedDeviceError
 from ._lib import ffi, lib
 
@@ -56,9 +56,18 @@ class Framework:
         """The caller's current stream on ``like``'s device (0: default / CPU)."""
         return 0
 
+    def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
+        """(allocate(shape, dtype), {dtype key: dtype object}) for the C fast path
+        (ctpy_fast_new) to allocate results itself; None where it must not."""
+        return None
+
 
 class _NumPy(Framework):
     name = "numpy"
+
+    def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
+        return np.empty, {key: np.dtype(name) for key, name in KEY_NAME.items()
+                          if name != "bfloat16"}
 
 
 class _Torch(Framework):
@@ -96,6 +105,16 @@ class _Torch(Framework):
             # NumPy's range check (OverflowError), then a tensor on the right device.
             value = np.asarray(value, numpy_dtype(dtype)).item()
         return torch.tensor(value, dtype=self._dtype(dtype), device=like.device)
+
+    def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
+        torch = sys.modules["torch"]
+        empty = torch.empty
+        device = like.device
+
+        def allocate(shape: tuple[int, ...], dtype: Any) -> Any:
+            return empty(shape, dtype=dtype, device=device)
+
+        return allocate, {key: self._dtype(name) for key, name in KEY_NAME.items()}
 
     def stream(self, like: Any) -> int:
         if like.device.type == "cuda":

@@ -81,6 +81,9 @@ _ctpy_open = lib.ctpy_open
 _ctpy_infer = lib.ctpy_infer
 _open_run = lib.ctpy_open_run
 _run_fast = lib.ctpy_run_fast
+_fast_call = lib.ctpy_fast_call
+_NEED_PYTHON = lib.CTPY_FAST_NEED_PYTHON
+_fast_new = lib.ctpy_fast_new
 _FAST_READ_ONLY = lib.CTPY_FAST_READ_ONLY
 _UNSUPPORTED_DTYPE = lib.CT_ERROR_UNSUPPORTED_DTYPE
 _new = ffi.new
@@ -390,7 +393,42 @@ class _Plan:
 _PLAN_CACHE_SIZE = 512
 
 
-def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame: _Frame) -> Any:
+def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: _Frame) -> Any:
+    if attrs:
+        attr_entry = _attrs_for(spec, attrs)  # held until the call returns
+        attr_array, num_attrs = attr_entry[0], attr_entry[1]
+    else:
+        attr_array, num_attrs = _NULL, 0
+    tried = False
+    if spec.fast:
+        # Plain NumPy arrays and PyTorch tensors on the CPU, read in C in one crossing (see
+        # ctpy_fast_call and ctpy_fast_new); anything else answers CTPY_FAST_NEED_PYTHON and
+        # takes the paths below.
+        if out is not None:
+            status = _fast_call(frame.c, spec.op, id(args), id(out), attr_array, num_attrs)
+            if status == 0:
+                if type(out) in (tuple, list) and len(out) == 1 and spec.single_output:
+                    return out[0]
+                return out
+            if status != _NEED_PYTHON:
+                if status != _UNSUPPORTED_DTYPE and status != _WORKSPACE_TOO_SMALL:
+                    raise _fail(status)
+                tried = True
+        elif args:
+            fast = _FAST_ALLOCATORS.get(type(args[0]))
+            if fast is not None:
+                capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+                results: list = []
+                status = _fast_new(frame.c, spec.op, id(args), attr_array, num_attrs, capacity,
+                                   id(fast[0]), id(fast[1]), id(results))
+                if status == 0:
+                    if len(results) == 1 and spec.single_output:
+                        return results[0]
+                    return tuple(results)
+                if status != _NEED_PYTHON:
+                    if status != _UNSUPPORTED_DTYPE and status != _WORKSPACE_TOO_SMALL:
+                        raise _fail(status)
+                    tried = True
     n = len(args)
     objects = frame.objects
     keep = frame.keep
@@ -487,18 +525,12 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
             keep.append(capsule)
             objects[n + j] = id(capsule)
 
-    if attrs:
-        attr_entry = _attrs_for(spec, attrs)  # held until the call returns
-        attr_array, num_attrs = attr_entry[0], attr_entry[1]
-    else:
-        attr_array, num_attrs = _NULL, 0
-
     # Fast paths for the common case (arrays only, on the CPU, a kernel for the dtypes as they
     # are, no workspace): fewest crossings into C. Anything else takes the general path below,
     # with the capsules already open.
     total = n + n_out
     opened = False
-    if scalars is None and spec.fast:
+    if scalars is None and spec.fast and not tried:
         if out is not None:
             status = _run_fast(frame.c, spec.op, n, n_out, attr_array, num_attrs)
             if status == 0:
@@ -566,6 +598,10 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
             try:
                 fw = _resolve_framework(like, device)
                 _FW_CACHE[fw_key] = fw
+                if device == _CPU and type(like) is not CapsuleType and not fw.finishes:
+                    allocator = fw.fast_allocator(like)
+                    if allocator is not None:
+                        _FAST_ALLOCATORS[type(like)] = allocator
             except CTensorError as e:
                 fw_error = e  # reported after the C library has had its say about the call
 
@@ -623,6 +659,9 @@ def _call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, frame:
 
 
 _FW_CACHE: dict[tuple, Framework] = {}
+# (allocate, dtypes) for ctpy_fast_new, by type of the first input, for inputs in host memory
+# (CPU device 0; ctpy_fast_new checks).
+_FAST_ALLOCATORS: dict[tuple, tuple] = {}
 
 
 def _execute(spec: OpSpec, frame: _Frame, n: int, fw: Framework | None,
