@@ -54,25 +54,25 @@ static inline double ct_lowest_double(void) {
   static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
     memset(acc, 0, (size_t)n * sizeof(uint64_t));                                                 \
   }                                                                                               \
-  static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n, int64_t index,        \
-                                    void* acc) {                                                  \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
+                                               int64_t index, void* acc) {                        \
     uint64_t s = 0;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_load_##SFX(p[i]);                         \
+      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_vload_##SFX(p[i]);                         \
     } else {                                                                                      \
-      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_load_##SFX(CT_AT(T, x, i, step));         \
+      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_vload_##SFX(CT_AT(T, x, i, step));         \
     }                                                                                             \
     *(uint64_t*)acc += s;                                                                         \
   }                                                                                               \
-  static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n, int64_t index,       \
-                                     void* acc) {                                                 \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
+                                                int64_t index, void* acc) {                       \
     uint64_t* a = acc;                                                                            \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_load_##SFX(p[j]);                      \
+      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_vload_##SFX(p[j]);                      \
     } else {                                                                                      \
-      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_load_##SFX(CT_AT(T, x, j, step));      \
+      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_vload_##SFX(CT_AT(T, x, j, step));      \
     }                                                                                             \
   }                                                                                               \
   static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
@@ -122,54 +122,53 @@ static inline double ct_lowest_double(void) {
   return LEFT + RIGHT;
 
 /* DIVIDE: 1 for mean (result / count), 0 for sum. */
-#define CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, DIVIDE)                                      \
-  static double ct_##OP##_##SFX##_pw_contig(const T* p, int64_t n) {                              \
-    CT_PAIRWISE_STEPS((double)ct_load_##SFX(p[i]), ct_##OP##_##SFX##_pw_contig(p, half),          \
-                      ct_##OP##_##SFX##_pw_contig(p + half, n - half))                            \
-  }                                                                                               \
-  static double ct_##OP##_##SFX##_pw_strided(const char* x, int64_t step, int64_t n) {            \
-    CT_PAIRWISE_STEPS((double)ct_load_##SFX(CT_AT(T, x, i, step)),                                \
-                      ct_##OP##_##SFX##_pw_strided(x, step, half),                                \
-                      ct_##OP##_##SFX##_pw_strided(x + half * step, step, n - half))              \
-  }                                                                                               \
-  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
-    double* a = acc;                                                                              \
-    for (int64_t j = 0; j < n; ++j) a[j] = 0.0;                                                   \
-  }                                                                                               \
-  static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n, int64_t index,        \
-                                    void* acc) {                                                  \
-    *(double*)acc += step == (int64_t)sizeof(T) ? ct_##OP##_##SFX##_pw_contig((const T*)x, n)     \
-                                                : ct_##OP##_##SFX##_pw_strided(x, step, n);       \
-  }                                                                                               \
-  static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n, int64_t index,       \
-                                     void* acc) {                                                 \
-    double* a = acc;                                                                              \
-    if (step == (int64_t)sizeof(T)) {                                                             \
-      const T* p = (const T*)x;                                                                   \
-      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_load_##SFX(p[j]);                        \
-    } else {                                                                                      \
-      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_load_##SFX(CT_AT(T, x, j, step));        \
-    }                                                                                             \
-  }                                                                                               \
-  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
-    double* a = acc;                                                                              \
-    const double* b = later;                                                                      \
-    for (int64_t j = 0; j < n; ++j) a[j] += b[j];                                                 \
-  }                                                                                               \
-  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
-                                         int64_t count) {                                         \
-    const double* a = acc;                                                                        \
-    for (int64_t j = 0; j < n; ++j) {                                                             \
-      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(DIVIDE ? a[j] / (double)count : a[j]);        \
-    }                                                                                             \
-  }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(double),                           \
-                                                        false,                                    \
-                                                        true,                                     \
-                                                        ct_##OP##_##SFX##_init,                   \
-                                                        ct_##OP##_##SFX##_run,                    \
-                                                        ct_##OP##_##SFX##_rows,                   \
-                                                        ct_##OP##_##SFX##_combine,                \
+#define CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, DIVIDE)                                       \
+  CT_CPU_HOT static double ct_##OP##_##SFX##_pw_contig(const T* p, int64_t n){                     \
+      CT_PAIRWISE_STEPS((double)ct_vload_##SFX(p[i]), ct_##OP##_##SFX##_pw_contig(p, half),         \
+                        ct_##OP##_##SFX##_pw_contig(p + half, n - half))} CT_CPU_HOT static double \
+      ct_##OP##_##SFX##_pw_strided(const char* x, int64_t step, int64_t n) {                       \
+    CT_PAIRWISE_STEPS((double)ct_vload_##SFX(CT_AT(T, x, i, step)),                                 \
+                      ct_##OP##_##SFX##_pw_strided(x, step, half),                                 \
+                      ct_##OP##_##SFX##_pw_strided(x + half * step, step, n - half))               \
+  }                                                                                                \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                       \
+    double* a = acc;                                                                               \
+    for (int64_t j = 0; j < n; ++j) a[j] = 0.0;                                                    \
+  }                                                                                                \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,             \
+                                               int64_t index, void* acc) {                         \
+    *(double*)acc += step == (int64_t)sizeof(T) ? ct_##OP##_##SFX##_pw_contig((const T*)x, n)      \
+                                                : ct_##OP##_##SFX##_pw_strided(x, step, n);        \
+  }                                                                                                \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,            \
+                                                int64_t index, void* acc) {                        \
+    double* a = acc;                                                                               \
+    if (step == (int64_t)sizeof(T)) {                                                              \
+      const T* p = (const T*)x;                                                                    \
+      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_vload_##SFX(p[j]);                         \
+    } else {                                                                                       \
+      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_vload_##SFX(CT_AT(T, x, j, step));         \
+    }                                                                                              \
+  }                                                                                                \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                 \
+    double* a = acc;                                                                               \
+    const double* b = later;                                                                       \
+    for (int64_t j = 0; j < n; ++j) a[j] += b[j];                                                  \
+  }                                                                                                \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step,  \
+                                         int64_t count) {                                          \
+    const double* a = acc;                                                                         \
+    for (int64_t j = 0; j < n; ++j) {                                                              \
+      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(DIVIDE ? a[j] / (double)count : a[j]);         \
+    }                                                                                              \
+  }                                                                                                \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(double),                            \
+                                                        false,                                     \
+                                                        true,                                      \
+                                                        ct_##OP##_##SFX##_init,                    \
+                                                        ct_##OP##_##SFX##_run,                     \
+                                                        ct_##OP##_##SFX##_rows,                    \
+                                                        ct_##OP##_##SFX##_combine,                 \
                                                         ct_##OP##_##SFX##_finalize};
 
 #define CT_FAMILY_fsum(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
@@ -182,29 +181,29 @@ static inline double ct_lowest_double(void) {
     C* a = acc;                                                                                   \
     for (int64_t j = 0; j < n; ++j) a[j] = ct_lowest_##C();                                       \
   }                                                                                               \
-  static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n, int64_t index,        \
-                                    void* acc) {                                                  \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
+                                               int64_t index, void* acc) {                        \
     C m = *(C*)acc;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      CT_NANMAX_LOOP(C, n, ct_load_##SFX(p[ct_i]), m);                                            \
+      CT_NANMAX_LOOP(C, n, ct_vload_##SFX(p[ct_i]), m);                                            \
     } else {                                                                                      \
-      CT_NANMAX_LOOP(C, n, ct_load_##SFX(CT_AT(T, x, ct_i, step)), m);                            \
+      CT_NANMAX_LOOP(C, n, ct_vload_##SFX(CT_AT(T, x, ct_i, step)), m);                            \
     }                                                                                             \
     *(C*)acc = m;                                                                                 \
   }                                                                                               \
-  static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n, int64_t index,       \
-                                     void* acc) {                                                 \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
+                                                int64_t index, void* acc) {                       \
     C* a = acc;                                                                                   \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
       for (int64_t j = 0; j < n; ++j) {                                                           \
-        const C v = ct_load_##SFX(p[j]);                                                          \
+        const C v = ct_vload_##SFX(p[j]);                                                          \
         a[j] = CT_NAN_MAX(a[j], v);                                                               \
       }                                                                                           \
     } else {                                                                                      \
       for (int64_t j = 0; j < n; ++j) {                                                           \
-        const C v = ct_load_##SFX(CT_AT(T, x, j, step));                                          \
+        const C v = ct_vload_##SFX(CT_AT(T, x, j, step));                                          \
         a[j] = CT_NAN_MAX(a[j], v);                                                               \
       }                                                                                           \
     }                                                                                             \

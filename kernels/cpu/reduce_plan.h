@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 
+#include "cpu_dtypes.h"
 #include "internal.h"
 
 /* Most outputs one rows-mode task accumulates at once (whole rows up to this length, so that
@@ -49,6 +50,82 @@ typedef struct ct_reduce_vtable {
   /* out[j*out_step] = result of acc[j]; count = elements reduced per output */
   void (*finalize)(const void* acc, int64_t n, char* out, int64_t out_step, int64_t count);
 } ct_reduce_vtable;
+
+/* Loads and stores for hot loops: cpu_dtypes.h's, except that float16 (both ways) and the
+ * bfloat16 store are branch-free here, so that loops over them vectorise. Bit-exact with half.h
+ * (checked exhaustively over all 2^16 halves and 2^32 floats). */
+/* ct_half_to_float without branches (subnormals through an exact int -> float product). */
+static inline float ct_half_to_float_vec(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t exponent = ((uint32_t)h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  const uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);
+  const uint32_t special = 0x7f800000u | (mantissa << 13);
+  const uint32_t tiny = ct_float_bits((float)(int32_t)mantissa * 5.9604644775390625e-08f);
+  const uint32_t is_tiny = 0u - (uint32_t)(exponent == 0),
+                 is_special = 0u - (uint32_t)(exponent == 31);
+  const uint32_t magnitude =
+      (tiny & is_tiny) | (special & is_special) | (normal & ~(is_tiny | is_special));
+  return ct_bits_float(sign | magnitude);
+}
+/* ct_float_to_half without branches: every case computed, the right one selected. */
+static inline uint16_t ct_float_to_half_vec(float f) {
+  const uint32_t bits = ct_float_bits(f);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  /* nan: quiet, payload top bits kept; inf and overflow: inf */
+  const uint32_t nan = 0x7c00u | 0x200u | ((magnitude >> 13) & 0x3ffu);
+  /* below 2^-14: the FPU rounds at float's ulp 2^-24 after adding 0.5 */
+  const uint32_t tiny = ct_float_bits(ct_bits_float(magnitude & 0x3fffffffu) + 0.5f) - 0x3f000000u;
+  const uint32_t normal = (magnitude + 0xc8000fffu + ((magnitude >> 13) & 1u)) >> 13;
+  const uint32_t is_nan = 0u - (uint32_t)(magnitude > 0x7f800000u);
+  const uint32_t is_inf = 0u - (uint32_t)(magnitude >= 0x477ff000u);
+  const uint32_t is_tiny = 0u - (uint32_t)(magnitude < 0x38800000u);
+  uint32_t r = (normal & ~is_tiny) | (tiny & is_tiny);
+  r = (r & ~is_inf) | (0x7c00u & is_inf);
+  r = (r & ~is_nan) | (nan & is_nan);
+  return (uint16_t)(sign | r);
+}
+/* ct_float_to_bfloat16 without branches. */
+static inline uint16_t ct_float_to_bfloat16_vec(float f) {
+  const uint32_t bits = ct_float_bits(f);
+  const uint32_t is_nan = 0u - (uint32_t)((bits & 0x7fffffffu) > 0x7f800000u);
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (bits >> 16) | 0x40u;
+  return (uint16_t)((rounded & ~is_nan) | (quiet & is_nan));
+}
+
+#define CT_DEF(A, SFX, T, C, U, ID)      \
+  static inline C ct_vload_##SFX(T v) {  \
+    return ct_load_##SFX(v);             \
+  }                                      \
+  static inline T ct_vstore_##SFX(C v) { \
+    return ct_store_##SFX(v);            \
+  }
+CT_CPU_BOOL_TYPE(CT_DEF, _)
+CT_CPU_COMPUTE_TYPES(CT_DEF, _)
+#undef CT_DEF
+static inline float ct_vload_f16(uint16_t v) {
+  return ct_half_to_float_vec(v);
+}
+static inline uint16_t ct_vstore_f16(float v) {
+  return ct_float_to_half_vec(v);
+}
+static inline float ct_vload_bf16(uint16_t v) {
+  return ct_bfloat16_to_float(v);
+}
+static inline uint16_t ct_vstore_bf16(float v) {
+  return ct_float_to_bfloat16_vec(v);
+}
+
+/* Hot loops are also compiled for AVX2 and the variant is picked at load time (GCC, x86-64 ELF:
+ * ifunc). Results are bitwise the same on every variant: the loops keep explicit independent
+ * accumulators, AVX2 brings no FMA, and nothing is reassociated. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
+    !defined(CT_NO_TARGET_CLONES)
+#define CT_CPU_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define CT_CPU_HOT
+#endif
 
 /* The larger of m and v; a nan in either wins (comparisons with nan are false). */
 #define CT_NAN_MAX(m, v) ((v) > (m) || (v) != (v) ? (v) : (m))
