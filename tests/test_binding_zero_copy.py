@@ -194,3 +194,28 @@ def test_out_returns_the_same_object_for_a_one_tuple():
     out = np.empty(3)
     assert ops.negative(a, out=(out,)) is out
     assert ctensor.ops.negative(a, out=[out]) is out
+
+
+class _Sub(np.ndarray):
+    """A NumPy subclass: not read by the C fast paths, so it exercises the general path."""
+
+
+@pytest.mark.parametrize("op,args,attrs", [
+    ("add", (np.arange(6.0).reshape(2, 3), np.arange(3.0)), {}),
+    ("sum", (np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::-1],), {"axis": 1}),
+    ("matmul", (np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)), {}),
+    ("sqrt", (np.arange(5, dtype=np.int8),), {}),
+    ("multiply", (np.arange(4, dtype=np.int16), np.arange(4, dtype=np.float32)), {}),
+])
+def test_fast_and_general_paths_agree(op, args, attrs):
+    function = getattr(ops, op)
+    fast = function(*args, **attrs)
+    general = function(*[a.view(_Sub) for a in args], **attrs)
+    assert type(general) is np.ndarray
+    assert fast.dtype == general.dtype
+    np.testing.assert_array_equal(fast, general)
+    out_fast = np.empty_like(fast)
+    out_general = np.empty_like(fast).view(_Sub)
+    assert function(*args, out=out_fast, **attrs) is out_fast
+    assert function(*args, out=out_general, **attrs) is out_general
+    np.testing.assert_array_equal(out_fast, np.asarray(out_general))

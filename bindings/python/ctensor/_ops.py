@@ -403,32 +403,41 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: _Frame
     if spec.fast:
         # Plain NumPy arrays and PyTorch tensors on the CPU, read in C in one crossing (see
         # ctpy_fast_call and ctpy_fast_new); anything else answers CTPY_FAST_NEED_PYTHON and
-        # takes the paths below.
-        if out is not None:
-            status = _fast_call(frame.c, spec.op, id(args), id(out), attr_array, num_attrs)
-            if status == 0:
-                if type(out) in (tuple, list) and len(out) == 1 and spec.single_output:
-                    return out[0]
-                return out
+        # takes the paths below. Python scalars of elementwise ops are made 0-d NumPy arrays
+        # first when their weak dtype is plain (see _weak_scalars).
+        fast_args, first_type = args, type(args[0]) if args else None
+        for attempt in (0, 1):
+            if out is not None:
+                status = _fast_call(frame.c, spec.op, id(fast_args), id(out), attr_array,
+                                    num_attrs)
+                if status == 0:
+                    if type(out) in (tuple, list) and len(out) == 1 and spec.single_output:
+                        return out[0]
+                    return out
+            else:
+                fast = _FAST_ALLOCATORS.get(first_type)
+                if fast is None:
+                    status = _NEED_PYTHON
+                else:
+                    capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+                    results: list = []
+                    status = _fast_new(frame.c, spec.op, id(fast_args), attr_array, num_attrs,
+                                       capacity, id(fast[0]), id(fast[1]), id(results))
+                    if status == 0:
+                        if len(results) == 1 and spec.single_output:
+                            return results[0]
+                        return tuple(results)
             if status != _NEED_PYTHON:
                 if status != _UNSUPPORTED_DTYPE and status != _WORKSPACE_TOO_SMALL:
                     raise _fail(status)
-                tried = True
-        elif args:
-            fast = _FAST_ALLOCATORS.get(type(args[0]))
-            if fast is not None:
-                capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
-                results: list = []
-                status = _fast_new(frame.c, spec.op, id(args), attr_array, num_attrs, capacity,
-                                   id(fast[0]), id(fast[1]), id(results))
-                if status == 0:
-                    if len(results) == 1 and spec.single_output:
-                        return results[0]
-                    return tuple(results)
-                if status != _NEED_PYTHON:
-                    if status != _UNSUPPORTED_DTYPE and status != _WORKSPACE_TOO_SMALL:
-                        raise _fail(status)
-                    tried = True
+                tried = attempt == 0  # with converted scalars, the general path starts afresh
+                break
+            if attempt or not spec.elementwise:
+                break
+            converted = _weak_scalars(spec, args)
+            if converted is None:
+                break
+            fast_args, first_type = converted
     n = len(args)
     objects = frame.objects
     keep = frame.keep
@@ -888,6 +897,59 @@ def _wide_python_int(value: int, op: str) -> tuple[str, Any]:
     if 0 <= value <= _INT_RANGES["uint64"][1]:
         return "uint64", value
     return "float64", float("inf") if value > 0 else float("-inf")
+
+
+_PLAIN_SCALARS = (bool, int, float)
+# numpy dtype of a weak scalar by (Python type, partner's dtype object): see _weak_scalars.
+_WEAK_SCALAR_DTYPES: dict[tuple, np.dtype | None] = {}
+
+
+def _weak_scalars(spec: OpSpec, args: tuple) -> tuple[tuple, type] | None:
+    """``args`` with its Python scalars made 0-d NumPy arrays of their weak dtype (NEP 50), for
+    the C fast paths; None when this simple conversion does not apply (no array, a scalar with
+    no array of its promotion group, bool or bfloat16 partners, ints in ops that take any int
+    exactly). The general path then handles the call."""
+    first_type = None
+    for a in args:
+        if type(a) not in _PLAIN_SCALARS:
+            first_type = type(a)
+            break
+    if first_type is None:
+        return None
+    group_of = spec.group_index("cpu")
+    converted = list(args)
+    for i, value in enumerate(args):
+        tp = type(value)
+        if tp not in _PLAIN_SCALARS:
+            continue
+        if tp is int and (spec.name in _COMPARISONS or spec.name == "divide"):
+            return None
+        partners = [args[j] for j in group_of.get(i, ()) if type(args[j]) not in _PLAIN_SCALARS]
+        if len(partners) != 1:
+            return None
+        partner_dtype = getattr(partners[0], "dtype", None)
+        key = (tp, partner_dtype)
+        try:
+            dtype = _WEAK_SCALAR_DTYPES[key]
+        except KeyError:
+            dtype = _WEAK_SCALAR_DTYPES[key] = _weak_scalar_dtype(value, partner_dtype)
+        except TypeError:  # an unhashable dtype attribute: not a plain array
+            return None
+        if dtype is None:
+            return None
+        converted[i] = np.asarray(value, dtype)  # OverflowError when it does not fit, as NumPy
+    return tuple(converted), first_type
+
+
+def _weak_scalar_dtype(value: Any, partner_dtype: Any) -> np.dtype | None:
+    try:
+        name = to_dtype_name(partner_dtype)
+    except Exception:  # noqa: BLE001 - not a dtype we know: the general path decides
+        return None
+    if name in ("bool", "bfloat16") or name not in DTYPE_INDEX:
+        return None
+    dtype = scalar_dtype(value, name)
+    return np.dtype(dtype) if dtype in DTYPE_INDEX and dtype != "bfloat16" else None
 
 
 def _scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
