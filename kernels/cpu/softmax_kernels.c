@@ -13,6 +13,7 @@
  * axis) cut the axis into pieces whose maxima and sums are computed in parallel and combined in
  * order. Choices depend on shapes only, so results do not depend on the thread count. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -21,7 +22,7 @@
 #include "reduce_plan.h"
 #include "strided_iter.h"
 
-#define CT_SOFTMAX_CHUNK 256
+#define CT_SOFTMAX_CHUNK 2048
 #define CT_SOFTMAX_BLOCK 128 /* rows summed into a partial before joining the total */
 #define CT_SOFTMAX_FEW_TASKS 8
 #define CT_SOFTMAX_PIECE 16384
@@ -82,6 +83,7 @@ typedef struct ct_softmax_block {
   char* out;
   int64_t sx, so, lx, lo;
   int64_t lanes;
+  double* scratch; /* room for `lanes` doubles */
 } ct_softmax_block;
 
 typedef struct ct_softmax_fns {
@@ -106,13 +108,13 @@ typedef struct ct_softmax_fns {
     for (; ct_b + CT_SOFTMAX_WIDTH <= (LEN); ct_b += CT_SOFTMAX_WIDTH) {           \
       for (int ct_k = 0; ct_k < CT_SOFTMAX_WIDTH; ++ct_k) {                        \
         const int64_t ct_i = ct_b + ct_k;                                          \
-        const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MX));                      \
+        const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MX));                     \
         if (REUSE) OAT = (T)ct_e;                                                  \
         ct_acc[ct_k] += (double)ct_e;                                              \
       }                                                                            \
     }                                                                              \
     for (int64_t ct_i = ct_b; ct_i < (LEN); ++ct_i) {                              \
-      const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MX));                        \
+      const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MX));                       \
       if (REUSE) OAT = (T)ct_e;                                                    \
       ct_acc[0] += (double)ct_e;                                                   \
     }                                                                              \
@@ -125,14 +127,14 @@ typedef struct ct_softmax_fns {
 /* One row of the vector mode: exponentials of lanes j (XAT/OAT element j) into PART[j]. */
 #define CT_SOFTMAX_ROW_SUM(SFX, T, C, LANES, XAT, OAT, MAX, REUSE, PART) \
   for (int64_t j = 0; j < (LANES); ++j) {                                \
-    const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MAX)[j]);            \
+    const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MAX)[j]);           \
     if (REUSE) OAT = (T)ct_e;                                            \
     (PART)[j] += (double)ct_e;                                           \
   }
 
 /* Output elements: OAT = e * inv, e read back from the output when REUSE, else recomputed. */
-#define CT_SOFTMAX_SCALE(SFX, T, C, FIRST, END, XAT, OAT, MX, INV, REUSE)    \
-  for (int64_t ct_i = (FIRST); ct_i < (END); ++ct_i) {                       \
+#define CT_SOFTMAX_SCALE(SFX, T, C, FIRST, END, XAT, OAT, MX, INV, REUSE)     \
+  for (int64_t ct_i = (FIRST); ct_i < (END); ++ct_i) {                        \
     const C ct_e = (REUSE) ? (C)OAT : ct_exp_##C(ct_vload_##SFX(XAT) - (MX)); \
     OAT = ct_vstore_##SFX(ct_e * (INV));                                      \
   }
@@ -152,9 +154,9 @@ typedef struct ct_softmax_fns {
       const char* base = b->x + ib * b->sx;                                                        \
       if (b->sx == (int64_t)sizeof(T)) {                                                           \
         const T* p = (const T*)base;                                                               \
-        CT_NANMAX_LOOP(C, ie - ib, ct_vload_##SFX(p[ct_i]), r);                                     \
+        CT_NANMAX_LOOP(C, ie - ib, ct_vload_##SFX(p[ct_i]), r);                                    \
       } else {                                                                                     \
-        CT_NANMAX_LOOP(C, ie - ib, ct_vload_##SFX(*(const T*)(base + ct_i * b->sx)), r);            \
+        CT_NANMAX_LOOP(C, ie - ib, ct_vload_##SFX(*(const T*)(base + ct_i * b->sx)), r);           \
       }                                                                                            \
       a[0] = r;                                                                                    \
       return;                                                                                      \
@@ -164,12 +166,12 @@ typedef struct ct_softmax_fns {
       if (b->lx == (int64_t)sizeof(T)) {                                                           \
         const T* p = (const T*)row;                                                                \
         for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
-          const C v = ct_vload_##SFX(p[j]);                                                         \
+          const C v = ct_vload_##SFX(p[j]);                                                        \
           a[j] = CT_NAN_MAX(a[j], v);                                                              \
         }                                                                                          \
       } else {                                                                                     \
         for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
-          const C v = ct_vload_##SFX(*(const T*)(row + j * b->lx));                                 \
+          const C v = ct_vload_##SFX(*(const T*)(row + j * b->lx));                                \
           a[j] = CT_NAN_MAX(a[j], v);                                                              \
         }                                                                                          \
       }                                                                                            \
@@ -194,7 +196,7 @@ typedef struct ct_softmax_fns {
       }                                                                                            \
       return;                                                                                      \
     }                                                                                              \
-    double part[CT_SOFTMAX_CHUNK];                                                                 \
+    double* part = b->scratch;                                                                     \
     for (int64_t i0 = ib; i0 < ie; i0 += CT_SOFTMAX_BLOCK) {                                       \
       const int64_t i1 = ie - i0 < CT_SOFTMAX_BLOCK ? ie : i0 + CT_SOFTMAX_BLOCK;                  \
       for (int64_t j = 0; j < b->lanes; ++j) part[j] = 0.0;                                        \
@@ -217,7 +219,7 @@ typedef struct ct_softmax_fns {
                                                   int64_t ie, const void* m, const double* s) {    \
     const C* a = m;                                                                                \
     const int reuse = sizeof(T) == sizeof(C);                                                      \
-    C inv[CT_SOFTMAX_CHUNK];                                                                       \
+    C* inv = (C*)b->scratch;                                                                       \
     for (int64_t j = 0; j < b->lanes; ++j) inv[j] = (C)(1.0 / s[j]);                               \
     if (b->lanes == 1) {                                                                           \
       const int64_t sx = b->sx, so = b->so;                                                        \
@@ -267,7 +269,10 @@ typedef struct ct_softmax_plan {
   int64_t outer_shape[CT_MAX_NDIM], outer_xs[CT_MAX_NDIM], outer_os[CT_MAX_NDIM];
   bool vector_mode;
   int64_t vec_n, vec_xs, vec_os;
-  int64_t chunks, ntasks;
+  int64_t chunk;  /* lanes per task: min(vec_n, CT_SOFTMAX_CHUNK) */
+  int64_t chunks; /* tasks per outer position */
+  int64_t ntasks;
+  atomic_int failed; /* a thread could not allocate its buffers */
 } ct_softmax_plan;
 
 static inline int64_t ct_abs64(int64_t v) {
@@ -285,34 +290,41 @@ static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_b
     x += i * p->outer_xs[k];
     out += i * p->outer_os[k];
   }
-  const int64_t first = chunk * CT_SOFTMAX_CHUNK;
+  const int64_t first = chunk * p->chunk;
   b->x = x + first * p->vec_xs;
   b->out = out + first * p->vec_os;
   b->sx = p->sx;
   b->so = p->so;
   b->lx = p->vec_xs;
   b->lo = p->vec_os;
-  b->lanes = p->vec_n - first < CT_SOFTMAX_CHUNK ? p->vec_n - first : CT_SOFTMAX_CHUNK;
+  b->lanes = p->vec_n - first < p->chunk ? p->vec_n - first : p->chunk;
+  b->scratch = NULL;
 }
 
 static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
-  const ct_softmax_plan* p = context;
-  _Alignas(64) double m[CT_SOFTMAX_CHUNK];
-  double s[CT_SOFTMAX_CHUNK];
+  ct_softmax_plan* p = context;
+  double* m = malloc((size_t)(3 * p->chunk) * sizeof(double)); /* maxima, sums, scratch */
+  if (!m) {
+    atomic_store(&p->failed, 1);
+    return;
+  }
+  double* s = m + p->chunk;
   for (int64_t t = begin; t < end; ++t) {
     ct_softmax_block b;
     ct_softmax_task_at(p, t, &b);
+    b.scratch = s + p->chunk;
     p->fns->lowest(m, b.lanes);
     p->fns->max(&b, 0, p->n, m);
     for (int64_t j = 0; j < b.lanes; ++j) s[j] = 0.0;
     p->fns->sum(&b, 0, p->n, m, s);
     p->fns->scale(&b, 0, p->n, m, s);
   }
+  free(m);
 }
 
 /* One task cut into pieces along the axis. */
 typedef struct ct_softmax_split {
-  const ct_softmax_plan* plan;
+  ct_softmax_plan* plan;
   ct_softmax_block block;
   int64_t piece;
   unsigned char* maxima; /* pieces x lanes, compute type */
@@ -338,24 +350,38 @@ static void ct_softmax_pieces_max(int64_t begin, int64_t end, void* context) {
   }
 }
 
+/* The task's block with this thread's own scratch (NULL: out of memory, flagged). */
+static bool ct_softmax_piece_block(const ct_softmax_split* s, ct_softmax_block* b) {
+  *b = s->block;
+  b->scratch = malloc((size_t)b->lanes * sizeof(double));
+  if (!b->scratch) atomic_store(&s->plan->failed, 1);
+  return b->scratch != NULL;
+}
+
 static void ct_softmax_pieces_sum(int64_t begin, int64_t end, void* context) {
   const ct_softmax_split* s = context;
+  ct_softmax_block b;
+  if (!ct_softmax_piece_block(s, &b)) return;
   for (int64_t i = begin; i < end; ++i) {
     int64_t ib, ie;
     ct_softmax_piece_range(s, i, &ib, &ie);
-    double* sum = s->sums + i * s->block.lanes;
-    for (int64_t j = 0; j < s->block.lanes; ++j) sum[j] = 0.0;
-    s->plan->fns->sum(&s->block, ib, ie, s->max, sum);
+    double* sum = s->sums + i * b.lanes;
+    for (int64_t j = 0; j < b.lanes; ++j) sum[j] = 0.0;
+    s->plan->fns->sum(&b, ib, ie, s->max, sum);
   }
+  free(b.scratch);
 }
 
 static void ct_softmax_pieces_scale(int64_t begin, int64_t end, void* context) {
   const ct_softmax_split* s = context;
+  ct_softmax_block b;
+  if (!ct_softmax_piece_block(s, &b)) return;
   for (int64_t i = begin; i < end; ++i) {
     int64_t ib, ie;
     ct_softmax_piece_range(s, i, &ib, &ie);
-    s->plan->fns->scale(&s->block, ib, ie, s->max, s->sum);
+    s->plan->fns->scale(&b, ib, ie, s->max, s->sum);
   }
+  free(b.scratch);
 }
 
 static int ct_cpu_softmax_run(const ct_kernel_call* call) {
@@ -429,7 +455,9 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   p.vector_mode = vec >= 0 && p.n > 1 && ct_abs64(p.outer_xs[vec]) < ct_abs64(p.sx);
   p.vec_n = 1;
   p.vec_xs = p.vec_os = 0;
+  p.chunk = 1;
   p.chunks = 1;
+  atomic_init(&p.failed, 0);
   if (p.vector_mode) {
     p.vec_n = p.outer_shape[vec];
     p.vec_xs = p.outer_xs[vec];
@@ -446,15 +474,20 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
       p.outer_os[k - 1] = p.outer_os[k];
     }
     --p.nouter;
-    p.chunks = (p.vec_n + CT_SOFTMAX_CHUNK - 1) / CT_SOFTMAX_CHUNK;
+    p.chunk = p.vec_n < CT_SOFTMAX_CHUNK ? p.vec_n : CT_SOFTMAX_CHUNK;
+    p.chunks = (p.vec_n + p.chunk - 1) / p.chunk;
   }
   int64_t outer = 1;
   for (int32_t k = 0; k < p.nouter; ++k) outer *= p.outer_shape[k];
   p.ntasks = outer * p.chunks;
-  const int64_t lanes = p.vec_n < CT_SOFTMAX_CHUNK ? p.vec_n : CT_SOFTMAX_CHUNK;
+  const int64_t lanes = p.chunk;
   const int64_t task_cost = p.n * lanes * CT_SOFTMAX_COST;
+  const char* oom = "softmax: cannot allocate %lld bytes of partial results";
   if (p.ntasks >= CT_SOFTMAX_FEW_TASKS || task_cost < 2 * CT_SOFTMAX_PIECE * CT_SOFTMAX_COST) {
     ct_cpu_parallel_for(p.ntasks, task_cost, ct_softmax_tasks, &p);
+    if (atomic_load(&p.failed)) {
+      return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom, (long long)(3 * lanes * sizeof(double)));
+    }
     return CT_OK;
   }
   /* A few long lanes: cut the axis into pieces. */
@@ -468,7 +501,8 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   if (!sums || !maxima) {
     free(sums);
     free(maxima);
-    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "softmax: cannot allocate partial results");
+    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom,
+                        (long long)(pieces * lanes * (sizeof(double) + p.fns->max_size)));
   }
   const int64_t piece_cost = piece * lanes * CT_SOFTMAX_COST;
   for (int64_t t = 0; t < p.ntasks; ++t) {
@@ -485,14 +519,19 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
     }
     s.max = maxima;
     ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_sum, &s);
+    if (atomic_load(&p.failed)) break;
     for (int64_t i = 1; i < pieces; ++i) {
       for (int64_t j = 0; j < nl; ++j) sums[j] += sums[i * nl + j];
     }
     s.sum = sums;
     ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_scale, &s);
+    if (atomic_load(&p.failed)) break;
   }
   free(sums);
   free(maxima);
+  if (atomic_load(&p.failed)) {
+    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom, (long long)(lanes * sizeof(double)));
+  }
   return CT_OK;
 }
 
