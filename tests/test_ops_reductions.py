@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import math
 
+import ctensor
 import numpy as np
 import pytest
 import torch
-from arrays import ALL_NUMPY, FLOAT_NUMPY, INTEGER, assert_close, kernel_dtypes, strided_arrays
+from arrays import ALL_NUMPY, assert_close, kernel_dtypes, strided_arrays
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import ctensor
 
 ALL_DTYPES = ALL_NUMPY + ["bfloat16"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 EPS64 = np.finfo(np.float64).eps
 SPECIAL = [math.nan, math.inf, -math.inf]
 
-SETTINGS = settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ----- helpers ----------------------------------------------------------------------------------
@@ -123,9 +120,11 @@ def strided_out(draw, shape, dtype: str):
 
 def run(op, x, out=None, **kw):
     with np.errstate(all="ignore"):
-        result = getattr(ctensor.ops, op)(x, out=out, **kw) if out is not None else getattr(
-            ctensor.ops, op
-        )(x, **kw)
+        result = (
+            getattr(ctensor.ops, op)(x, out=out, **kw)
+            if out is not None
+            else getattr(ctensor.ops, op)(x, **kw)
+        )
     if out is not None:
         assert result is out
     if isinstance(x, torch.Tensor):
@@ -228,8 +227,11 @@ def test_low_precision_torch_tensors(op, dtype, data):
     """float16/bfloat16 torch tensors, including non-contiguous ones, against float64."""
     shape = data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
     values = data.draw(
-        st.lists(elements(dtype, special=False, bound=100.0), min_size=int(np.prod(shape)),
-                 max_size=int(np.prod(shape)))
+        st.lists(
+            elements(dtype, special=False, bound=100.0),
+            min_size=int(np.prod(shape)),
+            max_size=int(np.prod(shape)),
+        )
     )
     t = torch.tensor(values, dtype=torch.float64).reshape(shape).to(getattr(torch, dtype))
     if t.dim() > 1 and data.draw(st.booleans()):
@@ -300,7 +302,7 @@ def test_float64_sum_is_pairwise_accurate():
     assert abs(float(ctensor.ops.sum(x)) - exact) <= 1e-15 * np.sum(np.abs(x))
     # the same accuracy for a reduction over an outer axis (rows mode) and a strided view
     cols = x[:999_999].reshape(333_333, 3)
-    for got, column in zip(ctensor.ops.sum(cols, axis=0), cols.T):
+    for got, column in zip(ctensor.ops.sum(cols, axis=0), cols.T, strict=True):
         assert abs(got - math.fsum(column.tolist())) <= 1e-15 * np.sum(np.abs(column))
     assert abs(ctensor.ops.sum(x[::-3]) - math.fsum(x[::-3].tolist())) <= 1e-15 * np.sum(np.abs(x))
 
@@ -336,7 +338,7 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
             for threads in [default, 1]:
                 ctensor.set_num_threads(threads)
                 results[threads] = [run(op, view, axis=axis) for op, axis in cases]
-            for (op, axis), a, b in zip(cases, results[default], results[1]):
+            for (op, axis), a, b in zip(cases, results[default], results[1], strict=True):
                 np.testing.assert_array_equal(a, b, err_msg=f"{op} axis={axis} threads differ")
                 if op == "argmax":
                     np.testing.assert_array_equal(a, np.argmax(view, axis=axis))
@@ -348,8 +350,9 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
                     x64 = view.astype(np.float64)
                     want = expected_float(op, x64, axis, False)
                     out = sum_dtype(dtype) if op == "sum" else mean_dtype(dtype)
-                    assert_close(a, np.asarray(want).astype(out), out,
-                                 atol=float_atol(op, x64, axis, out))
+                    assert_close(
+                        a, np.asarray(want).astype(out), out, atol=float_atol(op, x64, axis, out)
+                    )
     finally:
         ctensor.set_num_threads(0)
 
@@ -424,7 +427,7 @@ def test_softmax_matches_torch(dtype, data):
     ndim = x.dim() if isinstance(x, torch.Tensor) else x.ndim
     if special and np.prod(tuple(x.shape)) > 0:
         # a nan, an inf or a whole -inf lane somewhere
-        x = (x.clone() if isinstance(x, torch.Tensor) else np.array(x, copy=True))
+        x = x.clone() if isinstance(x, torch.Tensor) else np.array(x, copy=True)
         index = tuple(data.draw(st.integers(0, s - 1)) for s in x.shape)
         x[index] = data.draw(st.sampled_from(SPECIAL))
     axis = data.draw(st.integers(-max(ndim, 1), max(ndim, 1) - 1))
@@ -451,8 +454,10 @@ def test_softmax_special_lanes(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-@pytest.mark.parametrize("shape, axis", [((300_001,), 0), ((3, 40_000), 0), ((2, 3, 50_000), -1),
-                                         ((2_000, 130), 0), ((130, 2_000), 1)])
+@pytest.mark.parametrize(
+    "shape, axis",
+    [((300_001,), 0), ((3, 40_000), 0), ((2, 3, 50_000), -1), ((2_000, 130), 0), ((130, 2_000), 1)],
+)
 def test_softmax_large(dtype, shape, axis):
     """Long lanes (split into parallel pieces), outer axes (vector mode) and many lanes."""
     rng = np.random.default_rng(5)
