@@ -27,11 +27,12 @@
 /* Most outputs one rows-mode task accumulates at once (whole rows up to this length, so that
  * the input streams through memory in order). */
 #define CT_REDUCE_CHUNK 8192
-/* Largest accumulator, in bytes (argmax: value + int64 index). */
-#define CT_REDUCE_MAX_ACC 16
 /* With `blocked`, this many run/rows calls go into a partial accumulator before it is added to
  * the total: a two-level sum (error ~ (BLOCK + calls / BLOCK) ulps, not calls ulps). */
 #define CT_REDUCE_BLOCK 128
+
+/* The T at byte offset index * step from base. */
+#define CT_REDUCE_AT(T, base, index, step) (*(const T*)((base) + (index) * (step)))
 
 /* An accumulator vtable; `acc` points at n accumulators of acc_size bytes. `index` is the flat
  * index (over the reduced dims, in the plan's order) of the first element a call reads. */
