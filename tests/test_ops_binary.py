@@ -71,10 +71,13 @@ def reference(op, dtype, x1, x2):
     if dtype in FLOATS:
         a, b = to_float64(x1), to_float64(x2)
         shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+        # Materialise both operands: with a scalar exponent NumPy rewrites x ** 0.5 as sqrt(x)
+        # (so (-inf) ** 0.5 is nan), unlike its element-wise loop and C99 pow (inf), which
+        # ctensor follows.
+        full_a, full_b = (np.array(v, copy=True) for v in np.broadcast_arrays(
+            np.atleast_1d(a), np.atleast_1d(b)))
         with np.errstate(all="ignore"):
-            # NumPy's 0-d float64 path disagrees with its own array loops and with C99 on
-            # pow(-inf, 0.5) (nan instead of inf): always reference the array loops.
-            r = FLOAT_REF[op](np.atleast_1d(a), np.atleast_1d(b)).reshape(shape)
+            r = FLOAT_REF[op](full_a, full_b).reshape(shape)
         return r if op in COMPARE else round_to_dtype(r, dtype)
     with np.errstate(all="ignore"):
         return FLOAT_REF[op](np.asarray(x1), np.asarray(x2))  # NumPy in dtype; divide -> float64

@@ -32,7 +32,8 @@ CT_BINARY_OP(maximum, "Element-wise maximum with broadcasting; nan propagates.",
 CT_BINARY_OP(minimum, "Element-wise minimum with broadcasting; nan propagates.",
              ct_infer_broadcast_same_dtype);
 CT_BINARY_OP(pow,
-             "x1 ** x2 with broadcasting. Integer bases with negative integer exponents are an "
+             "x1 ** x2 with broadcasting. Floats follow C99 pow, as NumPy's element-wise loop "
+             "(pow(-inf, 0.5) = inf). Integer bases with negative integer exponents are an "
              "error, as in NumPy; integer results wrap.",
              ct_infer_broadcast_same_dtype);
 
