@@ -35,7 +35,8 @@ def assert_close(actual, expected, dtype=None, rtol_scale: float = 1.0, atol: fl
     """Compares `actual` (any array) with a reference (computed in float64 or exactly), using the
     tolerance of `dtype` (default: actual's dtype). Integers and bools must match exactly. NaNs
     must sit in the same places; infinities must match in sign."""
-    actual_np = np.asarray(actual.float() if hasattr(actual, "float") and "bfloat16" in str(actual.dtype) else actual)
+    is_torch_bfloat16 = hasattr(actual, "float") and "bfloat16" in str(actual.dtype)
+    actual_np = np.asarray(actual.float() if is_torch_bfloat16 else actual)
     expected = np.asarray(expected)
     name = str(dtype if dtype is not None else getattr(actual, "dtype", actual_np.dtype))
     assert actual_np.shape == expected.shape, f"shape {actual_np.shape} != {expected.shape}"
@@ -53,11 +54,17 @@ def assert_close(actual, expected, dtype=None, rtol_scale: float = 1.0, atol: fl
 
 
 @st.composite
-def strided_arrays(draw, dtype, shape=None, min_dims=0, max_dims=4, min_side=0, max_side=5, elements=None):
+def strided_arrays(
+    draw, dtype, shape=None, min_dims=0, max_dims=4, min_side=0, max_side=5, elements=None
+):
     """A numpy array of `dtype` whose layout is drawn too: a view with positive, negative or
     broadcast (zero) strides into a larger buffer, or a plain compact array."""
     if shape is None:
-        shape = draw(hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side))
+        shape = draw(
+            hnp.array_shapes(
+                min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+            )
+        )
     layout = draw(st.sampled_from(["compact", "sliced", "reversed", "transposed", "broadcast"]))
     if elements is None:
         elements = hnp.from_dtype(np.dtype(dtype), allow_subnormal=False)

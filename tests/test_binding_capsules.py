@@ -6,10 +6,11 @@ import gc
 import sys
 import weakref
 
-import ctensor
 import numpy as np
 import pytest
 import torch
+
+import ctensor
 from ctensor import ops
 from ctensor.testing import CountedCapsule, capsule_name
 

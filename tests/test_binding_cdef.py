@@ -7,8 +7,9 @@ import importlib.util
 import pathlib
 
 import cffi
-import ctensor
 import pytest
+
+import ctensor
 from ctensor._lib import ffi, lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -3,10 +3,11 @@ which creates it in the caller's framework; failures in the callback come back a
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
+
+import ctensor
 from ctensor import _frameworks, ops
 
 

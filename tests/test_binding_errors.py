@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
+
+import ctensor
 from ctensor import ops
 from ctensor._lib import ffi, lib
 from ctensor.testing import CountedCapsule, capsule_name

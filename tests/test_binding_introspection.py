@@ -10,8 +10,9 @@ import shutil
 import subprocess
 import sys
 
-import ctensor
 import pytest
+
+import ctensor
 from ctensor import ops
 from ctensor._lib import ffi, lib
 from ctensor._registry import registry_json

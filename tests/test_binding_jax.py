@@ -4,9 +4,10 @@ installed (it is not a test dependency of the package yet)."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
+
+import ctensor
 from ctensor import ops
 
 jax = pytest.importorskip("jax")

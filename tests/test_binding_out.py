@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 
-import ctensor
 import numpy as np
 import pytest
 import torch
+
+import ctensor
 from ctensor import ops
 from ctensor.testing import CountedCapsule, capsule_name
 

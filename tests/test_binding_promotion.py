@@ -6,10 +6,11 @@ from __future__ import annotations
 import itertools
 import warnings
 
-import ctensor
 import numpy as np
 import pytest
 import torch
+
+import ctensor
 from ctensor import ops
 from ctensor._dtypes import can_cast_safe, promote
 

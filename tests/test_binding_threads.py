@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 
-import ctensor
 import numpy as np
 import torch
+
+import ctensor
 from ctensor import ops
 
 THREADS = 8

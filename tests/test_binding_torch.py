@@ -3,10 +3,11 @@ argument; PyTorch in, PyTorch out."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
+
+import ctensor
 from ctensor import ops
 
 

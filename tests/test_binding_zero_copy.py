@@ -3,15 +3,16 @@ out= writes into the caller's own buffer."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctensor
 from ctensor import _dlpack, ops
 from ctensor._lib import lib
 from ctensor.testing import tensor_address
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 class Recorder:

@@ -7,11 +7,12 @@ float32 and can round twice. NaN results only need to be NaN."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
 from arrays import round_to_bfloat16
+
+import ctensor
 
 RNG = np.random.default_rng(20240611)
 # NumPy warns when its reference conversions overflow to inf: that is the point here

@@ -7,7 +7,6 @@ explicitly: truncate toward zero, nan -> 0, out-of-range and +-inf saturate."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
@@ -26,6 +25,8 @@ from arrays import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import ctensor
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 SOURCES = kernel_dtypes("astype")

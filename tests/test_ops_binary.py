@@ -9,7 +9,6 @@ arrays.TOLERANCE."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
@@ -30,6 +29,8 @@ from arrays import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ctensor
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 ARITH = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "pow"]

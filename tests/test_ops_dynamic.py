@@ -93,7 +93,7 @@ def test_nonzero_matches_numpy(dtype, data):
     got = ops.nonzero(x)
     expected = np.nonzero(x)
     assert isinstance(got, tuple) and len(got) == x.ndim
-    for g, e in zip(got, expected):
+    for g, e in zip(got, expected, strict=False):
         assert_same_values(g, e, "int64")
 
 
@@ -130,7 +130,7 @@ def test_nonzero_large_parallel(shape, dtype):
         x[rng.random(shape) < 0.01] = np.nan
     for view in (x, x[::-1], x.T):
         got = ops.nonzero(view)
-        for g, e in zip(got, np.nonzero(view)):
+        for g, e in zip(got, np.nonzero(view), strict=False):
             np.testing.assert_array_equal(g, e)
 
 
@@ -311,7 +311,7 @@ def test_torch_tensors(dtype, data):
 
     got = ops.nonzero(x)
     assert all(isinstance(g, torch.Tensor) and g.dtype == torch.int64 for g in got)
-    for g, e in zip(got, np.nonzero(ref)):
+    for g, e in zip(got, np.nonzero(ref), strict=False):
         np.testing.assert_array_equal(g.numpy(), e)
 
     got = ops.unique_values(x)
@@ -356,7 +356,7 @@ def test_one_thread_and_many_agree():
     finally:
         ctensor.set_num_threads(before)
     for nz, uq, bm in results[1:]:
-        for a, b in zip(nz, results[0][0]):
+        for a, b in zip(nz, results[0][0], strict=False):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(uq, results[0][1])
         np.testing.assert_array_equal(bm, results[0][2])

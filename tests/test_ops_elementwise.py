@@ -6,7 +6,6 @@ test_ops_astype.py."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
@@ -21,6 +20,8 @@ from arrays import (
     round_to_dtype,
 )
 from numpy.lib.stride_tricks import as_strided
+
+import ctensor
 
 ARITH = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "pow"]
 COMPARE = ["equal", "less", "greater"]

@@ -11,7 +11,6 @@ against a reference computed in uint64 and wrapped to the dtype; bool is or-of-a
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
@@ -20,6 +19,8 @@ from arrays import INTEGER, assert_close, kernel_dtypes, strided_arrays, toleran
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ctensor
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

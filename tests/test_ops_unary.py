@@ -8,7 +8,6 @@ included; transcendental ones within arrays.TOLERANCE."""
 
 from __future__ import annotations
 
-import ctensor
 import numpy as np
 import pytest
 import torch
@@ -26,6 +25,8 @@ from arrays import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import ctensor
 
 UNARY = ["negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
