@@ -3,8 +3,8 @@
 
 #include "internal.h"
 
-static const char* const ct_attr_type_names[] = {"int",       "float",      "bool",  "string",
-                                                 "int list",  "float list", "dtype", "None"};
+static const char* const ct_attr_type_names[] = {"int",      "float",      "bool",  "string",
+                                                 "int list", "float list", "dtype", "None"};
 
 static const char* ct_attr_type_name(int32_t type) {
   return type >= 0 && type <= CT_ATTR_NONE ? ct_attr_type_names[type] : "an unknown type";
@@ -44,8 +44,9 @@ static int ct_attr_coerce(const ct_op_schema* schema, const ct_attr_schema* spec
   switch (out->type) {
     case CT_ATTR_BOOL:
       if (out->value.b != 0 && out->value.b != 1) {
-        return ct_set_error(CT_ERROR_ATTRIBUTE_TYPE, "%s: attribute '%s' is a bool (0 or 1), got %lld",
-                            schema->name, spec->name, (long long)out->value.b);
+        return ct_set_error(CT_ERROR_ATTRIBUTE_TYPE,
+                            "%s: attribute '%s' is a bool (0 or 1), got %lld", schema->name,
+                            spec->name, (long long)out->value.b);
       }
       break;
     case CT_ATTR_STRING:
@@ -65,7 +66,8 @@ static int ct_attr_coerce(const ct_op_schema* schema, const ct_attr_schema* spec
       break;
     case CT_ATTR_DTYPE:
       if (ct_dtype_to_id(out->value.dtype) == CT_DT_INVALID) {
-        return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: attribute '%s' names dtype %s, which ctensor does not support",
+        return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                            "%s: attribute '%s' names dtype %s, which ctensor does not support",
                             schema->name, spec->name, ct_dtype_describe(out->value.dtype));
       }
       break;
@@ -89,7 +91,8 @@ int ct_attrs_resolve(const ct_op_schema* schema, const ct_attr* attrs, int32_t n
   for (int32_t i = 0; i < schema->num_attrs; ++i) resolved[i] = schema->attrs[i].default_value;
   for (int32_t j = 0; j < num_attrs; ++j) {
     if (!attrs[j].name) {
-      return ct_set_error(CT_ERROR_NULL_POINTER, "%s: attribute %d has a NULL name", schema->name, j);
+      return ct_set_error(CT_ERROR_NULL_POINTER, "%s: attribute %d has a NULL name", schema->name,
+                          j);
     }
     const int32_t i = ct_schema_attr_index(schema, attrs[j].name);
     if (i < 0) {

@@ -59,20 +59,20 @@ CT_API const char* ct_version_string(void);
 
 /** Device kinds: DLPack's DLDeviceType values. */
 typedef enum ct_device_type {
-  CT_DEVICE_CPU = 1,          /**< host memory */
-  CT_DEVICE_CUDA = 2,         /**< CUDA device memory */
-  CT_DEVICE_CUDA_HOST = 3,    /**< pinned host memory from cudaMallocHost */
-  CT_DEVICE_OPENCL = 4,       /**< OpenCL: `data` is a cl_mem */
-  CT_DEVICE_VULKAN = 7,       /**< Vulkan buffer */
-  CT_DEVICE_METAL = 8,        /**< Metal buffer */
-  CT_DEVICE_VPI = 9,          /**< Verilog simulator buffer */
-  CT_DEVICE_ROCM = 10,        /**< ROCm/HIP device memory */
-  CT_DEVICE_ROCM_HOST = 11,   /**< pinned host memory from hipMallocHost */
-  CT_DEVICE_EXT_DEV = 12,     /**< reserved for extension devices */
+  CT_DEVICE_CPU = 1,           /**< host memory */
+  CT_DEVICE_CUDA = 2,          /**< CUDA device memory */
+  CT_DEVICE_CUDA_HOST = 3,     /**< pinned host memory from cudaMallocHost */
+  CT_DEVICE_OPENCL = 4,        /**< OpenCL: `data` is a cl_mem */
+  CT_DEVICE_VULKAN = 7,        /**< Vulkan buffer */
+  CT_DEVICE_METAL = 8,         /**< Metal buffer */
+  CT_DEVICE_VPI = 9,           /**< Verilog simulator buffer */
+  CT_DEVICE_ROCM = 10,         /**< ROCm/HIP device memory */
+  CT_DEVICE_ROCM_HOST = 11,    /**< pinned host memory from hipMallocHost */
+  CT_DEVICE_EXT_DEV = 12,      /**< reserved for extension devices */
   CT_DEVICE_CUDA_MANAGED = 13, /**< CUDA managed (unified) memory */
-  CT_DEVICE_ONEAPI = 14,      /**< oneAPI unified shared memory */
-  CT_DEVICE_WEBGPU = 15,      /**< WebGPU buffer */
-  CT_DEVICE_HEXAGON = 16      /**< Qualcomm Hexagon DSP */
+  CT_DEVICE_ONEAPI = 14,       /**< oneAPI unified shared memory */
+  CT_DEVICE_WEBGPU = 15,       /**< WebGPU buffer */
+  CT_DEVICE_HEXAGON = 16       /**< Qualcomm Hexagon DSP */
 } ct_device_type;
 
 /** Type codes: DLPack's DLDataTypeCode values. */
@@ -128,25 +128,25 @@ typedef struct ct_tensor {
 
 /** Status returned by every function. One code per kind of failure. */
 typedef enum ct_status {
-  CT_OK = 0,                           /**< success */
-  CT_ERROR_INVALID_ARGUMENT = -1,      /**< a value is out of its domain (bad axis, bad mode...) */
-  CT_ERROR_UNSUPPORTED_DTYPE = -2,     /**< no kernel for these element types */
-  CT_ERROR_UNSUPPORTED_DEVICE = -3,    /**< no kernel for this device */
-  CT_ERROR_CONTIGUOUS_REQUIRED = -4,   /**< the kernel needs a compact input */
-  CT_ERROR_OUT_OF_MEMORY = -5,         /**< an allocation (or the caller's allocator) failed */
-  CT_ERROR_BACKEND = -6,               /**< the device runtime reported an error */
-  CT_ERROR_UNKNOWN_OP = -7,            /**< no operator of that name */
-  CT_ERROR_ABI_MISMATCH = -8,          /**< struct_size or version not understood */
-  CT_ERROR_SHAPE_MISMATCH = -9,        /**< shapes do not broadcast or do not fit the op */
-  CT_ERROR_UNKNOWN_ATTRIBUTE = -10,    /**< the op has no attribute of that name */
-  CT_ERROR_ATTRIBUTE_TYPE = -11,       /**< an attribute value has the wrong type */
-  CT_ERROR_DEVICE_MISMATCH = -12,      /**< tensors of one call live on different devices */
-  CT_ERROR_NULL_POINTER = -13,         /**< a required pointer is NULL */
-  CT_ERROR_INVALID_SHAPE = -14,        /**< negative extent, ndim out of range, bad strides */
-  CT_ERROR_SIZE_OVERFLOW = -15,        /**< element or byte count does not fit in int64 */
-  CT_ERROR_ALIASING = -16,             /**< an output overlaps itself, another output or an input */
-  CT_ERROR_WORKSPACE_TOO_SMALL = -17,  /**< the workspace is smaller or less aligned than asked */
-  CT_ERROR_WRONG_ARITY = -18           /**< wrong number of inputs or outputs */
+  CT_OK = 0,                          /**< success */
+  CT_ERROR_INVALID_ARGUMENT = -1,     /**< a value is out of its domain (bad axis, bad mode...) */
+  CT_ERROR_UNSUPPORTED_DTYPE = -2,    /**< no kernel for these element types */
+  CT_ERROR_UNSUPPORTED_DEVICE = -3,   /**< no kernel for this device */
+  CT_ERROR_CONTIGUOUS_REQUIRED = -4,  /**< the kernel needs a compact input */
+  CT_ERROR_OUT_OF_MEMORY = -5,        /**< an allocation (or the caller's allocator) failed */
+  CT_ERROR_BACKEND = -6,              /**< the device runtime reported an error */
+  CT_ERROR_UNKNOWN_OP = -7,           /**< no operator of that name */
+  CT_ERROR_ABI_MISMATCH = -8,         /**< struct_size or version not understood */
+  CT_ERROR_SHAPE_MISMATCH = -9,       /**< shapes do not broadcast or do not fit the op */
+  CT_ERROR_UNKNOWN_ATTRIBUTE = -10,   /**< the op has no attribute of that name */
+  CT_ERROR_ATTRIBUTE_TYPE = -11,      /**< an attribute value has the wrong type */
+  CT_ERROR_DEVICE_MISMATCH = -12,     /**< tensors of one call live on different devices */
+  CT_ERROR_NULL_POINTER = -13,        /**< a required pointer is NULL */
+  CT_ERROR_INVALID_SHAPE = -14,       /**< negative extent, ndim out of range, bad strides */
+  CT_ERROR_SIZE_OVERFLOW = -15,       /**< element or byte count does not fit in int64 */
+  CT_ERROR_ALIASING = -16,            /**< an output overlaps itself, another output or an input */
+  CT_ERROR_WORKSPACE_TOO_SMALL = -17, /**< the workspace is smaller or less aligned than asked */
+  CT_ERROR_WRONG_ARITY = -18          /**< wrong number of inputs or outputs */
 } ct_status;
 
 /** The message of the last failing call made on this thread ("" if none). The pointer stays
@@ -304,9 +304,9 @@ CT_API int ct_op_schema_json(const ct_op* op, char* buffer, size_t capacity, siz
 /** Shape and type of an output, as ct_op_infer predicts it. Extents that depend on the data
  *  (dynamic ops) are -1. */
 typedef struct ct_tensor_info {
-  ct_dtype dtype;                /**< element type */
-  int32_t ndim;                  /**< number of dimensions */
-  int64_t shape[CT_MAX_NDIM];    /**< the first `ndim` entries are meaningful */
+  ct_dtype dtype;             /**< element type */
+  int32_t ndim;               /**< number of dimensions */
+  int64_t shape[CT_MAX_NDIM]; /**< the first `ndim` entries are meaningful */
 } ct_tensor_info;
 
 /** The caller's allocator, used by dynamic ops for their outputs. */
@@ -323,11 +323,11 @@ typedef struct ct_allocator {
 
 /** How a call runs: stream, scratch memory and allocator. Pass NULL for all defaults. */
 typedef struct ct_context {
-  size_t struct_size;             /**< sizeof(ct_context) */
-  void* stream;                   /**< cudaStream_t / cl_command_queue; NULL: default; CPU: unused */
-  void* workspace;                /**< scratch of at least the size ct_op_workspace asked for */
-  uint64_t workspace_size;        /**< bytes at `workspace` */
-  const ct_allocator* allocator;  /**< required by CT_OP_DYNAMIC ops */
+  size_t struct_size;            /**< sizeof(ct_context) */
+  void* stream;                  /**< cudaStream_t / cl_command_queue; NULL: default; CPU: unused */
+  void* workspace;               /**< scratch of at least the size ct_op_workspace asked for */
+  uint64_t workspace_size;       /**< bytes at `workspace` */
+  const ct_allocator* allocator; /**< required by CT_OP_DYNAMIC ops */
 } ct_context;
 
 /** Predicts the outputs of `op` from the inputs' shapes and dtypes and the attributes; never

@@ -19,18 +19,18 @@ extern "C" {
 
 /** Everything a kernel sees of one call. */
 typedef struct ct_kernel_call {
-  size_t struct_size;                /**< sizeof(ct_kernel_call) of the library */
-  const ct_op_schema* schema;        /**< the operator */
-  const ct_tensor* const* inputs;    /**< validated inputs; NULL for absent optional ones */
-  int32_t num_inputs;                /**< number of entries in `inputs` */
-  int32_t num_outputs;               /**< number of entries in `outputs` (0 for dynamic ops) */
-  const ct_tensor* const* outputs;   /**< validated, non-overlapping outputs */
-  const ct_attr_value* attrs;        /**< resolved: one per schema attribute, in schema order */
-  void* stream;                      /**< the caller's stream, or NULL */
-  void* workspace;                   /**< at least the bytes the workspace function asked for */
-  uint64_t workspace_size;           /**< bytes at `workspace` */
-  const ct_allocator* allocator;     /**< the caller's allocator (dynamic ops) */
-  void* kernel_data;                 /**< ct_kernel_def.kernel_data of this kernel */
+  size_t struct_size;              /**< sizeof(ct_kernel_call) of the library */
+  const ct_op_schema* schema;      /**< the operator */
+  const ct_tensor* const* inputs;  /**< validated inputs; NULL for absent optional ones */
+  int32_t num_inputs;              /**< number of entries in `inputs` */
+  int32_t num_outputs;             /**< number of entries in `outputs` (0 for dynamic ops) */
+  const ct_tensor* const* outputs; /**< validated, non-overlapping outputs */
+  const ct_attr_value* attrs;      /**< resolved: one per schema attribute, in schema order */
+  void* stream;                    /**< the caller's stream, or NULL */
+  void* workspace;                 /**< at least the bytes the workspace function asked for */
+  uint64_t workspace_size;         /**< bytes at `workspace` */
+  const ct_allocator* allocator;   /**< the caller's allocator (dynamic ops) */
+  void* kernel_data;               /**< ct_kernel_def.kernel_data of this kernel */
 } ct_kernel_call;
 
 /** Computes the outputs. Returns CT_OK or the status given to ct_set_error. */

@@ -35,7 +35,8 @@ static int ct_check_device(ct_prepared_call* p, const ct_tensor* t, const char* 
     p->has_device = true;
     return CT_OK;
   }
-  if (t->device.device_type != p->device.device_type || t->device.device_id != p->device.device_id) {
+  if (t->device.device_type != p->device.device_type ||
+      t->device.device_id != p->device.device_id) {
     return ct_set_error(CT_ERROR_DEVICE_MISMATCH,
                         "%s: %s is on device (%d, %d) but earlier tensors are on (%d, %d)",
                         p->schema->name, what, t->device.device_type, t->device.device_id,
@@ -59,8 +60,8 @@ static int ct_prepare_inputs(ct_prepared_call* p, const ct_op* op, const ct_tens
                         num_inputs, CT_MAX_CALL_TENSORS);
   }
   if (num_inputs > 0 && !inputs) {
-    return ct_set_error(CT_ERROR_NULL_POINTER, "%s: %d inputs but a NULL input array",
-                        schema->name, num_inputs);
+    return ct_set_error(CT_ERROR_NULL_POINTER, "%s: %d inputs but a NULL input array", schema->name,
+                        num_inputs);
   }
   const bool variadic = ct_param_is_variadic(schema->inputs, schema->num_inputs);
   const int32_t fixed = variadic ? schema->num_inputs - 1 : schema->num_inputs;
@@ -144,8 +145,8 @@ static int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* con
 }
 
 int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
-                const ct_attr* attrs, int32_t num_attrs, ct_tensor_info* outputs,
-                int32_t capacity, int32_t* num_outputs) {
+                const ct_attr* attrs, int32_t num_attrs, ct_tensor_info* outputs, int32_t capacity,
+                int32_t* num_outputs) {
   ct_clear_error();
   if (!num_outputs || (capacity > 0 && !outputs)) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_infer: outputs or num_outputs is NULL");
@@ -175,9 +176,10 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
   const ct_op_schema* schema = p->schema;
   if (schema->category == CT_OP_DYNAMIC) {
     if (num_outputs != 0) {
-      return ct_set_error(CT_ERROR_WRONG_ARITY,
-                          "%s allocates its outputs through the context's allocator; pass no outputs",
-                          schema->name);
+      return ct_set_error(
+          CT_ERROR_WRONG_ARITY,
+          "%s allocates its outputs through the context's allocator; pass no outputs",
+          schema->name);
     }
     return CT_OK;
   }
@@ -200,7 +202,8 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
     const ct_tensor_info* want = &p->infos[i];
     if (!ct_dtype_equal(t->dtype, want->dtype)) {
       return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s has dtype %s; %s produces %s here", what,
-                          ct_dtype_describe(t->dtype), schema->name, ct_dtype_describe(want->dtype));
+                          ct_dtype_describe(t->dtype), schema->name,
+                          ct_dtype_describe(want->dtype));
     }
     bool same_shape = t->ndim == want->ndim;
     for (int32_t k = 0; same_shape && k < t->ndim; ++k) same_shape = t->shape[k] == want->shape[k];
@@ -209,7 +212,8 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
       size_t g = 0, e = 0;
       got[0] = expected[0] = '\0';
       for (int32_t k = 0; k < t->ndim && g < sizeof got; ++k)
-        g += (size_t)snprintf(got + g, sizeof got - g, "%s%lld", k ? ", " : "", (long long)t->shape[k]);
+        g += (size_t)snprintf(got + g, sizeof got - g, "%s%lld", k ? ", " : "",
+                              (long long)t->shape[k]);
       for (int32_t k = 0; k < want->ndim && e < sizeof expected; ++k)
         e += (size_t)snprintf(expected + e, sizeof expected - e, "%s%lld", k ? ", " : "",
                               (long long)want->shape[k]);
@@ -217,7 +221,8 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
                           expected);
     }
     if (ct_tensor_may_self_overlap(t)) {
-      return ct_set_error(CT_ERROR_ALIASING, "%s overlaps itself (zero or overlapping strides)", what);
+      return ct_set_error(CT_ERROR_ALIASING, "%s overlaps itself (zero or overlapping strides)",
+                          what);
     }
     for (int32_t j = 0; j < i; ++j) {
       if (ct_tensors_may_overlap(t, outputs[j])) {
@@ -230,11 +235,10 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
       if ((schema->flags & CT_OP_FLAG_INPLACE) && ct_tensors_same_view(t, in) &&
           ct_dtype_equal(t->dtype, in->dtype))
         continue;
-      return ct_set_error(CT_ERROR_ALIASING, "%s overlaps input '%s'%s", what,
-                          ct_input_name(schema, j),
-                          (schema->flags & CT_OP_FLAG_INPLACE)
-                              ? " without being exactly the same view"
-                              : " and this op cannot run in place");
+      return ct_set_error(
+          CT_ERROR_ALIASING, "%s overlaps input '%s'%s", what, ct_input_name(schema, j),
+          (schema->flags & CT_OP_FLAG_INPLACE) ? " without being exactly the same view"
+                                               : " and this op cannot run in place");
     }
   }
   return CT_OK;
@@ -302,8 +306,8 @@ int ct_op_workspace(const ct_op* op, const ct_tensor* const* inputs, int32_t num
   const ct_tensor* described_ptrs[CT_MAX_OUTPUTS];
   if (p.schema->category != CT_OP_DYNAMIC && num_outputs == 0) {
     for (int32_t i = 0; i < p.num_outputs; ++i) {
-      described[i] = (ct_tensor){NULL, p.device, p.infos[i].ndim, p.infos[i].dtype,
-                                 p.infos[i].shape, NULL, 0};
+      described[i] =
+          (ct_tensor){NULL, p.device, p.infos[i].ndim, p.infos[i].dtype, p.infos[i].shape, NULL, 0};
       described_ptrs[i] = &described[i];
     }
     outputs = described_ptrs;
@@ -332,8 +336,7 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
   ct_context ctx;
   status = ct_read_context(context, &ctx);
   if (status != CT_OK) return status;
-  if (p.schema->category == CT_OP_DYNAMIC &&
-      (!ctx.allocator || !ctx.allocator->allocate)) {
+  if (p.schema->category == CT_OP_DYNAMIC && (!ctx.allocator || !ctx.allocator->allocate)) {
     return ct_set_error(CT_ERROR_NULL_POINTER,
                         "%s is dynamic-allocating: the context needs an allocator", p.schema->name);
   }
@@ -356,8 +359,8 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
     }
     if ((uintptr_t)ctx.workspace % alignment != 0) {
       return ct_set_error(CT_ERROR_WORKSPACE_TOO_SMALL,
-                          "%s needs its workspace aligned to %llu bytes; %p is not",
-                          p.schema->name, (unsigned long long)alignment, ctx.workspace);
+                          "%s needs its workspace aligned to %llu bytes; %p is not", p.schema->name,
+                          (unsigned long long)alignment, ctx.workspace);
     }
   }
   if (p.schema->category != CT_OP_DYNAMIC) {

@@ -37,9 +37,13 @@ ct_dtype_id ct_dtype_to_id(ct_dtype dtype) {
   return CT_DT_INVALID;
 }
 
-ct_dtype ct_dtype_from_id(ct_dtype_id id) { return ct_dtype_table[id].dtype; }
+ct_dtype ct_dtype_from_id(ct_dtype_id id) {
+  return ct_dtype_table[id].dtype;
+}
 
-int64_t ct_dtype_size(ct_dtype dtype) { return ((int64_t)dtype.bits * dtype.lanes + 7) / 8; }
+int64_t ct_dtype_size(ct_dtype dtype) {
+  return ((int64_t)dtype.bits * dtype.lanes + 7) / 8;
+}
 
 bool ct_dtype_is_float(ct_dtype dtype) {
   return dtype.lanes == 1 && (dtype.code == CT_DTYPE_FLOAT || dtype.code == CT_DTYPE_BFLOAT);
@@ -53,7 +57,9 @@ bool ct_dtype_is_signed_integer(ct_dtype dtype) {
   return dtype.lanes == 1 && dtype.code == CT_DTYPE_INT;
 }
 
-bool ct_dtype_is_bool(ct_dtype dtype) { return dtype.lanes == 1 && dtype.code == CT_DTYPE_BOOL; }
+bool ct_dtype_is_bool(ct_dtype dtype) {
+  return dtype.lanes == 1 && dtype.code == CT_DTYPE_BOOL;
+}
 
 const char* ct_dtype_name(ct_dtype dtype) {
   ct_dtype_id id = ct_dtype_to_id(dtype);
@@ -71,7 +77,8 @@ const char* ct_dtype_describe(ct_dtype dtype) {
 
 int ct_dtype_from_name(const char* name, ct_dtype* dtype) {
   ct_clear_error();
-  if (!name || !dtype) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_dtype_from_name: NULL argument");
+  if (!name || !dtype)
+    return ct_set_error(CT_ERROR_NULL_POINTER, "ct_dtype_from_name: NULL argument");
   for (int i = 0; i < CT_DT_COUNT; ++i) {
     if (strcmp(ct_dtype_table[i].name, name) == 0) {
       *dtype = ct_dtype_table[i].dtype;

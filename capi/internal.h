@@ -49,8 +49,8 @@ typedef enum ct_dtype_id {
 CT_INTERNAL ct_dtype_id ct_dtype_to_id(ct_dtype dtype);
 CT_INTERNAL ct_dtype ct_dtype_from_id(ct_dtype_id id);
 CT_INTERNAL bool ct_dtype_equal(ct_dtype a, ct_dtype b);
-CT_INTERNAL int64_t ct_dtype_size(ct_dtype dtype); /* bytes per element */
-CT_INTERNAL bool ct_dtype_is_float(ct_dtype dtype); /* float16/bfloat16/float32/float64 */
+CT_INTERNAL int64_t ct_dtype_size(ct_dtype dtype);    /* bytes per element */
+CT_INTERNAL bool ct_dtype_is_float(ct_dtype dtype);   /* float16/bfloat16/float32/float64 */
 CT_INTERNAL bool ct_dtype_is_integer(ct_dtype dtype); /* signed or unsigned, not bool */
 CT_INTERNAL bool ct_dtype_is_signed_integer(ct_dtype dtype);
 CT_INTERNAL bool ct_dtype_is_bool(ct_dtype dtype);

@@ -75,7 +75,10 @@ static const ct_op* ct_lookup(const char* name) {
     const int32_t mid = lo + (hi - lo) / 2;
     const int c = strcmp(ct_ops[mid].def->schema.name, name);
     if (c == 0) return &ct_ops[mid];
-    if (c < 0) lo = mid + 1; else hi = mid;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return NULL;
 }
@@ -117,24 +120,29 @@ int ct_kernel_register(const ct_kernel_def* def) {
                         def->struct_size, (size_t)CT_KERNEL_DEF_SIZE_1_0);
   }
   if (!def->op_name || !def->backend_name || !def->run || !def->signature) {
-    return ct_set_error(CT_ERROR_NULL_POINTER,
-                        "ct_kernel_register: op_name, backend_name, run and signature are required");
+    return ct_set_error(
+        CT_ERROR_NULL_POINTER,
+        "ct_kernel_register: op_name, backend_name, run and signature are required");
   }
   if (!ct_registering_builtins) {
     const int status = ct_registry_init();
     if (status != CT_OK) return status;
   }
   ct_op* op = (ct_op*)ct_lookup(def->op_name);
-  if (!op) return ct_set_error(CT_ERROR_UNKNOWN_OP, "ct_kernel_register: no operator named '%s'", def->op_name);
+  if (!op)
+    return ct_set_error(CT_ERROR_UNKNOWN_OP, "ct_kernel_register: no operator named '%s'",
+                        def->op_name);
   const int32_t length = ct_signature_length(&op->def->schema);
   if (def->signature_length != length) {
-    return ct_set_error(CT_ERROR_WRONG_ARITY, "ct_kernel_register: %s takes a signature of %d dtypes, got %d",
+    return ct_set_error(CT_ERROR_WRONG_ARITY,
+                        "ct_kernel_register: %s takes a signature of %d dtypes, got %d",
                         def->op_name, length, def->signature_length);
   }
   for (int32_t i = 0; i < length; ++i) {
     if (ct_dtype_to_id(def->signature[i]) == CT_DT_INVALID) {
-      return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "ct_kernel_register: %s: signature entry %d is %s",
-                          def->op_name, i, ct_dtype_describe(def->signature[i]));
+      return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                          "ct_kernel_register: %s: signature entry %d is %s", def->op_name, i,
+                          ct_dtype_describe(def->signature[i]));
     }
   }
   ct_dtype* signature = malloc(sizeof(ct_dtype) * (size_t)length);
@@ -218,21 +226,23 @@ int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const ct_dtype
     if (n < 0) break;
     used += (size_t)n;
   }
-  return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s does not support dtypes (%s) on device type %d",
-                      name, text, device_type);
+  return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                      "%s does not support dtypes (%s) on device type %d", name, text, device_type);
 }
 
 bool ct_registry_has_device(const ct_op* op, int32_t device_type) {
   bool seen = false;
   pthread_rwlock_rdlock(&ct_kernel_lock);
-  for (int32_t k = 0; k < op->num_kernels && !seen; ++k) seen = op->kernels[k].def.device_type == device_type;
+  for (int32_t k = 0; k < op->num_kernels && !seen; ++k)
+    seen = op->kernels[k].def.device_type == device_type;
   pthread_rwlock_unlock(&ct_kernel_lock);
   return seen;
 }
 
 int ct_op_kernel_count(const ct_op* op, int32_t* count) {
   ct_clear_error();
-  if (!op || !count) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_kernel_count: NULL argument");
+  if (!op || !count)
+    return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_kernel_count: NULL argument");
   pthread_rwlock_rdlock(&ct_kernel_lock);
   *count = op->num_kernels;
   pthread_rwlock_unlock(&ct_kernel_lock);

@@ -50,30 +50,44 @@ static void ct_json_string(ct_json_writer* w, const char* s) {
 }
 
 static void ct_json_double(ct_json_writer* w, double v) {
-  if (isnan(v)) ct_json_raw(w, "\"nan\"");
-  else if (isinf(v)) ct_json_raw(w, v > 0 ? "\"inf\"" : "\"-inf\"");
-  else ct_json_raw(w, "%.17g", v);
+  if (isnan(v))
+    ct_json_raw(w, "\"nan\"");
+  else if (isinf(v))
+    ct_json_raw(w, v > 0 ? "\"inf\"" : "\"-inf\"");
+  else
+    ct_json_raw(w, "%.17g", v);
 }
 
 static const char* ct_category_name(int32_t category) {
   switch (category) {
-    case CT_OP_SHAPE_STATIC: return "shape_static";
-    case CT_OP_WORKSPACE: return "workspace";
-    case CT_OP_DYNAMIC: return "dynamic";
+    case CT_OP_SHAPE_STATIC:
+      return "shape_static";
+    case CT_OP_WORKSPACE:
+      return "workspace";
+    case CT_OP_DYNAMIC:
+      return "dynamic";
   }
   return "unknown";
 }
 
 static const char* ct_device_name(int32_t device_type) {
   switch (device_type) {
-    case CT_DEVICE_CPU: return "cpu";
-    case CT_DEVICE_CUDA: return "cuda";
-    case CT_DEVICE_CUDA_HOST: return "cuda_host";
-    case CT_DEVICE_OPENCL: return "opencl";
-    case CT_DEVICE_VULKAN: return "vulkan";
-    case CT_DEVICE_METAL: return "metal";
-    case CT_DEVICE_ROCM: return "rocm";
-    case CT_DEVICE_ONEAPI: return "oneapi";
+    case CT_DEVICE_CPU:
+      return "cpu";
+    case CT_DEVICE_CUDA:
+      return "cuda";
+    case CT_DEVICE_CUDA_HOST:
+      return "cuda_host";
+    case CT_DEVICE_OPENCL:
+      return "opencl";
+    case CT_DEVICE_VULKAN:
+      return "vulkan";
+    case CT_DEVICE_METAL:
+      return "metal";
+    case CT_DEVICE_ROCM:
+      return "rocm";
+    case CT_DEVICE_ONEAPI:
+      return "oneapi";
   }
   return "other";
 }
@@ -83,13 +97,22 @@ static const char* const ct_attr_type_json[] = {"int",      "float",      "bool"
 
 static void ct_json_attr_value(ct_json_writer* w, const ct_attr_value* v) {
   switch (v->type) {
-    case CT_ATTR_INT: ct_json_raw(w, "%lld", (long long)v->value.i); break;
-    case CT_ATTR_FLOAT: ct_json_double(w, v->value.f); break;
-    case CT_ATTR_BOOL: ct_json_raw(w, v->value.b ? "true" : "false"); break;
-    case CT_ATTR_STRING: ct_json_string(w, v->value.s); break;
+    case CT_ATTR_INT:
+      ct_json_raw(w, "%lld", (long long)v->value.i);
+      break;
+    case CT_ATTR_FLOAT:
+      ct_json_double(w, v->value.f);
+      break;
+    case CT_ATTR_BOOL:
+      ct_json_raw(w, v->value.b ? "true" : "false");
+      break;
+    case CT_ATTR_STRING:
+      ct_json_string(w, v->value.s);
+      break;
     case CT_ATTR_INT_LIST:
       ct_json_putc(w, '[');
-      for (int64_t i = 0; i < v->count; ++i) ct_json_raw(w, "%s%lld", i ? ", " : "", (long long)v->value.ints[i]);
+      for (int64_t i = 0; i < v->count; ++i)
+        ct_json_raw(w, "%s%lld", i ? ", " : "", (long long)v->value.ints[i]);
       ct_json_putc(w, ']');
       break;
     case CT_ATTR_FLOAT_LIST:
@@ -100,8 +123,12 @@ static void ct_json_attr_value(ct_json_writer* w, const ct_attr_value* v) {
       }
       ct_json_putc(w, ']');
       break;
-    case CT_ATTR_DTYPE: ct_json_string(w, ct_dtype_name(v->value.dtype)); break;
-    default: ct_json_raw(w, "null"); break;
+    case CT_ATTR_DTYPE:
+      ct_json_string(w, ct_dtype_name(v->value.dtype));
+      break;
+    default:
+      ct_json_raw(w, "null");
+      break;
   }
 }
 
@@ -149,8 +176,10 @@ static void ct_json_op(ct_json_writer* w, const ct_op* op) {
     ct_json_raw(w, ", \"type\": \"%s\", \"required\": %s, \"nullable\": %s, \"default\": ",
                 ct_attr_type_json[a->type], (a->flags & CT_ATTR_REQUIRED) ? "true" : "false",
                 (a->flags & CT_ATTR_NULLABLE) ? "true" : "false");
-    if (a->flags & CT_ATTR_REQUIRED) ct_json_raw(w, "null");
-    else ct_json_attr_value(w, &a->default_value);
+    if (a->flags & CT_ATTR_REQUIRED)
+      ct_json_raw(w, "null");
+    else
+      ct_json_attr_value(w, &a->default_value);
     ct_json_putc(w, '}');
   }
   ct_json_raw(w, "], \"kernels\": [");

@@ -53,8 +53,9 @@ int ct_tensor_validate(const ct_tensor* t, const char* what) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "%s has ndim %d but a NULL shape", what, t->ndim);
   }
   if (ct_dtype_to_id(t->dtype) == CT_DT_INVALID) {
-    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s has dtype %s, which ctensor does not support",
-                        what, ct_dtype_describe(t->dtype));
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                        "%s has dtype %s, which ctensor does not support", what,
+                        ct_dtype_describe(t->dtype));
   }
   int64_t numel = 1;
   for (int32_t k = 0; k < t->ndim; ++k) {
@@ -87,8 +88,7 @@ int ct_tensor_validate(const ct_tensor* t, const char* what) {
       const int64_t stride = t->strides[k] < 0 ? -t->strides[k] : t->strides[k];
       if (t->strides[k] == INT64_MIN || !ct_checked_mul_i64(stride, t->shape[k] - 1, &reach) ||
           !ct_checked_add_i64(span, reach, &span)) {
-        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
-                            what);
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range", what);
       }
     }
     if (!ct_checked_mul_i64(span, itemsize, &span)) {
@@ -104,7 +104,10 @@ static void ct_tensor_byte_range(const ct_tensor* t, int64_t* lo, int64_t* hi) {
   int64_t low = 0, high = 0;
   for (int32_t k = 0; k < t->ndim; ++k) {
     const int64_t reach = (t->shape[k] - 1) * ct_tensor_stride(t, k) * itemsize;
-    if (reach < 0) low += reach; else high += reach;
+    if (reach < 0)
+      low += reach;
+    else
+      high += reach;
   }
   *lo = low;
   *hi = high + itemsize;

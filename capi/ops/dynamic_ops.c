@@ -4,7 +4,8 @@
 /* ----- nonzero ----- */
 
 static const ct_param_schema ct_nonzero_outputs[1] = {
-    {"indices", "one int64 index array per dimension of x, as NumPy's tuple", CT_PARAM_VARIADIC, 0}};
+    {"indices", "one int64 index array per dimension of x, as NumPy's tuple", CT_PARAM_VARIADIC,
+     0}};
 
 static int ct_infer_nonzero(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                             int32_t* num_outputs) {

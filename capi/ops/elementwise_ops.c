@@ -3,12 +3,13 @@
 
 /* ----- unary: out has x's shape and dtype ----- */
 
-#define CT_UNARY_OP(NAME, DOC) \
+#define CT_UNARY_OP(NAME, DOC)                                                                     \
   CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x, ct_params_out, \
                         ct_infer_same_as_input)
 
 CT_UNARY_OP(negative, "Numerical negative, element-wise: -x (integers wrap).");
-CT_UNARY_OP(abs, "Absolute value, element-wise (abs of the most negative integer wraps, as NumPy).");
+CT_UNARY_OP(abs,
+            "Absolute value, element-wise (abs of the most negative integer wraps, as NumPy).");
 CT_UNARY_OP(exp, "Exponential, element-wise.");
 CT_UNARY_OP(log, "Natural logarithm, element-wise (log(0) = -inf, log(x<0) = nan).");
 CT_UNARY_OP(sqrt, "Square root, element-wise (sqrt(x<0) = nan).");
@@ -18,7 +19,7 @@ CT_UNARY_OP(relu, "Rectified linear unit max(x, 0), element-wise; nan stays nan 
 
 /* ----- binary with broadcasting: out dtype is the (common) input dtype ----- */
 
-#define CT_BINARY_OP(NAME, DOC, INFER) \
+#define CT_BINARY_OP(NAME, DOC, INFER)                                                   \
   CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY, ct_params_x1_x2, \
                         ct_params_out, INFER)
 
@@ -41,7 +42,8 @@ CT_BINARY_OP(pow,
 static int ct_infer_divide(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                            int32_t* num_outputs) {
   const int status = ct_infer_broadcast_same_dtype(call, outputs, capacity, num_outputs);
-  if (status == CT_OK && !ct_dtype_is_float(call->inputs[0]->dtype)) outputs[0].dtype = CT_DTYPE_F64_V;
+  if (status == CT_OK && !ct_dtype_is_float(call->inputs[0]->dtype))
+    outputs[0].dtype = CT_DTYPE_F64_V;
   return status;
 }
 
@@ -51,9 +53,9 @@ CT_BINARY_OP(divide,
 
 /* ----- comparisons: bool out ----- */
 
-#define CT_COMPARE_OP(NAME, DOC)                                                                \
-  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC,                                          \
-                        CT_OP_FLAG_ELEMENTWISE | CT_OP_FLAG_BROADCASTING | CT_FLAGS_PURE,       \
+#define CT_COMPARE_OP(NAME, DOC)                                                          \
+  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC,                                    \
+                        CT_OP_FLAG_ELEMENTWISE | CT_OP_FLAG_BROADCASTING | CT_FLAGS_PURE, \
                         ct_params_x1_x2, ct_params_out, ct_infer_broadcast_bool)
 
 CT_COMPARE_OP(equal, "x1 == x2 with broadcasting, as bool (nan == nan is false).");
@@ -94,5 +96,5 @@ CT_DEFINE_OP(astype,
              "Converts x to another dtype (a new array). Floats to integers truncate toward zero; "
              "nan becomes 0 and out-of-range values saturate (NumPy leaves these undefined). "
              "Anything non-zero becomes true for bool; float16/bfloat16 round to nearest even.",
-             CT_OP_SHAPE_STATIC, CT_OP_FLAG_ELEMENTWISE | CT_FLAGS_PURE, ct_params_x,
-             ct_params_out, ct_astype_attrs, ct_infer_astype);
+             CT_OP_SHAPE_STATIC, CT_OP_FLAG_ELEMENTWISE | CT_FLAGS_PURE, ct_params_x, ct_params_out,
+             ct_astype_attrs, ct_infer_astype);

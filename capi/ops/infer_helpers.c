@@ -78,8 +78,10 @@ void ct_reduced_info(const ct_tensor* x, const bool* mask, bool keepdims, ct_dty
   info->dtype = dtype;
   info->ndim = 0;
   for (int32_t k = 0; k < x->ndim; ++k) {
-    if (!mask[k]) info->shape[info->ndim++] = x->shape[k];
-    else if (keepdims) info->shape[info->ndim++] = 1;
+    if (!mask[k])
+      info->shape[info->ndim++] = x->shape[k];
+    else if (keepdims)
+      info->shape[info->ndim++] = 1;
   }
 }
 

@@ -6,7 +6,8 @@ static int ct_infer_matmul(const ct_infer_call* call, ct_tensor_info* outputs, i
   const ct_tensor* a = call->inputs[0];
   const ct_tensor* b = call->inputs[1];
   if (a->ndim == 0 || b->ndim == 0) {
-    return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "matmul: operands must have at least one dimension");
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "matmul: operands must have at least one dimension");
   }
   /* NumPy: a 1-D x1 is a row (1, k) and a 1-D x2 a column (k, 1); the added dim is removed. */
   const int64_t m = a->ndim == 1 ? 1 : a->shape[a->ndim - 2];

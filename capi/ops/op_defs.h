@@ -8,29 +8,55 @@
 
 /* Defines ct_op_def_<NAME>. INPUTS, OUTPUTS and ATTRS are arrays; use CT_DEFINE_OP_NO_ATTRS when
  * the op has none. */
-#define CT_DEFINE_OP(NAME, DOC, CATEGORY, FLAGS, INPUTS, OUTPUTS, ATTRS, INFER)                  \
-  const ct_op_def ct_op_def_##NAME = {                                                          \
-      {sizeof(ct_op_schema), #NAME, DOC, CATEGORY, FLAGS, CT_COUNT_OF(INPUTS),                   \
-       CT_COUNT_OF(OUTPUTS), CT_COUNT_OF(ATTRS), 0, INPUTS, OUTPUTS, ATTRS},                     \
+#define CT_DEFINE_OP(NAME, DOC, CATEGORY, FLAGS, INPUTS, OUTPUTS, ATTRS, INFER) \
+  const ct_op_def ct_op_def_##NAME = {                                          \
+      {sizeof(ct_op_schema), #NAME, DOC, CATEGORY, FLAGS, CT_COUNT_OF(INPUTS),  \
+       CT_COUNT_OF(OUTPUTS), CT_COUNT_OF(ATTRS), 0, INPUTS, OUTPUTS, ATTRS},    \
       INFER}
 
-#define CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CATEGORY, FLAGS, INPUTS, OUTPUTS, INFER)                \
-  const ct_op_def ct_op_def_##NAME = {{sizeof(ct_op_schema), #NAME, DOC, CATEGORY, FLAGS,        \
-                                       CT_COUNT_OF(INPUTS), CT_COUNT_OF(OUTPUTS), 0, 0, INPUTS,  \
-                                       OUTPUTS, NULL},                                           \
-                                      INFER}
+#define CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CATEGORY, FLAGS, INPUTS, OUTPUTS, INFER) \
+  const ct_op_def ct_op_def_##NAME = {                                            \
+      {sizeof(ct_op_schema), #NAME, DOC, CATEGORY, FLAGS, CT_COUNT_OF(INPUTS),    \
+       CT_COUNT_OF(OUTPUTS), 0, 0, INPUTS, OUTPUTS, NULL},                        \
+      INFER}
 
 /* Attribute schema entries. */
 #define CT_ATTR_SPEC_INT(NAME, DOC, VALUE) \
-  {NAME, DOC, CT_ATTR_INT, 0, {CT_ATTR_INT, 0, 0, {.i = (VALUE)}}}
+  {                                        \
+    NAME, DOC, CT_ATTR_INT, 0, {           \
+      CT_ATTR_INT, 0, 0, {                 \
+        .i = (VALUE)                       \
+      }                                    \
+    }                                      \
+  }
 #define CT_ATTR_SPEC_BOOL(NAME, DOC, VALUE) \
-  {NAME, DOC, CT_ATTR_BOOL, 0, {CT_ATTR_BOOL, 0, 0, {.b = (VALUE)}}}
+  {                                         \
+    NAME, DOC, CT_ATTR_BOOL, 0, {           \
+      CT_ATTR_BOOL, 0, 0, {                 \
+        .b = (VALUE)                        \
+      }                                     \
+    }                                       \
+  }
 #define CT_ATTR_SPEC_INT_LIST(NAME, DOC, COUNT, VALUES) \
-  {NAME, DOC, CT_ATTR_INT_LIST, 0, {CT_ATTR_INT_LIST, 0, COUNT, {.ints = (VALUES)}}}
+  {                                                     \
+    NAME, DOC, CT_ATTR_INT_LIST, 0, {                   \
+      CT_ATTR_INT_LIST, 0, COUNT, {                     \
+        .ints = (VALUES)                                \
+      }                                                 \
+    }                                                   \
+  }
 #define CT_ATTR_SPEC_REQUIRED(NAME, DOC, TYPE) \
-  {NAME, DOC, TYPE, CT_ATTR_REQUIRED, {CT_ATTR_NONE, 0, 0, {.i = 0}}}
+  {                                            \
+    NAME, DOC, TYPE, CT_ATTR_REQUIRED, {       \
+      CT_ATTR_NONE, 0, 0, {.i = 0}             \
+    }                                          \
+  }
 #define CT_ATTR_SPEC_NULLABLE(NAME, DOC, TYPE) \
-  {NAME, DOC, TYPE, CT_ATTR_NULLABLE, {CT_ATTR_NONE, 0, 0, {.i = 0}}}
+  {                                            \
+    NAME, DOC, TYPE, CT_ATTR_NULLABLE, {       \
+      CT_ATTR_NONE, 0, 0, {.i = 0}             \
+    }                                          \
+  }
 
 /* Shared parameter lists. */
 CT_INTERNAL extern const ct_param_schema ct_params_x[1];

@@ -18,7 +18,8 @@ static int ct_infer_reduction(const ct_infer_call* call, ct_tensor_info* outputs
                               bool needs_identity) {
   const ct_tensor* x = call->inputs[0];
   bool mask[CT_MAX_NDIM];
-  const int status = ct_axes_to_mask(call->schema->name, &call->attrs[CT_REDUCE_AXIS], x->ndim, mask);
+  const int status =
+      ct_axes_to_mask(call->schema->name, &call->attrs[CT_REDUCE_AXIS], x->ndim, mask);
   if (status != CT_OK) return status;
   if (needs_identity) {
     for (int32_t k = 0; k < x->ndim; ++k) {
@@ -52,11 +53,11 @@ static int ct_infer_max(const ct_infer_call* call, ct_tensor_info* outputs, int3
   return ct_infer_reduction(call, outputs, call->inputs[0]->dtype, true);
 }
 
-CT_DEFINE_OP(sum,
-             "Sum over axes. bool and signed integers sum in int64, unsigned in uint64 (NumPy); "
-             "float16/bfloat16 accumulate in float32, float32 in float64. Empty sums are 0.",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
-             ct_infer_sum);
+CT_DEFINE_OP(
+    sum,
+    "Sum over axes. bool and signed integers sum in int64, unsigned in uint64 (NumPy); "
+    "floats accumulate in float64 (pairwise along runs), then round once. Empty sums are 0.",
+    CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs, ct_infer_sum);
 CT_DEFINE_OP(mean,
              "Arithmetic mean over axes; integer and bool inputs give float64. An empty mean is "
              "nan.",
@@ -69,8 +70,7 @@ CT_DEFINE_OP(max,
              ct_infer_max);
 
 static const ct_attr_schema ct_argmax_attrs[] = {
-    CT_ATTR_SPEC_NULLABLE("axis", "axis to search; None searches the flattened array",
-                          CT_ATTR_INT),
+    CT_ATTR_SPEC_NULLABLE("axis", "axis to search; None searches the flattened array", CT_ATTR_INT),
     CT_ATTR_SPEC_BOOL("keepdims", "keep the searched axis as extent 1", 0)};
 
 static int ct_infer_argmax(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,

@@ -1,9 +1,9 @@
 /* shape_ops.c - permute_dims. */
 #include "op_defs.h"
 
-static const ct_attr_schema ct_permute_attrs[] = {
-    CT_ATTR_SPEC_REQUIRED("axes", "a permutation of (0, ..., ndim-1); output dim i is input dim axes[i]",
-                          CT_ATTR_INT_LIST)};
+static const ct_attr_schema ct_permute_attrs[] = {CT_ATTR_SPEC_REQUIRED(
+    "axes", "a permutation of (0, ..., ndim-1); output dim i is input dim axes[i]",
+    CT_ATTR_INT_LIST)};
 
 static int ct_infer_permute_dims(const ct_infer_call* call, ct_tensor_info* outputs,
                                  int32_t capacity, int32_t* num_outputs) {
@@ -22,7 +22,8 @@ static int ct_infer_permute_dims(const ct_infer_call* call, ct_tensor_info* outp
     const int status = ct_normalize_axis("permute_dims", axes->value.ints[i], x->ndim, &k);
     if (status != CT_OK) return status;
     if (seen[k]) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "permute_dims: axis %d is repeated in axes", k);
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "permute_dims: axis %d is repeated in axes",
+                          k);
     }
     seen[k] = true;
     outputs[0].shape[i] = x->shape[k];

@@ -59,8 +59,8 @@ static inline int ct_isnan_double(double v) {
       for (int64_t b = 0; b < n && !ct_isnan_##C(best); b += CT_ARGMAX_BLOCK) {                   \
         const int64_t len = n - b < CT_ARGMAX_BLOCK ? n - b : CT_ARGMAX_BLOCK;                    \
         const T* q = p + b;                                                                       \
-        C m = ct_vload_##SFX(q[0]);                                                               \
-        CT_NANMAX_LOOP(C, len, ct_vload_##SFX(q[ct_i]), m);                                       \
+        C m = ct_load_##SFX(q[0]);                                                                \
+        CT_NANMAX_LOOP(C, len, ct_load_##SFX(q[ct_i]), m);                                        \
         if ((a->index < 0 && block < 0) || CT_ARGMAX_BETTER(C, m, best)) {                        \
           best = m;                                                                               \
           block = b;                                                                              \
@@ -73,13 +73,13 @@ static inline int ct_isnan_double(double v) {
       for (; at + CT_NANMAX_WIDTH <= end; at += CT_NANMAX_WIDTH) {                                \
         int hit = 0;                                                                              \
         for (int k = 0; k < CT_NANMAX_WIDTH; ++k) {                                               \
-          const C v = ct_vload_##SFX(p[at + k]);                                                  \
+          const C v = ct_load_##SFX(p[at + k]);                                                   \
           hit |= (v == best) | (ct_isnan_##C(v) & best_nan);                                      \
         }                                                                                         \
         if (hit) break;                                                                           \
       }                                                                                           \
       for (;; ++at) {                                                                             \
-        const C v = ct_vload_##SFX(p[at]);                                                        \
+        const C v = ct_load_##SFX(p[at]);                                                         \
         if ((v == best) | (ct_isnan_##C(v) & best_nan)) break;                                    \
       }                                                                                           \
       a->value = best;                                                                            \
@@ -89,12 +89,12 @@ static inline int ct_isnan_double(double v) {
     C best = a->value;                                                                            \
     int64_t best_index = a->index, i = 0;                                                         \
     if (best_index < 0) {                                                                         \
-      best = ct_vload_##SFX(CT_REDUCE_AT(T, x, 0, step));                                         \
+      best = ct_load_##SFX(CT_REDUCE_AT(T, x, 0, step));                                          \
       best_index = index;                                                                         \
       i = 1;                                                                                      \
     }                                                                                             \
     for (; i < n && !ct_isnan_##C(best); ++i) {                                                   \
-      const C v = ct_vload_##SFX(CT_REDUCE_AT(T, x, i, step));                                    \
+      const C v = ct_load_##SFX(CT_REDUCE_AT(T, x, i, step));                                     \
       if (v > best || ct_isnan_##C(v)) {                                                          \
         best = v;                                                                                 \
         best_index = index + i;                                                                   \
@@ -107,7 +107,7 @@ static inline int ct_isnan_double(double v) {
                                                 int64_t index, void* acc) {                       \
     ct_argmax_##SFX##_acc* a = acc;                                                               \
     for (int64_t j = 0; j < n; ++j) {                                                             \
-      const C v = ct_vload_##SFX(CT_REDUCE_AT(T, x, j, step));                                    \
+      const C v = ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));                                     \
       if (a[j].index < 0 || CT_ARGMAX_BETTER(C, v, a[j].value)) {                                 \
         a[j].value = v;                                                                           \
         a[j].index = index;                                                                       \

@@ -27,14 +27,18 @@ typedef double ct_storage_f64;
 
 /* ----- narrowing from the three wide kinds ----- */
 
-#define CT_INT_TARGET(SFX, T, MIN, MAX)                                                     \
-  static inline T ct_to_##SFX##_from_i64(int64_t v) { return (T)v; }                      \
-  static inline T ct_to_##SFX##_from_u64(uint64_t v) { return (T)v; }                      \
-  static inline T ct_to_##SFX##_from_f64(double v) {                                        \
-    if (v != v) return 0;                                                                   \
-    if (v <= (double)(MIN)) return (MIN);                                                   \
-    if (v >= (double)(MAX)) return (MAX);                                                   \
-    return (T)v;                                                                            \
+#define CT_INT_TARGET(SFX, T, MIN, MAX)                \
+  static inline T ct_to_##SFX##_from_i64(int64_t v) {  \
+    return (T)v;                                       \
+  }                                                    \
+  static inline T ct_to_##SFX##_from_u64(uint64_t v) { \
+    return (T)v;                                       \
+  }                                                    \
+  static inline T ct_to_##SFX##_from_f64(double v) {   \
+    if (v != v) return 0;                              \
+    if (v <= (double)(MIN)) return (MIN);              \
+    if (v >= (double)(MAX)) return (MAX);              \
+    return (T)v;                                       \
   }
 CT_INT_TARGET(i8, int8_t, INT8_MIN, INT8_MAX)
 CT_INT_TARGET(i16, int16_t, INT16_MIN, INT16_MAX)
@@ -45,60 +49,82 @@ CT_INT_TARGET(u16, uint16_t, 0, UINT16_MAX)
 CT_INT_TARGET(u32, uint32_t, 0, UINT32_MAX)
 CT_INT_TARGET(u64, uint64_t, 0, UINT64_MAX)
 
-static inline uint8_t ct_to_b8_from_i64(int64_t v) { return v != 0; }
-static inline uint8_t ct_to_b8_from_u64(uint64_t v) { return v != 0; }
-static inline uint8_t ct_to_b8_from_f64(double v) { return v != 0; }
+static inline uint8_t ct_to_b8_from_i64(int64_t v) {
+  return v != 0;
+}
+static inline uint8_t ct_to_b8_from_u64(uint64_t v) {
+  return v != 0;
+}
+static inline uint8_t ct_to_b8_from_f64(double v) {
+  return v != 0;
+}
 
-static inline float ct_to_f32_from_i64(int64_t v) { return (float)v; }
-static inline float ct_to_f32_from_u64(uint64_t v) { return (float)v; }
-static inline float ct_to_f32_from_f64(double v) { return (float)v; }
-static inline double ct_to_f64_from_i64(int64_t v) { return (double)v; }
-static inline double ct_to_f64_from_u64(uint64_t v) { return (double)v; }
-static inline double ct_to_f64_from_f64(double v) { return v; }
+static inline float ct_to_f32_from_i64(int64_t v) {
+  return (float)v;
+}
+static inline float ct_to_f32_from_u64(uint64_t v) {
+  return (float)v;
+}
+static inline float ct_to_f32_from_f64(double v) {
+  return (float)v;
+}
+static inline double ct_to_f64_from_i64(int64_t v) {
+  return (double)v;
+}
+static inline double ct_to_f64_from_u64(uint64_t v) {
+  return (double)v;
+}
+static inline double ct_to_f64_from_f64(double v) {
+  return v;
+}
 static inline uint16_t ct_to_f16_from_i64(int64_t v) {
   return ct_float_to_half(ct_i64_to_float_round_odd(v));
 }
 static inline uint16_t ct_to_f16_from_u64(uint64_t v) {
   return ct_float_to_half(ct_u64_to_float_round_odd(v));
 }
-static inline uint16_t ct_to_f16_from_f64(double v) { return ct_double_to_half(v); }
+static inline uint16_t ct_to_f16_from_f64(double v) {
+  return ct_double_to_half(v);
+}
 static inline uint16_t ct_to_bf16_from_i64(int64_t v) {
   return ct_float_to_bfloat16(ct_i64_to_float_round_odd(v));
 }
 static inline uint16_t ct_to_bf16_from_u64(uint64_t v) {
   return ct_float_to_bfloat16(ct_u64_to_float_round_odd(v));
 }
-static inline uint16_t ct_to_bf16_from_f64(double v) { return ct_double_to_bfloat16(v); }
+static inline uint16_t ct_to_bf16_from_f64(double v) {
+  return ct_double_to_bfloat16(v);
+}
 
 /* ----- loops: ct_cpu_astype_<from>_to_<to> ----- */
 
-#define CT_ASTYPE_LOOP(TO, SFX, T, WIDE, KIND)                                                 \
-  static void ct_cpu_astype_##SFX##_to_##TO(char** data, const int64_t* steps, int64_t n,      \
-                                            const void* extra) {                               \
-    (void)extra;                                                                               \
-    typedef ct_storage_##TO out_t;                                                             \
-    const int64_t ss = steps[0], ds = steps[1];                                                \
-    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(out_t)) {                            \
-      const T* s = (const T*)data[0];                                                          \
-      out_t* d = (out_t*)data[1];                                                              \
+#define CT_ASTYPE_LOOP(TO, SFX, T, WIDE, KIND)                                                    \
+  static void ct_cpu_astype_##SFX##_to_##TO(char** data, const int64_t* steps, int64_t n,         \
+                                            const void* extra) {                                  \
+    (void)extra;                                                                                  \
+    typedef ct_storage_##TO out_t;                                                                \
+    const int64_t ss = steps[0], ds = steps[1];                                                   \
+    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(out_t)) {                               \
+      const T* s = (const T*)data[0];                                                             \
+      out_t* d = (out_t*)data[1];                                                                 \
       for (int64_t i = 0; i < n; ++i) d[i] = ct_to_##TO##_from_##KIND((WIDE)ct_load_##SFX(s[i])); \
-    } else {                                                                                   \
-      for (int64_t i = 0; i < n; ++i)                                                          \
-        CT_AT(out_t, data[1], i, ds) =                                                         \
-            ct_to_##TO##_from_##KIND((WIDE)ct_load_##SFX(CT_AT(T, data[0], i, ss)));           \
-    }                                                                                          \
-  }                                                                                            \
-  static const ct_cpu_loop_entry ct_cpu_astype_##SFX##_to_##TO##_entry = {                     \
+    } else {                                                                                      \
+      for (int64_t i = 0; i < n; ++i)                                                             \
+        CT_AT(out_t, data[1], i, ds) =                                                            \
+            ct_to_##TO##_from_##KIND((WIDE)ct_load_##SFX(CT_AT(T, data[0], i, ss)));              \
+    }                                                                                             \
+  }                                                                                               \
+  static const ct_cpu_loop_entry ct_cpu_astype_##SFX##_to_##TO##_entry = {                        \
       ct_cpu_astype_##SFX##_to_##TO};
 
 #define CT_FROM_SIGNED_X(TO, SFX, T, C, U, ID) CT_ASTYPE_LOOP(TO, SFX, T, int64_t, i64)
 #define CT_FROM_UNSIGNED_X(TO, SFX, T, C, U, ID) CT_ASTYPE_LOOP(TO, SFX, T, uint64_t, u64)
 #define CT_FROM_FLOAT_X(TO, SFX, T, C, U, ID) CT_ASTYPE_LOOP(TO, SFX, T, double, f64)
 
-#define CT_ASTYPE_LOOPS_TO(TO)                 \
-  CT_CPU_SIGNED_TYPES(CT_FROM_SIGNED_X, TO)    \
+#define CT_ASTYPE_LOOPS_TO(TO)                  \
+  CT_CPU_SIGNED_TYPES(CT_FROM_SIGNED_X, TO)     \
   CT_CPU_UNSIGNED_TYPES(CT_FROM_UNSIGNED_X, TO) \
-  CT_CPU_BOOL_TYPE(CT_FROM_UNSIGNED_X, TO)     \
+  CT_CPU_BOOL_TYPE(CT_FROM_UNSIGNED_X, TO)      \
   CT_CPU_FLOAT_TYPES(CT_FROM_FLOAT_X, TO)
 
 /* Targets, with their dtype ids. */
@@ -122,7 +148,7 @@ CT_ASTYPE_TARGETS(K)
 #undef K
 
 /* Registration: the target suffix picks the entry name, so each target has an adapter. */
-#define CT_ASTYPE_REG(TO, TO_ID, SFX, ID)                                                   \
+#define CT_ASTYPE_REG(TO, TO_ID, SFX, ID) \
   {"astype", 2, {ID, TO_ID}, ct_cpu_elementwise_run, NULL, &ct_cpu_astype_##SFX##_to_##TO##_entry},
 #define CT_REG_FROM_b8(TO_ID, SFX, T, C, U, ID) CT_ASTYPE_REG(b8, TO_ID, SFX, ID)
 #define CT_REG_FROM_i8(TO_ID, SFX, T, C, U, ID) CT_ASTYPE_REG(i8, TO_ID, SFX, ID)

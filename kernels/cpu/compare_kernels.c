@@ -2,10 +2,16 @@
 #include "cpu_register.h"
 #include "elementwise_loops.h"
 
-#define CT_DEF(A, SFX, T, C, U, ID)                                                 \
-  static inline ct_bool8 ct_op_equal_##C(C a, C b) { return a == b; }              \
-  static inline ct_bool8 ct_op_less_##C(C a, C b) { return a < b; }                \
-  static inline ct_bool8 ct_op_greater_##C(C a, C b) { return a > b; }
+#define CT_DEF(A, SFX, T, C, U, ID)                    \
+  static inline ct_bool8 ct_op_equal_##C(C a, C b) {   \
+    return a == b;                                     \
+  }                                                    \
+  static inline ct_bool8 ct_op_less_##C(C a, C b) {    \
+    return a < b;                                      \
+  }                                                    \
+  static inline ct_bool8 ct_op_greater_##C(C a, C b) { \
+    return a > b;                                      \
+  }
 CT_CPU_COMPUTE_TYPES(CT_DEF, _)
 CT_CPU_BOOL_TYPE(CT_DEF, _)
 #undef CT_DEF

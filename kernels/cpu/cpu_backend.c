@@ -7,15 +7,10 @@ int ct_cpu_register_all(const ct_cpu_kernel* kernels, int32_t count) {
     for (int32_t k = 0; k < kernels[i].signature_length; ++k) {
       signature[k] = ct_dtype_from_id(kernels[i].signature[k]);
     }
-    const ct_kernel_def def = {sizeof(ct_kernel_def),
-                               kernels[i].op,
-                               "cpu",
-                               CT_DEVICE_CPU,
-                               kernels[i].signature_length,
-                               signature,
-                               kernels[i].run,
-                               kernels[i].workspace,
-                               (void*)kernels[i].kernel_data};
+    const ct_kernel_def def = {
+        sizeof(ct_kernel_def),        kernels[i].op, "cpu",          CT_DEVICE_CPU,
+        kernels[i].signature_length,  signature,     kernels[i].run, kernels[i].workspace,
+        (void*)kernels[i].kernel_data};
     const int status = ct_kernel_register(&def);
     if (status != CT_OK) return status;
   }

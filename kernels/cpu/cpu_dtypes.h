@@ -18,26 +18,26 @@
 
 typedef uint8_t ct_bool8;
 
-#define CT_CPU_SIGNED_TYPES(X, A)                   \
-  X(A, i8, int8_t, int8_t, uint8_t, CT_DT_I8)       \
-  X(A, i16, int16_t, int16_t, uint16_t, CT_DT_I16)  \
-  X(A, i32, int32_t, int32_t, uint32_t, CT_DT_I32)  \
+#define CT_CPU_SIGNED_TYPES(X, A)                  \
+  X(A, i8, int8_t, int8_t, uint8_t, CT_DT_I8)      \
+  X(A, i16, int16_t, int16_t, uint16_t, CT_DT_I16) \
+  X(A, i32, int32_t, int32_t, uint32_t, CT_DT_I32) \
   X(A, i64, int64_t, int64_t, uint64_t, CT_DT_I64)
 
-#define CT_CPU_UNSIGNED_TYPES(X, A)                    \
-  X(A, u8, uint8_t, uint8_t, uint8_t, CT_DT_U8)        \
-  X(A, u16, uint16_t, uint16_t, uint16_t, CT_DT_U16)   \
-  X(A, u32, uint32_t, uint32_t, uint32_t, CT_DT_U32)   \
+#define CT_CPU_UNSIGNED_TYPES(X, A)                  \
+  X(A, u8, uint8_t, uint8_t, uint8_t, CT_DT_U8)      \
+  X(A, u16, uint16_t, uint16_t, uint16_t, CT_DT_U16) \
+  X(A, u32, uint32_t, uint32_t, uint32_t, CT_DT_U32) \
   X(A, u64, uint64_t, uint64_t, uint64_t, CT_DT_U64)
 
 #define CT_CPU_INT_TYPES(X, A) CT_CPU_SIGNED_TYPES(X, A) CT_CPU_UNSIGNED_TYPES(X, A)
 
-#define CT_CPU_LOWP_TYPES(X, A)                 \
-  X(A, f16, uint16_t, float, float, CT_DT_F16)  \
+#define CT_CPU_LOWP_TYPES(X, A)                \
+  X(A, f16, uint16_t, float, float, CT_DT_F16) \
   X(A, bf16, uint16_t, float, float, CT_DT_BF16)
 
-#define CT_CPU_FULLP_TYPES(X, A)              \
-  X(A, f32, float, float, float, CT_DT_F32)   \
+#define CT_CPU_FULLP_TYPES(X, A)            \
+  X(A, f32, float, float, float, CT_DT_F32) \
   X(A, f64, double, double, double, CT_DT_F64)
 
 #define CT_CPU_FLOAT_TYPES(X, A) CT_CPU_LOWP_TYPES(X, A) CT_CPU_FULLP_TYPES(X, A)
@@ -51,16 +51,32 @@ typedef uint8_t ct_bool8;
 
 /* Loads and stores. */
 #define CT_DEFINE_IDENTITY_LOAD_STORE(A, SFX, T, C, U, ID) \
-  static inline C ct_load_##SFX(T v) { return (C)v; }     \
-  static inline T ct_store_##SFX(C v) { return (T)v; }
+  static inline C ct_load_##SFX(T v) {                     \
+    return (C)v;                                           \
+  }                                                        \
+  static inline T ct_store_##SFX(C v) {                    \
+    return (T)v;                                           \
+  }
 CT_CPU_COMPUTE_TYPES(CT_DEFINE_IDENTITY_LOAD_STORE, _)
 #undef CT_DEFINE_IDENTITY_LOAD_STORE
 
-static inline ct_bool8 ct_load_b8(uint8_t v) { return v != 0; }
-static inline uint8_t ct_store_b8(ct_bool8 v) { return v != 0; }
-static inline float ct_load_f16(uint16_t v) { return ct_half_to_float(v); }
-static inline uint16_t ct_store_f16(float v) { return ct_float_to_half(v); }
-static inline float ct_load_bf16(uint16_t v) { return ct_bfloat16_to_float(v); }
-static inline uint16_t ct_store_bf16(float v) { return ct_float_to_bfloat16(v); }
+static inline ct_bool8 ct_load_b8(uint8_t v) {
+  return v != 0;
+}
+static inline uint8_t ct_store_b8(ct_bool8 v) {
+  return v != 0;
+}
+static inline float ct_load_f16(uint16_t v) {
+  return ct_half_to_float(v);
+}
+static inline uint16_t ct_store_f16(float v) {
+  return ct_float_to_half(v);
+}
+static inline float ct_load_bf16(uint16_t v) {
+  return ct_bfloat16_to_float(v);
+}
+static inline uint16_t ct_store_bf16(float v) {
+  return ct_float_to_bfloat16(v);
+}
 
 #endif /* CTENSOR_CPU_DTYPES_H_ */

@@ -13,52 +13,56 @@
 #define CT_AT(type, base, index, step) (*(type*)((base) + (index) * (step)))
 
 /* out = op(x), output dtype OSFX/OT. */
-#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                          \
-  static void ct_cpu_##NAME##_##SFX(char** data, const int64_t* steps, int64_t n,         \
-                                    const void* extra) {                                  \
-    (void)extra;                                                                          \
-    char *src = data[0], *dst = data[1];                                                  \
-    const int64_t ss = steps[0], ds = steps[1];                                           \
-    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(OT)) {                          \
-      const T* s = (const T*)src;                                                         \
-      OT* d = (OT*)dst;                                                                   \
-      for (int64_t i = 0; i < n; ++i) d[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(s[i]))); \
-    } else {                                                                              \
-      for (int64_t i = 0; i < n; ++i)                                                     \
-        CT_AT(OT, dst, i, ds) = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(CT_AT(T, src, i, ss)))); \
-    }                                                                                     \
-  }                                                                                       \
+#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                      \
+  static void ct_cpu_##NAME##_##SFX(char** data, const int64_t* steps, int64_t n,     \
+                                    const void* extra) {                              \
+    (void)extra;                                                                      \
+    char *src = data[0], *dst = data[1];                                              \
+    const int64_t ss = steps[0], ds = steps[1];                                       \
+    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(OT)) {                      \
+      const T* s = (const T*)src;                                                     \
+      OT* d = (OT*)dst;                                                               \
+      for (int64_t i = 0; i < n; ++i)                                                 \
+        d[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(s[i])));              \
+    } else {                                                                          \
+      for (int64_t i = 0; i < n; ++i)                                                 \
+        CT_AT(OT, dst, i, ds) =                                                       \
+            ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(CT_AT(T, src, i, ss)))); \
+    }                                                                                 \
+  }                                                                                   \
   static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
 
 /* out = op(x1, x2), output dtype OSFX/OT; fast paths for contiguous and scalar operands. */
-#define CT_BINARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                          \
-  static void ct_cpu_##NAME##_##SFX(char** data, const int64_t* steps, int64_t n,          \
-                                    const void* extra) {                                   \
-    (void)extra;                                                                           \
-    char *a = data[0], *b = data[1], *o = data[2];                                         \
-    const int64_t sa = steps[0], sb = steps[1], so = steps[2];                             \
-    const int64_t st = (int64_t)sizeof(T);                                                 \
-    if (so == (int64_t)sizeof(OT) && sa == st && sb == st) {                               \
-      const T *pa = (const T*)a, *pb = (const T*)b;                                        \
-      OT* po = (OT*)o;                                                                     \
-      for (int64_t i = 0; i < n; ++i)                                                      \
+#define CT_BINARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                                \
+  static void ct_cpu_##NAME##_##SFX(char** data, const int64_t* steps, int64_t n,                \
+                                    const void* extra) {                                         \
+    (void)extra;                                                                                 \
+    char *a = data[0], *b = data[1], *o = data[2];                                               \
+    const int64_t sa = steps[0], sb = steps[1], so = steps[2];                                   \
+    const int64_t st = (int64_t)sizeof(T);                                                       \
+    if (so == (int64_t)sizeof(OT) && sa == st && sb == st) {                                     \
+      const T *pa = (const T*)a, *pb = (const T*)b;                                              \
+      OT* po = (OT*)o;                                                                           \
+      for (int64_t i = 0; i < n; ++i)                                                            \
         po[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(pa[i]), ct_load_##SFX(pb[i]))); \
-    } else if (so == (int64_t)sizeof(OT) && sa == 0 && sb == st) {                         \
-      const C x = ct_load_##SFX(*(const T*)a);                                             \
-      const T* pb = (const T*)b;                                                           \
-      OT* po = (OT*)o;                                                                     \
-      for (int64_t i = 0; i < n; ++i) po[i] = ct_store_##OSFX(ct_op_##NAME##_##C(x, ct_load_##SFX(pb[i]))); \
-    } else if (so == (int64_t)sizeof(OT) && sa == st && sb == 0) {                         \
-      const C y = ct_load_##SFX(*(const T*)b);                                             \
-      const T* pa = (const T*)a;                                                           \
-      OT* po = (OT*)o;                                                                     \
-      for (int64_t i = 0; i < n; ++i) po[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(pa[i]), y)); \
-    } else {                                                                               \
-      for (int64_t i = 0; i < n; ++i)                                                      \
-        CT_AT(OT, o, i, so) = ct_store_##OSFX(ct_op_##NAME##_##C(                          \
-            ct_load_##SFX(CT_AT(T, a, i, sa)), ct_load_##SFX(CT_AT(T, b, i, sb))));        \
-    }                                                                                      \
-  }                                                                                        \
+    } else if (so == (int64_t)sizeof(OT) && sa == 0 && sb == st) {                               \
+      const C x = ct_load_##SFX(*(const T*)a);                                                   \
+      const T* pb = (const T*)b;                                                                 \
+      OT* po = (OT*)o;                                                                           \
+      for (int64_t i = 0; i < n; ++i)                                                            \
+        po[i] = ct_store_##OSFX(ct_op_##NAME##_##C(x, ct_load_##SFX(pb[i])));                    \
+    } else if (so == (int64_t)sizeof(OT) && sa == st && sb == 0) {                               \
+      const C y = ct_load_##SFX(*(const T*)b);                                                   \
+      const T* pa = (const T*)a;                                                                 \
+      OT* po = (OT*)o;                                                                           \
+      for (int64_t i = 0; i < n; ++i)                                                            \
+        po[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(pa[i]), y));                    \
+    } else {                                                                                     \
+      for (int64_t i = 0; i < n; ++i)                                                            \
+        CT_AT(OT, o, i, so) = ct_store_##OSFX(ct_op_##NAME##_##C(                                \
+            ct_load_##SFX(CT_AT(T, a, i, sa)), ct_load_##SFX(CT_AT(T, b, i, sb))));              \
+    }                                                                                            \
+  }                                                                                              \
   static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
 
 /* X-macro adapters: the same-dtype forms, for use as LIST(CT_UNARY_SAME_X, op). */

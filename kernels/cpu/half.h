@@ -18,45 +18,53 @@ static inline float ct_bits_float(uint32_t u) {
   return f;
 }
 
+/* Branch-free, so that loops over float16 vectorise: subnormals go through an exact
+ * int -> float product, the right case is selected by masks. */
 static inline float ct_half_to_float(uint16_t h) {
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0x1f) return ct_bits_float(sign | 0x7f800000u | (mantissa << 13));
-  if (exponent == 0) {
-    /* zero or subnormal: mantissa * 2^-24, exact in float */
-    const float magnitude = (float)mantissa * 5.9604644775390625e-08f;
-    return ct_bits_float(sign | ct_float_bits(magnitude));
-  }
-  return ct_bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  const uint32_t exponent = ((uint32_t)h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  const uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);
+  const uint32_t special = 0x7f800000u | (mantissa << 13);
+  const uint32_t tiny = ct_float_bits((float)(int32_t)mantissa * 5.9604644775390625e-08f);
+  const uint32_t is_tiny = 0u - (uint32_t)(exponent == 0),
+                 is_special = 0u - (uint32_t)(exponent == 31);
+  const uint32_t magnitude =
+      (tiny & is_tiny) | (special & is_special) | (normal & ~(is_tiny | is_special));
+  return ct_bits_float(sign | magnitude);
 }
 
+/* Branch-free: every case (nan, inf and overflow, subnormal, normal) is computed and the right
+ * one selected. Subnormals: adding 0.5 puts the value's bits at float's ulp 2^-24, so the FPU's
+ * own round-to-nearest-even does the rounding; normals rebias and round 13 bits to even. */
 static inline uint16_t ct_float_to_half(float f) {
   const uint32_t bits = ct_float_bits(f);
-  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
-  uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude >= 0x7f800000u) { /* inf stays inf; nan stays a quiet nan with its payload top */
-    return (uint16_t)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u | ((magnitude >> 13) & 0x3ffu) : 0));
-  }
-  if (magnitude >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-  if (magnitude < 0x38800000u) {
-    /* Below 2^-14: a half subnormal (or zero). Adding 0.5 puts the value's bits at float's ulp
-     * 2^-24, so the FPU's own round-to-nearest-even does the rounding. */
-    const float shifted = ct_bits_float(magnitude) + 0.5f;
-    return (uint16_t)(sign | (ct_float_bits(shifted) - 0x3f000000u));
-  }
-  /* Normal: rebias the exponent and round the 13 dropped bits to nearest even. */
-  const uint32_t odd = (magnitude >> 13) & 1u;
-  magnitude += 0xc8000fffu + odd;
-  return (uint16_t)(sign | (magnitude >> 13));
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  /* nan: quiet, payload top bits kept; inf and overflow: inf */
+  const uint32_t nan = 0x7c00u | 0x200u | ((magnitude >> 13) & 0x3ffu);
+  /* below 2^-14: the FPU rounds at float's ulp 2^-24 after adding 0.5 */
+  const uint32_t tiny = ct_float_bits(ct_bits_float(magnitude & 0x3fffffffu) + 0.5f) - 0x3f000000u;
+  const uint32_t normal = (magnitude + 0xc8000fffu + ((magnitude >> 13) & 1u)) >> 13;
+  const uint32_t is_nan = 0u - (uint32_t)(magnitude > 0x7f800000u);
+  const uint32_t is_inf = 0u - (uint32_t)(magnitude >= 0x477ff000u);
+  const uint32_t is_tiny = 0u - (uint32_t)(magnitude < 0x38800000u);
+  uint32_t r = (normal & ~is_tiny) | (tiny & is_tiny);
+  r = (r & ~is_inf) | (0x7c00u & is_inf);
+  r = (r & ~is_nan) | (nan & is_nan);
+  return (uint16_t)(sign | r);
 }
 
-static inline float ct_bfloat16_to_float(uint16_t h) { return ct_bits_float((uint32_t)h << 16); }
+static inline float ct_bfloat16_to_float(uint16_t h) {
+  return ct_bits_float((uint32_t)h << 16);
+}
 
+/* Round to nearest even; nan stays a quiet nan. Branch-free. */
 static inline uint16_t ct_float_to_bfloat16(float f) {
   const uint32_t bits = ct_float_bits(f);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40u); /* quiet nan */
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return (uint16_t)((bits + rounding) >> 16);
+  const uint32_t is_nan = 0u - (uint32_t)((bits & 0x7fffffffu) > 0x7f800000u);
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (bits >> 16) | 0x40u;
+  return (uint16_t)((rounded & ~is_nan) | (quiet & is_nan));
 }
 
 /* double -> float rounding to odd, so that a second rounding to half/bfloat16 (11 or 8 bits,

@@ -57,9 +57,9 @@ static inline double ct_lowest_double(void) {
     uint64_t s = 0;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_vload_##SFX(p[i]);                        \
+      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_load_##SFX(p[i]);                         \
     } else {                                                                                      \
-      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_vload_##SFX(CT_REDUCE_AT(T, x, i, step)); \
+      for (int64_t i = 0; i < n; ++i) s += (uint64_t)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step));  \
     }                                                                                             \
     *(uint64_t*)acc += s;                                                                         \
   }                                                                                               \
@@ -68,10 +68,10 @@ static inline double ct_lowest_double(void) {
     uint64_t* a = acc;                                                                            \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_vload_##SFX(p[j]);                     \
+      for (int64_t j = 0; j < n; ++j) a[j] += (uint64_t)ct_load_##SFX(p[j]);                      \
     } else {                                                                                      \
       for (int64_t j = 0; j < n; ++j)                                                             \
-        a[j] += (uint64_t)ct_vload_##SFX(CT_REDUCE_AT(T, x, j, step));                            \
+        a[j] += (uint64_t)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));                             \
     }                                                                                             \
   }                                                                                               \
   static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
@@ -123,10 +123,10 @@ static inline double ct_lowest_double(void) {
 /* DIVIDE: 1 for mean (result / count), 0 for sum. */
 #define CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, DIVIDE)                                       \
   CT_CPU_HOT static double ct_##OP##_##SFX##_pw_contig(const T* p, int64_t n){                     \
-      CT_PAIRWISE_STEPS((double)ct_vload_##SFX(p[i]), ct_##OP##_##SFX##_pw_contig(p, half),        \
+      CT_PAIRWISE_STEPS((double)ct_load_##SFX(p[i]), ct_##OP##_##SFX##_pw_contig(p, half),         \
                         ct_##OP##_##SFX##_pw_contig(p + half, n - half))} CT_CPU_HOT static double \
       ct_##OP##_##SFX##_pw_strided(const char* x, int64_t step, int64_t n) {                       \
-    CT_PAIRWISE_STEPS((double)ct_vload_##SFX(CT_REDUCE_AT(T, x, i, step)),                         \
+    CT_PAIRWISE_STEPS((double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)),                          \
                       ct_##OP##_##SFX##_pw_strided(x, step, half),                                 \
                       ct_##OP##_##SFX##_pw_strided(x + half * step, step, n - half))               \
   }                                                                                                \
@@ -144,9 +144,9 @@ static inline double ct_lowest_double(void) {
     double* a = acc;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                              \
       const T* p = (const T*)x;                                                                    \
-      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_vload_##SFX(p[j]);                        \
+      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_load_##SFX(p[j]);                         \
     } else {                                                                                       \
-      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_vload_##SFX(CT_REDUCE_AT(T, x, j, step)); \
+      for (int64_t j = 0; j < n; ++j) a[j] += (double)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));  \
     }                                                                                              \
   }                                                                                                \
   static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                 \
@@ -185,9 +185,9 @@ static inline double ct_lowest_double(void) {
     C m = *(C*)acc;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      CT_NANMAX_LOOP(C, n, ct_vload_##SFX(p[ct_i]), m);                                           \
+      CT_NANMAX_LOOP(C, n, ct_load_##SFX(p[ct_i]), m);                                            \
     } else {                                                                                      \
-      CT_NANMAX_LOOP(C, n, ct_vload_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m);                    \
+      CT_NANMAX_LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m);                     \
     }                                                                                             \
     *(C*)acc = m;                                                                                 \
   }                                                                                               \
@@ -197,12 +197,12 @@ static inline double ct_lowest_double(void) {
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
       for (int64_t j = 0; j < n; ++j) {                                                           \
-        const C v = ct_vload_##SFX(p[j]);                                                         \
+        const C v = ct_load_##SFX(p[j]);                                                          \
         a[j] = CT_NAN_MAX(a[j], v);                                                               \
       }                                                                                           \
     } else {                                                                                      \
       for (int64_t j = 0; j < n; ++j) {                                                           \
-        const C v = ct_vload_##SFX(CT_REDUCE_AT(T, x, j, step));                                  \
+        const C v = ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));                                   \
         a[j] = CT_NAN_MAX(a[j], v);                                                               \
       }                                                                                           \
     }                                                                                             \

@@ -108,13 +108,13 @@ typedef struct ct_softmax_fns {
     for (; ct_b + CT_SOFTMAX_WIDTH <= (LEN); ct_b += CT_SOFTMAX_WIDTH) {           \
       for (int ct_k = 0; ct_k < CT_SOFTMAX_WIDTH; ++ct_k) {                        \
         const int64_t ct_i = ct_b + ct_k;                                          \
-        const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MX));                     \
+        const C ct_e = ct_exp_##C(ct_load_##SFX(XAT) - (MX));                      \
         if (REUSE) OAT = (T)ct_e;                                                  \
         ct_acc[ct_k] += (double)ct_e;                                              \
       }                                                                            \
     }                                                                              \
     for (int64_t ct_i = ct_b; ct_i < (LEN); ++ct_i) {                              \
-      const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MX));                       \
+      const C ct_e = ct_exp_##C(ct_load_##SFX(XAT) - (MX));                        \
       if (REUSE) OAT = (T)ct_e;                                                    \
       ct_acc[0] += (double)ct_e;                                                   \
     }                                                                              \
@@ -127,16 +127,16 @@ typedef struct ct_softmax_fns {
 /* One row of the vector mode: exponentials of lanes j (XAT/OAT element j) into PART[j]. */
 #define CT_SOFTMAX_ROW_SUM(SFX, T, C, LANES, XAT, OAT, MAX, REUSE, PART) \
   for (int64_t j = 0; j < (LANES); ++j) {                                \
-    const C ct_e = ct_exp_##C(ct_vload_##SFX(XAT) - (MAX)[j]);           \
+    const C ct_e = ct_exp_##C(ct_load_##SFX(XAT) - (MAX)[j]);            \
     if (REUSE) OAT = (T)ct_e;                                            \
     (PART)[j] += (double)ct_e;                                           \
   }
 
 /* Output elements: OAT = e * inv, e read back from the output when REUSE, else recomputed. */
-#define CT_SOFTMAX_SCALE(SFX, T, C, FIRST, END, XAT, OAT, MX, INV, REUSE)     \
-  for (int64_t ct_i = (FIRST); ct_i < (END); ++ct_i) {                        \
-    const C ct_e = (REUSE) ? (C)OAT : ct_exp_##C(ct_vload_##SFX(XAT) - (MX)); \
-    OAT = ct_vstore_##SFX(ct_e * (INV));                                      \
+#define CT_SOFTMAX_SCALE(SFX, T, C, FIRST, END, XAT, OAT, MX, INV, REUSE)    \
+  for (int64_t ct_i = (FIRST); ct_i < (END); ++ct_i) {                       \
+    const C ct_e = (REUSE) ? (C)OAT : ct_exp_##C(ct_load_##SFX(XAT) - (MX)); \
+    OAT = ct_store_##SFX(ct_e * (INV));                                      \
   }
 
 /* REUSE: the output holds the compute type exactly (float32, float64), so pass 2 leaves
@@ -154,9 +154,9 @@ typedef struct ct_softmax_fns {
       const char* base = b->x + ib * b->sx;                                                        \
       if (b->sx == (int64_t)sizeof(T)) {                                                           \
         const T* p = (const T*)base;                                                               \
-        CT_NANMAX_LOOP(C, ie - ib, ct_vload_##SFX(p[ct_i]), r);                                    \
+        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(p[ct_i]), r);                                     \
       } else {                                                                                     \
-        CT_NANMAX_LOOP(C, ie - ib, ct_vload_##SFX(*(const T*)(base + ct_i * b->sx)), r);           \
+        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(*(const T*)(base + ct_i * b->sx)), r);            \
       }                                                                                            \
       a[0] = r;                                                                                    \
       return;                                                                                      \
@@ -166,12 +166,12 @@ typedef struct ct_softmax_fns {
       if (b->lx == (int64_t)sizeof(T)) {                                                           \
         const T* p = (const T*)row;                                                                \
         for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
-          const C v = ct_vload_##SFX(p[j]);                                                        \
+          const C v = ct_load_##SFX(p[j]);                                                         \
           a[j] = CT_NAN_MAX(a[j], v);                                                              \
         }                                                                                          \
       } else {                                                                                     \
         for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
-          const C v = ct_vload_##SFX(*(const T*)(row + j * b->lx));                                \
+          const C v = ct_load_##SFX(*(const T*)(row + j * b->lx));                                 \
           a[j] = CT_NAN_MAX(a[j], v);                                                              \
         }                                                                                          \
       }                                                                                            \

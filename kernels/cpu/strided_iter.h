@@ -26,9 +26,8 @@ typedef struct ct_cpu_loop_entry {
 /* Iterates `shape` (ndim dims) over operands given by base pointers and byte strides
  * (byte_strides[i * ndim + k]); calls `loop` on inner runs. */
 CT_INTERNAL void ct_cpu_iterate_raw(int32_t num_operands, char* const* bases,
-                                    const int64_t* byte_strides, int32_t ndim,
-                                    const int64_t* shape, ct_cpu_strided_loop loop,
-                                    const void* extra);
+                                    const int64_t* byte_strides, int32_t ndim, const int64_t* shape,
+                                    ct_cpu_strided_loop loop, const void* extra);
 
 /* Iterates the shape of the last operand; the others broadcast to it (right-aligned). */
 CT_INTERNAL void ct_cpu_iterate(int32_t num_operands, const ct_tensor* const* operands,

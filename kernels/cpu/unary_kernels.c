@@ -6,42 +6,82 @@
 
 /* ----- operator functions per compute type ----- */
 
-#define CT_DEF(A, SFX, T, C, U, ID)                                      \
-  static inline C ct_op_negative_##C(C x) { return (C)((U)0 - (U)x); } \
-  static inline C ct_op_abs_##C(C x) { return x < 0 ? (C)((U)0 - (U)x) : x; } \
-  static inline C ct_op_relu_##C(C x) { return x > 0 ? x : (C)0; }
+#define CT_DEF(A, SFX, T, C, U, ID)         \
+  static inline C ct_op_negative_##C(C x) { \
+    return (C)((U)0 - (U)x);                \
+  }                                         \
+  static inline C ct_op_abs_##C(C x) {      \
+    return x < 0 ? (C)((U)0 - (U)x) : x;    \
+  }                                         \
+  static inline C ct_op_relu_##C(C x) {     \
+    return x > 0 ? x : (C)0;                \
+  }
 CT_CPU_INT_TYPES(CT_DEF, _)
 #undef CT_DEF
 
-static inline ct_bool8 ct_op_abs_ct_bool8(ct_bool8 x) { return x; }
+static inline ct_bool8 ct_op_abs_ct_bool8(ct_bool8 x) {
+  return x;
+}
 
-static inline float ct_op_negative_float(float x) { return -x; }
-static inline double ct_op_negative_double(double x) { return -x; }
-static inline float ct_op_abs_float(float x) { return fabsf(x); }
-static inline double ct_op_abs_double(double x) { return fabs(x); }
-static inline float ct_op_relu_float(float x) { return x > 0 || x != x ? x : 0.0f; }
-static inline double ct_op_relu_double(double x) { return x > 0 || x != x ? x : 0.0; }
-static inline float ct_op_exp_float(float x) { return expf(x); }
-static inline double ct_op_exp_double(double x) { return exp(x); }
-static inline float ct_op_log_float(float x) { return logf(x); }
-static inline double ct_op_log_double(double x) { return log(x); }
-static inline float ct_op_sqrt_float(float x) { return sqrtf(x); }
-static inline double ct_op_sqrt_double(double x) { return sqrt(x); }
-static inline float ct_op_tanh_float(float x) { return tanhf(x); }
-static inline double ct_op_tanh_double(double x) { return tanh(x); }
-static inline float ct_op_sigmoid_float(float x) { return 1.0f / (1.0f + expf(-x)); }
-static inline double ct_op_sigmoid_double(double x) { return 1.0 / (1.0 + exp(-x)); }
+static inline float ct_op_negative_float(float x) {
+  return -x;
+}
+static inline double ct_op_negative_double(double x) {
+  return -x;
+}
+static inline float ct_op_abs_float(float x) {
+  return fabsf(x);
+}
+static inline double ct_op_abs_double(double x) {
+  return fabs(x);
+}
+static inline float ct_op_relu_float(float x) {
+  return x > 0 || x != x ? x : 0.0f;
+}
+static inline double ct_op_relu_double(double x) {
+  return x > 0 || x != x ? x : 0.0;
+}
+static inline float ct_op_exp_float(float x) {
+  return expf(x);
+}
+static inline double ct_op_exp_double(double x) {
+  return exp(x);
+}
+static inline float ct_op_log_float(float x) {
+  return logf(x);
+}
+static inline double ct_op_log_double(double x) {
+  return log(x);
+}
+static inline float ct_op_sqrt_float(float x) {
+  return sqrtf(x);
+}
+static inline double ct_op_sqrt_double(double x) {
+  return sqrt(x);
+}
+static inline float ct_op_tanh_float(float x) {
+  return tanhf(x);
+}
+static inline double ct_op_tanh_double(double x) {
+  return tanh(x);
+}
+static inline float ct_op_sigmoid_float(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+static inline double ct_op_sigmoid_double(double x) {
+  return 1.0 / (1.0 + exp(-x));
+}
 
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */
 
-#define CT_UNARY_KERNELS(K)                                                           \
-  K(negative, CT_CPU_NUMERIC_TYPES)                                                   \
-  K(abs, CT_CPU_ALL_TYPES)                                                            \
-  K(relu, CT_CPU_NUMERIC_TYPES)                                                       \
-  K(exp, CT_CPU_FLOAT_TYPES)                                                          \
-  K(log, CT_CPU_FLOAT_TYPES)                                                          \
-  K(sqrt, CT_CPU_FLOAT_TYPES)                                                         \
-  K(tanh, CT_CPU_FLOAT_TYPES)                                                         \
+#define CT_UNARY_KERNELS(K)         \
+  K(negative, CT_CPU_NUMERIC_TYPES) \
+  K(abs, CT_CPU_ALL_TYPES)          \
+  K(relu, CT_CPU_NUMERIC_TYPES)     \
+  K(exp, CT_CPU_FLOAT_TYPES)        \
+  K(log, CT_CPU_FLOAT_TYPES)        \
+  K(sqrt, CT_CPU_FLOAT_TYPES)       \
+  K(tanh, CT_CPU_FLOAT_TYPES)       \
   K(sigmoid, CT_CPU_FLOAT_TYPES)
 
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_X, NAME)
