@@ -29,7 +29,7 @@ static const char* ct_input_name(const ct_op_schema* schema, int32_t index) {
   return schema->inputs[index].name;
 }
 
-static int ct_check_device(ct_prepared_call* p, const ct_tensor* t, const char* what) {
+static int ct_check_device(ct_prepared_call* p, const ct_tensor* t, const ct_tensor_label* label) {
   if (!p->has_device) {
     p->device = t->device;
     p->has_device = true;
@@ -37,10 +37,11 @@ static int ct_check_device(ct_prepared_call* p, const ct_tensor* t, const char* 
   }
   if (t->device.device_type != p->device.device_type ||
       t->device.device_id != p->device.device_id) {
+    char what[160];
     return ct_set_error(CT_ERROR_DEVICE_MISMATCH,
-                        "%s: %s is on device (%d, %d) but earlier tensors are on (%d, %d)",
-                        p->schema->name, what, t->device.device_type, t->device.device_id,
-                        p->device.device_type, p->device.device_id);
+                        "%s is on device (%d, %d) but earlier tensors are on (%d, %d)",
+                        ct_label_text(label, what, sizeof what), t->device.device_type,
+                        t->device.device_id, p->device.device_type, p->device.device_id);
   }
   return CT_OK;
 }
@@ -74,20 +75,15 @@ static int ct_prepare_inputs(ct_prepared_call* p, const ct_op* op, const ct_tens
                         variadic ? fixed : fixed, fixed == 1 ? "" : "s", num_inputs);
   }
   p->num_inputs = num_inputs > fixed ? num_inputs : fixed;
-  char what[128];
   for (int32_t i = 0; i < p->num_inputs; ++i) {
     const ct_tensor* t = i < num_inputs ? inputs[i] : NULL;
     p->inputs[i] = t;
     const ct_param_schema* param = &schema->inputs[i < fixed ? i : schema->num_inputs - 1];
     if (!t && (param->flags & CT_PARAM_OPTIONAL)) continue;
-    if (i < fixed) {
-      snprintf(what, sizeof what, "%s: input '%s'", schema->name, param->name);
-    } else {
-      snprintf(what, sizeof what, "%s: input '%s'[%d]", schema->name, param->name, i - fixed);
-    }
-    int status = ct_tensor_validate(t, what);
+    const ct_tensor_label label = {schema->name, "input", param->name, i < fixed ? -1 : i - fixed};
+    int status = ct_tensor_validate(t, &label);
     if (status != CT_OK) return status;
-    status = ct_check_device(p, t, what + strlen(schema->name) + 2);
+    status = ct_check_device(p, t, &label);
     if (status != CT_OK) return status;
   }
   return ct_attrs_resolve(schema, attrs, num_attrs, p->attrs);
@@ -190,18 +186,21 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
   if (num_outputs > 0 && !outputs) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "%s: NULL output array", schema->name);
   }
-  char what[128];
+  char what_buffer[160]; /* error messages only */
   for (int32_t i = 0; i < num_outputs; ++i) {
     const ct_tensor* t = outputs[i];
     const int32_t param = i < schema->num_outputs ? i : schema->num_outputs - 1;
-    snprintf(what, sizeof what, "%s: output '%s'", schema->name, schema->outputs[param].name);
-    int status = ct_tensor_validate(t, what);
+    const bool variadic = schema->outputs[param].flags & CT_PARAM_VARIADIC;
+    const ct_tensor_label label = {schema->name, "output", schema->outputs[param].name,
+                                   variadic ? i - param : -1};
+    int status = ct_tensor_validate(t, &label);
     if (status != CT_OK) return status;
-    status = ct_check_device(p, t, what + strlen(schema->name) + 2);
+    status = ct_check_device(p, t, &label);
     if (status != CT_OK) return status;
     const ct_tensor_info* want = &p->infos[i];
     if (!ct_dtype_equal(t->dtype, want->dtype)) {
-      return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s has dtype %s; %s produces %s here", what,
+      return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s has dtype %s; %s produces %s here",
+                          ct_label_text(&label, what_buffer, sizeof what_buffer),
                           ct_dtype_describe(t->dtype), schema->name,
                           ct_dtype_describe(want->dtype));
     }
@@ -217,16 +216,17 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
       for (int32_t k = 0; k < want->ndim && e < sizeof expected; ++k)
         e += (size_t)snprintf(expected + e, sizeof expected - e, "%s%lld", k ? ", " : "",
                               (long long)want->shape[k]);
-      return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "%s has shape (%s); expected (%s)", what, got,
-                          expected);
+      return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "%s has shape (%s); expected (%s)",
+                          ct_label_text(&label, what_buffer, sizeof what_buffer), got, expected);
     }
     if (ct_tensor_may_self_overlap(t)) {
       return ct_set_error(CT_ERROR_ALIASING, "%s overlaps itself (zero or overlapping strides)",
-                          what);
+                          ct_label_text(&label, what_buffer, sizeof what_buffer));
     }
     for (int32_t j = 0; j < i; ++j) {
       if (ct_tensors_may_overlap(t, outputs[j])) {
-        return ct_set_error(CT_ERROR_ALIASING, "%s overlaps output %d", what, j);
+        return ct_set_error(CT_ERROR_ALIASING, "%s overlaps output %d",
+                            ct_label_text(&label, what_buffer, sizeof what_buffer), j);
       }
     }
     for (int32_t j = 0; j < p->num_inputs; ++j) {
@@ -236,7 +236,8 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
           ct_dtype_equal(t->dtype, in->dtype))
         continue;
       return ct_set_error(
-          CT_ERROR_ALIASING, "%s overlaps input '%s'%s", what, ct_input_name(schema, j),
+          CT_ERROR_ALIASING, "%s overlaps input '%s'%s",
+          ct_label_text(&label, what_buffer, sizeof what_buffer), ct_input_name(schema, j),
           (schema->flags & CT_OP_FLAG_INPLACE) ? " without being exactly the same view"
                                                : " and this op cannot run in place");
     }

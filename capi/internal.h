@@ -74,9 +74,18 @@ CT_INTERNAL int64_t ct_tensor_numel(const ct_tensor* t);
 static inline char* ct_tensor_base(const ct_tensor* t) {
   return (char*)t->data + t->byte_offset;
 }
+/* Names a tensor in error messages ("add: input 'x1'", "concat: input 'arrays'[2]"). Formatted
+ * only when a message is written, so the success path does no string work. */
+typedef struct ct_tensor_label {
+  const char* op;   /* operator name */
+  const char* role; /* "input" or "output" */
+  const char* name; /* parameter name */
+  int32_t index;    /* position within a variadic parameter, or -1 */
+} ct_tensor_label;
+CT_INTERNAL const char* ct_label_text(const ct_tensor_label* label, char* buffer, size_t size);
 /* Checks one view: NULL, ndim, extents, element/byte overflow, dtype known, data non-NULL when
- * non-empty, strides extent. `what` names it in messages ("input 'x1'"). */
-CT_INTERNAL int ct_tensor_validate(const ct_tensor* t, const char* what);
+ * non-empty, strides extent. */
+CT_INTERNAL int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label);
 /* True when t is compact row-major. */
 CT_INTERNAL bool ct_tensor_is_contiguous(const ct_tensor* t);
 /* Memory overlap checks used by dispatch. */

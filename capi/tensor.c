@@ -1,4 +1,5 @@
 /* tensor.c - validation, strides and overlap checks for tensor views. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -43,41 +44,54 @@ bool ct_tensor_is_contiguous(const ct_tensor* t) {
   return true;
 }
 
-int ct_tensor_validate(const ct_tensor* t, const char* what) {
-  if (!t) return ct_set_error(CT_ERROR_NULL_POINTER, "%s is NULL", what);
+const char* ct_label_text(const ct_tensor_label* label, char* buffer, size_t size) {
+  if (label->index >= 0) {
+    snprintf(buffer, size, "%s: %s '%s'[%d]", label->op, label->role, label->name, label->index);
+  } else {
+    snprintf(buffer, size, "%s: %s '%s'", label->op, label->role, label->name);
+  }
+  return buffer;
+}
+
+/* The label's text for a message: used only on error paths. */
+#define CT_WHAT ct_label_text(label, what_buffer, sizeof what_buffer)
+
+int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label) {
+  char what_buffer[160];
+  if (!t) return ct_set_error(CT_ERROR_NULL_POINTER, "%s is NULL", CT_WHAT);
   if (t->ndim < 0 || t->ndim > CT_MAX_NDIM) {
-    return ct_set_error(CT_ERROR_INVALID_SHAPE, "%s has ndim %d; ctensor supports 0 to %d", what,
+    return ct_set_error(CT_ERROR_INVALID_SHAPE, "%s has ndim %d; ctensor supports 0 to %d", CT_WHAT,
                         t->ndim, CT_MAX_NDIM);
   }
   if (t->ndim > 0 && !t->shape) {
-    return ct_set_error(CT_ERROR_NULL_POINTER, "%s has ndim %d but a NULL shape", what, t->ndim);
+    return ct_set_error(CT_ERROR_NULL_POINTER, "%s has ndim %d but a NULL shape", CT_WHAT, t->ndim);
   }
   if (ct_dtype_to_id(t->dtype) == CT_DT_INVALID) {
     return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
-                        "%s has dtype %s, which ctensor does not support", what,
+                        "%s has dtype %s, which ctensor does not support", CT_WHAT,
                         ct_dtype_describe(t->dtype));
   }
   int64_t numel = 1;
   for (int32_t k = 0; k < t->ndim; ++k) {
     if (t->shape[k] < 0) {
       return ct_set_error(CT_ERROR_INVALID_SHAPE, "%s has negative extent %lld in dimension %d",
-                          what, (long long)t->shape[k], k);
+                          CT_WHAT, (long long)t->shape[k], k);
     }
     if (!ct_checked_mul_i64(numel, t->shape[k], &numel)) {
       return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
                           "%s has more elements than int64 can count (overflow at dimension %d)",
-                          what, k);
+                          CT_WHAT, k);
     }
   }
   const int64_t itemsize = ct_dtype_size(t->dtype);
   int64_t bytes;
   if (!ct_checked_mul_i64(numel, itemsize, &bytes)) {
     return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: %lld elements of %lld bytes overflow int64",
-                        what, (long long)numel, (long long)itemsize);
+                        CT_WHAT, (long long)numel, (long long)itemsize);
   }
   if (numel == 0) return CT_OK;
   if (!t->data) {
-    return ct_set_error(CT_ERROR_NULL_POINTER, "%s has %lld elements but NULL data", what,
+    return ct_set_error(CT_ERROR_NULL_POINTER, "%s has %lld elements but NULL data", CT_WHAT,
                         (long long)numel);
   }
   if (t->strides) {
@@ -88,11 +102,13 @@ int ct_tensor_validate(const ct_tensor* t, const char* what) {
       const int64_t stride = t->strides[k] < 0 ? -t->strides[k] : t->strides[k];
       if (t->strides[k] == INT64_MIN || !ct_checked_mul_i64(stride, t->shape[k] - 1, &reach) ||
           !ct_checked_add_i64(span, reach, &span)) {
-        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range", what);
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
+                            CT_WHAT);
       }
     }
     if (!ct_checked_mul_i64(span, itemsize, &span)) {
-      return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range", what);
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
+                          CT_WHAT);
     }
   }
   return CT_OK;
