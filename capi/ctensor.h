@@ -10,7 +10,9 @@
  * ABI promises:
  *   - enum values are explicit and only ever appended;
  *   - structs that may grow start with `struct_size` (set it to sizeof(the struct) as you compiled
- *     it) and only ever gain fields at their end;
+ *     it) and only ever gain fields at their end; structs without it (tensor views, dtypes,
+ *     attribute values, parameter and attribute schemas, tensor infos) have a fixed layout
+ *     forever, since callers index arrays of them; their `reserved` fields are zero;
  *   - every extent, stride, count and byte size is 64-bit.
  *
  * The header is C99, self-contained and usable from C++.
