@@ -1,0 +1,210 @@
+"""Deep-learning ops (normalisation, pooling, interpolation, transposed convolution) against
+torch.nn.functional in float64.
+
+Inputs are drawn in their dtype (float16/float32/float64 as NumPy views with any layout,
+bfloat16 as torch tensors), then the reference runs torch.nn.functional on the float64 copy.
+
+Tolerances. Besides the dtype's own rtol (the one rounding of the stored result, from
+tests/arrays.py), normalisations get an absolute tolerance of
+8·eps_c·(|x| + |mean|)·rstd·max(|weight|, 1) + |bias|·eps_c, eps_c the epsilon of the compute type
+(float32 for float16/bfloat16/float32), a bound on the error of (x - mean)·rstd computed in that
+type; sums over k terms (average pooling, interpolation, transposed convolution) get
+k·eps_c·Σ|terms|.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from arrays import assert_close, kernel_dtypes, strided_arrays, strided_bfloat16, to_float64
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctensor
+
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+EPS_C = {
+    "float16": float(np.finfo(np.float32).eps),
+    "bfloat16": float(np.finfo(np.float32).eps),
+    "float32": float(np.finfo(np.float32).eps),
+    "float64": float(np.finfo(np.float64).eps),
+}
+
+
+def finite(dtype: str, bound: float = 4.0):
+    width = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64}[dtype]
+    return st.floats(-bound, bound, width=width, allow_subnormal=False)
+
+
+@st.composite
+def arrays(draw, dtype: str, shape, elements=None):
+    """An input of `dtype` and `shape` with a drawn layout: NumPy for float16/32/64, torch for
+    bfloat16."""
+    if elements is None:
+        elements = finite(dtype)
+    if dtype == "bfloat16":
+        return draw(strided_bfloat16(shape=tuple(shape), elements=elements))
+    return draw(strided_arrays(dtype, shape=tuple(shape), elements=elements))
+
+
+def t64(a) -> torch.Tensor | None:
+    return None if a is None else torch.from_numpy(np.ascontiguousarray(to_float64(a)))
+
+
+def test_declared_dtypes():
+    for op in ["layer_norm", "rms_norm", "group_norm", "batch_norm"]:
+        assert kernel_dtypes(op) == FLOATS
+
+
+# ----------------------------------------------------------------------------------------------
+# normalisation
+# ----------------------------------------------------------------------------------------------
+
+
+def norm_atol(dtype: str, x64: np.ndarray, weight, bias, axes, rms: bool, eps: float) -> float:
+    """The bound of the module docstring, from the float64 input."""
+    if x64.size == 0:
+        return 0.0
+    mean = 0.0 if rms else x64.mean(axis=axes, keepdims=True)
+    var = (x64**2).mean(axis=axes, keepdims=True) if rms else x64.var(axis=axes, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    w = 1.0 if weight is None else max(float(np.max(np.abs(to_float64(weight)), initial=0)), 1.0)
+    b = 0.0 if bias is None else float(np.max(np.abs(to_float64(bias)), initial=0))
+    e = EPS_C[dtype]
+    return float(np.max(8 * e * (np.abs(x64) + np.abs(mean)) * rstd * w, initial=0) + b * e) + (
+        1e-300 if dtype == "float64" else 1e-6
+    )
+
+
+@st.composite
+def layer_norm_case(draw, dtype: str):
+    shape = draw(st.lists(st.integers(0, 4), min_size=1, max_size=4))
+    count = draw(st.integers(1, len(shape)))
+    normalized = shape[len(shape) - count :]
+    x = draw(arrays(dtype, shape))
+    weight = draw(st.none() | arrays(dtype, normalized))
+    bias = draw(st.none() | arrays(dtype, normalized))
+    return x, weight, bias, normalized
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_layer_norm(dtype, data):
+    x, weight, bias, normalized = data.draw(layer_norm_case(dtype))
+    eps = data.draw(st.sampled_from([1e-5, 1e-2]))
+    result = ctensor.ops.layer_norm(x, weight, bias, normalized_shape=normalized, eps=eps)
+    expected = F.layer_norm(t64(x), normalized, t64(weight), t64(bias), eps=eps).numpy()
+    axes = tuple(range(x.ndim - len(normalized), x.ndim))
+    atol = norm_atol(dtype, to_float64(x), weight, bias, axes, False, eps)
+    assert_close(result, expected, dtype, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_rms_norm(dtype, data):
+    x, weight, _, normalized = data.draw(layer_norm_case(dtype))
+    eps = data.draw(st.sampled_from([None, 1e-5, 0.5]))
+    result = ctensor.ops.rms_norm(x, weight, normalized_shape=normalized, eps=eps)
+    # torch's default eps is that of the compute type: the float64 reference must use it.
+    ref_eps = eps if eps is not None else EPS_C[dtype]
+    expected = F.rms_norm(t64(x), normalized, t64(weight), eps=ref_eps).numpy()
+    axes = tuple(range(x.ndim - len(normalized), x.ndim))
+    atol = norm_atol(dtype, to_float64(x), weight, None, axes, True, ref_eps)
+    assert_close(result, expected, dtype, atol=atol)
+
+
+def test_rms_norm_default_eps_is_torchs():
+    for dtype in [torch.float16, torch.bfloat16, torch.float32, torch.float64]:
+        x = torch.full((2, 4), 1e-3, dtype=dtype)
+        assert torch.equal(ctensor.ops.rms_norm(x, normalized_shape=[4]), F.rms_norm(x, [4]))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_group_norm(dtype, data):
+    groups = data.draw(st.integers(1, 3))
+    shape = [
+        data.draw(st.integers(0, 3)),
+        groups * data.draw(st.integers(1, 3)),
+        *data.draw(st.lists(st.integers(0, 4), max_size=2)),
+    ]
+    x = data.draw(arrays(dtype, shape))
+    weight = data.draw(st.none() | arrays(dtype, shape[1:2]))
+    bias = data.draw(st.none() | arrays(dtype, shape[1:2]))
+    result = ctensor.ops.group_norm(x, weight, bias, num_groups=groups, eps=1e-5)
+    # torch.group_norm: F.group_norm refuses one value per group in Python, the op does not.
+    expected = torch.group_norm(t64(x), groups, t64(weight), t64(bias), 1e-5, False).numpy()
+    x64 = to_float64(x)
+    grouped = x64.reshape(shape[0], groups, -1) if x64.size else x64
+    atol = norm_atol(dtype, grouped, weight, bias, (2,) if x64.size else (), False, 1e-5)
+    assert_close(result, expected, dtype, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_batch_norm(dtype, data):
+    shape = [
+        data.draw(st.integers(0, 3)),
+        data.draw(st.integers(1, 4)),
+        *data.draw(st.lists(st.integers(0, 4), max_size=2)),
+    ]
+    c = shape[1:2]
+    x = data.draw(arrays(dtype, shape))
+    mean = data.draw(arrays(dtype, c))
+    var = data.draw(arrays(dtype, c, elements=finite(dtype, 4).map(abs)))
+    weight = data.draw(st.none() | arrays(dtype, c))
+    bias = data.draw(st.none() | arrays(dtype, c))
+    eps = 1e-3
+    result = ctensor.ops.batch_norm(x, mean, var, weight, bias, eps=eps)
+    expected = F.batch_norm(t64(x), t64(mean), t64(var), t64(weight), t64(bias), eps=eps).numpy()
+    e = EPS_C[dtype]
+    w = 1.0 if weight is None else max(float(np.max(np.abs(to_float64(weight)))), 1.0)
+    b = 0.0 if bias is None else float(np.max(np.abs(to_float64(bias))))
+    atol = 8 * e * (4 + 4) / np.sqrt(eps) * w + b * e + 1e-300
+    assert_close(result, expected, dtype, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_norms_nan_inf(dtype):
+    x = np.array([[1.0, np.nan, 2.0, 3.0], [1.0, np.inf, 2.0, 3.0], [1.0, 5.0, 2.0, 3.0]], dtype)
+    xt = torch.from_numpy(x)
+    pairs = [
+        (ctensor.ops.layer_norm(x, normalized_shape=[4]), F.layer_norm(xt, [4])),
+        (ctensor.ops.rms_norm(x, normalized_shape=[4]), F.rms_norm(xt, [4])),
+        (ctensor.ops.group_norm(x, num_groups=2), F.group_norm(xt, 2)),
+        (
+            ctensor.ops.batch_norm(x, x[0], np.abs(x[1]), x[2], x[2]),
+            F.batch_norm(xt, xt[0], xt[1].abs(), xt[2], xt[2]),
+        ),
+    ]
+    for ours, theirs in pairs:
+        assert_close(ours, theirs.numpy(), dtype)
+
+
+def test_norm_errors():
+    x = np.zeros((2, 3, 4), np.float32)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.layer_norm(x, normalized_shape=[3])
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.layer_norm(x, normalized_shape=[])
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.layer_norm(x, np.zeros(3, np.float32), normalized_shape=[4])
+    with pytest.raises(ValueError):
+        ctensor.ops.group_norm(x, num_groups=2)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.group_norm(x, np.zeros(4, np.float32), num_groups=3)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.batch_norm(x, np.zeros(4, np.float32), np.ones(3, np.float32))
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.batch_norm(
+            np.zeros(3, np.float32), np.zeros(3, np.float32), np.ones(3, np.float32)
+        )
+    with pytest.raises(ValueError):
+        ctensor.ops.layer_norm(x, normalized_shape=[4], eps=-1.0)
