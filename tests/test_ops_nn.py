@@ -208,3 +208,152 @@ def test_norm_errors():
         )
     with pytest.raises(ValueError):
         ctensor.ops.layer_norm(x, normalized_shape=[4], eps=-1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# pooling
+# ----------------------------------------------------------------------------------------------
+
+
+def pair(draw, lo: int, hi: int):
+    """An int or a pair of ints, as torch accepts."""
+    return draw(st.integers(lo, hi) | st.tuples(st.integers(lo, hi), st.integers(lo, hi)))
+
+
+def both(value) -> tuple[int, int]:
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def pool_out(size, k, s, p, d, ceil_mode):
+    n = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = n // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+@st.composite
+def pool_case(draw, dtype: str, dilation: bool):
+    kernel = pair(draw, 1, 3)
+    stride = draw(st.none() | st.just([]) | st.integers(1, 3) | st.tuples(*[st.integers(1, 3)] * 2))
+    padding = draw(
+        st.integers(0, both(kernel)[0] // 2).map(lambda v: (v, 0))
+        | st.just(0)
+        | st.just((min(both(kernel)) // 2,) * 2)
+    )
+    dil = pair(draw, 1, 2) if dilation else 1
+    ceil_mode = draw(st.booleans())
+    lead = draw(st.sampled_from([[], [0], [1], [2]]))
+    channels = draw(st.integers(1, 3))
+    k, p, d = both(kernel), both(padding), both(dil)
+    s = k if stride is None or stride == [] else both(stride)
+    spatial = []
+    for i in range(2):
+        lo = d[i] * (k[i] - 1) + 1 - 2 * p[i]
+        size = draw(st.integers(max(lo, 1), max(lo, 1) + 5))
+        assert pool_out(size, k[i], s[i], p[i], d[i], ceil_mode) >= 1
+        spatial.append(size)
+    elements = finite(dtype) | st.just(float("nan")) | st.just(float("inf"))
+    x = draw(arrays(dtype, [*lead, channels, *spatial], elements=finite(dtype)))
+    if draw(st.booleans()) and dtype != "bfloat16":  # specials in a few places
+        x = np.array(x)
+        flat = x.reshape(-1)
+        for _ in range(draw(st.integers(0, 3))):
+            if flat.size:
+                flat[draw(st.integers(0, flat.size - 1))] = draw(elements)
+    return x, kernel, stride, padding, dil, ceil_mode
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_max_pool2d(dtype, data):
+    x, kernel, stride, padding, dilation, ceil_mode = data.draw(pool_case(dtype, True))
+    result = ctensor.ops.max_pool2d(
+        x,
+        kernel_size=kernel,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        ceil_mode=ceil_mode,
+    )
+    expected = F.max_pool2d(
+        t64(x),
+        kernel,
+        stride if stride is not None else [],
+        padding,
+        dilation,
+        ceil_mode=ceil_mode,
+    ).numpy()
+    assert_close(result, expected, dtype, atol=0.0)  # exact: a max rounds nothing
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_avg_pool2d(dtype, data):
+    x, kernel, stride, padding, _, ceil_mode = data.draw(pool_case(dtype, False))
+    count_include_pad = data.draw(st.booleans())
+    divisor = data.draw(st.none() | st.sampled_from([1, 3, -2]))
+    result = ctensor.ops.avg_pool2d(
+        x,
+        kernel_size=kernel,
+        stride=stride,
+        padding=padding,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+        divisor_override=divisor,
+    )
+    expected = F.avg_pool2d(
+        t64(x),
+        kernel,
+        stride if stride is not None else [],
+        padding,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+        divisor_override=divisor,
+    ).numpy()
+    k = both(kernel)[0] * both(kernel)[1]
+    magnitude = float(
+        np.nanmax(np.abs(np.where(np.isinf(to_float64(x)), 0, to_float64(x))), initial=0)
+    )
+    assert_close(result, expected, dtype, atol=k * EPS_C[dtype] * magnitude * k + 1e-300)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_adaptive_avg_pool2d(dtype, data):
+    lead = data.draw(st.sampled_from([[], [0], [2]]))
+    shape = [
+        *lead,
+        data.draw(st.integers(1, 3)),
+        data.draw(st.integers(1, 9)),
+        data.draw(st.integers(1, 9)),
+    ]
+    x = data.draw(arrays(dtype, shape))
+    size = data.draw(st.integers(0, 5) | st.tuples(st.integers(1, 5), st.integers(0, 10)))
+    result = ctensor.ops.adaptive_avg_pool2d(x, output_size=size)
+    expected = F.adaptive_avg_pool2d(t64(x), size).numpy()
+    k = shape[-1] * shape[-2]
+    assert_close(result, expected, dtype, atol=k * EPS_C[dtype] * 4 + 1e-300)
+
+
+def test_pool_errors():
+    x = np.zeros((1, 2, 5, 5), np.float32)
+    with pytest.raises(ValueError):
+        ctensor.ops.max_pool2d(x, kernel_size=2, padding=2)
+    with pytest.raises(ValueError):
+        ctensor.ops.max_pool2d(x, kernel_size=0)
+    with pytest.raises(ValueError):
+        ctensor.ops.avg_pool2d(x, kernel_size=2, stride=0)
+    with pytest.raises(ValueError):
+        ctensor.ops.avg_pool2d(x, kernel_size=2, divisor_override=0)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.max_pool2d(x, kernel_size=6)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.max_pool2d(np.zeros((5, 5), np.float32), kernel_size=2)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.adaptive_avg_pool2d(np.zeros((1, 0, 5, 5), np.float32), output_size=2)
+    with pytest.raises(ValueError):
+        ctensor.ops.adaptive_avg_pool2d(x, output_size=[1, 2, 3])

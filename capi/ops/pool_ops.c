@@ -1,0 +1,172 @@
+/* pool_ops.c - 2-D pooling over (N, C, H, W) or (C, H, W) input: max_pool2d, avg_pool2d,
+ * adaptive_avg_pool2d, as torch.nn.functional. */
+#include "op_defs.h"
+
+static const int64_t ct_pool_ones2[2] = {1, 1};
+static const int64_t ct_pool_zeros2[2] = {0, 0};
+
+static const ct_param_schema ct_pool_inputs[1] = {{"input", "(N, C, H, W) or (C, H, W)", 0, 0}};
+
+/* Reads a pair attribute given as one or two values; `fallback` (may be NULL) stands for None
+ * or an empty list. */
+static int ct_pool_pair(const char* op, const char* name, const ct_attr_value* value,
+                        const int64_t* fallback, int64_t minimum, int64_t out[2]) {
+  if (fallback && (value->type == CT_ATTR_NONE || value->count == 0)) {
+    out[0] = fallback[0];
+    out[1] = fallback[1];
+    return CT_OK;
+  }
+  if (value->type != CT_ATTR_INT_LIST || (value->count != 1 && value->count != 2)) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: %s takes 1 or 2 values, got %lld", op, name,
+                        (long long)value->count);
+  }
+  out[0] = value->value.ints[0];
+  out[1] = value->value.ints[value->count - 1];
+  if (out[0] < minimum || out[1] < minimum) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: %s must be >= %lld, got (%lld, %lld)", op,
+                        name, (long long)minimum, (long long)out[0], (long long)out[1]);
+  }
+  return CT_OK;
+}
+
+/* Input is 3-D or 4-D with non-zero non-batch dims (as torch). */
+static int ct_pool_check_input(const char* op, const ct_tensor* x) {
+  if (x->ndim != 3 && x->ndim != 4) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "%s: input must be (N, C, H, W) or (C, H, W), got %d-D", op, x->ndim);
+  }
+  for (int32_t k = x->ndim - 3; k < x->ndim; ++k) {
+    if (x->shape[k] == 0) {
+      return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                          "%s: input must have non-zero size in its non-batch dims", op);
+    }
+  }
+  if (!ct_dtype_is_float(x->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: input must be a float array, got %s", op,
+                        ct_dtype_describe(x->dtype));
+  }
+  return CT_OK;
+}
+
+/* Output extent, as torch's pooling_output_shape. */
+static int64_t ct_pool_out_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
+                                int64_t dilation, bool ceil_mode) {
+  const int64_t numerator =
+      in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (numerator >= 0 ? numerator / stride : -((-numerator + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+/* Shared by max_pool2d (dilation given) and avg_pool2d (dilation NULL: 1). */
+static int ct_infer_pool(const char* op, const ct_infer_call* call,
+                         const ct_attr_value* dilation_attr, bool ceil_mode,
+                         ct_tensor_info* outputs, int32_t* num_outputs) {
+  const ct_tensor* x = call->inputs[0];
+  int64_t kernel[2], stride[2], padding[2], dilation[2] = {1, 1};
+  int status = ct_pool_check_input(op, x);
+  if (status == CT_OK) status = ct_pool_pair(op, "kernel_size", &call->attrs[0], NULL, 1, kernel);
+  if (status == CT_OK) status = ct_pool_pair(op, "stride", &call->attrs[1], kernel, 1, stride);
+  if (status == CT_OK) status = ct_pool_pair(op, "padding", &call->attrs[2], NULL, 0, padding);
+  if (status == CT_OK && dilation_attr) {
+    status = ct_pool_pair(op, "dilation", dilation_attr, NULL, 1, dilation);
+  }
+  if (status != CT_OK) return status;
+  if (padding[0] > kernel[0] / 2 || padding[1] > kernel[1] / 2) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "%s: padding must be at most half of kernel_size", op);
+  }
+  ct_info_from_tensor(x, x->dtype, &outputs[0]);
+  for (int k = 0; k < 2; ++k) {
+    const int64_t in = x->shape[x->ndim - 2 + k];
+    const int64_t out =
+        ct_pool_out_size(in, kernel[k], padding[k], stride[k], dilation[k], ceil_mode);
+    if (out < 1) {
+      return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                          "%s: output size is too small (input extent %lld in spatial dim %d)", op,
+                          (long long)in, k);
+    }
+    outputs[0].shape[x->ndim - 2 + k] = out;
+  }
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+/* ----- max_pool2d ----- */
+
+static const ct_attr_schema ct_max_pool2d_attrs[] = {
+    CT_ATTR_SPEC_REQUIRED("kernel_size", "(kH, kW), or one value for both", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_NULLABLE("stride", "(sH, sW); None or [] means kernel_size", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_INT_LIST("padding", "implicit -inf padding (pH, pW) on both sides", 2,
+                          ct_pool_zeros2),
+    CT_ATTR_SPEC_INT_LIST("dilation", "spacing between window taps (dH, dW)", 2, ct_pool_ones2),
+    CT_ATTR_SPEC_BOOL("ceil_mode", "round the output extent up instead of down", false)};
+
+static int ct_infer_max_pool2d(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                               int32_t* num_outputs) {
+  (void)capacity;
+  return ct_infer_pool("max_pool2d", call, &call->attrs[3], call->attrs[4].value.b != 0, outputs,
+                       num_outputs);
+}
+
+CT_DEFINE_OP(max_pool2d,
+             "Maximum over sliding windows (torch.nn.functional.max_pool2d without indices); NaN "
+             "propagates.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_pool_inputs, ct_params_out, ct_max_pool2d_attrs,
+             ct_infer_max_pool2d);
+
+/* ----- avg_pool2d ----- */
+
+static const ct_attr_schema ct_avg_pool2d_attrs[] = {
+    CT_ATTR_SPEC_REQUIRED("kernel_size", "(kH, kW), or one value for both", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_NULLABLE("stride", "(sH, sW); None or [] means kernel_size", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_INT_LIST("padding", "implicit zero padding (pH, pW) on both sides", 2,
+                          ct_pool_zeros2),
+    CT_ATTR_SPEC_BOOL("ceil_mode", "round the output extent up instead of down", false),
+    CT_ATTR_SPEC_BOOL("count_include_pad", "the padding counts in the divisor", true),
+    CT_ATTR_SPEC_NULLABLE("divisor_override", "divide by this instead of the window size",
+                          CT_ATTR_INT)};
+
+static int ct_infer_avg_pool2d(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                               int32_t* num_outputs) {
+  (void)capacity;
+  if (call->attrs[5].type == CT_ATTR_INT && call->attrs[5].value.i == 0) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "avg_pool2d: divisor_override must be non-zero");
+  }
+  return ct_infer_pool("avg_pool2d", call, NULL, call->attrs[3].value.b != 0, outputs, num_outputs);
+}
+
+CT_DEFINE_OP(avg_pool2d,
+             "Mean over sliding windows (torch.nn.functional.avg_pool2d); sums in float32 for "
+             "float16/bfloat16/float32, float64 for float64.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_pool_inputs, ct_params_out, ct_avg_pool2d_attrs,
+             ct_infer_avg_pool2d);
+
+/* ----- adaptive_avg_pool2d ----- */
+
+static const ct_attr_schema ct_adaptive_avg_pool2d_attrs[] = {CT_ATTR_SPEC_REQUIRED(
+    "output_size", "(H_out, W_out), or one value for both", CT_ATTR_INT_LIST)};
+
+static int ct_infer_adaptive_avg_pool2d(const ct_infer_call* call, ct_tensor_info* outputs,
+                                        int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  const ct_tensor* x = call->inputs[0];
+  int64_t size[2];
+  int status = ct_pool_check_input("adaptive_avg_pool2d", x);
+  if (status == CT_OK) {
+    status = ct_pool_pair("adaptive_avg_pool2d", "output_size", &call->attrs[0], NULL, 0, size);
+  }
+  if (status != CT_OK) return status;
+  ct_info_from_tensor(x, x->dtype, &outputs[0]);
+  outputs[0].shape[x->ndim - 2] = size[0];
+  outputs[0].shape[x->ndim - 1] = size[1];
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP(adaptive_avg_pool2d,
+             "Mean over windows [floor(i·H/H_out), ceil((i+1)·H/H_out)) per output index "
+             "(torch.nn.functional.adaptive_avg_pool2d); sums in float32 for "
+             "float16/bfloat16/float32, float64 for float64.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_pool_inputs, ct_params_out,
+             ct_adaptive_avg_pool2d_attrs, ct_infer_adaptive_avg_pool2d);
