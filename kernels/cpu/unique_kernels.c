@@ -21,76 +21,7 @@
 #include <omp.h>
 #endif
 
-/* ----- keys per dtype: ct_uq_key_<SFX>(T) -> K and ct_uq_value_<SFX>(K) -> T ----- */
-
-static inline uint8_t ct_uq_key_b8(uint8_t v) {
-  return v != 0;
-}
-static inline uint8_t ct_uq_value_b8(uint8_t k) {
-  return k;
-}
-static inline uint8_t ct_uq_key_u8(uint8_t v) {
-  return v;
-}
-static inline uint8_t ct_uq_value_u8(uint8_t k) {
-  return k;
-}
-static inline uint16_t ct_uq_key_u16(uint16_t v) {
-  return v;
-}
-static inline uint16_t ct_uq_value_u16(uint16_t k) {
-  return k;
-}
-static inline uint32_t ct_uq_key_u32(uint32_t v) {
-  return v;
-}
-static inline uint32_t ct_uq_value_u32(uint32_t k) {
-  return k;
-}
-static inline uint64_t ct_uq_key_u64(uint64_t v) {
-  return v;
-}
-static inline uint64_t ct_uq_value_u64(uint64_t k) {
-  return k;
-}
-
-#define CT_UQ_SIGNED_KEYS(BITS)                                       \
-  static inline uint##BITS##_t ct_uq_key_i##BITS(int##BITS##_t v) {   \
-    return (uint##BITS##_t)v ^ ((uint##BITS##_t)1 << (BITS - 1));     \
-  }                                                                   \
-  static inline int##BITS##_t ct_uq_value_i##BITS(uint##BITS##_t k) { \
-    const uint##BITS##_t u = k ^ ((uint##BITS##_t)1 << (BITS - 1));   \
-    int##BITS##_t v;                                                  \
-    memcpy(&v, &u, sizeof v);                                         \
-    return v;                                                         \
-  }
-CT_UQ_SIGNED_KEYS(8)
-CT_UQ_SIGNED_KEYS(16)
-CT_UQ_SIGNED_KEYS(32)
-CT_UQ_SIGNED_KEYS(64)
-
-/* Float keys on the bits: EXP is the exponent mask, NAN the value written back for the NaN key. */
-#define CT_UQ_FLOAT_KEYS(SFX, T, UT, EXP, NAN)                                                \
-  static inline UT ct_uq_key_##SFX(T v) {                                                     \
-    UT bits;                                                                                  \
-    memcpy(&bits, &v, sizeof bits);                                                           \
-    const UT sign = (UT)((UT)1 << (sizeof(UT) * 8 - 1));                                      \
-    const UT magnitude = (UT)(bits & (UT)~sign);                                              \
-    if (magnitude > (UT)(EXP)) return (UT) ~(UT)0; /* NaN */                                  \
-    if (magnitude == 0) return sign;               /* -0.0 is 0.0 */                          \
-    return (bits & sign) ? (UT)~bits : (UT)(bits | sign);                                     \
-  }                                                                                           \
-  static inline T ct_uq_value_##SFX(UT k) {                                                   \
-    const UT sign = (UT)((UT)1 << (sizeof(UT) * 8 - 1));                                      \
-    const UT bits = k == (UT) ~(UT)0 ? (UT)(NAN) : (k & sign) ? (UT)(k & (UT)~sign) : (UT)~k; \
-    T v;                                                                                      \
-    memcpy(&v, &bits, sizeof v);                                                              \
-    return v;                                                                                 \
-  }
-CT_UQ_FLOAT_KEYS(f16, uint16_t, uint16_t, 0x7c00u, 0x7e00u)
-CT_UQ_FLOAT_KEYS(bf16, uint16_t, uint16_t, 0x7f80u, 0x7fc0u)
-CT_UQ_FLOAT_KEYS(f32, float, uint32_t, 0x7f800000u, 0x7fc00000u)
-CT_UQ_FLOAT_KEYS(f64, double, uint64_t, 0x7ff0000000000000ull, 0x7ff8000000000000ull)
+#include "sort_keys.h"
 
 /* ----- the caller's allocator ----- */
 

@@ -1,0 +1,325 @@
+/* sort_kernels.c - sort, argsort, topk along one axis, and searchsorted.
+ *
+ * Every lane (the elements along the axis at one position of the other dimensions) maps its
+ * values to the order-preserving unsigned keys of sort_keys.h (complemented for a descending
+ * order, which puts nan first) and sorts (key, index) pairs with a stable LSD radix sort in the
+ * workspace: one counting pass per key byte in which the keys differ, insertion sort for short
+ * lanes. The sorted indices then gather the values (sort, topk values: the original bits, so
+ * -0.0 stays -0.0) or are written out (argsort, topk indices). Lanes run in parallel, each thread
+ * on its own slot of the workspace. searchsorted binary-searches the same keys. */
+#include <string.h>
+
+#include "cpu_dtypes.h"
+#include "cpu_register.h"
+#include "cpu_threads.h"
+#include "sort_keys.h"
+#include "strided_iter.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* X(A, SFX, T, C, K, ID) with K the key type (in the U slot). */
+#define CT_SORT_TYPES(X, A)                          \
+  X(A, b8, uint8_t, ct_bool8, uint8_t, CT_DT_BOOL)   \
+  X(A, i8, int8_t, int8_t, uint8_t, CT_DT_I8)        \
+  X(A, u8, uint8_t, uint8_t, uint8_t, CT_DT_U8)      \
+  X(A, i16, int16_t, int16_t, uint16_t, CT_DT_I16)   \
+  X(A, u16, uint16_t, uint16_t, uint16_t, CT_DT_U16) \
+  X(A, f16, uint16_t, float, uint16_t, CT_DT_F16)    \
+  X(A, bf16, uint16_t, float, uint16_t, CT_DT_BF16)  \
+  X(A, i32, int32_t, int32_t, uint32_t, CT_DT_I32)   \
+  X(A, u32, uint32_t, uint32_t, uint32_t, CT_DT_U32) \
+  X(A, f32, float, float, uint32_t, CT_DT_F32)       \
+  X(A, i64, int64_t, int64_t, uint64_t, CT_DT_I64)   \
+  X(A, u64, uint64_t, uint64_t, uint64_t, CT_DT_U64) \
+  X(A, f64, double, double, uint64_t, CT_DT_F64)
+
+/* Lanes shorter than this are insertion-sorted. */
+#define CT_SORT_INSERTION 24
+
+/* ----- stable sort of (key, index) pairs, per key width ----- */
+
+/* Sorts keys[0..n) with idx[] along, using keys2/idx2 as the second buffer; returns the buffer
+ * of sorted indices (idx or idx2). */
+#define CT_SORT_RADIX(K)                                                                         \
+  static int64_t* ct_sort_pairs_##K(K* keys, int64_t* idx, K* keys2, int64_t* idx2, int64_t n) { \
+    if (n <= CT_SORT_INSERTION) {                                                                \
+      for (int64_t i = 1; i < n; ++i) {                                                          \
+        const K k = keys[i];                                                                     \
+        const int64_t v = idx[i];                                                                \
+        int64_t j = i;                                                                           \
+        for (; j > 0 && keys[j - 1] > k; --j) {                                                  \
+          keys[j] = keys[j - 1];                                                                 \
+          idx[j] = idx[j - 1];                                                                   \
+        }                                                                                        \
+        keys[j] = k;                                                                             \
+        idx[j] = v;                                                                              \
+      }                                                                                          \
+      return idx;                                                                                \
+    }                                                                                            \
+    K diff = 0;                                                                                  \
+    for (int64_t i = 1; i < n; ++i) diff |= keys[i] ^ keys[0];                                   \
+    for (int shift = 0; shift < (int)(8 * sizeof(K)); shift += 8) {                              \
+      if (((diff >> shift) & 0xff) == 0) continue;                                               \
+      int64_t count[256] = {0};                                                                  \
+      for (int64_t i = 0; i < n; ++i) ++count[(keys[i] >> shift) & 0xff];                        \
+      int64_t sum = 0;                                                                           \
+      for (int b = 0; b < 256; ++b) {                                                            \
+        const int64_t c = count[b];                                                              \
+        count[b] = sum;                                                                          \
+        sum += c;                                                                                \
+      }                                                                                          \
+      for (int64_t i = 0; i < n; ++i) {                                                          \
+        const int64_t at = count[(keys[i] >> shift) & 0xff]++;                                   \
+        keys2[at] = keys[i];                                                                     \
+        idx2[at] = idx[i];                                                                       \
+      }                                                                                          \
+      K* tk = keys;                                                                              \
+      keys = keys2;                                                                              \
+      keys2 = tk;                                                                                \
+      int64_t* ti = idx;                                                                         \
+      idx = idx2;                                                                                \
+      idx2 = ti;                                                                                 \
+    }                                                                                            \
+    return idx;                                                                                  \
+  }
+CT_SORT_RADIX(uint8_t)
+CT_SORT_RADIX(uint16_t)
+CT_SORT_RADIX(uint32_t)
+CT_SORT_RADIX(uint64_t)
+
+/* ----- one lane per dtype: keys, sort, sorted indices ----- */
+
+typedef int64_t* (*ct_sort_lane_fn)(const char* x, int64_t step, int64_t n, int descending,
+                                    void* slot);
+
+/* A slot holds keys, keys2 (n keys each, rounded to 8 bytes), idx, idx2 (n int64 each). */
+static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize) {
+  const int64_t keys = (n * keysize + 63) / 64 * 64;
+  return 2 * keys + 2 * ((n * 8 + 63) / 64 * 64);
+}
+
+#define CT_SORT_LANE_X(A, SFX, T, C, K, ID)                                                  \
+  static int64_t* ct_sort_lane_##SFX(const char* x, int64_t step, int64_t n, int descending, \
+                                     void* slot) {                                           \
+    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                              \
+    K* keys = (K*)slot;                                                                      \
+    K* keys2 = (K*)((char*)slot + kb);                                                       \
+    int64_t* idx = (int64_t*)((char*)slot + 2 * kb);                                         \
+    int64_t* idx2 = idx + (n * 8 + 63) / 64 * 8;                                             \
+    const K flip = descending ? (K) ~(K)0 : (K)0;                                            \
+    for (int64_t i = 0; i < n; ++i) {                                                        \
+      T v;                                                                                   \
+      memcpy(&v, x + i * step, sizeof v);                                                    \
+      keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                              \
+      idx[i] = i;                                                                            \
+    }                                                                                        \
+    return ct_sort_pairs_##K(keys, idx, keys2, idx2, n);                                     \
+  }
+CT_SORT_TYPES(CT_SORT_LANE_X, _)
+
+/* ----- the driver: lanes along an axis ----- */
+
+typedef struct ct_sort_job {
+  ct_sort_lane_fn lane;
+  int32_t outer_ndim;
+  int64_t outer_shape[CT_MAX_NDIM];
+  int64_t x_strides[CT_MAX_NDIM]; /* bytes, over the outer dims */
+  int64_t v_strides[CT_MAX_NDIM]; /* values output (or NULL data) */
+  int64_t i_strides[CT_MAX_NDIM]; /* indices output */
+  const char* x;
+  char* values;
+  char* indices;
+  int64_t x_step, v_step, i_step, n, k, itemsize, slot_bytes, lanes;
+  int descending;
+  char* workspace;
+} ct_sort_job;
+
+static void ct_sort_do_lanes(const ct_sort_job* job, int64_t begin, int64_t end, void* slot) {
+  for (int64_t lane = begin; lane < end; ++lane) {
+    int64_t rest = lane, xo = 0, vo = 0, io = 0;
+    for (int32_t d = job->outer_ndim - 1; d >= 0; --d) {
+      const int64_t i = rest % job->outer_shape[d];
+      rest /= job->outer_shape[d];
+      xo += i * job->x_strides[d];
+      vo += i * job->v_strides[d];
+      io += i * job->i_strides[d];
+    }
+    const char* x = job->x + xo;
+    const int64_t* order = job->lane(x, job->x_step, job->n, job->descending, slot);
+    if (job->values) {
+      char* v = job->values + vo;
+      for (int64_t i = 0; i < job->k; ++i) {
+        memcpy(v + i * job->v_step, x + order[i] * job->x_step, (size_t)job->itemsize);
+      }
+    }
+    if (job->indices) {
+      char* p = job->indices + io;
+      for (int64_t i = 0; i < job->k; ++i) memcpy(p + i * job->i_step, &order[i], 8);
+    }
+  }
+}
+
+/* Fills the geometry of x along axis, and an output's strides over the outer dims. */
+static void ct_sort_outer(const ct_tensor* t, int32_t axis, int64_t itemsize, int64_t* strides,
+                          int64_t* step) {
+  int32_t o = 0;
+  for (int32_t d = 0; d < t->ndim; ++d) {
+    if (d == axis) {
+      *step = ct_tensor_stride(t, d) * itemsize;
+    } else {
+      strides[o++] = ct_tensor_stride(t, d) * itemsize;
+    }
+  }
+}
+
+static int ct_sort_slots(int64_t lanes, int64_t n) {
+  int64_t slots = lanes * n >= CT_CPU_PARALLEL_GRAIN ? ct_cpu_num_threads() : 1;
+  if (slots > lanes) slots = lanes;
+  return slots < 1 ? 1 : (int)slots;
+}
+
+static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descending, int64_t k,
+                       const ct_tensor* values, const ct_tensor* indices, ct_sort_lane_fn lane) {
+  const ct_tensor* x = call->inputs[0];
+  ct_sort_job job;
+  memset(&job, 0, sizeof job);
+  int32_t axis = axis_attr < 0 ? axis_attr + x->ndim : axis_attr;
+  job.lane = lane;
+  job.itemsize = ct_dtype_size(x->dtype);
+  job.n = x->shape[axis];
+  job.k = k;
+  job.descending = descending;
+  job.lanes = 1;
+  for (int32_t d = 0, o = 0; d < x->ndim; ++d) {
+    if (d == axis) continue;
+    job.outer_shape[o++] = x->shape[d];
+    job.lanes *= x->shape[d];
+  }
+  job.outer_ndim = x->ndim - 1;
+  job.x = ct_tensor_base(x);
+  ct_sort_outer(x, axis, job.itemsize, job.x_strides, &job.x_step);
+  if (values) {
+    job.values = ct_tensor_base(values);
+    ct_sort_outer(values, axis, job.itemsize, job.v_strides, &job.v_step);
+  }
+  if (indices) {
+    job.indices = ct_tensor_base(indices);
+    ct_sort_outer(indices, axis, 8, job.i_strides, &job.i_step);
+  }
+  if (job.lanes == 0 || job.n == 0 || k == 0) return CT_OK;
+  job.slot_bytes = ct_sort_slot_bytes(job.n, job.itemsize);
+  int64_t slots = ct_sort_slots(job.lanes, job.n);
+  const int64_t room = (int64_t)(call->workspace_size / (uint64_t)job.slot_bytes);
+  if (slots > room) slots = room;
+  if (slots < 1) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: the workspace is too small",
+                        call->schema->name);
+  }
+  char* ws = call->workspace;
+  if (slots == 1) {
+    ct_sort_do_lanes(&job, 0, job.lanes, ws);
+    return CT_OK;
+  }
+#pragma omp parallel for num_threads((int)slots) schedule(static)
+  for (int64_t s = 0; s < slots; ++s) {
+    ct_sort_do_lanes(&job, job.lanes * s / slots, job.lanes * (s + 1) / slots,
+                     ws + s * job.slot_bytes);
+  }
+  return CT_OK;
+}
+
+static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  const ct_tensor* x = call->inputs[0];
+  const bool topk = strcmp(call->schema->name, "topk") == 0;
+  int64_t axis = call->attrs[topk ? 1 : 0].value.i;
+  if (axis < 0) axis += x->ndim;
+  const int64_t n = x->shape[axis];
+  const int64_t numel = ct_tensor_numel(x);
+  const int64_t lanes = n > 0 ? numel / n : 0;
+  *alignment = 64;
+  *bytes = 64;
+  if (lanes > 0) {
+    *bytes = (uint64_t)ct_sort_slots(lanes, n) *
+             (uint64_t)ct_sort_slot_bytes(n, ct_dtype_size(x->dtype));
+  }
+  return CT_OK;
+}
+
+#define CT_SORT_RUN_X(A, SFX, T, C, K, ID)                                                 \
+  static int ct_cpu_sort_##SFX(const ct_kernel_call* call) {                               \
+    const ct_tensor* x = call->inputs[0];                                                  \
+    const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
+    const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
+    return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, call->outputs[0], NULL, \
+                       ct_sort_lane_##SFX);                                                \
+  }                                                                                        \
+  static int ct_cpu_argsort_##SFX(const ct_kernel_call* call) {                            \
+    const ct_tensor* x = call->inputs[0];                                                  \
+    const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
+    const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
+    return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, NULL, call->outputs[0], \
+                       ct_sort_lane_##SFX);                                                \
+  }                                                                                        \
+  static int ct_cpu_topk_##SFX(const ct_kernel_call* call) {                               \
+    return ct_sort_run(call, (int32_t)call->attrs[1].value.i, (int)call->attrs[2].value.b, \
+                       call->attrs[0].value.i, call->outputs[0], call->outputs[1],         \
+                       ct_sort_lane_##SFX);                                                \
+  }
+CT_SORT_TYPES(CT_SORT_RUN_X, _)
+
+/* ----- searchsorted ----- */
+
+typedef struct ct_search_extra {
+  const char* x1;
+  int64_t step, n;
+  int right;
+} ct_search_extra;
+
+#define CT_SEARCH_X(A, SFX, T, C, K, ID)                                                       \
+  static void ct_cpu_searchsorted_loop_##SFX(char** data, const int64_t* steps, int64_t count, \
+                                             const void* extra) {                              \
+    const ct_search_extra* e = extra;                                                          \
+    for (int64_t j = 0; j < count; ++j) {                                                      \
+      T v;                                                                                     \
+      memcpy(&v, data[0] + j * steps[0], sizeof v);                                            \
+      const K key = ct_uq_key_##SFX(v);                                                        \
+      int64_t lo = 0, hi = e->n;                                                               \
+      while (lo < hi) {                                                                        \
+        const int64_t mid = lo + (hi - lo) / 2;                                                \
+        T m;                                                                                   \
+        memcpy(&m, e->x1 + mid * e->step, sizeof m);                                           \
+        const K mk = ct_uq_key_##SFX(m);                                                       \
+        if (e->right ? mk <= key : mk < key) {                                                 \
+          lo = mid + 1;                                                                        \
+        } else {                                                                               \
+          hi = mid;                                                                            \
+        }                                                                                      \
+      }                                                                                        \
+      memcpy(data[1] + j * steps[1], &lo, sizeof lo);                                          \
+    }                                                                                          \
+  }                                                                                            \
+  static int ct_cpu_searchsorted_##SFX(const ct_kernel_call* call) {                           \
+    const ct_tensor* x1 = call->inputs[0];                                                     \
+    ct_search_extra e = {ct_tensor_base(x1), ct_tensor_stride(x1, 0) * (int64_t)sizeof(T),     \
+                         x1->shape[0], strcmp(call->attrs[0].value.s, "right") == 0};          \
+    const ct_tensor* operands[2] = {call->inputs[1], call->outputs[0]};                        \
+    ct_cpu_iterate(2, operands, ct_cpu_searchsorted_loop_##SFX, &e);                           \
+    return CT_OK;                                                                              \
+  }
+CT_SORT_TYPES(CT_SEARCH_X, _)
+
+/* ----- registration ----- */
+
+#define CT_SORT_REG_X(A, SFX, T, C, K, ID)                                            \
+  {"sort", 2, {ID, ID}, ct_cpu_sort_##SFX, ct_sort_workspace, NULL},                  \
+      {"argsort", 2, {ID, CT_DT_I64}, ct_cpu_argsort_##SFX, ct_sort_workspace, NULL}, \
+      {"topk", 3, {ID, ID, CT_DT_I64}, ct_cpu_topk_##SFX, ct_sort_workspace, NULL},   \
+      {"searchsorted", 3, {ID, ID, CT_DT_I64}, ct_cpu_searchsorted_##SFX, NULL, NULL},
+
+static const ct_cpu_kernel ct_cpu_sort_kernels[] = {CT_SORT_TYPES(CT_SORT_REG_X, _)};
+
+int ct_cpu_register_sort(void) {
+  return ct_cpu_register_all(ct_cpu_sort_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_sort_kernels));
+}
