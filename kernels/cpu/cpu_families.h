@@ -2,6 +2,8 @@
 CT_CPU_FAMILY(unary)
 CT_CPU_FAMILY(binary)
 CT_CPU_FAMILY(compare)
+CT_CPU_FAMILY(unary_math)
+CT_CPU_FAMILY(binary_math)
 CT_CPU_FAMILY(where)
 CT_CPU_FAMILY(astype)
 CT_CPU_FAMILY(permute)

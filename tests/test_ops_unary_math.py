@@ -1,0 +1,319 @@
+"""Unary math ops (positive sign expm1 log1p log2 log10 square reciprocal, trigonometric and
+hyperbolic functions, floor ceil trunc round, isnan isinf isfinite logical_not bitwise_invert
+erf) and activations (leaky_relu elu selu gelu silu softplus hardswish) on every dtype their
+kernels declare.
+
+Float results are compared with the float64 result (NumPy; torch float64 for erf and the
+activations) rounded once to the result dtype: exactly, signed zeros included, for the
+correctly rounded ops; within arrays.TOLERANCE for the others. Integers and bool are compared
+with NumPy's own result in that dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from arrays import (
+    INTEGER,
+    TOLERANCE,
+    assert_close,
+    bfloat16_tensor,
+    dtype_name,
+    kernel_dtypes,
+    round_to_dtype,
+    strided_arrays,
+    strided_bfloat16,
+    to_float64,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctensor
+
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+
+
+def torch64(fn):
+    def ref(x, **kw):
+        return fn(torch.from_numpy(np.asarray(x, dtype=np.float64)), **kw).numpy()
+
+    return ref
+
+
+# float64 references (float inputs); activations take their attributes as keywords
+FLOAT_REF = {
+    "positive": np.positive,
+    "sign": np.sign,
+    "expm1": np.expm1,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "log10": np.log10,
+    "square": np.square,
+    "reciprocal": np.reciprocal,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "round": np.round,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+    "logical_not": np.logical_not,
+    "erf": torch64(torch.erf),
+    "leaky_relu": torch64(F.leaky_relu),
+    "elu": torch64(F.elu),
+    "selu": torch64(F.selu),
+    "gelu": torch64(F.gelu),
+    "silu": torch64(F.silu),
+    "softplus": torch64(F.softplus),
+    "hardswish": torch64(F.hardswish),
+}
+# integer / bool references, in the input dtype
+INT_REF = {
+    "positive": np.positive,
+    "sign": np.sign,
+    "square": np.square,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "round": np.round,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+    "logical_not": np.logical_not,
+    "bitwise_invert": np.invert,
+}
+BOOL_OUT = {"isnan", "isinf", "isfinite", "logical_not"}
+EXACT = {"positive", "sign", "square", "reciprocal", "floor", "ceil", "trunc", "round"} | BOOL_OUT
+SIGNED_ZERO = {"positive", "sign", "floor", "ceil", "trunc", "round", "reciprocal"}
+# gelu's 1 + erf / 1 + tanh cancels for negative x: an absolute error of a few eps * |x|
+INPUT_SCALED = {"gelu"}
+ATTR_CASES = {
+    "leaky_relu": [{}, {"negative_slope": 0.2}, {"negative_slope": -1.5}],
+    "elu": [{}, {"alpha": 0.5}, {"alpha": 2.0}],
+    "gelu": [{}, {"approximate": "none"}, {"approximate": "tanh"}],
+    "softplus": [{}, {"beta": 2.0}, {"beta": 0.5, "threshold": 5.0}],
+}
+
+OPS = list(FLOAT_REF) + ["bitwise_invert"]
+CASES = [(op, dt) for op in OPS for dt in kernel_dtypes(op)]
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+
+
+def call(op, x, **kw):
+    with np.errstate(all="ignore"):
+        return getattr(ctensor.ops, op)(x, **kw)
+
+
+def out_dtype(op, dtype):
+    return "bool" if op in BOOL_OUT else dtype
+
+
+def reference(op, dtype, x, **kw):
+    if dtype in FLOATS:
+        with np.errstate(all="ignore"):
+            r = FLOAT_REF[op](to_float64(x), **kw)
+        return r if op in BOOL_OUT else round_to_dtype(r, dtype)
+    with np.errstate(all="ignore"):
+        return INT_REF[op](np.asarray(x))
+
+
+def check(op, dtype, x, **kw):
+    before = x.clone() if isinstance(x, torch.Tensor) else np.array(x, copy=True)
+    got = call(op, x, **kw)
+    want = out_dtype(op, dtype)
+    assert dtype_name(got) == want, f"{op}({dtype}) gave {dtype_name(got)}"
+    assert tuple(got.shape) == tuple(x.shape)
+    assert type(got) is type(x) or (isinstance(x, np.ndarray) and isinstance(got, np.ndarray))
+    expected = reference(op, dtype, x, **kw)
+    if dtype in FLOATS and op in INPUT_SCALED:
+        g, e, x64 = to_float64(got), np.asarray(expected), to_float64(x)
+        rtol, atol = TOLERANCE[dtype]
+        bound = rtol * np.abs(e) + atol + 4 * EPS[dtype] * np.abs(x64)
+        with np.errstate(invalid="ignore"):
+            ok = (g == e) | (np.isnan(g) & np.isnan(e)) | (np.abs(g - e) <= bound)
+        assert ok.all(), f"{op}({dtype}): {g[~ok]} != {e[~ok]} for x = {x64[~ok]}"
+    elif dtype in FLOATS and op not in EXACT:
+        assert_close(got, expected, dtype)
+    else:
+        assert_close(got, expected, want, rtol_scale=0.0, atol=0.0)
+    if dtype in FLOATS and op in SIGNED_ZERO:
+        got64, exp64 = to_float64(got), np.asarray(expected)
+        keep = ~np.isnan(exp64)
+        np.testing.assert_array_equal(np.signbit(got64[keep]), np.signbit(exp64[keep]),
+                                      err_msg=f"{op}({dtype}): signs of zeros differ")
+    if isinstance(x, torch.Tensor):
+        assert torch.equal(x.view(torch.int16), before.view(torch.int16))
+    else:
+        np.testing.assert_array_equal(x, before)
+
+
+def array_strategy(dtype, **kw):
+    if dtype == "bfloat16":
+        return strided_bfloat16(**kw)
+    return strided_arrays(dtype, **kw)
+
+
+@pytest.mark.parametrize("op,dtype", CASES)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_unary_math_random_layouts(op, dtype, data):
+    """Hypothesis inputs (nan/inf/-0.0/integer limits) in compact, sliced, reversed, transposed
+    and broadcast layouts, 0-d and zero-size included; activations with drawn attributes."""
+    x = data.draw(array_strategy(dtype), label="x")
+    kw = data.draw(st.sampled_from(ATTR_CASES.get(op, [{}])), label="attrs")
+    check(op, dtype, x, **kw)
+
+
+def special_values(dtype):
+    if dtype == "bool":
+        return np.array([False, True])
+    if dtype in INTEGER:
+        info = np.iinfo(dtype)
+        vals = {info.min, info.min + 1, 0, 1, 2, info.max - 1, info.max, info.max // 2}
+        if info.min < 0:
+            vals |= {-1, -2, info.min // 2}
+        return np.array(sorted(vals), dtype=dtype)
+    vals = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5,
+            -2.5, 3.5, -3.0, 3.0, -2.0, 2.0, 1e-3, 0.999, -0.999, 1.001, 10.0, -10.0, 20.0, 21.0,
+            -20.0, 88.7, -88.7, 100.0, -100.0, 709.0, -745.0, 1e300, -1e300, 65504.0, -65504.0,
+            6.1e-5, 6e-8, -6e-8, 1e-40, 3e38, -3e38, 8388609.0, -8388609.5, 1e16 + 2]
+    return np.array(vals, dtype=np.float64)
+
+
+@pytest.mark.parametrize("op,dtype", CASES)
+def test_unary_math_special_values(op, dtype):
+    """nan, +-inf, -0.0, halves (rounding), domain edges, overflow boundaries, integer limits;
+    1-d, reversed, sliced, 0-d and zero-size."""
+    vals = special_values(dtype)
+    for kw in ATTR_CASES.get(op, [{}]):
+        if dtype == "bfloat16":
+            x = bfloat16_tensor(vals)
+            views = [x, x.flip(0), x[::3], x[5], bfloat16_tensor(np.zeros((0, 3)))]
+        else:
+            with np.errstate(all="ignore"):
+                x = vals.astype(dtype)
+            views = [x, x[::-1], x[::3], np.array(x[-1]), np.zeros((0, 3), dtype),
+                     np.zeros((4, 0), dtype).T]
+        for view in views:
+            check(op, dtype, view, **kw)
+        for k in range(len(vals)):
+            check(op, dtype, x[k] if dtype == "bfloat16" else np.array(x[k]), **kw)  # 0-d
+
+
+def all_float16():
+    return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+
+
+def all_bfloat16():
+    return torch.from_numpy(np.arange(1 << 16, dtype=np.int32).astype(np.int16)).view(
+        torch.bfloat16)
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if "float16" in kernel_dtypes(op)])
+def test_unary_math_exhaustive_float16(op):
+    """All 65536 float16 bit patterns, contiguous and reversed."""
+    x = all_float16()
+    check(op, "float16", x)
+    check(op, "float16", x[::-1])
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if "bfloat16" in kernel_dtypes(op)])
+def test_unary_math_exhaustive_bfloat16(op):
+    """All 65536 bfloat16 bit patterns (torch tensors), contiguous and transposed."""
+    x = all_bfloat16()
+    check(op, "bfloat16", x)
+    check(op, "bfloat16", x.reshape(256, 256).T)
+
+
+def test_dtype_coverage_is_numpys():
+    """The kernels declare exactly what NumPy (torch for the activations) defines."""
+    numeric = set(INTEGER + FLOATS)
+
+    def declared(op):
+        return set(kernel_dtypes(op))
+
+    assert declared("positive") == numeric
+    assert declared("sign") == numeric
+    assert declared("square") == numeric
+    assert declared("round") == numeric
+    for op in ["floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "logical_not"]:
+        assert declared(op) == {"bool"} | numeric, op
+    assert declared("bitwise_invert") == {"bool"} | set(INTEGER)
+    for op in ["expm1", "log1p", "log2", "log10", "reciprocal", "sin", "cos", "tan", "asin",
+               "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "leaky_relu",
+               "elu", "selu", "gelu", "silu", "softplus", "hardswish"]:
+        assert declared(op) == set(FLOATS), op
+
+
+@pytest.mark.parametrize("op", ["reciprocal", "sin", "expm1", "log2", "atanh"])
+@pytest.mark.parametrize("dtype", ["bool"] + INTEGER)
+def test_integer_inputs_promote_to_float(op, dtype):
+    """Float-only ops take integer and bool inputs in the float dtype NumPy would pick for a
+    float loop (int8 -> float16, int16 -> float32, int32/int64 -> float64); reciprocal never
+    computes in integers (NumPy's integer reciprocal truncates 1/x to 0)."""
+    x = np.array([0, 1, 2, 3], dtype=dtype) if dtype != "bool" else np.array([False, True])
+    expected_dtype = np.sqrt(x).dtype
+    got = call(op, x)
+    assert got.dtype == expected_dtype, f"{op}({dtype}) gave {got.dtype}"
+    with np.errstate(all="ignore"):
+        want = FLOAT_REF[op](x.astype(np.float64))
+    assert_close(got, round_to_dtype(want, str(expected_dtype)), str(expected_dtype))
+
+
+def test_round_halves_to_even_and_keeps_integers():
+    x = np.array([-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, -0.0], np.float32)
+    got = call("round", x)
+    np.testing.assert_array_equal(got, [-4, -2, -2, -0.0, 0, 2, 2, 4, 4, -0.0])
+    assert np.signbit(got[3]) and np.signbit(got[-1])
+    i = np.array([np.iinfo(np.int64).max, np.iinfo(np.int64).min, 7], np.int64)
+    np.testing.assert_array_equal(call("round", i), i)
+    assert call("round", i).dtype == np.int64
+
+
+def test_gelu_invalid_approximate_is_a_value_error():
+    with pytest.raises(ValueError) as info:
+        ctensor.ops.gelu(np.ones(3, np.float32), approximate="erf")
+    assert isinstance(info.value, ctensor.CTensorError)
+    with pytest.raises(ctensor.CTensorError):
+        ctensor.ops.gelu(np.ones(3, np.float32), approximate="")
+
+
+@pytest.mark.parametrize("op", ["gelu", "silu", "elu", "hardswish", "softplus", "leaky_relu"])
+def test_activations_reject_integers_like_torch(op):
+    """DL activations are float-only; integers promote to float like the other float-only
+    ops do, and the values match torch in that float dtype."""
+    x = np.array([-3, -1, 0, 1, 3], np.int32)
+    got = call(op, x)
+    assert got.dtype == np.float64
+    assert_close(got, FLOAT_REF[op](x.astype(np.float64)), "float64")
+
+
+def test_bitwise_invert_bool_is_logical_not():
+    x = np.array([True, False])
+    got = call("bitwise_invert", x)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, [False, True])
+    assert got.view(np.uint8).tolist() == [0, 1]
+
+
+def test_activation_torch_in_torch_out():
+    base = torch.linspace(-6, 6, 48, dtype=torch.float32).reshape(6, 8)
+    view = base.T[::2]
+    for op, fn, kw in [("gelu", F.gelu, {"approximate": "tanh"}), ("silu", F.silu, {}),
+                       ("softplus", F.softplus, {"beta": 2.0}), ("elu", F.elu, {"alpha": 0.3}),
+                       ("leaky_relu", F.leaky_relu, {"negative_slope": 0.1})]:
+        got = getattr(ctensor.ops, op)(view, **kw)
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+        torch.testing.assert_close(got, fn(view, **kw))
