@@ -357,3 +357,89 @@ def test_pool_errors():
         ctensor.ops.adaptive_avg_pool2d(np.zeros((1, 0, 5, 5), np.float32), output_size=2)
     with pytest.raises(ValueError):
         ctensor.ops.adaptive_avg_pool2d(x, output_size=[1, 2, 3])
+
+
+# ----------------------------------------------------------------------------------------------
+# interpolate
+# ----------------------------------------------------------------------------------------------
+
+
+@st.composite
+def interpolate_case(draw, dtype: str):
+    # Two or more channels: torch takes its channels-last kernel (float index arithmetic even
+    # for float64) for inputs that are also channels-last contiguous, as (N, 1, H, W) is.
+    shape = [
+        draw(st.integers(0, 2)),
+        draw(st.integers(2, 3)),
+        draw(st.integers(1, 6)),
+        draw(st.integers(2, 6)),
+    ]
+    mode = draw(st.sampled_from(["nearest", "bilinear"]))
+    align = None if mode == "nearest" else draw(st.sampled_from([None, False, True]))
+    if draw(st.booleans()):
+        size = draw(st.integers(1, 13) | st.tuples(st.integers(1, 13), st.integers(1, 13)))
+        kwargs = {"size": size}
+    else:
+        factor = st.sampled_from([0.5, 0.7, 1.0, 1.3, 1.5, 2.0, 2.5, 3.0, 17 / 7])
+        scale = draw(factor | st.tuples(factor, factor))
+        sizes = both(scale) if isinstance(scale, tuple) else (scale, scale)
+        if any(int(s * n) < 1 for s, n in zip(sizes, shape[2:], strict=True)):
+            scale = 2.0
+        kwargs = {"scale_factor": scale}
+    x = draw(arrays(dtype, shape, elements=finite(dtype) | st.just(float("nan"))))
+    return x, mode, align, kwargs
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_interpolate(dtype, data):
+    x, mode, align, kwargs = data.draw(interpolate_case(dtype))
+    result = ctensor.ops.interpolate(x, mode=mode, align_corners=align, **kwargs)
+    with np.errstate(invalid="ignore"):
+        expected = F.interpolate(t64(x), mode=mode, align_corners=align, **kwargs).numpy()
+    if mode == "nearest":  # copies: the same source indices give the same values
+        np.testing.assert_array_equal(to_float64(result), expected)
+    else:
+        # torch evaluates in another order (ulp-level differences) and, as here, stores the
+        # weights in the dtype: 4-term sums of |x| <= 4 plus the weights' rounding.
+        weight_eps = {"float16": 2.0**-11, "bfloat16": 2.0**-8}.get(dtype, 0.0)
+        atol = 8 * EPS_C[dtype] * 4 + 2 * weight_eps * 4 + 1e-300
+        assert_close(result, expected, dtype, atol=atol)
+
+
+def test_interpolate_matches_torch_float32():
+    """float32 input against torch's own float32 result: nearest bit for bit."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    for mode, align in [("nearest", None), ("bilinear", False), ("bilinear", True)]:
+        for kwargs in [
+            {"size": (9, 4)},
+            {"size": 11},
+            {"scale_factor": (1.7, 0.6)},
+            {"scale_factor": 17 / 7},
+        ]:
+            ours = ctensor.ops.interpolate(x, mode=mode, align_corners=align, **kwargs)
+            theirs = F.interpolate(torch.from_numpy(x), mode=mode, align_corners=align, **kwargs)
+            if mode == "nearest":
+                np.testing.assert_array_equal(ours, theirs.numpy())
+            else:
+                np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_interpolate_errors():
+    x = np.zeros((1, 2, 4, 4), np.float32)
+    with pytest.raises(ValueError):
+        ctensor.ops.interpolate(x)
+    with pytest.raises(ValueError):
+        ctensor.ops.interpolate(x, size=2, scale_factor=2.0)
+    with pytest.raises(ValueError):
+        ctensor.ops.interpolate(x, size=2, mode="bicubic")
+    with pytest.raises(ValueError):
+        ctensor.ops.interpolate(x, size=2, align_corners=True)
+    with pytest.raises(ValueError):
+        ctensor.ops.interpolate(x, scale_factor=-1.0)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.interpolate(x, scale_factor=0.1)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.interpolate(np.zeros((2, 4, 4), np.float32), size=2)

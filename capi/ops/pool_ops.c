@@ -1,5 +1,8 @@
 /* pool_ops.c - 2-D pooling over (N, C, H, W) or (C, H, W) input: max_pool2d, avg_pool2d,
- * adaptive_avg_pool2d, as torch.nn.functional. */
+ * adaptive_avg_pool2d; and interpolate (resizing NCHW input); as torch.nn.functional. */
+#include <math.h>
+#include <string.h>
+
 #include "op_defs.h"
 
 static const int64_t ct_pool_ones2[2] = {1, 1};
@@ -170,3 +173,95 @@ CT_DEFINE_OP(adaptive_avg_pool2d,
              "float16/bfloat16/float32, float64 for float64.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_pool_inputs, ct_params_out,
              ct_adaptive_avg_pool2d_attrs, ct_infer_adaptive_avg_pool2d);
+
+/* ----- interpolate ----- */
+
+static const ct_param_schema ct_interpolate_inputs[1] = {{"input", "(N, C, H, W)", 0, 0}};
+
+static const ct_attr_schema ct_interpolate_attrs[] = {
+    CT_ATTR_SPEC_NULLABLE("size", "output (H_out, W_out), or one value for both; or None",
+                          CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_NULLABLE("scale_factor",
+                          "multipliers (sH, sW), or one for both: H_out = floor(H · sH); the "
+                          "source index uses 1 / sH, as torch",
+                          CT_ATTR_FLOAT_LIST),
+    {"mode",
+     "\"nearest\" or \"bilinear\"",
+     CT_ATTR_STRING,
+     0,
+     {CT_ATTR_STRING, 0, 0, {.s = "nearest"}}},
+    CT_ATTR_SPEC_NULLABLE("align_corners",
+                          "bilinear only: corner pixels' centres align (None means False)",
+                          CT_ATTR_BOOL)};
+
+static int ct_infer_interpolate(const ct_infer_call* call, ct_tensor_info* outputs,
+                                int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  const ct_tensor* x = call->inputs[0];
+  const ct_attr_value* size = &call->attrs[0];
+  const ct_attr_value* scale = &call->attrs[1];
+  const char* mode = call->attrs[2].value.s;
+  const bool nearest = strcmp(mode, "nearest") == 0;
+  if (!nearest && strcmp(mode, "bilinear") != 0) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "interpolate: mode must be \"nearest\" or \"bilinear\", got \"%s\"", mode);
+  }
+  if (nearest && call->attrs[3].type != CT_ATTR_NONE) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "interpolate: align_corners can only be set with mode \"bilinear\"");
+  }
+  if (x->ndim != 4) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "interpolate: input must be (N, C, H, W), got %d-D", x->ndim);
+  }
+  if (!ct_dtype_is_float(x->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                        "interpolate: input must be a float array, got %s",
+                        ct_dtype_describe(x->dtype));
+  }
+  if ((size->type == CT_ATTR_NONE) == (scale->type == CT_ATTR_NONE)) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "interpolate: give exactly one of size and scale_factor");
+  }
+  const ct_attr_value* given = size->type != CT_ATTR_NONE ? size : scale;
+  if (given->count != 1 && given->count != 2) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "interpolate: %s takes 1 or 2 values, got %lld",
+                        given == size ? "size" : "scale_factor", (long long)given->count);
+  }
+  ct_info_from_tensor(x, x->dtype, &outputs[0]);
+  for (int k = 0; k < 2; ++k) {
+    const int64_t in = x->shape[2 + k];
+    int64_t out;
+    if (given == size) {
+      out = size->value.ints[k < size->count ? k : 0];
+    } else {
+      const double factor = scale->value.floats[k < scale->count ? k : 0];
+      if (!(factor > 0) || !(factor * (double)in < 9.0e18)) {
+        return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                            "interpolate: scale_factor must be positive and finite, got %g",
+                            factor);
+      }
+      out = (int64_t)floor((double)in * factor);
+    }
+    if (in <= 0 || out <= 0) {
+      return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                          "interpolate: input and output sizes must be > 0 (spatial dim %d: "
+                          "%lld -> %lld)",
+                          k, (long long)in, (long long)out);
+    }
+    outputs[0].shape[2 + k] = out;
+  }
+  if (x->shape[1] == 0) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "interpolate: input must have channels");
+  }
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP(interpolate,
+             "Resizes the (H, W) dims of NCHW input, as torch.nn.functional.interpolate with mode "
+             "\"nearest\" or \"bilinear\" (antialias=False, recompute_scale_factor=None): the same "
+             "source-index arithmetic, in float32 for float16/bfloat16/float32 and float64 for "
+             "float64.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_interpolate_inputs, ct_params_out,
+             ct_interpolate_attrs, ct_infer_interpolate);
