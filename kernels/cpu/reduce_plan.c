@@ -1,24 +1,24 @@
 /* reduce_plan.c - planning, looping and threading of reductions (see reduce_plan.h). */
 #include "reduce_plan.h"
 
-#include <stdatomic.h>
-#include <stdlib.h>
-
 #include "strided_iter.h"
 
 /* Runs shorter than this make rows mode preferable even when they are contiguous. */
 #define CT_REDUCE_SHORT_RUN 16
 /* Split one task's reduction across threads when there are fewer tasks than this... */
-#define CT_REDUCE_FEW_TASKS 8
-/* ...into pieces of at least this many elements, at most CT_REDUCE_MAX_PIECES of them. */
+#define CT_REDUCE_FEW_TASKS 4
+/* ...into pieces of at least this many elements, at most CT_REDUCE_MAX_PIECES of them, whose
+ * partial results (one accumulator vector each) fit CT_REDUCE_PARTIALS_BYTES on the stack. */
 #define CT_REDUCE_PIECE 32768
 #define CT_REDUCE_MAX_PIECES 64
-/* Partial results of split tasks take at most about this many bytes (fewer pieces if needed). */
-#define CT_REDUCE_PARTIALS_BYTES (4 << 20)
+#define CT_REDUCE_PARTIALS_BYTES 8192
+/* Split tasks have at most this many bytes of accumulators (lanes x acc_size), so that
+ * CT_REDUCE_PARTIALS_BYTES holds at least 2 pieces. */
+#define CT_REDUCE_SPLIT_ACC_BYTES 4096
 
 typedef struct ct_reduce_plan {
   const ct_reduce_vtable* vt;
-  char* xbase;
+  const char* xbase;
   char* obase;
   /* kept dims (without the lane dim in rows mode), outermost first; byte strides */
   int32_t nkeep;
@@ -30,18 +30,18 @@ typedef struct ct_reduce_plan {
   int64_t red_shape[CT_MAX_NDIM];
   int64_t red_xs[CT_MAX_NDIM];
   int64_t red_count; /* elements reduced per output; 0 for an empty reduction */
-  /* rows mode: the lane dim */
+  /* rows mode: the lane dim (run mode: n 1, chunk 1) */
   bool rows_mode;
-  int64_t lane_n, lane_xs, lane_os;
-  int64_t chunk;  /* lanes per task: min(lane_n, CT_REDUCE_CHUNK); 1 in run mode */
-  int64_t chunks; /* tasks per outer position: ceil(lane_n / chunk) */
+  ct_cpu_lanes lane;
   int64_t ntasks;
-  atomic_int failed; /* a thread could not allocate its accumulators */
 } ct_reduce_plan;
 
-static inline int64_t ct_abs64(int64_t v) {
-  return v < 0 ? -v : v;
-}
+/* An accumulator vector on the stack, aligned for any accumulator type. */
+typedef union ct_reduce_accs {
+  unsigned char bytes[CT_REDUCE_ACC_BYTES];
+  double d;
+  int64_t i;
+} ct_reduce_accs;
 
 /* Accumulates reduced flat indices [rb, re) of the task whose first element is at x into acc
  * (lanes accumulators); part is scratch of the same size for blocked accumulation. */
@@ -90,7 +90,7 @@ static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t
       ptr += index[k] * p->red_xs[k];
     }
     for (int64_t r = rb; r < re; ++r) {
-      vt->rows(ptr, p->lane_xs, lanes, r, target);
+      vt->rows(ptr, p->lane.xs, lanes, r, target);
       if (vt->blocked && ++calls == CT_REDUCE_BLOCK) {
         vt->combine(acc, part, lanes);
         vt->init(part, lanes);
@@ -109,8 +109,8 @@ static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t
 
 /* Where task t starts in x and out, and how many lanes it has. */
 static int64_t ct_reduce_task_at(const ct_reduce_plan* p, int64_t t, const char** x, char** out) {
-  int64_t outer = t / p->chunks;
-  const int64_t chunk = t % p->chunks;
+  int64_t outer = t / p->lane.chunks;
+  const int64_t chunk = t % p->lane.chunks;
   const char* xp = p->xbase;
   char* op = p->obase;
   for (int32_t k = p->nkeep - 1; k >= 0; --k) {
@@ -124,62 +124,52 @@ static int64_t ct_reduce_task_at(const ct_reduce_plan* p, int64_t t, const char*
     *out = op;
     return 1;
   }
-  const int64_t first = chunk * p->chunk;
-  *x = xp + first * p->lane_xs;
-  *out = op + first * p->lane_os;
-  return p->lane_n - first < p->chunk ? p->lane_n - first : p->chunk;
+  const int64_t first = chunk * p->lane.chunk;
+  *x = xp + first * p->lane.xs;
+  *out = op + first * p->lane.os;
+  return p->lane.n - first < p->lane.chunk ? p->lane.n - first : p->lane.chunk;
 }
 
 /* Parallel body: whole tasks [begin, end). */
 static void ct_reduce_tasks(int64_t begin, int64_t end, void* context) {
-  ct_reduce_plan* p = context;
-  const size_t bytes = (size_t)(p->chunk * p->vt->acc_size);
-  unsigned char* acc = malloc(2 * bytes);
-  if (!acc) {
-    atomic_store(&p->failed, 1);
-    return;
-  }
-  unsigned char* part = acc + bytes;
+  const ct_reduce_plan* p = context;
+  ct_reduce_accs acc, part;
   for (int64_t t = begin; t < end; ++t) {
     const char* x;
     char* out;
     const int64_t lanes = ct_reduce_task_at(p, t, &x, &out);
-    p->vt->init(acc, lanes);
-    ct_reduce_accumulate(p, x, lanes, 0, p->red_count, acc, part);
-    p->vt->finalize(acc, lanes, out, p->lane_os, p->red_count);
+    p->vt->init(acc.bytes, lanes);
+    ct_reduce_accumulate(p, x, lanes, 0, p->red_count, acc.bytes, part.bytes);
+    p->vt->finalize(acc.bytes, lanes, out, p->lane.os, p->red_count);
   }
-  free(acc);
 }
 
-/* One task whose reduction is cut into pieces. */
+/* Tasks [first, first + tasks) cut into `pieces` pieces each, reduced in parallel (item i is
+ * piece i % pieces of task first + i / pieces) into slots of chunk accumulators. */
 typedef struct ct_reduce_split {
-  ct_reduce_plan* plan;
-  const char* x;
-  int64_t lanes;
+  const ct_reduce_plan* plan;
+  int64_t first, pieces;
   int64_t piece;      /* reduced indices per piece */
-  unsigned char* acc; /* pieces x lanes accumulators */
+  unsigned char* acc; /* one slot per item */
 } ct_reduce_split;
 
 static void ct_reduce_pieces(int64_t begin, int64_t end, void* context) {
   const ct_reduce_split* s = context;
-  ct_reduce_plan* p = s->plan;
-  unsigned char* part = malloc((size_t)(s->lanes * p->vt->acc_size));
-  if (!part) {
-    atomic_store(&p->failed, 1);
-    return;
-  }
+  const ct_reduce_plan* p = s->plan;
+  ct_reduce_accs part;
   for (int64_t i = begin; i < end; ++i) {
-    void* acc = s->acc + i * s->lanes * p->vt->acc_size;
-    const int64_t rb = i * s->piece;
+    const char* x;
+    char* out;
+    const int64_t lanes = ct_reduce_task_at(p, s->first + i / s->pieces, &x, &out);
+    void* acc = s->acc + i * p->lane.chunk * p->vt->acc_size;
+    const int64_t rb = (i % s->pieces) * s->piece;
     const int64_t re = rb + s->piece < p->red_count ? rb + s->piece : p->red_count;
-    p->vt->init(acc, s->lanes);
-    ct_reduce_accumulate(p, s->x, s->lanes, rb, re, acc, part);
+    p->vt->init(acc, lanes);
+    ct_reduce_accumulate(p, x, lanes, rb, re, acc, part.bytes);
   }
-  free(part);
 }
 
-/* Sorts dims [0, n) by |strides[0][k]| descending (stable), permuting every stride array. */
-static void ct_sort_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t nstrides) {
+void ct_cpu_sort_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t nstrides) {
   for (int32_t k = 1; k < n; ++k) {
     for (int32_t j = k; j > 0; --j) {
       if (ct_abs64(strides[0][j - 1]) >= ct_abs64(strides[0][j])) break;
@@ -195,8 +185,7 @@ static void ct_sort_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t n
   }
 }
 
-/* Merges dim k into k-1 where every stride array steps over k's whole extent to reach k-1. */
-static int32_t ct_merge_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t nstrides) {
+int32_t ct_cpu_merge_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t nstrides) {
   if (n == 0) return 0;
   int32_t m = 0;
   for (int32_t k = 1; k < n; ++k) {
@@ -213,6 +202,40 @@ static int32_t ct_merge_dims(int32_t n, int64_t* shape, int64_t** strides, int32
     for (int32_t i = 0; i < nstrides; ++i) strides[i][m] = strides[i][k];
   }
   return m + 1;
+}
+
+int32_t ct_cpu_finest_dim(int32_t n, const int64_t* xs) {
+  int32_t best = -1;
+  for (int32_t k = 0; k < n; ++k) {
+    if (xs[k] != 0 && (best < 0 || ct_abs64(xs[k]) <= ct_abs64(xs[best]))) best = k;
+  }
+  return best;
+}
+
+void ct_cpu_chunk_lanes(ct_cpu_lanes* lanes, int64_t max_chunk) {
+  if (max_chunk < 1) max_chunk = 1;
+  lanes->chunks = (lanes->n + max_chunk - 1) / max_chunk;
+  lanes->chunk = (lanes->n + lanes->chunks - 1) / lanes->chunks;
+}
+
+void ct_cpu_take_lanes(int32_t* n, int64_t* shape, int64_t* xs, int64_t* os, int32_t lane,
+                       const char** xbase, char** obase, int64_t max_chunk, ct_cpu_lanes* lanes) {
+  lanes->n = shape[lane];
+  lanes->xs = xs[lane];
+  lanes->os = os[lane];
+  if (lanes->xs < 0) {
+    *xbase += (lanes->n - 1) * lanes->xs;
+    *obase += (lanes->n - 1) * lanes->os;
+    lanes->xs = -lanes->xs;
+    lanes->os = -lanes->os;
+  }
+  for (int32_t k = lane + 1; k < *n; ++k) {
+    shape[k - 1] = shape[k];
+    xs[k - 1] = xs[k];
+    os[k - 1] = os[k];
+  }
+  --*n;
+  ct_cpu_chunk_lanes(lanes, max_chunk);
 }
 
 int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bool keepdims,
@@ -255,9 +278,9 @@ int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bo
         p.red_xs[k] = -p.red_xs[k];
       }
     }
-    ct_sort_dims(p.nred, p.red_shape, red_strides, 1);
+    ct_cpu_sort_dims(p.nred, p.red_shape, red_strides, 1);
   }
-  p.nred = ct_merge_dims(p.nred, p.red_shape, red_strides, 1);
+  p.nred = ct_cpu_merge_dims(p.nred, p.red_shape, red_strides, 1);
   if (p.nred == 0) {
     p.red_shape[0] = p.red_count; /* 1, or 0 for an empty reduction */
     p.red_xs[0] = 0;
@@ -265,86 +288,61 @@ int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bo
   }
   /* Kept dims. */
   int64_t* keep_strides[2] = {p.keep_xs, p.keep_os};
-  ct_sort_dims(p.nkeep, p.keep_shape, keep_strides, 2);
-  p.nkeep = ct_merge_dims(p.nkeep, p.keep_shape, keep_strides, 2);
+  ct_cpu_sort_dims(p.nkeep, p.keep_shape, keep_strides, 2);
+  p.nkeep = ct_cpu_merge_dims(p.nkeep, p.keep_shape, keep_strides, 2);
   /* Rows mode: the kept dim with the smallest non-zero input stride becomes the lane dim when
    * it is finer than the reduced runs, or the runs are short. */
-  int32_t lane = -1;
-  for (int32_t k = 0; k < p.nkeep; ++k) {
-    if (p.keep_xs[k] != 0 && (lane < 0 || ct_abs64(p.keep_xs[k]) <= ct_abs64(p.keep_xs[lane]))) {
-      lane = k;
-    }
-  }
+  const int32_t lane = ct_cpu_finest_dim(p.nkeep, p.keep_xs);
   const int64_t inner_n = p.red_shape[p.nred - 1], inner_xs = ct_abs64(p.red_xs[p.nred - 1]);
   p.rows_mode = lane >= 0 && p.red_count > 0 &&
                 (ct_abs64(p.keep_xs[lane]) < inner_xs || inner_n < CT_REDUCE_SHORT_RUN);
-  p.lane_n = 1;
-  p.lane_xs = 0;
-  p.lane_os = 0;
-  p.chunk = 1;
-  p.chunks = 1;
-  atomic_init(&p.failed, 0);
+  p.lane = (ct_cpu_lanes){1, 0, 0, 1, 1};
   if (p.rows_mode) {
-    p.lane_n = p.keep_shape[lane];
-    p.lane_xs = p.keep_xs[lane];
-    p.lane_os = p.keep_os[lane];
-    if (p.lane_xs < 0) {
-      p.xbase += (p.lane_n - 1) * p.lane_xs;
-      p.obase += (p.lane_n - 1) * p.lane_os;
-      p.lane_xs = -p.lane_xs;
-      p.lane_os = -p.lane_os;
-    }
-    for (int32_t k = lane + 1; k < p.nkeep; ++k) {
-      p.keep_shape[k - 1] = p.keep_shape[k];
-      p.keep_xs[k - 1] = p.keep_xs[k];
-      p.keep_os[k - 1] = p.keep_os[k];
-    }
-    --p.nkeep;
-    p.chunk = p.lane_n < CT_REDUCE_CHUNK ? p.lane_n : CT_REDUCE_CHUNK;
-    p.chunks = (p.lane_n + p.chunk - 1) / p.chunk;
+    ct_cpu_take_lanes(&p.nkeep, p.keep_shape, p.keep_xs, p.keep_os, lane, &p.xbase, &p.obase,
+                      CT_REDUCE_ACC_BYTES / vt->acc_size, &p.lane);
   }
   int64_t outer = 1;
   for (int32_t k = 0; k < p.nkeep; ++k) outer *= p.keep_shape[k];
-  p.ntasks = outer * p.chunks;
-  const int64_t task_cost = p.chunk * (p.red_count > 0 ? p.red_count : 1);
-  const char* oom = "reduction: cannot allocate %lld bytes of accumulators";
+  p.ntasks = outer * p.lane.chunks;
+  int64_t task_cost = p.lane.chunk * (p.red_count > 0 ? p.red_count : 1);
 
   if (p.ntasks >= CT_REDUCE_FEW_TASKS || task_cost < 2 * CT_REDUCE_PIECE) {
     ct_cpu_parallel_for(p.ntasks, task_cost, ct_reduce_tasks, &p);
-    if (atomic_load(&p.failed)) {
-      return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom, (long long)(2 * p.chunk * vt->acc_size));
-    }
     return CT_OK;
   }
-  /* Few tasks, each large: cut every task's reduction into pieces reduced in parallel. */
+  /* Few tasks, each large: cut every task's reduction into pieces reduced in parallel. Their
+   * partial results share one stack buffer, so split tasks take fewer lanes. */
+  ct_cpu_chunk_lanes(&p.lane, CT_REDUCE_SPLIT_ACC_BYTES / vt->acc_size);
+  p.ntasks = outer * p.lane.chunks;
+  const int64_t chunk = p.lane.chunk;
+  task_cost = chunk * p.red_count;
+  union {
+    unsigned char bytes[CT_REDUCE_PARTIALS_BYTES];
+    double d;
+    int64_t i;
+  } accs;
+  const int64_t slots = CT_REDUCE_PARTIALS_BYTES / (chunk * vt->acc_size);
   int64_t pieces = task_cost / CT_REDUCE_PIECE;
-  int64_t max_pieces = CT_REDUCE_PARTIALS_BYTES / (p.chunk * vt->acc_size);
-  if (max_pieces > CT_REDUCE_MAX_PIECES) max_pieces = CT_REDUCE_MAX_PIECES;
-  if (max_pieces < 2) max_pieces = 2;
-  if (pieces > max_pieces) pieces = max_pieces;
+  if (pieces > CT_REDUCE_MAX_PIECES) pieces = CT_REDUCE_MAX_PIECES;
+  if (pieces > slots) pieces = slots;
   if (pieces > p.red_count) pieces = p.red_count;
+  if (pieces < 1) pieces = 1;
   const int64_t piece = (p.red_count + pieces - 1) / pieces;
   pieces = (p.red_count + piece - 1) / piece;
-  const int64_t bytes = pieces * p.chunk * vt->acc_size;
-  unsigned char* accs = malloc((size_t)bytes);
-  if (!accs) return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom, (long long)bytes);
-  for (int64_t t = 0; t < p.ntasks; ++t) {
-    ct_reduce_split s;
-    char* out;
-    s.plan = &p;
-    s.lanes = ct_reduce_task_at(&p, t, &s.x, &out);
-    s.piece = piece;
-    s.acc = accs;
-    ct_cpu_parallel_for(pieces, piece * s.lanes, ct_reduce_pieces, &s);
-    if (atomic_load(&p.failed)) break;
-    for (int64_t i = 1; i < pieces; ++i) {
-      vt->combine(accs, accs + i * s.lanes * vt->acc_size, s.lanes);
+  const int64_t batch = slots / pieces; /* tasks reduced at once */
+  const size_t slot_bytes = (size_t)(chunk * vt->acc_size);
+  for (int64_t t0 = 0; t0 < p.ntasks; t0 += batch) {
+    const int64_t tasks = p.ntasks - t0 < batch ? p.ntasks - t0 : batch;
+    ct_reduce_split s = {&p, t0, pieces, piece, accs.bytes};
+    ct_cpu_parallel_for(tasks * pieces, piece * chunk, ct_reduce_pieces, &s);
+    for (int64_t t = 0; t < tasks; ++t) {
+      const char* x;
+      char* out;
+      const int64_t lanes = ct_reduce_task_at(&p, t0 + t, &x, &out);
+      unsigned char* acc = accs.bytes + t * pieces * slot_bytes;
+      for (int64_t i = 1; i < pieces; ++i) vt->combine(acc, acc + i * slot_bytes, lanes);
+      vt->finalize(acc, lanes, out, p.lane.os, p.red_count);
     }
-    vt->finalize(accs, s.lanes, out, p.lane_os, p.red_count);
-  }
-  free(accs);
-  if (atomic_load(&p.failed)) {
-    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom, (long long)(p.chunk * vt->acc_size));
   }
   return CT_OK;
 }

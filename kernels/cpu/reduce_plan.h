@@ -10,12 +10,14 @@
  *     reduced dim (a contiguous fast path in the kernels);
  *   - "rows" mode, chosen when a kept dim has a smaller input stride than the reduced dims (e.g.
  *     axis 0 of a C-contiguous array) or the reduced runs are very short: up to
- *     CT_REDUCE_CHUNK outputs along that kept dim ("lanes") accumulate whole rows at a time into
- *     an accumulator vector (allocated per thread), so the input is read in memory order.
+ *     CT_REDUCE_ACC_BYTES / acc_size outputs along that kept dim ("lanes") accumulate whole rows
+ *     at a time into an accumulator vector (on each thread's stack), so the input is read in
+ *     memory order.
  * Work is split into tasks (one output element, or one chunk of lanes). With many tasks they run
  * in parallel; with few tasks and a large reduction, each task's reduction is cut into pieces
  * reduced in parallel and combined in order. Every choice depends on shapes and strides only,
- * never on the thread count, so results are bitwise reproducible across thread counts. */
+ * never on the thread count, so results are bitwise reproducible across thread counts. The
+ * engine never allocates: accumulators live in bounded stack buffers (under 16 KB a thread). */
 #ifndef CTENSOR_CPU_REDUCE_PLAN_H_
 #define CTENSOR_CPU_REDUCE_PLAN_H_
 
@@ -24,9 +26,10 @@
 #include "cpu_dtypes.h"
 #include "internal.h"
 
-/* Most outputs one rows-mode task accumulates at once (whole rows up to this length, so that
- * the input streams through memory in order). */
-#define CT_REDUCE_CHUNK 8192
+/* Bytes of one rows-mode task's accumulator vector: lanes = CT_REDUCE_ACC_BYTES / acc_size
+ * (whole rows up to that length, so that the input streams through memory in order). A thread
+ * holds two such vectors (total and blocked partial) on its stack. */
+#define CT_REDUCE_ACC_BYTES 6144
 /* With `blocked`, this many run/rows calls go into a partial accumulator before it is added to
  * the total: a two-level sum (error ~ (BLOCK + calls / BLOCK) ulps, not calls ulps). */
 #define CT_REDUCE_BLOCK 128
@@ -91,6 +94,38 @@ typedef struct ct_reduce_vtable {
       (M) = CT_NAN_MAX((M), ct_v);                                         \
     }                                                                      \
   } while (0)
+
+/* ----- shared planning helpers (reductions and softmax) ----- */
+
+static inline int64_t ct_abs64(int64_t v) {
+  return v < 0 ? -v : v;
+}
+
+/* Sorts dims [0, n) by |strides[0][k]| descending (stable), permuting every stride array. */
+CT_INTERNAL void ct_cpu_sort_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t nstrides);
+/* Merges dim k into k-1 where every stride array steps over k's whole extent to reach k-1;
+ * returns the new dim count. */
+CT_INTERNAL int32_t ct_cpu_merge_dims(int32_t n, int64_t* shape, int64_t** strides,
+                                      int32_t nstrides);
+
+/* The lane dim of a vector ("rows") plan: lanes n, byte strides xs/os (xs > 0 after flipping),
+ * `chunk` lanes per task, `chunks` tasks per outer position. */
+typedef struct ct_cpu_lanes {
+  int64_t n, xs, os;
+  int64_t chunk, chunks;
+} ct_cpu_lanes;
+
+/* The dim among [0, n) with the smallest non-zero |xs[k]| (the last of equals), or -1. */
+CT_INTERNAL int32_t ct_cpu_finest_dim(int32_t n, const int64_t* xs);
+
+/* Takes dim `lane` out of the outer dims (*n, shape, xs, os) into *lanes, flipping a negative
+ * input stride (moving *xbase / *obase to the last element), and chunks it: at most max_chunk
+ * lanes a task, chunks of balanced length. */
+CT_INTERNAL void ct_cpu_take_lanes(int32_t* n, int64_t* shape, int64_t* xs, int64_t* os,
+                                   int32_t lane, const char** xbase, char** obase,
+                                   int64_t max_chunk, ct_cpu_lanes* lanes);
+/* Re-chunks lanes to at most max_chunk a task (balanced). */
+CT_INTERNAL void ct_cpu_chunk_lanes(ct_cpu_lanes* lanes, int64_t max_chunk);
 
 /* Reduces x over the dims where mask[k] into out (keepdims: out keeps them as extent 1). */
 CT_INTERNAL int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask,

@@ -11,23 +11,25 @@
  * task makes three passes over its axis range: maximum, sum of exponentials (float32/float64
  * store the exponentials in the output on the way), scaled output. Few large tasks (a long
  * axis) cut the axis into pieces whose maxima and sums are computed in parallel and combined in
- * order. Choices depend on shapes only, so results do not depend on the thread count. */
+ * order. Choices depend on shapes only, so results do not depend on the thread count. Nothing is
+ * allocated: per-task maxima, sums and scratch, and the pieces' partial results, live in bounded
+ * stack buffers (under 16 KB a thread). */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
 #include "reduce_plan.h"
 #include "strided_iter.h"
 
-#define CT_SOFTMAX_CHUNK 2048
-#define CT_SOFTMAX_BLOCK 128 /* rows summed into a partial before joining the total */
+#define CT_SOFTMAX_CHUNK 256      /* most lanes a task: 3 x 2 KB of maxima, sums, scratch */
+#define CT_SOFTMAX_SPLIT_CHUNK 64 /* most lanes a split task (8 pieces of partials) */
+#define CT_SOFTMAX_BLOCK 128      /* rows summed into a partial before joining the total */
 #define CT_SOFTMAX_FEW_TASKS 8
 #define CT_SOFTMAX_PIECE 16384
 #define CT_SOFTMAX_MAX_PIECES 64
-#define CT_SOFTMAX_COST 8 /* an exp costs about this many additions */
+#define CT_SOFTMAX_PARTIALS 512 /* pieces x lanes of partial maxima and sums (8 KB) */
+#define CT_SOFTMAX_COST 8       /* an exp costs about this many additions */
 
 /* ----- exponentials ----- */
 
@@ -268,20 +270,13 @@ typedef struct ct_softmax_plan {
   int32_t nouter;    /* lane dims other than the vector dim */
   int64_t outer_shape[CT_MAX_NDIM], outer_xs[CT_MAX_NDIM], outer_os[CT_MAX_NDIM];
   bool vector_mode;
-  int64_t vec_n, vec_xs, vec_os;
-  int64_t chunk;  /* lanes per task: min(vec_n, CT_SOFTMAX_CHUNK) */
-  int64_t chunks; /* tasks per outer position */
+  ct_cpu_lanes vec; /* the vector dim (scalar mode: n 1, chunk 1) */
   int64_t ntasks;
-  atomic_int failed; /* a thread could not allocate its buffers */
 } ct_softmax_plan;
 
-static inline int64_t ct_abs64(int64_t v) {
-  return v < 0 ? -v : v;
-}
-
 static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_block* b) {
-  int64_t outer = t / p->chunks;
-  const int64_t chunk = t % p->chunks;
+  int64_t outer = t / p->vec.chunks;
+  const int64_t chunk = t % p->vec.chunks;
   const char* x = p->xbase;
   char* out = p->obase;
   for (int32_t k = p->nouter - 1; k >= 0; --k) {
@@ -290,41 +285,35 @@ static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_b
     x += i * p->outer_xs[k];
     out += i * p->outer_os[k];
   }
-  const int64_t first = chunk * p->chunk;
-  b->x = x + first * p->vec_xs;
-  b->out = out + first * p->vec_os;
+  const int64_t first = chunk * p->vec.chunk;
+  b->x = x + first * p->vec.xs;
+  b->out = out + first * p->vec.os;
   b->sx = p->sx;
   b->so = p->so;
-  b->lx = p->vec_xs;
-  b->lo = p->vec_os;
-  b->lanes = p->vec_n - first < p->chunk ? p->vec_n - first : p->chunk;
+  b->lx = p->vec.xs;
+  b->lo = p->vec.os;
+  b->lanes = p->vec.n - first < p->vec.chunk ? p->vec.n - first : p->vec.chunk;
   b->scratch = NULL;
 }
 
 static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
-  ct_softmax_plan* p = context;
-  double* m = malloc((size_t)(3 * p->chunk) * sizeof(double)); /* maxima, sums, scratch */
-  if (!m) {
-    atomic_store(&p->failed, 1);
-    return;
-  }
-  double* s = m + p->chunk;
+  const ct_softmax_plan* p = context;
+  double m[CT_SOFTMAX_CHUNK], s[CT_SOFTMAX_CHUNK], scratch[CT_SOFTMAX_CHUNK];
   for (int64_t t = begin; t < end; ++t) {
     ct_softmax_block b;
     ct_softmax_task_at(p, t, &b);
-    b.scratch = s + p->chunk;
+    b.scratch = scratch;
     p->fns->lowest(m, b.lanes);
     p->fns->max(&b, 0, p->n, m);
     for (int64_t j = 0; j < b.lanes; ++j) s[j] = 0.0;
     p->fns->sum(&b, 0, p->n, m, s);
     p->fns->scale(&b, 0, p->n, m, s);
   }
-  free(m);
 }
 
 /* One task cut into pieces along the axis. */
 typedef struct ct_softmax_split {
-  ct_softmax_plan* plan;
+  const ct_softmax_plan* plan;
   ct_softmax_block block;
   int64_t piece;
   unsigned char* maxima; /* pieces x lanes, compute type */
@@ -350,18 +339,11 @@ static void ct_softmax_pieces_max(int64_t begin, int64_t end, void* context) {
   }
 }
 
-/* The task's block with this thread's own scratch (NULL: out of memory, flagged). */
-static bool ct_softmax_piece_block(const ct_softmax_split* s, ct_softmax_block* b) {
-  *b = s->block;
-  b->scratch = malloc((size_t)b->lanes * sizeof(double));
-  if (!b->scratch) atomic_store(&s->plan->failed, 1);
-  return b->scratch != NULL;
-}
-
 static void ct_softmax_pieces_sum(int64_t begin, int64_t end, void* context) {
   const ct_softmax_split* s = context;
-  ct_softmax_block b;
-  if (!ct_softmax_piece_block(s, &b)) return;
+  double scratch[CT_SOFTMAX_CHUNK];
+  ct_softmax_block b = s->block;
+  b.scratch = scratch;
   for (int64_t i = begin; i < end; ++i) {
     int64_t ib, ie;
     ct_softmax_piece_range(s, i, &ib, &ie);
@@ -369,19 +351,18 @@ static void ct_softmax_pieces_sum(int64_t begin, int64_t end, void* context) {
     for (int64_t j = 0; j < b.lanes; ++j) sum[j] = 0.0;
     s->plan->fns->sum(&b, ib, ie, s->max, sum);
   }
-  free(b.scratch);
 }
 
 static void ct_softmax_pieces_scale(int64_t begin, int64_t end, void* context) {
   const ct_softmax_split* s = context;
-  ct_softmax_block b;
-  if (!ct_softmax_piece_block(s, &b)) return;
+  double scratch[CT_SOFTMAX_CHUNK];
+  ct_softmax_block b = s->block;
+  b.scratch = scratch;
   for (int64_t i = begin; i < end; ++i) {
     int64_t ib, ie;
     ct_softmax_piece_range(s, i, &ib, &ie);
     s->plan->fns->scale(&b, ib, ie, s->max, s->sum);
   }
-  free(b.scratch);
 }
 
 static int ct_cpu_softmax_run(const ct_kernel_call* call) {
@@ -418,119 +399,59 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   }
   if (p.n == 0) return CT_OK;
   /* Order lane dims by input stride, merge those contiguous for input and output. */
-  for (int32_t k = 1; k < p.nouter; ++k) {
-    for (int32_t j = k; j > 0 && ct_abs64(p.outer_xs[j - 1]) < ct_abs64(p.outer_xs[j]); --j) {
-      int64_t t = p.outer_shape[j];
-      p.outer_shape[j] = p.outer_shape[j - 1];
-      p.outer_shape[j - 1] = t;
-      t = p.outer_xs[j];
-      p.outer_xs[j] = p.outer_xs[j - 1];
-      p.outer_xs[j - 1] = t;
-      t = p.outer_os[j];
-      p.outer_os[j] = p.outer_os[j - 1];
-      p.outer_os[j - 1] = t;
-    }
-  }
-  if (p.nouter > 0) {
-    int32_t m = 0;
-    for (int32_t k = 1; k < p.nouter; ++k) {
-      if (p.outer_xs[m] == p.outer_xs[k] * p.outer_shape[k] &&
-          p.outer_os[m] == p.outer_os[k] * p.outer_shape[k]) {
-        p.outer_shape[m] *= p.outer_shape[k];
-      } else {
-        p.outer_shape[++m] = p.outer_shape[k];
-      }
-      p.outer_xs[m] = p.outer_xs[k];
-      p.outer_os[m] = p.outer_os[k];
-    }
-    p.nouter = m + 1;
-  }
+  int64_t* strides[2] = {p.outer_xs, p.outer_os};
+  ct_cpu_sort_dims(p.nouter, p.outer_shape, strides, 2);
+  p.nouter = ct_cpu_merge_dims(p.nouter, p.outer_shape, strides, 2);
   /* Vector mode: the finest lane dim, when finer than the axis. */
-  int32_t vec = -1;
-  for (int32_t k = 0; k < p.nouter; ++k) {
-    if (p.outer_xs[k] != 0 && (vec < 0 || ct_abs64(p.outer_xs[k]) <= ct_abs64(p.outer_xs[vec]))) {
-      vec = k;
-    }
-  }
+  const int32_t vec = ct_cpu_finest_dim(p.nouter, p.outer_xs);
   p.vector_mode = vec >= 0 && p.n > 1 && ct_abs64(p.outer_xs[vec]) < ct_abs64(p.sx);
-  p.vec_n = 1;
-  p.vec_xs = p.vec_os = 0;
-  p.chunk = 1;
-  p.chunks = 1;
-  atomic_init(&p.failed, 0);
+  p.vec = (ct_cpu_lanes){1, 0, 0, 1, 1};
   if (p.vector_mode) {
-    p.vec_n = p.outer_shape[vec];
-    p.vec_xs = p.outer_xs[vec];
-    p.vec_os = p.outer_os[vec];
-    if (p.vec_xs < 0) {
-      p.xbase += (p.vec_n - 1) * p.vec_xs;
-      p.obase += (p.vec_n - 1) * p.vec_os;
-      p.vec_xs = -p.vec_xs;
-      p.vec_os = -p.vec_os;
-    }
-    for (int32_t k = vec + 1; k < p.nouter; ++k) {
-      p.outer_shape[k - 1] = p.outer_shape[k];
-      p.outer_xs[k - 1] = p.outer_xs[k];
-      p.outer_os[k - 1] = p.outer_os[k];
-    }
-    --p.nouter;
-    p.chunk = p.vec_n < CT_SOFTMAX_CHUNK ? p.vec_n : CT_SOFTMAX_CHUNK;
-    p.chunks = (p.vec_n + p.chunk - 1) / p.chunk;
+    ct_cpu_take_lanes(&p.nouter, p.outer_shape, p.outer_xs, p.outer_os, vec, &p.xbase, &p.obase,
+                      CT_SOFTMAX_CHUNK, &p.vec);
   }
   int64_t outer = 1;
   for (int32_t k = 0; k < p.nouter; ++k) outer *= p.outer_shape[k];
-  p.ntasks = outer * p.chunks;
-  const int64_t lanes = p.chunk;
-  const int64_t task_cost = p.n * lanes * CT_SOFTMAX_COST;
-  const char* oom = "softmax: cannot allocate %lld bytes of partial results";
+  p.ntasks = outer * p.vec.chunks;
+  const int64_t task_cost = p.n * p.vec.chunk * CT_SOFTMAX_COST;
   if (p.ntasks >= CT_SOFTMAX_FEW_TASKS || task_cost < 2 * CT_SOFTMAX_PIECE * CT_SOFTMAX_COST) {
     ct_cpu_parallel_for(p.ntasks, task_cost, ct_softmax_tasks, &p);
-    if (atomic_load(&p.failed)) {
-      return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom, (long long)(3 * lanes * sizeof(double)));
-    }
     return CT_OK;
   }
-  /* A few long lanes: cut the axis into pieces. */
+  /* A few long lanes: cut the axis into pieces; their partials share one stack buffer, so split
+   * tasks take fewer lanes. */
+  ct_cpu_chunk_lanes(&p.vec, CT_SOFTMAX_SPLIT_CHUNK);
+  p.ntasks = outer * p.vec.chunks;
+  const int64_t lanes = p.vec.chunk;
+  double sums[CT_SOFTMAX_PARTIALS], maxima[CT_SOFTMAX_PARTIALS];
   int64_t pieces = p.n * lanes / CT_SOFTMAX_PIECE;
   if (pieces > CT_SOFTMAX_MAX_PIECES) pieces = CT_SOFTMAX_MAX_PIECES;
+  if (pieces > CT_SOFTMAX_PARTIALS / lanes) pieces = CT_SOFTMAX_PARTIALS / lanes;
   if (pieces > p.n) pieces = p.n;
+  if (pieces < 1) pieces = 1;
   const int64_t piece = (p.n + pieces - 1) / pieces;
   pieces = (p.n + piece - 1) / piece;
-  double* sums = malloc((size_t)(pieces * lanes) * sizeof(double));
-  unsigned char* maxima = malloc((size_t)(pieces * lanes * p.fns->max_size));
-  if (!sums || !maxima) {
-    free(sums);
-    free(maxima);
-    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom,
-                        (long long)(pieces * lanes * (sizeof(double) + p.fns->max_size)));
-  }
   const int64_t piece_cost = piece * lanes * CT_SOFTMAX_COST;
+  unsigned char* max_bytes = (unsigned char*)maxima;
   for (int64_t t = 0; t < p.ntasks; ++t) {
     ct_softmax_split s;
     s.plan = &p;
     ct_softmax_task_at(&p, t, &s.block);
     s.piece = piece;
-    s.maxima = maxima;
+    s.maxima = max_bytes;
     s.sums = sums;
     const int64_t nl = s.block.lanes;
     ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_max, &s);
     for (int64_t i = 1; i < pieces; ++i) {
-      p.fns->combine_max(maxima, maxima + i * nl * p.fns->max_size, nl);
+      p.fns->combine_max(max_bytes, max_bytes + i * nl * p.fns->max_size, nl);
     }
-    s.max = maxima;
+    s.max = max_bytes;
     ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_sum, &s);
-    if (atomic_load(&p.failed)) break;
     for (int64_t i = 1; i < pieces; ++i) {
       for (int64_t j = 0; j < nl; ++j) sums[j] += sums[i * nl + j];
     }
     s.sum = sums;
     ct_cpu_parallel_for(pieces, piece_cost, ct_softmax_pieces_scale, &s);
-    if (atomic_load(&p.failed)) break;
-  }
-  free(sums);
-  free(maxima);
-  if (atomic_load(&p.failed)) {
-    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, oom, (long long)(lanes * sizeof(double)));
   }
   return CT_OK;
 }
