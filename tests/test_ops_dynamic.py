@@ -20,7 +20,16 @@ import ctensor
 from ctensor import ops
 
 ALL_CT = ALL_NUMPY + ["bfloat16"]
-DYNAMIC = ["nonzero", "unique_values", "boolean_mask", "permute_dims"]
+DYNAMIC = [
+    "nonzero",
+    "unique_values",
+    "boolean_mask",
+    "permute_dims",
+    "argwhere",
+    "unique_counts",
+    "unique_inverse",
+    "unique_all",
+]
 EXAMPLES = settings(max_examples=30, deadline=None)
 
 
@@ -397,3 +406,95 @@ def test_framework_allocation_error_propagates(framework, monkeypatch):
     monkeypatch.undo()
     got = ops.nonzero(x)
     assert [np.asarray(g).tolist() for g in got] == [[0, 1], [1, 0]]
+
+
+# ------------------------------------------------------------------------------------------------
+# argwhere, unique_counts, unique_inverse, unique_all
+# ------------------------------------------------------------------------------------------------
+
+
+def reference_unique_all(x: np.ndarray):
+    """values, first indices, inverse (shape of x), counts as np.unique (stable: first
+    occurrence; one NaN; -0.0 == 0.0)."""
+    x = np.asarray(x)
+    values, index, inverse, counts = np.unique(
+        x.ravel(), return_index=True, return_inverse=True, return_counts=True, equal_nan=True
+    )
+    return values, index, inverse.reshape(x.shape), counts
+
+
+@pytest.mark.parametrize("dtype", ALL_NUMPY)
+@EXAMPLES
+@given(data=st.data())
+def test_argwhere_matches_numpy(dtype, data):
+    x = data.draw(strided_arrays(dtype, elements=special_elements(dtype)))
+    assert_same_values(ops.argwhere(x), np.argwhere(x), "int64")
+
+
+@pytest.mark.parametrize("shape", [(1_000_003,), (513, 517), (7, 130, 150)])
+def test_argwhere_large_parallel(shape):
+    rng = np.random.default_rng(3)
+    x = (rng.random(shape) < 0.3).astype(np.float32)
+    assert_same_values(ops.argwhere(x), np.argwhere(x), "int64")
+    assert_same_values(ops.argwhere(x.T), np.argwhere(x.T), "int64")
+
+
+@pytest.mark.parametrize("dtype", ALL_NUMPY)
+@EXAMPLES
+@given(data=st.data())
+def test_unique_all_counts_inverse_match_numpy(dtype, data):
+    x = data.draw(strided_arrays(dtype, elements=special_elements(dtype)))
+    values, index, inverse, counts = reference_unique_all(x)
+    got = ops.unique_all(x)
+    assert len(got) == 4
+    assert_same_values(got[0], values, dtype)
+    assert_same_values(got[1], index, "int64")
+    assert_same_values(got[2], inverse, "int64")
+    assert_same_values(got[3], counts, "int64")
+    got_values, got_counts = ops.unique_counts(x)
+    assert_same_values(got_values, values, dtype)
+    assert_same_values(got_counts, counts, "int64")
+    got_values, got_inverse = ops.unique_inverse(x)
+    assert_same_values(got_values, values, dtype)
+    assert_same_values(got_inverse, inverse, "int64")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_unique_all_and_argwhere_torch(dtype, data):
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
+    specials = st.sampled_from([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.0, 2.5])
+    values = data.draw(hnp.arrays(np.float32, shape, elements=specials))
+    layout = data.draw(st.sampled_from(["compact", "sliced", "transposed"]))
+    t = torch_bfloat16(values, layout)
+    if dtype == "float32":
+        t = t.float()
+    ref = t.float().numpy()
+    expected = reference_unique_all(ref)
+    got = ops.unique_all(t)
+    assert all(isinstance(g, torch.Tensor) for g in got)
+    assert_same_values(got[0], expected[0], dtype)
+    for g, e in zip(got[1:], expected[1:], strict=True):
+        assert_same_values(g, e, "int64")
+    assert_same_values(ops.argwhere(t), np.argwhere(ref), "int64")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "int32", "float32", "uint64"])
+def test_unique_all_large(dtype):
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 100, (300, 700)).astype(dtype)[:, ::-2]
+    expected = reference_unique_all(x)
+    got = ops.unique_all(x)
+    for g, e, d in zip(got, expected, [dtype, "int64", "int64", "int64"], strict=True):
+        assert_same_values(g, e, d)
+
+
+def test_unique_all_zero_size_and_0d():
+    for shape in [(0,), (3, 0)]:
+        got = ops.unique_all(np.ones(shape, np.float32))
+        assert [g.shape for g in got] == [(0,), (0,), shape, (0,)]
+    values, index, inverse, counts = ops.unique_all(np.array(np.nan, np.float64))
+    assert np.isnan(values).tolist() == [True]
+    assert index.tolist() == [0] and inverse.shape == () and int(inverse) == 0
+    assert counts.tolist() == [1]

@@ -90,3 +90,86 @@ CT_DEFINE_OP_NO_ATTRS(boolean_mask,
                       "in row-major order; shape (count,) + x.shape[mask.ndim:]. Dynamic.",
                       CT_OP_DYNAMIC, CT_FLAGS_PURE & ~CT_OP_FLAG_GRAPH_SAFE, ct_boolean_mask_inputs,
                       ct_params_out, ct_infer_boolean_mask);
+
+/* ----- argwhere ----- */
+
+static int ct_infer_argwhere(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                             int32_t* num_outputs) {
+  outputs[0].dtype = CT_DTYPE_I64_V;
+  outputs[0].ndim = 2;
+  outputs[0].shape[0] = -1;
+  outputs[0].shape[1] = call->inputs[0]->ndim;
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP_NO_ATTRS(argwhere,
+                      "Indices of the non-zero elements of x as one (count, x.ndim) int64 array, "
+                      "rows in row-major order (numpy.argwhere; a 0-d x gives (1, 0) or (0, 0)). "
+                      "Dynamic.",
+                      CT_OP_DYNAMIC, CT_FLAGS_PURE & ~CT_OP_FLAG_GRAPH_SAFE, ct_params_x,
+                      ct_params_out, ct_infer_argwhere);
+
+/* ----- unique_counts, unique_inverse, unique_all ----- */
+
+static const ct_param_schema ct_unique_counts_outputs[2] = {
+    {"values", "the distinct values, sorted ascending (nan last, once)", 0, 0},
+    {"counts", "int64: how many times each value occurs in x", 0, 0}};
+static const ct_param_schema ct_unique_inverse_outputs[2] = {
+    {"values", "the distinct values, sorted ascending (nan last, once)", 0, 0},
+    {"inverse_indices", "int64, shape of x: the position of each element of x in values", 0, 0}};
+static const ct_param_schema ct_unique_all_outputs[4] = {
+    {"values", "the distinct values, sorted ascending (nan last, once)", 0, 0},
+    {"indices", "int64: the flat row-major index of each value's first occurrence in x", 0, 0},
+    {"inverse_indices", "int64, shape of x: the position of each element of x in values", 0, 0},
+    {"counts", "int64: how many times each value occurs in x", 0, 0}};
+
+/* Fills the outputs named in `roles` ('v' values, 'c' counts/indices, 'i' inverse). */
+static int ct_infer_unique_outputs(const ct_infer_call* call, const char* roles,
+                                   ct_tensor_info* outputs, int32_t* num_outputs) {
+  const ct_tensor* x = call->inputs[0];
+  int32_t k = 0;
+  for (; roles[k]; ++k) {
+    if (roles[k] == 'i') {
+      ct_info_from_tensor(x, CT_DTYPE_I64_V, &outputs[k]);
+      continue;
+    }
+    outputs[k].dtype = roles[k] == 'v' ? x->dtype : CT_DTYPE_I64_V;
+    outputs[k].ndim = 1;
+    outputs[k].shape[0] = -1;
+  }
+  *num_outputs = k;
+  return CT_OK;
+}
+
+static int ct_infer_unique_counts(const ct_infer_call* call, ct_tensor_info* outputs,
+                                  int32_t capacity, int32_t* num_outputs) {
+  return ct_infer_unique_outputs(call, "vc", outputs, num_outputs);
+}
+static int ct_infer_unique_inverse(const ct_infer_call* call, ct_tensor_info* outputs,
+                                   int32_t capacity, int32_t* num_outputs) {
+  return ct_infer_unique_outputs(call, "vi", outputs, num_outputs);
+}
+static int ct_infer_unique_all(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                               int32_t* num_outputs) {
+  return ct_infer_unique_outputs(call, "vcic", outputs, num_outputs);
+}
+
+CT_DEFINE_OP_NO_ATTRS(unique_counts,
+                      "The distinct values of x (sorted; nan once, last; -0.0 == 0.0) and their "
+                      "int64 counts (array API unique_counts). Dynamic, with workspace.",
+                      CT_OP_DYNAMIC, CT_FLAGS_PURE & ~CT_OP_FLAG_GRAPH_SAFE, ct_params_x,
+                      ct_unique_counts_outputs, ct_infer_unique_counts);
+CT_DEFINE_OP_NO_ATTRS(unique_inverse,
+                      "The distinct values of x (sorted; nan once, last; -0.0 == 0.0) and, for "
+                      "each element of x, its int64 position in them, shaped as x (array API "
+                      "unique_inverse). Dynamic, with workspace.",
+                      CT_OP_DYNAMIC, CT_FLAGS_PURE & ~CT_OP_FLAG_GRAPH_SAFE, ct_params_x,
+                      ct_unique_inverse_outputs, ct_infer_unique_inverse);
+CT_DEFINE_OP_NO_ATTRS(unique_all,
+                      "values, indices (first occurrence, flat row-major), inverse_indices "
+                      "(shape of x) and counts of the distinct values of x (array API "
+                      "unique_all; sorted, nan once and last, -0.0 == 0.0). Dynamic, with "
+                      "workspace.",
+                      CT_OP_DYNAMIC, CT_FLAGS_PURE & ~CT_OP_FLAG_GRAPH_SAFE, ct_params_x,
+                      ct_unique_all_outputs, ct_infer_unique_all);

@@ -1,4 +1,5 @@
-/* nonzero_kernels.c - nonzero(x): one int64 index array per dimension of x, row-major order.
+/* nonzero_kernels.c - nonzero(x): one int64 index array per dimension of x, row-major order;
+ * argwhere(x): the same indices as the columns of one (count, ndim) array.
  *
  * Two passes over x in row-major order: count, allocate through the caller's allocator, fill.
  * Large inputs are cut into chunks of the flat row-major range; each chunk is counted on its own,
@@ -42,7 +43,7 @@ CT_CPU_INT_TYPES(CT_NZ_TEST_INT, _)
  * before knowing whether element i is one, so it never writes past out[room - 1]). */
 typedef int64_t (*ct_nz_count_row_fn)(const char* p, int64_t step, int64_t n);
 typedef int64_t (*ct_nz_fill_row_fn)(const char* p, int64_t step, int64_t n, int64_t first,
-                                     int64_t* out, int64_t room);
+                                     int64_t* out, int64_t out_step, int64_t room);
 typedef struct ct_nz_rows {
   ct_nz_count_row_fn count;
   ct_nz_fill_row_fn fill;
@@ -60,10 +61,10 @@ typedef struct ct_nz_rows {
     return count;                                                                                 \
   }                                                                                               \
   static int64_t ct_cpu_nonzero_fill_##SFX(const char* p, int64_t step, int64_t n, int64_t first, \
-                                           int64_t* out, int64_t room) {                          \
+                                           int64_t* out, int64_t out_step, int64_t room) {        \
     int64_t count = 0; /* branch-free: out[count] is in room while count < room */                \
     for (int64_t i = 0; i < n && count < room; ++i) {                                             \
-      out[count] = first + i;                                                                     \
+      out[count * out_step] = first + i;                                                          \
       count += ct_nz_test_##SFX(*(const T*)(p + i * step));                                       \
     }                                                                                             \
     return count;                                                                                 \
@@ -84,6 +85,7 @@ typedef struct ct_nz_job {
   int64_t chunk;                        /* elements per chunk (the last may be shorter) */
   int64_t counts[CT_NZ_MAX_CHUNKS + 1]; /* per chunk, then (after the scan) first positions */
   int64_t* outs[CT_MAX_NDIM];
+  int64_t out_step; /* elements between consecutive indices of one output column */
 } ct_nz_job;
 
 /* Walks the flat row-major range [begin, end) of x, one run of the last dimension at a time.
@@ -108,11 +110,13 @@ static int64_t ct_nz_walk(const ct_nz_job* job, int64_t begin, int64_t end, int6
     if (!outs) {
       found += job->rows->count(p, step, n);
     } else {
-      const int64_t got = job->rows->fill(p, step, n, j, outs[last] + at + found, room - found);
+      const int64_t os = job->out_step;
+      const int64_t got =
+          job->rows->fill(p, step, n, j, outs[last] + (at + found) * os, os, room - found);
       for (int32_t k = 0; k < last; ++k) {
-        int64_t* column = outs[k] + at + found;
+        int64_t* column = outs[k] + (at + found) * os;
         const int64_t value = index[k];
-        for (int64_t i = 0; i < got; ++i) column[i] = value;
+        for (int64_t i = 0; i < got; ++i) column[i * os] = value;
       }
       found += got;
     }
@@ -157,48 +161,59 @@ static int ct_nz_allocate(const ct_kernel_call* call, int32_t index, const ct_te
   *data = NULL;
   int status =
       call->allocator->allocate(call->allocator->user_data, index, info, CT_DEVICE_CPU, 0, data);
-  if (status == CT_OK && !*data && info->shape[0] > 0) status = CT_ERROR_OUT_OF_MEMORY;
+  int64_t numel = 1;
+  for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
+  if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
   if (status == CT_OK) return CT_OK;
   if (status > 0) status = CT_ERROR_OUT_OF_MEMORY; /* not a ct_status: report it as a failure */
   const char* message = ct_last_error();
   if (message && message[0]) return status;
-  return ct_set_error(status, "nonzero: the caller's allocator failed for output %d (%lld int64)",
-                      index, (long long)info->shape[0]);
+  return ct_set_error(status, "%s: the caller's allocator failed for output %d (%lld int64)",
+                      call->schema->name, index, (long long)numel);
+}
+
+/* Sets up the job for x and counts its non-zeros (chunk counts become first positions). */
+static int64_t ct_nz_count(const ct_kernel_call* call, ct_nz_job* job, int64_t* chunks_out) {
+  const ct_tensor* x = call->inputs[0];
+  job->rows = call->kernel_data;
+  job->ndim = x->ndim;
+  job->shape = x->shape;
+  job->base = ct_tensor_base(x);
+  job->total = ct_tensor_numel(x);
+  job->out_step = 1;
+  const int64_t itemsize = ct_dtype_size(x->dtype);
+  for (int32_t k = 0; k < x->ndim; ++k) job->strides[k] = ct_tensor_stride(x, k) * itemsize;
+
+  /* Chunks: one below the grain, else a few per thread. */
+  int64_t chunks = 1;
+  const int threads = ct_cpu_num_threads();
+  if (threads > 1 && job->total >= 2 * CT_CPU_PARALLEL_GRAIN) {
+    chunks = job->total / CT_CPU_PARALLEL_GRAIN;
+    if (chunks > 4 * (int64_t)threads) chunks = 4 * (int64_t)threads;
+    if (chunks > CT_NZ_MAX_CHUNKS) chunks = CT_NZ_MAX_CHUNKS;
+  }
+  job->chunk = job->total > 0 ? (job->total + chunks - 1) / chunks : 0;
+  if (job->chunk > 0) chunks = (job->total + job->chunk - 1) / job->chunk;
+  int64_t count = 0;
+  if (job->total > 0) {
+    ct_cpu_parallel_for(chunks, job->chunk, ct_nz_count_chunks, job);
+    /* exclusive scan: counts[c] becomes chunk c's first output position */
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t n = job->counts[c];
+      job->counts[c] = count;
+      count += n;
+    }
+    job->counts[chunks] = count;
+  }
+  *chunks_out = chunks;
+  return count;
 }
 
 static int ct_cpu_nonzero_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   ct_nz_job job;
-  job.rows = call->kernel_data;
-  job.ndim = x->ndim;
-  job.shape = x->shape;
-  job.base = ct_tensor_base(x);
-  job.total = ct_tensor_numel(x);
-  const int64_t itemsize = ct_dtype_size(x->dtype);
-  for (int32_t k = 0; k < x->ndim; ++k) job.strides[k] = ct_tensor_stride(x, k) * itemsize;
-
-  /* Chunks: one below the grain, else a few per thread. */
-  int64_t chunks = 1;
-  const int threads = ct_cpu_num_threads();
-  if (threads > 1 && job.total >= 2 * CT_CPU_PARALLEL_GRAIN) {
-    chunks = job.total / CT_CPU_PARALLEL_GRAIN;
-    if (chunks > 4 * (int64_t)threads) chunks = 4 * (int64_t)threads;
-    if (chunks > CT_NZ_MAX_CHUNKS) chunks = CT_NZ_MAX_CHUNKS;
-  }
-  job.chunk = job.total > 0 ? (job.total + chunks - 1) / chunks : 0;
-  if (job.chunk > 0) chunks = (job.total + job.chunk - 1) / job.chunk;
-  int64_t count = 0;
-  if (job.total > 0) {
-    ct_cpu_parallel_for(chunks, job.chunk, ct_nz_count_chunks, &job);
-    /* exclusive scan: counts[c] becomes chunk c's first output position */
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t n = job.counts[c];
-      job.counts[c] = count;
-      count += n;
-    }
-    job.counts[chunks] = count;
-  }
-
+  int64_t chunks;
+  const int64_t count = ct_nz_count(call, &job, &chunks);
   ct_tensor_info info;
   info.dtype = CT_DTYPE_I64_V;
   info.ndim = 1;
@@ -213,8 +228,36 @@ static int ct_cpu_nonzero_run(const ct_kernel_call* call) {
   return CT_OK;
 }
 
-#define CT_NZ_REG_X(A, SFX, T, C, U, ID) \
-  {"nonzero", 2, {ID, CT_DT_I64}, ct_cpu_nonzero_run, NULL, &ct_cpu_nonzero_##SFX##_rows},
+/* argwhere: one (count, ndim) int64 array; column k is nonzero's output k, with row stride ndim.
+ * A 0-d x gives (1, 0) or (0, 0), as numpy.argwhere. */
+static int ct_cpu_argwhere_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  ct_nz_job job;
+  int64_t chunks = 0, count;
+  if (x->ndim == 0) {
+    const ct_nz_rows* rows = call->kernel_data;
+    count = rows->count(ct_tensor_base(x), 0, 1);
+  } else {
+    count = ct_nz_count(call, &job, &chunks);
+  }
+  ct_tensor_info info;
+  info.dtype = CT_DTYPE_I64_V;
+  info.ndim = 2;
+  info.shape[0] = count;
+  info.shape[1] = x->ndim;
+  void* data;
+  const int status = ct_nz_allocate(call, 0, &info, &data);
+  if (status != CT_OK) return status;
+  if (x->ndim == 0 || count == 0) return CT_OK;
+  for (int32_t k = 0; k < x->ndim; ++k) job.outs[k] = (int64_t*)data + k;
+  job.out_step = x->ndim;
+  ct_cpu_parallel_for(chunks, job.chunk, ct_nz_fill_chunks, &job);
+  return CT_OK;
+}
+
+#define CT_NZ_REG_X(A, SFX, T, C, U, ID)                                                   \
+  {"nonzero", 2, {ID, CT_DT_I64}, ct_cpu_nonzero_run, NULL, &ct_cpu_nonzero_##SFX##_rows}, \
+      {"argwhere", 2, {ID, CT_DT_I64}, ct_cpu_argwhere_run, NULL, &ct_cpu_nonzero_##SFX##_rows},
 
 static const ct_cpu_kernel ct_cpu_nonzero_kernels[] = {CT_CPU_ALL_TYPES(CT_NZ_REG_X, _)};
 

@@ -1,4 +1,5 @@
-/* sort_kernels.c - sort, argsort, topk along one axis, and searchsorted.
+/* sort_kernels.c - sort, argsort, topk along one axis, searchsorted, and unique_counts,
+ * unique_inverse, unique_all (one stable sort of all of x: groups of equal keys).
  *
  * Every lane (the elements along the axis at one position of the other dimensions) maps its
  * values to the order-preserving unsigned keys of sort_keys.h (complemented for a descending
@@ -310,13 +311,140 @@ typedef struct ct_search_extra {
   }
 CT_SORT_TYPES(CT_SEARCH_X, _)
 
+/* ----- unique_counts, unique_inverse, unique_all ----- */
+
+/* The caller's allocator, for dynamic output `index`. */
+static int ct_uqm_allocate(const ct_kernel_call* call, int32_t index, const ct_tensor_info* info,
+                           void** data) {
+  *data = NULL;
+  int status =
+      call->allocator->allocate(call->allocator->user_data, index, info, CT_DEVICE_CPU, 0, data);
+  int64_t numel = 1;
+  for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
+  if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
+  if (status == CT_OK) return CT_OK;
+  if (status > 0) status = CT_ERROR_OUT_OF_MEMORY; /* not a ct_status: report it as a failure */
+  const char* message = ct_last_error();
+  if (message && message[0]) return status;
+  return ct_set_error(status, "%s: the caller's allocator failed for output %d", call->schema->name,
+                      index);
+}
+
+/* The outputs of each op: 'v' values, 'f' first indices, 'i' inverse, 'c' counts. */
+static const char* ct_uqm_roles(const ct_kernel_call* call) {
+  const char* name = call->schema->name;
+  if (strcmp(name, "unique_counts") == 0) return "vc";
+  if (strcmp(name, "unique_inverse") == 0) return "vi";
+  return "vfic";
+}
+
+/* Allocates the outputs for `groups` distinct values; data[role] gets each one's memory. */
+static int ct_uqm_outputs(const ct_kernel_call* call, int64_t groups, void** values,
+                          int64_t** first, int64_t** inverse, int64_t** counts) {
+  const ct_tensor* x = call->inputs[0];
+  const char* roles = ct_uqm_roles(call);
+  *values = NULL;
+  *first = *inverse = *counts = NULL;
+  for (int32_t k = 0; roles[k]; ++k) {
+    ct_tensor_info info;
+    info.dtype = roles[k] == 'v' ? x->dtype : CT_DTYPE_I64_V;
+    info.ndim = 1;
+    info.shape[0] = groups;
+    if (roles[k] == 'i') {
+      info.ndim = x->ndim;
+      for (int32_t d = 0; d < x->ndim; ++d) info.shape[d] = x->shape[d];
+    }
+    void* data;
+    const int status = ct_uqm_allocate(call, k, &info, &data);
+    if (status != CT_OK) return status;
+    if (roles[k] == 'v') *values = data;
+    if (roles[k] == 'f') *first = data;
+    if (roles[k] == 'i') *inverse = data;
+    if (roles[k] == 'c') *counts = data;
+  }
+  return CT_OK;
+}
+
+#define CT_UQM_X(A, SFX, T, C, K, ID)                                                              \
+  static void ct_uqm_keys_##SFX(char** data, const int64_t* steps, int64_t n, const void* extra) { \
+    (void)extra;                                                                                   \
+    for (int64_t i = 0; i < n; ++i) {                                                              \
+      T v;                                                                                         \
+      memcpy(&v, data[0] + i * steps[0], sizeof v);                                                \
+      const K key = ct_uq_key_##SFX(v);                                                            \
+      memcpy(data[1] + i * steps[1], &key, sizeof key);                                            \
+    }                                                                                              \
+  }                                                                                                \
+  static int ct_cpu_unique_multi_##SFX(const ct_kernel_call* call) {                               \
+    const ct_tensor* x = call->inputs[0];                                                          \
+    const int64_t n = ct_tensor_numel(x);                                                          \
+    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                    \
+    K* keys = (K*)call->workspace;                                                                 \
+    K* keys2 = (K*)((char*)call->workspace + kb);                                                  \
+    int64_t* idx = (int64_t*)((char*)call->workspace + 2 * kb);                                    \
+    int64_t* idx2 = idx + (n * 8 + 63) / 64 * 8;                                                   \
+    const int64_t* order = idx;                                                                    \
+    const K* sorted = keys;                                                                        \
+    if (n > 0) {                                                                                   \
+      if (x->ndim == 0) {                                                                          \
+        T v;                                                                                       \
+        memcpy(&v, ct_tensor_base(x), sizeof v);                                                   \
+        keys[0] = ct_uq_key_##SFX(v);                                                              \
+      } else { /* keys in row-major order: operand 1 is the compact workspace */                   \
+        int64_t strides[2 * CT_MAX_NDIM];                                                          \
+        int64_t stride = (int64_t)sizeof(K);                                                       \
+        for (int32_t d = x->ndim - 1; d >= 0; --d) {                                               \
+          strides[d] = ct_tensor_stride(x, d) * (int64_t)sizeof(T);                                \
+          strides[x->ndim + d] = stride;                                                           \
+          stride *= x->shape[d];                                                                   \
+        }                                                                                          \
+        char* bases[2] = {ct_tensor_base(x), (char*)keys};                                         \
+        ct_cpu_iterate_raw(2, bases, strides, x->ndim, x->shape, ct_uqm_keys_##SFX, NULL);         \
+      }                                                                                            \
+      for (int64_t i = 0; i < n; ++i) idx[i] = i;                                                  \
+      order = ct_sort_pairs_##K(keys, idx, keys2, idx2, n);                                        \
+      sorted = order == idx ? keys : keys2;                                                        \
+    }                                                                                              \
+    int64_t groups = n > 0 ? 1 : 0;                                                                \
+    for (int64_t i = 1; i < n; ++i) groups += sorted[i] != sorted[i - 1];                          \
+    void* data;                                                                                    \
+    int64_t *first, *inverse, *counts;                                                             \
+    const int status = ct_uqm_outputs(call, groups, &data, &first, &inverse, &counts);             \
+    if (status != CT_OK) return status;                                                            \
+    T* values = data;                                                                              \
+    int64_t g = -1;                                                                                \
+    for (int64_t i = 0; i < n; ++i) {                                                              \
+      if (i == 0 || sorted[i] != sorted[i - 1]) { /* a new value: its first occurrence */          \
+        ++g;                                                                                       \
+        values[g] = ct_uq_value_##SFX(sorted[i]);                                                  \
+        if (first) first[g] = order[i];                                                            \
+        if (counts) counts[g] = 0;                                                                 \
+      }                                                                                            \
+      if (counts) ++counts[g];                                                                     \
+      if (inverse) inverse[order[i]] = g;                                                          \
+    }                                                                                              \
+    return CT_OK;                                                                                  \
+  }
+CT_SORT_TYPES(CT_UQM_X, _)
+
+static int ct_uqm_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  const ct_tensor* x = call->inputs[0];
+  *alignment = 64;
+  *bytes = 64 + (uint64_t)ct_sort_slot_bytes(ct_tensor_numel(x), ct_dtype_size(x->dtype));
+  return CT_OK;
+}
+
 /* ----- registration ----- */
 
-#define CT_SORT_REG_X(A, SFX, T, C, K, ID)                                            \
-  {"sort", 2, {ID, ID}, ct_cpu_sort_##SFX, ct_sort_workspace, NULL},                  \
-      {"argsort", 2, {ID, CT_DT_I64}, ct_cpu_argsort_##SFX, ct_sort_workspace, NULL}, \
-      {"topk", 3, {ID, ID, CT_DT_I64}, ct_cpu_topk_##SFX, ct_sort_workspace, NULL},   \
-      {"searchsorted", 3, {ID, ID, CT_DT_I64}, ct_cpu_searchsorted_##SFX, NULL, NULL},
+#define CT_SORT_REG_X(A, SFX, T, C, K, ID)                                                           \
+  {"sort", 2, {ID, ID}, ct_cpu_sort_##SFX, ct_sort_workspace, NULL},                                 \
+      {"argsort", 2, {ID, CT_DT_I64}, ct_cpu_argsort_##SFX, ct_sort_workspace, NULL},                \
+      {"topk", 3, {ID, ID, CT_DT_I64}, ct_cpu_topk_##SFX, ct_sort_workspace, NULL},                  \
+      {"searchsorted", 3, {ID, ID, CT_DT_I64}, ct_cpu_searchsorted_##SFX, NULL, NULL},               \
+      {"unique_counts", 3, {ID, ID, CT_DT_I64}, ct_cpu_unique_multi_##SFX, ct_uqm_workspace, NULL},  \
+      {"unique_inverse", 3, {ID, ID, CT_DT_I64}, ct_cpu_unique_multi_##SFX, ct_uqm_workspace, NULL}, \
+      {"unique_all",     5,   {ID, ID, CT_DT_I64, CT_DT_I64, CT_DT_I64}, ct_cpu_unique_multi_##SFX,  \
+       ct_uqm_workspace, NULL},
 
 static const ct_cpu_kernel ct_cpu_sort_kernels[] = {CT_SORT_TYPES(CT_SORT_REG_X, _)};
 
