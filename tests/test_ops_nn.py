@@ -443,3 +443,82 @@ def test_interpolate_errors():
         ctensor.ops.interpolate(x, scale_factor=0.1)
     with pytest.raises(ctensor.ShapeMismatchError):
         ctensor.ops.interpolate(np.zeros((2, 4, 4), np.float32), size=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# conv_transpose2d
+# ----------------------------------------------------------------------------------------------
+
+
+@st.composite
+def conv_transpose2d_case(draw, dtype: str):
+    groups = draw(st.integers(1, 3))
+    cg, og = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    stride, dilation = both(pair(draw, 1, 3)), both(pair(draw, 1, 2))
+    output_padding = tuple(draw(st.integers(0, max(stride[i], dilation[i]) - 1)) for i in range(2))
+    padding = both(pair(draw, 0, 2))
+    spatial = []
+    for i in range(2):
+        lo = 1
+        while (lo - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + (
+            output_padding[i] + 1
+        ) < 1:
+            lo += 1
+        spatial.append(draw(st.integers(lo, lo + 3)))
+    x = draw(arrays(dtype, [draw(st.integers(0, 2)), groups * cg, *spatial]))
+    w = draw(arrays(dtype, [groups * cg, og, *kernel]))
+    bias = draw(st.none() | arrays(dtype, [groups * og]))
+    attrs = {
+        "stride": stride,
+        "padding": padding,
+        "output_padding": output_padding,
+        "groups": groups,
+        "dilation": dilation,
+    }
+    return x, w, bias, attrs
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@SETTINGS
+@given(data=st.data())
+def test_conv_transpose2d(dtype, data):
+    x, w, bias, attrs = data.draw(conv_transpose2d_case(dtype))
+    result = ctensor.ops.conv_transpose2d(x, w, bias, **attrs)
+    expected = F.conv_transpose2d(t64(x), t64(w), t64(bias), **attrs).numpy()
+    # Every output element sums at most C_in/groups · kH · kW products, plus the bias.
+    magnitude = F.conv_transpose2d(
+        t64(x).abs(), t64(w).abs(), None if bias is None else t64(bias).abs(), **attrs
+    ).numpy()
+    k = w.shape[0] // attrs["groups"] * w.shape[2] * w.shape[3] + 1
+    atol = k * EPS_C[dtype] * float(np.max(magnitude, initial=0)) + 1e-300
+    assert_close(result, expected, dtype, atol=atol)
+
+
+def test_conv_transpose2d_nan_inf():
+    x = np.ones((1, 1, 3, 3))
+    x[0, 0, 1, 1] = np.nan
+    x[0, 0, 0, 0] = np.inf
+    w = np.ones((1, 2, 2, 2))
+    ours = ctensor.ops.conv_transpose2d(x, w, stride=2)
+    theirs = F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), stride=2).numpy()
+    assert_close(ours, theirs, "float64")
+
+
+def test_conv_transpose2d_errors():
+    x = np.zeros((1, 4, 3, 3), np.float32)
+    w = np.zeros((4, 2, 3, 3), np.float32)
+    with pytest.raises(ValueError):
+        ctensor.ops.conv_transpose2d(x, w, output_padding=1)
+    with pytest.raises(ValueError):
+        ctensor.ops.conv_transpose2d(x, w, groups=0)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.conv_transpose2d(x, w, groups=3)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.conv_transpose2d(x, np.zeros((3, 2, 3, 3), np.float32))
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.conv_transpose2d(x, w, np.zeros(3, np.float32))
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.conv_transpose2d(x, w, padding=3)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ctensor.ops.conv_transpose2d(x, np.zeros((4, 0, 3, 3), np.float32))

@@ -1,5 +1,6 @@
 /* pool_ops.c - 2-D pooling over (N, C, H, W) or (C, H, W) input: max_pool2d, avg_pool2d,
- * adaptive_avg_pool2d; and interpolate (resizing NCHW input); as torch.nn.functional. */
+ * adaptive_avg_pool2d; interpolate (resizing NCHW input) and conv_transpose2d; as
+ * torch.nn.functional. */
 #include <math.h>
 #include <string.h>
 
@@ -265,3 +266,103 @@ CT_DEFINE_OP(interpolate,
              "float64.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_interpolate_inputs, ct_params_out,
              ct_interpolate_attrs, ct_infer_interpolate);
+
+/* ----- conv_transpose2d ----- */
+
+static const ct_param_schema ct_conv_transpose2d_inputs[3] = {
+    {"input", "(N, C_in, H, W)", 0, 0},
+    {"weight", "(C_in, C_out / groups, kH, kW)", 0, 0},
+    {"bias", "(C_out,), added to every output position", CT_PARAM_OPTIONAL, 0}};
+
+static const ct_attr_schema ct_conv_transpose2d_attrs[] = {
+    CT_ATTR_SPEC_INT_LIST("stride", "(sH, sW), or one value for both", 2, ct_pool_ones2),
+    CT_ATTR_SPEC_INT_LIST("padding", "rows/columns (pH, pW) cut from each side of the full output",
+                          2, ct_pool_zeros2),
+    CT_ATTR_SPEC_INT_LIST("output_padding", "extra rows/columns on one side of the output", 2,
+                          ct_pool_zeros2),
+    CT_ATTR_SPEC_INT("groups", "input and output channels split into this many groups", 1),
+    CT_ATTR_SPEC_INT_LIST("dilation", "spacing between kernel taps (dH, dW)", 2, ct_pool_ones2)};
+
+static int ct_infer_conv_transpose2d(const ct_infer_call* call, ct_tensor_info* outputs,
+                                     int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  static const char op[] = "conv_transpose2d";
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* w = call->inputs[1];
+  const ct_tensor* bias = call->inputs[2];
+  int64_t stride[2], padding[2], output_padding[2], dilation[2];
+  const int64_t groups = call->attrs[3].value.i;
+  int status = ct_pool_pair(op, "stride", &call->attrs[0], NULL, 1, stride);
+  if (status == CT_OK) status = ct_pool_pair(op, "padding", &call->attrs[1], NULL, 0, padding);
+  if (status == CT_OK) {
+    status = ct_pool_pair(op, "output_padding", &call->attrs[2], NULL, 0, output_padding);
+  }
+  if (status == CT_OK) status = ct_pool_pair(op, "dilation", &call->attrs[4], NULL, 1, dilation);
+  if (status != CT_OK) return status;
+  if (groups < 1) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: groups must be >= 1, got %lld", op,
+                        (long long)groups);
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (output_padding[k] >= stride[k] && output_padding[k] >= dilation[k]) {
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                          "%s: output_padding must be smaller than either stride or dilation", op);
+    }
+  }
+  if (x->ndim != 4 || w->ndim != 4) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "%s: input must be 4-D (N, C_in, H, W) and weight 4-D (C_in, "
+                        "C_out/groups, kH, kW); got %d-D and %d-D",
+                        op, x->ndim, w->ndim);
+  }
+  if (x->shape[1] % groups != 0 || w->shape[0] != x->shape[1]) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "%s: weight must have C_in (%lld) rows, divisible by groups (%lld); got "
+                        "%lld",
+                        op, (long long)x->shape[1], (long long)groups, (long long)w->shape[0]);
+  }
+  if (w->shape[0] == 0 || w->shape[1] == 0) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "%s: the weight must be non-empty (as torch)", op);
+  }
+  const int64_t out_channels = w->shape[1] * groups;
+  if (bias && (bias->ndim != 1 || bias->shape[0] != out_channels)) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "%s: bias must have shape (%lld,)", op,
+                        (long long)out_channels);
+  }
+  if (!ct_dtype_is_float(x->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: input must be a float array, got %s", op,
+                        ct_dtype_describe(x->dtype));
+  }
+  if (!ct_dtype_equal(x->dtype, w->dtype) || (bias && !ct_dtype_equal(x->dtype, bias->dtype))) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                        "%s: input, weight and bias must share one dtype", op);
+  }
+  ct_tensor_info* out = &outputs[0];
+  out->dtype = x->dtype;
+  out->ndim = 4;
+  out->shape[0] = x->shape[0];
+  out->shape[1] = out_channels;
+  for (int k = 0; k < 2; ++k) {
+    const int64_t in = x->shape[2 + k], kernel = w->shape[2 + k];
+    const int64_t size =
+        (in - 1) * stride[k] - 2 * padding[k] + dilation[k] * (kernel - 1) + output_padding[k] + 1;
+    if (in < 1 || kernel < 1 || size < 1) {
+      return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                          "%s: output size %lld is too small in spatial dim %d (input %lld, kernel "
+                          "%lld)",
+                          op, (long long)size, k, (long long)in, (long long)kernel);
+    }
+    out->shape[2 + k] = size;
+  }
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP(conv_transpose2d,
+             "2-D transposed convolution (the gradient of conv2d with respect to its input) over "
+             "NCHW input with (C_in, C_out/groups, kH, kW) weight, as "
+             "torch.nn.functional.conv_transpose2d (stride, padding, output_padding, groups, "
+             "dilation, optional bias). Workspace-requesting: GEMM then col2im in the caller's "
+             "workspace. float16/bfloat16 compute in float32.",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_conv_transpose2d_inputs, ct_params_out,
+             ct_conv_transpose2d_attrs, ct_infer_conv_transpose2d);
