@@ -50,14 +50,29 @@ CT_UNARY_OP(atanh, "Inverse hyperbolic tangent, element-wise (+-inf at +-1, nan 
 CT_UNARY_OP(floor, "Largest integer <= x, element-wise (integers and bool: unchanged).");
 CT_UNARY_OP(ceil, "Smallest integer >= x, element-wise (integers and bool: unchanged).");
 CT_UNARY_OP(trunc, "x rounded toward zero, element-wise (integers and bool: unchanged).");
-CT_UNARY_OP(round, "x rounded to the nearest integer, halves to even (integers: unchanged).");
+/* round(bool) is float16, as NumPy. */
+static int ct_infer_round(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                          int32_t* num_outputs) {
+  const int status = ct_infer_same_as_input(call, outputs, capacity, num_outputs);
+  if (status == CT_OK && ct_dtype_is_bool(call->inputs[0]->dtype))
+    outputs[0].dtype = (ct_dtype){CT_DTYPE_FLOAT, 16, 1};
+  return status;
+}
+
+CT_DEFINE_OP_NO_ATTRS(round,
+                      "x rounded to the nearest integer, halves to even (integers: unchanged; "
+                      "bool gives float16, as NumPy).",
+                      CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x, ct_params_out,
+                      ct_infer_round);
 CT_UNARY_OP(bitwise_invert, "Bitwise not ~x, element-wise (bool: logical not).");
 CT_UNARY_OP(erf, "Gauss error function, element-wise (torch.erf).");
 CT_UNARY_OP(selu,
             "Scaled exponential linear unit, element-wise (torch.nn.functional.selu): "
             "scale * (max(0, x) + min(0, alpha * (exp(x) - 1))).");
 CT_UNARY_OP(silu, "x * sigmoid(x), element-wise (torch.nn.functional.silu).");
-CT_UNARY_OP(hardswish, "x * relu6(x + 3) / 6, element-wise (torch.nn.functional.hardswish).");
+CT_UNARY_OP(hardswish,
+            "x * relu6(x + 3) / 6, element-wise (torch.nn.functional.hardswish; x itself "
+            "from 3 up, where torch's x * 6 / 6 can overflow).");
 
 /* ----- unary with a bool result ----- */
 

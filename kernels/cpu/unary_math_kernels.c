@@ -33,9 +33,6 @@ typedef struct ct_math_params {
   static inline C ct_op_trunc_##C(C x) {              \
     return x;                                         \
   }                                                   \
-  static inline C ct_op_round_##C(C x) {              \
-    return x;                                         \
-  }                                                   \
   static inline ct_bool8 ct_op_isnan_##C(C x) {       \
     (void)x;                                          \
     return 0;                                         \
@@ -56,6 +53,9 @@ CT_CPU_BOOL_TYPE(CT_DEF, _)
 #undef CT_DEF
 
 #define CT_DEF(A, SFX, T, C, U, ID)               \
+  static inline C ct_op_round_##C(C x) {          \
+    return x;                                     \
+  }                                               \
   static inline C ct_op_bitwise_invert_##C(C x) { \
     return (C) ~(U)x;                             \
   }
@@ -78,6 +78,10 @@ CT_CPU_UNSIGNED_TYPES(CT_DEF, _)
 /* bool: ~ is logical not (the generic ~ would give 0xfe). */
 static inline ct_bool8 ct_op_bitwise_invert_ct_bool8(ct_bool8 x) {
   return !x;
+}
+/* round(bool) is float16, as NumPy (its rint has no bool loop). */
+static inline float ct_op_round_ct_bool8(ct_bool8 x) {
+  return (float)x;
 }
 
 /* Floats: F is the libm suffix (f for float, empty for double). */
@@ -295,6 +299,7 @@ CT_UNARY_MATH_BOOL_KERNELS(K)
 #define K(NAME, TYPES) TYPES(CT_UNARY_PARAM_X, NAME)
 CT_UNARY_MATH_PARAM_KERNELS(K)
 #undef K
+CT_UNARY_LOOP(round, b8, uint8_t, ct_bool8, f16, uint16_t)
 
 static const ct_cpu_kernel ct_cpu_unary_math_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_REG_X, NAME)
@@ -306,6 +311,12 @@ static const ct_cpu_kernel ct_cpu_unary_math_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_PARAM_REG_X, NAME)
             CT_UNARY_MATH_PARAM_KERNELS(K)
 #undef K
+                {"round",
+                 2,
+                 {CT_DT_BOOL, CT_DT_F16},
+                 ct_cpu_elementwise_run,
+                 NULL,
+                 &ct_cpu_round_b8_entry},
 };
 
 int ct_cpu_register_unary_math(void) {
