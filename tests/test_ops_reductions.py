@@ -1,4 +1,5 @@
-"""Reductions (sum, mean, max, argmax) and softmax on every dtype their kernels declare.
+"""Reductions (sum, mean, prod, max, min, any, all, argmax) and softmax on every dtype their
+kernels declare.
 
 References are NumPy in float64 (float inputs), NumPy's own integer results for integer sums
 (int64/uint64 wrap-around included) and maxima, np.argmax for argmax (first occurrence, first nan
@@ -43,6 +44,20 @@ def mean_dtype(dtype: str) -> str:
     return dtype if dtype in FLOATS else "float64"
 
 
+OUT_DTYPE = {
+    "sum": sum_dtype,
+    "prod": sum_dtype,
+    "mean": mean_dtype,
+    "max": lambda d: d,
+    "min": lambda d: d,
+    "any": lambda d: "bool",
+    "all": lambda d: "bool",
+}
+NUMPY_OP = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min}
+NO_IDENTITY = ("max", "min")
+EXACT = ("max", "min", "any", "all")  # the result is one of the inputs (or a bool)
+
+
 def compact_copy(x: np.ndarray) -> np.ndarray:
     """A fresh C-ordered copy (never keeps a negative stride, unlike ascontiguousarray on
     one-element arrays); torch.from_numpy takes it."""
@@ -83,10 +98,11 @@ def axes(draw, ndim: int):
 
 
 @st.composite
-def inputs(draw, dtype: str, special: bool = True, max_side: int = 5):
+def inputs(draw, dtype: str, special: bool = True, max_side: int = 5, bound: float = 1e4):
     """A NumPy array (or a torch bfloat16 tensor) of `dtype` in a drawn layout."""
     if dtype == "bfloat16":
-        x = draw(strided_arrays("float32", max_side=max_side, elements=elements(dtype, special)))
+        values = elements(dtype, special, bound)
+        x = draw(strided_arrays("float32", max_side=max_side, elements=values))
         layout = draw(st.sampled_from(["compact", "transposed", "broadcast"]))
         t = torch.from_numpy(compact_copy(x)).to(torch.bfloat16)
         if layout == "transposed" and t.dim() > 1:
@@ -94,7 +110,7 @@ def inputs(draw, dtype: str, special: bool = True, max_side: int = 5):
         elif layout == "broadcast" and t.dim() > 0 and t.shape[0] > 0:
             t = t[:1].expand(*t.shape)
         return t
-    return draw(strided_arrays(dtype, max_side=max_side, elements=elements(dtype, special)))
+    return draw(strided_arrays(dtype, max_side=max_side, elements=elements(dtype, special, bound)))
 
 
 def normalized(axis, ndim: int) -> tuple[int, ...]:
@@ -137,9 +153,7 @@ def run(op, x, out=None, **kw):
 def expected_float(op, x64, axis, keepdims):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "Mean of empty slice"
-        return {"sum": np.sum, "mean": np.mean, "max": np.max}[op](
-            x64, axis=axis, keepdims=keepdims
-        )
+        return NUMPY_OP[op](x64, axis=axis, keepdims=keepdims)
 
 
 def float_atol(op, x64, axis, out_dtype):
@@ -159,7 +173,7 @@ def float_atol(op, x64, axis, out_dtype):
 
 @pytest.mark.parametrize(
     "op, out_of",
-    [("sum", sum_dtype), ("mean", mean_dtype), ("max", lambda d: d), ("argmax", lambda d: "int64")],
+    [(op, out_of) for op, out_of in OUT_DTYPE.items()] + [("argmax", lambda d: "int64")],
 )
 def test_registered_signatures(op, out_of):
     signatures = ctensor.op_info(op)["signatures"]["cpu"]
@@ -178,28 +192,41 @@ def test_softmax_registered_for_floats_only():
 
 def check_reduction(op, dtype, x, axis, keepdims, out):
     x_np_shape = tuple(x.shape)
-    if op == "max" and any(x_np_shape[k] == 0 for k in normalized(axis, len(x_np_shape))):
+    if op in NO_IDENTITY and any(x_np_shape[k] == 0 for k in normalized(axis, len(x_np_shape))):
         with pytest.raises(ctensor.CTensorError) as info:
             run(op, x, axis=axis, keepdims=keepdims)
         assert isinstance(info.value, ValueError)
         return
     got = run(op, x, out=out, axis=axis, keepdims=keepdims)
-    want_dtype = {"sum": sum_dtype, "mean": mean_dtype, "max": lambda d: d}[op](dtype)
+    want_dtype = OUT_DTYPE[op](dtype)
     assert name_of(got) == want_dtype
-    if op in ("sum", "max") and dtype not in FLOATS:
+    if op in ("any", "all"):
+        # nan counts as true, as in NumPy
+        want = getattr(np, op)(f64(x) != 0, axis=axis, keepdims=keepdims)
+        assert tuple(got.shape) == np.shape(want)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        return
+    if op != "mean" and dtype not in FLOATS:
         xs = np.asarray(x)
-        if op == "sum":
-            want = np.sum(xs, axis=axis, keepdims=keepdims, dtype=want_dtype)
+        if op in ("sum", "prod"):
+            want = NUMPY_OP[op](xs, axis=axis, keepdims=keepdims, dtype=want_dtype)
         else:
-            want = np.max(xs, axis=axis, keepdims=keepdims)
+            want = NUMPY_OP[op](xs, axis=axis, keepdims=keepdims)
         assert got.shape == np.shape(want)
         np.testing.assert_array_equal(np.asarray(got), want)
         return
     x64 = f64(x)
     want = expected_float(op, x64, axis, keepdims)
-    if op == "max":
-        # exact: the maximum is one of the inputs (nan propagates)
+    if op in EXACT:
+        # exact: the extremum is one of the inputs (nan propagates)
         np.testing.assert_array_equal(f64(got), want)
+        return
+    if op == "prod":
+        # float64 products in another order: relative error ~ n ulps of float64, then one rounding
+        if want_dtype != "bfloat16":
+            with np.errstate(all="ignore"):
+                want = np.asarray(want).astype(want_dtype).astype(np.float64)
+        assert_close(got, want, want_dtype)
         return
     # the float64 result rounded once to the output dtype (overflow -> inf, like ours)
     if want_dtype != "bfloat16":
@@ -208,21 +235,23 @@ def check_reduction(op, dtype, x, axis, keepdims, out):
     assert_close(got, want, want_dtype, atol=float_atol(op, x64, axis, want_dtype))
 
 
-@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+@pytest.mark.parametrize("op", list(OUT_DTYPE))
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @SETTINGS
 @given(data=st.data())
 def test_reduction_matches_numpy(op, dtype, data):
-    x = data.draw(inputs(dtype))
+    # products: small factors (with zeros, nan, inf), so that float64 neither overflows nor
+    # depends on the order of 0 * inf
+    x = data.draw(inputs(dtype, bound=4.0 if op == "prod" else 1e4))
     axis = data.draw(axes(x.dim() if isinstance(x, torch.Tensor) else x.ndim))
     keepdims = data.draw(st.booleans())
     out_shape = np.sum(np.zeros(tuple(x.shape)), axis=axis, keepdims=keepdims).shape
-    want_dtype = {"sum": sum_dtype, "mean": mean_dtype, "max": lambda d: d}[op](dtype)
+    want_dtype = OUT_DTYPE[op](dtype)
     out = None if isinstance(x, torch.Tensor) else strided_out(data.draw, out_shape, want_dtype)
     check_reduction(op, dtype, x, axis, keepdims, out)
 
 
-@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+@pytest.mark.parametrize("op", list(OUT_DTYPE))
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
@@ -231,7 +260,7 @@ def test_low_precision_torch_tensors(op, dtype, data):
     shape = data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
     values = data.draw(
         st.lists(
-            elements(dtype, special=False, bound=100.0),
+            elements(dtype, special=False, bound=2.0 if op == "prod" else 100.0),
             min_size=int(np.prod(shape)),
             max_size=int(np.prod(shape)),
         )
@@ -255,6 +284,40 @@ def test_integer_sums_wrap_like_numpy():
     assert ctensor.ops.mean(big) == np.mean(big)
 
 
+def test_products_wrap_and_round_like_numpy():
+    big = np.array([2**40, 2**40, 3, -1], dtype=np.int64)
+    assert ctensor.ops.prod(big) == np.prod(big)
+    u = np.array([2**63, 3], dtype=np.uint64)
+    assert ctensor.ops.prod(u) == np.prod(u)
+    i8 = np.full((2, 9), -3, dtype=np.int8)
+    np.testing.assert_array_equal(ctensor.ops.prod(i8, axis=1), np.prod(i8, axis=1, dtype=np.int64))
+    assert ctensor.ops.prod(np.array([True, False])).dtype == np.int64
+    x = np.linspace(0.5, 1.5, 1001)
+    assert_close(ctensor.ops.prod(x), np.prod(x), "float64")
+    f32 = np.full(200, 2.0, dtype=np.float32)
+    assert ctensor.ops.prod(f32) == np.float32(np.inf)  # 2**200 rounds to inf
+    cols = np.linspace(0.99, 1.01, 3 * 40_000).reshape(40_000, 3)  # no partial product overflows
+    assert_close(ctensor.ops.prod(cols, axis=0), np.prod(cols, axis=0), "float64", rtol_scale=1e4)
+
+
+def test_min_any_all_specials():
+    x = np.array([[1.0, np.nan, -3.0], [np.inf, 2.0, -np.inf], [0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(ctensor.ops.min(x, axis=1), np.min(x, axis=1))
+    np.testing.assert_array_equal(ctensor.ops.min(x, axis=0), np.min(x, axis=0))
+    np.testing.assert_array_equal(ctensor.ops.any(x, axis=1), [True, True, False])
+    np.testing.assert_array_equal(ctensor.ops.all(x, axis=1), [True, True, False])
+    np.testing.assert_array_equal(ctensor.ops.all(x, axis=0), np.all(x, axis=0))
+    for dtype in ["int8", "uint16", "int64", "uint64"]:
+        info = np.iinfo(dtype)
+        v = np.array([info.max, info.min, 0], dtype=dtype)
+        assert ctensor.ops.min(v) == info.min
+        assert ctensor.ops.min(v[:1]) == info.max
+    assert ctensor.ops.min(np.array([True, False])) == np.False_
+    t = torch.tensor([[2.0, math.nan], [1.0, -1.0]], dtype=torch.bfloat16)
+    assert ctensor.ops.min(t, axis=1).float().isnan().tolist() == [True, False]
+    assert ctensor.ops.any(t).dtype == torch.bool
+
+
 def test_empty_reductions():
     for dtype in ["bool", "int8", "uint32", "float16", "float32", "float64"]:
         x = np.zeros((0, 3), dtype=dtype)
@@ -265,6 +328,13 @@ def test_empty_reductions():
         assert np.isnan(ctensor.ops.mean(x))
         assert ctensor.ops.sum(x) == 0
         assert ctensor.ops.max(x, axis=1).shape == (0,)  # nothing to reduce into
+        assert ctensor.ops.min(x, axis=1).shape == (0,)
+        np.testing.assert_array_equal(ctensor.ops.prod(x, axis=0), np.ones(3))
+        assert ctensor.ops.prod(x).dtype == np.dtype(sum_dtype(dtype))
+        assert ctensor.ops.prod(x) == 1
+        np.testing.assert_array_equal(ctensor.ops.any(x, axis=0), np.zeros(3, dtype=bool))
+        np.testing.assert_array_equal(ctensor.ops.all(x, axis=0), np.ones(3, dtype=bool))
+        assert not ctensor.ops.any(x) and ctensor.ops.all(x)
         assert ctensor.ops.sum(x, axis=1, keepdims=True).shape == (0, 1)
     t = torch.zeros((2, 0), dtype=torch.bfloat16)
     assert torch.equal(ctensor.ops.sum(t, axis=1), torch.zeros(2, dtype=torch.bfloat16))
@@ -290,6 +360,9 @@ def test_output_dtypes_and_zero_dim():
         assert ctensor.ops.sum(x).dtype == np.dtype(sum_dtype(dtype))
         assert ctensor.ops.mean(x).dtype == np.dtype(mean_dtype(dtype))
         assert ctensor.ops.max(x).dtype == np.dtype(dtype)
+        assert ctensor.ops.min(x).dtype == np.dtype(dtype)
+        assert ctensor.ops.prod(x).dtype == np.dtype(sum_dtype(dtype))
+        assert ctensor.ops.all(x).dtype == np.bool_
         assert ctensor.ops.sum(x, axis=()).shape == ()
         assert ctensor.ops.max(x) == x
         assert ctensor.ops.argmax(x) == 0
@@ -331,7 +404,8 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
     rng = np.random.default_rng(11)
     x = (rng.standard_normal((257, 1031)) * 50).astype(dtype)
     x[5, 7] = x[200, 1000] = np.max(x)  # a tie for argmax
-    cases = [(op, axis) for op in ["sum", "mean", "max", "argmax"] for axis in [None, 0, 1]]
+    ops = ["sum", "mean", "max", "min", "any", "all", "argmax"]
+    cases = [(op, axis) for op in ops for axis in [None, 0, 1]]
     cases += [("sum", (0, 1)), ("max", (1, 0))]
     views = [x, x.T, x[::-1, ::2]]
     default = ctensor.get_num_threads()
@@ -345,8 +419,8 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
                 np.testing.assert_array_equal(a, b, err_msg=f"{op} axis={axis} threads differ")
                 if op == "argmax":
                     np.testing.assert_array_equal(a, np.argmax(view, axis=axis))
-                elif op == "max":
-                    np.testing.assert_array_equal(a, np.max(view, axis=axis))
+                elif op in ("max", "min", "any", "all"):
+                    np.testing.assert_array_equal(a, getattr(np, op)(view, axis=axis))
                 elif op == "sum" and dtype == "int32":
                     np.testing.assert_array_equal(a, np.sum(view, axis=axis, dtype=np.int64))
                 else:
@@ -486,6 +560,10 @@ def test_softmax_large(dtype, shape, axis):
         lambda: ctensor.ops.sum(np.zeros((2, 3)), axis=(1, 1)),
         lambda: ctensor.ops.max(np.zeros((2, 0)), axis=1),
         lambda: ctensor.ops.max(np.zeros((0,), dtype=np.int8)),
+        lambda: ctensor.ops.min(np.zeros((2, 0)), axis=1),
+        lambda: ctensor.ops.min(np.zeros((0,), dtype=np.uint8)),
+        lambda: ctensor.ops.prod(np.zeros((2, 3)), axis=2),
+        lambda: ctensor.ops.any(np.zeros((2, 3)), axis=(0, 0)),
         lambda: ctensor.ops.argmax(np.zeros((0, 3))),
         lambda: ctensor.ops.argmax(np.zeros((0, 3)), axis=0),
         lambda: ctensor.ops.argmax(np.zeros((2, 3)), axis=2),

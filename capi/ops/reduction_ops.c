@@ -1,4 +1,4 @@
-/* reduction_ops.c - sum, mean, max, argmax. */
+/* reduction_ops.c - sum, mean, prod, max, min, any, all, argmax. */
 #include "op_defs.h"
 
 static const ct_attr_schema ct_reduce_attrs[] = {
@@ -68,6 +68,35 @@ CT_DEFINE_OP(max,
              "identity).",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
              ct_infer_max);
+
+CT_DEFINE_OP(min,
+             "Minimum over axes; nan propagates. Reducing a zero-length axis is an error (no "
+             "identity).",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_max);
+CT_DEFINE_OP(prod,
+             "Product over axes. bool and signed integers multiply in int64, unsigned in uint64, "
+             "wrapping (NumPy); floats accumulate in float64, then round once. Empty products "
+             "are 1.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_sum);
+
+static int ct_infer_logical(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                            int32_t* num_outputs) {
+  *num_outputs = 1;
+  return ct_infer_reduction(call, outputs, CT_DTYPE_BOOL_V, false);
+}
+
+CT_DEFINE_OP(any,
+             "Whether any element over axes is non-zero (nan counts as non-zero); bool result. "
+             "An empty reduction is false.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_logical);
+CT_DEFINE_OP(all,
+             "Whether every element over axes is non-zero (nan counts as non-zero); bool result. "
+             "An empty reduction is true.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_logical);
 
 static const ct_attr_schema ct_argmax_attrs[] = {
     CT_ATTR_SPEC_NULLABLE("axis", "axis to search; None searches the flattened array", CT_ATTR_INT),

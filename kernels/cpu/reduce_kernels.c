@@ -1,10 +1,14 @@
-/* reduce_kernels.c - sum, mean, max over axes, on the reduction engine (reduce_plan.h).
+/* reduce_kernels.c - sum, mean, prod, max, min, any, all over axes, on the reduction engine
+ * (reduce_plan.h).
  *
  * Accumulator families, each written once for every dtype:
  *   isum  integer and bool sums, wrapping in uint64 (NumPy's int64/uint64 results);
  *   fsum  float sums and every mean: a double accumulator, pairwise over runs (NumPy's
  *         pairwise_sum: 8 accumulators per 128-element block) and two-level over rows;
- *   max   maximum in the compute type; nan propagates. */
+ *   iprod integer and bool products, wrapping in uint64 (NumPy's int64/uint64 results);
+ *   fprod float products: a double accumulator, one rounding at the end;
+ *   max, min  extremum in the compute type; nan propagates;
+ *   any, all  logical or / and of x != 0 (nan is true), bool results. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -44,6 +48,24 @@ static inline float ct_lowest_float(void) {
 }
 static inline double ct_lowest_double(void) {
   return -INFINITY;
+}
+
+/* ----- highest values per compute type (min's identity) ----- */
+
+#define CT_DEF(A, SFX, T, C, U, ID)                                                 \
+  static inline C ct_highest_##C(void) {                                            \
+    return (C)(-1) < (C)0 ? (C)(((U)1 << (sizeof(C) * 8 - 1)) - 1) : (C)(U)(~(U)0); \
+  }
+CT_CPU_INT_TYPES(CT_DEF, _)
+#undef CT_DEF
+static inline ct_bool8 ct_highest_ct_bool8(void) {
+  return 1;
+}
+static inline float ct_highest_float(void) {
+  return INFINITY;
+}
+static inline double ct_highest_double(void) {
+  return INFINITY;
 }
 
 /* ----- isum: uint64 accumulator, wraps like NumPy's int64/uint64 sums ----- */
@@ -173,21 +195,21 @@ static inline double ct_lowest_double(void) {
 #define CT_FAMILY_fsum(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
 #define CT_FAMILY_fmean(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 1)
 
-/* ----- max: compute-type accumulator, nan propagates ----- */
+/* ----- max, min: compute-type accumulator, nan propagates ----- */
 
-#define CT_FAMILY_max(OP, SFX, T, C, OSFX, OT)                                                    \
+#define CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, IDENTITY, PICK, LOOP)                             \
   static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
     C* a = acc;                                                                                   \
-    for (int64_t j = 0; j < n; ++j) a[j] = ct_lowest_##C();                                       \
+    for (int64_t j = 0; j < n; ++j) a[j] = IDENTITY##C();                                         \
   }                                                                                               \
   CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
                                                int64_t index, void* acc) {                        \
     C m = *(C*)acc;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      CT_NANMAX_LOOP(C, n, ct_load_##SFX(p[ct_i]), m);                                            \
+      LOOP(C, n, ct_load_##SFX(p[ct_i]), m);                                                      \
     } else {                                                                                      \
-      CT_NANMAX_LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m);                     \
+      LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m);                               \
     }                                                                                             \
     *(C*)acc = m;                                                                                 \
   }                                                                                               \
@@ -198,19 +220,19 @@ static inline double ct_lowest_double(void) {
       const T* p = (const T*)x;                                                                   \
       for (int64_t j = 0; j < n; ++j) {                                                           \
         const C v = ct_load_##SFX(p[j]);                                                          \
-        a[j] = CT_NAN_MAX(a[j], v);                                                               \
+        a[j] = PICK(a[j], v);                                                                     \
       }                                                                                           \
     } else {                                                                                      \
       for (int64_t j = 0; j < n; ++j) {                                                           \
         const C v = ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));                                   \
-        a[j] = CT_NAN_MAX(a[j], v);                                                               \
+        a[j] = PICK(a[j], v);                                                                     \
       }                                                                                           \
     }                                                                                             \
   }                                                                                               \
   static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
     C* a = acc;                                                                                   \
     const C* b = later;                                                                           \
-    for (int64_t j = 0; j < n; ++j) a[j] = CT_NAN_MAX(a[j], b[j]);                                \
+    for (int64_t j = 0; j < n; ++j) a[j] = PICK(a[j], b[j]);                                      \
   }                                                                                               \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
                                          int64_t count) {                                         \
@@ -226,18 +248,134 @@ static inline double ct_lowest_double(void) {
                                                         ct_##OP##_##SFX##_combine,                \
                                                         ct_##OP##_##SFX##_finalize};
 
+#define CT_FAMILY_max(OP, SFX, T, C, OSFX, OT) \
+  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_lowest_, CT_NAN_MAX, CT_NANMAX_LOOP)
+#define CT_FAMILY_min(OP, SFX, T, C, OSFX, OT) \
+  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_highest_, CT_NAN_MIN, CT_NANMIN_LOOP)
+
+/* ----- iprod / fprod: uint64 (wrapping) or double accumulator, identity 1 ----- */
+
+/* ACC the accumulator type, LOADACC(v) a loaded value as ACC, STORE(a) the result as OT. */
+#define CT_PROD_FAMILY(OP, SFX, T, C, OSFX, OT, ACC, STORE)                                       \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
+    ACC* a = acc;                                                                                 \
+    for (int64_t j = 0; j < n; ++j) a[j] = (ACC)1;                                                \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
+                                               int64_t index, void* acc) {                        \
+    ACC r = *(ACC*)acc;                                                                           \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t i = 0; i < n; ++i) r *= (ACC)ct_load_##SFX(p[i]);                              \
+    } else {                                                                                      \
+      for (int64_t i = 0; i < n; ++i) r *= (ACC)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step));       \
+    }                                                                                             \
+    *(ACC*)acc = r;                                                                               \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
+                                                int64_t index, void* acc) {                       \
+    ACC* a = acc;                                                                                 \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t j = 0; j < n; ++j) a[j] *= (ACC)ct_load_##SFX(p[j]);                           \
+    } else {                                                                                      \
+      for (int64_t j = 0; j < n; ++j) a[j] *= (ACC)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));    \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    ACC* a = acc;                                                                                 \
+    const ACC* b = later;                                                                         \
+    for (int64_t j = 0; j < n; ++j) a[j] *= b[j];                                                 \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+                                         int64_t count) {                                         \
+    const ACC* a = acc;                                                                           \
+    for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = STORE(a[j]);                     \
+  }                                                                                               \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ACC),                              \
+                                                        false,                                    \
+                                                        false,                                    \
+                                                        ct_##OP##_##SFX##_init,                   \
+                                                        ct_##OP##_##SFX##_run,                    \
+                                                        ct_##OP##_##SFX##_rows,                   \
+                                                        ct_##OP##_##SFX##_combine,                \
+                                                        ct_##OP##_##SFX##_finalize};
+
+#define CT_FAMILY_iprod(OP, SFX, T, C, OSFX, OT) \
+  CT_PROD_FAMILY(OP, SFX, T, C, OSFX, OT, uint64_t, (OT))
+#define CT_FAMILY_fprod(OP, SFX, T, C, OSFX, OT) \
+  CT_PROD_FAMILY(OP, SFX, T, C, OSFX, OT, double, ct_dstore_##OSFX)
+
+/* ----- any / all: uint8 accumulator of x != 0, combined with | or & ----- */
+
+#define CT_LOGIC_FAMILY(OP, SFX, T, C, OSFX, OT, IDENTITY, OPER)                                  \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
+    memset(acc, IDENTITY, (size_t)n);                                                             \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
+                                               int64_t index, void* acc) {                        \
+    uint8_t r = *(uint8_t*)acc;                                                                   \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t i = 0; i < n; ++i) r = r OPER(uint8_t)(ct_load_##SFX(p[i]) != (C)0);           \
+    } else {                                                                                      \
+      for (int64_t i = 0; i < n; ++i)                                                             \
+        r = r OPER(uint8_t)(ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)) != (C)0);                  \
+    }                                                                                             \
+    *(uint8_t*)acc = r;                                                                           \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
+                                                int64_t index, void* acc) {                       \
+    uint8_t* a = acc;                                                                             \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      const T* p = (const T*)x;                                                                   \
+      for (int64_t j = 0; j < n; ++j) a[j] = a[j] OPER(uint8_t)(ct_load_##SFX(p[j]) != (C)0);     \
+    } else {                                                                                      \
+      for (int64_t j = 0; j < n; ++j)                                                             \
+        a[j] = a[j] OPER(uint8_t)(ct_load_##SFX(CT_REDUCE_AT(T, x, j, step)) != (C)0);            \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    uint8_t* a = acc;                                                                             \
+    const uint8_t* b = later;                                                                     \
+    for (int64_t j = 0; j < n; ++j) a[j] = a[j] OPER b[j];                                        \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+                                         int64_t count) {                                         \
+    const uint8_t* a = acc;                                                                       \
+    for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = (OT)a[j];                        \
+  }                                                                                               \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {1,                                        \
+                                                        false,                                    \
+                                                        false,                                    \
+                                                        ct_##OP##_##SFX##_init,                   \
+                                                        ct_##OP##_##SFX##_run,                    \
+                                                        ct_##OP##_##SFX##_rows,                   \
+                                                        ct_##OP##_##SFX##_combine,                \
+                                                        ct_##OP##_##SFX##_finalize};
+
+#define CT_FAMILY_any(OP, SFX, T, C, OSFX, OT) CT_LOGIC_FAMILY(OP, SFX, T, C, OSFX, OT, 0, |)
+#define CT_FAMILY_all(OP, SFX, T, C, OSFX, OT) CT_LOGIC_FAMILY(OP, SFX, T, C, OSFX, OT, 1, &)
+
 /* ----- the kernel list: (op, family, input dtypes, output dtype), the only place to edit -----
  * The output is a dtype suffix (i64, u64, f64) or `same` (the input's dtype). */
 
-#define CT_REDUCE_KERNELS(K)               \
-  K(sum, isum, CT_CPU_BOOL_TYPE, i64)      \
-  K(sum, isum, CT_CPU_SIGNED_TYPES, i64)   \
-  K(sum, isum, CT_CPU_UNSIGNED_TYPES, u64) \
-  K(sum, fsum, CT_CPU_FLOAT_TYPES, same)   \
-  K(mean, fmean, CT_CPU_BOOL_TYPE, f64)    \
-  K(mean, fmean, CT_CPU_INT_TYPES, f64)    \
-  K(mean, fmean, CT_CPU_FLOAT_TYPES, same) \
-  K(max, max, CT_CPU_ALL_TYPES, same)
+#define CT_REDUCE_KERNELS(K)                 \
+  K(sum, isum, CT_CPU_BOOL_TYPE, i64)        \
+  K(sum, isum, CT_CPU_SIGNED_TYPES, i64)     \
+  K(sum, isum, CT_CPU_UNSIGNED_TYPES, u64)   \
+  K(sum, fsum, CT_CPU_FLOAT_TYPES, same)     \
+  K(mean, fmean, CT_CPU_BOOL_TYPE, f64)      \
+  K(mean, fmean, CT_CPU_INT_TYPES, f64)      \
+  K(mean, fmean, CT_CPU_FLOAT_TYPES, same)   \
+  K(max, max, CT_CPU_ALL_TYPES, same)        \
+  K(min, min, CT_CPU_ALL_TYPES, same)        \
+  K(prod, iprod, CT_CPU_BOOL_TYPE, i64)      \
+  K(prod, iprod, CT_CPU_SIGNED_TYPES, i64)   \
+  K(prod, iprod, CT_CPU_UNSIGNED_TYPES, u64) \
+  K(prod, fprod, CT_CPU_FLOAT_TYPES, same)   \
+  K(any, any, CT_CPU_ALL_TYPES, b8)          \
+  K(all, all, CT_CPU_ALL_TYPES, b8)
 
 /* Output dtype of a list line: suffix, storage type, dtype id. */
 #define CT_OUT_SFX_same(SFX, T, ID) SFX
@@ -252,6 +390,9 @@ static inline double ct_lowest_double(void) {
 #define CT_OUT_SFX_f64(SFX, T, ID) f64
 #define CT_OUT_T_f64(SFX, T, ID) double
 #define CT_OUT_ID_f64(SFX, T, ID) CT_DT_F64
+#define CT_OUT_SFX_b8(SFX, T, ID) b8
+#define CT_OUT_T_b8(SFX, T, ID) uint8_t
+#define CT_OUT_ID_b8(SFX, T, ID) CT_DT_BOOL
 
 /* The list's (op, family, out) travels through the dtype X-macros as one parenthesised
  * argument; CT_CALL expands it into separate arguments. */
@@ -272,7 +413,7 @@ static inline double ct_lowest_double(void) {
 CT_REDUCE_KERNELS(K)
 #undef K
 
-/* Kernel run function of sum, mean and max: attrs (axis, keepdims), kernel_data the vtable. */
+/* Kernel run function of every reduction here: attrs (axis, keepdims), kernel_data the vtable. */
 static int ct_cpu_reduce_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_attr_value* axis = &call->attrs[0];

@@ -65,14 +65,15 @@ typedef struct ct_reduce_vtable {
 #define CT_CPU_HOT
 #endif
 
-/* The larger of m and v; a nan in either wins (comparisons with nan are false). */
+/* The larger (smaller) of m and v; a nan in either wins (comparisons with nan are false). */
 #define CT_NAN_MAX(m, v) ((v) > (m) || (v) != (v) ? (v) : (m))
+#define CT_NAN_MIN(m, v) ((v) < (m) || (v) != (v) ? (v) : (m))
 
-/* M = CT_NAN_MAX over M and LOAD for ct_i in [0, N), LOAD an expression of ct_i. Long runs keep
- * CT_NANMAX_WIDTH independent maxima updated element-wise, a loop shape compilers vectorise
- * (a plain select-reduction is not, for floats). */
+/* M = PICK(M, LOAD) over ct_i in [0, N), LOAD an expression of ct_i, PICK CT_NAN_MAX or
+ * CT_NAN_MIN. Long runs keep CT_NANMAX_WIDTH independent extrema updated element-wise, a loop
+ * shape compilers vectorise (a plain select-reduction is not, for floats). */
 #define CT_NANMAX_WIDTH 32
-#define CT_NANMAX_LOOP(C, N, LOAD, M)                                      \
+#define CT_NANPICK_LOOP(C, N, LOAD, M, PICK)                               \
   do {                                                                     \
     int64_t ct_b = 0;                                                      \
     if ((N) >= 2 * CT_NANMAX_WIDTH) {                                      \
@@ -82,18 +83,20 @@ typedef struct ct_reduce_vtable {
         for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {               \
           const int64_t ct_i = ct_b + ct_k;                                \
           const C ct_v = (LOAD);                                           \
-          ct_r[ct_k] = CT_NAN_MAX(ct_r[ct_k], ct_v);                       \
+          ct_r[ct_k] = PICK(ct_r[ct_k], ct_v);                             \
         }                                                                  \
       }                                                                    \
       for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {                 \
-        (M) = CT_NAN_MAX((M), ct_r[ct_k]);                                 \
+        (M) = PICK((M), ct_r[ct_k]);                                       \
       }                                                                    \
     }                                                                      \
     for (int64_t ct_i = ct_b; ct_i < (N); ++ct_i) {                        \
       const C ct_v = (LOAD);                                               \
-      (M) = CT_NAN_MAX((M), ct_v);                                         \
+      (M) = PICK((M), ct_v);                                               \
     }                                                                      \
   } while (0)
+#define CT_NANMAX_LOOP(C, N, LOAD, M) CT_NANPICK_LOOP(C, N, LOAD, M, CT_NAN_MAX)
+#define CT_NANMIN_LOOP(C, N, LOAD, M) CT_NANPICK_LOOP(C, N, LOAD, M, CT_NAN_MIN)
 
 /* ----- shared planning helpers (reductions and softmax) ----- */
 
