@@ -150,8 +150,8 @@ def check(op, dtype, x, **kw):
     if dtype in FLOATS and op in INPUT_SCALED:
         g, e, x64 = to_float64(got), np.asarray(expected), to_float64(x)
         rtol, atol = TOLERANCE[dtype]
-        bound = rtol * np.abs(e) + atol + 4 * EPS[dtype] * np.abs(x64)
         with np.errstate(invalid="ignore"):
+            bound = rtol * np.abs(e) + atol + 4 * EPS[dtype] * np.abs(x64)
             ok = (g == e) | (np.isnan(g) & np.isnan(e)) | (np.abs(g - e) <= bound)
         assert ok.all(), f"{op}({dtype}): {g[~ok]} != {e[~ok]} for x = {x64[~ok]}"
     elif dtype in FLOATS and op not in EXACT:
