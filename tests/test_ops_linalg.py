@@ -1,0 +1,132 @@
+"""vecdot (array API / np.vecdot) on every dtype its CPU kernels declare and linear
+(torch.nn.functional.linear) on the float dtypes, against NumPy / float64 torch references.
+Float inputs are small integers so every product and sum is exact in float16/float32/float64
+(bfloat16 rounds once: tolerance); integers wrap as NumPy's; bool is or-of-ands. Layouts come
+from arrays.strided_arrays (sliced, reversed, transposed, broadcast), zero-size included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from arrays import ALL_NUMPY, assert_close, kernel_dtypes, strided_arrays, strided_bfloat16
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ctensor
+from ctensor import ops
+
+EXAMPLES = settings(max_examples=30, deadline=None)
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+
+
+def small(dtype: str):
+    if dtype in FLOATS:
+        return st.integers(-8, 8).map(float)
+    return hnp.from_dtype(np.dtype(dtype))
+
+
+def draw(data, dtype: str, shape):
+    if dtype == "bfloat16":
+        return data.draw(strided_bfloat16(shape=shape, elements=small(dtype)))
+    return data.draw(strided_arrays(dtype, shape=shape, elements=small(dtype)))
+
+
+def as_float64(a) -> np.ndarray:
+    if isinstance(a, torch.Tensor):
+        return a.double().numpy()
+    return np.array(a, dtype=np.float64, order="C")  # a writable compact copy
+
+
+def test_declared_dtypes():
+    assert sorted(kernel_dtypes("vecdot")) == sorted(ALL_NUMPY + ["bfloat16"])
+    assert sorted(kernel_dtypes("linear")) == sorted(FLOATS)
+
+
+@pytest.mark.parametrize("dtype", ALL_NUMPY + ["bfloat16"])
+@EXAMPLES
+@given(data=st.data())
+def test_vecdot(dtype, data):
+    s1, s2 = data.draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4)
+    ).input_shapes
+    k = data.draw(st.integers(0, 5))
+    axis = data.draw(st.integers(-min(len(s1), len(s2)) - 1, -1))
+    at1, at2 = len(s1) + 1 + axis, len(s2) + 1 + axis
+    s1 = s1[:at1] + (k,) + s1[at1:]
+    s2 = s2[:at2] + (k,) + s2[at2:]
+    x1, x2 = draw(data, dtype, s1), draw(data, dtype, s2)
+    got = ops.vecdot(x1, x2, axis=axis)
+    if dtype in FLOATS:
+        expected = np.vecdot(as_float64(x1), as_float64(x2), axis=axis)
+        assert str(got.dtype).replace("torch.", "") == dtype
+        assert_close(got, expected, dtype)
+    else:
+        expected = np.vecdot(x1, x2, axis=axis)  # wraps (integers), or-of-ands (bool)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vecdot_nan_inf_and_large(dtype):
+    x1 = np.array([[1.0, np.nan], [np.inf, 1.0], [np.inf, 0.0]], dtype)
+    x2 = np.array([[1.0, 2.0], [1.0, 1.0], [-1.0, 1.0]], dtype)
+    assert_close(ops.vecdot(x1, x2), np.vecdot(x1, x2))
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((300, 200)).astype(dtype)
+    b = rng.standard_normal((200,)).astype(dtype)
+    assert_close(ops.vecdot(a, b), np.vecdot(a.astype(np.float64), b), rtol_scale=50, atol=1e-4)
+    assert_close(ops.vecdot(a.T, a.T, axis=0), np.vecdot(a.T, a.T, axis=0), rtol_scale=50)
+
+
+def test_vecdot_errors():
+    with pytest.raises(ValueError):
+        ops.vecdot(np.ones((2, 3)), np.ones((2, 4)))
+    with pytest.raises(ValueError):
+        ops.vecdot(np.ones((2, 3)), np.ones((2, 1)))  # the axis does not broadcast
+    with pytest.raises(ValueError):
+        ops.vecdot(np.ones(3), np.ones(3), axis=1)
+    with pytest.raises(ctensor.CTensorError):
+        ops.vecdot(np.float64(1), np.ones(3))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("with_bias", [False, True])
+@EXAMPLES
+@given(data=st.data())
+def test_linear(dtype, with_bias, data):
+    lead = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))
+    k, n = data.draw(st.integers(0, 5)), data.draw(st.integers(0, 5))
+    x = draw(data, dtype, lead + (k,))
+    w = draw(data, dtype, (n, k))
+    b = draw(data, dtype, (n,)) if with_bias else None
+    got = ops.linear(x, w, b) if with_bias else ops.linear(x, w)
+    t = [torch.from_numpy(as_float64(a)) for a in (x, w)]
+    bias = torch.from_numpy(as_float64(b)) if with_bias else None
+    expected = torch.nn.functional.linear(t[0], t[1], bias).numpy()
+    assert str(got.dtype).replace("torch.", "") == dtype
+    assert_close(got, expected, dtype)
+
+
+def test_linear_matches_torch_float32():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 33, 70, generator=g)
+    w = torch.randn(50, 70, generator=g)
+    b = torch.randn(50, generator=g)
+    torch.testing.assert_close(ops.linear(x, w, b), torch.nn.functional.linear(x, w, b))
+    torch.testing.assert_close(
+        ops.linear(x.transpose(0, 1), w.T.contiguous().T),
+        torch.nn.functional.linear(x.transpose(0, 1), w),
+    )
+
+
+def test_linear_errors():
+    with pytest.raises(ValueError):
+        ops.linear(np.ones((2, 3)), np.ones((4, 5)))
+    with pytest.raises(ValueError):
+        ops.linear(np.ones((2, 3)), np.ones(3))
+    with pytest.raises(ValueError):
+        ops.linear(np.ones((2, 3)), np.ones((4, 3)), np.ones(3))
+    with pytest.raises(ctensor.CTensorError):
+        ops.linear(np.float64(2), np.ones((4, 3)))
