@@ -173,7 +173,8 @@ def float_atol(op, x64, axis, out_dtype):
 
 @pytest.mark.parametrize(
     "op, out_of",
-    [(op, out_of) for op, out_of in OUT_DTYPE.items()] + [("argmax", lambda d: "int64")],
+    [(op, out_of) for op, out_of in OUT_DTYPE.items()]
+    + [("argmax", lambda d: "int64"), ("argmin", lambda d: "int64")],
 )
 def test_registered_signatures(op, out_of):
     signatures = ctensor.op_info(op)["signatures"]["cpu"]
@@ -366,6 +367,7 @@ def test_output_dtypes_and_zero_dim():
         assert ctensor.ops.sum(x, axis=()).shape == ()
         assert ctensor.ops.max(x) == x
         assert ctensor.ops.argmax(x) == 0
+        assert ctensor.ops.argmin(x) == 0
 
 
 # ----- accuracy and the threaded paths ----------------------------------------------------------
@@ -404,7 +406,8 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
     rng = np.random.default_rng(11)
     x = (rng.standard_normal((257, 1031)) * 50).astype(dtype)
     x[5, 7] = x[200, 1000] = np.max(x)  # a tie for argmax
-    ops = ["sum", "mean", "max", "min", "any", "all", "argmax"]
+    x[9, 3] = x[100, 500] = np.min(x)  # and for argmin
+    ops = ["sum", "mean", "max", "min", "any", "all", "argmax", "argmin"]
     cases = [(op, axis) for op in ops for axis in [None, 0, 1]]
     cases += [("sum", (0, 1)), ("max", (1, 0))]
     views = [x, x.T, x[::-1, ::2]]
@@ -417,9 +420,7 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
                 results[threads] = [run(op, view, axis=axis) for op, axis in cases]
             for (op, axis), a, b in zip(cases, results[default], results[1], strict=True):
                 np.testing.assert_array_equal(a, b, err_msg=f"{op} axis={axis} threads differ")
-                if op == "argmax":
-                    np.testing.assert_array_equal(a, np.argmax(view, axis=axis))
-                elif op in ("max", "min", "any", "all"):
+                if op in ("argmax", "argmin", "max", "min", "any", "all"):
                     np.testing.assert_array_equal(a, getattr(np, op)(view, axis=axis))
                 elif op == "sum" and dtype == "int32":
                     np.testing.assert_array_equal(a, np.sum(view, axis=axis, dtype=np.int64))
@@ -447,10 +448,11 @@ def argmax_elements(dtype: str):
     return st.sampled_from([int(info.min), -1 if info.min < 0 else 0, 1, 2, int(info.max)])
 
 
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @SETTINGS
 @given(data=st.data())
-def test_argmax_matches_numpy(dtype, data):
+def test_argmax_matches_numpy(op, dtype, data):
     if dtype == "bfloat16":
         x = data.draw(strided_arrays("float32", elements=argmax_elements(dtype)))
         arg = torch.from_numpy(compact_copy(x)).to(torch.bfloat16)
@@ -460,14 +462,14 @@ def test_argmax_matches_numpy(dtype, data):
     axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1))) if x.ndim else None
     keepdims = data.draw(st.booleans())
     try:
-        want = np.argmax(x, axis=axis, keepdims=keepdims)
+        want = getattr(np, op)(x, axis=axis, keepdims=keepdims)
     except ValueError:
         with pytest.raises(ctensor.CTensorError) as info:
-            ctensor.ops.argmax(arg, axis=axis, keepdims=keepdims)
+            getattr(ctensor.ops, op)(arg, axis=axis, keepdims=keepdims)
         assert isinstance(info.value, ValueError)
         return
     out = strided_out(data.draw, np.shape(want), "int64") if dtype != "bfloat16" else None
-    got = run("argmax", arg, out=out, axis=axis, keepdims=keepdims)
+    got = run(op, arg, out=out, axis=axis, keepdims=keepdims)
     assert name_of(got) == "int64"
     np.testing.assert_array_equal(np.asarray(got), want)
 
@@ -485,6 +487,25 @@ def test_argmax_first_occurrence_and_nan():
     m = np.arange(12).reshape(3, 4) % 5
     np.testing.assert_array_equal(ctensor.ops.argmax(m.T, axis=None), np.argmax(m.T))
     np.testing.assert_array_equal(ctensor.ops.argmax(m[::-1], axis=0), np.argmax(m[::-1], axis=0))
+
+
+def test_argmin_first_occurrence_and_nan():
+    x = np.array([3.0, -5.0, -5.0, np.nan, -7.0, np.nan])
+    assert ctensor.ops.argmin(x) == 3
+    assert ctensor.ops.argmin(x[:3]) == 1
+    assert ctensor.ops.argmin(np.full(100, np.inf)) == 0
+    long = np.zeros(10_000, dtype=np.float32)
+    long[[4321, 8000]] = -1.0
+    assert ctensor.ops.argmin(long) == 4321
+    long[9000] = np.nan
+    assert ctensor.ops.argmin(long) == 9000
+    u = np.array([5, 0, 7, 0], dtype=np.uint64)
+    assert ctensor.ops.argmin(u) == 1
+    m = np.arange(12).reshape(3, 4) % 5
+    np.testing.assert_array_equal(ctensor.ops.argmin(m.T, axis=None), np.argmin(m.T))
+    np.testing.assert_array_equal(ctensor.ops.argmin(m[::-1], axis=0), np.argmin(m[::-1], axis=0))
+    t = torch.tensor([[2.0, 1.0, 1.0]], dtype=torch.bfloat16)
+    assert ctensor.ops.argmin(t, axis=1).tolist() == [1]
 
 
 # ----- softmax ----------------------------------------------------------------------------------
@@ -565,6 +586,9 @@ def test_softmax_large(dtype, shape, axis):
         lambda: ctensor.ops.prod(np.zeros((2, 3)), axis=2),
         lambda: ctensor.ops.any(np.zeros((2, 3)), axis=(0, 0)),
         lambda: ctensor.ops.argmax(np.zeros((0, 3))),
+        lambda: ctensor.ops.argmin(np.zeros((0, 3))),
+        lambda: ctensor.ops.argmin(np.zeros((2, 0)), axis=1),
+        lambda: ctensor.ops.argmin(np.zeros((2, 3)), axis=-3),
         lambda: ctensor.ops.argmax(np.zeros((0, 3)), axis=0),
         lambda: ctensor.ops.argmax(np.zeros((2, 3)), axis=2),
         lambda: ctensor.ops.argmax(np.float64(1.0), axis=1),

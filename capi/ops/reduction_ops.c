@@ -1,4 +1,4 @@
-/* reduction_ops.c - sum, mean, prod, max, min, any, all, argmax. */
+/* reduction_ops.c - sum, mean, prod, max, min, any, all, argmax, argmin. */
 #include "op_defs.h"
 
 static const ct_attr_schema ct_reduce_attrs[] = {
@@ -110,14 +110,15 @@ static int ct_infer_argmax(const ct_infer_call* call, ct_tensor_info* outputs, i
   const ct_attr_value* axis = &call->attrs[0];
   if (axis->type != CT_ATTR_NONE) {
     int32_t k;
-    const int status = ct_normalize_axis("argmax", axis->value.i, x->ndim, &k);
+    const int status = ct_normalize_axis(call->schema->name, axis->value.i, x->ndim, &k);
     if (status != CT_OK) return status;
     for (int32_t j = 0; j < x->ndim; ++j) mask[j] = j == k;
   }
   for (int32_t k = 0; k < x->ndim; ++k) {
     if (mask[k] && x->shape[k] == 0) {
       return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
-                          "argmax: attempt to get argmax of an empty sequence (axis %d)", k);
+                          "%s: attempt to get %s of an empty sequence (axis %d)",
+                          call->schema->name, call->schema->name, k);
     }
   }
   ct_reduced_info(x, mask, call->attrs[1].value.b != 0, CT_DTYPE_I64_V, &outputs[0]);
@@ -128,5 +129,10 @@ static int ct_infer_argmax(const ct_infer_call* call, ct_tensor_info* outputs, i
 CT_DEFINE_OP(argmax,
              "Index (int64) of the first maximum along an axis, or in the flattened array; the "
              "first nan counts as the maximum.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_argmax_attrs,
+             ct_infer_argmax);
+CT_DEFINE_OP(argmin,
+             "Index (int64) of the first minimum along an axis, or in the flattened array; the "
+             "first nan counts as the minimum.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_argmax_attrs,
              ct_infer_argmax);

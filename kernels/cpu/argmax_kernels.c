@@ -1,10 +1,10 @@
-/* argmax_kernels.c - argmax along one axis or over the flattened array, on the reduction engine
- * (reduce_plan.h) in ordered mode, so reduced flat indices are NumPy's row-major indices.
+/* argmax_kernels.c - argmax and argmin along one axis or over the flattened array, on the reduction
+ * engine (reduce_plan.h) in ordered mode, so reduced flat indices are NumPy's row-major indices.
  *
  * The accumulator is (best value, its index; -1 before the first element). The first maximum
- * wins (later equal values never replace it) and the first nan counts as the maximum. Contiguous
- * runs take one vectorisable pass of block maxima (stopping at the first nan), then look for the
- * first match inside the block that holds the winner. */
+ * (minimum) wins (later equal values never replace it) and the first nan counts as the best.
+ * Contiguous runs take one vectorisable pass of block maxima (stopping at the first nan), then look
+ * for the first match inside the block that holds the winner. */
 #include <math.h>
 #include <stdint.h>
 
@@ -32,24 +32,26 @@ static inline int ct_isnan_double(double v) {
 /* Contiguous runs are scanned in blocks of this many elements (see run below). */
 #define CT_ARGMAX_BLOCK 1024
 
-/* Does v replace best (whose index is earlier)? Larger, or the first nan. */
+/* Does v replace best (whose index is earlier)? Larger (argmax) or smaller (argmin), or the
+ * first nan. */
 #define CT_ARGMAX_BETTER(C, v, best) ((v) > (best) || (ct_isnan_##C(v) && !ct_isnan_##C(best)))
+#define CT_ARGMIN_BETTER(C, v, best) ((v) < (best) || (ct_isnan_##C(v) && !ct_isnan_##C(best)))
 
-#define CT_ARGMAX_FAMILY(SFX, T, C)                                                               \
-  typedef struct ct_argmax_##SFX##_acc {                                                          \
+#define CT_ARG_FAMILY(OP, SFX, T, C, BETTER, LOOP)                                                \
+  typedef struct ct_##OP##_##SFX##_acc {                                                          \
     C value;                                                                                      \
     int64_t index;                                                                                \
-  } ct_argmax_##SFX##_acc;                                                                        \
-  static void ct_argmax_##SFX##_init(void* acc, int64_t n) {                                      \
-    ct_argmax_##SFX##_acc* a = acc;                                                               \
+  } ct_##OP##_##SFX##_acc;                                                                        \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
+    ct_##OP##_##SFX##_acc* a = acc;                                                               \
     for (int64_t j = 0; j < n; ++j) {                                                             \
       a[j].value = (C)0;                                                                          \
       a[j].index = -1;                                                                            \
     }                                                                                             \
   }                                                                                               \
-  CT_CPU_HOT static void ct_argmax_##SFX##_run(const char* x, int64_t step, int64_t n,            \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
                                                int64_t index, void* acc) {                        \
-    ct_argmax_##SFX##_acc* a = acc;                                                               \
+    ct_##OP##_##SFX##_acc* a = acc;                                                               \
     if (n <= 0 || (a->index >= 0 && ct_isnan_##C(a->value))) return;                              \
     if (step == (int64_t)sizeof(T) && n >= 2 * CT_NANMAX_WIDTH) {                                 \
       /* one pass of vectorised block maxima; then the first match inside the winning block */    \
@@ -60,8 +62,8 @@ static inline int ct_isnan_double(double v) {
         const int64_t len = n - b < CT_ARGMAX_BLOCK ? n - b : CT_ARGMAX_BLOCK;                    \
         const T* q = p + b;                                                                       \
         C m = ct_load_##SFX(q[0]);                                                                \
-        CT_NANMAX_LOOP(C, len, ct_load_##SFX(q[ct_i]), m);                                        \
-        if ((a->index < 0 && block < 0) || CT_ARGMAX_BETTER(C, m, best)) {                        \
+        LOOP(C, len, ct_load_##SFX(q[ct_i]), m);                                                  \
+        if ((a->index < 0 && block < 0) || BETTER(C, m, best)) {                                  \
           best = m;                                                                               \
           block = b;                                                                              \
         }                                                                                         \
@@ -95,7 +97,7 @@ static inline int ct_isnan_double(double v) {
     }                                                                                             \
     for (; i < n && !ct_isnan_##C(best); ++i) {                                                   \
       const C v = ct_load_##SFX(CT_REDUCE_AT(T, x, i, step));                                     \
-      if (v > best || ct_isnan_##C(v)) {                                                          \
+      if (BETTER(C, v, best)) {                                                                   \
         best = v;                                                                                 \
         best_index = index + i;                                                                   \
       }                                                                                           \
@@ -103,38 +105,37 @@ static inline int ct_isnan_double(double v) {
     a->value = best;                                                                              \
     a->index = best_index;                                                                        \
   }                                                                                               \
-  CT_CPU_HOT static void ct_argmax_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
                                                 int64_t index, void* acc) {                       \
-    ct_argmax_##SFX##_acc* a = acc;                                                               \
+    ct_##OP##_##SFX##_acc* a = acc;                                                               \
     for (int64_t j = 0; j < n; ++j) {                                                             \
       const C v = ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));                                     \
-      if (a[j].index < 0 || CT_ARGMAX_BETTER(C, v, a[j].value)) {                                 \
+      if (a[j].index < 0 || BETTER(C, v, a[j].value)) {                                           \
         a[j].value = v;                                                                           \
         a[j].index = index;                                                                       \
       }                                                                                           \
     }                                                                                             \
   }                                                                                               \
-  static void ct_argmax_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
-    ct_argmax_##SFX##_acc* a = acc;                                                               \
-    const ct_argmax_##SFX##_acc* b = later;                                                       \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    ct_##OP##_##SFX##_acc* a = acc;                                                               \
+    const ct_##OP##_##SFX##_acc* b = later;                                                       \
     for (int64_t j = 0; j < n; ++j) {                                                             \
-      if (b[j].index >= 0 && (a[j].index < 0 || CT_ARGMAX_BETTER(C, b[j].value, a[j].value)))     \
-        a[j] = b[j];                                                                              \
+      if (b[j].index >= 0 && (a[j].index < 0 || BETTER(C, b[j].value, a[j].value))) a[j] = b[j];  \
     }                                                                                             \
   }                                                                                               \
-  static void ct_argmax_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
                                          int64_t count) {                                         \
-    const ct_argmax_##SFX##_acc* a = acc;                                                         \
+    const ct_##OP##_##SFX##_acc* a = acc;                                                         \
     for (int64_t j = 0; j < n; ++j) *(int64_t*)(out + j * out_step) = a[j].index;                 \
   }                                                                                               \
-  static const ct_reduce_vtable ct_argmax_##SFX##_vt = {sizeof(ct_argmax_##SFX##_acc),            \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ct_##OP##_##SFX##_acc),            \
                                                         true,                                     \
                                                         false,                                    \
-                                                        ct_argmax_##SFX##_init,                   \
-                                                        ct_argmax_##SFX##_run,                    \
-                                                        ct_argmax_##SFX##_rows,                   \
-                                                        ct_argmax_##SFX##_combine,                \
-                                                        ct_argmax_##SFX##_finalize};
+                                                        ct_##OP##_##SFX##_init,                   \
+                                                        ct_##OP##_##SFX##_run,                    \
+                                                        ct_##OP##_##SFX##_rows,                   \
+                                                        ct_##OP##_##SFX##_combine,                \
+                                                        ct_##OP##_##SFX##_finalize};
 
 /* Kernel run function: attrs (axis: int or None, keepdims), kernel_data the vtable. */
 static int ct_cpu_argmax_run(const ct_kernel_call* call) {
@@ -145,8 +146,8 @@ static int ct_cpu_argmax_run(const ct_kernel_call* call) {
   if (axis->type != CT_ATTR_NONE) {
     const int64_t k = axis->value.i < 0 ? axis->value.i + x->ndim : axis->value.i;
     if (k < 0 || k >= x->ndim) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "argmax: axis %lld is out of range",
-                          (long long)axis->value.i);
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: axis %lld is out of range",
+                          call->schema->name, (long long)axis->value.i);
     }
     mask[k] = true;
   }
@@ -155,11 +156,20 @@ static int ct_cpu_argmax_run(const ct_kernel_call* call) {
 
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */
 
-#define CT_ARGMAX_KERNELS(K) K(argmax, CT_CPU_ALL_TYPES)
+#define CT_ARGMAX_KERNELS(K)  \
+  K(argmax, CT_CPU_ALL_TYPES) \
+  K(argmin, CT_CPU_ALL_TYPES)
 
-#define CT_ARGMAX_DEF_X(A, SFX, T, C, U, ID) CT_ARGMAX_FAMILY(SFX, T, C)
+/* Per op: which candidate wins, and the vectorised extremum loop. */
+#define CT_ARG_BETTER_argmax CT_ARGMAX_BETTER
+#define CT_ARG_LOOP_argmax CT_NANMAX_LOOP
+#define CT_ARG_BETTER_argmin CT_ARGMIN_BETTER
+#define CT_ARG_LOOP_argmin CT_NANMIN_LOOP
+
+#define CT_ARGMAX_DEF_X(A, SFX, T, C, U, ID) \
+  CT_ARG_FAMILY(A, SFX, T, C, CT_ARG_BETTER_##A, CT_ARG_LOOP_##A)
 #define CT_ARGMAX_REG_X(A, SFX, T, C, U, ID) \
-  {#A, 2, {ID, CT_DT_I64}, ct_cpu_argmax_run, NULL, &ct_argmax_##SFX##_vt},
+  {#A, 2, {ID, CT_DT_I64}, ct_cpu_argmax_run, NULL, &ct_##A##_##SFX##_vt},
 
 #define K(OP, TYPES) TYPES(CT_ARGMAX_DEF_X, OP)
 CT_ARGMAX_KERNELS(K)
