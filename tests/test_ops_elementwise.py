@@ -349,12 +349,14 @@ def test_float_pow_negative_exponents_are_fine():
     ("subtract", (np.array([True, False]), np.array([True, True]))),
     ("subtract", (np.array([True, False]), True)),
     ("negative", (np.array([True, False]),)),
+    ("positive", (np.array([True, False]),)),
+    ("sign", (np.array([True, False]),)),
 ])
 def test_numpy_refused_bool_ops_raise_type_error(op, args):
-    """NumPy has no boolean subtract or negative (TypeError); ctensor has no such kernel either
-    and must not quietly compute in int8 instead."""
+    """NumPy has no boolean subtract, negative, positive or sign (TypeError); ctensor has no such
+    kernel either and must not quietly compute in int8 instead."""
     with pytest.raises(TypeError):
-        NUMPY_UFUNC.get(op, np.negative)(*args)
+        getattr(np, op)(*args)
     out = np.full(2, 5, np.int8)
     with pytest.raises(TypeError) as info:
         call(op, *args)

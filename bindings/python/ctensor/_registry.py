@@ -28,7 +28,7 @@ DEVICE_CODES = {name: code for code, name in DEVICE_NAMES.items()}
 
 #: Ops NumPy's type resolvers refuse for bool inputs instead of computing them in int8
 #: (np.subtract(True, True) and np.negative(True) raise TypeError).
-NUMPY_REFUSES_BOOL = frozenset({"subtract", "negative"})
+NUMPY_REFUSES_BOOL = frozenset({"subtract", "negative", "positive", "sign"})
 
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
