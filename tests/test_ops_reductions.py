@@ -174,7 +174,8 @@ def float_atol(op, x64, axis, out_dtype):
 @pytest.mark.parametrize(
     "op, out_of",
     [(op, out_of) for op, out_of in OUT_DTYPE.items()]
-    + [("argmax", lambda d: "int64"), ("argmin", lambda d: "int64")],
+    + [("argmax", lambda d: "int64"), ("argmin", lambda d: "int64")]
+    + [("var", mean_dtype), ("std", mean_dtype)],
 )
 def test_registered_signatures(op, out_of):
     signatures = ctensor.op_info(op)["signatures"]["cpu"]
@@ -433,6 +434,63 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
                     )
     finally:
         ctensor.set_num_threads(0)
+
+
+# ----- var, std ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@SETTINGS
+@given(data=st.data())
+def test_var_std_match_numpy(op, dtype, data):
+    x = data.draw(inputs(dtype, bound=1e3))
+    axis = data.draw(axes(x.dim() if isinstance(x, torch.Tensor) else x.ndim))
+    keepdims = data.draw(st.booleans())
+    correction = data.draw(st.sampled_from([0.0, 1.0, 2.5]))
+    got = run(op, x, axis=axis, keepdims=keepdims, correction=correction)
+    want_dtype = mean_dtype(dtype)
+    assert name_of(got) == want_dtype
+    x64 = f64(x)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # empty slices, ddof >= n
+        want = getattr(np, op)(x64, axis=axis, keepdims=keepdims, ddof=correction)
+    if want_dtype != "bfloat16":
+        with np.errstate(all="ignore"):
+            want = np.asarray(want).astype(want_dtype).astype(np.float64)
+    finite = np.where(np.isfinite(x64), x64 * x64, 0.0)
+    n = max(reduced_count(x64.shape, axis), 1)
+    scale = float(np.max(np.sum(finite, axis=axis), initial=0.0))
+    default = {"float16": 1e-3, "bfloat16": 1e-2, "float32": 1e-6, "float64": 0.0}[want_dtype]
+    atol = 16 * n * EPS64 * scale + default
+    assert_close(got, want, want_dtype, atol=math.sqrt(atol) if op == "std" else atol)
+
+
+def test_var_std_rules():
+    x = np.array([[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]])
+    np.testing.assert_allclose(ctensor.ops.var(x, axis=1), np.var(x, axis=1))
+    np.testing.assert_allclose(
+        ctensor.ops.std(x, axis=1, correction=1.0), np.std(x, axis=1, ddof=1)
+    )
+    assert ctensor.ops.var(np.arange(10, dtype=np.int16)).dtype == np.float64
+    assert ctensor.ops.std(np.array([True, False])) == 0.5
+    assert np.isnan(ctensor.ops.var(np.zeros((0,))))  # empty: nan
+    assert ctensor.ops.var(np.arange(3.0), correction=3.0) == np.inf  # no degrees of freedom
+    assert np.isnan(ctensor.ops.var(np.ones(2), correction=2.0))  # 0 / 0
+    assert np.isnan(ctensor.ops.var(np.array([np.inf, 1.0])))
+    assert np.isnan(ctensor.ops.std(np.array([np.nan, 1.0])))
+    big = np.random.default_rng(2).standard_normal((50_000, 3)) + 1e6  # rows mode, split
+    np.testing.assert_allclose(ctensor.ops.var(big, axis=0), np.var(big, axis=0), rtol=1e-9)
+    np.testing.assert_allclose(ctensor.ops.var(big.T, axis=1), np.var(big, axis=0), rtol=1e-9)
+    ctensor.set_num_threads(1)
+    try:
+        one = ctensor.ops.var(big, axis=0)
+    finally:
+        ctensor.set_num_threads(0)
+    np.testing.assert_array_equal(one, ctensor.ops.var(big, axis=0))
+    with pytest.raises(ctensor.CTensorError) as info:
+        ctensor.ops.var(x, correction=-1.0)
+    assert isinstance(info.value, ValueError)
 
 
 # ----- argmax -----------------------------------------------------------------------------------

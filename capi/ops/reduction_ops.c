@@ -1,4 +1,6 @@
-/* reduction_ops.c - sum, mean, prod, max, min, any, all, argmax, argmin. */
+/* reduction_ops.c - sum, mean, prod, max, min, any, all, var, std, argmax, argmin. */
+#include <math.h>
+
 #include "op_defs.h"
 
 static const ct_attr_schema ct_reduce_attrs[] = {
@@ -97,6 +99,36 @@ CT_DEFINE_OP(all,
              "An empty reduction is true.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
              ct_infer_logical);
+
+static const ct_attr_schema ct_moments_attrs[] = {
+    CT_ATTR_SPEC_NULLABLE("axis", "axis or axes to reduce; None reduces all", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_BOOL("keepdims", "keep reduced axes as extent 1", 0),
+    {"correction",
+     "degrees of freedom subtracted from the count (0: population, 1: sample)",
+     CT_ATTR_FLOAT,
+     0,
+     {CT_ATTR_FLOAT, 0, 0, {.f = 0.0}}}};
+
+static int ct_infer_moments(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                            int32_t* num_outputs) {
+  const double correction = call->attrs[2].value.f;
+  if (!(correction >= 0) || correction == (double)INFINITY) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "%s: correction must be a finite non-negative number, got %g",
+                        call->schema->name, correction);
+  }
+  return ct_infer_mean(call, outputs, capacity, num_outputs);
+}
+
+CT_DEFINE_OP(var,
+             "Variance over axes: sum((x - mean)^2) / max(N - correction, 0), as the array API "
+             "(NumPy's ddof); integer and bool inputs give float64. Empty reductions are nan.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_moments_attrs,
+             ct_infer_moments);
+CT_DEFINE_OP(std,
+             "Standard deviation over axes: the square root of var (same correction and dtypes).",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_moments_attrs,
+             ct_infer_moments);
 
 static const ct_attr_schema ct_argmax_attrs[] = {
     CT_ATTR_SPEC_NULLABLE("axis", "axis to search; None searches the flattened array", CT_ATTR_INT),

@@ -124,7 +124,7 @@ static inline int ct_isnan_double(double v) {
     }                                                                                             \
   }                                                                                               \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
-                                         int64_t count) {                                         \
+                                         int64_t count, double param) {                           \
     const ct_##OP##_##SFX##_acc* a = acc;                                                         \
     for (int64_t j = 0; j < n; ++j) *(int64_t*)(out + j * out_step) = a[j].index;                 \
   }                                                                                               \
@@ -151,7 +151,8 @@ static int ct_cpu_argmax_run(const ct_kernel_call* call) {
     }
     mask[k] = true;
   }
-  return ct_cpu_reduce(x, call->outputs[0], mask, call->attrs[1].value.b != 0, call->kernel_data);
+  return ct_cpu_reduce(x, call->outputs[0], mask, call->attrs[1].value.b != 0, call->kernel_data,
+                       0.0);
 }
 
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */

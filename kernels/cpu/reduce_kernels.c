@@ -102,7 +102,7 @@ static inline double ct_highest_double(void) {
     for (int64_t j = 0; j < n; ++j) a[j] += b[j];                                                 \
   }                                                                                               \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
-                                         int64_t count) {                                         \
+                                         int64_t count, double param) {                           \
     const uint64_t* a = acc;                                                                      \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = (OT)a[j];                        \
   }                                                                                               \
@@ -177,7 +177,7 @@ static inline double ct_highest_double(void) {
     for (int64_t j = 0; j < n; ++j) a[j] += b[j];                                                  \
   }                                                                                                \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step,  \
-                                         int64_t count) {                                          \
+                                         int64_t count, double param) {                            \
     const double* a = acc;                                                                         \
     for (int64_t j = 0; j < n; ++j) {                                                              \
       *(OT*)(out + j * out_step) = ct_dstore_##OSFX(DIVIDE ? a[j] / (double)count : a[j]);         \
@@ -235,7 +235,7 @@ static inline double ct_highest_double(void) {
     for (int64_t j = 0; j < n; ++j) a[j] = PICK(a[j], b[j]);                                      \
   }                                                                                               \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
-                                         int64_t count) {                                         \
+                                         int64_t count, double param) {                           \
     const C* a = acc;                                                                             \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = ct_store_##OSFX(a[j]);           \
   }                                                                                               \
@@ -288,7 +288,7 @@ static inline double ct_highest_double(void) {
     for (int64_t j = 0; j < n; ++j) a[j] *= b[j];                                                 \
   }                                                                                               \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
-                                         int64_t count) {                                         \
+                                         int64_t count, double param) {                           \
     const ACC* a = acc;                                                                           \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = STORE(a[j]);                     \
   }                                                                                               \
@@ -341,7 +341,7 @@ static inline double ct_highest_double(void) {
     for (int64_t j = 0; j < n; ++j) a[j] = a[j] OPER b[j];                                        \
   }                                                                                               \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
-                                         int64_t count) {                                         \
+                                         int64_t count, double param) {                           \
     const uint8_t* a = acc;                                                                       \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = (OT)a[j];                        \
   }                                                                                               \
@@ -356,6 +356,87 @@ static inline double ct_highest_double(void) {
 
 #define CT_FAMILY_any(OP, SFX, T, C, OSFX, OT) CT_LOGIC_FAMILY(OP, SFX, T, C, OSFX, OT, 0, |)
 #define CT_FAMILY_all(OP, SFX, T, C, OSFX, OT) CT_LOGIC_FAMILY(OP, SFX, T, C, OSFX, OT, 1, &)
+
+/* ----- var / std: (count, mean, m2) per output, merged as Chan et al.; runs take two passes ---
+ * The result is m2 / max(count - correction, 0) (NumPy: nan for an empty reduction, inf or nan
+ * when the correction leaves no degrees of freedom); std its square root. */
+
+typedef struct ct_moments {
+  double n, mean, m2;
+} ct_moments;
+
+/* a = a merged with b (b covers later elements). */
+static inline void ct_moments_merge(ct_moments* a, const ct_moments* b) {
+  if (b->n == 0) return;
+  if (a->n == 0) {
+    *a = *b;
+    return;
+  }
+  const double n = a->n + b->n, delta = b->mean - a->mean;
+  a->mean += delta * (b->n / n);
+  a->m2 += b->m2 + delta * delta * (a->n * b->n / n);
+  a->n = n;
+}
+
+static inline double ct_moments_result(const ct_moments* a, int64_t count, double correction,
+                                       int root) {
+  const double dof = (double)count - correction;
+  const double v = a->m2 / (dof > 0 ? dof : 0.0);
+  return root ? sqrt(v) : v;
+}
+
+/* ROOT: 1 for std, 0 for var. */
+#define CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, ROOT)                                           \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                       \
+    ct_moments* a = acc;                                                                           \
+    for (int64_t j = 0; j < n; ++j) a[j] = (ct_moments){0.0, 0.0, 0.0};                            \
+  }                                                                                                \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,             \
+                                               int64_t index, void* acc) {                         \
+    if (n <= 0) return;                                                                            \
+    double sum = 0.0;                                                                              \
+    for (int64_t i = 0; i < n; ++i) sum += (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step));     \
+    ct_moments b = {(double)n, sum / (double)n, 0.0};                                              \
+    for (int64_t i = 0; i < n; ++i) {                                                              \
+      const double d = (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)) - b.mean;                \
+      b.m2 += d * d;                                                                               \
+    }                                                                                              \
+    ct_moments_merge(acc, &b);                                                                     \
+  }                                                                                                \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,            \
+                                                int64_t index, void* acc) {                        \
+    ct_moments* a = acc;                                                                           \
+    for (int64_t j = 0; j < n; ++j) {                                                              \
+      const double v = (double)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));                         \
+      a[j].n += 1.0;                                                                               \
+      const double d = v - a[j].mean;                                                              \
+      a[j].mean += d / a[j].n;                                                                     \
+      a[j].m2 += d * (v - a[j].mean);                                                              \
+    }                                                                                              \
+  }                                                                                                \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                 \
+    ct_moments* a = acc;                                                                           \
+    const ct_moments* b = later;                                                                   \
+    for (int64_t j = 0; j < n; ++j) ct_moments_merge(&a[j], &b[j]);                                \
+  }                                                                                                \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step,  \
+                                         int64_t count, double param) {                            \
+    const ct_moments* a = acc;                                                                     \
+    for (int64_t j = 0; j < n; ++j) {                                                              \
+      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(ct_moments_result(&a[j], count, param, ROOT)); \
+    }                                                                                              \
+  }                                                                                                \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ct_moments),                        \
+                                                        false,                                     \
+                                                        false,                                     \
+                                                        ct_##OP##_##SFX##_init,                    \
+                                                        ct_##OP##_##SFX##_run,                     \
+                                                        ct_##OP##_##SFX##_rows,                    \
+                                                        ct_##OP##_##SFX##_combine,                 \
+                                                        ct_##OP##_##SFX##_finalize};
+
+#define CT_FAMILY_var(OP, SFX, T, C, OSFX, OT) CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
+#define CT_FAMILY_std(OP, SFX, T, C, OSFX, OT) CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, 1)
 
 /* ----- the kernel list: (op, family, input dtypes, output dtype), the only place to edit -----
  * The output is a dtype suffix (i64, u64, f64) or `same` (the input's dtype). */
@@ -375,7 +456,13 @@ static inline double ct_highest_double(void) {
   K(prod, iprod, CT_CPU_UNSIGNED_TYPES, u64) \
   K(prod, fprod, CT_CPU_FLOAT_TYPES, same)   \
   K(any, any, CT_CPU_ALL_TYPES, b8)          \
-  K(all, all, CT_CPU_ALL_TYPES, b8)
+  K(all, all, CT_CPU_ALL_TYPES, b8)          \
+  K(var, var, CT_CPU_BOOL_TYPE, f64)         \
+  K(var, var, CT_CPU_INT_TYPES, f64)         \
+  K(var, var, CT_CPU_FLOAT_TYPES, same)      \
+  K(std, std, CT_CPU_BOOL_TYPE, f64)         \
+  K(std, std, CT_CPU_INT_TYPES, f64)         \
+  K(std, std, CT_CPU_FLOAT_TYPES, same)
 
 /* Output dtype of a list line: suffix, storage type, dtype id. */
 #define CT_OUT_SFX_same(SFX, T, ID) SFX
@@ -431,7 +518,10 @@ static int ct_cpu_reduce_run(const ct_kernel_call* call) {
       mask[k] = true;
     }
   }
-  return ct_cpu_reduce(x, call->outputs[0], mask, call->attrs[1].value.b != 0, call->kernel_data);
+  /* var/std: attrs[2] is the correction */
+  const double param = call->schema->num_attrs > 2 ? call->attrs[2].value.f : 0.0;
+  return ct_cpu_reduce(x, call->outputs[0], mask, call->attrs[1].value.b != 0, call->kernel_data,
+                       param);
 }
 
 static const ct_cpu_kernel ct_cpu_reduce_kernels[] = {

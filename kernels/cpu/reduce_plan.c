@@ -34,6 +34,7 @@ typedef struct ct_reduce_plan {
   bool rows_mode;
   ct_cpu_lanes lane;
   int64_t ntasks;
+  double param; /* for finalize */
 } ct_reduce_plan;
 
 /* An accumulator vector on the stack, aligned for any accumulator type. */
@@ -140,7 +141,7 @@ static void ct_reduce_tasks(int64_t begin, int64_t end, void* context) {
     const int64_t lanes = ct_reduce_task_at(p, t, &x, &out);
     p->vt->init(acc.bytes, lanes);
     ct_reduce_accumulate(p, x, lanes, 0, p->red_count, acc.bytes, part.bytes);
-    p->vt->finalize(acc.bytes, lanes, out, p->lane.os, p->red_count);
+    p->vt->finalize(acc.bytes, lanes, out, p->lane.os, p->red_count, p->param);
   }
 }
 
@@ -239,9 +240,10 @@ void ct_cpu_take_lanes(int32_t* n, int64_t* shape, int64_t* xs, int64_t* os, int
 }
 
 int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bool keepdims,
-                  const ct_reduce_vtable* vt) {
+                  const ct_reduce_vtable* vt, double param) {
   ct_reduce_plan p;
   p.vt = vt;
+  p.param = param;
   p.xbase = ct_tensor_base(x);
   p.obase = ct_tensor_base(out);
   const int64_t xsize = ct_dtype_size(x->dtype), osize = ct_dtype_size(out->dtype);
@@ -341,7 +343,7 @@ int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bo
       const int64_t lanes = ct_reduce_task_at(&p, t0 + t, &x, &out);
       unsigned char* acc = accs.bytes + t * pieces * slot_bytes;
       for (int64_t i = 1; i < pieces; ++i) vt->combine(acc, acc + i * slot_bytes, lanes);
-      vt->finalize(acc, lanes, out, p.lane.os, p.red_count);
+      vt->finalize(acc, lanes, out, p.lane.os, p.red_count, param);
     }
   }
   return CT_OK;

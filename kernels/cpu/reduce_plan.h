@@ -51,8 +51,10 @@ typedef struct ct_reduce_vtable {
   void (*rows)(const char* x, int64_t step, int64_t n, int64_t index, void* acc);
   /* acc[j] = acc[j] op later[j] (`later` covers higher indices) */
   void (*combine)(void* acc, const void* later, int64_t n);
-  /* out[j*out_step] = result of acc[j]; count = elements reduced per output */
-  void (*finalize)(const void* acc, int64_t n, char* out, int64_t out_step, int64_t count);
+  /* out[j*out_step] = result of acc[j]; count = elements reduced per output, param the
+   * caller's (var/std: the correction) */
+  void (*finalize)(const void* acc, int64_t n, char* out, int64_t out_step, int64_t count,
+                   double param);
 } ct_reduce_vtable;
 
 /* Hot loops are also compiled for AVX2 and the variant is picked at load time (GCC, x86-64 ELF:
@@ -130,8 +132,9 @@ CT_INTERNAL void ct_cpu_take_lanes(int32_t* n, int64_t* shape, int64_t* xs, int6
 /* Re-chunks lanes to at most max_chunk a task (balanced). */
 CT_INTERNAL void ct_cpu_chunk_lanes(ct_cpu_lanes* lanes, int64_t max_chunk);
 
-/* Reduces x over the dims where mask[k] into out (keepdims: out keeps them as extent 1). */
+/* Reduces x over the dims where mask[k] into out (keepdims: out keeps them as extent 1); param
+ * goes to vt->finalize. */
 CT_INTERNAL int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask,
-                              bool keepdims, const ct_reduce_vtable* vt);
+                              bool keepdims, const ct_reduce_vtable* vt, double param);
 
 #endif /* CTENSOR_CPU_REDUCE_PLAN_H_ */
