@@ -130,3 +130,79 @@ def test_linear_errors():
         ops.linear(np.ones((2, 3)), np.ones((4, 3)), np.ones(3))
     with pytest.raises(ctensor.CTensorError):
         ops.linear(np.float64(2), np.ones((4, 3)))
+
+
+# ------------------------------------------------------------------------------------------------
+# einsum
+# ------------------------------------------------------------------------------------------------
+
+EINSUM = [
+    "ij,jk->ik",
+    "ij,jk",
+    "bij,bjk->bik",
+    "ijk,kjl->il",
+    "ij,ij->ij",
+    "i,j->ij",
+    "i,i",
+    "ij,kj->ikj",
+    "ijk,i->kj",
+    "ab,cd->",
+    "ii->i",
+    "ii",
+    "iij->ji",
+    "ij->",
+    "ijk->kji",
+    "ij",
+    "ba",
+    "i",
+    "ij,j",
+]
+
+
+def einsum_shapes(subscripts: str, extent: dict) -> list[tuple[int, ...]]:
+    inputs = subscripts.split("->")[0].split(",")
+    return [tuple(extent[c] for c in term) for term in inputs]
+
+
+@pytest.mark.parametrize("subscripts", EINSUM)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_einsum(subscripts, data):
+    dtype = data.draw(st.sampled_from(ALL_NUMPY + ["bfloat16"]))
+    letters = sorted(set(subscripts) - set(",->"))
+    extent = {c: data.draw(st.integers(0, 4)) for c in letters}
+    arrays = [draw(data, dtype, shape) for shape in einsum_shapes(subscripts, extent)]
+    got = ops.einsum(arrays, subscripts=subscripts)
+    if dtype in FLOATS:
+        expected = np.einsum(subscripts, *[as_float64(a) for a in arrays])
+        assert str(got.dtype).replace("torch.", "") == dtype
+        assert_close(got, expected, dtype)
+    else:
+        expected = np.einsum(subscripts, *arrays)  # wraps (integers), or-of-ands (bool)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_einsum_large_float32():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((8, 40, 30)).astype(np.float32)
+    b = rng.standard_normal((30, 8, 20)).astype(np.float32)
+    for s, args in [("bik,kbj->bij", (a, b)), ("bik,kbj->ij", (a, b)), ("bik->k", (a,))]:
+        expected = np.einsum(s, *[x.astype(np.float64) for x in args])
+        assert_close(ops.einsum(list(args), subscripts=s), expected, rtol_scale=100, atol=1e-4)
+
+
+def test_einsum_errors():
+    x = np.ones((2, 3))
+    with pytest.raises(ValueError):
+        ops.einsum([x, x], subscripts="ij,jk->ik")  # 3 != 2
+    with pytest.raises(ValueError):
+        ops.einsum([x], subscripts="ijk")
+    with pytest.raises(ValueError):
+        ops.einsum([x], subscripts="ij->k")
+    with pytest.raises(ValueError):
+        ops.einsum([x], subscripts="ij->ii")
+    with pytest.raises(ValueError):
+        ops.einsum([x], subscripts="...j")
+    with pytest.raises(ctensor.CTensorError):
+        ops.einsum([x, x, x], subscripts="ij,ij,ij")

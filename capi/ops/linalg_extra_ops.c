@@ -1,4 +1,5 @@
-/* linalg_extra_ops.c - vecdot and linear. */
+/* linalg_extra_ops.c - vecdot, linear, einsum. */
+#include "einsum_plan.h"
 #include "op_defs.h"
 
 /* ----- vecdot ----- */
@@ -87,3 +88,34 @@ CT_DEFINE_OP_NO_ATTRS(linear,
                       "accumulate in float32 and round once.",
                       CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_linear_inputs, ct_params_out,
                       ct_infer_linear);
+
+/* ----- einsum ----- */
+
+static const ct_param_schema ct_einsum_inputs[1] = {
+    {"operands", "one or two arrays, of one dtype", CT_PARAM_VARIADIC, 0}};
+
+static const ct_attr_schema ct_einsum_attrs[] = {CT_ATTR_SPEC_REQUIRED(
+    "subscripts", "e.g. \"ij,jk->ik\", \"ii->i\", \"ij\" (implicit output)", CT_ATTR_STRING)};
+
+static int ct_infer_einsum(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                           int32_t* num_outputs) {
+  ct_einsum_plan plan;
+  const int status = ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan);
+  if (status != CT_OK) return status;
+  if (call->num_inputs == 2 && !ct_dtype_equal(call->inputs[0]->dtype, call->inputs[1]->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "einsum: the operands' dtypes differ");
+  }
+  outputs[0].dtype = call->inputs[0]->dtype;
+  outputs[0].ndim = plan.out_ndim;
+  for (int32_t d = 0; d < plan.out_ndim; ++d) outputs[0].shape[d] = plan.extent[plan.out_letter[d]];
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP(einsum,
+             "Einstein summation over one or two operands (numpy.einsum without ellipsis): "
+             "explicit (\"->\") or implicit output, repeated letters take diagonals, letters "
+             "not in the output are summed. Two-operand contractions run as one strided "
+             "batched GEMM (a loop of accumulating GEMMs when several letters are summed).",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_einsum_inputs, ct_params_out, ct_einsum_attrs,
+             ct_infer_einsum);
