@@ -1,8 +1,10 @@
 /* permute_kernels.c - permute_dims: a copy through the iteration engine with the input's strides
  * permuted into the output's order. It never looks at the values, so there is one copy loop per
- * element size, registered for every dtype of that size. */
+ * element size (copy_loops.h, used by the other copy ops too), registered for every dtype of that
+ * size. */
 #include <string.h>
 
+#include "copy_loops.h"
 #include "cpu_register.h"
 #include "elementwise_loops.h"
 
@@ -29,12 +31,14 @@
       for (int64_t i = 0; i < n; ++i) CT_AT(word, dst, i, ds) = CT_AT(const word, src, i, ss); \
     }                                                                                          \
   }                                                                                            \
-  static const ct_cpu_loop_entry ct_cpu_copy_##BITS##_entry = {ct_cpu_copy_##BITS};
+  const ct_cpu_loop_entry ct_cpu_copy_##BITS##_entry = {ct_cpu_copy_##BITS};
 
 CT_COPY_LOOP(8)
 CT_COPY_LOOP(16)
 CT_COPY_LOOP(32)
 CT_COPY_LOOP(64)
+
+const uint64_t ct_cpu_zero_word = 0;
 
 /* out[i0, ..., in-1] = x[j...] with j[axes[k]] = ik: output dim k walks input dim axes[k]. */
 static int ct_cpu_permute_dims_run(const ct_kernel_call* call) {
@@ -61,15 +65,7 @@ static int ct_cpu_permute_dims_run(const ct_kernel_call* call) {
 }
 
 #define CT_PERMUTE_REG_X(A, SFX, T, C, U, ID) \
-  {"permute_dims",                            \
-   2,                                         \
-   {ID, ID},                                  \
-   ct_cpu_permute_dims_run,                   \
-   NULL,                                      \
-   sizeof(T) == 1   ? &ct_cpu_copy_8_entry    \
-   : sizeof(T) == 2 ? &ct_cpu_copy_16_entry   \
-   : sizeof(T) == 4 ? &ct_cpu_copy_32_entry   \
-                    : &ct_cpu_copy_64_entry},
+  {"permute_dims", 2, {ID, ID}, ct_cpu_permute_dims_run, NULL, CT_CPU_COPY_ENTRY(T)},
 
 static const ct_cpu_kernel ct_cpu_permute_kernels[] = {CT_CPU_ALL_TYPES(CT_PERMUTE_REG_X, _)};
 
