@@ -4,23 +4,6 @@
 
 #include "op_defs.h"
 
-#define CT_ATTR_SPEC_FLOAT(NAME, DOC, VALUE) \
-  {                                          \
-    NAME, DOC, CT_ATTR_FLOAT, 0, {           \
-      CT_ATTR_FLOAT, 0, 0, {                 \
-        .f = (VALUE)                         \
-      }                                      \
-    }                                        \
-  }
-#define CT_ATTR_SPEC_STRING(NAME, DOC, VALUE) \
-  {                                           \
-    NAME, DOC, CT_ATTR_STRING, 0, {           \
-      CT_ATTR_STRING, 0, 0, {                 \
-        .s = (VALUE)                          \
-      }                                       \
-    }                                         \
-  }
-
 /* ----- unary: out has x's shape and dtype ----- */
 
 #define CT_UNARY_OP(NAME, DOC)                                                                     \

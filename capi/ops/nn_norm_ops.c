@@ -2,15 +2,6 @@
  * (inference), as torch.nn.functional. */
 #include "op_defs.h"
 
-#define CT_NORM_ATTR_FLOAT(NAME, DOC, VALUE) \
-  {                                          \
-    NAME, DOC, CT_ATTR_FLOAT, 0, {           \
-      CT_ATTR_FLOAT, 0, 0, {                 \
-        .f = (VALUE)                         \
-      }                                      \
-    }                                        \
-  }
-
 /* Every tensor given shares x's dtype, which is a float. */
 static int ct_norm_check_dtypes(const char* op, const ct_infer_call* call) {
   const ct_dtype dtype = call->inputs[0]->dtype;
@@ -47,7 +38,7 @@ static const ct_param_schema ct_layer_norm_inputs[3] = {
 static const ct_attr_schema ct_layer_norm_attrs[] = {
     CT_ATTR_SPEC_REQUIRED("normalized_shape", "the trailing dims normalised over",
                           CT_ATTR_INT_LIST),
-    CT_NORM_ATTR_FLOAT("eps", "added to the variance", 1e-5)};
+    CT_ATTR_SPEC_FLOAT("eps", "added to the variance", 1e-5)};
 
 static const ct_param_schema ct_rms_norm_inputs[2] = {
     {"input", "(*, normalized_shape)", 0, 0},
@@ -128,7 +119,7 @@ static const ct_param_schema ct_group_norm_inputs[3] = {
 
 static const ct_attr_schema ct_group_norm_attrs[] = {
     CT_ATTR_SPEC_REQUIRED("num_groups", "channels split into this many groups", CT_ATTR_INT),
-    CT_NORM_ATTR_FLOAT("eps", "added to the variance", 1e-5)};
+    CT_ATTR_SPEC_FLOAT("eps", "added to the variance", 1e-5)};
 
 static int ct_infer_group_norm(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                                int32_t* num_outputs) {
@@ -175,7 +166,7 @@ static const ct_param_schema ct_batch_norm_inputs[5] = {
     {"bias", "(C,), added to the result per channel", CT_PARAM_OPTIONAL, 0}};
 
 static const ct_attr_schema ct_batch_norm_attrs[] = {
-    CT_NORM_ATTR_FLOAT("eps", "added to the variance", 1e-5)};
+    CT_ATTR_SPEC_FLOAT("eps", "added to the variance", 1e-5)};
 
 static int ct_infer_batch_norm(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                                int32_t* num_outputs) {

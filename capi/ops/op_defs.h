@@ -29,6 +29,22 @@
       }                                    \
     }                                      \
   }
+#define CT_ATTR_SPEC_FLOAT(NAME, DOC, VALUE) \
+  {                                          \
+    NAME, DOC, CT_ATTR_FLOAT, 0, {           \
+      CT_ATTR_FLOAT, 0, 0, {                 \
+        .f = (VALUE)                         \
+      }                                      \
+    }                                        \
+  }
+#define CT_ATTR_SPEC_STRING(NAME, DOC, VALUE) \
+  {                                           \
+    NAME, DOC, CT_ATTR_STRING, 0, {           \
+      CT_ATTR_STRING, 0, 0, {                 \
+        .s = (VALUE)                          \
+      }                                       \
+    }                                         \
+  }
 #define CT_ATTR_SPEC_BOOL(NAME, DOC, VALUE) \
   {                                         \
     NAME, DOC, CT_ATTR_BOOL, 0, {           \

@@ -155,7 +155,7 @@ static int ct_infer_adaptive_avg_pool2d(const ct_infer_call* call, ct_tensor_inf
                                         int32_t capacity, int32_t* num_outputs) {
   (void)capacity;
   const ct_tensor* x = call->inputs[0];
-  int64_t size[2];
+  int64_t size[2] = {0, 0};
   int status = ct_pool_check_input("adaptive_avg_pool2d", x);
   if (status == CT_OK) {
     status = ct_pool_pair("adaptive_avg_pool2d", "output_size", &call->attrs[0], NULL, 0, size);
@@ -186,11 +186,7 @@ static const ct_attr_schema ct_interpolate_attrs[] = {
                           "multipliers (sH, sW), or one for both: H_out = floor(H · sH); the "
                           "source index uses 1 / sH, as torch",
                           CT_ATTR_FLOAT_LIST),
-    {"mode",
-     "\"nearest\" or \"bilinear\"",
-     CT_ATTR_STRING,
-     0,
-     {CT_ATTR_STRING, 0, 0, {.s = "nearest"}}},
+    CT_ATTR_SPEC_STRING("mode", "\"nearest\" or \"bilinear\"", "nearest"),
     CT_ATTR_SPEC_NULLABLE("align_corners",
                           "bilinear only: corner pixels' centres align (None means False)",
                           CT_ATTR_BOOL)};

@@ -103,11 +103,9 @@ CT_DEFINE_OP(all,
 static const ct_attr_schema ct_moments_attrs[] = {
     CT_ATTR_SPEC_NULLABLE("axis", "axis or axes to reduce; None reduces all", CT_ATTR_INT_LIST),
     CT_ATTR_SPEC_BOOL("keepdims", "keep reduced axes as extent 1", 0),
-    {"correction",
-     "degrees of freedom subtracted from the count (0: population, 1: sample)",
-     CT_ATTR_FLOAT,
-     0,
-     {CT_ATTR_FLOAT, 0, 0, {.f = 0.0}}}};
+    CT_ATTR_SPEC_FLOAT("correction",
+                       "degrees of freedom subtracted from the count (0: population, 1: sample)",
+                       0.0)};
 
 static int ct_infer_moments(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                             int32_t* num_outputs) {

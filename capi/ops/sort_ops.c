@@ -3,15 +3,6 @@
 
 #include "op_defs.h"
 
-#define CT_ATTR_SPEC_STRING(NAME, DOC, VALUE) \
-  {                                           \
-    NAME, DOC, CT_ATTR_STRING, 0, {           \
-      CT_ATTR_STRING, 0, 0, {                 \
-        .s = (VALUE)                          \
-      }                                       \
-    }                                         \
-  }
-
 /* x must be at least 1-D; axis normalised into *axis. */
 static int ct_sort_axis(const char* op, const ct_tensor* x, int64_t axis_attr, int32_t* axis) {
   if (x->ndim == 0) {
