@@ -1,4 +1,4 @@
-/* nn_ops.c - deep-learning operators: softmax, conv2d. */
+/* nn_ops.c - deep-learning operators: softmax, log_softmax, conv2d. */
 #include "op_defs.h"
 
 /* ----- softmax ----- */
@@ -12,13 +12,19 @@ static int ct_infer_softmax(const ct_infer_call* call, ct_tensor_info* outputs, 
   const int64_t axis = call->attrs[0].value.i;
   /* As torch: a 0-d tensor has one axis for this purpose. */
   int32_t k;
-  const int status = ct_normalize_axis("softmax", axis, x->ndim > 0 ? x->ndim : 1, &k);
+  const int status = ct_normalize_axis(call->schema->name, axis, x->ndim > 0 ? x->ndim : 1, &k);
   if (status != CT_OK) return status;
   return ct_infer_same_as_input(call, outputs, capacity, num_outputs);
 }
 
 CT_DEFINE_OP(softmax,
              "exp(x - max) / sum(exp(x - max)) along an axis (torch.nn.functional.softmax); "
+             "float16/bfloat16 compute in float32.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_softmax_attrs,
+             ct_infer_softmax);
+
+CT_DEFINE_OP(log_softmax,
+             "x - max - log(sum(exp(x - max))) along an axis (torch.nn.functional.log_softmax); "
              "float16/bfloat16 compute in float32.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_softmax_attrs,
              ct_infer_softmax);

@@ -1,4 +1,4 @@
-/* reduction_ops.c - sum, mean, prod, max, min, any, all, var, std, argmax, argmin. */
+/* reduction_ops.c - sum, mean, logsumexp, prod, max, min, any, all, var, std, argmax, argmin. */
 #include <math.h>
 
 #include "op_defs.h"
@@ -76,6 +76,12 @@ CT_DEFINE_OP(min,
              "identity).",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
              ct_infer_max);
+CT_DEFINE_OP(logsumexp,
+             "log(sum(exp(x))) over axes, computed as max + log(sum(exp(x - max))) in float64 "
+             "(torch.logsumexp, scipy.special.logsumexp): all -inf gives -inf, any +inf gives "
+             "+inf, nan propagates; an empty reduction is -inf. Floats only.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_mean);
 CT_DEFINE_OP(prod,
              "Product over axes. bool and signed integers multiply in int64, unsigned in uint64, "
              "wrapping (NumPy); floats accumulate in float64, then round once. Empty products "

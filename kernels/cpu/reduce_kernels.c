@@ -1,5 +1,5 @@
-/* reduce_kernels.c - sum, mean, prod, max, min, any, all over axes, on the reduction engine
- * (reduce_plan.h).
+/* reduce_kernels.c - sum, mean, logsumexp, prod, max, min, any, all, var, std over axes, on the
+ * reduction engine (reduce_plan.h).
  *
  * Accumulator families, each written once for every dtype:
  *   isum  integer and bool sums, wrapping in uint64 (NumPy's int64/uint64 results);
@@ -7,6 +7,7 @@
  *         pairwise_sum: 8 accumulators per 128-element block) and two-level over rows;
  *   iprod integer and bool products, wrapping in uint64 (NumPy's int64/uint64 results);
  *   fprod float products: a double accumulator, one rounding at the end;
+ *   lse   logsumexp: a streaming (maximum, rescaled sum of exponentials) pair in double;
  *   max, min  extremum in the compute type; nan propagates;
  *   any, all  logical or / and of x != 0 (nan is true), bool results. */
 #include <math.h>
@@ -438,30 +439,102 @@ static inline double ct_moments_result(const ct_moments* a, int64_t count, doubl
 #define CT_FAMILY_var(OP, SFX, T, C, OSFX, OT) CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
 #define CT_FAMILY_std(OP, SFX, T, C, OSFX, OT) CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, 1)
 
+/* ----- logsumexp: a streaming (running maximum m, sum s of exp(x - m)) pair in double -----
+ * A new maximum rescales the sum; partial pairs merge by rescaling to the larger maximum.
+ * -inf elements add nothing; a +inf or nan maximum decides the result (nan wins over +inf), so
+ * all -inf (and an empty reduction) gives -inf, any +inf gives +inf, as torch.logsumexp. */
+
+typedef struct ct_lse {
+  double m, s;
+} ct_lse;
+
+static inline void ct_lse_push(ct_lse* a, double v) {
+  if (v > a->m || v != v) {
+    a->s = a->s * exp(a->m - v) + 1.0; /* meaningless once m is +inf or nan: never read */
+    a->m = v;
+  } else if (v != -INFINITY) {
+    a->s += exp(v - a->m);
+  }
+}
+
+static inline void ct_lse_merge(ct_lse* a, const ct_lse* b) {
+  const double m = CT_NAN_MAX(a->m, b->m);
+  if (isfinite(m)) {
+    a->s = a->s * exp(a->m - m) + b->s * exp(b->m - m);
+  }
+  a->m = m;
+}
+
+static inline double ct_lse_result(const ct_lse* a) {
+  return isfinite(a->m) ? a->m + log(a->s) : a->m;
+}
+
+#define CT_FAMILY_lse(OP, SFX, T, C, OSFX, OT)                                                    \
+  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
+    ct_lse* a = acc;                                                                              \
+    for (int64_t j = 0; j < n; ++j) a[j] = (ct_lse){-INFINITY, 0.0};                              \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
+                                               int64_t index, void* acc) {                        \
+    ct_lse a = *(ct_lse*)acc;                                                                     \
+    for (int64_t i = 0; i < n; ++i) {                                                             \
+      ct_lse_push(&a, (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)));                        \
+    }                                                                                             \
+    *(ct_lse*)acc = a;                                                                            \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
+                                                int64_t index, void* acc) {                       \
+    ct_lse* a = acc;                                                                              \
+    for (int64_t j = 0; j < n; ++j) {                                                             \
+      ct_lse_push(&a[j], (double)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step)));                     \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
+    ct_lse* a = acc;                                                                              \
+    const ct_lse* b = later;                                                                      \
+    for (int64_t j = 0; j < n; ++j) ct_lse_merge(&a[j], &b[j]);                                   \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
+                                         int64_t count, double param) {                           \
+    const ct_lse* a = acc;                                                                        \
+    for (int64_t j = 0; j < n; ++j) {                                                             \
+      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(ct_lse_result(&a[j]));                        \
+    }                                                                                             \
+  }                                                                                               \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ct_lse),                           \
+                                                        false,                                    \
+                                                        false,                                    \
+                                                        ct_##OP##_##SFX##_init,                   \
+                                                        ct_##OP##_##SFX##_run,                    \
+                                                        ct_##OP##_##SFX##_rows,                   \
+                                                        ct_##OP##_##SFX##_combine,                \
+                                                        ct_##OP##_##SFX##_finalize};
+
 /* ----- the kernel list: (op, family, input dtypes, output dtype), the only place to edit -----
  * The output is a dtype suffix (i64, u64, f64) or `same` (the input's dtype). */
 
-#define CT_REDUCE_KERNELS(K)                 \
-  K(sum, isum, CT_CPU_BOOL_TYPE, i64)        \
-  K(sum, isum, CT_CPU_SIGNED_TYPES, i64)     \
-  K(sum, isum, CT_CPU_UNSIGNED_TYPES, u64)   \
-  K(sum, fsum, CT_CPU_FLOAT_TYPES, same)     \
-  K(mean, fmean, CT_CPU_BOOL_TYPE, f64)      \
-  K(mean, fmean, CT_CPU_INT_TYPES, f64)      \
-  K(mean, fmean, CT_CPU_FLOAT_TYPES, same)   \
-  K(max, max, CT_CPU_ALL_TYPES, same)        \
-  K(min, min, CT_CPU_ALL_TYPES, same)        \
-  K(prod, iprod, CT_CPU_BOOL_TYPE, i64)      \
-  K(prod, iprod, CT_CPU_SIGNED_TYPES, i64)   \
-  K(prod, iprod, CT_CPU_UNSIGNED_TYPES, u64) \
-  K(prod, fprod, CT_CPU_FLOAT_TYPES, same)   \
-  K(any, any, CT_CPU_ALL_TYPES, b8)          \
-  K(all, all, CT_CPU_ALL_TYPES, b8)          \
-  K(var, var, CT_CPU_BOOL_TYPE, f64)         \
-  K(var, var, CT_CPU_INT_TYPES, f64)         \
-  K(var, var, CT_CPU_FLOAT_TYPES, same)      \
-  K(std, std, CT_CPU_BOOL_TYPE, f64)         \
-  K(std, std, CT_CPU_INT_TYPES, f64)         \
+#define CT_REDUCE_KERNELS(K)                  \
+  K(sum, isum, CT_CPU_BOOL_TYPE, i64)         \
+  K(sum, isum, CT_CPU_SIGNED_TYPES, i64)      \
+  K(sum, isum, CT_CPU_UNSIGNED_TYPES, u64)    \
+  K(sum, fsum, CT_CPU_FLOAT_TYPES, same)      \
+  K(mean, fmean, CT_CPU_BOOL_TYPE, f64)       \
+  K(mean, fmean, CT_CPU_INT_TYPES, f64)       \
+  K(mean, fmean, CT_CPU_FLOAT_TYPES, same)    \
+  K(logsumexp, lse, CT_CPU_FLOAT_TYPES, same) \
+  K(max, max, CT_CPU_ALL_TYPES, same)         \
+  K(min, min, CT_CPU_ALL_TYPES, same)         \
+  K(prod, iprod, CT_CPU_BOOL_TYPE, i64)       \
+  K(prod, iprod, CT_CPU_SIGNED_TYPES, i64)    \
+  K(prod, iprod, CT_CPU_UNSIGNED_TYPES, u64)  \
+  K(prod, fprod, CT_CPU_FLOAT_TYPES, same)    \
+  K(any, any, CT_CPU_ALL_TYPES, b8)           \
+  K(all, all, CT_CPU_ALL_TYPES, b8)           \
+  K(var, var, CT_CPU_BOOL_TYPE, f64)          \
+  K(var, var, CT_CPU_INT_TYPES, f64)          \
+  K(var, var, CT_CPU_FLOAT_TYPES, same)       \
+  K(std, std, CT_CPU_BOOL_TYPE, f64)          \
+  K(std, std, CT_CPU_INT_TYPES, f64)          \
   K(std, std, CT_CPU_FLOAT_TYPES, same)
 
 /* Output dtype of a list line: suffix, storage type, dtype id. */

@@ -1,5 +1,5 @@
-/* softmax_kernels.c - softmax along one axis: exp(x - max) / sum(exp(x - max)), as
- * torch.nn.functional.softmax.
+/* softmax_kernels.c - softmax and log_softmax along one axis: exp(x - max) / sum(exp(x - max))
+ * and x - max - log(sum(exp(x - max))), as torch.nn.functional.softmax / log_softmax (one body).
  *
  * float16/bfloat16/float32 compute in float (exp in float), float64 in double; sums accumulate
  * in double. A nan anywhere in a lane makes the whole lane nan (the maximum propagates nan), and
@@ -135,130 +135,139 @@ typedef struct ct_softmax_fns {
   }
 
 /* Output elements: OAT = e * inv, e read back from the output when REUSE, else recomputed. */
-#define CT_SOFTMAX_SCALE(SFX, T, C, FIRST, END, XAT, OAT, MX, INV, REUSE)    \
-  for (int64_t ct_i = (FIRST); ct_i < (END); ++ct_i) {                       \
-    const C ct_e = (REUSE) ? (C)OAT : ct_exp_##C(ct_load_##SFX(XAT) - (MX)); \
-    OAT = ct_store_##SFX(ct_e * (INV));                                      \
+#define CT_SOFTMAX_SCALE(SFX, T, C, FIRST, END, XAT, OAT, MX, INV, REUSE, LOG) \
+  for (int64_t ct_i = (FIRST); ct_i < (END); ++ct_i) {                         \
+    C ct_r;                                                                    \
+    if (LOG) {                                                                 \
+      ct_r = (ct_load_##SFX(XAT) - (MX)) - (INV);                              \
+    } else {                                                                   \
+      const C ct_e = (REUSE) ? (C)OAT : ct_exp_##C(ct_load_##SFX(XAT) - (MX)); \
+      ct_r = ct_e * (INV);                                                     \
+    }                                                                          \
+    OAT = ct_store_##SFX(ct_r);                                                \
   }
 
-/* REUSE: the output holds the compute type exactly (float32, float64), so pass 2 leaves
- * exp(x - max) there and pass 3 rescales it; float16/bfloat16 recompute it in pass 3. */
-#define CT_SOFTMAX_FAMILY(SFX, T, C)                                                               \
-  static void ct_softmax_##SFX##_lowest(void* m, int64_t lanes) {                                  \
-    C* a = m;                                                                                      \
-    for (int64_t j = 0; j < lanes; ++j) a[j] = (C) - INFINITY;                                     \
-  }                                                                                                \
-  CT_CPU_HOT static void ct_softmax_##SFX##_max(const ct_softmax_block* b, int64_t ib, int64_t ie, \
-                                                void* m) {                                         \
-    C* a = m;                                                                                      \
-    if (b->lanes == 1) {                                                                           \
-      C r = a[0];                                                                                  \
-      const char* base = b->x + ib * b->sx;                                                        \
-      if (b->sx == (int64_t)sizeof(T)) {                                                           \
-        const T* p = (const T*)base;                                                               \
-        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(p[ct_i]), r);                                     \
-      } else {                                                                                     \
-        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(*(const T*)(base + ct_i * b->sx)), r);            \
-      }                                                                                            \
-      a[0] = r;                                                                                    \
-      return;                                                                                      \
-    }                                                                                              \
-    for (int64_t i = ib; i < ie; ++i) {                                                            \
-      const char* row = b->x + i * b->sx;                                                          \
-      if (b->lx == (int64_t)sizeof(T)) {                                                           \
-        const T* p = (const T*)row;                                                                \
-        for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
-          const C v = ct_load_##SFX(p[j]);                                                         \
-          a[j] = CT_NAN_MAX(a[j], v);                                                              \
-        }                                                                                          \
-      } else {                                                                                     \
-        for (int64_t j = 0; j < b->lanes; ++j) {                                                   \
-          const C v = ct_load_##SFX(*(const T*)(row + j * b->lx));                                 \
-          a[j] = CT_NAN_MAX(a[j], v);                                                              \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
-  }                                                                                                \
-  CT_CPU_HOT static void ct_softmax_##SFX##_sum(const ct_softmax_block* b, int64_t ib, int64_t ie, \
-                                                const void* m, double* s) {                        \
-    const C* a = m;                                                                                \
-    const int reuse = sizeof(T) == sizeof(C);                                                      \
-    if (b->lanes == 1) {                                                                           \
-      const C mx = a[0];                                                                           \
-      const int64_t sx = b->sx, so = b->so, len = ie - ib;                                         \
-      const char* xb = b->x + ib * sx;                                                             \
-      char* ob = b->out + ib * so;                                                                 \
-      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                  \
-        const T* xp = (const T*)xb;                                                                \
-        T* op = (T*)ob;                                                                            \
-        CT_SOFTMAX_LANE_SUM(SFX, T, C, len, xp[ct_i], op[ct_i], mx, reuse, s[0]);                  \
-      } else {                                                                                     \
-        CT_SOFTMAX_LANE_SUM(SFX, T, C, len, *(const T*)(xb + ct_i * sx), *(T*)(ob + ct_i * so),    \
-                            mx, reuse, s[0]);                                                      \
-      }                                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
-    double* part = b->scratch;                                                                     \
-    for (int64_t i0 = ib; i0 < ie; i0 += CT_SOFTMAX_BLOCK) {                                       \
-      const int64_t i1 = ie - i0 < CT_SOFTMAX_BLOCK ? ie : i0 + CT_SOFTMAX_BLOCK;                  \
-      for (int64_t j = 0; j < b->lanes; ++j) part[j] = 0.0;                                        \
-      for (int64_t i = i0; i < i1; ++i) {                                                          \
-        const char* xr = b->x + i * b->sx;                                                         \
-        char* orow = b->out + i * b->so;                                                           \
-        if (b->lx == (int64_t)sizeof(T) && b->lo == (int64_t)sizeof(T)) {                          \
-          const T* xp = (const T*)xr;                                                              \
-          T* op = (T*)orow;                                                                        \
-          CT_SOFTMAX_ROW_SUM(SFX, T, C, b->lanes, xp[j], op[j], a, reuse, part)                    \
-        } else {                                                                                   \
-          CT_SOFTMAX_ROW_SUM(SFX, T, C, b->lanes, *(const T*)(xr + j * b->lx),                     \
-                             *(T*)(orow + j * b->lo), a, reuse, part)                              \
-        }                                                                                          \
-      }                                                                                            \
-      for (int64_t j = 0; j < b->lanes; ++j) s[j] += part[j];                                      \
-    }                                                                                              \
-  }                                                                                                \
-  CT_CPU_HOT static void ct_softmax_##SFX##_scale(const ct_softmax_block* b, int64_t ib,           \
-                                                  int64_t ie, const void* m, const double* s) {    \
-    const C* a = m;                                                                                \
-    const int reuse = sizeof(T) == sizeof(C);                                                      \
-    C* inv = (C*)b->scratch;                                                                       \
-    for (int64_t j = 0; j < b->lanes; ++j) inv[j] = (C)(1.0 / s[j]);                               \
-    if (b->lanes == 1) {                                                                           \
-      const int64_t sx = b->sx, so = b->so;                                                        \
-      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                  \
-        const T* xp = (const T*)b->x;                                                              \
-        T* op = (T*)b->out;                                                                        \
-        CT_SOFTMAX_SCALE(SFX, T, C, ib, ie, xp[ct_i], op[ct_i], a[0], inv[0], reuse)               \
-      } else {                                                                                     \
-        CT_SOFTMAX_SCALE(SFX, T, C, ib, ie, *(const T*)(b->x + ct_i * sx),                         \
-                         *(T*)(b->out + ct_i * so), a[0], inv[0], reuse)                           \
-      }                                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
-    for (int64_t i = ib; i < ie; ++i) {                                                            \
-      const char* xr = b->x + i * b->sx;                                                           \
-      char* orow = b->out + i * b->so;                                                             \
-      if (b->lx == (int64_t)sizeof(T) && b->lo == (int64_t)sizeof(T)) {                            \
-        const T* xp = (const T*)xr;                                                                \
-        T* op = (T*)orow;                                                                          \
-        CT_SOFTMAX_SCALE(SFX, T, C, 0, b->lanes, xp[ct_i], op[ct_i], a[ct_i], inv[ct_i], reuse)    \
-      } else {                                                                                     \
-        CT_SOFTMAX_SCALE(SFX, T, C, 0, b->lanes, *(const T*)(xr + ct_i * b->lx),                   \
-                         *(T*)(orow + ct_i * b->lo), a[ct_i], inv[ct_i], reuse)                    \
-      }                                                                                            \
-    }                                                                                              \
-  }                                                                                                \
-  static void ct_softmax_##SFX##_combine_max(void* m, const void* other, int64_t lanes) {          \
-    C* a = m;                                                                                      \
-    const C* o = other;                                                                            \
-    for (int64_t j = 0; j < lanes; ++j) a[j] = CT_NAN_MAX(a[j], o[j]);                             \
-  }                                                                                                \
-  static const ct_softmax_fns ct_softmax_##SFX##_fns = {sizeof(C),                                 \
-                                                        ct_softmax_##SFX##_lowest,                 \
-                                                        ct_softmax_##SFX##_max,                    \
-                                                        ct_softmax_##SFX##_sum,                    \
-                                                        ct_softmax_##SFX##_scale,                  \
-                                                        ct_softmax_##SFX##_combine_max};
+/* One body for softmax (LOG 0: out = exp(x - max) / sum) and log_softmax (LOG 1: out =
+ * x - max - log(sum)); only the final step differs.
+ * REUSE (softmax only): the output holds the compute type exactly (float32, float64), so pass 2
+ * leaves exp(x - max) there and pass 3 rescales it; float16/bfloat16 recompute it in pass 3. */
+#define CT_SOFTMAX_FAMILY(OP, SFX, T, C, LOG)                                                     \
+  static void ct_##OP##_##SFX##_lowest(void* m, int64_t lanes) {                                  \
+    C* a = m;                                                                                     \
+    for (int64_t j = 0; j < lanes; ++j) a[j] = (C) - INFINITY;                                    \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_max(const ct_softmax_block* b, int64_t ib, int64_t ie, \
+                                               void* m) {                                         \
+    C* a = m;                                                                                     \
+    if (b->lanes == 1) {                                                                          \
+      C r = a[0];                                                                                 \
+      const char* base = b->x + ib * b->sx;                                                       \
+      if (b->sx == (int64_t)sizeof(T)) {                                                          \
+        const T* p = (const T*)base;                                                              \
+        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(p[ct_i]), r);                                    \
+      } else {                                                                                    \
+        CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(*(const T*)(base + ct_i * b->sx)), r);           \
+      }                                                                                           \
+      a[0] = r;                                                                                   \
+      return;                                                                                     \
+    }                                                                                             \
+    for (int64_t i = ib; i < ie; ++i) {                                                           \
+      const char* row = b->x + i * b->sx;                                                         \
+      if (b->lx == (int64_t)sizeof(T)) {                                                          \
+        const T* p = (const T*)row;                                                               \
+        for (int64_t j = 0; j < b->lanes; ++j) {                                                  \
+          const C v = ct_load_##SFX(p[j]);                                                        \
+          a[j] = CT_NAN_MAX(a[j], v);                                                             \
+        }                                                                                         \
+      } else {                                                                                    \
+        for (int64_t j = 0; j < b->lanes; ++j) {                                                  \
+          const C v = ct_load_##SFX(*(const T*)(row + j * b->lx));                                \
+          a[j] = CT_NAN_MAX(a[j], v);                                                             \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_sum(const ct_softmax_block* b, int64_t ib, int64_t ie, \
+                                               const void* m, double* s) {                        \
+    const C* a = m;                                                                               \
+    const int reuse = !(LOG) && sizeof(T) == sizeof(C);                                           \
+    if (b->lanes == 1) {                                                                          \
+      const C mx = a[0];                                                                          \
+      const int64_t sx = b->sx, so = b->so, len = ie - ib;                                        \
+      const char* xb = b->x + ib * sx;                                                            \
+      char* ob = b->out + ib * so;                                                                \
+      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                 \
+        const T* xp = (const T*)xb;                                                               \
+        T* op = (T*)ob;                                                                           \
+        CT_SOFTMAX_LANE_SUM(SFX, T, C, len, xp[ct_i], op[ct_i], mx, reuse, s[0]);                 \
+      } else {                                                                                    \
+        CT_SOFTMAX_LANE_SUM(SFX, T, C, len, *(const T*)(xb + ct_i * sx), *(T*)(ob + ct_i * so),   \
+                            mx, reuse, s[0]);                                                     \
+      }                                                                                           \
+      return;                                                                                     \
+    }                                                                                             \
+    double* part = b->scratch;                                                                    \
+    for (int64_t i0 = ib; i0 < ie; i0 += CT_SOFTMAX_BLOCK) {                                      \
+      const int64_t i1 = ie - i0 < CT_SOFTMAX_BLOCK ? ie : i0 + CT_SOFTMAX_BLOCK;                 \
+      for (int64_t j = 0; j < b->lanes; ++j) part[j] = 0.0;                                       \
+      for (int64_t i = i0; i < i1; ++i) {                                                         \
+        const char* xr = b->x + i * b->sx;                                                        \
+        char* orow = b->out + i * b->so;                                                          \
+        if (b->lx == (int64_t)sizeof(T) && b->lo == (int64_t)sizeof(T)) {                         \
+          const T* xp = (const T*)xr;                                                             \
+          T* op = (T*)orow;                                                                       \
+          CT_SOFTMAX_ROW_SUM(SFX, T, C, b->lanes, xp[j], op[j], a, reuse, part)                   \
+        } else {                                                                                  \
+          CT_SOFTMAX_ROW_SUM(SFX, T, C, b->lanes, *(const T*)(xr + j * b->lx),                    \
+                             *(T*)(orow + j * b->lo), a, reuse, part)                             \
+        }                                                                                         \
+      }                                                                                           \
+      for (int64_t j = 0; j < b->lanes; ++j) s[j] += part[j];                                     \
+    }                                                                                             \
+  }                                                                                               \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_scale(const ct_softmax_block* b, int64_t ib,           \
+                                                 int64_t ie, const void* m, const double* s) {    \
+    const C* a = m;                                                                               \
+    const int reuse = !(LOG) && sizeof(T) == sizeof(C);                                           \
+    C* inv = (C*)b->scratch;                                                                      \
+    for (int64_t j = 0; j < b->lanes; ++j) inv[j] = (C)((LOG) ? log(s[j]) : 1.0 / s[j]);          \
+    if (b->lanes == 1) {                                                                          \
+      const int64_t sx = b->sx, so = b->so;                                                       \
+      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                 \
+        const T* xp = (const T*)b->x;                                                             \
+        T* op = (T*)b->out;                                                                       \
+        CT_SOFTMAX_SCALE(SFX, T, C, ib, ie, xp[ct_i], op[ct_i], a[0], inv[0], reuse, LOG)         \
+      } else {                                                                                    \
+        CT_SOFTMAX_SCALE(SFX, T, C, ib, ie, *(const T*)(b->x + ct_i * sx),                        \
+                         *(T*)(b->out + ct_i * so), a[0], inv[0], reuse, LOG)                     \
+      }                                                                                           \
+      return;                                                                                     \
+    }                                                                                             \
+    for (int64_t i = ib; i < ie; ++i) {                                                           \
+      const char* xr = b->x + i * b->sx;                                                          \
+      char* orow = b->out + i * b->so;                                                            \
+      if (b->lx == (int64_t)sizeof(T) && b->lo == (int64_t)sizeof(T)) {                           \
+        const T* xp = (const T*)xr;                                                               \
+        T* op = (T*)orow;                                                                         \
+        CT_SOFTMAX_SCALE(SFX, T, C, 0, b->lanes, xp[ct_i], op[ct_i], a[ct_i], inv[ct_i], reuse,   \
+                         LOG)                                                                     \
+      } else {                                                                                    \
+        CT_SOFTMAX_SCALE(SFX, T, C, 0, b->lanes, *(const T*)(xr + ct_i * b->lx),                  \
+                         *(T*)(orow + ct_i * b->lo), a[ct_i], inv[ct_i], reuse, LOG)              \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  static void ct_##OP##_##SFX##_combine_max(void* m, const void* other, int64_t lanes) {          \
+    C* a = m;                                                                                     \
+    const C* o = other;                                                                           \
+    for (int64_t j = 0; j < lanes; ++j) a[j] = CT_NAN_MAX(a[j], o[j]);                            \
+  }                                                                                               \
+  static const ct_softmax_fns ct_##OP##_##SFX##_fns = {sizeof(C),                                 \
+                                                       ct_##OP##_##SFX##_lowest,                  \
+                                                       ct_##OP##_##SFX##_max,                     \
+                                                       ct_##OP##_##SFX##_sum,                     \
+                                                       ct_##OP##_##SFX##_scale,                   \
+                                                       ct_##OP##_##SFX##_combine_max};
 
 /* ----- planning and threading ----- */
 
@@ -380,8 +389,8 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   const int32_t ndim = x->ndim > 0 ? x->ndim : 1;
   if (axis < 0) axis += ndim;
   if (axis < 0 || axis >= ndim) {
-    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "softmax: axis %lld is out of range",
-                        (long long)call->attrs[0].value.i);
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: axis %lld is out of range",
+                        call->schema->name, (long long)call->attrs[0].value.i);
   }
   for (int32_t k = 0; k < x->ndim; ++k) {
     const int64_t xs = ct_tensor_stride(x, k) * size, os = ct_tensor_stride(out, k) * size;
@@ -458,11 +467,17 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
 
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */
 
-#define CT_SOFTMAX_KERNELS(K) K(softmax, CT_CPU_FLOAT_TYPES)
+#define CT_SOFTMAX_KERNELS(K)    \
+  K(softmax, CT_CPU_FLOAT_TYPES) \
+  K(log_softmax, CT_CPU_FLOAT_TYPES)
 
-#define CT_SOFTMAX_DEF_X(A, SFX, T, C, U, ID) CT_SOFTMAX_FAMILY(SFX, T, C)
+/* The final step of each op: 1 = log. */
+#define CT_SOFTMAX_LOG_softmax 0
+#define CT_SOFTMAX_LOG_log_softmax 1
+
+#define CT_SOFTMAX_DEF_X(A, SFX, T, C, U, ID) CT_SOFTMAX_FAMILY(A, SFX, T, C, CT_SOFTMAX_LOG_##A)
 #define CT_SOFTMAX_REG_X(A, SFX, T, C, U, ID) \
-  {#A, 2, {ID, ID}, ct_cpu_softmax_run, NULL, &ct_softmax_##SFX##_fns},
+  {#A, 2, {ID, ID}, ct_cpu_softmax_run, NULL, &ct_##A##_##SFX##_fns},
 
 #define K(OP, TYPES) TYPES(CT_SOFTMAX_DEF_X, OP)
 CT_SOFTMAX_KERNELS(K)
