@@ -386,58 +386,23 @@ static inline double ct_moments_result(const ct_moments* a, int64_t count, doubl
   return root ? sqrt(v) : v;
 }
 
-/* ROOT: 1 for std, 0 for var. */
-#define CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, ROOT)                                           \
-  static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                       \
-    ct_moments* a = acc;                                                                           \
-    for (int64_t j = 0; j < n; ++j) a[j] = (ct_moments){0.0, 0.0, 0.0};                            \
-  }                                                                                                \
-  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,             \
-                                               int64_t index, void* acc) {                         \
-    if (n <= 0) return;                                                                            \
-    double sum = 0.0;                                                                              \
-    for (int64_t i = 0; i < n; ++i) sum += (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step));     \
-    ct_moments b = {(double)n, sum / (double)n, 0.0};                                              \
-    for (int64_t i = 0; i < n; ++i) {                                                              \
-      const double d = (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)) - b.mean;                \
-      b.m2 += d * d;                                                                               \
-    }                                                                                              \
-    ct_moments_merge(acc, &b);                                                                     \
-  }                                                                                                \
-  CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,            \
-                                                int64_t index, void* acc) {                        \
-    ct_moments* a = acc;                                                                           \
-    for (int64_t j = 0; j < n; ++j) {                                                              \
-      const double v = (double)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step));                         \
-      a[j].n += 1.0;                                                                               \
-      const double d = v - a[j].mean;                                                              \
-      a[j].mean += d / a[j].n;                                                                     \
-      a[j].m2 += d * (v - a[j].mean);                                                              \
-    }                                                                                              \
-  }                                                                                                \
-  static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                 \
-    ct_moments* a = acc;                                                                           \
-    const ct_moments* b = later;                                                                   \
-    for (int64_t j = 0; j < n; ++j) ct_moments_merge(&a[j], &b[j]);                                \
-  }                                                                                                \
-  static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step,  \
-                                         int64_t count, double param) {                            \
-    const ct_moments* a = acc;                                                                     \
-    for (int64_t j = 0; j < n; ++j) {                                                              \
-      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(ct_moments_result(&a[j], count, param, ROOT)); \
-    }                                                                                              \
-  }                                                                                                \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ct_moments),                        \
-                                                        false,                                     \
-                                                        false,                                     \
-                                                        ct_##OP##_##SFX##_init,                    \
-                                                        ct_##OP##_##SFX##_run,                     \
-                                                        ct_##OP##_##SFX##_rows,                    \
-                                                        ct_##OP##_##SFX##_combine,                 \
-                                                        ct_##OP##_##SFX##_finalize};
+static const ct_moments ct_moments_start = {0.0, 0.0, 0.0};
 
-#define CT_FAMILY_var(OP, SFX, T, C, OSFX, OT) CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
-#define CT_FAMILY_std(OP, SFX, T, C, OSFX, OT) CT_MOMENTS_FAMILY(OP, SFX, T, C, OSFX, OT, 1)
+/* Welford's update: one more element. */
+static inline void ct_moments_push(ct_moments* a, double v) {
+  a->n += 1.0;
+  const double d = v - a->mean;
+  a->mean += d / a->n;
+  a->m2 += d * (v - a->mean);
+}
+
+static inline double ct_var_result(const ct_moments* a, int64_t count, double correction) {
+  return ct_moments_result(a, count, correction, 0);
+}
+
+static inline double ct_std_result(const ct_moments* a, int64_t count, double correction) {
+  return ct_moments_result(a, count, correction, 1);
+}
 
 /* ----- logsumexp: a streaming (running maximum m, sum s of exp(x - m)) pair in double -----
  * A new maximum rescales the sum; partial pairs merge by rescaling to the larger maximum.
@@ -447,6 +412,8 @@ static inline double ct_moments_result(const ct_moments* a, int64_t count, doubl
 typedef struct ct_lse {
   double m, s;
 } ct_lse;
+
+static const ct_lse ct_lse_start = {-INFINITY, 0.0};
 
 static inline void ct_lse_push(ct_lse* a, double v) {
   if (v > a->m || v != v) {
@@ -465,43 +432,42 @@ static inline void ct_lse_merge(ct_lse* a, const ct_lse* b) {
   a->m = m;
 }
 
-static inline double ct_lse_result(const ct_lse* a) {
+static inline double ct_lse_result(const ct_lse* a, int64_t count, double param) {
+  (void)count;
+  (void)param;
   return isfinite(a->m) ? a->m + log(a->s) : a->m;
 }
 
-#define CT_FAMILY_lse(OP, SFX, T, C, OSFX, OT)                                                    \
+/* ----- families whose accumulator is a small state struct in double -----
+ * STATE is the struct, START a constant holding its initial value, PUSH(state*, double) adds one
+ * element, MERGE(state*, const state*) appends a later partial, RESULT(const state*, count, param)
+ * gives the output value. The family supplies init, rows, combine, finalize and the vtable; RUN is
+ * the run function (the generic one pushes each element; var/std use two passes). */
+#define CT_STATE_FAMILY(OP, SFX, T, OSFX, OT, STATE, START, PUSH, MERGE, RESULT, RUN)             \
   static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
-    ct_lse* a = acc;                                                                              \
-    for (int64_t j = 0; j < n; ++j) a[j] = (ct_lse){-INFINITY, 0.0};                              \
+    STATE* a = acc;                                                                               \
+    for (int64_t j = 0; j < n; ++j) a[j] = START;                                                 \
   }                                                                                               \
-  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
-                                               int64_t index, void* acc) {                        \
-    ct_lse a = *(ct_lse*)acc;                                                                     \
-    for (int64_t i = 0; i < n; ++i) {                                                             \
-      ct_lse_push(&a, (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)));                        \
-    }                                                                                             \
-    *(ct_lse*)acc = a;                                                                            \
-  }                                                                                               \
+  RUN(OP, SFX, T, STATE, PUSH, MERGE)                                                             \
   CT_CPU_HOT static void ct_##OP##_##SFX##_rows(const char* x, int64_t step, int64_t n,           \
                                                 int64_t index, void* acc) {                       \
-    ct_lse* a = acc;                                                                              \
-    for (int64_t j = 0; j < n; ++j) {                                                             \
-      ct_lse_push(&a[j], (double)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step)));                     \
-    }                                                                                             \
+    STATE* a = acc;                                                                               \
+    for (int64_t j = 0; j < n; ++j)                                                               \
+      PUSH(&a[j], (double)ct_load_##SFX(CT_REDUCE_AT(T, x, j, step)));                            \
   }                                                                                               \
   static void ct_##OP##_##SFX##_combine(void* acc, const void* later, int64_t n) {                \
-    ct_lse* a = acc;                                                                              \
-    const ct_lse* b = later;                                                                      \
-    for (int64_t j = 0; j < n; ++j) ct_lse_merge(&a[j], &b[j]);                                   \
+    STATE* a = acc;                                                                               \
+    const STATE* b = later;                                                                       \
+    for (int64_t j = 0; j < n; ++j) MERGE(&a[j], &b[j]);                                          \
   }                                                                                               \
   static void ct_##OP##_##SFX##_finalize(const void* acc, int64_t n, char* out, int64_t out_step, \
                                          int64_t count, double param) {                           \
-    const ct_lse* a = acc;                                                                        \
+    const STATE* a = acc;                                                                         \
     for (int64_t j = 0; j < n; ++j) {                                                             \
-      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(ct_lse_result(&a[j]));                        \
+      *(OT*)(out + j * out_step) = ct_dstore_##OSFX(RESULT(&a[j], count, param));                 \
     }                                                                                             \
   }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ct_lse),                           \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(STATE),                            \
                                                         false,                                    \
                                                         false,                                    \
                                                         ct_##OP##_##SFX##_init,                   \
@@ -509,6 +475,40 @@ static inline double ct_lse_result(const ct_lse* a) {
                                                         ct_##OP##_##SFX##_rows,                   \
                                                         ct_##OP##_##SFX##_combine,                \
                                                         ct_##OP##_##SFX##_finalize};
+
+/* Run: push every element of the run in order. */
+#define CT_STATE_RUN_PUSH(OP, SFX, T, STATE, PUSH, MERGE)                                         \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
+                                               int64_t index, void* acc) {                        \
+    STATE a = *(STATE*)acc;                                                                       \
+    for (int64_t i = 0; i < n; ++i) PUSH(&a, (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step))); \
+    *(STATE*)acc = a;                                                                             \
+  }
+
+/* Run for var/std: the run's moments in two passes (mean, then squared deviations), merged. */
+#define CT_STATE_RUN_MOMENTS(OP, SFX, T, STATE, PUSH, MERGE)                                   \
+  CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,         \
+                                               int64_t index, void* acc) {                     \
+    if (n <= 0) return;                                                                        \
+    double sum = 0.0;                                                                          \
+    for (int64_t i = 0; i < n; ++i) sum += (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)); \
+    ct_moments b = {(double)n, sum / (double)n, 0.0};                                          \
+    for (int64_t i = 0; i < n; ++i) {                                                          \
+      const double d = (double)ct_load_##SFX(CT_REDUCE_AT(T, x, i, step)) - b.mean;            \
+      b.m2 += d * d;                                                                           \
+    }                                                                                          \
+    ct_moments_merge(acc, &b);                                                                 \
+  }
+
+#define CT_FAMILY_var(OP, SFX, T, C, OSFX, OT)                                         \
+  CT_STATE_FAMILY(OP, SFX, T, OSFX, OT, ct_moments, ct_moments_start, ct_moments_push, \
+                  ct_moments_merge, ct_var_result, CT_STATE_RUN_MOMENTS)
+#define CT_FAMILY_std(OP, SFX, T, C, OSFX, OT)                                         \
+  CT_STATE_FAMILY(OP, SFX, T, OSFX, OT, ct_moments, ct_moments_start, ct_moments_push, \
+                  ct_moments_merge, ct_std_result, CT_STATE_RUN_MOMENTS)
+#define CT_FAMILY_lse(OP, SFX, T, C, OSFX, OT)                                           \
+  CT_STATE_FAMILY(OP, SFX, T, OSFX, OT, ct_lse, ct_lse_start, ct_lse_push, ct_lse_merge, \
+                  ct_lse_result, CT_STATE_RUN_PUSH)
 
 /* ----- the kernel list: (op, family, input dtypes, output dtype), the only place to edit -----
  * The output is a dtype suffix (i64, u64, f64) or `same` (the input's dtype). */
