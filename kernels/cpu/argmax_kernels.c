@@ -128,14 +128,7 @@ static inline int ct_isnan_double(double v) {
     const ct_##OP##_##SFX##_acc* a = acc;                                                         \
     for (int64_t j = 0; j < n; ++j) *(int64_t*)(out + j * out_step) = a[j].index;                 \
   }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ct_##OP##_##SFX##_acc),            \
-                                                        true,                                     \
-                                                        false,                                    \
-                                                        ct_##OP##_##SFX##_init,                   \
-                                                        ct_##OP##_##SFX##_run,                    \
-                                                        ct_##OP##_##SFX##_rows,                   \
-                                                        ct_##OP##_##SFX##_combine,                \
-                                                        ct_##OP##_##SFX##_finalize};
+  CT_REDUCE_VTABLE(OP, SFX, sizeof(ct_##OP##_##SFX##_acc), true, false)
 
 /* Kernel run function: attrs (axis: int or None, keepdims), kernel_data the vtable. */
 static int ct_cpu_argmax_run(const ct_kernel_call* call) {

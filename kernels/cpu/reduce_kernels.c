@@ -107,14 +107,7 @@ static inline double ct_highest_double(void) {
     const uint64_t* a = acc;                                                                      \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = (OT)a[j];                        \
   }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(uint64_t),                         \
-                                                        false,                                    \
-                                                        false,                                    \
-                                                        ct_##OP##_##SFX##_init,                   \
-                                                        ct_##OP##_##SFX##_run,                    \
-                                                        ct_##OP##_##SFX##_rows,                   \
-                                                        ct_##OP##_##SFX##_combine,                \
-                                                        ct_##OP##_##SFX##_finalize};
+  CT_REDUCE_VTABLE(OP, SFX, sizeof(uint64_t), false, false)
 
 /* ----- fsum / fmean: double accumulator, pairwise over runs, two-level over rows ----- */
 
@@ -184,14 +177,7 @@ static inline double ct_highest_double(void) {
       *(OT*)(out + j * out_step) = ct_dstore_##OSFX(DIVIDE ? a[j] / (double)count : a[j]);         \
     }                                                                                              \
   }                                                                                                \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(double),                            \
-                                                        false,                                     \
-                                                        true,                                      \
-                                                        ct_##OP##_##SFX##_init,                    \
-                                                        ct_##OP##_##SFX##_run,                     \
-                                                        ct_##OP##_##SFX##_rows,                    \
-                                                        ct_##OP##_##SFX##_combine,                 \
-                                                        ct_##OP##_##SFX##_finalize};
+  CT_REDUCE_VTABLE(OP, SFX, sizeof(double), false, true)
 
 #define CT_FAMILY_fsum(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
 #define CT_FAMILY_fmean(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 1)
@@ -240,14 +226,7 @@ static inline double ct_highest_double(void) {
     const C* a = acc;                                                                             \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = ct_store_##OSFX(a[j]);           \
   }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(C),                                \
-                                                        false,                                    \
-                                                        false,                                    \
-                                                        ct_##OP##_##SFX##_init,                   \
-                                                        ct_##OP##_##SFX##_run,                    \
-                                                        ct_##OP##_##SFX##_rows,                   \
-                                                        ct_##OP##_##SFX##_combine,                \
-                                                        ct_##OP##_##SFX##_finalize};
+  CT_REDUCE_VTABLE(OP, SFX, sizeof(C), false, false)
 
 #define CT_FAMILY_max(OP, SFX, T, C, OSFX, OT) \
   CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_lowest_, CT_NAN_MAX, CT_NANMAX_LOOP)
@@ -293,14 +272,7 @@ static inline double ct_highest_double(void) {
     const ACC* a = acc;                                                                           \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = STORE(a[j]);                     \
   }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(ACC),                              \
-                                                        false,                                    \
-                                                        false,                                    \
-                                                        ct_##OP##_##SFX##_init,                   \
-                                                        ct_##OP##_##SFX##_run,                    \
-                                                        ct_##OP##_##SFX##_rows,                   \
-                                                        ct_##OP##_##SFX##_combine,                \
-                                                        ct_##OP##_##SFX##_finalize};
+  CT_REDUCE_VTABLE(OP, SFX, sizeof(ACC), false, false)
 
 #define CT_FAMILY_iprod(OP, SFX, T, C, OSFX, OT) \
   CT_PROD_FAMILY(OP, SFX, T, C, OSFX, OT, uint64_t, (OT))
@@ -346,14 +318,7 @@ static inline double ct_highest_double(void) {
     const uint8_t* a = acc;                                                                       \
     for (int64_t j = 0; j < n; ++j) *(OT*)(out + j * out_step) = (OT)a[j];                        \
   }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {1,                                        \
-                                                        false,                                    \
-                                                        false,                                    \
-                                                        ct_##OP##_##SFX##_init,                   \
-                                                        ct_##OP##_##SFX##_run,                    \
-                                                        ct_##OP##_##SFX##_rows,                   \
-                                                        ct_##OP##_##SFX##_combine,                \
-                                                        ct_##OP##_##SFX##_finalize};
+  CT_REDUCE_VTABLE(OP, SFX, 1, false, false)
 
 #define CT_FAMILY_any(OP, SFX, T, C, OSFX, OT) CT_LOGIC_FAMILY(OP, SFX, T, C, OSFX, OT, 0, |)
 #define CT_FAMILY_all(OP, SFX, T, C, OSFX, OT) CT_LOGIC_FAMILY(OP, SFX, T, C, OSFX, OT, 1, &)
@@ -467,14 +432,7 @@ static inline double ct_lse_result(const ct_lse* a, int64_t count, double param)
       *(OT*)(out + j * out_step) = ct_dstore_##OSFX(RESULT(&a[j], count, param));                 \
     }                                                                                             \
   }                                                                                               \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {sizeof(STATE),                            \
-                                                        false,                                    \
-                                                        false,                                    \
-                                                        ct_##OP##_##SFX##_init,                   \
-                                                        ct_##OP##_##SFX##_run,                    \
-                                                        ct_##OP##_##SFX##_rows,                   \
-                                                        ct_##OP##_##SFX##_combine,                \
-                                                        ct_##OP##_##SFX##_finalize};
+  CT_REDUCE_VTABLE(OP, SFX, sizeof(STATE), false, false)
 
 /* Run: push every element of the run in order. */
 #define CT_STATE_RUN_PUSH(OP, SFX, T, STATE, PUSH, MERGE)                                         \

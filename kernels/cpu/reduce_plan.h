@@ -57,6 +57,18 @@ typedef struct ct_reduce_vtable {
                    double param);
 } ct_reduce_vtable;
 
+/* The vtable of a family expanded for (OP, SFX): its functions are named
+ * ct_<OP>_<SFX>_{init,run,rows,combine,finalize}. */
+#define CT_REDUCE_VTABLE(OP, SFX, ACC_SIZE, ORDERED, BLOCKED)                      \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {ACC_SIZE,                  \
+                                                        ORDERED,                   \
+                                                        BLOCKED,                   \
+                                                        ct_##OP##_##SFX##_init,    \
+                                                        ct_##OP##_##SFX##_run,     \
+                                                        ct_##OP##_##SFX##_rows,    \
+                                                        ct_##OP##_##SFX##_combine, \
+                                                        ct_##OP##_##SFX##_finalize};
+
 /* Hot loops are also compiled for AVX2 and the variant is picked at load time (GCC, x86-64 ELF:
  * ifunc). Results are bitwise the same on every variant: the loops keep explicit independent
  * accumulators, AVX2 brings no FMA, and nothing is reassociated. */
