@@ -11,6 +11,7 @@
 
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
+#include "dynamic_output.h"
 #include "cpu_threads.h"
 #include "strided_iter.h"
 
@@ -288,16 +289,8 @@ static int ct_cpu_boolean_mask_run(const ct_kernel_call* call) {
   info.shape[0] = count;
   for (int32_t k = 0; k < tail; ++k) info.shape[1 + k] = x->shape[lead + k];
   void* data = NULL;
-  int status =
-      call->allocator->allocate(call->allocator->user_data, 0, &info, CT_DEVICE_CPU, 0, &data);
-  if (status == CT_OK && !data && count > 0 && row_elements > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  if (status != CT_OK) {
-    if (status > 0) status = CT_ERROR_OUT_OF_MEMORY; /* not a ct_status: report it as a failure */
-    const char* message = ct_last_error();
-    if (message && message[0]) return status; /* the allocator said why */
-    return ct_set_error(status, "boolean_mask: the caller's allocator failed for %lld rows",
-                        (long long)count);
-  }
+  const int status = ct_cpu_allocate_output(call, 0, &info, &data);
+  if (status != CT_OK) return status;
   job.out = data;
   if (count > 0 && row_elements > 0) {
     ct_cpu_parallel_for(chunks, job.chunk * (row_elements > 1 ? row_elements : 1),

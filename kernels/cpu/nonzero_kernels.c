@@ -8,6 +8,7 @@
  * dimension), handed to the shared driver as kernel_data. */
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
+#include "dynamic_output.h"
 #include "cpu_threads.h"
 #include "strided_iter.h"
 
@@ -154,24 +155,6 @@ static void ct_nz_fill_chunks(int64_t begin, int64_t end, void* context) {
   }
 }
 
-/* Calls the caller's allocator for output `index`; keeps the allocator's own message if it left
- * one. */
-static int ct_nz_allocate(const ct_kernel_call* call, int32_t index, const ct_tensor_info* info,
-                          void** data) {
-  *data = NULL;
-  int status =
-      call->allocator->allocate(call->allocator->user_data, index, info, CT_DEVICE_CPU, 0, data);
-  int64_t numel = 1;
-  for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
-  if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  if (status == CT_OK) return CT_OK;
-  if (status > 0) status = CT_ERROR_OUT_OF_MEMORY; /* not a ct_status: report it as a failure */
-  const char* message = ct_last_error();
-  if (message && message[0]) return status;
-  return ct_set_error(status, "%s: the caller's allocator failed for output %d (%lld int64)",
-                      call->schema->name, index, (long long)numel);
-}
-
 /* Sets up the job for x and counts its non-zeros (chunk counts become first positions). */
 static int64_t ct_nz_count(const ct_kernel_call* call, ct_nz_job* job, int64_t* chunks_out) {
   const ct_tensor* x = call->inputs[0];
@@ -220,7 +203,7 @@ static int ct_cpu_nonzero_run(const ct_kernel_call* call) {
   info.shape[0] = count;
   for (int32_t k = 0; k < x->ndim; ++k) {
     void* data;
-    const int status = ct_nz_allocate(call, k, &info, &data);
+    const int status = ct_cpu_allocate_output(call, k, &info, &data);
     if (status != CT_OK) return status;
     job.outs[k] = data;
   }
@@ -246,7 +229,7 @@ static int ct_cpu_argwhere_run(const ct_kernel_call* call) {
   info.shape[0] = count;
   info.shape[1] = x->ndim;
   void* data;
-  const int status = ct_nz_allocate(call, 0, &info, &data);
+  const int status = ct_cpu_allocate_output(call, 0, &info, &data);
   if (status != CT_OK) return status;
   if (x->ndim == 0 || count == 0) return CT_OK;
   for (int32_t k = 0; k < x->ndim; ++k) job.outs[k] = (int64_t*)data + k;

@@ -12,6 +12,7 @@
 
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
+#include "dynamic_output.h"
 #include "cpu_threads.h"
 #include "sort_keys.h"
 #include "strided_iter.h"
@@ -19,22 +20,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-/* X(A, SFX, T, C, K, ID) with K the key type (in the U slot). */
-#define CT_SORT_TYPES(X, A)                          \
-  X(A, b8, uint8_t, ct_bool8, uint8_t, CT_DT_BOOL)   \
-  X(A, i8, int8_t, int8_t, uint8_t, CT_DT_I8)        \
-  X(A, u8, uint8_t, uint8_t, uint8_t, CT_DT_U8)      \
-  X(A, i16, int16_t, int16_t, uint16_t, CT_DT_I16)   \
-  X(A, u16, uint16_t, uint16_t, uint16_t, CT_DT_U16) \
-  X(A, f16, uint16_t, float, uint16_t, CT_DT_F16)    \
-  X(A, bf16, uint16_t, float, uint16_t, CT_DT_BF16)  \
-  X(A, i32, int32_t, int32_t, uint32_t, CT_DT_I32)   \
-  X(A, u32, uint32_t, uint32_t, uint32_t, CT_DT_U32) \
-  X(A, f32, float, float, uint32_t, CT_DT_F32)       \
-  X(A, i64, int64_t, int64_t, uint64_t, CT_DT_I64)   \
-  X(A, u64, uint64_t, uint64_t, uint64_t, CT_DT_U64) \
-  X(A, f64, double, double, uint64_t, CT_DT_F64)
 
 /* Lanes shorter than this are insertion-sorted. */
 #define CT_SORT_INSERTION 24
@@ -118,7 +103,7 @@ static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize) {
     }                                                                                        \
     return ct_sort_pairs_##K(keys, idx, keys2, idx2, n);                                     \
   }
-CT_SORT_TYPES(CT_SORT_LANE_X, _)
+CT_SORT_KEY_TYPES(CT_SORT_LANE_X, _)
 
 /* ----- the driver: lanes along an axis ----- */
 
@@ -268,7 +253,7 @@ static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64
                        call->attrs[0].value.i, call->outputs[0], call->outputs[1],         \
                        ct_sort_lane_##SFX);                                                \
   }
-CT_SORT_TYPES(CT_SORT_RUN_X, _)
+CT_SORT_KEY_TYPES(CT_SORT_RUN_X, _)
 
 /* ----- searchsorted ----- */
 
@@ -309,26 +294,9 @@ typedef struct ct_search_extra {
     ct_cpu_iterate(2, operands, ct_cpu_searchsorted_loop_##SFX, &e);                           \
     return CT_OK;                                                                              \
   }
-CT_SORT_TYPES(CT_SEARCH_X, _)
+CT_SORT_KEY_TYPES(CT_SEARCH_X, _)
 
 /* ----- unique_counts, unique_inverse, unique_all ----- */
-
-/* The caller's allocator, for dynamic output `index`. */
-static int ct_uqm_allocate(const ct_kernel_call* call, int32_t index, const ct_tensor_info* info,
-                           void** data) {
-  *data = NULL;
-  int status =
-      call->allocator->allocate(call->allocator->user_data, index, info, CT_DEVICE_CPU, 0, data);
-  int64_t numel = 1;
-  for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
-  if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  if (status == CT_OK) return CT_OK;
-  if (status > 0) status = CT_ERROR_OUT_OF_MEMORY; /* not a ct_status: report it as a failure */
-  const char* message = ct_last_error();
-  if (message && message[0]) return status;
-  return ct_set_error(status, "%s: the caller's allocator failed for output %d", call->schema->name,
-                      index);
-}
 
 /* The outputs of each op: 'v' values, 'f' first indices, 'i' inverse, 'c' counts. */
 static const char* ct_uqm_roles(const ct_kernel_call* call) {
@@ -355,7 +323,7 @@ static int ct_uqm_outputs(const ct_kernel_call* call, int64_t groups, void** val
       for (int32_t d = 0; d < x->ndim; ++d) info.shape[d] = x->shape[d];
     }
     void* data;
-    const int status = ct_uqm_allocate(call, k, &info, &data);
+    const int status = ct_cpu_allocate_output(call, k, &info, &data);
     if (status != CT_OK) return status;
     if (roles[k] == 'v') *values = data;
     if (roles[k] == 'f') *first = data;
@@ -425,7 +393,7 @@ static int ct_uqm_outputs(const ct_kernel_call* call, int64_t groups, void** val
     }                                                                                              \
     return CT_OK;                                                                                  \
   }
-CT_SORT_TYPES(CT_UQM_X, _)
+CT_SORT_KEY_TYPES(CT_UQM_X, _)
 
 static int ct_uqm_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
   const ct_tensor* x = call->inputs[0];
@@ -446,7 +414,7 @@ static int ct_uqm_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_
       {"unique_all",     5,   {ID, ID, CT_DT_I64, CT_DT_I64, CT_DT_I64}, ct_cpu_unique_multi_##SFX,  \
        ct_uqm_workspace, NULL},
 
-static const ct_cpu_kernel ct_cpu_sort_kernels[] = {CT_SORT_TYPES(CT_SORT_REG_X, _)};
+static const ct_cpu_kernel ct_cpu_sort_kernels[] = {CT_SORT_KEY_TYPES(CT_SORT_REG_X, _)};
 
 int ct_cpu_register_sort(void) {
   return ct_cpu_register_all(ct_cpu_sort_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_sort_kernels));

@@ -80,4 +80,27 @@ CT_UQ_FLOAT_KEYS(bf16, uint16_t, uint16_t, 0x7f80u, 0x7fc0u)
 CT_UQ_FLOAT_KEYS(f32, float, uint32_t, 0x7f800000u, 0x7fc00000u)
 CT_UQ_FLOAT_KEYS(f64, double, uint64_t, 0x7ff0000000000000ull, 0x7ff8000000000000ull)
 
+/* ----- the dtypes with their key types: X(A, SFX, T, C, K, ID), K in the U slot ----- */
+
+/* 1- and 2-byte dtypes (few distinct keys: tables instead of sorts where that pays). */
+#define CT_SORT_KEY_SMALL_TYPES(X, A)                \
+  X(A, b8, uint8_t, ct_bool8, uint8_t, CT_DT_BOOL)   \
+  X(A, i8, int8_t, int8_t, uint8_t, CT_DT_I8)        \
+  X(A, u8, uint8_t, uint8_t, uint8_t, CT_DT_U8)      \
+  X(A, i16, int16_t, int16_t, uint16_t, CT_DT_I16)   \
+  X(A, u16, uint16_t, uint16_t, uint16_t, CT_DT_U16) \
+  X(A, f16, uint16_t, float, uint16_t, CT_DT_F16)    \
+  X(A, bf16, uint16_t, float, uint16_t, CT_DT_BF16)
+
+/* 4- and 8-byte dtypes. */
+#define CT_SORT_KEY_WIDE_TYPES(X, A)                 \
+  X(A, i32, int32_t, int32_t, uint32_t, CT_DT_I32)   \
+  X(A, u32, uint32_t, uint32_t, uint32_t, CT_DT_U32) \
+  X(A, f32, float, float, uint32_t, CT_DT_F32)       \
+  X(A, i64, int64_t, int64_t, uint64_t, CT_DT_I64)   \
+  X(A, u64, uint64_t, uint64_t, uint64_t, CT_DT_U64) \
+  X(A, f64, double, double, uint64_t, CT_DT_F64)
+
+#define CT_SORT_KEY_TYPES(X, A) CT_SORT_KEY_SMALL_TYPES(X, A) CT_SORT_KEY_WIDE_TYPES(X, A)
+
 #endif /* CTENSOR_CPU_SORT_KEYS_H_ */

@@ -14,6 +14,7 @@
 
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
+#include "dynamic_output.h"
 #include "cpu_threads.h"
 #include "strided_iter.h"
 
@@ -31,16 +32,7 @@ static int ct_uq_allocate(const ct_kernel_call* call, const ct_tensor* x, int64_
   info.dtype = x->dtype;
   info.ndim = 1;
   info.shape[0] = count;
-  *data = NULL;
-  int status =
-      call->allocator->allocate(call->allocator->user_data, 0, &info, CT_DEVICE_CPU, 0, data);
-  if (status == CT_OK && !*data && count > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  if (status == CT_OK) return CT_OK;
-  if (status > 0) status = CT_ERROR_OUT_OF_MEMORY; /* not a ct_status: report it as a failure */
-  const char* message = ct_last_error();
-  if (message && message[0]) return status; /* the allocator said why */
-  return ct_set_error(status, "unique_values: the caller's allocator failed for %lld values",
-                      (long long)count);
+  return ct_cpu_allocate_output(call, 0, &info, data);
 }
 
 /* ----- the elements to look at ----- */
@@ -99,25 +91,7 @@ static inline void ct_uq_mark(uint8_t* table, uint32_t key) {
     return CT_OK;                                                                                  \
   }
 
-/* The dtype lists of this file: X(A, SFX, T, C, K, ID) with K the key type (in the U slot). */
-#define CT_UQ_SMALL_TYPES(X, A)                      \
-  X(A, b8, uint8_t, ct_bool8, uint8_t, CT_DT_BOOL)   \
-  X(A, i8, int8_t, int8_t, uint8_t, CT_DT_I8)        \
-  X(A, u8, uint8_t, uint8_t, uint8_t, CT_DT_U8)      \
-  X(A, i16, int16_t, int16_t, uint16_t, CT_DT_I16)   \
-  X(A, u16, uint16_t, uint16_t, uint16_t, CT_DT_U16) \
-  X(A, f16, uint16_t, float, uint16_t, CT_DT_F16)    \
-  X(A, bf16, uint16_t, float, uint16_t, CT_DT_BF16)
-
-#define CT_UQ_WIDE_TYPES(X, A)                       \
-  X(A, i32, int32_t, int32_t, uint32_t, CT_DT_I32)   \
-  X(A, u32, uint32_t, uint32_t, uint32_t, CT_DT_U32) \
-  X(A, f32, float, float, uint32_t, CT_DT_F32)       \
-  X(A, i64, int64_t, int64_t, uint64_t, CT_DT_I64)   \
-  X(A, u64, uint64_t, uint64_t, uint64_t, CT_DT_U64) \
-  X(A, f64, double, double, uint64_t, CT_DT_F64)
-
-CT_UQ_SMALL_TYPES(CT_UQ_TABLE_X, _)
+CT_SORT_KEY_SMALL_TYPES(CT_UQ_TABLE_X, _)
 
 /* ----- 4- and 8-byte dtypes: MSD radix sort of the keys in the workspace ----- */
 
@@ -292,7 +266,7 @@ CT_UQ_RADIX(uint64_t)
     return CT_OK;                                                                            \
   }
 
-CT_UQ_WIDE_TYPES(CT_UQ_WIDE_X, _)
+CT_SORT_KEY_WIDE_TYPES(CT_UQ_WIDE_X, _)
 
 /* ----- workspace: the presence table, or one key per element ----- */
 
@@ -314,8 +288,8 @@ static int ct_cpu_unique_values_workspace(const ct_kernel_call* call, uint64_t* 
 #define CT_UQ_REG_X(A, SFX, T, C, U, ID) \
   {"unique_values", 2, {ID, ID}, ct_cpu_unique_values_##SFX, ct_cpu_unique_values_workspace, NULL},
 
-static const ct_cpu_kernel ct_cpu_unique_kernels[] = {CT_UQ_SMALL_TYPES(CT_UQ_REG_X, _)
-                                                          CT_UQ_WIDE_TYPES(CT_UQ_REG_X, _)};
+static const ct_cpu_kernel ct_cpu_unique_kernels[] = {CT_SORT_KEY_SMALL_TYPES(CT_UQ_REG_X, _)
+                                                          CT_SORT_KEY_WIDE_TYPES(CT_UQ_REG_X, _)};
 
 int ct_cpu_register_unique(void) {
   return ct_cpu_register_all(ct_cpu_unique_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_unique_kernels));
