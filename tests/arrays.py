@@ -16,6 +16,7 @@ UNSIGNED = ["uint8", "uint16", "uint32", "uint64"]
 INTEGER = SIGNED + UNSIGNED
 FLOAT_NUMPY = ["float16", "float32", "float64"]  # numpy has no bfloat16; torch tests cover it
 ALL_NUMPY = BOOL + INTEGER + FLOAT_NUMPY
+FLOATS = ["float16", "bfloat16", "float32", "float64"]  # bfloat16 via torch
 
 # Relative and absolute tolerances per dtype, against a float64 reference. Low-precision floats
 # compute in float32 and round once at the end: half an ulp of the result dtype plus slack.
@@ -203,3 +204,36 @@ def strided_bfloat16(draw, shape=None, min_dims=0, max_dims=4, min_side=0, max_s
         view = values(shape)
     assert tuple(view.shape) == shape
     return view
+
+
+def any_layout(dtype: str, **kw):
+    """`strided_arrays` for numpy dtypes, `strided_bfloat16` (torch) for bfloat16."""
+    if dtype == "bfloat16":
+        return strided_bfloat16(**kw)
+    return strided_arrays(dtype, **kw)
+
+
+def snapshot(x):
+    """A copy of an input, to check later that a call did not write it."""
+    import torch
+
+    return x.clone() if isinstance(x, torch.Tensor) else np.array(x, copy=True)
+
+
+def unchanged(x, before) -> bool:
+    """Bit-for-bit equality with a snapshot (nan equals nan)."""
+    import torch
+
+    if isinstance(x, torch.Tensor) and x.dtype == torch.bfloat16:
+        return torch.equal(x.view(torch.int16), before.view(torch.int16))
+    if isinstance(x, torch.Tensor):
+        return torch.equal(x, before)
+    return np.array_equal(x, before, equal_nan=x.dtype.kind == "f")
+
+
+def assert_signs_of_zeros(got, expected, context: str):
+    """Where the reference is not nan, the result has the reference's sign bit (-0.0 vs 0.0)."""
+    got64, exp64 = to_float64(got), np.asarray(expected)
+    keep = ~np.isnan(exp64)
+    np.testing.assert_array_equal(np.signbit(got64[keep]), np.signbit(exp64[keep]),
+                                  err_msg=f"{context}: signs of zeros differ")

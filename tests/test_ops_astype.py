@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from arrays import (
+    FLOATS,
     INTEGER,
     assert_close,
     dtype_name,
@@ -28,7 +29,6 @@ from hypothesis import strategies as st
 
 import ctensor
 
-FLOATS = ["float16", "bfloat16", "float32", "float64"]
 SOURCES = kernel_dtypes("astype")
 PAIRS = sorted({(sig[0], sig[1]) for sig in kernel_signatures("astype")})
 TORCH = {name: getattr(torch, name) for name in ["bool"] + INTEGER + FLOATS}

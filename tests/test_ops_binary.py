@@ -13,18 +13,22 @@ import numpy as np
 import pytest
 import torch
 from arrays import (
+    FLOATS,
     INTEGER,
     SIGNED,
+    any_layout,
     assert_close,
+    assert_signs_of_zeros,
     bfloat16_tensor,
     broadcastable_shapes,
     dtype_name,
     kernel_dtypes,
     kernel_signatures,
     round_to_dtype,
+    snapshot,
     strided_arrays,
-    strided_bfloat16,
     to_float64,
+    unchanged,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,7 +36,6 @@ from hypothesis.extra import numpy as hnp
 
 import ctensor
 
-FLOATS = ["float16", "bfloat16", "float32", "float64"]
 ARITH = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "pow"]
 COMPARE = ["equal", "less", "greater"]
 BINARY = ARITH + COMPARE
@@ -84,17 +87,6 @@ def reference(op, dtype, x1, x2):
         return FLOAT_REF[op](np.asarray(x1), np.asarray(x2))  # NumPy in dtype; divide -> float64
 
 
-def snapshot(x):
-    return x.clone() if isinstance(x, torch.Tensor) else np.array(x, copy=True)
-
-
-def unchanged(x, before):
-    if isinstance(x, torch.Tensor) and x.dtype == torch.bfloat16:
-        return torch.equal(x.view(torch.int16), before.view(torch.int16))  # nan == nan by bits
-    if isinstance(x, torch.Tensor):
-        return torch.equal(x, before)
-    return np.array_equal(x, before, equal_nan=x.dtype.kind == "f")
-
 
 def check_binary(op, dtype, x1, x2):
     b1, b2 = snapshot(x1), snapshot(x2)
@@ -109,17 +101,9 @@ def check_binary(op, dtype, x1, x2):
     else:
         assert_close(got, expected, want_dtype, rtol_scale=0.0, atol=0.0)
     if op in SIGNED_ZERO and want_dtype in FLOATS:
-        got64 = to_float64(got)
-        keep = ~np.isnan(expected)
-        np.testing.assert_array_equal(np.signbit(got64[keep]), np.signbit(expected[keep]),
-                                      err_msg=f"{op}({dtype}): signs of zeros differ")
+        assert_signs_of_zeros(got, expected, f"{op}({dtype})")
     assert unchanged(x1, b1) and unchanged(x2, b2), "an input was written"
 
-
-def operand(dtype, shape, elements=None):
-    if dtype == "bfloat16":
-        return strided_bfloat16(shape=shape, elements=elements)
-    return strided_arrays(dtype, shape=shape, elements=elements)
 
 
 def exponent_elements(op, dtype):
@@ -137,8 +121,10 @@ def test_binary_random_layouts(op, dtype, data):
     """Broadcastable shapes (0-d and zero-size included); each operand compact, sliced,
     reversed, transposed or broadcast (zero strides); nan/inf/-0.0/integer limits."""
     shapes = data.draw(broadcastable_shapes(2), label="shapes").input_shapes
-    x1 = data.draw(operand(dtype, shapes[0]), label="x1")
-    x2 = data.draw(operand(dtype, shapes[1], exponent_elements(op, dtype)), label="x2")
+    x1 = data.draw(any_layout(dtype, shape=shapes[0]), label="x1")
+    x2 = data.draw(
+        any_layout(dtype, shape=shapes[1], elements=exponent_elements(op, dtype)), label="x2"
+    )
     check_binary(op, dtype, x1, x2)
 
 
@@ -214,8 +200,8 @@ def test_where_random_layouts(dtype, data):
     """where moves bits: the result must be bit-identical to NumPy's/torch's where."""
     shapes = data.draw(broadcastable_shapes(3), label="shapes").input_shapes
     cond = data.draw(strided_arrays("bool", shape=shapes[0]), label="condition")
-    x1 = data.draw(operand(dtype, shapes[1]), label="x1")
-    x2 = data.draw(operand(dtype, shapes[2]), label="x2")
+    x1 = data.draw(any_layout(dtype, shape=shapes[1]), label="x1")
+    x2 = data.draw(any_layout(dtype, shape=shapes[2]), label="x2")
     before = [np.array(cond, copy=True), snapshot(x1), snapshot(x2)]
     if dtype == "bfloat16":  # results go to the first argument's framework: pass torch
         got = call("where", torch.from_numpy(np.array(cond)), x1, x2)

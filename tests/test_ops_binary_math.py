@@ -14,24 +14,26 @@ import numpy as np
 import pytest
 import torch
 from arrays import (
+    FLOATS,
     INTEGER,
     SIGNED,
+    any_layout,
     assert_close,
+    assert_signs_of_zeros,
     bfloat16_tensor,
     broadcastable_shapes,
     dtype_name,
     kernel_dtypes,
     round_to_dtype,
-    strided_arrays,
-    strided_bfloat16,
+    snapshot,
     to_float64,
+    unchanged,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctensor
 
-FLOATS = ["float16", "bfloat16", "float32", "float64"]
 REF = {
     "floor_divide": np.floor_divide,
     "remainder": np.remainder,
@@ -86,15 +88,6 @@ def reference(op, dtype, x1, x2):
     return round_to_dtype(r, dtype)
 
 
-def snapshot(x):
-    return x.clone() if isinstance(x, torch.Tensor) else np.array(x, copy=True)
-
-
-def unchanged(x, before):
-    if isinstance(x, torch.Tensor):
-        return torch.equal(x.view(torch.int16), before.view(torch.int16))
-    return np.array_equal(x, before, equal_nan=x.dtype.kind == "f")
-
 
 def check(op, dtype, x1, x2):
     b1, b2 = snapshot(x1), snapshot(x2)
@@ -109,17 +102,9 @@ def check(op, dtype, x1, x2):
     else:
         assert_close(got, expected, want, rtol_scale=0.0, atol=0.0)
     if op in SIGNED_ZERO and dtype in FLOATS:
-        got64, exp64 = to_float64(got), np.asarray(expected)
-        keep = ~np.isnan(exp64)
-        np.testing.assert_array_equal(np.signbit(got64[keep]), np.signbit(exp64[keep]),
-                                      err_msg=f"{op}({dtype}): signs of zeros differ")
+        assert_signs_of_zeros(got, expected, f"{op}({dtype})")
     assert unchanged(x1, b1) and unchanged(x2, b2), "an input was written"
 
-
-def operand(dtype, shape, elements=None):
-    if dtype == "bfloat16":
-        return strided_bfloat16(shape=shape, elements=elements)
-    return strided_arrays(dtype, shape=shape, elements=elements)
 
 
 def second_elements(op, dtype):
@@ -139,8 +124,10 @@ def test_binary_math_random_layouts(op, dtype, data):
     """Broadcastable shapes (0-d and zero-size included); each operand compact, sliced,
     reversed, transposed or broadcast; nan/inf/-0.0/integer limits."""
     shapes = data.draw(broadcastable_shapes(2), label="shapes").input_shapes
-    x1 = data.draw(operand(dtype, shapes[0]), label="x1")
-    x2 = data.draw(operand(dtype, shapes[1], second_elements(op, dtype)), label="x2")
+    x1 = data.draw(any_layout(dtype, shape=shapes[0]), label="x1")
+    x2 = data.draw(
+        any_layout(dtype, shape=shapes[1], elements=second_elements(op, dtype)), label="x2"
+    )
     check(op, dtype, x1, x2)
 
 
@@ -253,10 +240,13 @@ def test_clip_random_layouts(dtype, data):
     """x, min and max broadcast together, each in its own layout; either bound may be absent;
     nan anywhere gives nan (NumPy's and the array API's clip)."""
     shapes = data.draw(broadcastable_shapes(3), label="shapes").input_shapes
-    x = data.draw(operand(dtype, shapes[0]), label="x")
+    x = data.draw(any_layout(dtype, shape=shapes[0]), label="x")
     which = data.draw(st.sampled_from(["both", "min", "max", "none"]), label="bounds")
-    lo = data.draw(operand(dtype, shapes[1]), label="min") if which in ("both", "min") else None
-    hi = data.draw(operand(dtype, shapes[2]), label="max") if which in ("both", "max") else None
+    lo = hi = None
+    if which in ("both", "min"):
+        lo = data.draw(any_layout(dtype, shape=shapes[1]), label="min")
+    if which in ("both", "max"):
+        hi = data.draw(any_layout(dtype, shape=shapes[2]), label="max")
     before = [snapshot(v) for v in (x, lo, hi) if v is not None]
     got = call("clip", x, lo, hi)
     present = [tuple(v.shape) for v in (x, lo, hi) if v is not None]

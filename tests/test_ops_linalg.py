@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from arrays import ALL_NUMPY, assert_close, kernel_dtypes, strided_arrays, strided_bfloat16
+from arrays import ALL_NUMPY, FLOATS, assert_close, kernel_dtypes, strided_arrays, strided_bfloat16
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -18,7 +18,6 @@ import ctensor
 from ctensor import ops
 
 EXAMPLES = settings(max_examples=30, deadline=None)
-FLOATS = ["float16", "bfloat16", "float32", "float64"]
 
 
 def small(dtype: str):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from arrays import (
+    FLOATS,
     assert_close,
     kernel_dtypes,
     strided_arrays,
@@ -19,7 +20,6 @@ from hypothesis import strategies as st
 import ctensor
 
 SETTINGS = settings(max_examples=30, deadline=None)
-FLOATS = ["float16", "bfloat16", "float32", "float64"]
 # float16/bfloat16/float32 compute in float32: x - max - log(sum) carries a few float32 ulps of
 # the inputs' magnitude (up to 30) as an absolute error.
 ATOL = {"float16": 2e-4, "bfloat16": 2e-3, "float32": 1e-5, "float64": 1e-12}

@@ -18,14 +18,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from arrays import assert_close, kernel_dtypes, strided_arrays, strided_bfloat16, to_float64
+from arrays import FLOATS, assert_close, kernel_dtypes, strided_arrays, strided_bfloat16, to_float64
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctensor
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FLOATS = ["float16", "bfloat16", "float32", "float64"]
 EPS_C = {
     "float16": float(np.finfo(np.float32).eps),
     "bfloat16": float(np.finfo(np.float32).eps),

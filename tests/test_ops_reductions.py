@@ -15,14 +15,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from arrays import ALL_NUMPY, assert_close, kernel_dtypes, strided_arrays
+from arrays import ALL_NUMPY, FLOATS, assert_close, kernel_dtypes, strided_arrays
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctensor
 
 ALL_DTYPES = ALL_NUMPY + ["bfloat16"]
-FLOATS = ["float16", "bfloat16", "float32", "float64"]
 EPS64 = np.finfo(np.float64).eps
 SPECIAL = [math.nan, math.inf, -math.inf]
 
