@@ -105,3 +105,23 @@ int ct_infer_broadcast_bool(const ct_infer_call* call, ct_tensor_info* outputs, 
   *num_outputs = 1;
   return ct_infer_broadcast_shape(call->schema->name, call->inputs, call->num_inputs, &outputs[0]);
 }
+
+int ct_attr_pair(const char* op, const char* name, const ct_attr_value* value,
+                 const int64_t* fallback, int64_t minimum, int64_t out[2]) {
+  if (fallback && (value->type == CT_ATTR_NONE || value->count == 0)) {
+    out[0] = fallback[0];
+    out[1] = fallback[1];
+    return CT_OK;
+  }
+  if (value->type != CT_ATTR_INT_LIST || (value->count != 1 && value->count != 2)) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: %s takes 1 or 2 values, got %lld", op, name,
+                        (long long)value->count);
+  }
+  out[0] = value->value.ints[0];
+  out[1] = value->value.ints[value->count - 1];
+  if (out[0] < minimum || out[1] < minimum) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: %s must be >= %lld, got (%lld, %lld)", op,
+                        name, (long long)minimum, (long long)out[0], (long long)out[1]);
+  }
+  return CT_OK;
+}

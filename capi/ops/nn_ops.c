@@ -45,26 +45,11 @@ static const ct_attr_schema ct_conv2d_attrs[] = {
     CT_ATTR_SPEC_INT_LIST("dilation", "spacing between kernel taps (dH, dW)", 2, ct_ones2),
     CT_ATTR_SPEC_INT("groups", "input and output channels split into this many groups", 1)};
 
-/* Reads a pair attribute given as one or two values. */
-static int ct_pair(const ct_attr_value* value, const char* name, int64_t minimum, int64_t out[2]) {
-  if (value->count != 1 && value->count != 2) {
-    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "conv2d: %s takes 1 or 2 values, got %lld", name,
-                        (long long)value->count);
-  }
-  out[0] = value->value.ints[0];
-  out[1] = value->value.ints[value->count - 1];
-  if (out[0] < minimum || out[1] < minimum) {
-    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "conv2d: %s must be >= %lld, got (%lld, %lld)",
-                        name, (long long)minimum, (long long)out[0], (long long)out[1]);
-  }
-  return CT_OK;
-}
-
 int ct_conv2d_params(const ct_attr_value* attrs, int64_t stride[2], int64_t padding[2],
                      int64_t dilation[2], int64_t* groups) {
-  int status = ct_pair(&attrs[0], "stride", 1, stride);
-  if (status == CT_OK) status = ct_pair(&attrs[1], "padding", 0, padding);
-  if (status == CT_OK) status = ct_pair(&attrs[2], "dilation", 1, dilation);
+  int status = ct_attr_pair("conv2d", "stride", &attrs[0], NULL, 1, stride);
+  if (status == CT_OK) status = ct_attr_pair("conv2d", "padding", &attrs[1], NULL, 0, padding);
+  if (status == CT_OK) status = ct_attr_pair("conv2d", "dilation", &attrs[2], NULL, 1, dilation);
   if (status != CT_OK) return status;
   *groups = attrs[3].value.i;
   if (*groups < 1) {

@@ -90,6 +90,10 @@ CT_INTERNAL extern const ct_param_schema ct_params_out[1];
 /* Sets info's shape to the NumPy broadcast of the given tensors (NULL entries skipped). */
 CT_INTERNAL int ct_infer_broadcast_shape(const char* op_name, const ct_tensor* const* tensors,
                                          int32_t count, ct_tensor_info* info);
+/* Reads a pair attribute given as one value (both) or two (torch's int-or-tuple), each at least
+ * `minimum`. With a `fallback`, None or an empty list means the fallback pair. */
+CT_INTERNAL int ct_attr_pair(const char* op, const char* name, const ct_attr_value* value,
+                             const int64_t* fallback, int64_t minimum, int64_t out[2]);
 /* Copies t's shape and sets dtype. */
 CT_INTERNAL void ct_info_from_tensor(const ct_tensor* t, ct_dtype dtype, ct_tensor_info* info);
 /* Normalises an axis attribute (None = every axis; ints may be negative) into a mask over ndim

@@ -11,28 +11,6 @@ static const int64_t ct_pool_zeros2[2] = {0, 0};
 
 static const ct_param_schema ct_pool_inputs[1] = {{"input", "(N, C, H, W) or (C, H, W)", 0, 0}};
 
-/* Reads a pair attribute given as one or two values; `fallback` (may be NULL) stands for None
- * or an empty list. */
-static int ct_pool_pair(const char* op, const char* name, const ct_attr_value* value,
-                        const int64_t* fallback, int64_t minimum, int64_t out[2]) {
-  if (fallback && (value->type == CT_ATTR_NONE || value->count == 0)) {
-    out[0] = fallback[0];
-    out[1] = fallback[1];
-    return CT_OK;
-  }
-  if (value->type != CT_ATTR_INT_LIST || (value->count != 1 && value->count != 2)) {
-    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: %s takes 1 or 2 values, got %lld", op, name,
-                        (long long)value->count);
-  }
-  out[0] = value->value.ints[0];
-  out[1] = value->value.ints[value->count - 1];
-  if (out[0] < minimum || out[1] < minimum) {
-    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: %s must be >= %lld, got (%lld, %lld)", op,
-                        name, (long long)minimum, (long long)out[0], (long long)out[1]);
-  }
-  return CT_OK;
-}
-
 /* Input is 3-D or 4-D with non-zero non-batch dims (as torch). */
 static int ct_pool_check_input(const char* op, const ct_tensor* x) {
   if (x->ndim != 3 && x->ndim != 4) {
@@ -69,11 +47,11 @@ static int ct_infer_pool(const char* op, const ct_infer_call* call,
   const ct_tensor* x = call->inputs[0];
   int64_t kernel[2], stride[2], padding[2], dilation[2] = {1, 1};
   int status = ct_pool_check_input(op, x);
-  if (status == CT_OK) status = ct_pool_pair(op, "kernel_size", &call->attrs[0], NULL, 1, kernel);
-  if (status == CT_OK) status = ct_pool_pair(op, "stride", &call->attrs[1], kernel, 1, stride);
-  if (status == CT_OK) status = ct_pool_pair(op, "padding", &call->attrs[2], NULL, 0, padding);
+  if (status == CT_OK) status = ct_attr_pair(op, "kernel_size", &call->attrs[0], NULL, 1, kernel);
+  if (status == CT_OK) status = ct_attr_pair(op, "stride", &call->attrs[1], kernel, 1, stride);
+  if (status == CT_OK) status = ct_attr_pair(op, "padding", &call->attrs[2], NULL, 0, padding);
   if (status == CT_OK && dilation_attr) {
-    status = ct_pool_pair(op, "dilation", dilation_attr, NULL, 1, dilation);
+    status = ct_attr_pair(op, "dilation", dilation_attr, NULL, 1, dilation);
   }
   if (status != CT_OK) return status;
   if (padding[0] > kernel[0] / 2 || padding[1] > kernel[1] / 2) {
@@ -158,7 +136,7 @@ static int ct_infer_adaptive_avg_pool2d(const ct_infer_call* call, ct_tensor_inf
   int64_t size[2] = {0, 0};
   int status = ct_pool_check_input("adaptive_avg_pool2d", x);
   if (status == CT_OK) {
-    status = ct_pool_pair("adaptive_avg_pool2d", "output_size", &call->attrs[0], NULL, 0, size);
+    status = ct_attr_pair("adaptive_avg_pool2d", "output_size", &call->attrs[0], NULL, 0, size);
   }
   if (status != CT_OK) return status;
   ct_info_from_tensor(x, x->dtype, &outputs[0]);
@@ -288,12 +266,12 @@ static int ct_infer_conv_transpose2d(const ct_infer_call* call, ct_tensor_info* 
   const ct_tensor* bias = call->inputs[2];
   int64_t stride[2], padding[2], output_padding[2], dilation[2];
   const int64_t groups = call->attrs[3].value.i;
-  int status = ct_pool_pair(op, "stride", &call->attrs[0], NULL, 1, stride);
-  if (status == CT_OK) status = ct_pool_pair(op, "padding", &call->attrs[1], NULL, 0, padding);
+  int status = ct_attr_pair(op, "stride", &call->attrs[0], NULL, 1, stride);
+  if (status == CT_OK) status = ct_attr_pair(op, "padding", &call->attrs[1], NULL, 0, padding);
   if (status == CT_OK) {
-    status = ct_pool_pair(op, "output_padding", &call->attrs[2], NULL, 0, output_padding);
+    status = ct_attr_pair(op, "output_padding", &call->attrs[2], NULL, 0, output_padding);
   }
-  if (status == CT_OK) status = ct_pool_pair(op, "dilation", &call->attrs[4], NULL, 1, dilation);
+  if (status == CT_OK) status = ct_attr_pair(op, "dilation", &call->attrs[4], NULL, 1, dilation);
   if (status != CT_OK) return status;
   if (groups < 1) {
     return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: groups must be >= 1, got %lld", op,
