@@ -16,13 +16,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 from arrays import INTEGER, assert_close, kernel_dtypes, strided_arrays, tolerance
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ctensor
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None)
 
 ACC_EPS = {
     "float16": float(np.finfo(np.float32).eps),
@@ -251,7 +251,7 @@ def test_conv2d_declares_float_dtypes():
     assert sorted(kernel_dtypes("conv2d")) == sorted(["float16", "bfloat16", "float32", "float64"])
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None)
 @given(case=conv_cases(), data=st.data())
 def test_conv2d_float64_strided(case, data):
     """float64 NumPy inputs of any layout (sliced, reversed, transposed, broadcast)."""
@@ -269,7 +269,7 @@ def test_conv2d_float64_strided(case, data):
 
 
 @pytest.mark.parametrize("dtype", list(TORCH_FLOATS))
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None)
 @given(case=conv_cases(), seed=st.integers(0, 2**32 - 1), channels_last=st.booleans())
 def test_conv2d_torch(dtype, case, seed, channels_last):
     """torch float16/bfloat16/float32 in, same dtype out, against float64 torch on the same

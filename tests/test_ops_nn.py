@@ -19,12 +19,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 from arrays import FLOATS, assert_close, kernel_dtypes, strided_arrays, strided_bfloat16, to_float64
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctensor
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, deadline=None)
 EPS_C = {
     "float16": float(np.finfo(np.float32).eps),
     "bfloat16": float(np.finfo(np.float32).eps),

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 from arrays import ALL_NUMPY, FLOATS, assert_close, kernel_dtypes, strided_arrays
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctensor
@@ -25,7 +25,7 @@ ALL_DTYPES = ALL_NUMPY + ["bfloat16"]
 EPS64 = np.finfo(np.float64).eps
 SPECIAL = [math.nan, math.inf, -math.inf]
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, deadline=None)
 
 
 # ----- helpers ----------------------------------------------------------------------------------
