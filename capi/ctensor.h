@@ -148,7 +148,8 @@ typedef enum ct_status {
   CT_ERROR_SIZE_OVERFLOW = -15,       /**< element or byte count does not fit in int64 */
   CT_ERROR_ALIASING = -16,            /**< an output overlaps itself, another output or an input */
   CT_ERROR_WORKSPACE_TOO_SMALL = -17, /**< the workspace is smaller or less aligned than asked */
-  CT_ERROR_WRONG_ARITY = -18          /**< wrong number of inputs or outputs */
+  CT_ERROR_WRONG_ARITY = -18,         /**< wrong number of inputs or outputs */
+  CT_ERROR_BACKEND_UNAVAILABLE = -19  /**< a backend's device or driver is absent on this machine */
 } ct_status;
 
 /** The message of the last failing call made on this thread ("" if none). The pointer stays
@@ -330,6 +331,12 @@ typedef struct ct_context {
   void* workspace;               /**< scratch of at least the size ct_op_workspace asked for */
   uint64_t workspace_size;       /**< bytes at `workspace` */
   const ct_allocator* allocator; /**< required by CT_OP_DYNAMIC ops */
+  /** Name of the backend whose kernel must run the call (ct_backend_info.name, e.g. "cpu");
+   *  NULL: the kernel registered last for (op, device, signature), so that a plugin loaded later
+   *  overrides a built-in kernel. With a name and no kernel of that backend for the call, the
+   *  run fails with CT_ERROR_UNSUPPORTED_DTYPE (or _DEVICE) and never falls back to another.
+   *  Added in ABI 1.0; a context whose struct_size ends before it means NULL. */
+  const char* backend;
 } ct_context;
 
 /** Predicts the outputs of `op` from the inputs' shapes and dtypes and the attributes; never
@@ -355,6 +362,81 @@ CT_API int ct_op_workspace(const ct_op* op, const ct_tensor* const* inputs, int3
 CT_API int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
                      const ct_tensor* const* outputs, int32_t num_outputs, const ct_attr* attrs,
                      int32_t num_attrs, const ct_context* context);
+
+/* ---------------------------------------------------------------------------------------------
+ * Backends: the built-in CPU backend and plugins (shared modules, see ctensor_plugin.h)
+ * ------------------------------------------------------------------------------------------- */
+
+/** What became of a backend. */
+typedef enum ct_backend_state {
+  CT_BACKEND_LOADED = 0,      /**< its kernels are registered */
+  CT_BACKEND_UNAVAILABLE = 1, /**< loaded, but its device or driver is absent: no kernels */
+  CT_BACKEND_FAILED = 2       /**< not a plugin, wrong ABI major version, or its init failed */
+} ct_backend_state;
+
+/** One backend as the registry knows it. Strings live as long as the process. */
+typedef struct ct_backend_info {
+  size_t struct_size;    /**< set by the caller to sizeof(ct_backend_info) */
+  const char* name;      /**< backend name ("cpu", "opencl", a vendor's); for a plugin that
+                              failed before naming itself, its file name */
+  const char* version;   /**< the backend's own version string ("" if unknown) */
+  const char* path;      /**< file it was loaded from; NULL for the built-in CPU backend */
+  int32_t state;         /**< a ct_backend_state */
+  int32_t status;        /**< CT_OK, or the status its loading ended with */
+  const char* reason;    /**< why it is unavailable or failed; "" when loaded */
+  int32_t device_type;   /**< ct_device_type it serves (0 if unknown) */
+  int32_t device_count;  /**< devices of that type it found */
+  uint32_t abi_version;  /**< plugin ABI it was built for: (major << 16) | minor */
+} ct_backend_info;
+
+/** Loads the plugin at `path` (a shared module exporting the entry points of ctensor_plugin.h)
+ *  and stores its index for ct_backend_get_info in `*index` (may be NULL). Every attempt gets
+ *  an entry, failed ones included, so that introspection can say why. Loading the same path
+ *  twice returns the first entry. Returns CT_OK when its kernels are registered;
+ *  CT_ERROR_BACKEND_UNAVAILABLE when it reports its device or driver absent (it then
+ *  registers nothing); CT_ERROR_ABI_MISMATCH when it was built for another major version (the
+ *  message names both versions); CT_ERROR_BACKEND when it cannot be opened or its init
+ *  fails. Plugins are never unloaded. Thread-safe (loading takes the registry's lock). */
+CT_API int ct_backend_load(const char* path, int32_t* index);
+
+/** Loads every plugin found on `search_path`: directories (each `*.so`, `*.dylib` or `*.dll`
+ *  file in it) and files, separated by ':' (';' on Windows). NULL means the default: the
+ *  entries of the environment variable CTENSOR_PLUGIN_PATH, then the directory
+ *  `ctensor-plugins` beside the libctensor shared library, where the package installs its
+ *  plugins. Plugins that fail or are unavailable are recorded and skipped quietly. `*loaded`
+ *  (may be NULL) receives the number now loaded. Returns CT_OK unless an argument is bad. */
+CT_API int ct_backend_discover(const char* search_path, int32_t* loaded);
+
+/** Number of entries in the backend table (the built-in CPU backend is entry 0). */
+CT_API int ct_backend_count(int32_t* count);
+
+/** Describes backend `index` (0 <= index < count). */
+CT_API int ct_backend_get_info(int32_t index, ct_backend_info* info);
+
+/* ---------------------------------------------------------------------------------------------
+ * Device memory, through the backend that serves the device (plain host memory for the CPU)
+ * ------------------------------------------------------------------------------------------- */
+
+/** Allocates `bytes` on `device` and stores its handle (a host pointer, a device pointer or a
+ *  cl_mem) in `*data`; 0 bytes may give NULL. CT_ERROR_UNSUPPORTED_DEVICE when no loaded
+ *  backend manages memory for that device. */
+CT_API int ct_device_allocate(ct_device device, uint64_t bytes, void** data);
+
+/** Frees what ct_device_allocate returned (NULL is a no-op). */
+CT_API int ct_device_free(ct_device device, void* data);
+
+/** Copies `bytes` host bytes from `src` to `dst` + `dst_offset` on `device`, ordered on
+ *  `stream` (NULL: the backend's default), and waits for the copy to finish. */
+CT_API int ct_device_copy_from_host(ct_device device, void* dst, uint64_t dst_offset,
+                                    const void* src, uint64_t bytes, void* stream);
+
+/** Copies `bytes` from `src` + `src_offset` on `device` to host memory at `dst`, after all
+ *  work queued on `stream` (NULL: the default), and waits for the copy to finish. */
+CT_API int ct_device_copy_to_host(ct_device device, void* dst, const void* src,
+                                  uint64_t src_offset, uint64_t bytes, void* stream);
+
+/** Waits until all work queued on `stream` (NULL: the default) of `device` has finished. */
+CT_API int ct_device_synchronize(ct_device device, void* stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Utilities

@@ -64,6 +64,8 @@ const char* ct_status_name(int status) {
       return "CT_ERROR_WORKSPACE_TOO_SMALL";
     case CT_ERROR_WRONG_ARITY:
       return "CT_ERROR_WRONG_ARITY";
+    case CT_ERROR_BACKEND_UNAVAILABLE:
+      return "CT_ERROR_BACKEND_UNAVAILABLE";
   }
   return "CT_ERROR_UNKNOWN_STATUS";
 }
