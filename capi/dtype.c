@@ -24,6 +24,8 @@ static const ct_dtype_entry ct_dtype_table[CT_DT_COUNT] = {
     [CT_DT_BF16] = {"bfloat16", {CT_DTYPE_BFLOAT, 16, 1}},
     [CT_DT_F32] = {"float32", {CT_DTYPE_FLOAT, 32, 1}},
     [CT_DT_F64] = {"float64", {CT_DTYPE_FLOAT, 64, 1}},
+    [CT_DT_C64] = {"complex64", {CT_DTYPE_COMPLEX, 64, 1}},
+    [CT_DT_C128] = {"complex128", {CT_DTYPE_COMPLEX, 128, 1}},
 };
 
 bool ct_dtype_equal(ct_dtype a, ct_dtype b) {
@@ -59,6 +61,16 @@ bool ct_dtype_is_signed_integer(ct_dtype dtype) {
 
 bool ct_dtype_is_bool(ct_dtype dtype) {
   return dtype.lanes == 1 && dtype.code == CT_DTYPE_BOOL;
+}
+
+bool ct_dtype_is_complex(ct_dtype dtype) {
+  return dtype.lanes == 1 && dtype.code == CT_DTYPE_COMPLEX &&
+         (dtype.bits == 64 || dtype.bits == 128);
+}
+
+ct_dtype ct_dtype_real_part(ct_dtype dtype) {
+  if (!ct_dtype_is_complex(dtype)) return dtype;
+  return (ct_dtype){CT_DTYPE_FLOAT, (uint8_t)(dtype.bits / 2), 1};
 }
 
 const char* ct_dtype_name(ct_dtype dtype) {

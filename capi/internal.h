@@ -42,6 +42,8 @@ typedef enum ct_dtype_id {
   CT_DT_BF16,
   CT_DT_F32,
   CT_DT_F64,
+  CT_DT_C64,  /* complex64: two float32, real first */
+  CT_DT_C128, /* complex128: two float64 */
   CT_DT_COUNT,
   CT_DT_INVALID = -1
 } ct_dtype_id;
@@ -54,6 +56,9 @@ CT_INTERNAL bool ct_dtype_is_float(ct_dtype dtype);   /* float16/bfloat16/float3
 CT_INTERNAL bool ct_dtype_is_integer(ct_dtype dtype); /* signed or unsigned, not bool */
 CT_INTERNAL bool ct_dtype_is_signed_integer(ct_dtype dtype);
 CT_INTERNAL bool ct_dtype_is_bool(ct_dtype dtype);
+CT_INTERNAL bool ct_dtype_is_complex(ct_dtype dtype); /* complex64/complex128 */
+/* The real dtype of a complex one's parts (float32 for complex64); other dtypes unchanged. */
+CT_INTERNAL ct_dtype ct_dtype_real_part(ct_dtype dtype);
 /* "float32", or "<code 9 bits 8 lanes 1>" in a thread-local buffer for dtypes ctensor lacks. */
 CT_INTERNAL const char* ct_dtype_describe(ct_dtype dtype);
 

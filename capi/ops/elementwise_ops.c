@@ -8,8 +8,18 @@
                         ct_infer_same_as_input)
 
 CT_UNARY_OP(negative, "Numerical negative, element-wise: -x (integers wrap).");
-CT_UNARY_OP(abs,
-            "Absolute value, element-wise (abs of the most negative integer wraps, as NumPy).");
+/* abs: complex gives the real dtype of its parts, as NumPy. */
+static int ct_infer_abs(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                        int32_t* num_outputs) {
+  ct_info_from_tensor(call->inputs[0], ct_dtype_real_part(call->inputs[0]->dtype), &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP_NO_ATTRS(abs,
+                      "Absolute value, element-wise (abs of the most negative integer wraps, as "
+                      "NumPy). Complex gives the modulus hypot(re, im) as float32/float64.",
+                      CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x, ct_params_out, ct_infer_abs);
 CT_UNARY_OP(exp, "Exponential, element-wise.");
 CT_UNARY_OP(log, "Natural logarithm, element-wise (log(0) = -inf, log(x<0) = nan).");
 CT_UNARY_OP(sqrt, "Square root, element-wise (sqrt(x<0) = nan).");
@@ -42,13 +52,15 @@ CT_BINARY_OP(pow,
 static int ct_infer_divide(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                            int32_t* num_outputs) {
   const int status = ct_infer_broadcast_same_dtype(call, outputs, capacity, num_outputs);
-  if (status == CT_OK && !ct_dtype_is_float(call->inputs[0]->dtype))
+  const ct_dtype x = call->inputs[0]->dtype;
+  if (status == CT_OK && !ct_dtype_is_float(x) && !ct_dtype_is_complex(x))
     outputs[0].dtype = CT_DTYPE_F64_V;
   return status;
 }
 
 CT_BINARY_OP(divide,
-             "True division x1 / x2 with broadcasting; integer and bool inputs give float64.",
+             "True division x1 / x2 with broadcasting; integer and bool inputs give float64. "
+             "Complex division is Smith's algorithm, as NumPy.",
              ct_infer_divide);
 
 /* ----- comparisons: bool out ----- */
@@ -95,6 +107,9 @@ static int ct_infer_astype(const ct_infer_call* call, ct_tensor_info* outputs, i
 CT_DEFINE_OP(astype,
              "Converts x to another dtype (a new array). Floats to integers truncate toward zero; "
              "nan becomes 0 and out-of-range values saturate (NumPy leaves these undefined). "
-             "Anything non-zero becomes true for bool; float16/bfloat16 round to nearest even.",
+             "Anything non-zero becomes true for bool; float16/bfloat16 round to nearest even. "
+             "Complex to a real dtype keeps the real part (NumPy, which also warns: the Python "
+             "binding leaves warnings to the caller); complex to bool is true where either part "
+             "is non-zero.",
              CT_OP_SHAPE_STATIC, CT_OP_FLAG_ELEMENTWISE | CT_FLAGS_PURE, ct_params_x, ct_params_out,
              ct_astype_attrs, ct_infer_astype);

@@ -44,7 +44,8 @@ static int ct_infer_vecdot(const ct_infer_call* call, ct_tensor_info* outputs, i
 
 CT_DEFINE_OP(vecdot,
              "Dot products of x1 and x2 along an axis, other dimensions broadcast (array API "
-             "vecdot; no complex, so no conjugation). The axis is not broadcast: both operands "
+             "vecdot: complex x1 is conjugated, sum(conj(x1) * x2), as numpy.vecdot). The axis is "
+             "not broadcast: both operands "
              "have it with the same length. float16/bfloat16 accumulate in float32; integers "
              "wrap; bool is or-of-ands.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x1_x2, ct_params_out, ct_vecdot_attrs,

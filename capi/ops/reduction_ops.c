@@ -46,7 +46,8 @@ static int ct_infer_mean(const ct_infer_call* call, ct_tensor_info* outputs, int
                          int32_t* num_outputs) {
   const ct_dtype x = call->inputs[0]->dtype;
   *num_outputs = 1;
-  return ct_infer_reduction(call, outputs, ct_dtype_is_float(x) ? x : CT_DTYPE_F64_V, false);
+  return ct_infer_reduction(
+      call, outputs, ct_dtype_is_float(x) || ct_dtype_is_complex(x) ? x : CT_DTYPE_F64_V, false);
 }
 
 static int ct_infer_max(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
@@ -55,14 +56,15 @@ static int ct_infer_max(const ct_infer_call* call, ct_tensor_info* outputs, int3
   return ct_infer_reduction(call, outputs, call->inputs[0]->dtype, true);
 }
 
-CT_DEFINE_OP(
-    sum,
-    "Sum over axes. bool and signed integers sum in int64, unsigned in uint64 (NumPy); "
-    "floats accumulate in float64 (pairwise along runs), then round once. Empty sums are 0.",
-    CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs, ct_infer_sum);
+CT_DEFINE_OP(sum,
+             "Sum over axes. bool and signed integers sum in int64, unsigned in uint64 (NumPy); "
+             "floats accumulate in float64 (pairwise along runs), then round once; complex64 and "
+             "complex128 in complex128, the same way. Empty sums are 0.",
+             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
+             ct_infer_sum);
 CT_DEFINE_OP(mean,
-             "Arithmetic mean over axes; integer and bool inputs give float64. An empty mean is "
-             "nan.",
+             "Arithmetic mean over axes; integer and bool inputs give float64, complex stays "
+             "complex. An empty mean is nan.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
              ct_infer_mean);
 CT_DEFINE_OP(max,
@@ -84,8 +86,8 @@ CT_DEFINE_OP(logsumexp,
              ct_infer_mean);
 CT_DEFINE_OP(prod,
              "Product over axes. bool and signed integers multiply in int64, unsigned in uint64, "
-             "wrapping (NumPy); floats accumulate in float64, then round once. Empty products "
-             "are 1.",
+             "wrapping (NumPy); floats accumulate in float64, complex in complex128 (plain "
+             "complex products, as NumPy's multiply), then round once. Empty products are 1.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_reduce_attrs,
              ct_infer_sum);
 

@@ -1,10 +1,14 @@
-/* astype_kernels.c - conversions between every pair of the 13 dtypes (169 loops).
+/* astype_kernels.c - conversions between every pair of the 15 dtypes (225 loops).
  *
  * A source value widens losslessly to int64 (signed), uint64 (unsigned, bool) or double
  * (floats), then narrows to the target with one rounding: integers wrap (NumPy), floats to
  * integers truncate with nan -> 0 and saturation (defined here; NumPy leaves it undefined), and
  * doubles and 64-bit integers to float16/bfloat16 round once to nearest even (via a
- * round-to-odd float, which has enough extra bits for the second rounding to be exact). */
+ * round-to-odd float, which has enough extra bits for the second rounding to be exact).
+ * Complex sources widen to complex128; to a real dtype they keep the real part (as NumPy, whose
+ * ComplexWarning is a Python warning the binding does not raise), to bool they are true where
+ * either part is non-zero. Real sources become complex with a zero imaginary part. */
+#include <complex.h>
 #include <stdint.h>
 
 #include "cpu_register.h"
@@ -24,6 +28,8 @@ typedef uint16_t ct_storage_f16;
 typedef uint16_t ct_storage_bf16;
 typedef float ct_storage_f32;
 typedef double ct_storage_f64;
+typedef ct_complex64 ct_storage_c64;
+typedef ct_complex128 ct_storage_c128;
 
 /* ----- narrowing from the three wide kinds ----- */
 
@@ -96,6 +102,44 @@ static inline uint16_t ct_to_bf16_from_f64(double v) {
   return ct_double_to_bfloat16(v);
 }
 
+/* Complex targets, from each wide kind (one rounding per part). */
+#define CT_COMPLEX_TARGET(SFX, CT, R)                         \
+  static inline CT ct_to_##SFX##_from_i64(int64_t v) {        \
+    return (CT)(R)v;                                          \
+  }                                                           \
+  static inline CT ct_to_##SFX##_from_u64(uint64_t v) {       \
+    return (CT)(R)v;                                          \
+  }                                                           \
+  static inline CT ct_to_##SFX##_from_f64(double v) {         \
+    return (CT)(R)v;                                          \
+  }                                                           \
+  static inline CT ct_to_##SFX##_from_c128(ct_complex128 v) { \
+    return (CT)v;                                             \
+  }
+CT_COMPLEX_TARGET(c64, ct_complex64, float)
+CT_COMPLEX_TARGET(c128, ct_complex128, double)
+
+/* Real targets from complex: the real part (bool: either part non-zero). */
+#define CT_FROM_COMPLEX_WIDE(TO, TO_ID)                                   \
+  static inline ct_storage_##TO ct_to_##TO##_from_c128(ct_complex128 v) { \
+    return ct_to_##TO##_from_f64(creal(v));                               \
+  }
+CT_FROM_COMPLEX_WIDE(i8, _)
+CT_FROM_COMPLEX_WIDE(i16, _)
+CT_FROM_COMPLEX_WIDE(i32, _)
+CT_FROM_COMPLEX_WIDE(i64, _)
+CT_FROM_COMPLEX_WIDE(u8, _)
+CT_FROM_COMPLEX_WIDE(u16, _)
+CT_FROM_COMPLEX_WIDE(u32, _)
+CT_FROM_COMPLEX_WIDE(u64, _)
+CT_FROM_COMPLEX_WIDE(f16, _)
+CT_FROM_COMPLEX_WIDE(bf16, _)
+CT_FROM_COMPLEX_WIDE(f32, _)
+CT_FROM_COMPLEX_WIDE(f64, _)
+static inline uint8_t ct_to_b8_from_c128(ct_complex128 v) {
+  return creal(v) != 0 || cimag(v) != 0;
+}
+
 /* ----- loops: ct_cpu_astype_<from>_to_<to> ----- */
 
 #define CT_ASTYPE_LOOP(TO, SFX, T, WIDE, KIND)                                                    \
@@ -120,12 +164,14 @@ static inline uint16_t ct_to_bf16_from_f64(double v) {
 #define CT_FROM_SIGNED_X(TO, SFX, T, C, U, ID) CT_ASTYPE_LOOP(TO, SFX, T, int64_t, i64)
 #define CT_FROM_UNSIGNED_X(TO, SFX, T, C, U, ID) CT_ASTYPE_LOOP(TO, SFX, T, uint64_t, u64)
 #define CT_FROM_FLOAT_X(TO, SFX, T, C, U, ID) CT_ASTYPE_LOOP(TO, SFX, T, double, f64)
+#define CT_FROM_COMPLEX_X(TO, SFX, T, C, U, ID) CT_ASTYPE_LOOP(TO, SFX, T, ct_complex128, c128)
 
 #define CT_ASTYPE_LOOPS_TO(TO)                  \
   CT_CPU_SIGNED_TYPES(CT_FROM_SIGNED_X, TO)     \
   CT_CPU_UNSIGNED_TYPES(CT_FROM_UNSIGNED_X, TO) \
   CT_CPU_BOOL_TYPE(CT_FROM_UNSIGNED_X, TO)      \
-  CT_CPU_FLOAT_TYPES(CT_FROM_FLOAT_X, TO)
+  CT_CPU_FLOAT_TYPES(CT_FROM_FLOAT_X, TO)       \
+  CT_CPU_COMPLEX_TYPES(CT_FROM_COMPLEX_X, TO)
 
 /* Targets, with their dtype ids. */
 #define CT_ASTYPE_TARGETS(K) \
@@ -141,7 +187,9 @@ static inline uint16_t ct_to_bf16_from_f64(double v) {
   K(f16, CT_DT_F16)          \
   K(bf16, CT_DT_BF16)        \
   K(f32, CT_DT_F32)          \
-  K(f64, CT_DT_F64)
+  K(f64, CT_DT_F64)          \
+  K(c64, CT_DT_C64)          \
+  K(c128, CT_DT_C128)
 
 #define K(TO, TO_ID) CT_ASTYPE_LOOPS_TO(TO)
 CT_ASTYPE_TARGETS(K)
@@ -163,9 +211,12 @@ CT_ASTYPE_TARGETS(K)
 #define CT_REG_FROM_bf16(TO_ID, SFX, T, C, U, ID) CT_ASTYPE_REG(bf16, TO_ID, SFX, ID)
 #define CT_REG_FROM_f32(TO_ID, SFX, T, C, U, ID) CT_ASTYPE_REG(f32, TO_ID, SFX, ID)
 #define CT_REG_FROM_f64(TO_ID, SFX, T, C, U, ID) CT_ASTYPE_REG(f64, TO_ID, SFX, ID)
+#define CT_REG_FROM_c64(TO_ID, SFX, T, C, U, ID) CT_ASTYPE_REG(c64, TO_ID, SFX, ID)
+#define CT_REG_FROM_c128(TO_ID, SFX, T, C, U, ID) CT_ASTYPE_REG(c128, TO_ID, SFX, ID)
 
 static const ct_cpu_kernel ct_cpu_astype_kernels[] = {
-#define K(TO, TO_ID) CT_CPU_ALL_TYPES(CT_REG_FROM_##TO, TO_ID)
+#define K(TO, TO_ID) \
+  CT_CPU_ALL_TYPES(CT_REG_FROM_##TO, TO_ID) CT_CPU_COMPLEX_TYPES(CT_REG_FROM_##TO, TO_ID)
     CT_ASTYPE_TARGETS(K)
 #undef K
 };

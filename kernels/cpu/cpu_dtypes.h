@@ -44,6 +44,15 @@ typedef uint8_t ct_bool8;
 
 #define CT_CPU_BOOL_TYPE(X, A) X(A, b8, uint8_t, ct_bool8, uint8_t, CT_DT_BOOL)
 
+/* Complex dtypes: C99 complex storage (real part first, as DLPack and NumPy lay them out). They
+ * are in none of the lists above: a family opts in with CT_CPU_COMPLEX_TYPES, and writes its
+ * arithmetic explicitly (complex_math.h) where C's operators differ from NumPy's. */
+typedef float _Complex ct_complex64;
+typedef double _Complex ct_complex128;
+#define CT_CPU_COMPLEX_TYPES(X, A)                               \
+  X(A, c64, ct_complex64, ct_complex64, ct_complex64, CT_DT_C64) \
+  X(A, c128, ct_complex128, ct_complex128, ct_complex128, CT_DT_C128)
+
 #define CT_CPU_NUMERIC_TYPES(X, A) CT_CPU_INT_TYPES(X, A) CT_CPU_FLOAT_TYPES(X, A)
 #define CT_CPU_ALL_TYPES(X, A) CT_CPU_BOOL_TYPE(X, A) CT_CPU_NUMERIC_TYPES(X, A)
 /* Types whose compute type is distinct: define ct_op_<name>_<C> functions over these. */
@@ -58,6 +67,7 @@ typedef uint8_t ct_bool8;
     return (T)v;                                           \
   }
 CT_CPU_COMPUTE_TYPES(CT_DEFINE_IDENTITY_LOAD_STORE, _)
+CT_CPU_COMPLEX_TYPES(CT_DEFINE_IDENTITY_LOAD_STORE, _)
 #undef CT_DEFINE_IDENTITY_LOAD_STORE
 
 static inline ct_bool8 ct_load_b8(uint8_t v) {

@@ -7,9 +7,10 @@
  * runs in blocks of CT_GEMM_KB: the block of A (MB×KB) and of B (KB×NB) are packed, converted to
  * the accumulator type, into contiguous stack buffers, whatever the operands' strides, and
  * multiplied in i-k-j order four k at a time, an inner loop over a contiguous accumulator row that
- * the compiler vectorises. At most 64 KB of stack per thread. */
+ * the compiler vectorises. At most 64 KB of stack per thread (80 KB for complex128). */
 #include "gemm.h"
 
+#include "complex_math.h"
 #include "cpu_threads.h"
 #include "strided_iter.h"
 
@@ -75,6 +76,26 @@ CT_GEMM_FLOAT_OPS(f32, float, float, float, f32, f32)
 CT_GEMM_FLOAT_OPS(f64, double, double, double, f64, f64)
 CT_GEMM_FLOAT_OPS(f32_f16, float, uint16_t, float, f32, f16)
 CT_GEMM_FLOAT_OPS(f32_bf16, float, uint16_t, float, f32, bf16)
+
+/* Complex: NumPy's plain product (complex_math.h), not C's Annex G operator; MUL is ct_cmul or
+ * ct_cmulconj (conj(a) * b). */
+#define CT_GEMM_COMPLEX_OPS(NAME, CT, MUL)                   \
+  static inline CT ct_gemm_load_in_##NAME(CT v) {            \
+    return v;                                                \
+  }                                                          \
+  static inline CT ct_gemm_load_out_##NAME(CT v) {           \
+    return v;                                                \
+  }                                                          \
+  static inline CT ct_gemm_store_##NAME(CT v) {              \
+    return v;                                                \
+  }                                                          \
+  static inline CT ct_gemm_madd_##NAME(CT acc, CT a, CT b) { \
+    return ct_cadd_##CT(acc, MUL##_##CT(a, b));              \
+  }
+CT_GEMM_COMPLEX_OPS(c64, ct_complex64, ct_cmul)
+CT_GEMM_COMPLEX_OPS(c128, ct_complex128, ct_cmul)
+CT_GEMM_COMPLEX_OPS(c64_conj, ct_complex64, ct_cmulconj)
+CT_GEMM_COMPLEX_OPS(c128_conj, ct_complex128, ct_cmulconj)
 
 /* Runs tiles [0, tiles) of d, each of tile_size outputs, on OpenMP threads when the problem is
  * worth it. Dynamic scheduling in chunks of about an eighth of a thread's share: a core that

@@ -39,23 +39,29 @@ typedef struct ct_gemm_desc {
  *   - b8: bool, or of ands;
  *   - integers: wrap modulo 2^bits (computed in uint32_t, or uint64_t for 64-bit types);
  *   - f16/bf16: load to float, accumulate in float, store once; f32 in float; f64 in double;
- *   - f32_f16/f32_bf16: float A and B (e.g. an im2col buffer), float16/bfloat16 C. */
-#define CT_GEMM_INSTANCES(X)           \
-  X(b8, uint8_t, uint8_t, uint8_t)     \
-  X(i8, int8_t, int8_t, uint32_t)      \
-  X(i16, int16_t, int16_t, uint32_t)   \
-  X(i32, int32_t, int32_t, uint32_t)   \
-  X(i64, int64_t, int64_t, uint64_t)   \
-  X(u8, uint8_t, uint8_t, uint32_t)    \
-  X(u16, uint16_t, uint16_t, uint32_t) \
-  X(u32, uint32_t, uint32_t, uint32_t) \
-  X(u64, uint64_t, uint64_t, uint64_t) \
-  X(f16, uint16_t, uint16_t, float)    \
-  X(bf16, uint16_t, uint16_t, float)   \
-  X(f32, float, float, float)          \
-  X(f64, double, double, double)       \
-  X(f32_f16, float, uint16_t, float)   \
-  X(f32_bf16, float, uint16_t, float)
+ *   - f32_f16/f32_bf16: float A and B (e.g. an im2col buffer), float16/bfloat16 C;
+ *   - c64/c128: complex in its own precision with NumPy's plain complex product; c64_conj and
+ *     c128_conj multiply by conj(A) (vecdot conjugates its first operand). */
+#define CT_GEMM_INSTANCES(X)                            \
+  X(b8, uint8_t, uint8_t, uint8_t)                      \
+  X(i8, int8_t, int8_t, uint32_t)                       \
+  X(i16, int16_t, int16_t, uint32_t)                    \
+  X(i32, int32_t, int32_t, uint32_t)                    \
+  X(i64, int64_t, int64_t, uint64_t)                    \
+  X(u8, uint8_t, uint8_t, uint32_t)                     \
+  X(u16, uint16_t, uint16_t, uint32_t)                  \
+  X(u32, uint32_t, uint32_t, uint32_t)                  \
+  X(u64, uint64_t, uint64_t, uint64_t)                  \
+  X(f16, uint16_t, uint16_t, float)                     \
+  X(bf16, uint16_t, uint16_t, float)                    \
+  X(f32, float, float, float)                           \
+  X(f64, double, double, double)                        \
+  X(f32_f16, float, uint16_t, float)                    \
+  X(f32_bf16, float, uint16_t, float)                   \
+  X(c64, ct_complex64, ct_complex64, ct_complex64)      \
+  X(c128, ct_complex128, ct_complex128, ct_complex128)  \
+  X(c64_conj, ct_complex64, ct_complex64, ct_complex64) \
+  X(c128_conj, ct_complex128, ct_complex128, ct_complex128)
 
 #define CT_GEMM_DECLARE(NAME, TIN, TOUT, ACC) \
   CT_INTERNAL void ct_gemm_##NAME(const ct_gemm_desc* d);

@@ -68,6 +68,17 @@ static void ct_vecdot_describe(const ct_kernel_call* call, ct_vecdot_plan* p) {
   }
 CT_CPU_ALL_TYPES(CT_VECDOT_X, _)
 
+/* Complex: the array API's vecdot conjugates x1 (sum of conj(x1) * x2), as numpy.vecdot. */
+#define CT_VECDOT_COMPLEX_X(A, SFX, T, C, U, ID)               \
+  static int ct_cpu_vecdot_##SFX(const ct_kernel_call* call) { \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;  \
+    ct_vecdot_plan plan;                                       \
+    ct_vecdot_describe(call, &plan);                           \
+    ct_gemm_##SFX##_conj(&plan.d);                             \
+    return CT_OK;                                              \
+  }
+CT_CPU_COMPLEX_TYPES(CT_VECDOT_COMPLEX_X, _)
+
 /* ----- linear ----- */
 
 /* Copies the bias (broadcast along every output row) into the output. */
@@ -242,6 +253,7 @@ static void ct_einsum_loop(const ct_einsum_plan* p, ct_einsum_gemm* g, int64_t i
     return CT_OK;                                                                       \
   }
 CT_CPU_ALL_TYPES(CT_EINSUM_X, _)
+CT_CPU_COMPLEX_TYPES(CT_EINSUM_X, _)
 
 /* ----- registration ----- */
 
@@ -251,8 +263,10 @@ CT_CPU_ALL_TYPES(CT_EINSUM_X, _)
 #define CT_LINEAR_REG(A, SFX, T, C, U, ID) \
   {"linear", 4, {ID, ID, ID, ID}, ct_cpu_linear_##SFX, NULL, NULL},
 
-static const ct_cpu_kernel ct_cpu_linalg_extra_kernels[] = {CT_CPU_ALL_TYPES(
-    CT_VECDOT_REG, _) CT_CPU_FLOAT_TYPES(CT_LINEAR_REG, _) CT_CPU_ALL_TYPES(CT_EINSUM_REG, _)};
+static const ct_cpu_kernel ct_cpu_linalg_extra_kernels[] = {
+    CT_CPU_ALL_TYPES(CT_VECDOT_REG, _) CT_CPU_FLOAT_TYPES(CT_LINEAR_REG, _)
+        CT_CPU_ALL_TYPES(CT_EINSUM_REG, _) CT_CPU_COMPLEX_TYPES(CT_VECDOT_REG, _)
+            CT_CPU_COMPLEX_TYPES(CT_EINSUM_REG, _)};
 
 int ct_cpu_register_linalg_extra(void) {
   return ct_cpu_register_all(ct_cpu_linalg_extra_kernels,

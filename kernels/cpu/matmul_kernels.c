@@ -72,7 +72,9 @@ static void ct_matmul_describe(const ct_kernel_call* call, ct_gemm_desc* d,
   {#NAME, 3, {ID, ID, ID}, ct_cpu_##NAME##_##SFX, NULL, NULL},
 
 /* The kernel list: (op, dtypes). */
-#define CT_MATMUL_KERNELS(K) K(matmul, CT_CPU_ALL_TYPES)
+#define CT_MATMUL_KERNELS(K)  \
+  K(matmul, CT_CPU_ALL_TYPES) \
+  K(matmul, CT_CPU_COMPLEX_TYPES)
 
 #define K(NAME, TYPES) TYPES(CT_MATMUL_DEFINE, NAME)
 CT_MATMUL_KERNELS(K)

@@ -9,11 +9,13 @@
  *   fprod float products: a double accumulator, one rounding at the end;
  *   lse   logsumexp: a streaming (maximum, rescaled sum of exponentials) pair in double;
  *   max, min  extremum in the compute type; nan propagates;
- *   any, all  logical or / and of x != 0 (nan is true), bool results. */
+ *   any, all  logical or / and of x != 0 (nan is true), bool results;
+ *   csum, cmean, cprod  complex64/complex128 (complex_reduce_families.h). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "complex_reduce_families.h"
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
 #include "reduce_plan.h"
@@ -476,9 +478,11 @@ static inline double ct_lse_result(const ct_lse* a, int64_t count, double param)
   K(sum, isum, CT_CPU_SIGNED_TYPES, i64)      \
   K(sum, isum, CT_CPU_UNSIGNED_TYPES, u64)    \
   K(sum, fsum, CT_CPU_FLOAT_TYPES, same)      \
+  K(sum, csum, CT_CPU_COMPLEX_TYPES, same)    \
   K(mean, fmean, CT_CPU_BOOL_TYPE, f64)       \
   K(mean, fmean, CT_CPU_INT_TYPES, f64)       \
   K(mean, fmean, CT_CPU_FLOAT_TYPES, same)    \
+  K(mean, cmean, CT_CPU_COMPLEX_TYPES, same)  \
   K(logsumexp, lse, CT_CPU_FLOAT_TYPES, same) \
   K(max, max, CT_CPU_ALL_TYPES, same)         \
   K(min, min, CT_CPU_ALL_TYPES, same)         \
@@ -486,6 +490,7 @@ static inline double ct_lse_result(const ct_lse* a, int64_t count, double param)
   K(prod, iprod, CT_CPU_SIGNED_TYPES, i64)    \
   K(prod, iprod, CT_CPU_UNSIGNED_TYPES, u64)  \
   K(prod, fprod, CT_CPU_FLOAT_TYPES, same)    \
+  K(prod, cprod, CT_CPU_COMPLEX_TYPES, same)  \
   K(any, any, CT_CPU_ALL_TYPES, b8)           \
   K(all, all, CT_CPU_ALL_TYPES, b8)           \
   K(var, var, CT_CPU_BOOL_TYPE, f64)          \

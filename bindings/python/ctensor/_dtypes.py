@@ -38,6 +38,8 @@ DTYPES: tuple[str, ...] = (
     "bfloat16",
     "float32",
     "float64",
+    "complex64",
+    "complex128",
 )
 DTYPE_INDEX = {name: i for i, name in enumerate(DTYPES)}
 
@@ -55,14 +57,11 @@ _CODE_BITS: dict[str, tuple[int, int]] = {
     "bfloat16": (lib.CT_DTYPE_BFLOAT, 16),
     "float32": (lib.CT_DTYPE_FLOAT, 32),
     "float64": (lib.CT_DTYPE_FLOAT, 64),
-}
-# Names for DLPack dtypes ctensor does not compute on (for messages and for passing through).
-_OTHER_CODE_BITS: dict[str, tuple[int, int]] = {
     "complex64": (lib.CT_DTYPE_COMPLEX, 64),
     "complex128": (lib.CT_DTYPE_COMPLEX, 128),
 }
 _NAME_OF: dict[tuple[int, int, int], str] = {
-    (code, bits, 1): name for name, (code, bits) in {**_CODE_BITS, **_OTHER_CODE_BITS}.items()
+    (code, bits, 1): name for name, (code, bits) in _CODE_BITS.items()
 }
 
 #: dtype key (code | bits << 8 | lanes << 16, as ctpy_open packs it) -> ctensor dtype name.
@@ -77,10 +76,7 @@ _NUMPY: dict[str, np.dtype | None] = {
 
 def code_bits(name: str) -> tuple[int, int]:
     """DLPack (code, bits) of a dtype name known to DLPack."""
-    try:
-        return _CODE_BITS[name]
-    except KeyError:
-        return _OTHER_CODE_BITS[name]
+    return _CODE_BITS[name]
 
 
 def name_of_ct(dtype: Any) -> str:
@@ -125,8 +121,7 @@ def _torch_name(dtype: Any) -> str | None:
 def to_dtype_name(dtype: Any) -> str:
     """Canonical ctensor name of a dtype given as a name ("float32", "bfloat16", "f4"), a NumPy
     dtype or scalar type (``np.float32``, ``float``), or a PyTorch dtype (``torch.bfloat16``).
-    DLPack dtypes ctensor does not compute on (complex) keep their NumPy name; unknown names raise
-    UnsupportedDTypeError with the C library's message."""
+    Unknown names raise UnsupportedDTypeError with the C library's message."""
     if isinstance(dtype, str):
         if dtype in _CODE_BITS:
             return dtype
@@ -140,7 +135,7 @@ def to_dtype_name(dtype: Any) -> str:
         np_name = np.dtype(dtype).name
     except TypeError:
         np_name = None
-    if np_name is not None and (np_name in _CODE_BITS or np_name in _OTHER_CODE_BITS):
+    if np_name is not None and (np_name in _CODE_BITS):
         return np_name
     # Let the C library say what is wrong with the name.
     from ._errors import UnsupportedDTypeError, check
@@ -155,7 +150,7 @@ def to_dtype_name(dtype: Any) -> str:
 # Promotion
 # ------------------------------------------------------------------------------------------------
 
-# bfloat16 with another dtype, as PyTorch promotes it.
+# bfloat16 with another dtype, as PyTorch promotes it (complex: bfloat16 goes in as float32).
 _BF16_WITH = {
     "bool": "bfloat16",
     "int8": "bfloat16",
@@ -170,6 +165,8 @@ _BF16_WITH = {
     "bfloat16": "bfloat16",
     "float32": "float32",
     "float64": "float64",
+    "complex64": "complex64",
+    "complex128": "complex128",
 }
 _PROMOTE2: dict[tuple[str, str], str] = {}
 for _a in DTYPES:
@@ -189,7 +186,7 @@ for _a in DTYPES:
         elif _b == "bfloat16":
             _SAFE[_a, _b] = _a in ("bool", "int8", "uint8")
         elif _a == "bfloat16":
-            _SAFE[_a, _b] = _b in ("float32", "float64")
+            _SAFE[_a, _b] = _b in ("float32", "float64", "complex64", "complex128")
         else:
             _SAFE[_a, _b] = bool(np.can_cast(_NUMPY[_a], _NUMPY[_b], "safe"))
 del _a, _b

@@ -878,7 +878,7 @@ def _exact_compare(spec: OpSpec, frame: _Frame, dtypes: tuple, fw: Framework, li
 def _scalar_array(value: Any, dtype: str, fw: Framework, like: Any, device: int) -> Any:
     """A 0-d array holding a Python scalar, readable on the call's device."""
     if dtype not in DTYPE_INDEX and dtype != "bfloat16":
-        return np.asarray(value, np.dtype(dtype))  # complex: the C library refuses it
+        return np.asarray(value, np.dtype(dtype))  # a dtype ctensor lacks: the C library refuses it
     if dtype != "bfloat16" and (fw is NUMPY or device & 0xFF == _CPU):
         # A CPU scalar is read in place whatever the caller's framework.
         return np.asarray(value, numpy_dtype(dtype))  # OverflowError when it does not fit

@@ -22,7 +22,7 @@ _PyCapsule_New.restype = ctypes.py_object
 _PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 _DTYPE_CODES = {"i": lib.CT_DTYPE_INT, "u": lib.CT_DTYPE_UINT, "f": lib.CT_DTYPE_FLOAT,
-                "b": lib.CT_DTYPE_BOOL}
+                "b": lib.CT_DTYPE_BOOL, "c": lib.CT_DTYPE_COMPLEX}
 
 
 class _DLDevice(ctypes.Structure):
