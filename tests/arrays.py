@@ -17,6 +17,7 @@ INTEGER = SIGNED + UNSIGNED
 FLOAT_NUMPY = ["float16", "float32", "float64"]  # numpy has no bfloat16; torch tests cover it
 ALL_NUMPY = BOOL + INTEGER + FLOAT_NUMPY
 FLOATS = ["float16", "bfloat16", "float32", "float64"]  # bfloat16 via torch
+COMPLEX = ["complex64", "complex128"]
 
 # Relative and absolute tolerances per dtype, against a float64 reference. Low-precision floats
 # compute in float32 and round once at the end: half an ulp of the result dtype plus slack.
@@ -25,6 +26,8 @@ TOLERANCE = {
     "bfloat16": (1.6e-2, 1e-3),
     "float32": (2e-6, 1e-7),
     "float64": (1e-12, 1e-300),
+    "complex64": (2e-6, 1e-7),  # per part, like float32
+    "complex128": (1e-12, 1e-300),
 }
 
 
@@ -35,7 +38,8 @@ def tolerance(dtype) -> tuple[float, float]:
 def assert_close(actual, expected, dtype=None, rtol_scale: float = 1.0, atol: float | None = None):
     """Compares `actual` (any array) with a reference (computed in float64 or exactly), using the
     tolerance of `dtype` (default: actual's dtype). Integers and bools must match exactly. NaNs
-    must sit in the same places; infinities must match in sign."""
+    must sit in the same places; infinities must match in sign. Complex values: see
+    _assert_complex_close."""
     is_torch_bfloat16 = hasattr(actual, "float") and "bfloat16" in str(actual.dtype)
     actual_np = np.asarray(actual.float() if is_torch_bfloat16 else actual)
     expected = np.asarray(expected)
@@ -45,6 +49,10 @@ def assert_close(actual, expected, dtype=None, rtol_scale: float = 1.0, atol: fl
     if rtol == 0.0:
         np.testing.assert_array_equal(actual_np, expected)
         return
+    if actual_np.dtype.kind == "c" or expected.dtype.kind == "c":
+        _assert_complex_close(actual_np, expected, rtol * rtol_scale,
+                              default_atol if atol is None else atol)
+        return
     np.testing.assert_allclose(
         actual_np.astype(np.float64),
         expected.astype(np.float64),
@@ -52,6 +60,28 @@ def assert_close(actual, expected, dtype=None, rtol_scale: float = 1.0, atol: fl
         atol=default_atol if atol is None else atol,
         equal_nan=True,
     )
+
+
+def _assert_complex_close(actual, expected, rtol: float, atol: float):
+    """Complex results: each part has nan and infinities where the reference has them (same
+    sign); elsewhere |actual - expected| <= atol + rtol * |expected|, the modulus, so a part that
+    cancels to nearly zero is held to the accuracy of the whole value, as for a real result."""
+    a = actual.astype(np.complex128)
+    e = expected.astype(np.complex128)
+    for part in (np.real, np.imag):
+        pa, pe = part(a), part(e)
+        np.testing.assert_array_equal(np.isnan(pa), np.isnan(pe), err_msg="nan parts differ")
+        special = np.isinf(pa) | np.isinf(pe)
+        np.testing.assert_array_equal(pa[special], pe[special], err_msg="infinite parts differ")
+    both = np.isfinite(a) & np.isfinite(e)
+    error = np.abs(a[both] - e[both])
+    bound = atol + rtol * np.abs(e[both])
+    if np.any(error > bound):
+        worst = int(np.argmax(error - bound))
+        raise AssertionError(
+            f"complex values differ: {int(np.sum(error > bound))} of {error.size} beyond "
+            f"rtol={rtol}, atol={atol}; worst {a[both][worst]} vs {e[both][worst]}"
+        )
 
 
 @st.composite
@@ -228,7 +258,7 @@ def unchanged(x, before) -> bool:
         return torch.equal(x.view(torch.int16), before.view(torch.int16))
     if isinstance(x, torch.Tensor):
         return torch.equal(x, before)
-    return np.array_equal(x, before, equal_nan=x.dtype.kind == "f")
+    return np.array_equal(x, before, equal_nan=x.dtype.kind in "fc")
 
 
 def assert_signs_of_zeros(got, expected, context: str):

@@ -131,7 +131,7 @@ def test_bad_attribute_value_is_invalid_argument():
 
 def test_unsupported_dtype_comes_from_c():
     with pytest.raises(ctensor.UnsupportedDTypeError) as info:
-        ops.sqrt(np.ones(3, np.complex64))
+        ops.floor(np.ones(3, np.complex64))  # NumPy has no complex floor either
     assert isinstance(info.value, TypeError)
     assert str(info.value) == c_message()
     with pytest.raises(ctensor.UnsupportedDTypeError):
