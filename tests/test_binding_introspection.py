@@ -24,7 +24,7 @@ EXPECTED_OPS = {
     "nonzero", "unique_values", "boolean_mask",
 }
 DTYPE_ORDER = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-               "float16", "bfloat16", "float32", "float64"]
+               "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
 
 
 def test_list_ops_is_sorted_and_complete():

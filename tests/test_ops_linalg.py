@@ -9,7 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from arrays import ALL_NUMPY, FLOATS, assert_close, kernel_dtypes, strided_arrays, strided_bfloat16
+from arrays import (
+    ALL_NUMPY,
+    COMPLEX,
+    FLOATS,
+    assert_close,
+    kernel_dtypes,
+    strided_arrays,
+    strided_bfloat16,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -39,7 +47,7 @@ def as_float64(a) -> np.ndarray:
 
 
 def test_declared_dtypes():
-    assert sorted(kernel_dtypes("vecdot")) == sorted(ALL_NUMPY + ["bfloat16"])
+    assert sorted(kernel_dtypes("vecdot")) == sorted(ALL_NUMPY + ["bfloat16"] + COMPLEX)
     assert sorted(kernel_dtypes("linear")) == sorted(FLOATS)
 
 

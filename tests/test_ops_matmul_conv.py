@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from arrays import INTEGER, assert_close, kernel_dtypes, strided_arrays, tolerance
+from arrays import COMPLEX, INTEGER, assert_close, kernel_dtypes, strided_arrays, tolerance
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -127,7 +127,7 @@ def test_matmul_torch(dtype, data):
 
 
 def test_matmul_declares_every_dtype():
-    assert sorted(kernel_dtypes("matmul")) == sorted([*MATMUL_NUMPY_DTYPES, "bfloat16"])
+    assert sorted(kernel_dtypes("matmul")) == sorted([*MATMUL_NUMPY_DTYPES, "bfloat16", *COMPLEX])
 
 
 @pytest.mark.parametrize("dtype", MATMUL_NUMPY_DTYPES)

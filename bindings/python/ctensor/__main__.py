@@ -18,11 +18,16 @@ import ctensor
 
 from ._dtypes import DTYPE_INDEX
 
+_REAL = {name for name in DTYPE_INDEX if not name.startswith("complex")}
+
 
 def _dtypes_text(names: list[str]) -> str:
-    """Compact dtype list: 'all' when every dtype is there."""
-    if len(names) == len(DTYPE_INDEX):
+    """Compact dtype list: 'all' when every dtype is there, 'all real' for every non-complex
+    one."""
+    if set(names) == set(DTYPE_INDEX):
         return "all"
+    if set(names) == _REAL:
+        return "all real"
     return ", ".join(names)
 
 
