@@ -1,7 +1,8 @@
 /* complex_kernels.c - element-wise kernels of complex64 and complex128: arithmetic, negative,
  * positive, abs, exp, log, sqrt, square, reciprocal, sign, the trigonometric and hyperbolic
- * functions, equal, not_equal, isnan, isinf, isfinite and where. The arithmetic is NumPy's
- * (complex_math.h); the loops are the shared element-wise templates. */
+ * functions and their inverses, expm1, log1p, log2, log10, equal, not_equal, isnan, isinf, isfinite
+ * and where. The arithmetic is NumPy's (complex_math.h); the loops are the shared element-wise
+ * templates. */
 #include <stdint.h>
 
 #include "complex_math.h"
@@ -11,80 +12,118 @@
 /* ----- operator functions per compute type (CT the complex type, R its part type, F the libm
  * suffix) ----- */
 
-#define CT_DEF(CT, R, F)                                         \
-  static inline CT ct_op_add_##CT(CT a, CT b) {                  \
-    return ct_cadd_##CT(a, b);                                   \
-  }                                                              \
-  static inline CT ct_op_subtract_##CT(CT a, CT b) {             \
-    return ct_csub_##CT(a, b);                                   \
-  }                                                              \
-  static inline CT ct_op_multiply_##CT(CT a, CT b) {             \
-    return ct_cmul_##CT(a, b);                                   \
-  }                                                              \
-  static inline CT ct_op_divide_##CT(CT a, CT b) {               \
-    return ct_cdiv_##CT(a, b);                                   \
-  }                                                              \
-  static inline ct_bool8 ct_op_equal_##CT(CT a, CT b) {          \
-    return ct_cequal_##CT(a, b);                                 \
-  }                                                              \
-  static inline ct_bool8 ct_op_not_equal_##CT(CT a, CT b) {      \
-    return !ct_cequal_##CT(a, b);                                \
-  }                                                              \
-  static inline CT ct_op_negative_##CT(CT x) {                   \
-    return ct_cneg_##CT(x);                                      \
-  }                                                              \
-  static inline CT ct_op_positive_##CT(CT x) {                   \
-    return x;                                                    \
-  }                                                              \
-  static inline R ct_op_abs_##CT(CT x) {                         \
-    return ct_cabs_##CT(x);                                      \
-  }                                                              \
-  static inline CT ct_op_square_##CT(CT x) {                     \
-    return ct_csquare_##CT(x);                                   \
-  }                                                              \
-  static inline CT ct_op_reciprocal_##CT(CT x) {                 \
-    return ct_creciprocal_##CT(x);                               \
-  }                                                              \
-  static inline CT ct_op_sign_##CT(CT x) {                       \
-    return ct_csign_##CT(x);                                     \
-  }                                                              \
-  static inline ct_bool8 ct_op_isnan_##CT(CT x) {                \
-    return ct_cisnan_##CT(x);                                    \
-  }                                                              \
-  static inline ct_bool8 ct_op_isinf_##CT(CT x) {                \
-    return ct_cisinf_##CT(x);                                    \
-  }                                                              \
-  static inline ct_bool8 ct_op_isfinite_##CT(CT x) {             \
-    return ct_cisfinite_##CT(x);                                 \
-  }                                                              \
-  /* The C library's functions, as NumPy's npymath uses them. */ \
-  static inline CT ct_op_exp_##CT(CT x) {                        \
-    return cexp##F(x);                                           \
-  }                                                              \
-  static inline CT ct_op_log_##CT(CT x) {                        \
-    return clog##F(x);                                           \
-  }                                                              \
-  static inline CT ct_op_sqrt_##CT(CT x) {                       \
-    return csqrt##F(x);                                          \
-  }                                                              \
-  static inline CT ct_op_sin_##CT(CT x) {                        \
-    return csin##F(x);                                           \
-  }                                                              \
-  static inline CT ct_op_cos_##CT(CT x) {                        \
-    return ccos##F(x);                                           \
-  }                                                              \
-  static inline CT ct_op_tan_##CT(CT x) {                        \
-    return ctan##F(x);                                           \
-  }                                                              \
-  static inline CT ct_op_sinh_##CT(CT x) {                       \
-    return csinh##F(x);                                          \
-  }                                                              \
-  static inline CT ct_op_cosh_##CT(CT x) {                       \
-    return ccosh##F(x);                                          \
-  }                                                              \
-  static inline CT ct_op_tanh_##CT(CT x) {                       \
-    return ctanh##F(x);                                          \
+#define CT_DEF(CT, R, F)                                                                  \
+  static inline CT ct_op_add_##CT(CT a, CT b) {                                           \
+    return ct_cadd_##CT(a, b);                                                            \
+  }                                                                                       \
+  static inline CT ct_op_subtract_##CT(CT a, CT b) {                                      \
+    return ct_csub_##CT(a, b);                                                            \
+  }                                                                                       \
+  static inline CT ct_op_multiply_##CT(CT a, CT b) {                                      \
+    return ct_cmul_##CT(a, b);                                                            \
+  }                                                                                       \
+  static inline CT ct_op_divide_##CT(CT a, CT b) {                                        \
+    return ct_cdiv_##CT(a, b);                                                            \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_equal_##CT(CT a, CT b) {                                   \
+    return ct_cequal_##CT(a, b);                                                          \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_not_equal_##CT(CT a, CT b) {                               \
+    return !ct_cequal_##CT(a, b);                                                         \
+  }                                                                                       \
+  static inline CT ct_op_negative_##CT(CT x) {                                            \
+    return ct_cneg_##CT(x);                                                               \
+  }                                                                                       \
+  static inline CT ct_op_positive_##CT(CT x) {                                            \
+    return x;                                                                             \
+  }                                                                                       \
+  static inline R ct_op_abs_##CT(CT x) {                                                  \
+    return ct_cabs_##CT(x);                                                               \
+  }                                                                                       \
+  static inline CT ct_op_square_##CT(CT x) {                                              \
+    return ct_csquare_##CT(x);                                                            \
+  }                                                                                       \
+  static inline CT ct_op_reciprocal_##CT(CT x) {                                          \
+    return ct_creciprocal_##CT(x);                                                        \
+  }                                                                                       \
+  static inline CT ct_op_sign_##CT(CT x) {                                                \
+    return ct_csign_##CT(x);                                                              \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_isnan_##CT(CT x) {                                         \
+    return ct_cisnan_##CT(x);                                                             \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_isinf_##CT(CT x) {                                         \
+    return ct_cisinf_##CT(x);                                                             \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_isfinite_##CT(CT x) {                                      \
+    return ct_cisfinite_##CT(x);                                                          \
+  }                                                                                       \
+  /* The C library's functions, as NumPy's npymath uses them. */                          \
+  static inline CT ct_op_exp_##CT(CT x) {                                                 \
+    return cexp##F(x);                                                                    \
+  }                                                                                       \
+  static inline CT ct_op_log_##CT(CT x) {                                                 \
+    return clog##F(x);                                                                    \
+  }                                                                                       \
+  static inline CT ct_op_sqrt_##CT(CT x) {                                                \
+    return csqrt##F(x);                                                                   \
+  }                                                                                       \
+  static inline CT ct_op_sin_##CT(CT x) {                                                 \
+    return csin##F(x);                                                                    \
+  }                                                                                       \
+  static inline CT ct_op_cos_##CT(CT x) {                                                 \
+    return ccos##F(x);                                                                    \
+  }                                                                                       \
+  static inline CT ct_op_tan_##CT(CT x) {                                                 \
+    return ctan##F(x);                                                                    \
+  }                                                                                       \
+  static inline CT ct_op_sinh_##CT(CT x) {                                                \
+    return csinh##F(x);                                                                   \
+  }                                                                                       \
+  static inline CT ct_op_cosh_##CT(CT x) {                                                \
+    return ccosh##F(x);                                                                   \
+  }                                                                                       \
+  static inline CT ct_op_tanh_##CT(CT x) {                                                \
+    return ctanh##F(x);                                                                   \
+  }                                                                                       \
+  static inline CT ct_op_asin_##CT(CT x) {                                                \
+    return casin##F(x);                                                                   \
+  }                                                                                       \
+  static inline CT ct_op_acos_##CT(CT x) {                                                \
+    return cacos##F(x);                                                                   \
+  }                                                                                       \
+  static inline CT ct_op_atan_##CT(CT x) {                                                \
+    return catan##F(x);                                                                   \
+  }                                                                                       \
+  static inline CT ct_op_asinh_##CT(CT x) {                                               \
+    return casinh##F(x);                                                                  \
+  }                                                                                       \
+  static inline CT ct_op_acosh_##CT(CT x) {                                               \
+    return cacosh##F(x);                                                                  \
+  }                                                                                       \
+  static inline CT ct_op_atanh_##CT(CT x) {                                               \
+    return catanh##F(x);                                                                  \
+  }                                                                                       \
+  /* NumPy's formulas (umath's nc_expm1, nc_log1p, nc_log2, nc_log10). */                 \
+  static inline CT ct_op_expm1_##CT(CT x) {                                               \
+    const R re = creal##F(x), im = cimag##F(x), a = sin##F(im / 2);                       \
+    return ct_cmake_##CT(expm1##F(re) * cos##F(im) - 2 * a * a, exp##F(re) * sin##F(im)); \
+  }                                                                                       \
+  static inline CT ct_op_log1p_##CT(CT x) {                                               \
+    const R re = creal##F(x) + 1, im = cimag##F(x);                                       \
+    return ct_cmake_##CT(log##F(hypot##F(re, im)), atan2##F(im, re));                     \
+  }                                                                                       \
+  static inline CT ct_op_log2_##CT(CT x) {                                                \
+    const CT l = clog##F(x);                                                              \
+    const R k = (R)1.442695040888963407359924681001892137;                                \
+    return ct_cmake_##CT(creal##F(l) * k, cimag##F(l) * k);                               \
+  }                                                                                       \
+  static inline CT ct_op_log10_##CT(CT x) {                                               \
+    const CT l = clog##F(x);                                                              \
+    const R k = (R)0.434294481903251827651128918916605082;                                \
+    return ct_cmake_##CT(creal##F(l) * k, cimag##F(l) * k);                               \
   }
+
 CT_DEF(ct_complex64, float, f)
 CT_DEF(ct_complex128, double, )
 #undef CT_DEF
@@ -112,7 +151,17 @@ CT_DEF(ct_complex128, double, )
   K(tan, CT_CPU_COMPLEX_TYPES)        \
   K(sinh, CT_CPU_COMPLEX_TYPES)       \
   K(cosh, CT_CPU_COMPLEX_TYPES)       \
-  K(tanh, CT_CPU_COMPLEX_TYPES)
+  K(tanh, CT_CPU_COMPLEX_TYPES)       \
+  K(asin, CT_CPU_COMPLEX_TYPES)       \
+  K(acos, CT_CPU_COMPLEX_TYPES)       \
+  K(atan, CT_CPU_COMPLEX_TYPES)       \
+  K(asinh, CT_CPU_COMPLEX_TYPES)      \
+  K(acosh, CT_CPU_COMPLEX_TYPES)      \
+  K(atanh, CT_CPU_COMPLEX_TYPES)      \
+  K(expm1, CT_CPU_COMPLEX_TYPES)      \
+  K(log1p, CT_CPU_COMPLEX_TYPES)      \
+  K(log2, CT_CPU_COMPLEX_TYPES)       \
+  K(log10, CT_CPU_COMPLEX_TYPES)
 
 /* bool output. */
 #define CT_COMPLEX_COMPARE_KERNELS(K) \

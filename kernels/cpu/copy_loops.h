@@ -1,4 +1,4 @@
-/* copy_loops.h - dst = src inner loops per element size (8, 16, 32, 64 bits) for the iteration
+/* copy_loops.h - dst = src inner loops per element size (8 to 128 bits) for the iteration
  * engine: every op that only moves elements (permute_dims, flip, slice, tile, concat, ...) is a
  * strided copy through ct_cpu_iterate_raw with one of these, registered for every dtype of that
  * size. Defined in permute_kernels.c. */
@@ -11,15 +11,18 @@ CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_8_entry;
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_16_entry;
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_32_entry;
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_64_entry;
+CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_128_entry; /* complex128 */
 
 /* The copy loop entry for storage type T (a constant expression, for registration tables). */
 #define CT_CPU_COPY_ENTRY(T)                \
   (sizeof(T) == 1   ? &ct_cpu_copy_8_entry  \
    : sizeof(T) == 2 ? &ct_cpu_copy_16_entry \
    : sizeof(T) == 4 ? &ct_cpu_copy_32_entry \
-                    : &ct_cpu_copy_64_entry)
+   : sizeof(T) == 8 ? &ct_cpu_copy_64_entry \
+                    : &ct_cpu_copy_128_entry)
 
-/* A source of zero bytes for fills: pass it with step 0 (all dtypes' zero is all-bits zero). */
-CT_INTERNAL extern const uint64_t ct_cpu_zero_word;
+/* A source of zero bytes for fills: pass it with step 0 (all dtypes' zero is all-bits zero); 16
+ * bytes, the largest element. */
+CT_INTERNAL extern const uint64_t ct_cpu_zero_word[2];
 
 #endif /* CTENSOR_CPU_COPY_LOOPS_H_ */

@@ -10,11 +10,11 @@
 
 /* dst = src on a 1-D run. Runs contiguous on both sides are one memcpy; a broadcast source is a
  * fill; otherwise a plain strided loop (the engine already made the output the inner order). */
-#define CT_COPY_LOOP(BITS)                                                                     \
+#define CT_COPY_LOOP(BITS, WORD)                                                               \
   static void ct_cpu_copy_##BITS(char** data, const int64_t* steps, int64_t n,                 \
                                  const void* extra) {                                          \
     (void)extra;                                                                               \
-    typedef uint##BITS##_t word;                                                               \
+    typedef WORD word;                                                                         \
     const int64_t w = (int64_t)sizeof(word), ss = steps[0], ds = steps[1];                     \
     const char* src = data[0];                                                                 \
     char* dst = data[1];                                                                       \
@@ -33,12 +33,19 @@
   }                                                                                            \
   const ct_cpu_loop_entry ct_cpu_copy_##BITS##_entry = {ct_cpu_copy_##BITS};
 
-CT_COPY_LOOP(8)
-CT_COPY_LOOP(16)
-CT_COPY_LOOP(32)
-CT_COPY_LOOP(64)
+/* 16-byte elements (complex128) move as a pair of words: 8-byte alignment is all DLPack
+ * producers promise. */
+typedef struct ct_cpu_word128 {
+  uint64_t w[2];
+} ct_cpu_word128;
 
-const uint64_t ct_cpu_zero_word = 0;
+CT_COPY_LOOP(8, uint8_t)
+CT_COPY_LOOP(16, uint16_t)
+CT_COPY_LOOP(32, uint32_t)
+CT_COPY_LOOP(64, uint64_t)
+CT_COPY_LOOP(128, ct_cpu_word128)
+
+const uint64_t ct_cpu_zero_word[2] = {0, 0};
 
 /* out[i0, ..., in-1] = x[j...] with j[axes[k]] = ik: output dim k walks input dim axes[k]. */
 static int ct_cpu_permute_dims_run(const ct_kernel_call* call) {
@@ -67,7 +74,8 @@ static int ct_cpu_permute_dims_run(const ct_kernel_call* call) {
 #define CT_PERMUTE_REG_X(A, SFX, T, C, U, ID) \
   {"permute_dims", 2, {ID, ID}, ct_cpu_permute_dims_run, NULL, CT_CPU_COPY_ENTRY(T)},
 
-static const ct_cpu_kernel ct_cpu_permute_kernels[] = {CT_CPU_ALL_TYPES(CT_PERMUTE_REG_X, _)};
+static const ct_cpu_kernel ct_cpu_permute_kernels[] = {
+    CT_CPU_ALL_TYPES(CT_PERMUTE_REG_X, _) CT_CPU_COMPLEX_TYPES(CT_PERMUTE_REG_X, _)};
 
 int ct_cpu_register_permute(void) {
   return ct_cpu_register_all(ct_cpu_permute_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_permute_kernels));

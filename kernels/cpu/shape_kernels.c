@@ -523,7 +523,15 @@ static const ct_cpu_kernel ct_cpu_shape_kernels[] = {
                 CT_SHAPE_REG_X, broadcast_to) CT_CPU_ALL_TYPES(CT_SHAPE_REG_X, tile)
                 CT_CPU_ALL_TYPES(CT_SHAPE_REG_X, repeat) CT_CPU_ALL_TYPES(CT_SHAPE_REG_X, slice)
                     CT_CPU_ALL_TYPES(CT_SHAPE_REG_X, tril) CT_CPU_ALL_TYPES(CT_SHAPE_REG_X, triu)
-                        CT_CPU_ALL_TYPES(CT_PAD_REG_X, _)};
+                        CT_CPU_ALL_TYPES(CT_PAD_REG_X, _)
+    /* complex: every copy op (pad's constant is a real number: no complex pad) */
+    CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, concat) CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, stack)
+        CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, flip) CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, roll)
+            CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, matrix_transpose) CT_CPU_COMPLEX_TYPES(
+                CT_SHAPE_REG_X, broadcast_to) CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, tile)
+                CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, repeat) CT_CPU_COMPLEX_TYPES(
+                    CT_SHAPE_REG_X, slice) CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, tril)
+                    CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, triu)};
 
 int ct_cpu_register_shape(void) {
   return ct_cpu_register_all(ct_cpu_shape_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_shape_kernels));
