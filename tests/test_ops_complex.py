@@ -448,6 +448,40 @@ def test_sum_nan_and_inf_parts(dtype):
         assert same_bits(call("sum", y), y.sum())
 
 
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("op", ["cumulative_sum", "cumulative_prod"])
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_scans_random_layouts(op, dtype, data):
+    magnitude = 1.5 if op == "cumulative_prod" else 1e3
+    x = data.draw(strided_arrays(dtype, min_dims=1, elements=finite(dtype, magnitude)), label="x")
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1), label="axis")
+    include_initial = data.draw(st.booleans(), label="include_initial")
+    got = call(op, x, axis=axis, include_initial=include_initial)
+    expected = reference(op, dtype, x, axis=axis, include_initial=include_initial).astype(dtype)
+    assert str(got.dtype) == dtype
+    scale = max(float(np.abs(x).sum()), 1.0) if op == "cumulative_sum" else 1.0
+    tol = 2e-6 if dtype == "complex64" else 1e-12
+    assert_close(got, expected, rtol_scale=8, atol=tol * scale)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_truth_of_complex_values(dtype):
+    """A complex value is true where either part is non-zero (nan included)."""
+    x = SPECIAL_GRID.astype(dtype)
+    y = x[::-1]
+    for op in ("logical_and", "logical_or", "logical_xor"):
+        np.testing.assert_array_equal(call(op, x, y), getattr(np, op)(x, y))
+    np.testing.assert_array_equal(call("logical_not", x), np.logical_not(x))
+    grid = x.reshape(len(SPECIAL), -1)
+    for op in ("any", "all"):
+        for axis in (None, 0, 1):
+            expected = getattr(np, op)(grid, axis=axis)
+            np.testing.assert_array_equal(call(op, grid, axis=axis), expected)
+    zeros = np.array([0j, complex(-0.0, 0), complex(0, -0.0)], dtype)
+    assert not bool(call("any", zeros)) and bool(call("all", np.array([1e-30j], dtype)))
+
+
 # ------------------------------------------------------------------------------------------------
 # matmul, vecdot, einsum
 # ------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 import torch
 from arrays import (
     ALL_NUMPY,
+    COMPLEX,
     FLOAT_NUMPY,
     assert_close,
     kernel_dtypes,
@@ -50,7 +51,7 @@ def call(op: str, x, axis, include_initial: bool):
 
 
 def test_declared_dtypes():
-    expected = sorted(ALL_NUMPY + ["bfloat16"])
+    expected = sorted(ALL_NUMPY + ["bfloat16"] + COMPLEX)
     for op in OPS:
         assert sorted(kernel_dtypes(op)) == expected
 

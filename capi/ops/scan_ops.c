@@ -11,9 +11,9 @@ static const ct_attr_schema ct_scan_attrs[] = {
                       false)};
 
 /* Output dtype as NumPy's sum/prod: bool and signed ints -> int64, unsigned -> uint64, floats
- * keep theirs. */
+ * and complex keep theirs. */
 static ct_dtype ct_scan_dtype(ct_dtype dtype) {
-  if (ct_dtype_is_float(dtype)) return dtype;
+  if (ct_dtype_is_float(dtype) || ct_dtype_is_complex(dtype)) return dtype;
   if (ct_dtype_is_integer(dtype) && !ct_dtype_is_signed_integer(dtype)) return CT_DTYPE_U64_V;
   return CT_DTYPE_I64_V;
 }

@@ -31,6 +31,19 @@
   static inline ct_bool8 ct_op_not_equal_##CT(CT a, CT b) {                               \
     return !ct_cequal_##CT(a, b);                                                         \
   }                                                                                       \
+  /* Truth of a complex value: either part non-zero (nan counts). */                      \
+  static inline ct_bool8 ct_op_logical_and_##CT(CT a, CT b) {                             \
+    return a != 0 && b != 0;                                                              \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_logical_or_##CT(CT a, CT b) {                              \
+    return a != 0 || b != 0;                                                              \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_logical_xor_##CT(CT a, CT b) {                             \
+    return (a != 0) != (b != 0);                                                          \
+  }                                                                                       \
+  static inline ct_bool8 ct_op_logical_not_##CT(CT x) {                                   \
+    return x == 0;                                                                        \
+  }                                                                                       \
   static inline CT ct_op_negative_##CT(CT x) {                                            \
     return ct_cneg_##CT(x);                                                               \
   }                                                                                       \
@@ -164,10 +177,14 @@ CT_DEF(ct_complex128, double, )
   K(log10, CT_CPU_COMPLEX_TYPES)
 
 /* bool output. */
-#define CT_COMPLEX_COMPARE_KERNELS(K) \
-  K(equal, CT_CPU_COMPLEX_TYPES)      \
-  K(not_equal, CT_CPU_COMPLEX_TYPES)
+#define CT_COMPLEX_COMPARE_KERNELS(K)  \
+  K(equal, CT_CPU_COMPLEX_TYPES)       \
+  K(not_equal, CT_CPU_COMPLEX_TYPES)   \
+  K(logical_and, CT_CPU_COMPLEX_TYPES) \
+  K(logical_or, CT_CPU_COMPLEX_TYPES)  \
+  K(logical_xor, CT_CPU_COMPLEX_TYPES)
 #define CT_COMPLEX_PREDICATE_KERNELS(K) \
+  K(logical_not, CT_CPU_COMPLEX_TYPES)  \
   K(isnan, CT_CPU_COMPLEX_TYPES)        \
   K(isinf, CT_CPU_COMPLEX_TYPES)        \
   K(isfinite, CT_CPU_COMPLEX_TYPES)

@@ -492,7 +492,9 @@ static inline double ct_lse_result(const ct_lse* a, int64_t count, double param)
   K(prod, fprod, CT_CPU_FLOAT_TYPES, same)    \
   K(prod, cprod, CT_CPU_COMPLEX_TYPES, same)  \
   K(any, any, CT_CPU_ALL_TYPES, b8)           \
+  K(any, any, CT_CPU_COMPLEX_TYPES, b8)       \
   K(all, all, CT_CPU_ALL_TYPES, b8)           \
+  K(all, all, CT_CPU_COMPLEX_TYPES, b8)       \
   K(var, var, CT_CPU_BOOL_TYPE, f64)          \
   K(var, var, CT_CPU_INT_TYPES, f64)          \
   K(var, var, CT_CPU_FLOAT_TYPES, same)       \

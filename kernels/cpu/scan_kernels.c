@@ -3,10 +3,12 @@
  * Every lane (the elements along the axis at one position of the other dimensions) is scanned
  * sequentially left to right through its strides, in the accumulator type of its dtype class:
  * bool and signed ints in uint64 (wrapping, stored as int64), unsigned ints in uint64,
- * float16/bfloat16 in float (each output rounded), float32/float64 in double. Lanes run in
+ * float16/bfloat16 in float (each output rounded), float32/float64 in double, complex in
+ * complex128 (products with NumPy's plain formula, complex_math.h). Lanes run in
  * parallel through ct_cpu_parallel_for. A 0-d x scans as one lane of length 1. */
 #include <string.h>
 
+#include "complex_math.h"
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
 #include "strided_iter.h"
@@ -37,19 +39,28 @@
 #define CT_SCAN_LOAD_FULLP(SFX, v) ((double)ct_load_##SFX(v))
 #define CT_SCAN_STORE_FULLP(SFX, a) ct_store_##SFX(a)
 
+#define CT_SCAN_ACC_CPLX ct_complex128
+#define CT_SCAN_OUT_CPLX(T) T
+#define CT_SCAN_OID_CPLX(ID) ID
+#define CT_SCAN_LOAD_CPLX(SFX, v) ((ct_complex128)ct_load_##SFX(v))
+#define CT_SCAN_STORE_CPLX(SFX, a) ct_store_##SFX(a)
+
 /* Every dtype with its class. */
 #define CT_SCAN_TYPES(X)         \
   CT_CPU_BOOL_TYPE(X, SINT)      \
   CT_CPU_SIGNED_TYPES(X, SINT)   \
   CT_CPU_UNSIGNED_TYPES(X, UINT) \
   CT_CPU_LOWP_TYPES(X, LOWP)     \
-  CT_CPU_FULLP_TYPES(X, FULLP)
+  CT_CPU_FULLP_TYPES(X, FULLP)   \
+  CT_CPU_COMPLEX_TYPES(X, CPLX)
 
 /* The ops: identity and combine. */
 #define CT_SCAN_IDENTITY_cumulative_sum 0
 #define CT_SCAN_COMBINE_cumulative_sum(a, b) ((a) + (b))
 #define CT_SCAN_IDENTITY_cumulative_prod 1
-#define CT_SCAN_COMBINE_cumulative_prod(a, b) ((a) * (b))
+/* Complex accumulators multiply with NumPy's plain product, not C's Annex G operator. */
+#define CT_SCAN_COMBINE_cumulative_prod(a, b) \
+  _Generic((a), ct_complex128: ct_cmul_ct_complex128((a), (b)), default: (a) * (b))
 
 typedef void (*ct_scan_lane_fn)(const char* x, int64_t x_step, char* y, int64_t y_step, int64_t n,
                                 int include_initial);
