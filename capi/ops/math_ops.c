@@ -11,14 +11,17 @@
                         ct_infer_same_as_input)
 
 CT_UNARY_OP(positive, "Numerical positive, element-wise: +x (a copy).");
-CT_UNARY_OP(sign, "Sign of x, element-wise: -1, 0 or 1 (nan stays nan; sign(-0.0) = 0.0).");
+CT_UNARY_OP(sign,
+            "Sign of x, element-wise: -1, 0 or 1 (nan stays nan; sign(-0.0) = 0.0); complex: "
+            "x / |x| (NumPy 2), 0 for 0.");
 CT_UNARY_OP(expm1, "exp(x) - 1, element-wise, accurate near zero.");
 CT_UNARY_OP(log1p, "log(1 + x), element-wise, accurate near zero.");
 CT_UNARY_OP(log2, "Base-2 logarithm, element-wise.");
 CT_UNARY_OP(log10, "Base-10 logarithm, element-wise.");
 CT_UNARY_OP(square, "x * x, element-wise (integers wrap).");
 CT_UNARY_OP(reciprocal,
-            "1 / x, element-wise; floats only (integer and bool inputs promote to a float dtype).");
+            "1 / x, element-wise; floats and complex only (integer and bool inputs promote to a "
+            "float dtype).");
 CT_UNARY_OP(sin, "Sine, element-wise (radians).");
 CT_UNARY_OP(cos, "Cosine, element-wise (radians).");
 CT_UNARY_OP(tan, "Tangent, element-wise (radians).");
@@ -71,12 +74,16 @@ static int ct_infer_unary_bool(const ct_infer_call* call, ct_tensor_info* output
   CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_OP_FLAG_ELEMENTWISE | CT_FLAGS_PURE, \
                         ct_params_x, ct_params_out, ct_infer_unary_bool)
 
-CT_UNARY_BOOL_OP(isnan, "Whether x is nan, element-wise, as bool (false for integers and bool).");
-CT_UNARY_BOOL_OP(isinf, "Whether x is +-inf, element-wise, as bool (false for integers and bool).");
-CT_UNARY_BOOL_OP(isfinite,
-                 "Whether x is finite (not nan or +-inf), element-wise, as bool (true for "
+CT_UNARY_BOOL_OP(isnan,
+                 "Whether x is nan (complex: either part), element-wise, as bool (false for "
                  "integers and bool).");
-CT_UNARY_BOOL_OP(logical_not, "x == 0, element-wise, as bool.");
+CT_UNARY_BOOL_OP(isinf,
+                 "Whether x is +-inf (complex: either part), element-wise, as bool (false for "
+                 "integers and bool).");
+CT_UNARY_BOOL_OP(isfinite,
+                 "Whether x is finite (not nan or +-inf; complex: both parts), element-wise, as "
+                 "bool (true for integers and bool).");
+CT_UNARY_BOOL_OP(logical_not, "x == 0 (complex: both parts zero), element-wise, as bool.");
 
 /* ----- activations with attributes ----- */
 

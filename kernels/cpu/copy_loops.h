@@ -7,6 +7,12 @@
 
 #include "strided_iter.h"
 
+/* 16-byte elements (complex128) move as a pair of words: 8-byte alignment is all DLPack
+ * producers promise. */
+typedef struct ct_cpu_word128 {
+  uint64_t w[2];
+} ct_cpu_word128;
+
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_8_entry;
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_16_entry;
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_32_entry;

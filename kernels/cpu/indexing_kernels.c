@@ -6,6 +6,7 @@
  * (element size, index dtype), registered for every dtype of that size. */
 #include <string.h>
 
+#include "copy_loops.h"
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
 #include "ops/op_defs.h"
@@ -39,10 +40,10 @@ static inline int64_t ct_gather_offset(const ct_gather_extra* e, int64_t j) {
   return offset;
 }
 
-#define CT_GATHER_LOOP(BITS, ISFX, IT)                                                    \
+#define CT_GATHER_LOOP(BITS, WORD, ISFX, IT)                                              \
   static void ct_cpu_gather_##BITS##_##ISFX(char** data, const int64_t* steps, int64_t n, \
                                             const void* extra) {                          \
-    typedef uint##BITS##_t word;                                                          \
+    typedef WORD word;                                                                    \
     const ct_gather_extra* e = extra;                                                     \
     for (int64_t i = 0; i < n; ++i) {                                                     \
       const int64_t j = (int64_t)*(const IT*)(data[1] + i * steps[1]);                    \
@@ -77,11 +78,13 @@ static inline int64_t ct_gather_offset(const ct_gather_extra* e, int64_t j) {
 CT_CHECK_LOOP(i32, int32_t)
 CT_CHECK_LOOP(i64, int64_t)
 
-#define CT_GATHER_LOOPS(BITS) CT_GATHER_LOOP(BITS, i32, int32_t) CT_GATHER_LOOP(BITS, i64, int64_t)
-CT_GATHER_LOOPS(8)
-CT_GATHER_LOOPS(16)
-CT_GATHER_LOOPS(32)
-CT_GATHER_LOOPS(64)
+#define CT_GATHER_LOOPS(BITS, WORD) \
+  CT_GATHER_LOOP(BITS, WORD, i32, int32_t) CT_GATHER_LOOP(BITS, WORD, i64, int64_t)
+CT_GATHER_LOOPS(8, uint8_t)
+CT_GATHER_LOOPS(16, uint16_t)
+CT_GATHER_LOOPS(32, uint32_t)
+CT_GATHER_LOOPS(64, uint64_t)
+CT_GATHER_LOOPS(128, ct_cpu_word128)
 
 /* Kernel data: the gather loop for the element size and index dtype, and the index checks. */
 typedef struct ct_gather_kernel {
@@ -98,6 +101,7 @@ CT_GATHER_DATAS(8)
 CT_GATHER_DATAS(16)
 CT_GATHER_DATAS(32)
 CT_GATHER_DATAS(64)
+CT_GATHER_DATAS(128)
 
 static void ct_byte_strides(const ct_tensor* t, int64_t* strides) {
   const int64_t itemsize = ct_dtype_size(t->dtype);
@@ -233,16 +237,25 @@ static int ct_cpu_one_hot_run(const ct_kernel_call* call) {
   (sizeof(T) == 1   ? &ct_gather_8_##ISFX  \
    : sizeof(T) == 2 ? &ct_gather_16_##ISFX \
    : sizeof(T) == 4 ? &ct_gather_32_##ISFX \
-                    : &ct_gather_64_##ISFX)
+   : sizeof(T) == 8 ? &ct_gather_64_##ISFX \
+                    : &ct_gather_128_##ISFX)
 #define CT_TAKE_REG_X(A, SFX, T, C, U, ID)                                      \
   {"take", 3, {ID, CT_DT_##A, ID}, ct_cpu_take_run, NULL, CT_GATHER_FOR(T, A)}, \
       {"take_along_axis",          3,    {ID, CT_DT_##A, ID},                   \
        ct_cpu_take_along_axis_run, NULL, CT_GATHER_FOR(T, A)},                  \
       {"embedding", 3, {CT_DT_##A, ID, ID}, ct_cpu_embedding_run, NULL, CT_GATHER_FOR(T, A)},
 
+/* Complex: take and take_along_axis (embedding is a deep-learning op on real weights). */
+#define CT_TAKE_COMPLEX_REG_X(A, SFX, T, C, U, ID)                              \
+  {"take", 3, {ID, CT_DT_##A, ID}, ct_cpu_take_run, NULL, CT_GATHER_FOR(T, A)}, \
+      {"take_along_axis",          3,    {ID, CT_DT_##A, ID},                   \
+       ct_cpu_take_along_axis_run, NULL, CT_GATHER_FOR(T, A)},
+
 static const ct_cpu_kernel ct_cpu_indexing_kernels[] = {
-    CT_CPU_ALL_TYPES(CT_TAKE_REG_X, I32) CT_CPU_ALL_TYPES(CT_TAKE_REG_X, I64){
-        "one_hot", 2, {CT_DT_I32, CT_DT_I64}, ct_cpu_one_hot_run, NULL, &ct_gather_8_I32},
+    CT_CPU_COMPLEX_TYPES(CT_TAKE_COMPLEX_REG_X, I32)
+        CT_CPU_COMPLEX_TYPES(CT_TAKE_COMPLEX_REG_X, I64) CT_CPU_ALL_TYPES(CT_TAKE_REG_X, I32)
+            CT_CPU_ALL_TYPES(CT_TAKE_REG_X, I64){
+                "one_hot", 2, {CT_DT_I32, CT_DT_I64}, ct_cpu_one_hot_run, NULL, &ct_gather_8_I32},
     {"one_hot", 2, {CT_DT_I64, CT_DT_I64}, ct_cpu_one_hot_run, NULL, &ct_gather_8_I64}};
 
 int ct_cpu_register_indexing(void) {

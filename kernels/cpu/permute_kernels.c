@@ -33,12 +33,6 @@
   }                                                                                            \
   const ct_cpu_loop_entry ct_cpu_copy_##BITS##_entry = {ct_cpu_copy_##BITS};
 
-/* 16-byte elements (complex128) move as a pair of words: 8-byte alignment is all DLPack
- * producers promise. */
-typedef struct ct_cpu_word128 {
-  uint64_t w[2];
-} ct_cpu_word128;
-
 CT_COPY_LOOP(8, uint8_t)
 CT_COPY_LOOP(16, uint16_t)
 CT_COPY_LOOP(32, uint32_t)
