@@ -403,3 +403,17 @@ def test_planted_faults(plugins: Plugins) -> None:
         assert [g.tolist() for g in got] == [[0, 1], [1, 0]], got
         print("done")
     """)
+
+
+def test_python_m_ctensor_lists_backends(plugins: Plugins) -> None:
+    search = os.pathsep.join(
+        [str(plugins.discover), str(plugins.directory / "variant_unavailable.so")]
+    )
+    out = _python(
+        "from ctensor.__main__ import summary; print(summary())",
+        {"CTENSOR_PLUGIN_PATH": search},
+    )
+    assert "  cpu " in out and "(built in): loaded; cpu x1" in out, out
+    assert f"example-broken 1.0.0+planted-faults ({plugins.broken}): loaded; cpu x1" in out, out
+    assert "unavailable-test 0.0.1" in out and "unavailable: no TESTDEV device" in out, out
+    assert "a_bogus.so" in out and "failed: cannot open plugin" in out, out
