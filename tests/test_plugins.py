@@ -38,6 +38,7 @@ VARIANTS_SOURCE = TESTS / "c" / "plugin_variants.c"
 TEST_PLUGIN = TESTS / "c" / "test_plugin.c"
 VARIANTS = ("abi2", "unavailable", "failing", "wrong_name", "memory", "not_a_plugin")
 CC = os.environ.get("CC", "cc")
+CXX = os.environ.get("CXX", "g++")
 # The directory holding the installed ctensor package, for the subprocesses.
 SITE = str(Path(ctensor.__file__).resolve().parent.parent)
 
@@ -117,10 +118,20 @@ def test_plugin_header_is_installed(pkg: PkgConfig) -> None:
     assert (Path(ctensor.get_include()) / "ctensor_plugin.h").is_file()
 
 
-@pytest.mark.parametrize("defines", [[], ["-DCT_EXAMPLE_PLANT_FAULTS"]], ids=["example", "broken"])
-def test_example_compiles_strictly(pkg: PkgConfig, workdir: Path, defines: list[str]) -> None:
-    output = workdir / f"strict{len(defines)}.so"
-    _build(pkg, EXAMPLE, output, ["-shared", "-fPIC", "-std=c11", *STRICT_C, *defines], libs=[])
+@pytest.mark.parametrize(
+    ("compiler", "flags"),
+    [
+        (CC, ["-std=c11"]),
+        (CC, ["-std=c11", "-DCT_EXAMPLE_PLANT_FAULTS"]),
+        (CXX, ["-x", "c++", "-std=c++17"]),
+    ],
+    ids=["c11", "c11-faults", "c++17"],
+)
+def test_example_compiles_strictly(
+    pkg: PkgConfig, workdir: Path, compiler: str, flags: list[str]
+) -> None:
+    output = workdir / f"strict-{len(flags)}-{Path(compiler).name}.so"
+    _build(pkg, EXAMPLE, output, ["-shared", "-fPIC", *STRICT_C, *flags], compiler=compiler)
 
 
 def test_example_does_not_link_libctensor(plugins: Plugins) -> None:
@@ -417,3 +428,27 @@ def test_python_m_ctensor_lists_backends(plugins: Plugins) -> None:
     assert f"example-broken 1.0.0+planted-faults ({plugins.broken}): loaded; cpu x1" in out, out
     assert "unavailable-test 0.0.1" in out and "unavailable: no TESTDEV device" in out, out
     assert "a_bogus.so" in out and "failed: cannot open plugin" in out, out
+
+
+def test_discovery_beside_the_library(plugins: Plugins, workdir: Path) -> None:
+    """Plugins in the `ctensor-plugins` directory beside libctensor load at import (checked on a
+    copy of the installed package, so that the installation itself is left alone)."""
+    copy = workdir / "package-copy"
+    package = copy / "ctensor"
+    if not package.exists():
+        shutil.copytree(Path(ctensor.__file__).resolve().parent, package)
+    plugin_dir = package / "lib"  # where libctensor is (ctensor.get_lib_dir())
+    (plugin_dir / "ctensor-plugins").mkdir(exist_ok=True)
+    shutil.copy(plugins.example, plugin_dir / "ctensor-plugins" / "libctensor_example.so")
+    out = _python(
+        f"""
+        import ctensor
+
+        assert ctensor.__file__.startswith({str(package)!r}), ctensor.__file__
+        rows = {{b.name: b for b in ctensor.backends()}}
+        assert rows["example"].state == "loaded", rows
+        print(rows["example"].path)
+        """,
+        {"PYTHONPATH": os.pathsep.join([str(copy), SITE, str(TESTS)])},
+    )
+    assert out.strip().endswith("/ctensor-plugins/libctensor_example.so"), out
