@@ -452,3 +452,8 @@ def test_discovery_beside_the_library(plugins: Plugins, workdir: Path) -> None:
         {"PYTHONPATH": os.pathsep.join([str(copy), SITE, str(TESTS)])},
     )
     assert out.strip().endswith("/ctensor-plugins/libctensor_example.so"), out
+
+
+def test_backend_keyword_is_documented() -> None:
+    assert "backend : str, optional" in ctensor.ops.add.__doc__
+    assert "backend : str, optional" in ctensor.ops.nonzero.__doc__
