@@ -202,22 +202,6 @@ static int ct_op_reserve(ct_op* op, int32_t extra) {
   return CT_OK;
 }
 
-/* Signatures and names of replaced kernels: readers may still hold them (ct_op_kernel_info
- * promises they live as long as the process), so they are kept, reachable, never freed. */
-static void** ct_retired;
-static size_t ct_retired_count, ct_retired_capacity;
-
-static void ct_retire(void* allocation) {
-  if (ct_retired_count == ct_retired_capacity) {
-    const size_t capacity = ct_retired_capacity ? 2 * ct_retired_capacity : 16;
-    void** grown = realloc(ct_retired, capacity * sizeof *grown);
-    if (!grown) return; /* out of memory: the block is lost, never freed under a reader */
-    ct_retired = grown;
-    ct_retired_capacity = capacity;
-  }
-  ct_retired[ct_retired_count++] = allocation;
-}
-
 /* Adds or replaces (same op, device, signature and backend) one kernel; room was reserved. */
 static void ct_op_insert(ct_op* op, ct_kernel_entry* entry) {
   const int32_t length = entry->def.signature_length;
@@ -239,8 +223,6 @@ static void ct_op_insert(ct_op* op, ct_kernel_entry* entry) {
     entry->def.signature = slot->signature;
     entry->def.backend_name = slot->def.backend_name;
     op->replaced = true;
-    ct_retire((void*)slot->signature);
-    ct_retire((void*)slot->def.backend_name);
   } else {
     slot = &op->kernels[op->num_kernels++];
   }
