@@ -457,3 +457,69 @@ def test_discovery_beside_the_library(plugins: Plugins, workdir: Path) -> None:
 def test_backend_keyword_is_documented() -> None:
     assert "backend : str, optional" in ctensor.ops.add.__doc__
     assert "backend : str, optional" in ctensor.ops.nonzero.__doc__
+
+
+def test_example_agrees_with_the_builtin_backend(plugins: Plugins) -> None:
+    """Property test (hypothesis, in the fresh interpreter): on any layout, broadcasting and edge
+    values, the example's elementwise kernels give the built-in ones' bits, its nonzero the same
+    indices, its sum the float64 reference within tolerance, and no input changes."""
+    _python(f"""
+        import numpy as np
+        from hypothesis import given, settings, strategies as st
+        import ctensor
+        from arrays import any_layout, assert_close, broadcastable_shapes, snapshot, unchanged
+
+        ctensor.load_backend({str(plugins.example)!r})
+        ops = ctensor.ops
+        DTYPES = st.sampled_from(["float32", "float64", "int32"])
+
+        def same_bits(a, b):
+            assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (a, b)
+            if a.dtype.kind == "f":
+                assert np.array_equal(np.signbit(a), np.signbit(b)), (a, b)
+
+        @settings(max_examples=60, deadline=None)
+        @given(st.data(), DTYPES, broadcastable_shapes(2), st.sampled_from(["add", "multiply"]))
+        def binary(data, dtype, shapes, name):
+            x = data.draw(any_layout(dtype, shape=shapes.input_shapes[0]))
+            y = data.draw(any_layout(dtype, shape=shapes.input_shapes[1]))
+            before = (snapshot(x), snapshot(y))
+            op = getattr(ops, name)
+            same_bits(op(x, y, backend="example"), op(x, y, backend="cpu"))
+            assert unchanged(x, before[0]) and unchanged(y, before[1])
+
+        @settings(max_examples=40, deadline=None)
+        @given(st.data(), DTYPES)
+        def unary(data, dtype):
+            x = data.draw(any_layout(dtype))
+            same_bits(ops.relu(x, backend="example"), ops.relu(x, backend="cpu"))
+            if x.ndim:
+                got = ops.nonzero(x, backend="example")
+                want = ops.nonzero(x, backend="cpu")
+                assert len(got) == len(want)
+                for g, w in zip(got, want):
+                    same_bits(g, w)
+
+        @settings(max_examples=40, deadline=None)
+        @given(st.data(), DTYPES, st.booleans())
+        def reduction(data, dtype, keepdims):
+            finite = (
+                st.integers(-1000, 1000) if dtype == "int32"
+                else st.floats(-1e3, 1e3, width=32 if dtype == "float32" else 64)
+            )
+            x = data.draw(any_layout(dtype, elements=finite))
+            axes = data.draw(st.none() | st.lists(
+                st.integers(0, max(x.ndim - 1, 0)), unique=True, max_size=x.ndim
+            ))
+            got = ops.sum(x, axis=axes, keepdims=keepdims, backend="example")
+            want = ops.sum(x, axis=axes, keepdims=keepdims, backend="cpu")
+            assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+            axis = None if axes is None else tuple(axes)
+            assert_close(got, np.sum(x.astype(np.float64), axis=axis, keepdims=keepdims), dtype)
+
+        binary()
+        unary()
+        reduction()
+        print("done")
+    """)
