@@ -11,7 +11,6 @@ import numpy as np
 from ctensor._registry import OpSpec
 
 from . import abi_checks, references
-from . import dtypes as dt
 from .calls import decoded, run_case
 from .cases import Case, generate
 from .device import HostDevice
