@@ -241,10 +241,11 @@ def make_context(device, workspace, workspace_size: int, allocator, backend: str
 
 def execute(spec: OpSpec, device, inputs: list, outputs: list, attrs: dict,
             backend: str | None, workspace_shrink: int = 0,
-            dynamic_outputs: int = 0) -> Execution:  # noqa: ANN001
+            dynamic_outputs: int = 0, context_size: int | None = None) -> Execution:  # noqa: ANN001
     """Runs the op on placed tensors (None for absent inputs). Workspace ops get a guarded
     workspace of exactly the size they ask for (minus `workspace_shrink` bytes); dynamic ops a
-    TrackingAllocator expecting `dynamic_outputs` outputs."""
+    TrackingAllocator expecting `dynamic_outputs` outputs. `context_size` overrides the
+    context's struct_size (version negotiation checks)."""
     keep: list = []
     attr_array, num_attrs = _make_attrs(spec, attrs, keep)
     in_views = ffi.new("ct_tensor*[]", [t.view if t is not None else ffi.NULL for t in inputs]
@@ -267,6 +268,8 @@ def execute(spec: OpSpec, device, inputs: list, outputs: list, attrs: dict,
     allocator = TrackingAllocator(device, dynamic_outputs) if spec.is_dynamic else None
     ctx = make_context(device, workspace, max(0, ws_bytes - workspace_shrink), allocator,
                        backend, keep)
+    if context_size is not None:
+        ctx.struct_size = context_size
     status = lib.ct_op_run(spec.op, in_views, len(inputs), out_views if n_out else ffi.NULL,
                            n_out, attr_array, num_attrs, ctx)
     message = _last_error() if status != _CT_OK else ""

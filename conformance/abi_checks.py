@@ -15,6 +15,7 @@ from ctensor._registry import OpSpec
 
 from .abi_calls import execute, status_name
 from .calls import place_case, run_case
+from .dtypes import itemsize
 
 __all__ = ["PLUGIN_ABI_MAJOR", "layout_checks", "version_checks", "bad_input_checks",
            "thread_check"]
@@ -99,7 +100,8 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
     device, backend = target.device, target.backend
     problems = []
 
-    def attempt(name: str, expected: int, mutate) -> None:  # noqa: ANN001
+    def attempt(name: str, expected: int, mutate, check: str = "error_status",
+                context_size: int | None = None) -> None:  # noqa: ANN001
         placed = place_case(spec, case, device)
         if placed.infer_status != 0:
             return
@@ -111,15 +113,16 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
         execution = execute(spec, device, views_in, [_Wrap(v) if isinstance(v, ffi.CData) else v
                                                      for v in outputs], case.attrs, backend,
                             workspace_shrink=shrink or 0,
-                            dynamic_outputs=len(placed.infos) if spec.is_dynamic else 0)
+                            dynamic_outputs=len(placed.infos) if spec.is_dynamic else 0,
+                            context_size=context_size)
         if shrink and execution.workspace[0] == 0:
             return  # asks for no workspace: nothing can be too small
         if execution.status != expected:
-            problems.append(("error_status", f"{name}: expected {status_name(expected)}, got "
+            problems.append((check, f"{name}: expected {status_name(expected)}, got "
                              f"{status_name(execution.status)} ({execution.message})"))
         elif not _outputs_untouched(device, placed):
-            problems.append(("error_status", f"{name}: returned {status_name(expected)} but "
-                             "wrote an output"))
+            problems.append((check, f"{name}: returned {status_name(expected)} but wrote an "
+                             "output"))
 
     def wrong_dtype(inputs, outputs):  # noqa: ANN001, ANN202
         bad = _unregistered_dtype(spec, target)
@@ -162,14 +165,30 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
         outputs[outputs.index(t)] = view
         return None
 
+    def overlapping_input(inputs, outputs):  # noqa: ANN001, ANN202
+        """The output shifted one element into the input it has the shape and dtype of."""
+        t = inputs[0] if inputs else None
+        if (not outputs or t is None or t.strides is not None or t.shape != outputs[0].shape
+                or t.dtype != outputs[0].dtype or not any(n > 1 for n in t.shape)):
+            return False
+        view = _copy_view(t.view)
+        view.byte_offset += itemsize(t.dtype)
+        outputs[0] = view
+        return None
+
     def small_workspace(inputs, outputs):  # noqa: ANN001, ANN202
         return 1
+
+    def unchanged(inputs, outputs):  # noqa: ANN001, ANN202
+        return None
 
     attempt("wrong dtype", lib.CT_ERROR_UNSUPPORTED_DTYPE, wrong_dtype)
     attempt("wrong output shape", lib.CT_ERROR_SHAPE_MISMATCH, wrong_shape)
     attempt("NULL input", lib.CT_ERROR_NULL_POINTER, null_input)
     attempt("self-overlapping output", lib.CT_ERROR_ALIASING, aliasing)
+    attempt("output overlapping an input", lib.CT_ERROR_ALIASING, overlapping_input)
     attempt("workspace one byte too small", lib.CT_ERROR_WORKSPACE_TOO_SMALL, small_workspace)
+    attempt("ct_context.struct_size 0", lib.CT_ERROR_ABI_MISMATCH, unchanged, "abi_version", 0)
     _KEEP.clear()
     return problems
 

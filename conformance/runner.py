@@ -131,6 +131,12 @@ def _ulps(text: str) -> float:
         return 0.0
 
 
+def _probe_rank(case: Case) -> tuple[bool, int]:
+    """Bad-input and thread checks use the largest case whose inputs are all non-empty."""
+    sizes = [a.size for a in case.inputs if a is not None]
+    return (all(sizes), sum(sizes))
+
+
 def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) -> Result:
     """All checks of one op x dtype signature on the backend under test."""
     result = Result(spec.name, label, signature)
@@ -153,7 +159,7 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
             result.fail("reference", f"{type(e).__name__}: {e}", case)
             continue
         _check_numerics(spec, case, outcome, expected, result)
-    probe = next((c for c in cases if all(a is None or a.size for a in c.inputs)), cases[0])
+    probe = max(cases, key=_probe_rank)
     for check, reason in abi_checks.bad_input_checks(spec, probe, target):
         result.fail(check, reason, probe)
     for check, reason in abi_checks.thread_check(spec, probe, target):
