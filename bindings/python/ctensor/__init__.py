@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 
-from . import ops
+# _backends first: importing it discovers plugins, before ops are bound to the registry.
+from . import _backends, ops  # noqa: F401
+from ._backends import BackendInfo, backends, load_backend
 from ._dlpack import InputTypeError
 from ._errors import (
     STATUS_TO_ERROR,
@@ -17,6 +19,7 @@ from ._errors import (
     AliasingError,
     AttributeTypeError,
     BackendError,
+    BackendUnavailableError,
     ContiguousRequiredError,
     CTensorError,
     DeviceMismatchError,
@@ -42,11 +45,14 @@ __all__ = [
     "ABI_VERSION",
     "__version__",
     "abi_version",
+    "BackendInfo",
+    "backends",
     "get_include",
     "get_lib_dir",
     "get_num_threads",
     "get_pkgconfig_dir",
     "list_ops",
+    "load_backend",
     "op_info",
     "ops",
     "set_num_threads",
@@ -56,6 +62,7 @@ __all__ = [
     "AliasingError",
     "AttributeTypeError",
     "BackendError",
+    "BackendUnavailableError",
     "ContiguousRequiredError",
     "DeviceMismatchError",
     "InputTypeError",
@@ -110,7 +117,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def get_include() -> str:
-    """Directory holding ctensor.h and ctensor_backend.h."""
+    """Directory holding ctensor.h, ctensor_backend.h and ctensor_plugin.h."""
     return os.path.join(_HERE, "include")
 
 
