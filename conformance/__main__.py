@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", dest="preset", action="store_const", const="quick")
     p.add_argument("--thorough", dest="preset", action="store_const", const="thorough")
     p.add_argument("--threads", type=int, default=4, help="threads of the concurrency check")
+    p.add_argument("--device-api", action="store_true",
+                   help="place CPU tensors through ct_device_allocate/copy too (the path every "
+                   "other device takes)")
     p.add_argument("-q", "--quiet", action="store_true", help="print the summary only")
     return p
 
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         ops=[p.strip() for arg in args.ops for p in arg.split(",") if p.strip()],
         skips=read_patterns(args.skips_file), xfails=read_patterns(args.xfails_file),
         seed=args.seed, cases=args.cases or PRESETS[args.preset or "default"],
-        threads=args.threads)
+        threads=args.threads, device_api=args.device_api)
     runs: list[BackendRun] = []
     for backend, device in _targets(args):
         run = run_backend(backend, device, options)

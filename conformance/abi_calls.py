@@ -62,6 +62,7 @@ class Tensor:
     expected: np.ndarray | None
     view: Any = None  # ct_tensor*
     keep: list = field(default_factory=list)
+    lead: int = GUARD  # bytes before the region (0 for allocations placed at byte 0)
 
     def element_strides(self) -> tuple[int, ...]:
         if self.strides is not None:
@@ -131,7 +132,7 @@ def read_values(device, t: Tensor) -> tuple[np.ndarray, np.ndarray]:  # noqa: AN
     size = itemsize(t.dtype)
     if high < low:
         return raw, np.zeros(t.shape, dtype=storage(t.dtype))
-    typed = raw[GUARD : GUARD + (high - low + 1) * size].view(storage(t.dtype))
+    typed = raw[t.lead : t.lead + (high - low + 1) * size].view(storage(t.dtype))
     values = as_strided(typed[-low:], shape=t.shape, strides=[s * size for s in es]).copy()
     return raw, values
 
@@ -141,7 +142,7 @@ def untouched_outside(t: Tensor, raw: np.ndarray, values: np.ndarray) -> bool:
     PATTERN (guards before and after, gaps of a strided view)."""
     region, _ = _region_array(values, t.dtype, t.shape, t.element_strides())
     expected = np.full(raw.size, PATTERN, dtype=np.uint8)
-    expected[GUARD : GUARD + region.size] = region
+    expected[t.lead : t.lead + region.size] = region
     return bool(np.array_equal(expected, raw))
 
 
@@ -209,8 +210,8 @@ def _place_at_zero(device, dtype: str, shape) -> Tensor:  # noqa: ANN001
     image = np.full(size + GUARD, PATTERN, dtype=np.uint8)
     buf = device.allocate(image.size)
     device.write(buf, 0, image)
-    es = Tensor(dtype, tuple(shape), None, buf, 0, (0, -1), None).element_strides()
-    t = Tensor(dtype, tuple(shape), None, buf, 0, _extent(tuple(shape), es), image)
+    t = Tensor(dtype, tuple(shape), None, buf, 0, (0, -1), image, lead=0)
+    t.region = _extent(t.shape, t.element_strides())
     return t
 
 
@@ -225,12 +226,10 @@ class Execution:
     allocator: TrackingAllocator | None = None
 
 
-def make_context(device, workspace, workspace_size: int, allocator, backend: str | None,
-                 keep: list):  # noqa: ANN001
+def make_context(allocator, backend: str | None, keep: list):  # noqa: ANN001, ANN201
+    """A ct_context naming `backend` (None: any), with the allocator, without workspace yet."""
     ctx = ffi.new("ct_context*")
     ctx.struct_size = ffi.sizeof("ct_context")
-    ctx.workspace = workspace if workspace is not None else ffi.NULL
-    ctx.workspace_size = workspace_size
     ctx.allocator = allocator.struct if allocator is not None else ffi.NULL
     if backend is not None:
         name = ffi.new("char[]", backend.encode())
@@ -252,22 +251,23 @@ def execute(spec: OpSpec, device, inputs: list, outputs: list, attrs: dict,
                        or 1)
     out_views = ffi.new("ct_tensor*[]", [t.view for t in outputs] or 1)
     n_out = len(outputs)
+    allocator = TrackingAllocator(device, dynamic_outputs) if spec.is_dynamic else None
+    ctx = make_context(allocator, backend, keep)
     bytes_ = ffi.new("uint64_t*")
     align = ffi.new("uint64_t*")
-    status = lib.ct_op_workspace(spec.op, in_views, len(inputs), out_views if n_out else ffi.NULL,
-                                 n_out, attr_array, num_attrs, bytes_, align)
+    # The workspace of the kernel this context pins (ct_op_workspace sizes the newest kernel).
+    status = lib.ct_op_workspace_with_context(spec.op, in_views, len(inputs),
+                                              out_views if n_out else ffi.NULL, n_out,
+                                              attr_array, num_attrs, ctx, bytes_, align)
     if status != _CT_OK:
         return Execution(status, _last_error())
     ws_bytes, ws_align = int(bytes_[0]), int(align[0])
-    workspace = None
     ws_buffer = None
     if ws_bytes:
         ws_buffer = device.allocate(ws_bytes + GUARD)
         device.write(ws_buffer, 0, np.full(ws_bytes + GUARD, PATTERN, dtype=np.uint8))
-        workspace = ws_buffer.handle
-    allocator = TrackingAllocator(device, dynamic_outputs) if spec.is_dynamic else None
-    ctx = make_context(device, workspace, max(0, ws_bytes - workspace_shrink), allocator,
-                       backend, keep)
+        ctx.workspace = ws_buffer.handle
+        ctx.workspace_size = max(0, ws_bytes - workspace_shrink)
     if context_size is not None:
         ctx.struct_size = context_size
     status = lib.ct_op_run(spec.op, in_views, len(inputs), out_views if n_out else ffi.NULL,

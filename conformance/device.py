@@ -113,9 +113,10 @@ class BackendDevice:
         return buf.handle if offset == 0 else None
 
 
-def open_device(text: str):  # noqa: ANN201
-    """The adapter for a --device value."""
+def open_device(text: str, device_api: bool = False):  # noqa: ANN201
+    """The adapter for a --device value; `device_api` places CPU tensors through ct_device_*
+    too (the path every other device takes)."""
     kind, code, index = parse_device(text)
-    if kind == "cpu":
+    if kind == "cpu" and not device_api:
         return HostDevice(index)
     return BackendDevice(kind, code, index)

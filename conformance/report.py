@@ -48,7 +48,7 @@ def console(run: BackendRun, command: str = "python -m ctensor.conformance") -> 
         lines += ["", "FAILURES"]
         for r in failures:
             lines.append(f"{r.op}:{r.dtype}  [{r.check}] {r.reason}")
-            if r.worst_error and r.check != "numerics":
+            if r.worst_error and r.worst_error != r.reason:
                 lines.append(f"    worst error seen: {r.worst_error}")
             if r.seed is not None:
                 lines.append(f"    first failing {r.case}")

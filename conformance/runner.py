@@ -49,6 +49,7 @@ class Result:
     seed: int | None = None
     case: str = ""
     worst_error: str = ""
+    worst: float = 0.0  # in ulp (floats) or as |difference| (integers)
     reference: str = ""
     checks: dict = field(default_factory=dict)
 
@@ -115,20 +116,11 @@ def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN
             continue
         if actual is None:
             continue
-        ok, text = compare(actual, ref, dtype, spec.name, scale)
+        ok, text, worst = compare(actual, ref, dtype, spec.name, scale)
+        if worst >= result.worst and text:
+            result.worst, result.worst_error = worst, f"output {i}: {text}"
         if not ok:
-            result.worst_error = text
             result.fail("numerics", f"output {i}: {text}", case)
-            return
-        if text and (not result.worst_error or _ulps(text) > _ulps(result.worst_error)):
-            result.worst_error = text
-
-
-def _ulps(text: str) -> float:
-    try:
-        return float(text.split(" ulp")[0].split()[-1])
-    except (ValueError, IndexError):
-        return 0.0
 
 
 def _probe_rank(case: Case) -> tuple[bool, int]:

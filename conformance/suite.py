@@ -37,6 +37,7 @@ class Options:
     seed: int = 0
     cases: int = 8
     threads: int = 4
+    device_api: bool = False  # CPU tensors through ct_device_* as well
 
 
 @dataclass
@@ -107,7 +108,7 @@ def _selected(options: Options, op: str, label: str) -> bool:
 def run_backend(backend: dict, device_text: str, options: Options, progress=None) -> BackendRun:  # noqa: ANN001
     """Runs the suite over one backend on one device."""
     start = time.time()
-    device = open_device(device_text)
+    device = open_device(device_text, options.device_api)
     target = Target(backend["name"], device, options.seed, options.cases, options.threads)
     global_problems = abi_checks.layout_checks() + abi_checks.version_checks(backend)
     results: list[Result] = []

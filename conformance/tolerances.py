@@ -68,21 +68,25 @@ def input_scale(op: str, inputs: list) -> float:
 
 
 def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
-            scale: float = 0.0) -> tuple[bool, str]:
-    """(ok, worst error text). `actual` holds the output's values (dtypes.to_values), `reference`
-    the reference values in any dtype; `scale` the input_scale of accumulating ops."""
+            scale: float = 0.0) -> tuple[bool, str, float]:
+    """(ok, text, worst error): the worst error in ULP for floats, as |difference| for integers
+    (nan/inf mismatches count as infinitely far). `actual` holds the output's values
+    (dtypes.to_values), `reference` the reference values in any dtype; `scale` the input_scale
+    of accumulating ops."""
     if actual.shape != reference.shape:
-        return False, f"shape {actual.shape}, reference {reference.shape}"
+        return False, f"shape {actual.shape}, reference {reference.shape}", np.inf
     if actual.size == 0:
-        return True, ""
+        return True, "", 0.0
     if not dt.is_float(dtype):
         expected = dt.from_values(reference, dtype)
         bad = actual != expected
         if not bad.any():
-            return True, ""
-        i = [int(k) for k in np.argwhere(bad)[0]]
-        return False, (f"{int(bad.sum())} of {bad.size} elements differ; at {tuple(i)}: "
-                       f"{expected[tuple(i)].item()!r} expected, got {actual[tuple(i)].item()!r}")
+            return True, "exact", 0.0
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        worst = float(np.max(diff))
+        return False, (f"{int(bad.sum())} of {bad.size} elements differ (worst by {worst:g}); "
+                       f"at {i}: {expected[i].item()!r} expected, got {actual[i].item()!r}"), worst
     ref = dt.to_values(dt.from_values(reference.astype(np.float64), dtype), dtype)
     act = actual.astype(np.float64)
     nan_a, nan_r = np.isnan(act), np.isnan(ref)
@@ -104,9 +108,10 @@ def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
     ok &= np.where(np.isinf(ref) | np.isinf(act), act == ref, True) | (nan_a & nan_r)
     if ok.all():
         worst = float(np.max(np.where(nan_r, 0, ulp))) if ulp.size else 0.0
-        return True, f"{worst:.0f} ulp"
+        return True, f"{worst:.0f} ulp", worst
     bad = ~ok
     i = tuple(int(k) for k in np.argwhere(bad)[0])
-    worst = float(np.max(np.where(bad & ~nan_r & ~nan_a, ulp, 0)))
-    return False, (f"{int(bad.sum())} of {bad.size} elements off; worst {worst:.0f} ulp; "
-                   f"at {i}: {float(act[i])!r} vs reference {float(ref[i])!r} (limit {limit} ulp)")
+    worst = float(np.max(np.where(bad & (nan_r | nan_a), np.inf, np.where(bad, ulp, 0))))
+    text = (f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} ulp (limit {limit}); "
+            f"at {i}: {float(act[i])!r}, reference {float(ref[i])!r}")
+    return False, text, worst

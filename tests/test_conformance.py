@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import ctensor
 from ctensor._registry import OpSpec, registry_json
 from ctensor.conformance import SUITE_VERSION
 from ctensor.conformance import dtypes as cdt
@@ -87,13 +90,118 @@ def test_op_selection_skips_and_xfails(tmp_path):
     assert all(d.startswith("int") for op, d in status if op == "add")
 
 
+# ---------------------------------------------------------------- the example plugin ----------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plugin" / "example_plugin.c"
+
+
+def build_plugin(out_dir: Path, planted_faults: bool) -> Path:
+    """Builds examples/plugin against the installed headers only, as a vendor would."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "a C compiler is needed to build the example plugin"
+    name = "libctensor_example_broken.so" if planted_faults else "libctensor_example.so"
+    target = out_dir / name
+    command = [compiler, "-shared", "-fPIC", "-O2", "-o", str(target), str(EXAMPLE),
+               f"-I{ctensor.get_include()}"]
+    if planted_faults:
+        command.append("-DCT_EXAMPLE_PLANT_FAULTS")
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    return target
+
+
+@pytest.fixture(scope="module")
+def example_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("example")
+    return run_suite(out, "--plugin", str(build_plugin(out, planted_faults=False)))
+
+
+@pytest.fixture(scope="module")
+def broken_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("broken")
+    return run_suite(out, "--plugin", str(build_plugin(out, planted_faults=True)))
+
+
+def _by_status(data: dict, status: str) -> dict:
+    return {(r["op"], r["dtype"]): r for r in data["runs"][0]["results"]
+            if r["status"] == status}
+
+
+def test_example_plugin_passes_every_case(example_report):
+    rc, data, text = example_report
+    run = data["runs"][0]
+    assert run["plugin"]["name"] == "example" and run["plugin"]["version"] == "1.0.0"
+    assert run["plugin"]["abi_version"][0] == 1 and run["device"] == "cpu"
+    failures = [f"{op}:{d} [{r['check']}] {r['reason']}"
+                for (op, d), r in _by_status(data, "FAIL").items()]
+    assert failures == [], "\n".join(failures)
+    assert rc == 0, text[-3000:]
+    passed = _by_status(data, "PASS")
+    assert {op for op, _ in passed} == {"add", "multiply", "relu", "sum", "nonzero"}
+    assert {("add", "float32"), ("nonzero", "float64"), ("relu", "int32")} <= set(passed)
+    # Everything the plugin does not register is NOT_SUPPORTED, not run on another backend.
+    assert run["summary"]["NOT_SUPPORTED"] == len(run["results"]) - len(passed)
+    assert ("add", "int8") in _by_status(data, "NOT_SUPPORTED")
+
+
+def test_broken_plugin_fails_exactly_the_three_planted_faults(broken_report):
+    rc, data, text = broken_report
+    assert rc == 1, text[-3000:]
+    assert data["failed"] is True
+    assert data["runs"][0]["plugin"]["name"] == "example-broken"
+    failed = _by_status(data, "FAIL")
+    assert set(failed) == {("add", "int32"), ("relu", "float32"), ("nonzero", "float64")}, (
+        "\n".join(f"{op}:{d} [{r['check']}] {r['reason']}" for (op, d), r in failed.items()))
+    wrong, past_end, leak = failed[("add", "int32")], failed[("relu", "float32")], failed[
+        ("nonzero", "float64")]
+    assert wrong["check"] == "numerics" and "differ" in wrong["reason"]
+    assert wrong["checks"]["output_bounds"] == "PASS" and wrong["checks"]["numerics"] == "FAIL"
+    assert past_end["check"] == "output_bounds"
+    assert past_end["checks"]["numerics"] == "PASS"
+    assert leak["check"] == "allocator" and "leaked allocation" in leak["reason"]
+    assert leak["checks"]["numerics"] == "PASS" and leak["checks"]["output_bounds"] == "PASS"
+    for r in failed.values():
+        assert r["seed"] is not None and r["case"]
+    assert "FAIL: 3" in text and "add:int32" in text
+
+
+def test_device_adapter_path_finds_the_same_faults(tmp_path):
+    """--device-api places CPU tensors through ct_device_allocate/copy, as on an OpenCL or CUDA
+    device (dynamic outputs then start at byte 0 of their buffer, guarded after only)."""
+    rc, data, text = run_suite(tmp_path, "--plugin", str(build_plugin(tmp_path, True)),
+                               "--device-api")
+    assert rc == 1
+    failed = _by_status(data, "FAIL")
+    assert {key: r["check"] for key, r in failed.items()} == {
+        ("add", "int32"): "numerics", ("relu", "float32"): "output_bounds",
+        ("nonzero", "float64"): "allocator"}, text[-3000:]
+    assert len(_by_status(data, "PASS")) == 12
+
+
+def test_all_runs_every_discovered_backend(tmp_path):
+    """README's main job: --all tests the built-in backend and each plugin that loads."""
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir()
+    build_plugin(plugin_dir, planted_faults=False)
+    report = tmp_path / "all.json"
+    env = {**os.environ, "CTENSOR_PLUGIN_PATH": str(plugin_dir)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctensor.conformance", "--all", "--quick", "--ops", "add,relu",
+         "--report", str(report)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = json.loads(report.read_text())["runs"]
+    assert [r["backend"] for r in runs][:1] == ["cpu"]
+    assert "example" in [r["backend"] for r in runs]
+    for run in runs:
+        assert run["summary"]["PASS"] > 0 and run["summary"]["FAIL"] == 0
+
+
 def test_ulp_comparison():
     one = np.array([1.0])
     next_up = np.array([np.nextafter(np.float32(1), np.float32(2))], dtype=np.float64)
     assert compare(next_up, one, "float32", "exp")[0]
     far = np.array([1.0 + 2.0**-23 * 5])
-    ok, text = compare(far, one, "float32", "exp")
-    assert not ok and "5 ulp" in text
+    ok, text, worst = compare(far, one, "float32", "exp")
+    assert not ok and "5 ulp" in text and worst == 5
     assert compare(np.array([np.nan]), np.array([np.nan]), "float16", "exp")[0]
     assert not compare(np.array([np.inf]), np.array([65504.0 * 2]), "float32", "exp")[0]
     assert compare(np.array([-0.0]), np.array([0.0]), "float64", "exp")[0]
