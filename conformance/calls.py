@@ -166,3 +166,39 @@ def _free(device, placed: Placed, execution: Execution) -> None:  # noqa: ANN001
         device.free(t.buffer)
 
 
+
+
+def inplace_input(spec: OpSpec, case: Case, placed: Placed) -> int | None:
+    """An input the output may share exactly (CT_OP_FLAG_INPLACE): same dtype and shape as the
+    single output, and no zero strides."""
+    if "inplace" not in spec.flags or spec.is_dynamic or len(placed.infos) != 1:
+        return None
+    dtype, shape = placed.infos[0]
+    for k, t in enumerate(placed.inputs):
+        if (t is not None and t.dtype == dtype and t.shape == tuple(shape) and
+                0 not in t.element_strides() and case.layouts[k] != "broadcast"):
+            return k
+    return None
+
+
+def run_inplace(spec: OpSpec, case: Case, device, backend: str | None) -> Outcome | None:  # noqa: ANN001
+    """The case with its output written into the input it may share; None when no input can be
+    shared. The outcome's output is read from that input's buffer."""
+    placed = place_case(spec, case, device)
+    k = inplace_input(spec, case, placed) if placed.infer_status == 0 else None
+    if k is None:
+        _free(device, placed, Execution(0, ""))
+        return None
+    target = placed.inputs[k]
+    execution = execute(spec, device, placed.inputs, [target], case.attrs, backend)
+    out = Outcome(execution, placed.infos)
+    if execution.status != 0:
+        out.violations.append(("inplace", f"ct_op_run into input {k} returned "
+                               f"{status_name(execution.status)}: {execution.message}"))
+    raw, values = read_values(device, target)
+    if not untouched_outside(target, raw, values):
+        out.violations.append(("inplace", f"writing in place into input {k} changed bytes "
+                               "outside its elements"))
+    out.outputs.append(values)
+    _free(device, placed, execution)
+    return out

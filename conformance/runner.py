@@ -11,7 +11,7 @@ import numpy as np
 from ctensor._registry import OpSpec
 
 from . import abi_checks, references
-from .calls import decoded, run_case
+from .calls import decoded, run_case, run_inplace
 from .cases import Case, generate
 from .device import HostDevice
 from .tolerances import compare, input_scale, tolerance_class
@@ -22,7 +22,8 @@ PASS, FAIL, NOT_SUPPORTED, SKIP, XFAIL = "PASS", "FAIL", "NOT_SUPPORTED", "SKIP"
 
 #: The checks of every op x dtype, in report order ("allocator": dynamic ops only).
 CHECKS = ("abi_layout", "abi_version", "infer", "run", "numerics", "inputs_unchanged",
-          "output_bounds", "workspace_bounds", "error_status", "threads", "allocator")
+          "output_bounds", "workspace_bounds", "error_status", "threads", "inplace",
+          "allocator")
 
 
 @dataclass
@@ -123,6 +124,29 @@ def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN
             result.fail("numerics", f"output {i}: {text}", case)
 
 
+def _check_inplace(spec: OpSpec, cases: list, target: Target, result: Result) -> None:
+    """Ops flagged in-place run once more with the output sharing an input, on every case
+    where one can (same shape and dtype, no zero strides); the result must be the same."""
+    if "inplace" not in spec.flags:
+        return
+    result.checks.setdefault("inplace", PASS)
+    for case in cases:
+        outcome = run_inplace(spec, case, target.device, target.backend)
+        if outcome is None:
+            continue
+        for check, reason in outcome.violations:
+            result.fail(check, reason, case)
+        if outcome.violations:
+            return
+        expected = _reference(spec, case, result.reference, outcome.infos)
+        dtype = outcome.infos[0][0]
+        ok, text, _ = compare(decoded(outcome)[0], expected[0], dtype, spec.name,
+                              input_scale(spec.name, case.values()))
+        if not ok:
+            result.fail("inplace", f"in place: {text}", case)
+            return
+
+
 def _probe_rank(case: Case) -> tuple[bool, int]:
     """Bad-input and thread checks use the largest case whose inputs are all non-empty."""
     sizes = [a.size for a in case.inputs if a is not None]
@@ -156,7 +180,10 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
         result.fail(check, reason, probe)
     for check, reason in abi_checks.thread_check(spec, probe, target):
         result.fail(check, reason, probe)
-    for check in CHECKS if spec.is_dynamic else CHECKS[:-1]:
+    _check_inplace(spec, cases, target, result)
+    for check in CHECKS:
+        if check == "allocator" and not spec.is_dynamic or check == "inplace":
+            continue
         result.checks.setdefault(check, PASS)
     return result
 
