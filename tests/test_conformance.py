@@ -164,6 +164,28 @@ def test_broken_plugin_fails_exactly_the_three_planted_faults(broken_report):
     assert "FAIL: 3" in text and "add:int32" in text
 
 
+def test_xfails_keep_known_faults_out_of_the_exit_status(tmp_path):
+    xfails = tmp_path / "xfails.txt"
+    xfails.write_text("# the planted faults\nadd:int32\nrelu:float32\nnonzero:*\n")
+    rc, data, _ = run_suite(tmp_path, "--plugin", str(build_plugin(tmp_path, True)),
+                            "--xfails-file", str(xfails))
+    assert rc == 0 and data["failed"] is False
+    assert set(_by_status(data, "XFAIL")) == {("add", "int32"), ("relu", "float32"),
+                                              ("nonzero", "float64")}
+
+
+def test_faults_the_example_plugin_does_not_plant():
+    """Input writes, workspace overruns and mistyped allocations (tests/fault_kernels.py)."""
+    script = Path(__file__).resolve().parent / "fault_kernels.py"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    found = {backend: [(r["status"], r["check"]) for r in rows]
+             for backend, rows in json.loads(proc.stdout).items()}
+    assert found == {"writes-input": [("FAIL", "inputs_unchanged")],
+                     "past-workspace": [("FAIL", "workspace_bounds")],
+                     "wrong-alloc": [("FAIL", "allocator")]}
+
+
 def test_device_adapter_path_finds_the_same_faults(tmp_path):
     """--device-api places CPU tensors through ct_device_allocate/copy, as on an OpenCL or CUDA
     device (dynamic outputs then start at byte 0 of their buffer, guarded after only)."""
