@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .isolate import run_isolated
 from .report import console, write_json
 from .runner import FAIL, read_patterns
 from .suite import BackendRun, Options, builtin_cpu, discover, load_plugin, run_backend
@@ -38,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device-api", action="store_true",
                    help="place CPU tensors through ct_device_allocate/copy too (the path every "
                    "other device takes)")
+    p.add_argument("--isolate", action="store_true",
+                   help="run each op in its own process: a kernel that crashes fails its op "
+                   "(check 'crash') instead of ending the run")
+    p.add_argument("--only-op", help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="print the summary only")
     return p
 
@@ -64,16 +69,32 @@ def _targets(args: argparse.Namespace) -> list[tuple[dict, str]]:
     return [(builtin_cpu(), args.device or "cpu")]
 
 
+def _child_args(args: argparse.Namespace, backend: dict, device: str) -> list[str]:
+    """The arguments of an --isolate child: the same backend, device and options (skips are
+    passed by isolate.py, which adds the signatures that crashed)."""
+    out = ["--plugin", backend["path"]] if backend.get("path") else ["--backend", backend["name"]]
+    out += ["--device", device, "--seed", str(args.seed), "--threads", str(args.threads),
+            "--cases", str(args.cases or PRESETS[args.preset or "default"])]
+    if args.xfails_file:
+        out += ["--xfails-file", args.xfails_file]
+    for pattern in args.ops:
+        out += ["--ops", pattern]
+    return out + (["--device-api"] if args.device_api else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     options = Options(
         ops=[p.strip() for arg in args.ops for p in arg.split(",") if p.strip()],
         skips=read_patterns(args.skips_file), xfails=read_patterns(args.xfails_file),
         seed=args.seed, cases=args.cases or PRESETS[args.preset or "default"],
-        threads=args.threads, device_api=args.device_api)
+        threads=args.threads, device_api=args.device_api, only_op=args.only_op)
     runs: list[BackendRun] = []
     for backend, device in _targets(args):
-        run = run_backend(backend, device, options)
+        if args.isolate:
+            run = run_isolated(backend, device, options, _child_args(args, backend, device))
+        else:
+            run = run_backend(backend, device, options)
         runs.append(run)
         command = "python -m ctensor.conformance" + (
             f" --plugin {backend['path']}" if backend.get("path") else "") + f" --device {device}"

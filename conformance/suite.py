@@ -4,6 +4,7 @@ loading, so the plugin's kernels are in it), and run every op x dtype the select
 from __future__ import annotations
 
 import fnmatch
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -26,12 +27,14 @@ from .runner import (
     signature_labels,
 )
 
-__all__ = ["Options", "BackendRun", "load_plugin", "backend_infos", "discover", "run_backend"]
+__all__ = ["Options", "BackendRun", "load_plugin", "backend_infos", "discover", "run_backend",
+           "selected"]
 
 
 @dataclass
 class Options:
     ops: list[str] = field(default_factory=list)  # op[:dtype] patterns; empty: all
+    only_op: str | None = None  # one op by exact name (--isolate's children)
     skips: list[str] = field(default_factory=list)
     xfails: list[str] = field(default_factory=list)
     seed: int = 0
@@ -98,7 +101,15 @@ def builtin_cpu() -> dict:
             "device": "cpu", "device_count": 1, "abi_version": lib.ct_abi_version()}
 
 
-def _selected(options: Options, op: str, label: str) -> bool:
+#: What --isolate's children print on stderr before each op x dtype, so that the parent learns
+#: which one a crash happened in.
+PROGRESS = "conformance: running "
+
+
+def selected(options: Options, op: str, label: str) -> bool:
+    """Whether --ops (and --only-op) select this op x dtype row."""
+    if options.only_op is not None and op != options.only_op:
+        return False
     if not options.ops:
         return True
     return matches(options.ops, op, label) or any(
@@ -117,7 +128,7 @@ def run_backend(backend: dict, device_text: str, options: Options, progress=None
         own = {tuple(k["signature"]) for k in schema.get("kernels", ())
                if k["backend"] == backend["name"] and k["device"] == device.kind}
         for signature, label in sorted(signature_labels(spec).items(), key=lambda kv: kv[1]):
-            if not _selected(options, spec.name, label):
+            if not selected(options, spec.name, label):
                 continue
             if matches(options.skips, spec.name, label):
                 results.append(Result(spec.name, label, signature, SKIP))
@@ -125,6 +136,8 @@ def run_backend(backend: dict, device_text: str, options: Options, progress=None
             if signature not in own:
                 results.append(Result(spec.name, label, signature, NOT_SUPPORTED))
                 continue
+            if options.only_op is not None:
+                print(f"{PROGRESS}{spec.name}:{label}", file=sys.stderr, flush=True)
             result = run_signature(spec, signature, label, target)
             for check_name, reason in global_problems:
                 result.fail(check_name, reason)

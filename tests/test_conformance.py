@@ -186,6 +186,40 @@ def test_faults_the_example_plugin_does_not_plant():
                      "wrong-alloc": [("FAIL", "allocator")]}
 
 
+CRASHING_PLUGIN = r"""
+#include <ctensor_plugin.h>
+CT_PLUGIN_DEFINE_ABI_VERSION()
+static int crash(const ct_kernel_call* call) { (void)call; *(volatile int*)0 = 0; return 0; }
+CT_PLUGIN_EXTERN_C CT_PLUGIN_EXPORT int ct_plugin_init(const ct_host_api* host,
+                                                       ct_plugin_info* info) {
+  static const ct_dtype f32[2] = {{CT_DTYPE_FLOAT, 32, 1}, {CT_DTYPE_FLOAT, 32, 1}};
+  ct_kernel_def def = {sizeof(ct_kernel_def), "exp", "crasher", CT_DEVICE_CPU, 2, f32, crash,
+                       NULL, NULL};
+  info->name = "crasher";
+  info->version = "0";
+  info->device_type = CT_DEVICE_CPU;
+  info->device_count = 1;
+  return host->kernel_register(&def);
+}
+"""
+
+
+def test_isolate_turns_a_crash_into_a_failure(tmp_path):
+    source = tmp_path / "crasher.c"
+    source.write_text(CRASHING_PLUGIN)
+    plugin = tmp_path / "libcrasher.so"
+    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(plugin),
+                    str(source), f"-I{ctensor.get_include()}"], check=True)
+    rc, data, text = run_suite(tmp_path, "--plugin", str(plugin), "--isolate", "--ops",
+                               "exp,sin")
+    assert rc == 1, text[-2000:]
+    failed = _by_status(data, "FAIL")
+    assert list(failed) == [("exp", "float32")]
+    assert failed[("exp", "float32")]["check"] == "crash"
+    assert "SIGSEGV" in failed[("exp", "float32")]["reason"]
+    assert ("sin", "float32") in _by_status(data, "NOT_SUPPORTED")
+
+
 def test_device_adapter_path_finds_the_same_faults(tmp_path):
     """--device-api places CPU tensors through ct_device_allocate/copy, as on an OpenCL or CUDA
     device (dynamic outputs then start at byte 0 of their buffer, guarded after only)."""
