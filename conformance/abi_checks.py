@@ -14,8 +14,8 @@ from ctensor._lib import ffi, lib
 from ctensor._registry import OpSpec
 
 from .abi_calls import execute, status_name
-from .calls import place_case, run_case
-from .dtypes import itemsize
+from .calls import free_placed, place_case, run_case
+from .dtypes import itemsize, set_ct_dtype
 
 __all__ = ["PLUGIN_ABI_MAJOR", "layout_checks", "version_checks", "bad_input_checks",
            "thread_check"]
@@ -95,19 +95,20 @@ def _unregistered_dtype(spec: OpSpec, target) -> str | None:  # noqa: ANN001
 def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: ANN001
     """Wrong dtype, wrong output shape, NULL input, self-overlapping output and a too small
     workspace must each return their documented status and leave the outputs untouched."""
-    from .dtypes import set_ct_dtype
-
     device, backend = target.device, target.backend
     problems = []
+    keep: list = []  # shape and stride arrays of the altered views
 
     def attempt(name: str, expected: int, mutate, check: str = "error_status",
                 context_size: int | None = None) -> None:  # noqa: ANN001
         placed = place_case(spec, case, device)
         if placed.infer_status != 0:
+            free_placed(device, placed, None)
             return
         inputs, outputs = list(placed.inputs), list(placed.outputs)
         shrink = mutate(inputs, outputs)
         if shrink is False:
+            free_placed(device, placed, None)
             return
         views_in = [_Wrap(v) if isinstance(v, ffi.CData) else v for v in inputs]
         execution = execute(spec, device, views_in, [_Wrap(v) if isinstance(v, ffi.CData) else v
@@ -115,12 +116,14 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
                             workspace_shrink=shrink or 0,
                             dynamic_outputs=len(placed.infos) if spec.is_dynamic else 0,
                             context_size=context_size)
+        untouched = _outputs_untouched(device, placed)
+        free_placed(device, placed, execution)
         if shrink and execution.workspace[0] == 0:
             return  # asks for no workspace: nothing can be too small
         if execution.status != expected:
             problems.append((check, f"{name}: expected {status_name(expected)}, got "
                              f"{status_name(execution.status)} ({execution.message})"))
-        elif not _outputs_untouched(device, placed):
+        elif not untouched:
             problems.append((check, f"{name}: returned {status_name(expected)} but wrote an "
                              "output"))
 
@@ -130,7 +133,10 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
         if bad is None or first is None:
             return False
         view = _copy_view(inputs[first].view)
-        set_ct_dtype(view.dtype, bad) if bad != "complex64" else _complex(view)
+        if bad == "complex64":
+            _complex(view)
+        else:
+            set_ct_dtype(view.dtype, bad)
         inputs[first] = view
         return None
 
@@ -144,7 +150,7 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
         view.ndim = len(t.shape) or 1
         view.strides = ffi.NULL
         outputs[0] = view
-        _KEEP.append(shape)
+        keep.append(shape)
         return None
 
     def null_input(inputs, outputs):  # noqa: ANN001, ANN202
@@ -161,7 +167,7 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
         view = _copy_view(t.view)
         strides = ffi.new("int64_t[]", [0] * len(t.shape))
         view.strides = strides
-        _KEEP.append(strides)
+        keep.append(strides)
         outputs[outputs.index(t)] = view
         return None
 
@@ -189,11 +195,7 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
     attempt("output overlapping an input", lib.CT_ERROR_ALIASING, overlapping_input)
     attempt("workspace one byte too small", lib.CT_ERROR_WORKSPACE_TOO_SMALL, small_workspace)
     attempt("ct_context.struct_size 0", lib.CT_ERROR_ABI_MISMATCH, unchanged, "abi_version", 0)
-    _KEEP.clear()
     return problems
-
-
-_KEEP: list = []
 
 
 class _Wrap:

@@ -23,7 +23,8 @@ from .abi_calls import (
 )
 from .cases import Case
 
-__all__ = ["Placed", "Outcome", "place_case", "run_case"]
+__all__ = ["Placed", "Outcome", "place_case", "run_case", "run_inplace", "free_placed",
+           "decoded"]
 
 
 @dataclass
@@ -123,6 +124,7 @@ def _read_dynamic(spec: OpSpec, device, placed: Placed, out: Outcome) -> None:  
 def run_case(spec: OpSpec, case: Case, device, backend: str | None) -> Outcome:  # noqa: ANN001
     placed = place_case(spec, case, device)
     if placed.infer_status != 0:
+        free_placed(device, placed, None)
         out = Outcome(None, [])
         out.violations.append(("infer", f"ct_op_infer failed: {placed.infer_message}"))
         return out
@@ -147,7 +149,7 @@ def run_case(spec: OpSpec, case: Case, device, backend: str | None) -> Outcome: 
                 out.violations.append(("output_bounds", f"wrote outside output {i} "
                                        f"({where})"))
             out.outputs.append(values)
-    _free(device, placed, execution)
+    free_placed(device, placed, execution)
     return out
 
 
@@ -157,9 +159,10 @@ def decoded(out: Outcome) -> list:
             for v, info in zip(out.outputs, out.infos, strict=False)]
 
 
-def _free(device, placed: Placed, execution: Execution) -> None:  # noqa: ANN001
+def free_placed(device, placed: Placed, execution: Execution | None) -> None:  # noqa: ANN001
+    """Frees a case's buffers (and the allocations of a dynamic run)."""
     tensors: list[Tensor] = [t for t in placed.inputs + placed.outputs if t is not None]
-    if execution.allocator is not None:
+    if execution is not None and execution.allocator is not None:
         for ts in execution.allocator.tensors.values():
             tensors.extend(ts)
     for t in tensors:
@@ -187,7 +190,7 @@ def run_inplace(spec: OpSpec, case: Case, device, backend: str | None) -> Outcom
     placed = place_case(spec, case, device)
     k = inplace_input(spec, case, placed) if placed.infer_status == 0 else None
     if k is None:
-        _free(device, placed, Execution(0, ""))
+        free_placed(device, placed, None)
         return None
     target = placed.inputs[k]
     execution = execute(spec, device, placed.inputs, [target], case.attrs, backend)
@@ -200,5 +203,5 @@ def run_inplace(spec: OpSpec, case: Case, device, backend: str | None) -> Outcom
         out.violations.append(("inplace", f"writing in place into input {k} changed bytes "
                                "outside its elements"))
     out.outputs.append(values)
-    _free(device, placed, execution)
+    free_placed(device, placed, execution)
     return out
