@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--skips-file", metavar="F", help="op[:dtype] patterns not to run")
     p.add_argument("--xfails-file", metavar="F", help="op[:dtype] patterns expected to fail")
     p.add_argument("--seed", type=int, default=0, help="seed of every case's generator")
+    p.add_argument("--case", type=int, metavar="SEED",
+                   help="run only the case with this seed (a report's failing case)")
     p.add_argument("--cases", type=int, default=None,
                    help="cases per op x dtype beyond one per shape/attribute set")
     p.add_argument("--quick", dest="preset", action="store_const", const="quick")
@@ -74,6 +76,7 @@ def _child_args(args: argparse.Namespace, backend: dict, device: str) -> list[st
     passed by isolate.py, which adds the signatures that crashed)."""
     out = ["--plugin", backend["path"]] if backend.get("path") else ["--backend", backend["name"]]
     out += ["--device", device, "--seed", str(args.seed), "--threads", str(args.threads),
+            *(["--case", str(args.case)] if args.case is not None else []),
             "--cases", str(args.cases or PRESETS[args.preset or "default"])]
     if args.xfails_file:
         out += ["--xfails-file", args.xfails_file]
@@ -88,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         ops=[p.strip() for arg in args.ops for p in arg.split(",") if p.strip()],
         skips=read_patterns(args.skips_file), xfails=read_patterns(args.xfails_file),
         seed=args.seed, cases=args.cases or PRESETS[args.preset or "default"],
-        threads=args.threads, device_api=args.device_api, only_op=args.only_op)
+        threads=args.threads, device_api=args.device_api, only_op=args.only_op,
+        case_seed=args.case)
     runs: list[BackendRun] = []
     for backend, device in _targets(args):
         if args.isolate:
@@ -98,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(run)
         command = "python -m ctensor.conformance" + (
             f" --plugin {backend['path']}" if backend.get("path") else "") + f" --device {device}"
+        if args.seed:
+            command += f" --seed {args.seed}"
+        if args.cases or args.preset:
+            command += f" --cases {options.cases}"
         text = console(run, command)
         print(text.split("\n\n")[-1] if args.quiet else text)
         print()

@@ -52,7 +52,8 @@ def console(run: BackendRun, command: str = "python -m ctensor.conformance") -> 
                 lines.append(f"    worst error seen: {r.worst_error}")
             if r.seed is not None:
                 lines.append(f"    first failing {r.case}")
-            lines.append(f"    rerun: {command} --ops '{r.op}:{r.dtype}'")
+            again = f" --case {r.seed}" if r.seed is not None else ""
+            lines.append(f"    rerun: {command} --ops '{r.op}:{r.dtype}'{again}")
     counts = run.counts()
     lines += ["", "  ".join(f"{k}: {v}" for k, v in counts.items()) + f"  ({run.seconds:.0f} s)"]
     return "\n".join(lines)

@@ -36,6 +36,7 @@ class Target:
     seed: int = 0
     cases: int = 8
     threads: int = 4
+    case_seed: int | None = None  # run only the case with this seed
 
 
 @dataclass
@@ -158,6 +159,11 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
     result = Result(spec.name, label, signature)
     result.reference = reference_source(spec.name, target.backend)
     cases = generate(spec, signature, target.seed, target.cases)
+    if target.case_seed is not None:
+        cases = [c for c in cases if c.seed == target.case_seed]
+        if not cases:
+            result.status = SKIP  # that case belongs to another op x dtype
+            return result
     if not cases:
         result.fail("cases", "no attribute set or shape passed ct_op_infer; add one to "
                     "op_table.OPS")

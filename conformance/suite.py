@@ -41,6 +41,7 @@ class Options:
     cases: int = 8
     threads: int = 4
     device_api: bool = False  # CPU tensors through ct_device_* as well
+    case_seed: int | None = None  # --case: only the case with this seed
 
 
 @dataclass
@@ -120,7 +121,8 @@ def run_backend(backend: dict, device_text: str, options: Options, progress=None
     """Runs the suite over one backend on one device."""
     start = time.time()
     device = open_device(device_text, options.device_api)
-    target = Target(backend["name"], device, options.seed, options.cases, options.threads)
+    target = Target(backend["name"], device, options.seed, options.cases, options.threads,
+                    options.case_seed)
     global_problems = abi_checks.layout_checks() + abi_checks.version_checks(backend)
     results: list[Result] = []
     for schema in registry_json()["ops"]:

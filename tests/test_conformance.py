@@ -164,6 +164,18 @@ def test_broken_plugin_fails_exactly_the_three_planted_faults(broken_report):
     assert "FAIL: 3" in text and "add:int32" in text
 
 
+def test_a_reported_seed_reproduces_the_failing_case(broken_report, tmp_path):
+    _, data, _ = broken_report
+    first = _by_status(data, "FAIL")[("relu", "float32")]
+    plugin = data["runs"][0]["plugin"]["path"]
+    rc, again, _ = run_suite(tmp_path, "--plugin", plugin, "--ops", "relu:float32",
+                             "--case", str(first["seed"]))
+    (row,) = again["runs"][0]["results"]
+    assert rc == 1 and row["cases"] == 1
+    assert (row["check"], row["seed"], row["case"]) == (first["check"], first["seed"],
+                                                        first["case"])
+
+
 def test_xfails_keep_known_faults_out_of_the_exit_status(tmp_path):
     xfails = tmp_path / "xfails.txt"
     xfails.write_text("# the planted faults\nadd:int32\nrelu:float32\nnonzero:*\n")
