@@ -54,6 +54,9 @@ def console(run: BackendRun, command: str = "python -m ctensor.conformance") -> 
                 lines.append(f"    first failing {r.case}")
             again = f" --case {r.seed}" if r.seed is not None else ""
             lines.append(f"    rerun: {command} --ops '{r.op}:{r.dtype}'{again}")
+    unchecked = [r for r in run.results if r.status == SKIP and r.reason]
+    if unchecked:
+        lines += ["", "SKIPPED"] + [f"{r.op}:{r.dtype}  {r.reason}" for r in unchecked]
     counts = run.counts()
     lines += ["", "  ".join(f"{k}: {v}" for k, v in counts.items()) + f"  ({run.seconds:.0f} s)"]
     return "\n".join(lines)

@@ -263,6 +263,24 @@ def test_all_runs_every_discovered_backend(tmp_path):
         assert run["summary"]["PASS"] > 0 and run["summary"]["FAIL"] == 0
 
 
+def test_without_torch_the_cpu_dl_ops_are_reported_unchecked(tmp_path):
+    """On a machine without PyTorch (README's main job after a bare `pip install .`) the deep
+    learning ops of the CPU backend have no reference: SKIP with the reason, not FAIL."""
+    (tmp_path / "torch.py").write_text(
+        'raise ModuleNotFoundError("No module named \'torch\'", name="torch")\n')
+    report = tmp_path / "report.json"
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "ctensor.conformance", "--quick", "--ops",
+                           "conv2d:float32,exp:float32", "--report", str(report)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = {r["op"]: r for r in json.loads(report.read_text())["runs"][0]["results"]}
+    assert rows["conv2d"]["status"] == "SKIP" and "torch" in rows["conv2d"]["reason"]
+    assert rows["conv2d"]["checks"]["output_bounds"] == "PASS"
+    assert rows["exp"]["status"] == "PASS"
+
+
 def test_ulp_comparison():
     one = np.array([1.0])
     next_up = np.array([np.nextafter(np.float32(1), np.float32(2))], dtype=np.float64)
