@@ -35,6 +35,16 @@ _LAYOUT = [
     ("ct_allocator", 24, {"struct_size": 0, "user_data": 8, "allocate": 16}),
     ("ct_context", 48, {"struct_size": 0, "stream": 8, "workspace": 16, "workspace_size": 24,
                         "allocator": 32, "backend": 40}),
+    ("ct_param_schema", 24, {"name": 0, "doc": 8, "flags": 16, "reserved": 20}),
+    ("ct_attr_schema", 48, {"name": 0, "doc": 8, "type": 16, "flags": 20, "default_value": 24}),
+    ("ct_op_schema", 72, {"struct_size": 0, "name": 8, "doc": 16, "category": 24, "flags": 28,
+                          "num_inputs": 32, "num_outputs": 36, "num_attrs": 40, "inputs": 48,
+                          "outputs": 56, "attrs": 64}),
+    ("ct_kernel_info", 32, {"struct_size": 0, "backend": 8, "device_type": 16,
+                            "signature_length": 20, "signature": 24}),
+    ("ct_backend_info", 64, {"struct_size": 0, "name": 8, "version": 16, "path": 24, "state": 32,
+                             "status": 36, "reason": 40, "device_type": 48, "device_count": 52,
+                             "abi_version": 56}),
 ]
 
 
