@@ -41,6 +41,9 @@ class Target:
 
 @dataclass
 class Result:
+    """One op x dtype row: its status, the first failure (check, reason, case and its seed), the
+    worst numeric error seen, the reference used and every check's PASS/FAIL."""
+
     op: str
     dtype: str
     signature: tuple
