@@ -120,7 +120,7 @@ def _stable_descending(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", SORT_DTYPES)
-@pytest.mark.parametrize("n", [2047, 2048, 2049, 5000, 70001])
+@pytest.mark.parametrize("n", [2047, 2048, 2049, 5000, 70001, 300001])
 @pytest.mark.parametrize("descending", [False, True])
 def test_sort_long_lanes_keep_the_stable_order_bitwise(dtype, n, descending):
     rng = np.random.default_rng(n)
@@ -214,3 +214,53 @@ def test_threads_do_not_change_fast_path_results():
     for later in results[1:]:
         for a, b in zip(results[0], later, strict=True):
             np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+# ----- max_pool2d rows (vectorised interior columns) -----
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation",
+    [(2, 2, 0, 1), (3, 1, 1, 1), (3, 2, 1, 2), ((2, 3), (1, 3), (1, 1), (1, 1))],
+)
+def test_max_pool2d_wide_rows_match_torch(dtype, kernel, stride, padding, dilation):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 9, 600)).astype(dtype)
+    x[0, 0, 1, 5] = np.nan
+    x[1, 2, 4, 300:303] = np.nan
+    x[0, 1] = np.where(x[0, 1] > 0, 0.0, -0.0)
+    got = ops.max_pool2d(x, kernel_size=kernel, stride=stride, padding=padding, dilation=dilation)
+    expected = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding, dilation).numpy()
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+# ----- float32 sums: at least as accurate as NumPy's pairwise sum -----
+
+
+def _adversarial_float32(n: int, rng) -> list[np.ndarray]:
+    big = np.full(n, 1.0, np.float32)
+    big[0] = 1e8  # every later 1.0 is below the running sum's ulp in float32
+    ramp = np.arange(n, dtype=np.float32) * np.float32(1.0001)
+    cancel = np.empty(n, np.float32)
+    cancel[0::2], cancel[1::2] = 1e7, -1e7 + np.float32(0.5)
+    wide = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
+    return [big, ramp, cancel, wide, rng.random(n, dtype=np.float32)]
+
+
+@pytest.mark.parametrize("n", [1000, 65537, 1 << 21])
+def test_float32_sum_error_no_worse_than_numpy(n):
+    rng = np.random.default_rng(n)
+    for x in _adversarial_float32(n, rng):
+        exact = np.sum(x.astype(np.float64))  # float64 pairwise: exact enough for these
+        ours = abs(float(ops.sum(x)) - exact)
+        numpy = abs(float(np.sum(x)) - exact)
+        assert ours <= numpy, (ours, numpy)
+        # per-axis sums over rows and columns too
+        m = x[: (n // 8) * 8].reshape(-1, 8)
+        for axis in (0, 1):
+            exact_axis = np.sum(m.astype(np.float64), axis=axis)
+            err = np.abs(ops.sum(m, axis=axis).astype(np.float64) - exact_axis)
+            err_np = np.abs(np.sum(m, axis=axis).astype(np.float64) - exact_axis)
+            assert (err <= err_np + np.spacing(np.abs(exact_axis).astype(np.float32))).all()

@@ -19,6 +19,16 @@
 
 #ifdef _OPENMP
 #include <omp.h>
+/* t, nt = this thread's number and the team's size. */
+#define CT_SORT_THREAD_ID(t, nt)  \
+  do {                            \
+    (t) = omp_get_thread_num();   \
+    (nt) = omp_get_num_threads(); \
+  } while (0)
+#else
+#define CT_SORT_THREAD_ID(t, nt) \
+  do {                           \
+  } while (0)
 #endif
 
 /* Lanes shorter than this are insertion-sorted. */
@@ -30,7 +40,12 @@
 #define CT_RADIX_BITS 11
 #define CT_RADIX_BINS (1 << CT_RADIX_BITS)
 #define CT_RADIX_MAX_PASSES 6
-#define CT_RADIX_HIST_BYTES (CT_RADIX_MAX_PASSES * CT_RADIX_BINS * 8)
+/* A single lane this long is sorted by all threads (at most CT_SORT_MAX_THREADS), each pass
+ * split into per-thread chunks. */
+#define CT_SORT_PARALLEL_LANE 262144
+#define CT_SORT_MAX_THREADS 16
+/* Histograms: CT_RADIX_MAX_PASSES of them, or one per thread (the larger). */
+#define CT_RADIX_HIST_BYTES (CT_SORT_MAX_THREADS * CT_RADIX_BINS * 8)
 
 /* ----- stable sort of (key, index) pairs, per key width ----- */
 
@@ -112,6 +127,57 @@ CT_SORT_RADIX(uint64_t)
 CT_SORT_KEYS_RADIX(uint32_t)
 CT_SORT_KEYS_RADIX(uint64_t)
 
+/* ct_sort_keys_<K> on `threads` threads: every pass counts digits per thread chunk (counts:
+ * threads x CT_RADIX_BINS), then each thread scatters its chunk after the earlier chunks' keys
+ * of the same digit, which keeps the sort stable. Returns the sorted buffer. */
+#define CT_SORT_KEYS_PARALLEL(K)                                                                  \
+  static K* ct_sort_keys_parallel_##K(K* keys, K* tmp, int64_t n, int64_t* counts, int threads) { \
+    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);                \
+    K* result = keys;                                                                             \
+    _Pragma("omp parallel num_threads(threads)") {                                                \
+      int t = 0, nt = 1;                                                                          \
+      CT_SORT_THREAD_ID(t, nt);                                                                   \
+      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                   \
+      int64_t* c = counts + (int64_t)t * CT_RADIX_BINS;                                           \
+      K* src = keys;                                                                              \
+      K* dst = tmp;                                                                               \
+      for (int pass = 0; pass < passes; ++pass) {                                                 \
+        const int shift = pass * CT_RADIX_BITS;                                                   \
+        memset(c, 0, CT_RADIX_BINS * sizeof(int64_t));                                            \
+        for (int64_t i = begin; i < end; ++i) ++c[(src[i] >> shift) & (CT_RADIX_BINS - 1)];       \
+        _Pragma("omp barrier");                                                                   \
+        /* every thread reads the same counts: the same decision to skip */                       \
+        const int first = (int)((src[0] >> shift) & (CT_RADIX_BINS - 1));                         \
+        int64_t same = 0;                                                                         \
+        for (int u = 0; u < nt; ++u) same += counts[(int64_t)u * CT_RADIX_BINS + first];          \
+        _Pragma("omp barrier");                                                                   \
+        if (same == n) continue;                                                                  \
+        _Pragma("omp single") {                                                                   \
+          int64_t sum = 0;                                                                        \
+          for (int d = 0; d < CT_RADIX_BINS; ++d) {                                               \
+            for (int u = 0; u < nt; ++u) {                                                        \
+              const int64_t v = counts[(int64_t)u * CT_RADIX_BINS + d];                           \
+              counts[(int64_t)u * CT_RADIX_BINS + d] = sum;                                       \
+              sum += v;                                                                           \
+            }                                                                                     \
+          }                                                                                       \
+        }                                                                                         \
+        for (int64_t i = begin; i < end; ++i) {                                                   \
+          const K k = src[i];                                                                     \
+          dst[c[(k >> shift) & (CT_RADIX_BINS - 1)]++] = k;                                       \
+        }                                                                                         \
+        _Pragma("omp barrier");                                                                   \
+        K* swap = src;                                                                            \
+        src = dst;                                                                                \
+        dst = swap;                                                                               \
+      }                                                                                           \
+      if (t == 0) result = src;                                                                   \
+    }                                                                                             \
+    return result;                                                                                \
+  }
+CT_SORT_KEYS_PARALLEL(uint32_t)
+CT_SORT_KEYS_PARALLEL(uint64_t)
+
 /* ----- one lane per dtype: keys, sort, sorted indices ----- */
 
 typedef int64_t* (*ct_sort_lane_fn)(const char* x, int64_t step, int64_t n, int descending,
@@ -148,7 +214,7 @@ CT_SORT_KEY_TYPES(CT_SORT_LANE_X, _)
  * its NaNs) are written back from x in their order there, which a stable sort keeps; for
  * integers every key is one value. */
 typedef void (*ct_sort_values_fn)(const char* x, int64_t step, int64_t n, int descending,
-                                  void* slot, char* out, int64_t out_step);
+                                  void* slot, char* out, int64_t out_step, int threads);
 
 /* First index in sorted keys[0..n) whose key is not below k. */
 #define CT_SORT_LOWER_BOUND(K)                                            \
@@ -167,44 +233,57 @@ typedef void (*ct_sort_values_fn)(const char* x, int64_t step, int64_t n, int de
 CT_SORT_LOWER_BOUND(uint32_t)
 CT_SORT_LOWER_BOUND(uint64_t)
 
-#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                 \
-  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,    \
-                                   void* slot, char* out, int64_t out_step) {                 \
-    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                               \
-    K* keys = (K*)slot;                                                                       \
-    K* keys2 = (K*)((char*)slot + kb);                                                        \
-    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                         \
-    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);            \
-    memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                        \
-    const K flip = descending ? (K) ~(K)0 : (K)0;                                             \
-    for (int64_t i = 0; i < n; ++i) {                                                         \
-      T v;                                                                                    \
-      memcpy(&v, x + i * step, sizeof v);                                                     \
-      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
-      keys[i] = k;                                                                            \
-      for (int pass = 0; pass < passes; ++pass) {                                             \
-        ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))]; \
-      }                                                                                       \
-    }                                                                                         \
-    const K* sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                 \
-    for (int64_t i = 0; i < n; ++i) {                                                         \
-      const T v = ct_uq_value_##SFX((K)(sorted[i] ^ flip));                                   \
-      memcpy(out + i * out_step, &v, sizeof v);                                               \
-    }                                                                                         \
-    if ((T)0.5 == (T)0) return; /* an integer dtype */                                        \
-    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                \
-    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                               \
-    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                 \
-    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                \
-    const bool nans = at_nan < n && sorted[at_nan] == nan;                                    \
-    if (!zeros && !nans) return;                                                              \
-    for (int64_t i = 0; i < n; ++i) {                                                         \
-      T v;                                                                                    \
-      memcpy(&v, x + i * step, sizeof v);                                                     \
-      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
-      if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                      \
-      if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                        \
-    }                                                                                         \
+#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                      \
+  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,         \
+                                   void* slot, char* out, int64_t out_step, int threads) {         \
+    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                    \
+    K* keys = (K*)slot;                                                                            \
+    K* keys2 = (K*)((char*)slot + kb);                                                             \
+    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                              \
+    const K flip = descending ? (K) ~(K)0 : (K)0;                                                  \
+    const K* sorted;                                                                               \
+    if (n < CT_SORT_PARALLEL_LANE) threads = 1;                                                    \
+    if (threads > 1) {                                                                             \
+      _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t i = 0; i < n; \
+                                                                             ++i) {                \
+        T v;                                                                                       \
+        memcpy(&v, x + i * step, sizeof v);                                                        \
+        keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                  \
+      }                                                                                            \
+      sorted = ct_sort_keys_parallel_##K(keys, keys2, n, hist, threads);                           \
+    } else {                                                                                       \
+      const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);               \
+      memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                           \
+      for (int64_t i = 0; i < n; ++i) {                                                            \
+        T v;                                                                                       \
+        memcpy(&v, x + i * step, sizeof v);                                                        \
+        const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                                \
+        keys[i] = k;                                                                               \
+        for (int pass = 0; pass < passes; ++pass) {                                                \
+          ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))];    \
+        }                                                                                          \
+      }                                                                                            \
+      sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                             \
+    }                                                                                              \
+    _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t i = 0; i < n;   \
+                                                                           ++i) {                  \
+      const T v = ct_uq_value_##SFX((K)(sorted[i] ^ flip));                                        \
+      memcpy(out + i * out_step, &v, sizeof v);                                                    \
+    }                                                                                              \
+    if ((T)0.5 == (T)0) return; /* an integer dtype */                                             \
+    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                     \
+    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                                    \
+    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                      \
+    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                     \
+    const bool nans = at_nan < n && sorted[at_nan] == nan;                                         \
+    if (!zeros && !nans) return;                                                                   \
+    for (int64_t i = 0; i < n; ++i) {                                                              \
+      T v;                                                                                         \
+      memcpy(&v, x + i * step, sizeof v);                                                          \
+      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                                  \
+      if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                           \
+      if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                             \
+    }                                                                                              \
   }
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_X, _)
 /* The values-only sort of each dtype: 1- and 2-byte dtypes have none. */
@@ -230,6 +309,7 @@ typedef struct ct_sort_job {
   char* indices;
   int64_t x_step, v_step, i_step, n, k, itemsize, slot_bytes, lanes;
   int descending;
+  int lane_threads; /* threads one values_lane call may use */
   char* workspace;
 } ct_sort_job;
 
@@ -245,8 +325,8 @@ static void ct_sort_do_lanes(const ct_sort_job* job, int64_t begin, int64_t end,
     }
     const char* x = job->x + xo;
     if (job->values_lane) {
-      job->values_lane(x, job->x_step, job->n, job->descending, slot, job->values + vo,
-                       job->v_step);
+      job->values_lane(x, job->x_step, job->n, job->descending, slot, job->values + vo, job->v_step,
+                       job->lane_threads);
       continue;
     }
     const int64_t* order = job->lane(x, job->x_step, job->n, job->descending, slot);
@@ -294,6 +374,7 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   job.n = x->shape[axis];
   job.k = k;
   job.descending = descending;
+  job.lane_threads = 1;
   job.lanes = 1;
   for (int32_t d = 0, o = 0; d < x->ndim; ++d) {
     if (d == axis) continue;
@@ -323,6 +404,10 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   }
   char* ws = call->workspace;
   if (slots == 1) {
+    const int threads = ct_cpu_num_threads();
+    job.lane_threads = threads < 1                     ? 1
+                       : threads > CT_SORT_MAX_THREADS ? CT_SORT_MAX_THREADS
+                                                       : threads;
     ct_sort_do_lanes(&job, 0, job.lanes, ws);
     return CT_OK;
   }
