@@ -53,6 +53,11 @@ for n in (1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 4099):
     results[f"rms_norm_{n}"] = ops.rms_norm(x, w, normalized_shape=[n]).view(np.uint32)
     results[f"layer_norm_f16_{n}"] = ops.layer_norm(
         x.astype(np.float16), normalized_shape=[n]).view(np.uint16)
+    t = rng.standard_normal((37, n)).astype(np.float32)
+    results[f"transpose_{n}"] = ops.permute_dims(t, axes=[1, 0]).view(np.uint32)
+    if n >= 3:
+        results[f"max_pool2d_{n}"] = ops.max_pool2d(
+            x.reshape(1, 3, 1, n), kernel_size=[1, 3], stride=[1, 2]).view(np.uint32)
 np.savez(sys.argv[1], **results)
 """
 

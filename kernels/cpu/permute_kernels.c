@@ -3,10 +3,17 @@
  * element size (copy_loops.h, used by the other copy ops too), registered for every dtype of that
  * size. A transposing copy (the output's contiguous dim is strided in the input, and another dim
  * is contiguous in the input) is copied in CT_TRANSPOSE_TILE x CT_TRANSPOSE_TILE tiles instead,
- * so that both sides move whole cache lines; tiles run in parallel. */
+ * so that both sides move whole cache lines; tiles run in parallel. With AVX2 (cpu_isa.h),
+ * 4-byte elements move as 8x8 blocks transposed in registers. */
 #include <string.h>
 
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
+#include <immintrin.h>
+#define CT_TRANSPOSE_AVX2 1
+#endif
+
 #include "copy_loops.h"
+#include "cpu_isa.h"
 #include "cpu_register.h"
 #include "elementwise_loops.h"
 #include "reduce_plan.h"
@@ -78,6 +85,63 @@ CT_TRANSPOSE_TILES(16)
 CT_TRANSPOSE_TILES(32)
 CT_TRANSPOSE_TILES(64)
 
+#ifdef CT_TRANSPOSE_AVX2
+/* out row j (byte stride oa) = column j of the 8x8 block of 4-byte words whose row i starts at
+ * x + i * xb. */
+CT_CPU_TARGET_AVX2 static void ct_transpose_8x8_avx2(const char* x, int64_t xb, char* out,
+                                                     int64_t oa) {
+  const __m256 r0 = _mm256_loadu_ps((const float*)(x + 0 * xb));
+  const __m256 r1 = _mm256_loadu_ps((const float*)(x + 1 * xb));
+  const __m256 r2 = _mm256_loadu_ps((const float*)(x + 2 * xb));
+  const __m256 r3 = _mm256_loadu_ps((const float*)(x + 3 * xb));
+  const __m256 r4 = _mm256_loadu_ps((const float*)(x + 4 * xb));
+  const __m256 r5 = _mm256_loadu_ps((const float*)(x + 5 * xb));
+  const __m256 r6 = _mm256_loadu_ps((const float*)(x + 6 * xb));
+  const __m256 r7 = _mm256_loadu_ps((const float*)(x + 7 * xb));
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps((float*)(out + 0 * oa), _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps((float*)(out + 1 * oa), _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps((float*)(out + 2 * oa), _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps((float*)(out + 3 * oa), _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps((float*)(out + 4 * oa), _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps((float*)(out + 5 * oa), _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps((float*)(out + 6 * oa), _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps((float*)(out + 7 * oa), _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+/* ct_transpose_tiles_32 with whole 8x8 blocks in registers, the edges element by element. The
+ * words are moved as floats, bit for bit (loads, shuffles and stores never touch the values). */
+CT_CPU_TARGET_AVX2 static void ct_transpose_tiles_32_avx2(const ct_transpose_job* j, const char* x,
+                                                          char* out, int64_t a0, int64_t a1) {
+  const int64_t a8 = a0 + (a1 - a0) / 8 * 8;
+  for (int64_t b0 = 0; b0 < j->nb; b0 += CT_TRANSPOSE_TILE) {
+    const int64_t b1 = b0 + CT_TRANSPOSE_TILE < j->nb ? b0 + CT_TRANSPOSE_TILE : j->nb;
+    const int64_t b8 = b0 + (b1 - b0) / 8 * 8;
+    for (int64_t a = a0; a < a8; a += 8) {
+      for (int64_t b = b0; b < b8; b += 8) {
+        ct_transpose_8x8_avx2(x + a * j->xa + b * j->xb, j->xb, out + a * j->oa + b * 4, j->oa);
+      }
+    }
+    for (int64_t a = a0; a < a1; ++a) {
+      const char* xr = x + a * j->xa;
+      uint32_t* orow = (uint32_t*)(out + a * j->oa);
+      for (int64_t b = a < a8 ? b8 : b0; b < b1; ++b) orow[b] = *(const uint32_t*)(xr + b * j->xb);
+    }
+  }
+}
+#endif
+
 static void ct_transpose_tasks(int64_t begin, int64_t end, void* context) {
   const ct_transpose_job* j = context;
   for (int64_t t = begin; t < end; ++t) {
@@ -100,6 +164,12 @@ static void ct_transpose_tasks(int64_t begin, int64_t end, void* context) {
         ct_transpose_tiles_16(j, x, out, a0, a1);
         break;
       case 4:
+#ifdef CT_TRANSPOSE_AVX2
+        if (ct_cpu_isa() >= CT_CPU_ISA_AVX2) {
+          ct_transpose_tiles_32_avx2(j, x, out, a0, a1);
+          break;
+        }
+#endif
         ct_transpose_tiles_32(j, x, out, a0, a1);
         break;
       default:
