@@ -7,7 +7,11 @@
  * workspace: one counting pass per key byte in which the keys differ, insertion sort for short
  * lanes. The sorted indices then gather the values (sort, topk values: the original bits, so
  * -0.0 stays -0.0) or are written out (argsort, topk indices). Lanes run in parallel, each thread
- * on its own slot of the workspace. searchsorted binary-searches the same keys. */
+ * on its own slot of the workspace. sort (values only) of 4- and 8-byte dtypes on lanes of at
+ * least CT_RADIX_MIN_LANE elements moves the keys alone (11-bit digits, all threads on a single
+ * long lane) and maps them back to values, rewriting the keys that stand for several bit
+ * patterns (-0.0 and 0.0, NaNs) from x in their stable order. searchsorted binary-searches the
+ * same keys. */
 #include <string.h>
 
 #include "cpu_dtypes.h"
