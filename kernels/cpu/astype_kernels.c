@@ -143,8 +143,8 @@ static inline uint8_t ct_to_b8_from_c128(ct_complex128 v) {
 /* ----- loops: ct_cpu_astype_<from>_to_<to> ----- */
 
 #define CT_ASTYPE_LOOP(TO, SFX, T, WIDE, KIND)                                                    \
-  static void ct_cpu_astype_##SFX##_to_##TO(char** data, const int64_t* steps, int64_t n,         \
-                                            const void* extra) {                                  \
+  static CT_CPU_ISA_BODY void ct_cpu_astype_##SFX##_to_##TO##_body(                               \
+      char** data, const int64_t* steps, int64_t n, const void* extra) {                          \
     (void)extra;                                                                                  \
     typedef ct_storage_##TO out_t;                                                                \
     const int64_t ss = steps[0], ds = steps[1];                                                   \
@@ -158,6 +158,7 @@ static inline uint8_t ct_to_b8_from_c128(ct_complex128 v) {
             ct_to_##TO##_from_##KIND((WIDE)ct_load_##SFX(CT_AT(T, data[0], i, ss)));              \
     }                                                                                             \
   }                                                                                               \
+  CT_CPU_ISA_LOOP(ct_cpu_astype_##SFX##_to_##TO, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)            \
   static const ct_cpu_loop_entry ct_cpu_astype_##SFX##_to_##TO##_entry = {                        \
       ct_cpu_astype_##SFX##_to_##TO};
 

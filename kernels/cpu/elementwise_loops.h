@@ -2,40 +2,46 @@
  *
  * Each template defines a real named function ct_cpu_<op>_<sfx> with the engine's loop
  * signature plus its ct_cpu_loop_entry, computing through ct_op_<op>_<C>(...) on compute-type
- * values. Contiguous runs get a plain indexed loop the compiler vectorises; other runs step by
- * bytes. */
+ * values. Contiguous runs get a plain indexed loop the compiler vectorises, compiled per ISA
+ * (cpu_isa.h: AVX2 and AVX-512 copies, picked at run time); other runs step by bytes. */
 #ifndef CTENSOR_CPU_ELEMENTWISE_LOOPS_H_
 #define CTENSOR_CPU_ELEMENTWISE_LOOPS_H_
 
 #include "cpu_dtypes.h"
+#include "cpu_isa.h"
 #include "strided_iter.h"
+
+/* The engine's loop parameters and arguments, for CT_CPU_ISA_LOOP. */
+#define CT_CPU_LOOP_PARAMS (char** data, const int64_t* steps, int64_t n, const void* extra)
+#define CT_CPU_LOOP_ARGS (data, steps, n, extra)
 
 #define CT_AT(type, base, index, step) (*(type*)((base) + (index) * (step)))
 
 /* out = op(x), output dtype OSFX/OT. */
-#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                      \
-  static void ct_cpu_##NAME##_##SFX(char** data, const int64_t* steps, int64_t n,     \
-                                    const void* extra) {                              \
-    (void)extra;                                                                      \
-    char *src = data[0], *dst = data[1];                                              \
-    const int64_t ss = steps[0], ds = steps[1];                                       \
-    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(OT)) {                      \
-      const T* s = (const T*)src;                                                     \
-      OT* d = (OT*)dst;                                                               \
-      for (int64_t i = 0; i < n; ++i)                                                 \
-        d[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(s[i])));              \
-    } else {                                                                          \
-      for (int64_t i = 0; i < n; ++i)                                                 \
-        CT_AT(OT, dst, i, ds) =                                                       \
-            ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(CT_AT(T, src, i, ss)))); \
-    }                                                                                 \
-  }                                                                                   \
+#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                              \
+  static CT_CPU_ISA_BODY void ct_cpu_##NAME##_##SFX##_body(char** data, const int64_t* steps, \
+                                                           int64_t n, const void* extra) {    \
+    (void)extra;                                                                              \
+    char *src = data[0], *dst = data[1];                                                      \
+    const int64_t ss = steps[0], ds = steps[1];                                               \
+    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(OT)) {                              \
+      const T* s = (const T*)src;                                                             \
+      OT* d = (OT*)dst;                                                                       \
+      for (int64_t i = 0; i < n; ++i)                                                         \
+        d[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(s[i])));                      \
+    } else {                                                                                  \
+      for (int64_t i = 0; i < n; ++i)                                                         \
+        CT_AT(OT, dst, i, ds) =                                                               \
+            ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(CT_AT(T, src, i, ss))));         \
+    }                                                                                         \
+  }                                                                                           \
+  CT_CPU_ISA_LOOP(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                \
   static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
 
 /* out = op(x1, x2), output dtype OSFX/OT; fast paths for contiguous and scalar operands. */
 #define CT_BINARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                                \
-  static void ct_cpu_##NAME##_##SFX(char** data, const int64_t* steps, int64_t n,                \
-                                    const void* extra) {                                         \
+  static CT_CPU_ISA_BODY void ct_cpu_##NAME##_##SFX##_body(char** data, const int64_t* steps,    \
+                                                           int64_t n, const void* extra) {       \
     (void)extra;                                                                                 \
     char *a = data[0], *b = data[1], *o = data[2];                                               \
     const int64_t sa = steps[0], sb = steps[1], so = steps[2];                                   \
@@ -63,6 +69,7 @@
             ct_load_##SFX(CT_AT(T, a, i, sa)), ct_load_##SFX(CT_AT(T, b, i, sb))));              \
     }                                                                                            \
   }                                                                                              \
+  CT_CPU_ISA_LOOP(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                   \
   static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
 
 /* X-macro adapters: the same-dtype forms, for use as LIST(CT_UNARY_SAME_X, op). */

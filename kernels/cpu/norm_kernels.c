@@ -9,12 +9,15 @@
  * double (two passes: mean, then the sum of squared deviations); the normalisation itself is
  * computed in the compute type (float for float16/bfloat16/float32, double for float64). Rows
  * run in parallel; each row is computed by one thread, so results do not depend on the thread
- * count. */
+ * count. Rows that are contiguous for every operand (layer_norm and rms_norm over C-contiguous
+ * data) take a vectorised path compiled per ISA (cpu_isa.h): CT_NORM_LANES independent double
+ * accumulators per statistic, added pairwise at the end. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "cpu_dtypes.h"
+#include "cpu_isa.h"
 #include "cpu_register.h"
 #include "strided_iter.h"
 
@@ -171,17 +174,99 @@ static void ct_norm_prepare(const ct_kernel_call* call, ct_norm_mode mode, doubl
     }                                                                                           \
   } while (0)
 
+/* Independent accumulators of the contiguous path (a multiple of every vector width). */
+#define CT_NORM_LANES 16
+
+/* The contiguous path's row statistics and output, per dtype: ct_norm_row_<SFX>(x, y, w, b, n,
+ * center, eps): center 0 for rms_norm (no mean subtracted); w, b may be NULL. */
+#define CT_NORM_ROW_DEFINE(SFX, T, C, ID)                                                        \
+  static CT_CPU_ISA_BODY double ct_norm_lanes_sum_##SFX(const double* r) {                       \
+    double h[CT_NORM_LANES];                                                                     \
+    for (int k = 0; k < CT_NORM_LANES; ++k) h[k] = r[k];                                         \
+    for (int width = CT_NORM_LANES / 2; width > 0; width /= 2) {                                 \
+      for (int k = 0; k < width; ++k) h[k] += h[k + width];                                      \
+    }                                                                                            \
+    return h[0];                                                                                 \
+  }                                                                                              \
+  static CT_CPU_ISA_BODY void ct_norm_row_##SFX##_body(const T* x, T* y, const T* w, const T* b, \
+                                                       int64_t n, int center, double eps) {      \
+    const int64_t whole = n - n % CT_NORM_LANES;                                                 \
+    double r[CT_NORM_LANES];                                                                     \
+    double mean = 0.0;                                                                           \
+    if (center) {                                                                                \
+      for (int k = 0; k < CT_NORM_LANES; ++k) r[k] = 0.0;                                        \
+      for (int64_t i = 0; i < whole; i += CT_NORM_LANES) {                                       \
+        for (int k = 0; k < CT_NORM_LANES; ++k) r[k] += (double)ct_load_##SFX(x[i + k]);         \
+      }                                                                                          \
+      double sum = ct_norm_lanes_sum_##SFX(r);                                                   \
+      for (int64_t i = whole; i < n; ++i) sum += (double)ct_load_##SFX(x[i]);                    \
+      mean = sum / (double)n;                                                                    \
+    }                                                                                            \
+    for (int k = 0; k < CT_NORM_LANES; ++k) r[k] = 0.0;                                          \
+    for (int64_t i = 0; i < whole; i += CT_NORM_LANES) {                                         \
+      for (int k = 0; k < CT_NORM_LANES; ++k) {                                                  \
+        const double d = (double)ct_load_##SFX(x[i + k]) - mean;                                 \
+        r[k] += d * d;                                                                           \
+      }                                                                                          \
+    }                                                                                            \
+    double squares = ct_norm_lanes_sum_##SFX(r);                                                 \
+    for (int64_t i = whole; i < n; ++i) {                                                        \
+      const double d = (double)ct_load_##SFX(x[i]) - mean;                                       \
+      squares += d * d;                                                                          \
+    }                                                                                            \
+    const C m = (C)mean, rstd = (C)(1.0 / sqrt(squares / (double)n + eps));                      \
+    if (w && b) {                                                                                \
+      for (int64_t i = 0; i < n; ++i)                                                            \
+        y[i] = ct_store_##SFX((ct_load_##SFX(x[i]) - m) * rstd * ct_load_##SFX(w[i]) +           \
+                              ct_load_##SFX(b[i]));                                              \
+    } else if (w) {                                                                              \
+      for (int64_t i = 0; i < n; ++i)                                                            \
+        y[i] = ct_store_##SFX((ct_load_##SFX(x[i]) - m) * rstd * ct_load_##SFX(w[i]));           \
+    } else if (b) {                                                                              \
+      for (int64_t i = 0; i < n; ++i)                                                            \
+        y[i] = ct_store_##SFX((ct_load_##SFX(x[i]) - m) * rstd + ct_load_##SFX(b[i]));           \
+    } else {                                                                                     \
+      for (int64_t i = 0; i < n; ++i) y[i] = ct_store_##SFX((ct_load_##SFX(x[i]) - m) * rstd);   \
+    }                                                                                            \
+  }                                                                                              \
+  CT_CPU_ISA_LOOP(ct_norm_row_##SFX,                                                             \
+                  (const T* x, T* y, const T* w, const T* b, int64_t n, int center, double eps), \
+                  (x, y, w, b, n, center, eps))
+
+/* Whether every row of the job is one contiguous run (row-major over the inner dims) for each
+ * operand present. */
+static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
+  if (job->mode != CT_NORM_LAYER && job->mode != CT_NORM_RMS) return false;
+  for (int32_t i = CT_NORM_X; i <= CT_NORM_B; ++i) {
+    if (!job->base[i]) continue;
+    int64_t expected = 1;
+    for (int32_t k = job->inner_nd - 1; k >= 0; --k) {
+      if (job->inner_shape[k] > 1 && job->inner_strides[i][k] != expected) return false;
+      expected *= job->inner_shape[k];
+    }
+  }
+  return true;
+}
+
 #define CT_NORM_DEFINE(SFX, T, C, ID)                                                          \
+  CT_NORM_ROW_DEFINE(SFX, T, C, ID)                                                            \
   static void ct_cpu_norm_rows_##SFX(int64_t begin, int64_t end, void* context) {              \
     const ct_norm_job* job = context;                                                          \
     const T* xs = (const T*)job->base[CT_NORM_X];                                              \
     T* ys = (T*)job->base[CT_NORM_OUT];                                                        \
     const T* ws = (const T*)job->base[CT_NORM_W];                                              \
     const T* bs = (const T*)job->base[CT_NORM_B];                                              \
+    const bool contiguous = ct_norm_rows_contiguous(job);                                      \
     for (int64_t r = begin; r < end; ++r) {                                                    \
       int64_t off[CT_NORM_OPERANDS];                                                           \
       for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) {                                         \
         off[i] = ct_norm_offset(r, job->outer_nd, job->outer_shape, job->outer_strides[i]);    \
+      }                                                                                        \
+      if (contiguous) {                                                                        \
+        ct_norm_row_##SFX(xs + off[CT_NORM_X], ys + off[CT_NORM_OUT],                          \
+                          ws ? ws + off[CT_NORM_W] : NULL, bs ? bs + off[CT_NORM_B] : NULL,    \
+                          job->inner, job->mode == CT_NORM_LAYER, job->eps);                   \
+        continue;                                                                              \
       }                                                                                        \
       double mean = 0.0, var = 0.0;                                                            \
       if (job->mode == CT_NORM_BATCH) {                                                        \

@@ -3,6 +3,12 @@
 
 #include "strided_iter.h"
 
+/* Rows mode reads a chunk of each row (at most CT_REDUCE_ACC_BYTES of accumulators' worth), one
+ * row after another: short streams in distant pages, which hardware prefetchers pick up late.
+ * The chunk CT_REDUCE_PREFETCH_ROWS rows ahead is prefetched, when lanes are at most a cache line
+ * apart. */
+#define CT_REDUCE_PREFETCH_ROWS 2
+#define CT_REDUCE_LINE 64
 /* Runs shorter than this make rows mode preferable even when they are contiguous. */
 #define CT_REDUCE_SHORT_RUN 16
 /* Split one task's reduction across threads when there are fewer tasks than this... */
@@ -90,7 +96,15 @@ static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t
       rest /= p->red_shape[k];
       ptr += index[k] * p->red_xs[k];
     }
+    /* prefetch only along a single reduced dim, where the row ahead is one stride away */
+    const bool prefetch = p->nred == 1 && p->lane.xs <= CT_REDUCE_LINE;
+    const int64_t ahead = CT_REDUCE_PREFETCH_ROWS * p->red_xs[0];
+    const int64_t span = (lanes - 1) * p->lane.xs + 1;
     for (int64_t r = rb; r < re; ++r) {
+      if (prefetch && r + CT_REDUCE_PREFETCH_ROWS < re) {
+        for (int64_t b = 0; b < span; b += CT_REDUCE_LINE) __builtin_prefetch(ptr + ahead + b);
+        __builtin_prefetch(ptr + ahead + span - 1);
+      }
       vt->rows(ptr, p->lane.xs, lanes, r, target);
       if (vt->blocked && ++calls == CT_REDUCE_BLOCK) {
         vt->combine(acc, part, lanes);

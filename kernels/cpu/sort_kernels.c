@@ -7,7 +7,11 @@
  * workspace: one counting pass per key byte in which the keys differ, insertion sort for short
  * lanes. The sorted indices then gather the values (sort, topk values: the original bits, so
  * -0.0 stays -0.0) or are written out (argsort, topk indices). Lanes run in parallel, each thread
- * on its own slot of the workspace. searchsorted binary-searches the same keys. */
+ * on its own slot of the workspace. sort (values only) of 4- and 8-byte dtypes on lanes of at
+ * least CT_RADIX_MIN_LANE elements moves the keys alone (11-bit digits, all threads on a single
+ * long lane) and maps them back to values, rewriting the keys that stand for several bit
+ * patterns (-0.0 and 0.0, NaNs) from x in their stable order. searchsorted binary-searches the
+ * same keys. */
 #include <string.h>
 
 #include "cpu_dtypes.h"
@@ -19,10 +23,33 @@
 
 #ifdef _OPENMP
 #include <omp.h>
+/* t, nt = this thread's number and the team's size. */
+#define CT_SORT_THREAD_ID(t, nt)  \
+  do {                            \
+    (t) = omp_get_thread_num();   \
+    (nt) = omp_get_num_threads(); \
+  } while (0)
+#else
+#define CT_SORT_THREAD_ID(t, nt) \
+  do {                           \
+  } while (0)
 #endif
 
 /* Lanes shorter than this are insertion-sorted. */
 #define CT_SORT_INSERTION 24
+/* sort (values only) of 4- and 8-byte dtypes on lanes this long moves keys alone through radix
+ * passes of CT_RADIX_BITS-bit digits (3 passes for 32-bit keys, 6 for 64-bit), all histograms
+ * counted in the pass that makes the keys. */
+#define CT_RADIX_MIN_LANE 2048
+#define CT_RADIX_BITS 11
+#define CT_RADIX_BINS (1 << CT_RADIX_BITS)
+#define CT_RADIX_MAX_PASSES 6
+/* A single lane this long is sorted by all threads (at most CT_SORT_MAX_THREADS), each pass
+ * split into per-thread chunks. */
+#define CT_SORT_PARALLEL_LANE 262144
+#define CT_SORT_MAX_THREADS 16
+/* Histograms: CT_RADIX_MAX_PASSES of them, or one per thread (the larger). */
+#define CT_RADIX_HIST_BYTES (CT_SORT_MAX_THREADS * CT_RADIX_BINS * 8)
 
 /* ----- stable sort of (key, index) pairs, per key width ----- */
 
@@ -75,15 +102,96 @@ CT_SORT_RADIX(uint16_t)
 CT_SORT_RADIX(uint32_t)
 CT_SORT_RADIX(uint64_t)
 
+/* Sorts keys[0..n) alone (stable LSD radix: equal keys keep their order), tmp being the second
+ * buffer; hist holds each pass's digit counts of the keys (zeroed and filled by the caller).
+ * Passes whose digit is the same for every key are skipped. Returns the sorted buffer. */
+#define CT_SORT_KEYS_RADIX(K)                                                      \
+  static K* ct_sort_keys_##K(K* keys, K* tmp, int64_t n, int64_t* hist) {          \
+    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS); \
+    for (int pass = 0; pass < passes; ++pass) {                                    \
+      int64_t* count = hist + pass * CT_RADIX_BINS;                                \
+      const int shift = pass * CT_RADIX_BITS;                                      \
+      if (count[(keys[0] >> shift) & (CT_RADIX_BINS - 1)] == n) continue;          \
+      int64_t sum = 0;                                                             \
+      for (int b = 0; b < CT_RADIX_BINS; ++b) {                                    \
+        const int64_t c = count[b];                                                \
+        count[b] = sum;                                                            \
+        sum += c;                                                                  \
+      }                                                                            \
+      for (int64_t i = 0; i < n; ++i) {                                            \
+        const K k = keys[i];                                                       \
+        tmp[count[(k >> shift) & (CT_RADIX_BINS - 1)]++] = k;                      \
+      }                                                                            \
+      K* t = keys;                                                                 \
+      keys = tmp;                                                                  \
+      tmp = t;                                                                     \
+    }                                                                              \
+    return keys;                                                                   \
+  }
+CT_SORT_KEYS_RADIX(uint32_t)
+CT_SORT_KEYS_RADIX(uint64_t)
+
+/* ct_sort_keys_<K> on `threads` threads: every pass counts digits per thread chunk (counts:
+ * threads x CT_RADIX_BINS), then each thread scatters its chunk after the earlier chunks' keys
+ * of the same digit, which keeps the sort stable. Returns the sorted buffer. */
+#define CT_SORT_KEYS_PARALLEL(K)                                                                  \
+  static K* ct_sort_keys_parallel_##K(K* keys, K* tmp, int64_t n, int64_t* counts, int threads) { \
+    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);                \
+    K* result = keys;                                                                             \
+    _Pragma("omp parallel num_threads(threads)") {                                                \
+      int t = 0, nt = 1;                                                                          \
+      CT_SORT_THREAD_ID(t, nt);                                                                   \
+      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                   \
+      int64_t* c = counts + (int64_t)t * CT_RADIX_BINS;                                           \
+      K* src = keys;                                                                              \
+      K* dst = tmp;                                                                               \
+      for (int pass = 0; pass < passes; ++pass) {                                                 \
+        const int shift = pass * CT_RADIX_BITS;                                                   \
+        memset(c, 0, CT_RADIX_BINS * sizeof(int64_t));                                            \
+        for (int64_t i = begin; i < end; ++i) ++c[(src[i] >> shift) & (CT_RADIX_BINS - 1)];       \
+        _Pragma("omp barrier");                                                                   \
+        /* every thread reads the same counts: the same decision to skip */                       \
+        const int first = (int)((src[0] >> shift) & (CT_RADIX_BINS - 1));                         \
+        int64_t same = 0;                                                                         \
+        for (int u = 0; u < nt; ++u) same += counts[(int64_t)u * CT_RADIX_BINS + first];          \
+        _Pragma("omp barrier");                                                                   \
+        if (same == n) continue;                                                                  \
+        _Pragma("omp single") {                                                                   \
+          int64_t sum = 0;                                                                        \
+          for (int d = 0; d < CT_RADIX_BINS; ++d) {                                               \
+            for (int u = 0; u < nt; ++u) {                                                        \
+              const int64_t v = counts[(int64_t)u * CT_RADIX_BINS + d];                           \
+              counts[(int64_t)u * CT_RADIX_BINS + d] = sum;                                       \
+              sum += v;                                                                           \
+            }                                                                                     \
+          }                                                                                       \
+        }                                                                                         \
+        for (int64_t i = begin; i < end; ++i) {                                                   \
+          const K k = src[i];                                                                     \
+          dst[c[(k >> shift) & (CT_RADIX_BINS - 1)]++] = k;                                       \
+        }                                                                                         \
+        _Pragma("omp barrier");                                                                   \
+        K* swap = src;                                                                            \
+        src = dst;                                                                                \
+        dst = swap;                                                                               \
+      }                                                                                           \
+      if (t == 0) result = src;                                                                   \
+    }                                                                                             \
+    return result;                                                                                \
+  }
+CT_SORT_KEYS_PARALLEL(uint32_t)
+CT_SORT_KEYS_PARALLEL(uint64_t)
+
 /* ----- one lane per dtype: keys, sort, sorted indices ----- */
 
 typedef int64_t* (*ct_sort_lane_fn)(const char* x, int64_t step, int64_t n, int descending,
                                     void* slot);
 
-/* A slot holds keys, keys2 (n keys each, rounded to 8 bytes), idx, idx2 (n int64 each). */
+/* A slot holds keys, keys2 (n keys each, rounded to 64 bytes), idx, idx2 (n int64 each), and
+ * the digit histograms of the keys-only sort (CT_RADIX_HIST_BYTES). */
 static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize) {
   const int64_t keys = (n * keysize + 63) / 64 * 64;
-  return 2 * keys + 2 * ((n * 8 + 63) / 64 * 64);
+  return 2 * keys + 2 * ((n * 8 + 63) / 64 * 64) + CT_RADIX_HIST_BYTES;
 }
 
 #define CT_SORT_LANE_X(A, SFX, T, C, K, ID)                                                  \
@@ -105,10 +213,96 @@ static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize) {
   }
 CT_SORT_KEY_TYPES(CT_SORT_LANE_X, _)
 
+/* sort of one lane of a 4- or 8-byte dtype into out (step out_step): the keys alone are sorted,
+ * then mapped back to values. Keys that stand for several bit patterns (a float's -0.0 and 0.0,
+ * its NaNs) are written back from x in their order there, which a stable sort keeps; for
+ * integers every key is one value. */
+typedef void (*ct_sort_values_fn)(const char* x, int64_t step, int64_t n, int descending,
+                                  void* slot, char* out, int64_t out_step, int threads);
+
+/* First index in sorted keys[0..n) whose key is not below k. */
+#define CT_SORT_LOWER_BOUND(K)                                            \
+  static int64_t ct_sort_lower_bound_##K(const K* keys, int64_t n, K k) { \
+    int64_t lo = 0, hi = n;                                               \
+    while (lo < hi) {                                                     \
+      const int64_t mid = lo + (hi - lo) / 2;                             \
+      if (keys[mid] < k) {                                                \
+        lo = mid + 1;                                                     \
+      } else {                                                            \
+        hi = mid;                                                         \
+      }                                                                   \
+    }                                                                     \
+    return lo;                                                            \
+  }
+CT_SORT_LOWER_BOUND(uint32_t)
+CT_SORT_LOWER_BOUND(uint64_t)
+
+#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                      \
+  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,         \
+                                   void* slot, char* out, int64_t out_step, int threads) {         \
+    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                    \
+    K* keys = (K*)slot;                                                                            \
+    K* keys2 = (K*)((char*)slot + kb);                                                             \
+    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                              \
+    const K flip = descending ? (K) ~(K)0 : (K)0;                                                  \
+    const K* sorted;                                                                               \
+    if (n < CT_SORT_PARALLEL_LANE) threads = 1;                                                    \
+    if (threads > 1) {                                                                             \
+      _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t i = 0; i < n; \
+                                                                             ++i) {                \
+        T v;                                                                                       \
+        memcpy(&v, x + i * step, sizeof v);                                                        \
+        keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                  \
+      }                                                                                            \
+      sorted = ct_sort_keys_parallel_##K(keys, keys2, n, hist, threads);                           \
+    } else {                                                                                       \
+      const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);               \
+      memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                           \
+      for (int64_t i = 0; i < n; ++i) {                                                            \
+        T v;                                                                                       \
+        memcpy(&v, x + i * step, sizeof v);                                                        \
+        const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                                \
+        keys[i] = k;                                                                               \
+        for (int pass = 0; pass < passes; ++pass) {                                                \
+          ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))];    \
+        }                                                                                          \
+      }                                                                                            \
+      sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                             \
+    }                                                                                              \
+    _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t i = 0; i < n;   \
+                                                                           ++i) {                  \
+      const T v = ct_uq_value_##SFX((K)(sorted[i] ^ flip));                                        \
+      memcpy(out + i * out_step, &v, sizeof v);                                                    \
+    }                                                                                              \
+    if ((T)0.5 == (T)0) return; /* an integer dtype */                                             \
+    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                     \
+    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                                    \
+    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                      \
+    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                     \
+    const bool nans = at_nan < n && sorted[at_nan] == nan;                                         \
+    if (!zeros && !nans) return;                                                                   \
+    for (int64_t i = 0; i < n; ++i) {                                                              \
+      T v;                                                                                         \
+      memcpy(&v, x + i * step, sizeof v);                                                          \
+      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                                  \
+      if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                           \
+      if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                             \
+    }                                                                                              \
+  }
+CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_X, _)
+/* The values-only sort of each dtype: 1- and 2-byte dtypes have none. */
+#define CT_SORT_VALUES_WIDE_X(A, SFX, T, C, K, ID) \
+  static const ct_sort_values_fn ct_sort_values_fn_##SFX = ct_sort_values_##SFX;
+#define CT_SORT_VALUES_SMALL_X(A, SFX, T, C, K, ID) \
+  static const ct_sort_values_fn ct_sort_values_fn_##SFX = NULL;
+CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_WIDE_X, _)
+CT_SORT_KEY_SMALL_TYPES(CT_SORT_VALUES_SMALL_X, _)
+
 /* ----- the driver: lanes along an axis ----- */
 
 typedef struct ct_sort_job {
   ct_sort_lane_fn lane;
+  ct_sort_values_fn values_lane; /* sort of whole long lanes (NULL: through `lane`) */
   int32_t outer_ndim;
   int64_t outer_shape[CT_MAX_NDIM];
   int64_t x_strides[CT_MAX_NDIM]; /* bytes, over the outer dims */
@@ -119,6 +313,7 @@ typedef struct ct_sort_job {
   char* indices;
   int64_t x_step, v_step, i_step, n, k, itemsize, slot_bytes, lanes;
   int descending;
+  int lane_threads; /* threads one values_lane call may use */
   char* workspace;
 } ct_sort_job;
 
@@ -133,6 +328,11 @@ static void ct_sort_do_lanes(const ct_sort_job* job, int64_t begin, int64_t end,
       io += i * job->i_strides[d];
     }
     const char* x = job->x + xo;
+    if (job->values_lane) {
+      job->values_lane(x, job->x_step, job->n, job->descending, slot, job->values + vo, job->v_step,
+                       job->lane_threads);
+      continue;
+    }
     const int64_t* order = job->lane(x, job->x_step, job->n, job->descending, slot);
     if (job->values) {
       char* v = job->values + vo;
@@ -167,7 +367,8 @@ static int ct_sort_slots(int64_t lanes, int64_t n) {
 }
 
 static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descending, int64_t k,
-                       const ct_tensor* values, const ct_tensor* indices, ct_sort_lane_fn lane) {
+                       const ct_tensor* values, const ct_tensor* indices, ct_sort_lane_fn lane,
+                       ct_sort_values_fn values_lane) {
   const ct_tensor* x = call->inputs[0];
   ct_sort_job job;
   memset(&job, 0, sizeof job);
@@ -177,6 +378,7 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   job.n = x->shape[axis];
   job.k = k;
   job.descending = descending;
+  job.lane_threads = 1;
   job.lanes = 1;
   for (int32_t d = 0, o = 0; d < x->ndim; ++d) {
     if (d == axis) continue;
@@ -195,6 +397,7 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
     ct_sort_outer(indices, axis, 8, job.i_strides, &job.i_step);
   }
   if (job.lanes == 0 || job.n == 0 || k == 0) return CT_OK;
+  if (values && !indices && k == job.n && job.n >= CT_RADIX_MIN_LANE) job.values_lane = values_lane;
   job.slot_bytes = ct_sort_slot_bytes(job.n, job.itemsize);
   int64_t slots = ct_sort_slots(job.lanes, job.n);
   const int64_t room = (int64_t)(call->workspace_size / (uint64_t)job.slot_bytes);
@@ -205,6 +408,10 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   }
   char* ws = call->workspace;
   if (slots == 1) {
+    const int threads = ct_cpu_num_threads();
+    job.lane_threads = threads < 1                     ? 1
+                       : threads > CT_SORT_MAX_THREADS ? CT_SORT_MAX_THREADS
+                                                       : threads;
     ct_sort_do_lanes(&job, 0, job.lanes, ws);
     return CT_OK;
   }
@@ -239,19 +446,19 @@ static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64
     const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
     const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
     return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, call->outputs[0], NULL, \
-                       ct_sort_lane_##SFX);                                                \
+                       ct_sort_lane_##SFX, ct_sort_values_fn_##SFX);                       \
   }                                                                                        \
   static int ct_cpu_argsort_##SFX(const ct_kernel_call* call) {                            \
     const ct_tensor* x = call->inputs[0];                                                  \
     const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
     const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
     return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, NULL, call->outputs[0], \
-                       ct_sort_lane_##SFX);                                                \
+                       ct_sort_lane_##SFX, NULL);                                          \
   }                                                                                        \
   static int ct_cpu_topk_##SFX(const ct_kernel_call* call) {                               \
     return ct_sort_run(call, (int32_t)call->attrs[1].value.i, (int)call->attrs[2].value.b, \
                        call->attrs[0].value.i, call->outputs[0], call->outputs[1],         \
-                       ct_sort_lane_##SFX);                                                \
+                       ct_sort_lane_##SFX, NULL);                                          \
   }
 CT_SORT_KEY_TYPES(CT_SORT_RUN_X, _)
 

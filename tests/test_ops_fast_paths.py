@@ -1,0 +1,271 @@
+"""The CPU backend's fast paths: per-ISA copies of hot loops (cpu_isa.h, forced through the
+environment variable CTENSOR_CPU_ISA in a child process and compared bitwise with this
+process's results), the keys-only radix sort of long lanes, the contiguous layer_norm/rms_norm
+rows and the tiled transposing copy. Sizes straddle the vector widths, tile and lane thresholds
+so that remainders are exercised."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from arrays import assert_close
+
+import ctensor
+from ctensor import ops
+
+# One script computes every ISA-dispatched path on fixed data and saves the results; the parent
+# runs it once per ISA and compares the files bitwise.
+_ISA_SCRIPT = r"""
+import sys
+import numpy as np
+import torch
+from ctensor import ops
+
+rng = np.random.default_rng(7)
+results = {}
+for n in (1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 4099):
+    a = (rng.standard_normal(n) * 3).astype(np.float32)
+    b = (rng.standard_normal(n) * 3).astype(np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 6e-8, 70000.0], np.float32)
+    a[: min(n, 7)] = specials[: min(n, 7)]
+    h, hb = a.astype(np.float16), b.astype(np.float16)
+    bf, bfb = torch.from_numpy(a).bfloat16(), torch.from_numpy(b).bfloat16()
+    results[f"add_f16_{n}"] = ops.add(h, hb).view(np.uint16)
+    results[f"mul_f16_{n}"] = ops.multiply(h, hb).view(np.uint16)
+    results[f"add_bf16_{n}"] = ops.add(bf, bfb).view(torch.int16).numpy()
+    results[f"exp_f32_{n}"] = ops.exp(a).view(np.uint32)
+    results[f"add_f64_{n}"] = ops.add(a.astype(np.float64), 1.5).view(np.uint64)
+    results[f"f32_to_f16_{n}"] = ops.astype(a * 1000, dtype="float16").view(np.uint16)
+    results[f"f16_to_f32_{n}"] = ops.astype(h, dtype="float32").view(np.uint32)
+    results[f"f32_to_bf16_{n}"] = ops.astype(torch.from_numpy(a), dtype="bfloat16").view(
+        torch.int16).numpy()
+    results[f"i32_to_f32_{n}"] = ops.astype((a * 1e6).astype(np.int32), dtype="float32").view(
+        np.uint32)
+    x = rng.standard_normal((3, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    results[f"layer_norm_{n}"] = ops.layer_norm(x, w, w, normalized_shape=[n]).view(np.uint32)
+    results[f"rms_norm_{n}"] = ops.rms_norm(x, w, normalized_shape=[n]).view(np.uint32)
+    results[f"layer_norm_f16_{n}"] = ops.layer_norm(
+        x.astype(np.float16), normalized_shape=[n]).view(np.uint16)
+    t = rng.standard_normal((37, n)).astype(np.float32)
+    results[f"transpose_{n}"] = ops.permute_dims(t, axes=[1, 0]).view(np.uint32)
+    if n >= 3:
+        results[f"max_pool2d_{n}"] = ops.max_pool2d(
+            x.reshape(1, 3, 1, n), kernel_size=[1, 3], stride=[1, 2]).view(np.uint32)
+np.savez(sys.argv[1], **results)
+"""
+
+
+def _isa_results(tmp_path, isa: str | None) -> dict[str, np.ndarray]:
+    env = dict(os.environ)
+    env.pop("CTENSOR_CPU_ISA", None)
+    if isa is not None:
+        env["CTENSOR_CPU_ISA"] = isa
+    path = tmp_path / f"{isa or 'default'}.npz"
+    subprocess.run([sys.executable, "-c", _ISA_SCRIPT, str(path)], env=env, check=True)
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def test_every_isa_copy_gives_the_same_bits(tmp_path):
+    best = _isa_results(tmp_path, None)
+    for isa in ("generic", "avx2", "avx512", "unknown-name"):
+        forced = _isa_results(tmp_path, isa)
+        assert forced.keys() == best.keys()
+        for key, value in best.items():
+            np.testing.assert_array_equal(forced[key], value, err_msg=f"{isa}: {key}")
+
+
+def test_float16_paths_match_numpy():
+    rng = np.random.default_rng(1)
+    for n in (1, 9, 17, 1000, 4099):
+        a = (rng.standard_normal(n) * 100).astype(np.float16)
+        b = (rng.standard_normal(n) * 100).astype(np.float16)
+        a[0], b[-1] = np.float16(np.inf), np.float16(6e-8)
+        np.testing.assert_array_equal(ops.add(a, b), a + b)
+        np.testing.assert_array_equal(ops.astype(a, dtype="float32"), a.astype(np.float32))
+        wide = (rng.standard_normal(n) * 1e4).astype(np.float32)
+        np.testing.assert_array_equal(ops.astype(wide, dtype="float16"), wide.astype(np.float16))
+
+
+# ----- sort of long lanes (keys-only radix sort) -----
+
+SORT_DTYPES = ["float32", "float64", "int32", "uint32", "int64", "uint64"]
+
+
+def _sort_input(dtype: str, n: int, rng) -> np.ndarray:
+    if np.dtype(dtype).kind == "f":
+        x = (rng.standard_normal(n) * 10).astype(dtype)
+        specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0], dtype=dtype)
+        x[rng.integers(0, n, n // 3)] = rng.choice(specials, n // 3)
+        # NaNs with distinct payloads and signs: their bits must come out in input order.
+        bits = x.view(np.uint32 if dtype == "float32" else np.uint64)
+        nan_at = rng.integers(0, n, 5)
+        bits[nan_at] |= (
+            np.array(0x7F800001, dtype=bits.dtype)
+            if dtype == "float32"
+            else (np.array(0x7FF0000000000001, dtype=bits.dtype))
+        )
+        return x
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    x[rng.integers(0, n, n // 4)] = rng.choice(x[:8], n // 4)  # repeats
+    return x
+
+
+def _stable_descending(x: np.ndarray) -> np.ndarray:
+    rank = np.unique(x, return_inverse=True, equal_nan=True)[1]
+    return np.argsort(-rank, kind="stable")
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize("n", [2047, 2048, 2049, 5000, 70001, 300001])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_long_lanes_keep_the_stable_order_bitwise(dtype, n, descending):
+    rng = np.random.default_rng(n)
+    x = _sort_input(dtype, n, rng)
+    order = _stable_descending(x) if descending else np.argsort(x, kind="stable")
+    got = ops.sort(x, descending=descending)
+    uint = np.dtype(f"u{x.itemsize}")
+    np.testing.assert_array_equal(got.view(uint), x[order].view(uint))
+
+
+def test_sort_long_lanes_along_other_axes_and_strides():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 4100)).astype(np.float32)
+    x[:, ::7] = -0.0
+    for view, axis in ((x, 1), (x.T, 0), (x[:, ::-2], 1), (x[::2, 1::3], -1)):
+        got = ops.sort(view, axis=axis)
+        expected = np.take_along_axis(view, np.argsort(view, axis=axis, kind="stable"), axis)
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
+# ----- contiguous layer_norm / rms_norm rows -----
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 100, 1023])
+@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
+def test_layer_norm_contiguous_rows(dtype, n, affine):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((5, n)) * 4 + 3).astype(dtype)
+    w = rng.standard_normal(n).astype(dtype) if affine in ("weight", "both") else None
+    b = rng.standard_normal(n).astype(dtype) if affine in ("bias", "both") else None
+    t = lambda a: None if a is None else torch.from_numpy(a.astype(np.float64))  # noqa: E731
+    got = ops.layer_norm(x, w, b, normalized_shape=[n], eps=1e-5)
+    expected = F.layer_norm(t(x), [n], t(w), t(b), eps=1e-5).numpy()
+    assert_close(got, expected, dtype, rtol_scale=4, atol=4 * assert_scale(dtype))
+    got = ops.rms_norm(x, w, normalized_shape=[n], eps=1e-5)
+    expected = F.rms_norm(t(x), [n], t(w), eps=1e-5).numpy()
+    assert_close(got, expected, dtype, rtol_scale=4, atol=4 * assert_scale(dtype))
+
+
+def assert_scale(dtype: str) -> float:
+    return {"float16": 1e-3, "float32": 1e-6, "float64": 1e-12}[dtype]
+
+
+def test_layer_norm_over_two_contiguous_dims():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 6, 37)).astype(np.float32)
+    w = rng.standard_normal((6, 37)).astype(np.float32)
+    got = ops.layer_norm(x, w, None, normalized_shape=[6, 37])
+    expected = F.layer_norm(
+        torch.from_numpy(x).double(), [6, 37], torch.from_numpy(w).double()
+    ).numpy()
+    assert_close(got, expected, "float32", rtol_scale=4, atol=4e-6)
+
+
+# ----- tiled transposing copy -----
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(32, 32), (33, 65), (100, 31), (31, 100), (64, 4097)])
+def test_transpose_copy_tiles(dtype, shape):
+    x = (np.arange(np.prod(shape)) % 251).reshape(shape).astype(dtype)
+    np.testing.assert_array_equal(ops.permute_dims(x, axes=[1, 0]), x.T)
+    np.testing.assert_array_equal(ops.permute_dims(x[::-1], axes=[1, 0]), x[::-1].T)
+
+
+@pytest.mark.parametrize("axes", [(0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_transpose_copy_with_outer_dims(axes):
+    x = np.arange(3 * 40 * 70, dtype=np.int32).reshape(3, 40, 70)
+    np.testing.assert_array_equal(ops.permute_dims(x, axes=list(axes)), np.transpose(x, axes))
+    y = x[:, ::2, 1:]
+    np.testing.assert_array_equal(ops.permute_dims(y, axes=list(axes)), np.transpose(y, axes))
+
+
+def test_threads_do_not_change_fast_path_results():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((300, 2000)).astype(np.float32)
+    results = []
+    for threads in (1, 2, 3):
+        ctensor.set_num_threads(threads)
+        try:
+            results.append(
+                (
+                    ops.layer_norm(x, normalized_shape=[2000]),
+                    ops.permute_dims(x, axes=[1, 0]),
+                    ops.sort(x[0].copy()),
+                )
+            )
+        finally:
+            ctensor.set_num_threads(0)
+    for later in results[1:]:
+        for a, b in zip(results[0], later, strict=True):
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+# ----- max_pool2d rows (vectorised interior columns) -----
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation",
+    [(2, 2, 0, 1), (3, 1, 1, 1), (3, 2, 1, 2), ((2, 3), (1, 3), (1, 1), (1, 1))],
+)
+def test_max_pool2d_wide_rows_match_torch(dtype, kernel, stride, padding, dilation):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 9, 600)).astype(dtype)
+    x[0, 0, 1, 5] = np.nan
+    x[1, 2, 4, 300:303] = np.nan
+    x[0, 1] = np.where(x[0, 1] > 0, 0.0, -0.0)
+    got = ops.max_pool2d(x, kernel_size=kernel, stride=stride, padding=padding, dilation=dilation)
+    expected = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding, dilation).numpy()
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+# ----- float32 sums: at least as accurate as NumPy's pairwise sum -----
+
+
+def _adversarial_float32(n: int, rng) -> list[np.ndarray]:
+    big = np.full(n, 1.0, np.float32)
+    big[0] = 1e8  # every later 1.0 is below the running sum's ulp in float32
+    ramp = np.arange(n, dtype=np.float32) * np.float32(1.0001)
+    cancel = np.empty(n, np.float32)
+    cancel[0::2], cancel[1::2] = 1e7, -1e7 + np.float32(0.5)
+    wide = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
+    return [big, ramp, cancel, wide, rng.random(n, dtype=np.float32)]
+
+
+@pytest.mark.parametrize("n", [1000, 65537, 1 << 21])
+def test_float32_sum_error_no_worse_than_numpy(n):
+    rng = np.random.default_rng(n)
+    for x in _adversarial_float32(n, rng):
+        exact = np.sum(x.astype(np.float64))  # float64 pairwise: exact enough for these
+        ours = abs(float(ops.sum(x)) - exact)
+        numpy = abs(float(np.sum(x)) - exact)
+        assert ours <= numpy, (ours, numpy)
+        # per-axis sums over rows and columns too
+        m = x[: (n // 8) * 8].reshape(-1, 8)
+        for axis in (0, 1):
+            exact_axis = np.sum(m.astype(np.float64), axis=axis)
+            err = np.abs(ops.sum(m, axis=axis).astype(np.float64) - exact_axis)
+            err_np = np.abs(np.sum(m, axis=axis).astype(np.float64) - exact_axis)
+            assert (err <= err_np + np.spacing(np.abs(exact_axis).astype(np.float32))).all()
