@@ -1,0 +1,367 @@
+/* gemm_packed.c - the blocked, packed GEMM of the floating-point instances (Goto/BLIS
+ * structure), in the caller's workspace. Interface in gemm.h; micro-kernels in gemm_ukernel.h.
+ *
+ * Loops, outermost first, over one work item (a batch entry × a chunk of columns × a chunk of
+ * rows):
+ *   jc: NC columns  -> kc × nc panel of B packed (converted to the accumulator type) into L3,
+ *   pc: KC depth       in micro-panels of NR columns (zero-padded);
+ *   ic: MC rows     -> mc × kc block of A packed into L2, in micro-panels of MR rows;
+ *   jr, ir: one MR × NR micro-kernel call per tile (edge tiles through a scratch tile).
+ * Packing reads the operands through their strides, whatever they are (transposed, negative,
+ * zero), so layouts cost nothing beyond the packing itself; an implicit operand (conv2d's input
+ * read as an im2col matrix) supplies its own B packer.
+ *
+ * Where C has the accumulator's type and unit column stride, the micro-kernels write C in place
+ * and add the later KC blocks to it ("direct"). Otherwise (float16/bfloat16 outputs, strided C)
+ * an item is at most MC × NC and its C is accumulated in an accumulator-typed buffer and stored
+ * once at the end ("staged"), so that every output element is rounded once. A C with unit row
+ * stride only (a transposed output) is computed as C^T = B^T · A^T instead, directly.
+ *
+ * Workspace: one slot per thread, each holding the packed A block, the packed B panel and, when
+ * staged, the C buffer, sized by the problem (never more than MC × KC, KC × NC and MC × NC).
+ * Items are shared out on OpenMP threads (dynamic schedule); a problem under
+ * CT_GEMM_PARALLEL_FMAS multiply-adds, or with one item, runs on the calling thread. With fewer
+ * slots than threads, fewer threads run. */
+#include "gemm.h"
+
+#include <string.h>
+
+#include "cpu_threads.h"
+#include "gemm_ukernel.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define CT_GEMM_ALIGN 64
+/* Below this many multiply-adds a product runs on one thread. */
+#define CT_GEMM_PARALLEL_FMAS (1 << 20)
+/* Items per thread to aim for, so that a thread slowed by other work does not hold the rest. */
+#define CT_GEMM_ITEMS_PER_THREAD 4
+/* Widest C block of a staged item (float16/bfloat16 or strided outputs). */
+#define CT_GEMM_STAGED_NC 512
+
+static inline int64_t ct_gemm_min(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+static inline int64_t ct_gemm_div_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+static inline int64_t ct_gemm_round_up(int64_t a, int64_t b) {
+  return ct_gemm_div_up(a, b) * b;
+}
+static inline int64_t ct_gemm_abs(int64_t a) {
+  return a < 0 ? -a : a;
+}
+
+/* How one product is cut up. */
+typedef struct ct_gemm_plan {
+  ct_gemm_blocking bk; /* mc, kc, nc clipped to the problem */
+  bool staged;
+  int64_t batch;
+  int64_t m_chunk, n_chunk, m_chunks, n_chunks, items;
+  int threads;                       /* slots asked for: threads worth using */
+  int64_t a_bytes, b_bytes, c_bytes; /* per slot, each a multiple of CT_GEMM_ALIGN */
+  int64_t slot_bytes;
+} ct_gemm_plan;
+
+/* Swaps A and B (and m and n) so that C^T = B^T · A^T is computed: for a C whose rows are
+ * strided but whose columns are contiguous. */
+static void ct_gemm_transpose_desc(ct_gemm_desc* d) {
+  int64_t t = d->m;
+  d->m = d->n;
+  d->n = t;
+  const void* p = d->a;
+  d->a = d->b;
+  d->b = p;
+  t = d->a_rs;
+  d->a_rs = d->b_cs;
+  d->b_cs = t;
+  t = d->a_cs;
+  d->a_cs = d->b_rs;
+  d->b_rs = t;
+  t = d->c_rs;
+  d->c_rs = d->c_cs;
+  d->c_cs = t;
+  const int64_t* s = d->a_bs;
+  d->a_bs = d->b_bs;
+  d->b_bs = s;
+}
+
+/* The descriptor the packed path works on (possibly transposed) and its plan. `out_is_acc`:
+ * C has the accumulator's type. Returns false where the packed path does not apply (a GEMV or
+ * an empty depth without an implicit B, which the simple path does better).
+ *
+ * The slot size and the slot count depend only on (m, n, k, batch), not on the layout of C or
+ * on which way round the product is computed, so a workspace asked for with compact outputs
+ * serves strided ones too. */
+static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blocking,
+                              int64_t acc_size, bool out_is_acc, ct_gemm_desc* work,
+                              ct_gemm_plan* plan) {
+  *work = *d;
+  if (!d->pack_b && (d->m == 1 || d->n == 1 || d->k == 0)) return false;
+  int64_t batch = 1;
+  for (int32_t q = 0; q < d->batch_ndim; ++q) batch *= d->batch_shape[q];
+  plan->batch = batch;
+  /* Sizes, symmetric in m and n. */
+  const int64_t mn = d->m > d->n ? d->m : d->n;
+  ct_gemm_blocking bk = *blocking;
+  bk.kc = (int32_t)ct_gemm_min(bk.kc, d->k > 0 ? d->k : 1);
+  bk.mc = (int32_t)ct_gemm_min(bk.mc, ct_gemm_round_up(mn, bk.mr));
+  bk.nc = (int32_t)ct_gemm_min(bk.nc, ct_gemm_round_up(mn, bk.nr));
+  const int64_t staged_nc = ct_gemm_min(bk.nc, ct_gemm_round_up(CT_GEMM_STAGED_NC, bk.nr));
+  plan->a_bytes = ct_gemm_round_up((int64_t)bk.mc * bk.kc * acc_size, CT_GEMM_ALIGN);
+  plan->b_bytes = ct_gemm_round_up((int64_t)bk.kc * bk.nc * acc_size, CT_GEMM_ALIGN);
+  plan->c_bytes = ct_gemm_round_up((int64_t)bk.mc * staged_nc * acc_size, CT_GEMM_ALIGN);
+  plan->slot_bytes = plan->a_bytes + plan->b_bytes + plan->c_bytes;
+  const int threads = ct_cpu_num_threads();
+  const double fmas = (double)batch * (double)d->m * (double)d->n * (double)(d->k > 0 ? d->k : 1);
+  const bool parallel = threads > 1 && fmas >= CT_GEMM_PARALLEL_FMAS;
+  plan->threads = parallel ? threads : 1;
+  /* Orientation and chunks. */
+  if (!d->pack_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1) ct_gemm_transpose_desc(work);
+  const int64_t m = work->m, n = work->n;
+  plan->staged = !(out_is_acc && work->c_cs == 1);
+  if (plan->staged) {
+    bk.nc = (int32_t)staged_nc;
+    plan->m_chunk = bk.mc;
+    plan->n_chunk = bk.nc;
+  } else {
+    plan->m_chunk = m;
+    plan->n_chunk = n;
+    const int64_t wanted = (int64_t)threads * CT_GEMM_ITEMS_PER_THREAD;
+    if (parallel && batch < wanted) {
+      /* Split columns first (chunks of at least 4 micro-panels), then rows. */
+      const int64_t split = ct_gemm_div_up(wanted, batch);
+      int64_t n_parts = ct_gemm_min(split, n / (4 * (int64_t)bk.nr));
+      if (n_parts < 1) n_parts = 1;
+      int64_t m_parts = ct_gemm_min(ct_gemm_div_up(split, n_parts), ct_gemm_div_up(m, bk.mr));
+      if (m_parts < 1) m_parts = 1;
+      plan->n_chunk = ct_gemm_round_up(ct_gemm_div_up(n, n_parts), bk.nr);
+      plan->m_chunk = ct_gemm_round_up(ct_gemm_div_up(m, m_parts), bk.mr);
+    }
+  }
+  plan->bk = bk;
+  plan->m_chunks = ct_gemm_div_up(m, plan->m_chunk);
+  plan->n_chunks = ct_gemm_div_up(n, plan->n_chunk);
+  plan->items = batch * plan->m_chunks * plan->n_chunks;
+  return true;
+}
+
+/* Offsets (in elements) of batch entry `index` in A, B and C. */
+static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t* a_off,
+                                  int64_t* b_off, int64_t* c_off) {
+  *a_off = *b_off = *c_off = 0;
+  for (int32_t q = d->batch_ndim - 1; q >= 0 && index > 0; --q) {
+    const int64_t i = index % d->batch_shape[q];
+    index /= d->batch_shape[q];
+    *a_off += i * d->a_bs[q];
+    *b_off += i * d->b_bs[q];
+    *c_off += i * d->c_bs[q];
+  }
+}
+
+/* ----- the template: packers, macro-kernel, item, driver; per instance ----- */
+
+#define CT_GEMM_PACKED_DEFINE(NAME, TIN, TOUT, ACC, PREC, IN, OUT, OUT_IS_ACC)                    \
+  /* A[0:mb, 0:kc] -> micro-panels of mr rows: dst[panel][p][i], zero rows past mb. */            \
+  static void ct_gemm_pack_a_##NAME(const TIN* a, int64_t rs, int64_t cs, int64_t mb, int64_t kc, \
+                                    int64_t mr, ACC* restrict dst) {                              \
+    for (int64_t i0 = 0; i0 < mb; i0 += mr, dst += mr * kc) {                                     \
+      const int64_t rows = ct_gemm_min(mr, mb - i0);                                              \
+      const TIN* src = a + i0 * rs;                                                               \
+      if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                                   \
+        for (int64_t i = 0; i < rows; ++i) {                                                      \
+          const TIN* row = src + i * rs;                                                          \
+          for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = ct_load_##IN(row[p * cs]);           \
+        }                                                                                         \
+      } else {                                                                                    \
+        for (int64_t p = 0; p < kc; ++p) {                                                        \
+          const TIN* col = src + p * cs;                                                          \
+          for (int64_t i = 0; i < rows; ++i) dst[p * mr + i] = ct_load_##IN(col[i * rs]);         \
+        }                                                                                         \
+      }                                                                                           \
+      for (int64_t i = rows; i < mr; ++i) {                                                       \
+        for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = (ACC)0;                                \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  /* B[0:kc, 0:nb] -> micro-panels of nr columns: dst[panel][p][j], zero columns past nb. */      \
+  static void ct_gemm_pack_b_##NAME(const TIN* b, int64_t rs, int64_t cs, int64_t kc, int64_t nb, \
+                                    int64_t nr, ACC* restrict dst) {                              \
+    for (int64_t j0 = 0; j0 < nb; j0 += nr, dst += nr * kc) {                                     \
+      const int64_t cols = ct_gemm_min(nr, nb - j0);                                              \
+      const TIN* src = b + j0 * cs;                                                               \
+      if (cs == 1) {                                                                              \
+        for (int64_t p = 0; p < kc; ++p) {                                                        \
+          const TIN* row = src + p * rs;                                                          \
+          ACC* out = dst + p * nr;                                                                \
+          for (int64_t j = 0; j < cols; ++j) out[j] = ct_load_##IN(row[j]);                       \
+        }                                                                                         \
+      } else if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                            \
+        for (int64_t p = 0; p < kc; ++p) {                                                        \
+          const TIN* row = src + p * rs;                                                          \
+          for (int64_t j = 0; j < cols; ++j) dst[p * nr + j] = ct_load_##IN(row[j * cs]);         \
+        }                                                                                         \
+      } else {                                                                                    \
+        for (int64_t j = 0; j < cols; ++j) {                                                      \
+          const TIN* col = src + j * cs;                                                          \
+          for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = ct_load_##IN(col[p * rs]);           \
+        }                                                                                         \
+      }                                                                                           \
+      if (cols < nr) {                                                                            \
+        for (int64_t p = 0; p < kc; ++p) {                                                        \
+          for (int64_t j = cols; j < nr; ++j) dst[p * nr + j] = (ACC)0;                           \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  /* Work item `item` of the plan: C[rows, cols] of one batch entry. */                           \
+  static void ct_gemm_item_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,                \
+                                  const ct_gemm_ukernels* uk, int64_t item, char* slot) {         \
+    const ct_gemm_blocking* bk = &plan->bk;                                                       \
+    const int64_t mr = bk->mr, nr = bk->nr;                                                       \
+    ACC* abuf = (ACC*)slot;                                                                       \
+    ACC* bbuf = (ACC*)(slot + plan->a_bytes);                                                     \
+    ACC* cbuf = (ACC*)(slot + plan->a_bytes + plan->b_bytes);                                     \
+    _Alignas(CT_GEMM_ALIGN) ACC tile[CT_GEMM_MAX_TILE];                                           \
+    const int64_t it = item % plan->m_chunks;                                                     \
+    const int64_t jt = (item / plan->m_chunks) % plan->n_chunks;                                  \
+    const int64_t bi = item / plan->m_chunks / plan->n_chunks;                                    \
+    int64_t a_off, b_off, c_off;                                                                  \
+    ct_gemm_batch_offsets(d, bi, &a_off, &b_off, &c_off);                                         \
+    const TIN* a = (const TIN*)d->a + a_off;                                                      \
+    const TIN* b = (const TIN*)d->b + b_off;                                                      \
+    TOUT* c = (TOUT*)d->c + c_off;                                                                \
+    const int64_t i_begin = it * plan->m_chunk,                                                   \
+                  i_end = ct_gemm_min(d->m, i_begin + plan->m_chunk);                             \
+    const int64_t j_begin = jt * plan->n_chunk,                                                   \
+                  j_end = ct_gemm_min(d->n, j_begin + plan->n_chunk);                             \
+    const int64_t k = d->k;                                                                       \
+    for (int64_t jc = j_begin; jc < j_end; jc += bk->nc) {                                        \
+      const int64_t nb = ct_gemm_min(bk->nc, j_end - jc);                                         \
+      /* k == 0 still runs one (empty) block, which writes the zeros. */                          \
+      for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                     \
+        const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                           \
+        if (d->pack_b) {                                                                          \
+          d->pack_b(d->pack_b_context, bi, pc, kc, jc, nb, nr, bbuf);                             \
+        } else if (kc > 0) {                                                                      \
+          ct_gemm_pack_b_##NAME(b + pc * d->b_rs + jc * d->b_cs, d->b_rs, d->b_cs, kc, nb, nr,    \
+                                bbuf);                                                            \
+        }                                                                                         \
+        for (int64_t ic = i_begin; ic < i_end; ic += bk->mc) {                                    \
+          const int64_t mb = ct_gemm_min(bk->mc, i_end - ic);                                     \
+          if (kc > 0) {                                                                           \
+            ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc, mr,  \
+                                  abuf);                                                          \
+          }                                                                                       \
+          ACC* target;                                                                            \
+          int64_t ldt;                                                                            \
+          int add;                                                                                \
+          if (plan->staged) {                                                                     \
+            target = cbuf; /* the item is this one block */                                       \
+            ldt = bk->nc;                                                                         \
+            add = pc > 0;                                                                         \
+          } else {                                                                                \
+            target = (ACC*)(void*)c + ic * d->c_rs + jc;                                          \
+            ldt = d->c_rs;                                                                        \
+            add = pc > 0 || d->accumulate;                                                        \
+          }                                                                                       \
+          for (int64_t jr = 0; jr < nb; jr += nr) {                                               \
+            const int64_t cols = ct_gemm_min(nr, nb - jr);                                        \
+            const ACC* bp = bbuf + jr * kc;                                                       \
+            for (int64_t ir = 0; ir < mb; ir += mr) {                                             \
+              const int64_t rows = ct_gemm_min(mr, mb - ir);                                      \
+              const ACC* ap = abuf + ir * kc;                                                     \
+              ACC* ct = target + ir * ldt + jr;                                                   \
+              if (rows == mr && cols == nr) {                                                     \
+                uk->PREC(kc, ap, bp, ct, ldt, add);                                               \
+                continue;                                                                         \
+              }                                                                                   \
+              uk->PREC(kc, ap, bp, tile, nr, 0);                                                  \
+              for (int64_t i = 0; i < rows; ++i) {                                                \
+                ACC* dst = ct + i * ldt;                                                          \
+                const ACC* src = tile + i * nr;                                                   \
+                if (add) {                                                                        \
+                  for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];                            \
+                } else {                                                                          \
+                  for (int64_t j = 0; j < cols; ++j) dst[j] = src[j];                             \
+                }                                                                                 \
+              }                                                                                   \
+            }                                                                                     \
+          }                                                                                       \
+        }                                                                                         \
+      }                                                                                           \
+      if (plan->staged) {                                                                         \
+        /* One block: rows [i_begin, i_end) and columns [jc, jc + nb). */                         \
+        for (int64_t i = 0; i < i_end - i_begin; ++i) {                                           \
+          TOUT* dst = c + (i_begin + i) * d->c_rs + jc * d->c_cs;                                 \
+          const ACC* src = cbuf + i * bk->nc;                                                     \
+          for (int64_t j = 0; j < nb; ++j) {                                                      \
+            const ACC v = d->accumulate ? ct_load_##OUT(dst[j * d->c_cs]) + src[j] : src[j];      \
+            dst[j * d->c_cs] = ct_store_##OUT(v);                                                 \
+          }                                                                                       \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d) {                               \
+    const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                          \
+    ct_gemm_desc work;                                                                            \
+    ct_gemm_plan plan;                                                                            \
+    if (d->m <= 0 || d->n <= 0) return 0;                                                         \
+    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,      \
+                           &plan)) {                                                              \
+      return 0;                                                                                   \
+    }                                                                                             \
+    return (uint64_t)plan.threads * (uint64_t)plan.slot_bytes;                                    \
+  }                                                                                               \
+                                                                                                  \
+  bool ct_gemm_packed_##NAME(const ct_gemm_desc* d) {                                             \
+    const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                          \
+    ct_gemm_desc work;                                                                            \
+    ct_gemm_plan plan;                                                                            \
+    if (!d->workspace) return false;                                                              \
+    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,      \
+                           &plan)) {                                                              \
+      return false;                                                                               \
+    }                                                                                             \
+    const uintptr_t base = (uintptr_t)d->workspace;                                               \
+    const uintptr_t aligned = (base + CT_GEMM_ALIGN - 1) / CT_GEMM_ALIGN * CT_GEMM_ALIGN;         \
+    if (d->workspace_size < aligned - base) return false;                                         \
+    const uint64_t slots = (d->workspace_size - (aligned - base)) / (uint64_t)plan.slot_bytes;    \
+    if (slots == 0) return false;                                                                 \
+    int threads = (uint64_t)plan.threads < slots ? plan.threads : (int)slots;                     \
+    if (threads > plan.items) threads = (int)plan.items;                                          \
+    char* workspace = (char*)aligned;                                                             \
+    if (threads <= 1) {                                                                           \
+      for (int64_t t = 0; t < plan.items; ++t)                                                    \
+        ct_gemm_item_##NAME(&work, &plan, uk, t, workspace);                                      \
+      return true;                                                                                \
+    }                                                                                             \
+    _Pragma("omp parallel num_threads(threads)") {                                                \
+      int thread = 0;                                                                             \
+      CT_GEMM_THREAD_NUM(thread);                                                                 \
+      char* slot = workspace + (int64_t)thread * plan.slot_bytes;                                 \
+      _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < plan.items; ++t) {          \
+        ct_gemm_item_##NAME(&work, &plan, uk, t, slot);                                           \
+      }                                                                                           \
+    }                                                                                             \
+    return true;                                                                                  \
+  }
+
+#ifdef _OPENMP
+#define CT_GEMM_THREAD_NUM(var) (var) = omp_get_thread_num()
+#else
+#define CT_GEMM_THREAD_NUM(var) (void)(var)
+#endif
+
+CT_GEMM_PACKED_DEFINE(f16, uint16_t, uint16_t, float, f32, f16, f16, false)
+CT_GEMM_PACKED_DEFINE(bf16, uint16_t, uint16_t, float, f32, bf16, bf16, false)
+CT_GEMM_PACKED_DEFINE(f32, float, float, float, f32, f32, f32, true)
+CT_GEMM_PACKED_DEFINE(f64, double, double, double, f64, f64, f64, true)
+CT_GEMM_PACKED_DEFINE(f32_f16, float, uint16_t, float, f32, f32, f16, false)
+CT_GEMM_PACKED_DEFINE(f32_bf16, float, uint16_t, float, f32, f32, bf16, false)
