@@ -36,7 +36,9 @@
 #define CT_GEMM_ALIGN 64
 /* Below this many multiply-adds a product runs on one thread. */
 #define CT_GEMM_PARALLEL_FMAS (1 << 20)
-/* Items per thread to aim for, so that a thread slowed by other work does not hold the rest. */
+/* Fewer batch entries than this many per thread: the threads share out the rows and columns of
+ * each product instead of whole products, so that a thread slowed by other work does not hold
+ * the rest. */
 #define CT_GEMM_ITEMS_PER_THREAD 4
 /* Widest C block of a staged item (float16/bfloat16 or strided outputs). */
 #define CT_GEMM_STAGED_NC 512
@@ -57,7 +59,8 @@ static inline int64_t ct_gemm_abs(int64_t a) {
 /* How one product is cut up. */
 typedef struct ct_gemm_plan {
   ct_gemm_blocking bk; /* mc, kc, nc clipped to the problem */
-  bool staged;
+  bool staged;         /* C accumulated in a buffer per item, stored once */
+  bool shared; /* threads share each packed B panel and split its rows (few, large products) */
   int64_t batch;
   int64_t m_chunk, n_chunk, m_chunks, n_chunks, items;
   int threads;                       /* slots asked for: threads worth using */
@@ -122,6 +125,7 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   if (!d->pack_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1) ct_gemm_transpose_desc(work);
   const int64_t m = work->m, n = work->n;
   plan->staged = !(out_is_acc && work->c_cs == 1);
+  plan->shared = !plan->staged && parallel && batch < (int64_t)threads * CT_GEMM_ITEMS_PER_THREAD;
   if (plan->staged) {
     bk.nc = (int32_t)staged_nc;
     plan->m_chunk = bk.mc;
@@ -129,17 +133,6 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   } else {
     plan->m_chunk = m;
     plan->n_chunk = n;
-    const int64_t wanted = (int64_t)threads * CT_GEMM_ITEMS_PER_THREAD;
-    if (parallel && batch < wanted) {
-      /* Split columns first (chunks of at least 4 micro-panels), then rows. */
-      const int64_t split = ct_gemm_div_up(wanted, batch);
-      int64_t n_parts = ct_gemm_min(split, n / (4 * (int64_t)bk.nr));
-      if (n_parts < 1) n_parts = 1;
-      int64_t m_parts = ct_gemm_min(ct_gemm_div_up(split, n_parts), ct_gemm_div_up(m, bk.mr));
-      if (m_parts < 1) m_parts = 1;
-      plan->n_chunk = ct_gemm_round_up(ct_gemm_div_up(n, n_parts), bk.nr);
-      plan->m_chunk = ct_gemm_round_up(ct_gemm_div_up(m, m_parts), bk.mr);
-    }
   }
   plan->bk = bk;
   plan->m_chunks = ct_gemm_div_up(m, plan->m_chunk);
@@ -163,200 +156,268 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
 
 /* ----- the template: packers, macro-kernel, item, driver; per instance ----- */
 
-#define CT_GEMM_PACKED_DEFINE(NAME, TIN, TOUT, ACC, PREC, IN, OUT, OUT_IS_ACC)                    \
-  /* A[0:mb, 0:kc] -> micro-panels of mr rows: dst[panel][p][i], zero rows past mb. */            \
-  static void ct_gemm_pack_a_##NAME(const TIN* a, int64_t rs, int64_t cs, int64_t mb, int64_t kc, \
-                                    int64_t mr, ACC* restrict dst) {                              \
-    for (int64_t i0 = 0; i0 < mb; i0 += mr, dst += mr * kc) {                                     \
-      const int64_t rows = ct_gemm_min(mr, mb - i0);                                              \
-      const TIN* src = a + i0 * rs;                                                               \
-      if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                                   \
-        for (int64_t i = 0; i < rows; ++i) {                                                      \
-          const TIN* row = src + i * rs;                                                          \
-          for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = ct_load_##IN(row[p * cs]);           \
-        }                                                                                         \
-      } else {                                                                                    \
-        for (int64_t p = 0; p < kc; ++p) {                                                        \
-          const TIN* col = src + p * cs;                                                          \
-          for (int64_t i = 0; i < rows; ++i) dst[p * mr + i] = ct_load_##IN(col[i * rs]);         \
-        }                                                                                         \
-      }                                                                                           \
-      for (int64_t i = rows; i < mr; ++i) {                                                       \
-        for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = (ACC)0;                                \
-      }                                                                                           \
-    }                                                                                             \
-  }                                                                                               \
-                                                                                                  \
-  /* B[0:kc, 0:nb] -> micro-panels of nr columns: dst[panel][p][j], zero columns past nb. */      \
-  static void ct_gemm_pack_b_##NAME(const TIN* b, int64_t rs, int64_t cs, int64_t kc, int64_t nb, \
-                                    int64_t nr, ACC* restrict dst) {                              \
-    for (int64_t j0 = 0; j0 < nb; j0 += nr, dst += nr * kc) {                                     \
-      const int64_t cols = ct_gemm_min(nr, nb - j0);                                              \
-      const TIN* src = b + j0 * cs;                                                               \
-      if (cs == 1) {                                                                              \
-        for (int64_t p = 0; p < kc; ++p) {                                                        \
-          const TIN* row = src + p * rs;                                                          \
-          ACC* out = dst + p * nr;                                                                \
-          for (int64_t j = 0; j < cols; ++j) out[j] = ct_load_##IN(row[j]);                       \
-        }                                                                                         \
-      } else if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                            \
-        for (int64_t p = 0; p < kc; ++p) {                                                        \
-          const TIN* row = src + p * rs;                                                          \
-          for (int64_t j = 0; j < cols; ++j) dst[p * nr + j] = ct_load_##IN(row[j * cs]);         \
-        }                                                                                         \
-      } else {                                                                                    \
-        for (int64_t j = 0; j < cols; ++j) {                                                      \
-          const TIN* col = src + j * cs;                                                          \
-          for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = ct_load_##IN(col[p * rs]);           \
-        }                                                                                         \
-      }                                                                                           \
-      if (cols < nr) {                                                                            \
-        for (int64_t p = 0; p < kc; ++p) {                                                        \
-          for (int64_t j = cols; j < nr; ++j) dst[p * nr + j] = (ACC)0;                           \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-  }                                                                                               \
-                                                                                                  \
-  /* Work item `item` of the plan: C[rows, cols] of one batch entry. */                           \
-  static void ct_gemm_item_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,                \
-                                  const ct_gemm_ukernels* uk, int64_t item, char* slot) {         \
-    const ct_gemm_blocking* bk = &plan->bk;                                                       \
-    const int64_t mr = bk->mr, nr = bk->nr;                                                       \
-    ACC* abuf = (ACC*)slot;                                                                       \
-    ACC* bbuf = (ACC*)(slot + plan->a_bytes);                                                     \
-    ACC* cbuf = (ACC*)(slot + plan->a_bytes + plan->b_bytes);                                     \
-    _Alignas(CT_GEMM_ALIGN) ACC tile[CT_GEMM_MAX_TILE];                                           \
-    const int64_t it = item % plan->m_chunks;                                                     \
-    const int64_t jt = (item / plan->m_chunks) % plan->n_chunks;                                  \
-    const int64_t bi = item / plan->m_chunks / plan->n_chunks;                                    \
-    int64_t a_off, b_off, c_off;                                                                  \
-    ct_gemm_batch_offsets(d, bi, &a_off, &b_off, &c_off);                                         \
-    const TIN* a = (const TIN*)d->a + a_off;                                                      \
-    const TIN* b = (const TIN*)d->b + b_off;                                                      \
-    TOUT* c = (TOUT*)d->c + c_off;                                                                \
-    const int64_t i_begin = it * plan->m_chunk,                                                   \
-                  i_end = ct_gemm_min(d->m, i_begin + plan->m_chunk);                             \
-    const int64_t j_begin = jt * plan->n_chunk,                                                   \
-                  j_end = ct_gemm_min(d->n, j_begin + plan->n_chunk);                             \
-    const int64_t k = d->k;                                                                       \
-    for (int64_t jc = j_begin; jc < j_end; jc += bk->nc) {                                        \
-      const int64_t nb = ct_gemm_min(bk->nc, j_end - jc);                                         \
-      /* k == 0 still runs one (empty) block, which writes the zeros. */                          \
-      for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                     \
-        const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                           \
-        if (d->pack_b) {                                                                          \
-          d->pack_b(d->pack_b_context, bi, pc, kc, jc, nb, nr, bbuf);                             \
-        } else if (kc > 0) {                                                                      \
-          ct_gemm_pack_b_##NAME(b + pc * d->b_rs + jc * d->b_cs, d->b_rs, d->b_cs, kc, nb, nr,    \
-                                bbuf);                                                            \
-        }                                                                                         \
-        for (int64_t ic = i_begin; ic < i_end; ic += bk->mc) {                                    \
-          const int64_t mb = ct_gemm_min(bk->mc, i_end - ic);                                     \
-          if (kc > 0) {                                                                           \
-            ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc, mr,  \
-                                  abuf);                                                          \
-          }                                                                                       \
-          ACC* target;                                                                            \
-          int64_t ldt;                                                                            \
-          int add;                                                                                \
-          if (plan->staged) {                                                                     \
-            target = cbuf; /* the item is this one block */                                       \
-            ldt = bk->nc;                                                                         \
-            add = pc > 0;                                                                         \
-          } else {                                                                                \
-            target = (ACC*)(void*)c + ic * d->c_rs + jc;                                          \
-            ldt = d->c_rs;                                                                        \
-            add = pc > 0 || d->accumulate;                                                        \
-          }                                                                                       \
-          for (int64_t jr = 0; jr < nb; jr += nr) {                                               \
-            const int64_t cols = ct_gemm_min(nr, nb - jr);                                        \
-            const ACC* bp = bbuf + jr * kc;                                                       \
-            for (int64_t ir = 0; ir < mb; ir += mr) {                                             \
-              const int64_t rows = ct_gemm_min(mr, mb - ir);                                      \
-              const ACC* ap = abuf + ir * kc;                                                     \
-              ACC* ct = target + ir * ldt + jr;                                                   \
-              if (rows == mr && cols == nr) {                                                     \
-                uk->PREC(kc, ap, bp, ct, ldt, add);                                               \
-                continue;                                                                         \
-              }                                                                                   \
-              uk->PREC(kc, ap, bp, tile, nr, 0);                                                  \
-              for (int64_t i = 0; i < rows; ++i) {                                                \
-                ACC* dst = ct + i * ldt;                                                          \
-                const ACC* src = tile + i * nr;                                                   \
-                if (add) {                                                                        \
-                  for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];                            \
-                } else {                                                                          \
-                  for (int64_t j = 0; j < cols; ++j) dst[j] = src[j];                             \
-                }                                                                                 \
-              }                                                                                   \
-            }                                                                                     \
-          }                                                                                       \
-        }                                                                                         \
-      }                                                                                           \
-      if (plan->staged) {                                                                         \
-        /* One block: rows [i_begin, i_end) and columns [jc, jc + nb). */                         \
-        for (int64_t i = 0; i < i_end - i_begin; ++i) {                                           \
-          TOUT* dst = c + (i_begin + i) * d->c_rs + jc * d->c_cs;                                 \
-          const ACC* src = cbuf + i * bk->nc;                                                     \
-          for (int64_t j = 0; j < nb; ++j) {                                                      \
-            const ACC v = d->accumulate ? ct_load_##OUT(dst[j * d->c_cs]) + src[j] : src[j];      \
-            dst[j * d->c_cs] = ct_store_##OUT(v);                                                 \
-          }                                                                                       \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-  }                                                                                               \
-                                                                                                  \
-  uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d) {                               \
-    const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                          \
-    ct_gemm_desc work;                                                                            \
-    ct_gemm_plan plan;                                                                            \
-    if (d->m <= 0 || d->n <= 0) return 0;                                                         \
-    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,      \
-                           &plan)) {                                                              \
-      return 0;                                                                                   \
-    }                                                                                             \
-    return (uint64_t)plan.threads * (uint64_t)plan.slot_bytes;                                    \
-  }                                                                                               \
-                                                                                                  \
-  bool ct_gemm_packed_##NAME(const ct_gemm_desc* d) {                                             \
-    const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                          \
-    ct_gemm_desc work;                                                                            \
-    ct_gemm_plan plan;                                                                            \
-    if (!d->workspace) return false;                                                              \
-    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,      \
-                           &plan)) {                                                              \
-      return false;                                                                               \
-    }                                                                                             \
-    const uintptr_t base = (uintptr_t)d->workspace;                                               \
-    const uintptr_t aligned = (base + CT_GEMM_ALIGN - 1) / CT_GEMM_ALIGN * CT_GEMM_ALIGN;         \
-    if (d->workspace_size < aligned - base) return false;                                         \
-    const uint64_t slots = (d->workspace_size - (aligned - base)) / (uint64_t)plan.slot_bytes;    \
-    if (slots == 0) return false;                                                                 \
-    int threads = (uint64_t)plan.threads < slots ? plan.threads : (int)slots;                     \
-    if (threads > plan.items) threads = (int)plan.items;                                          \
-    char* workspace = (char*)aligned;                                                             \
-    if (threads <= 1) {                                                                           \
-      for (int64_t t = 0; t < plan.items; ++t)                                                    \
-        ct_gemm_item_##NAME(&work, &plan, uk, t, workspace);                                      \
-      return true;                                                                                \
-    }                                                                                             \
-    _Pragma("omp parallel num_threads(threads)") {                                                \
-      int thread = 0;                                                                             \
-      CT_GEMM_THREAD_NUM(thread);                                                                 \
-      char* slot = workspace + (int64_t)thread * plan.slot_bytes;                                 \
-      _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < plan.items; ++t) {          \
-        ct_gemm_item_##NAME(&work, &plan, uk, t, slot);                                           \
-      }                                                                                           \
-    }                                                                                             \
-    return true;                                                                                  \
+#define CT_GEMM_PACKED_DEFINE(NAME, TIN, TOUT, ACC, PREC, IN, OUT, OUT_IS_ACC)                     \
+  /* A[0:mb, 0:kc] -> micro-panels of mr rows: dst[panel][p][i], zero rows past mb. */             \
+  static void ct_gemm_pack_a_##NAME(const TIN* a, int64_t rs, int64_t cs, int64_t mb, int64_t kc,  \
+                                    int64_t mr, ACC* restrict dst) {                               \
+    for (int64_t i0 = 0; i0 < mb; i0 += mr, dst += mr * kc) {                                      \
+      const int64_t rows = ct_gemm_min(mr, mb - i0);                                               \
+      const TIN* src = a + i0 * rs;                                                                \
+      if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                                    \
+        for (int64_t i = 0; i < rows; ++i) {                                                       \
+          const TIN* row = src + i * rs;                                                           \
+          for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = ct_load_##IN(row[p * cs]);            \
+        }                                                                                          \
+      } else {                                                                                     \
+        for (int64_t p = 0; p < kc; ++p) {                                                         \
+          const TIN* col = src + p * cs;                                                           \
+          for (int64_t i = 0; i < rows; ++i) dst[p * mr + i] = ct_load_##IN(col[i * rs]);          \
+        }                                                                                          \
+      }                                                                                            \
+      for (int64_t i = rows; i < mr; ++i) {                                                        \
+        for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = (ACC)0;                                 \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* B[0:kc, 0:nb] -> micro-panels of nr columns: dst[panel][p][j], zero columns past nb. */       \
+  static void ct_gemm_pack_b_##NAME(const TIN* b, int64_t rs, int64_t cs, int64_t kc, int64_t nb,  \
+                                    int64_t nr, ACC* restrict dst) {                               \
+    for (int64_t j0 = 0; j0 < nb; j0 += nr, dst += nr * kc) {                                      \
+      const int64_t cols = ct_gemm_min(nr, nb - j0);                                               \
+      const TIN* src = b + j0 * cs;                                                                \
+      if (cs == 1) {                                                                               \
+        for (int64_t p = 0; p < kc; ++p) {                                                         \
+          const TIN* row = src + p * rs;                                                           \
+          ACC* out = dst + p * nr;                                                                 \
+          for (int64_t j = 0; j < cols; ++j) out[j] = ct_load_##IN(row[j]);                        \
+        }                                                                                          \
+      } else if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                             \
+        for (int64_t p = 0; p < kc; ++p) {                                                         \
+          const TIN* row = src + p * rs;                                                           \
+          for (int64_t j = 0; j < cols; ++j) dst[p * nr + j] = ct_load_##IN(row[j * cs]);          \
+        }                                                                                          \
+      } else {                                                                                     \
+        for (int64_t j = 0; j < cols; ++j) {                                                       \
+          const TIN* col = src + j * cs;                                                           \
+          for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = ct_load_##IN(col[p * rs]);            \
+        }                                                                                          \
+      }                                                                                            \
+      if (cols < nr) {                                                                             \
+        for (int64_t p = 0; p < kc; ++p) {                                                         \
+          for (int64_t j = cols; j < nr; ++j) dst[p * nr + j] = (ACC)0;                            \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* C[0:mb, panels [p0, p1) of nb columns] (=|+=) packed A · packed B, tile by tile. */           \
+  static void ct_gemm_macro_##NAME(const ct_gemm_ukernels* uk, const ct_gemm_blocking* bk,         \
+                                   int64_t mb, int64_t nb, int64_t p0, int64_t p1, int64_t kc,     \
+                                   const ACC* abuf, const ACC* bbuf, ACC* target, int64_t ldt,     \
+                                   int add) {                                                      \
+    const int64_t mr = bk->mr, nr = bk->nr;                                                        \
+    _Alignas(CT_GEMM_ALIGN) ACC tile[CT_GEMM_MAX_TILE];                                            \
+    for (int64_t jr = p0 * nr; jr < nb && jr < p1 * nr; jr += nr) {                                \
+      const int64_t cols = ct_gemm_min(nr, nb - jr);                                               \
+      const ACC* bp = bbuf + jr * kc;                                                              \
+      for (int64_t ir = 0; ir < mb; ir += mr) {                                                    \
+        const int64_t rows = ct_gemm_min(mr, mb - ir);                                             \
+        const ACC* ap = abuf + ir * kc;                                                            \
+        ACC* ct = target + ir * ldt + jr;                                                          \
+        if (rows == mr && cols == nr) {                                                            \
+          uk->PREC(kc, ap, bp, ct, ldt, add);                                                      \
+          continue;                                                                                \
+        }                                                                                          \
+        uk->PREC(kc, ap, bp, tile, nr, 0);                                                         \
+        for (int64_t i = 0; i < rows; ++i) {                                                       \
+          ACC* dst = ct + i * ldt;                                                                 \
+          const ACC* src = tile + i * nr;                                                          \
+          if (add) {                                                                               \
+            for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];                                   \
+          } else {                                                                                 \
+            for (int64_t j = 0; j < cols; ++j) dst[j] = src[j];                                    \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* B[pc : pc + kc, jc + panels [p0, p1) · nr] of batch entry bi into its place in bbuf. */       \
+  static void ct_gemm_pack_b_panels_##NAME(const ct_gemm_desc* d, int64_t bi, const TIN* b,        \
+                                           int64_t pc, int64_t kc, int64_t jc, int64_t nb,         \
+                                           int64_t nr, int64_t p0, int64_t p1, ACC* bbuf) {        \
+    const int64_t j0 = p0 * nr, j1 = ct_gemm_min(nb, p1 * nr);                                     \
+    if (j1 <= j0) return;                                                                          \
+    if (d->pack_b) {                                                                               \
+      d->pack_b(d->pack_b_context, bi, pc, kc, jc + j0, j1 - j0, nr, bbuf + j0 * kc);              \
+    } else if (kc > 0) {                                                                           \
+      ct_gemm_pack_b_##NAME(b + pc * d->b_rs + (jc + j0) * d->b_cs, d->b_rs, d->b_cs, kc, j1 - j0, \
+                            nr, bbuf + j0 * kc);                                                   \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* Work item `item` of the plan (one thread): C[rows, cols] of one batch entry. */               \
+  static void ct_gemm_item_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,                 \
+                                  const ct_gemm_ukernels* uk, int64_t item, char* slot) {          \
+    const ct_gemm_blocking* bk = &plan->bk;                                                        \
+    const int64_t nr = bk->nr;                                                                     \
+    ACC* abuf = (ACC*)slot;                                                                        \
+    ACC* bbuf = (ACC*)(slot + plan->a_bytes);                                                      \
+    ACC* cbuf = (ACC*)(slot + plan->a_bytes + plan->b_bytes);                                      \
+    const int64_t it = item % plan->m_chunks;                                                      \
+    const int64_t jt = (item / plan->m_chunks) % plan->n_chunks;                                   \
+    const int64_t bi = item / plan->m_chunks / plan->n_chunks;                                     \
+    int64_t a_off, b_off, c_off;                                                                   \
+    ct_gemm_batch_offsets(d, bi, &a_off, &b_off, &c_off);                                          \
+    const TIN* a = (const TIN*)d->a + a_off;                                                       \
+    const TIN* b = (const TIN*)d->b + b_off;                                                       \
+    TOUT* c = (TOUT*)d->c + c_off;                                                                 \
+    const int64_t i_begin = it * plan->m_chunk;                                                    \
+    const int64_t i_end = ct_gemm_min(d->m, i_begin + plan->m_chunk);                              \
+    const int64_t j_begin = jt * plan->n_chunk;                                                    \
+    const int64_t j_end = ct_gemm_min(d->n, j_begin + plan->n_chunk);                              \
+    const int64_t k = d->k;                                                                        \
+    for (int64_t jc = j_begin; jc < j_end; jc += bk->nc) {                                         \
+      const int64_t nb = ct_gemm_min(bk->nc, j_end - jc);                                          \
+      const int64_t panels = ct_gemm_div_up(nb, nr);                                               \
+      /* k == 0 still runs one (empty) block, which writes the zeros. */                           \
+      for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                      \
+        const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                            \
+        ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, 0, panels, bbuf);               \
+        for (int64_t ic = i_begin; ic < i_end; ic += bk->mc) {                                     \
+          const int64_t mb = ct_gemm_min(bk->mc, i_end - ic);                                      \
+          if (kc > 0) {                                                                            \
+            ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,       \
+                                  bk->mr, abuf);                                                   \
+          }                                                                                        \
+          if (plan->staged) { /* the item is this one block */                                     \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, abuf, bbuf, cbuf, bk->nc, pc > 0); \
+          } else {                                                                                 \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, abuf, bbuf,                        \
+                                 (ACC*)(void*)c + ic * d->c_rs + jc, d->c_rs,                      \
+                                 pc > 0 || d->accumulate);                                         \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+      if (plan->staged) {                                                                          \
+        /* One block: rows [i_begin, i_end) and columns [jc, jc + nb). */                          \
+        for (int64_t i = 0; i < i_end - i_begin; ++i) {                                            \
+          TOUT* dst = c + (i_begin + i) * d->c_rs + jc * d->c_cs;                                  \
+          const ACC* src = cbuf + i * bk->nc;                                                      \
+          for (int64_t j = 0; j < nb; ++j) {                                                       \
+            const ACC v = d->accumulate ? ct_load_##OUT(dst[j * d->c_cs]) + src[j] : src[j];       \
+            dst[j * d->c_cs] = ct_store_##OUT(v);                                                  \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* Direct mode, all `threads` threads on each product in turn: the B panel is packed once,       \
+   * each thread packing a share of its micro-panels, then the threads take (row block, column     \
+   * group) tiles, packing A blocks into their own slots (again only when the row block            \
+   * changes). Called by every thread of a parallel region. */                                     \
+  static void ct_gemm_shared_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,               \
+                                    const ct_gemm_ukernels* uk, char* workspace, int threads,      \
+                                    int thread) {                                                  \
+    const ct_gemm_blocking* bk = &plan->bk;                                                        \
+    const int64_t nr = bk->nr, k = d->k;                                                           \
+    ACC* abuf = (ACC*)(workspace + (int64_t)thread * plan->slot_bytes);                            \
+    ACC* bbuf = (ACC*)(workspace + plan->a_bytes); /* slot 0's */                                  \
+    for (int64_t bi = 0; bi < plan->batch; ++bi) {                                                 \
+      int64_t a_off, b_off, c_off;                                                                 \
+      ct_gemm_batch_offsets(d, bi, &a_off, &b_off, &c_off);                                        \
+      const TIN* a = (const TIN*)d->a + a_off;                                                     \
+      const TIN* b = (const TIN*)d->b + b_off;                                                     \
+      ACC* c = (ACC*)(void*)((TOUT*)d->c + c_off);                                                 \
+      for (int64_t jc = 0; jc < d->n; jc += bk->nc) {                                              \
+        const int64_t nb = ct_gemm_min(bk->nc, d->n - jc);                                         \
+        const int64_t panels = ct_gemm_div_up(nb, nr);                                             \
+        const int64_t blocks = ct_gemm_div_up(d->m, bk->mc);                                       \
+        /* Column groups so that there are a few tiles per thread. */                              \
+        int64_t groups = ct_gemm_div_up((int64_t)threads * CT_GEMM_ITEMS_PER_THREAD, blocks);      \
+        if (groups > panels) groups = panels;                                                      \
+        const int64_t per_group = ct_gemm_div_up(panels, groups);                                  \
+        groups = ct_gemm_div_up(panels, per_group);                                                \
+        for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                    \
+          const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                          \
+          _Pragma("omp for schedule(static)") for (int q = 0; q < threads; ++q) {                  \
+            ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, panels * q / threads,       \
+                                         panels * (q + 1) / threads, bbuf);                        \
+          }                                                                                        \
+          int64_t packed = -1; /* the row block in abuf */                                         \
+          _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < blocks * groups; ++t) {  \
+            const int64_t block = t / groups, group = t % groups;                                  \
+            const int64_t ic = block * bk->mc, mb = ct_gemm_min(bk->mc, d->m - ic);                \
+            if (block != packed && kc > 0) {                                                       \
+              ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,     \
+                                    bk->mr, abuf);                                                 \
+            }                                                                                      \
+            packed = block;                                                                        \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, group * per_group, (group + 1) * per_group, kc,   \
+                                 abuf, bbuf, c + ic * d->c_rs + jc, d->c_rs,                       \
+                                 pc > 0 || d->accumulate);                                         \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d) {                                \
+    const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                           \
+    ct_gemm_desc work;                                                                             \
+    ct_gemm_plan plan;                                                                             \
+    if (d->m <= 0 || d->n <= 0) return 0;                                                          \
+    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,       \
+                           &plan)) {                                                               \
+      return 0;                                                                                    \
+    }                                                                                              \
+    return (uint64_t)plan.threads * (uint64_t)plan.slot_bytes;                                     \
+  }                                                                                                \
+                                                                                                   \
+  bool ct_gemm_packed_##NAME(const ct_gemm_desc* d) {                                              \
+    const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                           \
+    ct_gemm_desc work;                                                                             \
+    ct_gemm_plan plan;                                                                             \
+    if (!d->workspace) return false;                                                               \
+    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,       \
+                           &plan)) {                                                               \
+      return false;                                                                                \
+    }                                                                                              \
+    const uintptr_t base = (uintptr_t)d->workspace;                                                \
+    const uintptr_t aligned = (base + CT_GEMM_ALIGN - 1) / CT_GEMM_ALIGN * CT_GEMM_ALIGN;          \
+    if (d->workspace_size < aligned - base) return false;                                          \
+    const uint64_t slots = (d->workspace_size - (aligned - base)) / (uint64_t)plan.slot_bytes;     \
+    if (slots == 0) return false;                                                                  \
+    int threads = (uint64_t)plan.threads < slots ? plan.threads : (int)slots;                      \
+    if (threads > plan.items) threads = (int)plan.items;                                           \
+    char* workspace = (char*)aligned;                                                              \
+    if (threads <= 1) {                                                                            \
+      for (int64_t t = 0; t < plan.items; ++t)                                                     \
+        ct_gemm_item_##NAME(&work, &plan, uk, t, workspace);                                       \
+      return true;                                                                                 \
+    }                                                                                              \
+    _Pragma("omp parallel num_threads(threads)") {                                                 \
+      int thread = 0, team = 1;                                                                    \
+      CT_GEMM_THREAD_NUM(thread, team);                                                            \
+      if (plan.shared) {                                                                           \
+        ct_gemm_shared_##NAME(&work, &plan, uk, workspace, team, thread);                          \
+      } else {                                                                                     \
+        char* slot = workspace + (int64_t)thread * plan.slot_bytes;                                \
+        _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < plan.items; ++t) {         \
+          ct_gemm_item_##NAME(&work, &plan, uk, t, slot);                                          \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    return true;                                                                                   \
   }
 
 #ifdef _OPENMP
-#define CT_GEMM_THREAD_NUM(var) (var) = omp_get_thread_num()
+#define CT_GEMM_THREAD_NUM(thread, team) \
+  ((thread) = omp_get_thread_num(), (team) = omp_get_num_threads())
 #else
-#define CT_GEMM_THREAD_NUM(var) (void)(var)
+#define CT_GEMM_THREAD_NUM(thread, team) ((void)(thread), (void)(team))
 #endif
 
 CT_GEMM_PACKED_DEFINE(f16, uint16_t, uint16_t, float, f32, f16, f16, false)
