@@ -106,8 +106,8 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   int64_t batch = 1;
   for (int32_t q = 0; q < d->batch_ndim; ++q) batch *= d->batch_shape[q];
   plan->batch = batch;
-  /* Sizes, symmetric in m and n. */
-  const int64_t mn = d->m > d->n ? d->m : d->n;
+  /* Sizes, symmetric in m and n, and large enough for the batch folded into rows. */
+  const int64_t mn = (d->m > d->n ? d->m : d->n) * (batch > 0 ? batch : 1);
   ct_gemm_blocking bk = *blocking;
   bk.kc = (int32_t)ct_gemm_min(bk.kc, d->k > 0 ? d->k : 1);
   bk.mc = (int32_t)ct_gemm_min(bk.mc, ct_gemm_round_up(mn, bk.mr));
@@ -121,6 +121,20 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   const double fmas = (double)batch * (double)d->m * (double)d->n * (double)(d->k > 0 ? d->k : 1);
   const bool parallel = threads > 1 && fmas >= CT_GEMM_PARALLEL_FMAS;
   plan->threads = parallel ? threads : 1;
+  /* Trailing batch dims over which B does not move and A and C continue their rows are more
+   * rows (x (batch, m, k) times a shared weight): one larger product packs B once. */
+  while (!d->pack_b && work->batch_ndim > 0) {
+    const int32_t q = work->batch_ndim - 1;
+    if (work->b_bs[q] != 0 || work->a_bs[q] != work->m * work->a_rs ||
+        work->c_bs[q] != work->m * work->c_rs) {
+      break;
+    }
+    work->m *= work->batch_shape[q];
+    work->batch_ndim = q;
+  }
+  plan->batch = 1;
+  for (int32_t q = 0; q < work->batch_ndim; ++q) plan->batch *= work->batch_shape[q];
+  batch = plan->batch;
   /* Orientation and chunks. */
   if (!d->pack_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1) ct_gemm_transpose_desc(work);
   const int64_t m = work->m, n = work->n;
