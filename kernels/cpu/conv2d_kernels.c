@@ -146,120 +146,142 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
 /* ----- kernels per dtype: (SFX, T, C, ID, GEMM) = storage type, compute type, dtype id, and
  * the GEMM instance taking C panels into T ----- */
 
-#define CT_CONV2D_DEFINE(SFX, T, C, ID, GEMM)                                                  \
-  /* Weight rows [begin, end) to compact C, bias in the last column. */                        \
-  static void ct_cpu_conv2d_pack_##SFX(int64_t begin, int64_t end, void* context) {            \
-    const ct_conv2d_job* job = context;                                                        \
-    C* packed = job->packed;                                                                   \
-    for (int64_t o = begin; o < end; ++o) {                                                    \
-      C* dst = packed + o * job->k;                                                            \
-      const T* w = (const T*)job->weight + o * job->ws[0];                                     \
-      for (int64_t c = 0; c < job->cg; ++c) {                                                  \
-        for (int64_t i = 0; i < job->kh; ++i) {                                                \
-          const T* src = w + c * job->ws[1] + i * job->ws[2];                                  \
-          for (int64_t j = 0; j < job->kw; ++j) *dst++ = ct_load_##SFX(src[j * job->ws[3]]);   \
-        }                                                                                      \
-      }                                                                                        \
-      if (job->has_bias) *dst = ct_load_##SFX(((const T*)job->bias)[o * job->bs]);             \
-    }                                                                                          \
-  }                                                                                            \
-                                                                                               \
-  /* The GEMM's B packer (ct_gemm_pack_b_fn): col rows [k0, k0 + kc), columns [j0, j0 + nb) of \
-   * batch entry (image, group[, output row]), in runs that stay in one output row and one     \
-   * micro-panel, so that a stride-1 input row is copied contiguously. */                      \
-  static void ct_cpu_conv2d_pack_col_##SFX(const void* context, int64_t batch, int64_t k0,     \
-                                           int64_t kc, int64_t j0, int64_t nb, int64_t nr,     \
-                                           void* dst_void) {                                   \
-    const ct_conv2d_job* job = context;                                                        \
-    C* dst = dst_void;                                                                         \
-    int64_t row = 0;                                                                           \
-    if (job->per_row) {                                                                        \
-      row = batch % job->oh;                                                                   \
-      batch /= job->oh;                                                                        \
-    }                                                                                          \
-    const int64_t group = batch % job->groups, image = batch / job->groups;                    \
-    const T* x = (const T*)job->x + image * job->xs[0] + group * job->cg * job->xs[1];         \
-    const int64_t first = row * job->ow + j0; /* flat output position of column j0 */          \
-    const int64_t sh = job->stride[0], step = job->stride[1] * job->xs[3];                     \
-    const int64_t padded = (nb + nr - 1) / nr * nr;                                            \
-    for (int64_t r = 0; r < kc; ++r) {                                                         \
-      const int64_t tap = k0 + r;                                                              \
-      C* drow = dst + r * nr;                                                                  \
-      if (tap >= job->taps) { /* the bias row */                                               \
-        for (int64_t jj = 0; jj < padded; ++jj) {                                              \
-          drow[jj / nr * kc * nr + jj % nr] = jj < nb ? (C)1 : (C)0;                           \
-        }                                                                                      \
-        continue;                                                                              \
-      }                                                                                        \
-      const int64_t c = tap / (job->kh * job->kw), i = (tap / job->kw) % job->kh;              \
-      const int64_t j = tap % job->kw;                                                         \
-      int64_t shift, lo, hi;                                                                   \
-      ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                       \
-      const T* xc = x + c * job->xs[1] + shift * job->xs[3];                                   \
-      int64_t oh = first / job->ow, ow = first % job->ow;                                      \
-      for (int64_t jj = 0; jj < nb;) {                                                         \
-        int64_t run = job->ow - ow;                                                            \
-        if (run > nb - jj) run = nb - jj;                                                      \
-        if (run > nr - jj % nr) run = nr - jj % nr;                                            \
-        C* d = drow + jj / nr * kc * nr + jj % nr;                                             \
-        const int64_t ih = oh * sh + i * job->dilation[0] - job->padding[0];                   \
-        if (ih < 0 || ih >= job->h) {                                                          \
-          for (int64_t t = 0; t < run; ++t) d[t] = (C)0;                                       \
-        } else {                                                                               \
-          const T* src = xc + ih * job->xs[2];                                                 \
-          /* [ow, a): left padding, [a, b): inside the input, [b, e): right padding. */        \
-          const int64_t e = ow + run;                                                          \
-          const int64_t a = lo < ow ? ow : (lo > e ? e : lo);                                  \
-          const int64_t b = hi < a ? a : (hi > e ? e : hi);                                    \
-          int64_t t = ow;                                                                      \
-          for (; t < a; ++t) d[t - ow] = (C)0;                                                 \
-          if (step == 1) {                                                                     \
-            for (; t < b; ++t) d[t - ow] = ct_load_##SFX(src[t]);                              \
-          } else {                                                                             \
-            for (; t < b; ++t) d[t - ow] = ct_load_##SFX(src[t * step]);                       \
-          }                                                                                    \
-          for (; t < e; ++t) d[t - ow] = (C)0;                                                 \
-        }                                                                                      \
-        jj += run;                                                                             \
-        ow += run;                                                                             \
-        if (ow == job->ow) {                                                                   \
-          ow = 0;                                                                              \
-          ++oh;                                                                                \
-        }                                                                                      \
-      }                                                                                        \
-      for (int64_t jj = nb; jj < padded; ++jj) drow[jj / nr * kc * nr + jj % nr] = (C)0;       \
-    }                                                                                          \
-  }                                                                                            \
-                                                                                               \
-  static int ct_cpu_conv2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,        \
-                                           uint64_t* alignment) {                              \
-    ct_conv2d_job job;                                                                         \
-    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                      \
-    if (status != CT_OK) return status;                                                        \
-    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                            \
-    *bytes = ct_conv2d_empty(&job)                                                             \
-                 ? 0                                                                           \
-                 : (uint64_t)job.weight_bytes + ct_gemm_workspace_##GEMM(&job.gemm);           \
-    *alignment = CT_CONV2D_ALIGNMENT;                                                          \
-    return CT_OK;                                                                              \
-  }                                                                                            \
-                                                                                               \
-  static int ct_cpu_conv2d_##SFX(const ct_kernel_call* call) {                                 \
-    ct_conv2d_job job;                                                                         \
-    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                      \
-    if (status != CT_OK) return status;                                                        \
-    if (ct_conv2d_empty(&job)) return CT_OK;                                                   \
-    job.packed = call->workspace;                                                              \
-    if (job.k > 0) {                                                                           \
-      ct_cpu_parallel_for(job.out_channels, job.k, ct_cpu_conv2d_pack_##SFX, &job);            \
-    }                                                                                          \
-    job.gemm.a = job.packed;                                                                   \
-    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                            \
-    job.gemm.pack_b_context = &job;                                                            \
-    job.gemm.workspace = (char*)call->workspace + job.weight_bytes;                            \
-    job.gemm.workspace_size = call->workspace_size - (uint64_t)job.weight_bytes;               \
-    ct_gemm_##GEMM(&job.gemm);                                                                 \
-    return CT_OK;                                                                              \
+#define CT_CONV2D_DEFINE(SFX, T, C, ID, GEMM)                                                    \
+  /* Weight rows [begin, end) to compact C, bias in the last column. */                          \
+  static void ct_cpu_conv2d_pack_##SFX(int64_t begin, int64_t end, void* context) {              \
+    const ct_conv2d_job* job = context;                                                          \
+    C* packed = job->packed;                                                                     \
+    for (int64_t o = begin; o < end; ++o) {                                                      \
+      C* dst = packed + o * job->k;                                                              \
+      const T* w = (const T*)job->weight + o * job->ws[0];                                       \
+      for (int64_t c = 0; c < job->cg; ++c) {                                                    \
+        for (int64_t i = 0; i < job->kh; ++i) {                                                  \
+          const T* src = w + c * job->ws[1] + i * job->ws[2];                                    \
+          for (int64_t j = 0; j < job->kw; ++j) *dst++ = ct_load_##SFX(src[j * job->ws[3]]);     \
+        }                                                                                        \
+      }                                                                                          \
+      if (job->has_bias) *dst = ct_load_##SFX(((const T*)job->bias)[o * job->bs]);               \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  /* The GEMM's B packer (ct_gemm_pack_b_fn): col rows [k0, k0 + kc), columns [j0, j0 + nb) of   \
+   * batch entry (image, group[, output row]). Tap by tap (an odometer over (c, i, j)), so that  \
+   * each tap reads its input rows in order, as the hardware prefetchers like; the columns go in \
+   * stretches that stay in one output row and one micro-panel, each a left padding, a copy of   \
+   * one input row (contiguous when the stride and the input's column stride are 1) and a right  \
+   * padding. No divisions inside the loops. */                                                  \
+  static void ct_cpu_conv2d_pack_col_##SFX(const void* context, int64_t batch, int64_t k0,       \
+                                           int64_t kc, int64_t j0, int64_t nb, int64_t nr,       \
+                                           void* dst_void) {                                     \
+    const ct_conv2d_job* job = context;                                                          \
+    C* dst = dst_void;                                                                           \
+    int64_t row = 0;                                                                             \
+    if (job->per_row) {                                                                          \
+      row = batch % job->oh;                                                                     \
+      batch /= job->oh;                                                                          \
+    }                                                                                            \
+    const int64_t group = batch % job->groups, image = batch / job->groups;                      \
+    const T* x = (const T*)job->x + image * job->xs[0] + group * job->cg * job->xs[1];           \
+    const int64_t ow_n = job->ow, step = job->stride[1] * job->xs[3];                            \
+    const int64_t first = row * ow_n + j0; /* flat output position of column j0 */               \
+    const int64_t oh_first = first / ow_n, ow_first = first % ow_n;                              \
+    const int64_t tail = (nb + nr - 1) / nr * nr - nb; /* zero columns of the last panel */      \
+    C* last = dst + (nb / nr) * kc * nr;               /* the last panel, if partial */          \
+    const int64_t tap0 = k0 < job->taps ? k0 : job->taps;                                        \
+    int64_t c = tap0 / (job->kh * job->kw), i = (tap0 / job->kw) % job->kh, j = tap0 % job->kw;  \
+    for (int64_t r = 0; r < kc; ++r) {                                                           \
+      if (k0 + r >= job->taps) { /* the bias row */                                              \
+        C* pd = dst + r * nr;                                                                    \
+        for (int64_t t = 0, pt = 0; t < nb; ++t) {                                               \
+          pd[pt] = (C)1;                                                                         \
+          if (++pt == nr) {                                                                      \
+            pt = 0;                                                                              \
+            pd += kc * nr;                                                                       \
+          }                                                                                      \
+        }                                                                                        \
+        for (int64_t u = nr - tail; u < nr && tail > 0; ++u) last[r * nr + u] = (C)0;            \
+        continue;                                                                                \
+      }                                                                                          \
+      int64_t shift, lo, hi;                                                                     \
+      ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                         \
+      const T* xc = x + c * job->xs[1] + shift * job->xs[3];                                     \
+      const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
+      C* pd = dst + r * nr; /* row r of the current panel */                                     \
+      int64_t pt = 0, oh = oh_first, ow = ow_first;                                              \
+      for (int64_t t = 0; t < nb;) {                                                             \
+        int64_t seg = nb - t;                                                                    \
+        if (seg > ow_n - ow) seg = ow_n - ow;                                                    \
+        if (seg > nr - pt) seg = nr - pt;                                                        \
+        C* ds = pd + pt;                                                                         \
+        const int64_t ih = oh * job->stride[0] + ih_base;                                        \
+        if (ih < 0 || ih >= job->h) {                                                            \
+          for (int64_t u = 0; u < seg; ++u) ds[u] = (C)0;                                        \
+        } else {                                                                                 \
+          /* [0, a): left padding, [a, b): inside the input, [b, seg): right padding. */         \
+          int64_t a = lo - ow, b = hi - ow;                                                      \
+          a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
+          b = b < a ? a : (b > seg ? seg : b);                                                   \
+          const T* src = xc + ih * job->xs[2] + ow * step;                                       \
+          for (int64_t u = 0; u < a; ++u) ds[u] = (C)0;                                          \
+          if (step == 1) {                                                                       \
+            for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u]);                       \
+          } else {                                                                               \
+            for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u * step]);                \
+          }                                                                                      \
+          for (int64_t u = b; u < seg; ++u) ds[u] = (C)0;                                        \
+        }                                                                                        \
+        t += seg;                                                                                \
+        ow += seg;                                                                               \
+        if (ow == ow_n) {                                                                        \
+          ow = 0;                                                                                \
+          ++oh;                                                                                  \
+        }                                                                                        \
+        pt += seg;                                                                               \
+        if (pt == nr) {                                                                          \
+          pt = 0;                                                                                \
+          pd += kc * nr;                                                                         \
+        }                                                                                        \
+      }                                                                                          \
+      for (int64_t u = nr - tail; u < nr && tail > 0; ++u) last[r * nr + u] = (C)0;              \
+      if (++j == job->kw) {                                                                      \
+        j = 0;                                                                                   \
+        if (++i == job->kh) {                                                                    \
+          i = 0;                                                                                 \
+          ++c;                                                                                   \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  static int ct_cpu_conv2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,          \
+                                           uint64_t* alignment) {                                \
+    ct_conv2d_job job;                                                                           \
+    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                        \
+    if (status != CT_OK) return status;                                                          \
+    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
+    *bytes = ct_conv2d_empty(&job)                                                               \
+                 ? 0                                                                             \
+                 : (uint64_t)job.weight_bytes + ct_gemm_workspace_##GEMM(&job.gemm);             \
+    *alignment = CT_CONV2D_ALIGNMENT;                                                            \
+    return CT_OK;                                                                                \
+  }                                                                                              \
+                                                                                                 \
+  static int ct_cpu_conv2d_##SFX(const ct_kernel_call* call) {                                   \
+    ct_conv2d_job job;                                                                           \
+    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                        \
+    if (status != CT_OK) return status;                                                          \
+    if (ct_conv2d_empty(&job)) return CT_OK;                                                     \
+    job.packed = call->workspace;                                                                \
+    if (job.k > 0) {                                                                             \
+      ct_cpu_parallel_for(job.out_channels, job.k, ct_cpu_conv2d_pack_##SFX, &job);              \
+    }                                                                                            \
+    job.gemm.a = job.packed;                                                                     \
+    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
+    job.gemm.pack_b_context = &job;                                                              \
+    job.gemm.workspace = (char*)call->workspace + job.weight_bytes;                              \
+    job.gemm.workspace_size = call->workspace_size - (uint64_t)job.weight_bytes;                 \
+    ct_gemm_##GEMM(&job.gemm);                                                                   \
+    return CT_OK;                                                                                \
   }
 
 #define CT_CONV2D_REG(SFX, T, C, ID, GEMM) \

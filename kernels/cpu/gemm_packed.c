@@ -40,6 +40,8 @@
  * each product instead of whole products, so that a thread slowed by other work does not hold
  * the rest. */
 #define CT_GEMM_ITEMS_PER_THREAD 4
+/* A B panel this small stays in L2 (512 KB or more on current x86) beside the A block. */
+#define CT_GEMM_L2_PANEL_BYTES (160 * 1024)
 /* Widest C block of a staged item (float16/bfloat16 or strided outputs). */
 #define CT_GEMM_STAGED_NC 512
 
@@ -63,7 +65,8 @@ typedef struct ct_gemm_plan {
   bool shared; /* threads share each packed B panel and split its rows (few, large products) */
   int64_t batch;
   int64_t m_chunk, n_chunk, m_chunks, n_chunks, items;
-  int threads;                       /* slots asked for: threads worth using */
+  int64_t l2_nc; /* columns of a B panel that stays in L2 next to one A block (few-rows items) */
+  int threads;   /* slots asked for: threads worth using */
   int64_t a_bytes, b_bytes, c_bytes; /* per slot, each a multiple of CT_GEMM_ALIGN */
   int64_t slot_bytes;
 } ct_gemm_plan;
@@ -109,7 +112,10 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   /* Sizes, symmetric in m and n, and large enough for the batch folded into rows. */
   const int64_t mn = (d->m > d->n ? d->m : d->n) * (batch > 0 ? batch : 1);
   ct_gemm_blocking bk = *blocking;
-  bk.kc = (int32_t)ct_gemm_min(bk.kc, d->k > 0 ? d->k : 1);
+  /* Equal k blocks (576 = 288 + 288, not 512 + 64): a short last block costs a whole pass over
+   * C for little work. */
+  const int64_t depth = d->k > 0 ? d->k : 1;
+  bk.kc = (int32_t)ct_gemm_div_up(depth, ct_gemm_div_up(depth, bk.kc));
   bk.mc = (int32_t)ct_gemm_min(bk.mc, ct_gemm_round_up(mn, bk.mr));
   bk.nc = (int32_t)ct_gemm_min(bk.nc, ct_gemm_round_up(mn, bk.nr));
   const int64_t staged_nc = ct_gemm_min(bk.nc, ct_gemm_round_up(CT_GEMM_STAGED_NC, bk.nr));
@@ -149,6 +155,8 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
     plan->n_chunk = n;
   }
   plan->bk = bk;
+  plan->l2_nc = CT_GEMM_L2_PANEL_BYTES / ((int64_t)bk.kc * acc_size) / bk.nr * bk.nr;
+  if (plan->l2_nc < bk.nr) plan->l2_nc = bk.nr;
   plan->m_chunks = ct_gemm_div_up(m, plan->m_chunk);
   plan->n_chunks = ct_gemm_div_up(n, plan->n_chunk);
   plan->items = batch * plan->m_chunks * plan->n_chunks;
@@ -292,6 +300,27 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     const int64_t j_begin = jt * plan->n_chunk;                                                    \
     const int64_t j_end = ct_gemm_min(d->n, j_begin + plan->n_chunk);                              \
     const int64_t k = d->k;                                                                        \
+    if (!plan->staged && i_end - i_begin <= bk->mc) {                                              \
+      /* One row block (a conv2d's output channels, say): A packed once per k block, then B in     \
+       * panels small enough to stay in L2 from packing to use. */                                 \
+      const int64_t mb = i_end - i_begin;                                                          \
+      for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                      \
+        const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                            \
+        if (kc > 0) {                                                                              \
+          ct_gemm_pack_a_##NAME(a + i_begin * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,    \
+                                bk->mr, abuf);                                                     \
+        }                                                                                          \
+        for (int64_t jc = j_begin; jc < j_end; jc += plan->l2_nc) {                                \
+          const int64_t nb = ct_gemm_min(plan->l2_nc, j_end - jc);                                 \
+          const int64_t panels = ct_gemm_div_up(nb, nr);                                           \
+          ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, 0, panels, bbuf);             \
+          ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, abuf, bbuf,                          \
+                               (ACC*)(void*)c + i_begin * d->c_rs + jc, d->c_rs,                   \
+                               pc > 0 || d->accumulate);                                           \
+        }                                                                                          \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
     for (int64_t jc = j_begin; jc < j_end; jc += bk->nc) {                                         \
       const int64_t nb = ct_gemm_min(bk->nc, j_end - jc);                                          \
       const int64_t panels = ct_gemm_div_up(nb, nr);                                               \

@@ -1,7 +1,9 @@
 /* gemm_ukernel_avx2.c - AVX2 + FMA micro-kernels (compiled with -mavx2 -mfma; run only where
  * the CPU has both). 16 ymm registers: a 6 × 16 float tile (6 × 8 doubles) takes 12
  * accumulators, 2 vectors of B and 1 broadcast of A, and does 12 FMAs per 2 loads of B and 6
- * broadcasts, enough to keep both FMA pipes busy. */
+ * broadcasts, enough to keep both FMA pipes busy. Blocking measured on Zen 3 (32 KB L1d, 512 KB
+ * L2): a KC of 512 halves the passes over C against 256 and beat MC/KC of 144/256, 96/384 and
+ * 120/320 on 1024 and 2048 squares. */
 #include <immintrin.h>
 
 #include "gemm_ukernel.h"
@@ -38,8 +40,8 @@
 
 const ct_gemm_ukernels ct_gemm_ukernels_avx2 = {
     .isa = "avx2",
-    .f32_blocking = {.mr = 6, .nr = 16, .mc = 144, .kc = 256, .nc = 3072},
+    .f32_blocking = {.mr = 6, .nr = 16, .mc = 72, .kc = 512, .nc = 3072},
     .f32 = ct_gemm_ukernel_avx2_f32,
-    .f64_blocking = {.mr = 6, .nr = 8, .mc = 96, .kc = 256, .nc = 2048},
+    .f64_blocking = {.mr = 6, .nr = 8, .mc = 48, .kc = 512, .nc = 2048},
     .f64 = ct_gemm_ukernel_avx2_f64,
 };
