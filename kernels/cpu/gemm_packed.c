@@ -7,21 +7,27 @@
  *   pc: KC depth       in micro-panels of NR columns (zero-padded);
  *   ic: MC rows     -> mc × kc block of A packed into L2, in micro-panels of MR rows;
  *   jr, ir: one MR × NR micro-kernel call per tile (edge tiles through a scratch tile).
- * Packing reads the operands through their strides, whatever they are (transposed, negative,
- * zero), so layouts cost nothing beyond the packing itself; an implicit operand (conv2d's input
- * read as an im2col matrix) supplies its own B packer.
+ * An item of at most MC rows (a conv2d's output channels) packs its A once per k block and B in
+ * panels small enough to stay in L2. Packing reads the operands through their strides, whatever
+ * they are (transposed, negative, zero), so layouts cost nothing beyond the packing itself; an
+ * implicit operand (conv2d's input read as an im2col matrix) supplies its own B packer. Trailing
+ * batch dims over which B does not move are folded into the rows.
  *
  * Where C has the accumulator's type and unit column stride, the micro-kernels write C in place
  * and add the later KC blocks to it ("direct"). Otherwise (float16/bfloat16 outputs, strided C)
- * an item is at most MC × NC and its C is accumulated in an accumulator-typed buffer and stored
- * once at the end ("staged"), so that every output element is rounded once. A C with unit row
- * stride only (a transposed output) is computed as C^T = B^T · A^T instead, directly.
+ * an item is at most MC × CT_GEMM_STAGED_NC and its C is accumulated in an accumulator-typed
+ * buffer and stored once at the end ("staged"), so that every output element is rounded once. A
+ * C with unit row stride only (a transposed output) is computed as C^T = B^T · A^T, directly.
  *
- * Workspace: one slot per thread, each holding the packed A block, the packed B panel and, when
- * staged, the C buffer, sized by the problem (never more than MC × KC, KC × NC and MC × NC).
- * Items are shared out on OpenMP threads (dynamic schedule); a problem under
- * CT_GEMM_PARALLEL_FMAS multiply-adds, or with one item, runs on the calling thread. With fewer
- * slots than threads, fewer threads run. */
+ * Threads (OpenMP): a problem under CT_GEMM_PARALLEL_FMAS multiply-adds runs on the calling
+ * thread. Few, large direct products are shared: all threads pack each B panel together, then
+ * take (row block, column group) tiles dynamically. Otherwise items (whole batch entries, or the
+ * staged blocks) are shared out dynamically.
+ *
+ * Workspace: one slot per thread, each holding an A block, a B panel and a staging buffer, sized
+ * by the problem (never more than MC × KC, KC × NC and MC × CT_GEMM_STAGED_NC elements) but not
+ * by the layout of C, so a size asked for with compact outputs serves any. With fewer slots than
+ * threads, fewer threads run; with none, the caller falls back to the simple path. */
 #include "gemm.h"
 
 #include <string.h>
