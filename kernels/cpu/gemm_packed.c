@@ -440,7 +440,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     const uint64_t slots = (d->workspace_size - (aligned - base)) / (uint64_t)plan.slot_bytes;     \
     if (slots == 0) return false;                                                                  \
     int threads = (uint64_t)plan.threads < slots ? plan.threads : (int)slots;                      \
-    if (threads > plan.items) threads = (int)plan.items;                                           \
+    if (!plan.shared && threads > plan.items) threads = (int)plan.items;                           \
     char* workspace = (char*)aligned;                                                              \
     if (threads <= 1) {                                                                            \
       for (int64_t t = 0; t < plan.items; ++t)                                                     \
