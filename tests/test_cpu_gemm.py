@@ -68,6 +68,16 @@ def matmul_cases(dtype: str) -> None:
     col = np.broadcast_to(rng.uniform(-2, 2, (70, 1)).astype(dtype), (70, 40))
     a = rng.uniform(-2, 2, (50, 70)).astype(dtype)
     check_matmul(a, col, ctensor.ops.matmul(a, col), dtype)
+    # A shared by every batch entry (packed once for all): few entries, many, and threaded.
+    for a_shape, b_shape in [
+        ((20, 30), (5, 30, 25)),
+        ((70, 300), (6, 300, 90)),
+        ((50, 200), (9, 200, 120)),
+        ((13, 7), (2, 3, 7, 1100)),
+    ]:
+        a = rng.uniform(-2, 2, a_shape).astype(dtype)
+        b = rng.uniform(-2, 2, b_shape).astype(dtype)
+        check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
     a = rng.uniform(-2, 2, (64, 9, 11)).astype(dtype)
     b = rng.uniform(-2, 2, (11, 13)).astype(dtype)
     check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)

@@ -48,6 +48,8 @@
 #define CT_GEMM_ITEMS_PER_THREAD 4
 /* A B panel this small stays in L2 (512 KB or more on current x86) beside the A block. */
 #define CT_GEMM_L2_PANEL_BYTES (160 * 1024)
+/* Largest A packed once for all batch entries. */
+#define CT_GEMM_PREPACK_BYTES (64 << 20)
 /* Widest C block of a staged item (float16/bfloat16 or strided outputs). */
 #define CT_GEMM_STAGED_NC 512
 
@@ -72,7 +74,12 @@ typedef struct ct_gemm_plan {
   int64_t batch;
   int64_t m_chunk, n_chunk, m_chunks, n_chunks, items;
   int64_t l2_nc; /* columns of a B panel that stays in L2 next to one A block (few-rows items) */
-  int threads;   /* slots asked for: threads worth using */
+  /* A that every batch entry shares (a conv2d's weight) is packed once, for all entries, into
+   * prepack_bytes at the start of the workspace: block (pc, ic) at pc · m_padded + ic · kc. */
+  int64_t prepack_bytes, m_padded;
+  bool prepacked;
+  void* prepack;                     /* set by the driver */
+  int threads;                       /* slots asked for: threads worth using */
   int64_t a_bytes, b_bytes, c_bytes; /* per slot, each a multiple of CT_GEMM_ALIGN */
   int64_t slot_bytes;
 } ct_gemm_plan;
@@ -129,6 +136,15 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   plan->b_bytes = ct_gemm_round_up((int64_t)bk.kc * bk.nc * acc_size, CT_GEMM_ALIGN);
   plan->c_bytes = ct_gemm_round_up((int64_t)bk.mc * staged_nc * acc_size, CT_GEMM_ALIGN);
   plan->slot_bytes = plan->a_bytes + plan->b_bytes + plan->c_bytes;
+  bool a_shared = batch > 1 && d->k > 0;
+  for (int32_t q = 0; q < d->batch_ndim; ++q) {
+    if (d->batch_shape[q] > 1 && d->a_bs[q] != 0) a_shared = false;
+  }
+  plan->m_padded = ct_gemm_round_up(d->m, bk.mr);
+  const int64_t prepack = plan->m_padded * d->k * acc_size;
+  plan->prepack_bytes =
+      a_shared && prepack <= CT_GEMM_PREPACK_BYTES ? ct_gemm_round_up(prepack, CT_GEMM_ALIGN) : 0;
+  plan->prepack = NULL;
   const int threads = ct_cpu_num_threads();
   const double fmas = (double)batch * (double)d->m * (double)d->n * (double)(d->k > 0 ? d->k : 1);
   const bool parallel = threads > 1 && fmas >= CT_GEMM_PARALLEL_FMAS;
@@ -148,7 +164,9 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   for (int32_t q = 0; q < work->batch_ndim; ++q) plan->batch *= work->batch_shape[q];
   batch = plan->batch;
   /* Orientation and chunks. */
-  if (!d->pack_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1) ct_gemm_transpose_desc(work);
+  const bool transposed = !d->pack_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1;
+  if (transposed) ct_gemm_transpose_desc(work);
+  plan->prepacked = plan->prepack_bytes > 0 && !transposed && work->batch_ndim == d->batch_ndim;
   const int64_t m = work->m, n = work->n;
   plan->staged = !(out_is_acc && work->c_cs == 1);
   plan->shared = !plan->staged && parallel && batch < (int64_t)threads * CT_GEMM_ITEMS_PER_THREAD;
@@ -271,6 +289,33 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
+  /* The packed A block of rows [ic, ic + mb), depth [pc, pc + kc): the prepacked one, or packed   \
+   * now into abuf. */                                                                             \
+  static const ACC* ct_gemm_a_block_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,        \
+                                           const TIN* a, int64_t ic, int64_t mb, int64_t pc,       \
+                                           int64_t kc, ACC* abuf) {                                \
+    if (plan->prepacked) return (const ACC*)plan->prepack + pc * plan->m_padded + ic * kc;         \
+    if (kc > 0) {                                                                                  \
+      ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,             \
+                            plan->bk.mr, abuf);                                                    \
+    }                                                                                              \
+    return abuf;                                                                                   \
+  }                                                                                                \
+                                                                                                   \
+  /* Packs all of a shared A, block by block; with `threads` > 1, called by every thread of a      \
+   * parallel region (the blocks are shared out; the region's next construct waits). */            \
+  static void ct_gemm_prepack_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan) {            \
+    const int64_t kc_max = plan->bk.kc, mc = plan->bk.mc;                                          \
+    const int64_t row_blocks = ct_gemm_div_up(d->m, mc);                                           \
+    const int64_t blocks = ct_gemm_div_up(d->k, kc_max) * row_blocks;                              \
+    _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < blocks; ++t) {                 \
+      const int64_t pc = t / row_blocks * kc_max, ic = t % row_blocks * mc;                        \
+      const int64_t kc = ct_gemm_min(kc_max, d->k - pc), mb = ct_gemm_min(mc, d->m - ic);          \
+      ct_gemm_pack_a_##NAME((const TIN*)d->a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb,  \
+                            kc, plan->bk.mr, (ACC*)plan->prepack + pc * plan->m_padded + ic * kc); \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
   /* B[pc : pc + kc, jc + panels [p0, p1) · nr] of batch entry bi into its place in bbuf. */       \
   static void ct_gemm_pack_b_panels_##NAME(const ct_gemm_desc* d, int64_t bi, const TIN* b,        \
                                            int64_t pc, int64_t kc, int64_t jc, int64_t nb,         \
@@ -312,15 +357,12 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
       const int64_t mb = i_end - i_begin;                                                          \
       for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                      \
         const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                            \
-        if (kc > 0) {                                                                              \
-          ct_gemm_pack_a_##NAME(a + i_begin * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,    \
-                                bk->mr, abuf);                                                     \
-        }                                                                                          \
+        const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, i_begin, mb, pc, kc, abuf);         \
         for (int64_t jc = j_begin; jc < j_end; jc += plan->l2_nc) {                                \
           const int64_t nb = ct_gemm_min(plan->l2_nc, j_end - jc);                                 \
           const int64_t panels = ct_gemm_div_up(nb, nr);                                           \
           ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, 0, panels, bbuf);             \
-          ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, abuf, bbuf,                          \
+          ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bbuf,                        \
                                (ACC*)(void*)c + i_begin * d->c_rs + jc, d->c_rs,                   \
                                pc > 0 || d->accumulate);                                           \
         }                                                                                          \
@@ -336,14 +378,12 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
         ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, 0, panels, bbuf);               \
         for (int64_t ic = i_begin; ic < i_end; ic += bk->mc) {                                     \
           const int64_t mb = ct_gemm_min(bk->mc, i_end - ic);                                      \
-          if (kc > 0) {                                                                            \
-            ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,       \
-                                  bk->mr, abuf);                                                   \
-          }                                                                                        \
+          const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);            \
           if (plan->staged) { /* the item is this one block */                                     \
-            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, abuf, bbuf, cbuf, bk->nc, pc > 0); \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bbuf, cbuf, bk->nc,        \
+                                 pc > 0);                                                          \
           } else {                                                                                 \
-            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, abuf, bbuf,                        \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bbuf,                      \
                                  (ACC*)(void*)c + ic * d->c_rs + jc, d->c_rs,                      \
                                  pc > 0 || d->accumulate);                                         \
           }                                                                                        \
@@ -399,13 +439,13 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
           _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < blocks * groups; ++t) {  \
             const int64_t block = t / groups, group = t % groups;                                  \
             const int64_t ic = block * bk->mc, mb = ct_gemm_min(bk->mc, d->m - ic);                \
-            if (block != packed && kc > 0) {                                                       \
-              ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,     \
-                                    bk->mr, abuf);                                                 \
+            const ACC* ablock = abuf;                                                              \
+            if (plan->prepacked || block != packed) {                                              \
+              ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);                   \
             }                                                                                      \
             packed = block;                                                                        \
             ct_gemm_macro_##NAME(uk, bk, mb, nb, group * per_group, (group + 1) * per_group, kc,   \
-                                 abuf, bbuf, c + ic * d->c_rs + jc, d->c_rs,                       \
+                                 ablock, bbuf, c + ic * d->c_rs + jc, d->c_rs,                     \
                                  pc > 0 || d->accumulate);                                         \
           }                                                                                        \
         }                                                                                          \
@@ -422,7 +462,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
                            &plan)) {                                                               \
       return 0;                                                                                    \
     }                                                                                              \
-    return (uint64_t)plan.threads * (uint64_t)plan.slot_bytes;                                     \
+    return (uint64_t)plan.prepack_bytes + (uint64_t)plan.threads * (uint64_t)plan.slot_bytes;      \
   }                                                                                                \
                                                                                                    \
   bool ct_gemm_packed_##NAME(const ct_gemm_desc* d) {                                              \
@@ -437,12 +477,16 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     const uintptr_t base = (uintptr_t)d->workspace;                                                \
     const uintptr_t aligned = (base + CT_GEMM_ALIGN - 1) / CT_GEMM_ALIGN * CT_GEMM_ALIGN;          \
     if (d->workspace_size < aligned - base) return false;                                          \
-    const uint64_t slots = (d->workspace_size - (aligned - base)) / (uint64_t)plan.slot_bytes;     \
+    const uint64_t usable = d->workspace_size - (aligned - base);                                  \
+    if (usable < (uint64_t)plan.prepack_bytes) return false;                                       \
+    const uint64_t slots = (usable - (uint64_t)plan.prepack_bytes) / (uint64_t)plan.slot_bytes;    \
     if (slots == 0) return false;                                                                  \
     int threads = (uint64_t)plan.threads < slots ? plan.threads : (int)slots;                      \
     if (!plan.shared && threads > plan.items) threads = (int)plan.items;                           \
-    char* workspace = (char*)aligned;                                                              \
+    plan.prepack = (char*)aligned;                                                                 \
+    char* workspace = (char*)aligned + plan.prepack_bytes;                                         \
     if (threads <= 1) {                                                                            \
+      if (plan.prepacked) ct_gemm_prepack_##NAME(&work, &plan);                                    \
       for (int64_t t = 0; t < plan.items; ++t)                                                     \
         ct_gemm_item_##NAME(&work, &plan, uk, t, workspace);                                       \
       return true;                                                                                 \
@@ -450,6 +494,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     _Pragma("omp parallel num_threads(threads)") {                                                 \
       int thread = 0, team = 1;                                                                    \
       CT_GEMM_THREAD_NUM(thread, team);                                                            \
+      if (plan.prepacked) ct_gemm_prepack_##NAME(&work, &plan);                                    \
       if (plan.shared) {                                                                           \
         ct_gemm_shared_##NAME(&work, &plan, uk, workspace, team, thread);                          \
       } else {                                                                                     \
