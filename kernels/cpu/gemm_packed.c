@@ -11,7 +11,8 @@
  * panels small enough to stay in L2. Packing reads the operands through their strides, whatever
  * they are (transposed, negative, zero), so layouts cost nothing beyond the packing itself; an
  * implicit operand (conv2d's input read as an im2col matrix) supplies its own B packer. Trailing
- * batch dims over which B does not move are folded into the rows.
+ * batch dims over which B does not move are folded into the rows; an A that no batch dim moves
+ * (a conv2d's weight) is packed once, for every batch entry, at the start of the workspace.
  *
  * Where C has the accumulator's type and unit column stride, the micro-kernels write C in place
  * and add the later KC blocks to it ("direct"). Otherwise (float16/bfloat16 outputs, strided C)
@@ -24,7 +25,8 @@
  * take (row block, column group) tiles dynamically. Otherwise items (whole batch entries, or the
  * staged blocks) are shared out dynamically.
  *
- * Workspace: one slot per thread, each holding an A block, a B panel and a staging buffer, sized
+ * Workspace: the prepacked A where there is one, then one slot per thread, each holding an A
+ * block, a B panel and a staging buffer, sized
  * by the problem (never more than MC × KC, KC × NC and MC × CT_GEMM_STAGED_NC elements) but not
  * by the layout of C, so a size asked for with compact outputs serves any. With fewer slots than
  * threads, fewer threads run; with none, the caller falls back to the simple path. */
