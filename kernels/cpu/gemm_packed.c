@@ -26,9 +26,9 @@
  * staged blocks) are shared out dynamically.
  *
  * Workspace: the prepacked A where there is one, then one slot per thread, each holding an A
- * block, a B panel and a staging buffer, sized
- * by the problem (never more than MC × KC, KC × NC and MC × CT_GEMM_STAGED_NC elements) but not
- * by the layout of C, so a size asked for with compact outputs serves any. With fewer slots than
+ * block, a B panel and a staging buffer, sized by the problem (never more than MC × KC, KC × NC
+ * and MC × CT_GEMM_STAGED_NC elements) but not by the layout of C, so a size asked for with
+ * compact outputs serves any. With fewer slots than
  * threads, fewer threads run; with none, the caller falls back to the simple path. */
 #include "gemm.h"
 
