@@ -87,7 +87,7 @@ static int ct_infer_linear(const ct_infer_call* call, ct_tensor_info* outputs, i
 CT_DEFINE_OP_NO_ATTRS(linear,
                       "x @ weight.T + bias (torch.nn.functional.linear); float16/bfloat16 "
                       "accumulate in float32 and round once.",
-                      CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_linear_inputs, ct_params_out,
+                      CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_linear_inputs, ct_params_out,
                       ct_infer_linear);
 
 /* ----- einsum ----- */
@@ -118,5 +118,5 @@ CT_DEFINE_OP(einsum,
              "explicit (\"->\") or implicit output, repeated letters take diagonals, letters "
              "not in the output are summed. Two-operand contractions run as one strided "
              "batched GEMM (a loop of accumulating GEMMs when several letters are summed).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_einsum_inputs, ct_params_out, ct_einsum_attrs,
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_einsum_inputs, ct_params_out, ct_einsum_attrs,
              ct_infer_einsum);

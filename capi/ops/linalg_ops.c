@@ -39,5 +39,5 @@ CT_DEFINE_OP_NO_ATTRS(matmul,
                       "is a row vector and a 1-D x2 a column vector (the added dimension is "
                       "removed). float16/bfloat16 accumulate in float32; integers wrap; bool "
                       "is or-of-ands.",
-                      CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x1_x2, ct_params_out,
+                      CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_params_x1_x2, ct_params_out,
                       ct_infer_matmul);

@@ -1,14 +1,18 @@
-/* conv2d_kernels.c - conv2d as im2col + GEMM per (image, group), in the caller's workspace.
+/* conv2d_kernels.c - conv2d as an implicit GEMM: the packed GEMM (gemm.h) reads the input as the
+ * im2col matrix through its own B packer, so no im2col buffer is ever built.
+ *
+ * For each (image, group), output channels of the group = weight[g] (Og × K) · col (K × P), with
+ * K = C_in/groups · kH · kW (+ 1 with a bias) and P = H_out · W_out; col row (c, i, j), column
+ * (oh, ow) is input[c, oh·sH - pH + i·dH, ow·sW - pW + j·dW], zero in the padding, and the bias
+ * row is all ones. The (image, group) pairs are the GEMM's batch, so one GEMM call covers the
+ * whole convolution and its threads share out images, groups and column blocks. When the
+ * output's (H, W) dims do not flatten into one stride, output rows are one more batch
+ * dimension (P = W_out per entry).
  *
  * Workspace (compute type C: float for float16/bfloat16/float32, double for float64):
- *   col:    K × P, K = C_in/groups · kH · kW (+ 1 row of ones when there is a bias),
- *           P = H_out · W_out; rebuilt for every (image, group) from the strided input, zeros
- *           where the taps fall in the padding; padded to a multiple of 64 bytes;
  *   weight: C_out × K, the weight converted to C and made compact, with the bias as its last
- *           column, so that the GEMM adds the bias and every output element is stored once.
- * Output channels of group g of image n are then weight[g] (Og × K) · col (K × P), written
- * straight into the (possibly strided) output by the GEMM. Parallelism is inside each step
- * (im2col rows, GEMM tiles), so the workspace does not depend on the thread count. */
+ *           column, so that the GEMM adds the bias and every output element is stored once;
+ *   gemm:   the GEMM's packing buffers (ct_gemm_workspace_<instance>). */
 #include "cpu_register.h"
 #include "gemm.h"
 #include "ops/op_defs.h"
@@ -22,19 +26,20 @@ typedef struct ct_conv2d_job {
   int64_t out_channels, kh, kw; /* weight (O, C/groups, kH, kW) */
   int64_t oh, ow;               /* output spatial extents */
   int64_t stride[2], padding[2], dilation[2], groups;
-  int64_t cg, og;    /* input and output channels per group */
-  int64_t taps;      /* cg · kH · kW: the im2col rows read from the input */
-  int64_t k;         /* GEMM depth: taps, + 1 with a bias */
-  int64_t p;         /* output positions per image: oh · ow */
-  int64_t col_bytes; /* K × P elements, rounded up to the alignment */
+  int64_t cg, og; /* input and output channels per group */
+  int64_t taps;   /* cg · kH · kW: the col rows read from the input */
+  int64_t k;      /* GEMM depth: taps, + 1 with a bias */
+  int64_t p;      /* output positions per image: oh · ow */
+  bool per_row;   /* (H_out, W_out) do not flatten: one GEMM batch entry per output row */
   int64_t weight_bytes;
   bool has_bias;
   int64_t xs[4], ws[4], bs, os[4]; /* element strides of input, weight, bias, output */
   const char *x, *weight, *bias;
   char* out;
-  void* col;            /* workspace: K × P compute-type elements */
-  void* packed;         /* workspace: O × K compute-type elements */
-  int64_t image, group; /* the (image, group) im2col is working on */
+  void* packed; /* workspace: O × K compute-type elements */
+  /* The GEMM: batch (N, groups[, oh]) over the packed weight, the implicit col and the output. */
+  ct_gemm_desc gemm;
+  int64_t batch_shape[3], a_bs[3], b_bs[3], c_bs[3];
 } ct_conv2d_job;
 
 static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, ct_conv2d_job* job) {
@@ -70,56 +75,20 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, c
   job->weight = ct_tensor_base(weight);
   job->bias = bias ? ct_tensor_base(bias) : NULL;
   job->out = ct_tensor_base(out);
-  job->col = job->packed = NULL;
-  job->image = job->group = 0;
-  /* The ct_*_overflow_i64 helpers return false on overflow. */
-  int64_t col_elements, weight_elements, col_bytes, weight_bytes, total;
-  if (!ct_checked_mul_i64(job->k, job->p, &col_elements) ||
-      !ct_checked_mul_i64(col_elements, compute_size, &col_bytes) ||
-      !ct_checked_add_i64(col_bytes, CT_CONV2D_ALIGNMENT - 1, &col_bytes) ||
-      !ct_checked_mul_i64(job->out_channels, job->k, &weight_elements) ||
+  job->packed = NULL;
+  int64_t weight_elements, weight_bytes;
+  if (!ct_checked_mul_i64(job->out_channels, job->k, &weight_elements) ||
       !ct_checked_mul_i64(weight_elements, compute_size, &weight_bytes) ||
-      !ct_checked_add_i64(col_bytes, weight_bytes, &total)) {
+      !ct_checked_add_i64(weight_bytes, CT_CONV2D_ALIGNMENT - 1, &weight_bytes)) {
     return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
-                        "conv2d: the im2col workspace (%lld x %lld elements) overflows int64",
-                        (long long)job->k, (long long)job->p);
+                        "conv2d: the packed weight (%lld x %lld elements) overflows int64",
+                        (long long)job->out_channels, (long long)job->k);
   }
-  job->col_bytes = col_bytes / CT_CONV2D_ALIGNMENT * CT_CONV2D_ALIGNMENT;
-  job->weight_bytes = weight_bytes;
-  return CT_OK;
-}
+  job->weight_bytes = weight_bytes / CT_CONV2D_ALIGNMENT * CT_CONV2D_ALIGNMENT;
 
-/* Nothing to compute: no image, no output channel or no output position. */
-static bool ct_conv2d_empty(const ct_conv2d_job* job) {
-  return job->n == 0 || job->out_channels == 0 || job->p == 0;
-}
-
-static int ct_conv2d_workspace(const ct_kernel_call* call, int64_t compute_size, uint64_t* bytes,
-                               uint64_t* alignment) {
-  ct_conv2d_job job;
-  const int status = ct_conv2d_prepare(call, compute_size, &job);
-  if (status != CT_OK) return status;
-  *bytes = ct_conv2d_empty(&job) ? 0 : (uint64_t)(job.col_bytes + job.weight_bytes);
-  *alignment = CT_CONV2D_ALIGNMENT;
-  return CT_OK;
-}
-
-/* The GEMM of one (image, group): out[n, g·Og : (g+1)·Og, :, :] = packed[g] · col, through
- * `gemm` (the instance for this dtype; compute_size and out_size are the element sizes of the
- * workspace and of the output). When the output's (H, W) dims do not flatten into one stride,
- * one GEMM per output row. */
-static void ct_conv2d_gemm(const ct_conv2d_job* job, void (*gemm)(const ct_gemm_desc*),
-                           int64_t compute_size, int64_t out_size) {
-  ct_gemm_desc d = {0};
-  d.m = job->og;
-  d.k = job->k;
-  d.a = (const char*)job->packed + job->group * job->og * job->k * compute_size;
-  d.a_rs = job->k;
-  d.a_cs = 1;
-  d.b_rs = job->p;
-  d.b_cs = 1;
-  d.c_rs = job->os[1];
-  char* c = job->out + (job->image * job->os[0] + job->group * job->og * job->os[1]) * out_size;
+  /* The GEMM, flattening (H_out, W_out) into one column index where the output allows. */
+  ct_gemm_desc* d = &job->gemm;
+  *d = (ct_gemm_desc){0};
   int64_t flat = 0;
   if (job->oh == 1) {
     flat = job->os[3];
@@ -128,21 +97,50 @@ static void ct_conv2d_gemm(const ct_conv2d_job* job, void (*gemm)(const ct_gemm_
   } else if (job->os[2] == job->ow * job->os[3]) {
     flat = job->os[3];
   }
-  if (flat != 0) {
-    d.n = job->p;
-    d.b = job->col;
-    d.c = c;
-    d.c_cs = flat;
-    gemm(&d);
-    return;
-  }
-  d.n = job->ow;
-  d.c_cs = job->os[3];
-  for (int64_t row = 0; row < job->oh; ++row) {
-    d.b = (const char*)job->col + row * job->ow * compute_size;
-    d.c = c + row * job->os[2] * out_size;
-    gemm(&d);
-  }
+  job->per_row = flat == 0;
+  d->m = job->og;
+  d->n = flat != 0 ? job->p : job->ow;
+  d->k = job->k;
+  d->a_rs = job->k;
+  d->a_cs = 1;
+  d->c = job->out;
+  d->c_rs = job->os[1];
+  d->c_cs = flat != 0 ? flat : job->os[3];
+  job->batch_shape[0] = job->n;
+  job->batch_shape[1] = job->groups;
+  job->batch_shape[2] = job->oh;
+  job->a_bs[0] = 0;
+  job->a_bs[1] = job->og * job->k;
+  job->a_bs[2] = 0;
+  job->b_bs[0] = job->b_bs[1] = job->b_bs[2] = 0; /* the packer finds its own place */
+  job->c_bs[0] = job->os[0];
+  job->c_bs[1] = job->og * job->os[1];
+  job->c_bs[2] = job->os[2];
+  d->batch_ndim = flat != 0 ? 2 : 3;
+  d->batch_shape = job->batch_shape;
+  d->a_bs = job->a_bs;
+  d->b_bs = job->b_bs;
+  d->c_bs = job->c_bs;
+  d->pack_b_context = job;
+  return CT_OK;
+}
+
+/* Nothing to compute: no image, no output channel or no output position. */
+static bool ct_conv2d_empty(const ct_conv2d_job* job) {
+  return job->n == 0 || job->out_channels == 0 || job->p == 0;
+}
+
+/* Column range of kernel column j: output column ow reads input column ow·sW + shift, inside the
+ * input for ow in [*lo, *hi). */
+static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t* shift,
+                                    int64_t* lo, int64_t* hi) {
+  const int64_t sw = job->stride[1];
+  *shift = j * job->dilation[1] - job->padding[1];
+  *lo = *shift >= 0 ? 0 : (sw - 1 - *shift) / sw;
+  *hi = job->w - *shift > 0 ? (job->w - *shift + sw - 1) / sw : 0;
+  if (*lo > job->ow) *lo = job->ow;
+  if (*hi > job->ow) *hi = job->ow;
+  if (*hi < *lo) *hi = *lo;
 }
 
 /* ----- kernels per dtype: (SFX, T, C, ID, GEMM) = storage type, compute type, dtype id, and
@@ -166,46 +164,106 @@ static void ct_conv2d_gemm(const ct_conv2d_job* job, void (*gemm)(const ct_gemm_
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
-  /* im2col rows [begin, end) of (job->image, job->group); row r is tap (c, i, j). */            \
-  static void ct_cpu_conv2d_im2col_##SFX(int64_t begin, int64_t end, void* context) {            \
+  /* The GEMM's B packer (ct_gemm_pack_b_fn): col rows [k0, k0 + kc), columns [j0, j0 + nb) of   \
+   * batch entry (image, group[, output row]). Tap by tap (an odometer over (c, i, j)), so that  \
+   * each tap reads its input rows in order, as the hardware prefetchers like; the columns go in \
+   * stretches that stay in one output row and one micro-panel, each a left padding, a copy of   \
+   * one input row (contiguous when the stride and the input's column stride are 1) and a right  \
+   * padding. No divisions inside the loops. */                                                  \
+  static void ct_cpu_conv2d_pack_col_##SFX(const void* context, int64_t batch, int64_t k0,       \
+                                           int64_t kc, int64_t j0, int64_t nb, int64_t nr,       \
+                                           void* dst_void) {                                     \
     const ct_conv2d_job* job = context;                                                          \
-    const T* x = (const T*)job->x + job->image * job->xs[0] + job->group * job->cg * job->xs[1]; \
-    const int64_t sh = job->stride[0], sw = job->stride[1];                                      \
-    for (int64_t r = begin; r < end; ++r) {                                                      \
-      const int64_t c = r / (job->kh * job->kw), i = (r / job->kw) % job->kh, j = r % job->kw;   \
-      /* Column ow reads input column ow·sw + shift; [lo, hi) stay inside the input. */          \
-      const int64_t shift = j * job->dilation[1] - job->padding[1];                              \
-      int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                       \
-      int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                      \
-      if (lo > job->ow) lo = job->ow;                                                            \
-      if (hi > job->ow) hi = job->ow;                                                            \
-      if (hi < lo) hi = lo;                                                                      \
-      const T* xc = x + c * job->xs[1];                                                          \
-      C* dst = (C*)job->col + r * job->p;                                                        \
-      for (int64_t oh = 0; oh < job->oh; ++oh, dst += job->ow) {                                 \
-        const int64_t ih = oh * sh + i * job->dilation[0] - job->padding[0];                     \
+    C* dst = dst_void;                                                                           \
+    int64_t row = 0;                                                                             \
+    if (job->per_row) {                                                                          \
+      row = batch % job->oh;                                                                     \
+      batch /= job->oh;                                                                          \
+    }                                                                                            \
+    const int64_t group = batch % job->groups, image = batch / job->groups;                      \
+    const T* x = (const T*)job->x + image * job->xs[0] + group * job->cg * job->xs[1];           \
+    const int64_t ow_n = job->ow, step = job->stride[1] * job->xs[3];                            \
+    const int64_t first = row * ow_n + j0; /* flat output position of column j0 */               \
+    const int64_t oh_first = first / ow_n, ow_first = first % ow_n;                              \
+    const int64_t tail = (nb + nr - 1) / nr * nr - nb; /* zero columns of the last panel */      \
+    C* last = dst + (nb / nr) * kc * nr;               /* the last panel, if partial */          \
+    const int64_t tap0 = k0 < job->taps ? k0 : job->taps;                                        \
+    int64_t c = tap0 / (job->kh * job->kw), i = (tap0 / job->kw) % job->kh, j = tap0 % job->kw;  \
+    for (int64_t r = 0; r < kc; ++r) {                                                           \
+      if (k0 + r >= job->taps) { /* the bias row */                                              \
+        C* pd = dst + r * nr;                                                                    \
+        for (int64_t t = 0, pt = 0; t < nb; ++t) {                                               \
+          pd[pt] = (C)1;                                                                         \
+          if (++pt == nr) {                                                                      \
+            pt = 0;                                                                              \
+            pd += kc * nr;                                                                       \
+          }                                                                                      \
+        }                                                                                        \
+        for (int64_t u = nr - tail; u < nr && tail > 0; ++u) last[r * nr + u] = (C)0;            \
+        continue;                                                                                \
+      }                                                                                          \
+      int64_t shift, lo, hi;                                                                     \
+      ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                         \
+      const T* xc = x + c * job->xs[1] + shift * job->xs[3];                                     \
+      const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
+      C* pd = dst + r * nr; /* row r of the current panel */                                     \
+      int64_t pt = 0, oh = oh_first, ow = ow_first;                                              \
+      for (int64_t t = 0; t < nb;) {                                                             \
+        int64_t seg = nb - t;                                                                    \
+        if (seg > ow_n - ow) seg = ow_n - ow;                                                    \
+        if (seg > nr - pt) seg = nr - pt;                                                        \
+        C* ds = pd + pt;                                                                         \
+        const int64_t ih = oh * job->stride[0] + ih_base;                                        \
         if (ih < 0 || ih >= job->h) {                                                            \
-          for (int64_t ow = 0; ow < job->ow; ++ow) dst[ow] = (C)0;                               \
-          continue;                                                                              \
-        }                                                                                        \
-        const T* src = xc + ih * job->xs[2];                                                     \
-        for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = (C)0;                                      \
-        if (sw * job->xs[3] == 1) {                                                              \
-          const T* s = src + shift;                                                              \
-          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = ct_load_##SFX(s[ow]);                   \
+          for (int64_t u = 0; u < seg; ++u) ds[u] = (C)0;                                        \
         } else {                                                                                 \
-          const int64_t step = sw * job->xs[3];                                                  \
-          const T* s = src + shift * job->xs[3];                                                 \
-          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = ct_load_##SFX(s[ow * step]);            \
+          /* [0, a): left padding, [a, b): inside the input, [b, seg): right padding. */         \
+          int64_t a = lo - ow, b = hi - ow;                                                      \
+          a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
+          b = b < a ? a : (b > seg ? seg : b);                                                   \
+          const T* src = xc + ih * job->xs[2] + ow * step;                                       \
+          for (int64_t u = 0; u < a; ++u) ds[u] = (C)0;                                          \
+          if (step == 1) {                                                                       \
+            for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u]);                       \
+          } else {                                                                               \
+            for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u * step]);                \
+          }                                                                                      \
+          for (int64_t u = b; u < seg; ++u) ds[u] = (C)0;                                        \
         }                                                                                        \
-        for (int64_t ow = hi; ow < job->ow; ++ow) dst[ow] = (C)0;                                \
+        t += seg;                                                                                \
+        ow += seg;                                                                               \
+        if (ow == ow_n) {                                                                        \
+          ow = 0;                                                                                \
+          ++oh;                                                                                  \
+        }                                                                                        \
+        pt += seg;                                                                               \
+        if (pt == nr) {                                                                          \
+          pt = 0;                                                                                \
+          pd += kc * nr;                                                                         \
+        }                                                                                        \
+      }                                                                                          \
+      for (int64_t u = nr - tail; u < nr && tail > 0; ++u) last[r * nr + u] = (C)0;              \
+      if (++j == job->kw) {                                                                      \
+        j = 0;                                                                                   \
+        if (++i == job->kh) {                                                                    \
+          i = 0;                                                                                 \
+          ++c;                                                                                   \
+        }                                                                                        \
       }                                                                                          \
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
   static int ct_cpu_conv2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,          \
                                            uint64_t* alignment) {                                \
-    return ct_conv2d_workspace(call, (int64_t)sizeof(C), bytes, alignment);                      \
+    ct_conv2d_job job;                                                                           \
+    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                        \
+    if (status != CT_OK) return status;                                                          \
+    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
+    *bytes = ct_conv2d_empty(&job)                                                               \
+                 ? 0                                                                             \
+                 : (uint64_t)job.weight_bytes + ct_gemm_workspace_##GEMM(&job.gemm);             \
+    *alignment = CT_CONV2D_ALIGNMENT;                                                            \
+    return CT_OK;                                                                                \
   }                                                                                              \
                                                                                                  \
   static int ct_cpu_conv2d_##SFX(const ct_kernel_call* call) {                                   \
@@ -213,21 +271,16 @@ static void ct_conv2d_gemm(const ct_conv2d_job* job, void (*gemm)(const ct_gemm_
     const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                        \
     if (status != CT_OK) return status;                                                          \
     if (ct_conv2d_empty(&job)) return CT_OK;                                                     \
-    job.col = call->workspace;                                                                   \
-    job.packed = (char*)call->workspace + job.col_bytes;                                         \
+    job.packed = call->workspace;                                                                \
     if (job.k > 0) {                                                                             \
       ct_cpu_parallel_for(job.out_channels, job.k, ct_cpu_conv2d_pack_##SFX, &job);              \
     }                                                                                            \
-    if (job.has_bias) {                                                                          \
-      C* ones = (C*)job.col + job.taps * job.p;                                                  \
-      for (int64_t q = 0; q < job.p; ++q) ones[q] = (C)1;                                        \
-    }                                                                                            \
-    for (job.image = 0; job.image < job.n; ++job.image) {                                        \
-      for (job.group = 0; job.group < job.groups; ++job.group) {                                 \
-        ct_cpu_parallel_for(job.taps, job.p, ct_cpu_conv2d_im2col_##SFX, &job);                  \
-        ct_conv2d_gemm(&job, ct_gemm_##GEMM, (int64_t)sizeof(C), (int64_t)sizeof(T));            \
-      }                                                                                          \
-    }                                                                                            \
+    job.gemm.a = job.packed;                                                                     \
+    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
+    job.gemm.pack_b_context = &job;                                                              \
+    job.gemm.workspace = (char*)call->workspace + job.weight_bytes;                              \
+    job.gemm.workspace_size = call->workspace_size - (uint64_t)job.weight_bytes;                 \
+    ct_gemm_##GEMM(&job.gemm);                                                                   \
     return CT_OK;                                                                                \
   }
 

@@ -10,8 +10,9 @@
  *           w·sW - pW + j·dW) of output channel o;
  *   acc:    C_out/groups × H_out × W_out, starts at the bias; col2im adds the col rows into it
  *           (one output channel per task, so no two tasks touch one element), then it is stored
- *           into the (possibly strided) output, rounding once.
- * Parallelism is inside each step, so the workspace does not depend on the thread count. */
+ *           into the (possibly strided) output, rounding once;
+ *   gemm:   the packed GEMM's panels (ct_gemm_workspace_<instance>).
+ * Parallelism is inside each step. */
 #include <string.h>
 
 #include "cpu_register.h"
@@ -104,14 +105,41 @@ static bool ct_ct2d_empty(const ct_ct2d_job* job) {
   return job->n == 0 || job->out_channels == 0;
 }
 
-static int ct_ct2d_workspace(const ct_kernel_call* call, int64_t compute_size, uint64_t* bytes,
+/* The GEMM of one (image, group): col (K × P) = weight[g]ᵀ (K × C_in/groups) · input (C_in/groups
+ * × P), over the compact workspace buffers; a and workspace are set per call. */
+static ct_gemm_desc ct_ct2d_gemm_desc(const ct_ct2d_job* job) {
+  ct_gemm_desc d = {0};
+  d.m = job->k;
+  d.n = job->p;
+  d.k = job->cg;
+  d.a_rs = 1;
+  d.a_cs = job->k;
+  d.b = job->xpack;
+  d.b_rs = job->p;
+  d.b_cs = 1;
+  d.c = job->col;
+  d.c_rs = job->p;
+  d.c_cs = 1;
+  return d;
+}
+
+/* Bytes before the GEMM's part of the workspace. */
+static uint64_t ct_ct2d_fixed_bytes(const ct_ct2d_job* job) {
+  return (uint64_t)(job->weight_bytes + job->input_bytes + job->col_bytes + job->acc_bytes);
+}
+
+static int ct_ct2d_workspace(const ct_kernel_call* call, int64_t compute_size,
+                             uint64_t (*gemm_workspace)(const ct_gemm_desc*), uint64_t* bytes,
                              uint64_t* alignment) {
   ct_ct2d_job job;
   const int status = ct_ct2d_prepare(call, compute_size, &job);
   if (status != CT_OK) return status;
-  *bytes = ct_ct2d_empty(&job)
-               ? 0
-               : (uint64_t)(job.weight_bytes + job.input_bytes + job.col_bytes + job.acc_bytes);
+  if (ct_ct2d_empty(&job)) {
+    *bytes = 0;
+  } else {
+    const ct_gemm_desc d = ct_ct2d_gemm_desc(&job);
+    *bytes = ct_ct2d_fixed_bytes(&job) + gemm_workspace(&d);
+  }
   *alignment = CT_CT2D_ALIGNMENT;
   return CT_OK;
 }
@@ -181,7 +209,8 @@ static int ct_ct2d_workspace(const ct_kernel_call* call, int64_t compute_size, u
                                                                                                   \
   static int ct_cpu_ct2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,             \
                                          uint64_t* alignment) {                                   \
-    return ct_ct2d_workspace(call, (int64_t)sizeof(C), bytes, alignment);                         \
+    return ct_ct2d_workspace(call, (int64_t)sizeof(C), ct_gemm_workspace_##GEMM, bytes,           \
+                             alignment);                                                          \
   }                                                                                               \
                                                                                                   \
   static int ct_cpu_conv_transpose2d_##SFX(const ct_kernel_call* call) {                          \
@@ -197,18 +226,9 @@ static int ct_ct2d_workspace(const ct_kernel_call* call, int64_t compute_size, u
     if (job.k > 0) {                                                                              \
       ct_cpu_parallel_for(job.channels, job.k, ct_cpu_ct2d_pack_weight_##SFX, &job);              \
     }                                                                                             \
-    ct_gemm_desc d = {0};                                                                         \
-    d.m = job.k;                                                                                  \
-    d.n = job.p;                                                                                  \
-    d.k = job.cg;                                                                                 \
-    d.a_rs = 1;                                                                                   \
-    d.a_cs = job.k;                                                                               \
-    d.b = job.xpack;                                                                              \
-    d.b_rs = job.p;                                                                               \
-    d.b_cs = 1;                                                                                   \
-    d.c = job.col;                                                                                \
-    d.c_rs = job.p;                                                                               \
-    d.c_cs = 1;                                                                                   \
+    ct_gemm_desc d = ct_ct2d_gemm_desc(&job);                                                     \
+    d.workspace = ws + ct_ct2d_fixed_bytes(&job);                                                 \
+    d.workspace_size = call->workspace_size - ct_ct2d_fixed_bytes(&job);                          \
     for (job.image = 0; job.image < job.n; ++job.image) {                                         \
       for (job.group = 0; job.group < job.groups; ++job.group) {                                  \
         if (job.cg > 0 && job.p > 0) {                                                            \

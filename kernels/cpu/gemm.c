@@ -228,7 +228,7 @@ static void ct_gemm_parallel(const ct_gemm_desc* d, int64_t tiles, int64_t tile_
                         d->c_cs, d->accumulate);                                                   \
   }                                                                                                \
                                                                                                    \
-  void ct_gemm_##NAME(const ct_gemm_desc* d) {                                                     \
+  static void ct_gemm_simple_##NAME(const ct_gemm_desc* d) {                                       \
     if (d->m <= 0 || d->n <= 0) return;                                                            \
     int64_t batch = 1;                                                                             \
     for (int32_t q = 0; q < d->batch_ndim; ++q) batch *= d->batch_shape[q];                        \
@@ -242,3 +242,24 @@ static void ct_gemm_parallel(const ct_gemm_desc* d, int64_t tiles, int64_t tile_
   }
 
 CT_GEMM_INSTANCES(CT_GEMM_DEFINE)
+
+/* ----- entry points: the packed path where it applies, else the simple one ----- */
+
+#define CT_GEMM_ENTRY_PACKED(NAME, TIN, TOUT, ACC)           \
+  void ct_gemm_##NAME(const ct_gemm_desc* d) {               \
+    if (d->m <= 0 || d->n <= 0) return;                      \
+    if (!ct_gemm_packed_##NAME(d)) ct_gemm_simple_##NAME(d); \
+  }                                                          \
+  uint64_t ct_gemm_workspace_##NAME(const ct_gemm_desc* d) { \
+    return ct_gemm_packed_workspace_##NAME(d);               \
+  }
+#define CT_GEMM_ENTRY_SIMPLE(NAME, TIN, TOUT, ACC)           \
+  void ct_gemm_##NAME(const ct_gemm_desc* d) {               \
+    ct_gemm_simple_##NAME(d);                                \
+  }                                                          \
+  uint64_t ct_gemm_workspace_##NAME(const ct_gemm_desc* d) { \
+    (void)d;                                                 \
+    return 0;                                                \
+  }
+CT_GEMM_SIMPLE_INSTANCES(CT_GEMM_ENTRY_SIMPLE)
+CT_GEMM_PACKED_INSTANCES(CT_GEMM_ENTRY_PACKED)

@@ -3,7 +3,11 @@
  *    contracted axis (zero strides where an operand broadcasts).
  *  - linear: x (batch..., m, k) times weight viewed as k×n through its strides (no transpose
  *    copy); with a bias, the output is first filled with the broadcast bias and the GEMM
- *    accumulates onto it (one rounding for float16/bfloat16). */
+ *    accumulates onto it (one rounding for float16/bfloat16).
+ *  - einsum: see ct_einsum_describe.
+ * linear and einsum are workspace-requesting: the packed GEMM's panels come from the caller's
+ * workspace (ct_gemm_workspace_<dtype>). vecdot is a batch of dot products, which the GEMM's
+ * simple path serves without one. */
 #include <string.h>
 
 #include "cpu_dtypes.h"
@@ -128,20 +132,30 @@ static void ct_linear_describe(const ct_kernel_call* call, ct_linear_plan* p) {
   p->d.c_bs = p->c;
 }
 
-#define CT_LINEAR_X(A, SFX, T, C, U, ID)                                   \
-  static int ct_cpu_linear_##SFX(const ct_kernel_call* call) {             \
-    const ct_tensor* out = call->outputs[0];                               \
-    if (ct_tensor_numel(out) == 0) return CT_OK;                           \
-    const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : NULL; \
-    ct_linear_plan plan;                                                   \
-    ct_linear_describe(call, &plan);                                       \
-    if (bias) {                                                            \
-      const ct_tensor* operands[2] = {bias, out};                          \
-      ct_cpu_iterate(2, operands, ct_cpu_linear_bias_##SFX, NULL);         \
-      plan.d.accumulate = true;                                            \
-    }                                                                      \
-    ct_gemm_##SFX(&plan.d);                                                \
-    return CT_OK;                                                          \
+#define CT_LINEAR_X(A, SFX, T, C, U, ID)                                                    \
+  static int ct_cpu_linear_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,     \
+                                           uint64_t* alignment) {                           \
+    ct_linear_plan plan;                                                                    \
+    ct_linear_describe(call, &plan);                                                        \
+    *bytes = ct_tensor_numel(call->outputs[0]) == 0 ? 0 : ct_gemm_workspace_##SFX(&plan.d); \
+    *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                               \
+    return CT_OK;                                                                           \
+  }                                                                                         \
+  static int ct_cpu_linear_##SFX(const ct_kernel_call* call) {                              \
+    const ct_tensor* out = call->outputs[0];                                                \
+    if (ct_tensor_numel(out) == 0) return CT_OK;                                            \
+    const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : NULL;                  \
+    ct_linear_plan plan;                                                                    \
+    ct_linear_describe(call, &plan);                                                        \
+    plan.d.workspace = call->workspace;                                                     \
+    plan.d.workspace_size = call->workspace_size;                                           \
+    if (bias) {                                                                             \
+      const ct_tensor* operands[2] = {bias, out};                                           \
+      ct_cpu_iterate(2, operands, ct_cpu_linear_bias_##SFX, NULL);                          \
+      plan.d.accumulate = true;                                                             \
+    }                                                                                       \
+    ct_gemm_##SFX(&plan.d);                                                                 \
+    return CT_OK;                                                                           \
   }
 CT_CPU_FLOAT_TYPES(CT_LINEAR_X, _)
 
@@ -240,6 +254,21 @@ static void ct_einsum_loop(const ct_einsum_plan* p, ct_einsum_gemm* g, int64_t i
 }
 
 #define CT_EINSUM_X(A, SFX, T, C, U, ID)                                                \
+  static int ct_cpu_einsum_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes, \
+                                           uint64_t* alignment) {                       \
+    *bytes = 0;                                                                         \
+    *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                           \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
+    ct_einsum_plan plan;                                                                \
+    const int status =                                                                  \
+        ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan); \
+    if (status != CT_OK) return status;                                                 \
+    const T one = ct_store_##SFX((C)1);                                                 \
+    ct_einsum_gemm g;                                                                   \
+    ct_einsum_describe(call, &plan, &one, &g);                                          \
+    *bytes = ct_gemm_workspace_##SFX(&g.d);                                             \
+    return CT_OK;                                                                       \
+  }                                                                                     \
   static int ct_cpu_einsum_##SFX(const ct_kernel_call* call) {                          \
     if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
     ct_einsum_plan plan;                                                                \
@@ -249,6 +278,8 @@ static void ct_einsum_loop(const ct_einsum_plan* p, ct_einsum_gemm* g, int64_t i
     const T one = ct_store_##SFX((C)1);                                                 \
     ct_einsum_gemm g;                                                                   \
     ct_einsum_describe(call, &plan, &one, &g);                                          \
+    g.d.workspace = call->workspace;                                                    \
+    g.d.workspace_size = call->workspace_size;                                          \
     ct_einsum_loop(&plan, &g, (int64_t)sizeof(T), ct_gemm_##SFX);                       \
     return CT_OK;                                                                       \
   }
@@ -259,9 +290,10 @@ CT_CPU_COMPLEX_TYPES(CT_EINSUM_X, _)
 
 #define CT_VECDOT_REG(A, SFX, T, C, U, ID) \
   {"vecdot", 3, {ID, ID, ID}, ct_cpu_vecdot_##SFX, NULL, NULL},
-#define CT_EINSUM_REG(A, SFX, T, C, U, ID) {"einsum", 2, {ID, ID}, ct_cpu_einsum_##SFX, NULL, NULL},
+#define CT_EINSUM_REG(A, SFX, T, C, U, ID) \
+  {"einsum", 2, {ID, ID}, ct_cpu_einsum_##SFX, ct_cpu_einsum_workspace_##SFX, NULL},
 #define CT_LINEAR_REG(A, SFX, T, C, U, ID) \
-  {"linear", 4, {ID, ID, ID, ID}, ct_cpu_linear_##SFX, NULL, NULL},
+  {"linear", 4, {ID, ID, ID, ID}, ct_cpu_linear_##SFX, ct_cpu_linear_workspace_##SFX, NULL},
 
 static const ct_cpu_kernel ct_cpu_linalg_extra_kernels[] = {
     CT_CPU_ALL_TYPES(CT_VECDOT_REG, _) CT_CPU_FLOAT_TYPES(CT_LINEAR_REG, _)

@@ -3,7 +3,13 @@
  * The kernel only describes the call to the GEMM: a 1-D x1 is a row (m = 1) and a 1-D x2 a
  * column (n = 1), whose missing output dimension gets stride 0; batch dimensions broadcast
  * right-aligned through zero strides. Every stride is read from the views as they are
- * (transposed, negative or zero), so no operand is copied. */
+ * (transposed, negative or zero), so no operand is copied.
+ *
+ * matmul is workspace-requesting: the packed GEMM's panels (per thread, a few MB at most) live
+ * in the caller's workspace, because kernels never allocate and fixed stack buffers would be too
+ * small for L2/L3-sized blocks and risky on OpenMP threads' stacks. The size depends on the
+ * thread count, so ct_set_num_threads between the workspace query and the run can make the run
+ * ask for more. */
 #include "cpu_register.h"
 #include "gemm.h"
 
@@ -60,16 +66,27 @@ static void ct_matmul_describe(const ct_kernel_call* call, ct_gemm_desc* d,
 
 /* ----- kernels: one named function per dtype, from the kernel list ----- */
 
-#define CT_MATMUL_DEFINE(NAME, SFX, T, C, U, ID)                 \
-  static int ct_cpu_##NAME##_##SFX(const ct_kernel_call* call) { \
-    ct_gemm_desc desc;                                           \
-    ct_matmul_batch batch;                                       \
-    ct_matmul_describe(call, &desc, &batch);                     \
-    ct_gemm_##SFX(&desc);                                        \
-    return CT_OK;                                                \
+#define CT_MATMUL_DEFINE(NAME, SFX, T, C, U, ID)                                          \
+  static int ct_cpu_##NAME##_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes, \
+                                             uint64_t* alignment) {                       \
+    ct_gemm_desc desc = {0};                                                              \
+    ct_matmul_batch batch;                                                                \
+    ct_matmul_describe(call, &desc, &batch);                                              \
+    *bytes = ct_gemm_workspace_##SFX(&desc);                                              \
+    *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                             \
+    return CT_OK;                                                                         \
+  }                                                                                       \
+  static int ct_cpu_##NAME##_##SFX(const ct_kernel_call* call) {                          \
+    ct_gemm_desc desc = {0};                                                              \
+    ct_matmul_batch batch;                                                                \
+    ct_matmul_describe(call, &desc, &batch);                                              \
+    desc.workspace = call->workspace;                                                     \
+    desc.workspace_size = call->workspace_size;                                           \
+    ct_gemm_##SFX(&desc);                                                                 \
+    return CT_OK;                                                                         \
   }
 #define CT_MATMUL_REG(NAME, SFX, T, C, U, ID) \
-  {#NAME, 3, {ID, ID, ID}, ct_cpu_##NAME##_##SFX, NULL, NULL},
+  {#NAME, 3, {ID, ID, ID}, ct_cpu_##NAME##_##SFX, ct_cpu_##NAME##_workspace_##SFX, NULL},
 
 /* The kernel list: (op, dtypes). */
 #define CT_MATMUL_KERNELS(K)  \

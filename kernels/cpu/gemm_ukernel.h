@@ -1,0 +1,60 @@
+/* gemm_ukernel.h - the register-tiled micro-kernels of the packed GEMM, one set per instruction
+ * set, and the run-time choice between them.
+ *
+ * A micro-kernel computes one MR × NR tile of C from packed panels:
+ *   C[i][j] (=|+=) sum over p < kc of a[p·MR + i] · b[p·NR + j]
+ * where `a` is an A micro-panel (kc columns of MR rows, column after column) and `b` a B
+ * micro-panel (kc rows of NR columns, row after row), both 64-byte aligned. C has row stride
+ * `ldc` and unit column stride; accumulate != 0 adds to C, 0 overwrites it. The driver
+ * (gemm_packed.c) handles edge tiles through an MR × NR scratch tile, so kernels always compute
+ * whole tiles.
+ *
+ * One build serves every x86-64 machine: the AVX2 and AVX-512 sets live in files compiled with
+ * their own flags (meson: one static library per instruction set), and ct_gemm_ukernels_get()
+ * picks the widest set the CPU supports (__builtin_cpu_supports) at first use. The environment
+ * variable CTENSOR_CPU_ISA=generic|avx2|avx512, read once at that first use, lowers the choice
+ * (a set the CPU lacks is never chosen: the request falls back to the widest supported one),
+ * so that tests can run every set on one machine. */
+#ifndef CTENSOR_CPU_GEMM_UKERNEL_H_
+#define CTENSOR_CPU_GEMM_UKERNEL_H_
+
+#include <stdint.h>
+
+#include "internal.h"
+
+typedef void (*ct_gemm_ukernel_f32)(int64_t kc, const float* a, const float* b, float* c,
+                                    int64_t ldc, int accumulate);
+typedef void (*ct_gemm_ukernel_f64)(int64_t kc, const double* a, const double* b, double* c,
+                                    int64_t ldc, int accumulate);
+
+/* Tile shape and cache blocking of one precision: MC × KC blocks of A stay in L2, KC × NR
+ * micro-panels of B in L1, KC × NC panels of B in L3. mc is a multiple of mr, nc of nr. */
+typedef struct ct_gemm_blocking {
+  int32_t mr, nr;
+  int32_t mc, kc, nc;
+} ct_gemm_blocking;
+
+/* One instruction set's micro-kernels. */
+typedef struct ct_gemm_ukernels {
+  const char* isa; /* "generic", "avx2" or "avx512" */
+  ct_gemm_blocking f32_blocking;
+  ct_gemm_ukernel_f32 f32;
+  ct_gemm_blocking f64_blocking;
+  ct_gemm_ukernel_f64 f64;
+} ct_gemm_ukernels;
+
+/* The largest tile any set uses, for the driver's scratch tile. */
+#define CT_GEMM_MAX_TILE 512
+
+CT_INTERNAL extern const ct_gemm_ukernels ct_gemm_ukernels_generic;
+#ifdef CT_HAVE_GEMM_AVX2
+CT_INTERNAL extern const ct_gemm_ukernels ct_gemm_ukernels_avx2;
+#endif
+#ifdef CT_HAVE_GEMM_AVX512
+CT_INTERNAL extern const ct_gemm_ukernels ct_gemm_ukernels_avx512;
+#endif
+
+/* The set in use (chosen once, thread-safe). */
+CT_INTERNAL const ct_gemm_ukernels* ct_gemm_ukernels_get(void);
+
+#endif /* CTENSOR_CPU_GEMM_UKERNEL_H_ */

@@ -1,0 +1,154 @@
+"""The CPU backend's packed GEMM (kernels/cpu/gemm_packed.c) behind matmul and conv2d: shapes on
+and off every micro-kernel's tile edges, operand layouts the packing must absorb, batches, the
+threaded paths, and each instruction set's micro-kernels.
+
+CTENSOR_CPU_ISA=generic|avx2|avx512 (read once, at the first GEMM) caps the micro-kernel set;
+a set the CPU lacks falls back to the widest one it has, so every value runs on every machine.
+Each set runs the same cases in a fresh interpreter. Tile shapes: generic 4 × 8 (float32) and
+4 × 4 (float64), AVX2 6 × 16 and 6 × 8, AVX-512 12 × 32 and 12 × 16; blocks of 256 in k.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_ops_matmul_conv import check_matmul, conv_check
+
+import ctensor
+
+# (m, k, n): below, on and past each tile edge, one row or column, an empty depth, a depth of
+# several k blocks, more columns than one B panel, and products big enough for the threads.
+SHAPES = [
+    (1, 7, 9),
+    (9, 7, 1),
+    (1, 1, 1),
+    (4, 0, 8),
+    (2, 3, 5),
+    (4, 16, 8),
+    (6, 16, 16),
+    (7, 17, 17),
+    (12, 33, 32),
+    (13, 31, 33),
+    (25, 1100, 47),
+    (3, 300, 3100),
+    (145, 257, 130),
+    (200, 64, 300),
+]
+
+
+def _rng(seed: int = 0):
+    return np.random.default_rng(seed)
+
+
+def matmul_cases(dtype: str) -> None:
+    rng = _rng(1)
+    for m, k, n in SHAPES:
+        a = rng.uniform(-2, 2, (m, k)).astype(dtype)
+        b = rng.uniform(-2, 2, (k, n)).astype(dtype)
+        check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
+        # Transposed and reversed operands: the packing reads any strides.
+        at, bt = np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T
+        check_matmul(at, bt, ctensor.ops.matmul(at, bt), dtype)
+        check_matmul(a[::-1], b[:, ::-1], ctensor.ops.matmul(a[::-1], b[:, ::-1]), dtype)
+        # A column-major output (computed as C^T = B^T A^T) and one strided both ways (staged).
+        out_t = np.zeros((n, m), dtype).T
+        check_matmul(a, b, ctensor.ops.matmul(a, b, out=out_t), dtype)
+        out_s = np.zeros((2 * m, 3 * n), dtype)[::2, ::3]
+        check_matmul(a, b, ctensor.ops.matmul(a, b, out=out_s), dtype)
+    # Broadcast batches, a zero-stride operand, batches of many small products.
+    a = rng.uniform(-2, 2, (3, 1, 20, 30)).astype(dtype)
+    b = rng.uniform(-2, 2, (4, 30, 25)).astype(dtype)
+    check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
+    col = np.broadcast_to(rng.uniform(-2, 2, (70, 1)).astype(dtype), (70, 40))
+    a = rng.uniform(-2, 2, (50, 70)).astype(dtype)
+    check_matmul(a, col, ctensor.ops.matmul(a, col), dtype)
+    # A shared by every batch entry (packed once for all): few entries, many, and threaded.
+    for a_shape, b_shape in [
+        ((20, 30), (5, 30, 25)),
+        ((70, 300), (6, 300, 90)),
+        ((50, 200), (9, 200, 120)),
+        ((13, 7), (2, 3, 7, 1100)),
+    ]:
+        a = rng.uniform(-2, 2, a_shape).astype(dtype)
+        b = rng.uniform(-2, 2, b_shape).astype(dtype)
+        check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
+    a = rng.uniform(-2, 2, (64, 9, 11)).astype(dtype)
+    b = rng.uniform(-2, 2, (11, 13)).astype(dtype)
+    check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
+
+
+def bfloat16_cases() -> None:
+    gen = torch.Generator().manual_seed(2)
+    for m, k, n in [(13, 31, 33), (145, 257, 130), (7, 0, 5)]:
+        a = torch.randn((m, k), generator=gen).to(torch.bfloat16)
+        b = torch.randn((n, k), generator=gen).to(torch.bfloat16).T  # transposed view
+        check_matmul(a, b, ctensor.ops.matmul(a, b), "bfloat16")
+
+
+def conv2d_cases(dtype: str) -> None:
+    rng = _rng(3)
+    cases = [
+        ((2, 16, 12, 13), (24, 16, 3, 3), dict(padding=(1, 1))),
+        ((1, 6, 9, 20), (10, 3, 3, 5), dict(stride=(2, 3), padding=(2, 1), groups=2)),
+        ((3, 4, 5, 5), (7, 4, 1, 1), dict()),
+        ((1, 3, 30, 30), (5, 3, 2, 2), dict(dilation=(2, 3), padding=(0, 2))),
+        ((2, 8, 1, 1), (9, 8, 3, 3), dict(padding=(1, 1))),
+    ]
+    for x_shape, w_shape, attrs in cases:
+        attrs = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1, **attrs}
+        x = rng.uniform(-2, 2, x_shape).astype(dtype)[:, :, :, ::-1]
+        w = rng.uniform(-2, 2, w_shape).astype(dtype)
+        b = rng.uniform(-2, 2, w_shape[:1]).astype(dtype)
+        conv_check(x, w, None, attrs, ctensor.ops.conv2d(x, w, **attrs), dtype)
+        conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, **attrs), dtype)
+
+
+def all_cases() -> None:
+    for dtype in ["float16", "float32", "float64"]:
+        matmul_cases(dtype)
+        conv2d_cases(dtype)
+    bfloat16_cases()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_matmul_tile_edges_and_layouts(dtype):
+    matmul_cases(dtype)
+
+
+def test_matmul_bfloat16_tiles():
+    bfloat16_cases()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_conv2d_implicit_gemm(dtype):
+    conv2d_cases(dtype)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_matmul_thread_counts(threads):
+    """One thread, and more threads than cores (the shared-panel and per-item paths)."""
+    before = ctensor.get_num_threads()
+    try:
+        ctensor.set_num_threads(threads)
+        matmul_cases("float32")
+        conv2d_cases("float32")
+    finally:
+        ctensor.set_num_threads(before)
+
+
+@pytest.mark.parametrize("isa", ["generic", "avx2", "avx512", "unknown-name"])
+def test_each_micro_kernel_set(isa):
+    """Every case again in a fresh interpreter whose GEMM is capped at `isa`."""
+    env = dict(os.environ, CTENSOR_CPU_ISA=isa)
+    here = Path(__file__).parent
+    code = "import test_cpu_gemm; test_cpu_gemm.all_cases()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=here, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
