@@ -176,6 +176,7 @@ int ctpy_fast_call(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t o
 int ctpy_fast_new(ctpy_frame* frame, const ct_op* op, intptr_t args, const ct_attr* attrs,
                   int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
                   intptr_t results);
+int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count);
 
 extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
                                   const ct_tensor_info* info, int32_t device_type,
@@ -664,6 +665,36 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
   ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
   PyGILState_Release(gil);
   return rc ? rc : status;
+}
+
+/* For bound calls replayed on new buffers: the index of the first of `count` tensors whose
+ * device, dtype, shape, strides (absent strides read as compact) or byte offset differ from the
+ * bound one; -1 when every layout matches (data pointers may differ). */
+static int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count) {
+  for (int32_t i = 0; i < count; ++i) {
+    const ct_tensor* a = bound[i];
+    const ct_tensor* b = given[i];
+    if (!a || !b) {
+      if (a != b) return i;
+      continue;
+    }
+    if (a->ndim != b->ndim || a->device.device_type != b->device.device_type ||
+        a->device.device_id != b->device.device_id || a->dtype.code != b->dtype.code ||
+        a->dtype.bits != b->dtype.bits || a->dtype.lanes != b->dtype.lanes ||
+        a->byte_offset != b->byte_offset) {
+      return i;
+    }
+    int64_t compact_a = 1, compact_b = 1;
+    for (int32_t d = a->ndim - 1; d >= 0; --d) {
+      if (a->shape[d] != b->shape[d]) return i;
+      const int64_t stride_a = a->strides ? a->strides[d] : compact_a;
+      const int64_t stride_b = b->strides ? b->strides[d] : compact_b;
+      if (stride_a != stride_b && a->shape[d] != 1) return i;
+      compact_a *= a->shape[d];
+      compact_b *= b->shape[d];
+    }
+  }
+  return -1;
 }
 
 /* Calls the producer's deleter of a consumed capsule (once), holding the GIL as a capsule

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from . import ops
+from ._bind import BoundCall, bind
 from ._dlpack import InputTypeError
 from ._errors import (
     STATUS_TO_ERROR,
@@ -42,6 +43,8 @@ __all__ = [
     "ABI_VERSION",
     "__version__",
     "abi_version",
+    "bind",
+    "BoundCall",
     "get_include",
     "get_lib_dir",
     "get_num_threads",
