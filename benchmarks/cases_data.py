@@ -10,14 +10,6 @@ from .env import Env
 __all__ = ["build"]
 
 
-def _nonzero_numpy(result: object) -> np.ndarray:
-    """nonzero results as an (ndim, count) int64 array, whatever form a library returns."""
-    if isinstance(result, tuple):
-        return np.stack([np.asarray(r, np.int64) for r in result])
-    array = np.asarray(result, np.int64)
-    return array
-
-
 def build(env: Env) -> list[Case]:
     quick = env.quick
     n_sort = 1 << (14 if quick else 22)
@@ -41,8 +33,6 @@ def build(env: Env) -> list[Case]:
         return found
 
     exact = {"numpy": "exact", **({"torch": "exact"} if has_torch else {})}
-    # nonzero: ctensor gives (count, ndim) indices like torch.nonzero and np.argwhere.
-    nonzero_convert = {"numpy": lambda r: np.asarray(r).T}
     sort_targets = [Target(">= 1.0x NumPy", "speedup", "numpy", 1.0)]
     nonzero_targets = [Target(">= 2x torch", "speedup", "torch", 2.0)] if has_torch else []
     return [
@@ -53,8 +43,8 @@ def build(env: Env) -> list[Case]:
              impls("ops.topk(x, k=k)[0]", None, "torch.topk(tx, k).values"),
              f"float32, k={k} largest, sorted", {"torch": "exact"} if has_torch else {}),
         Case(f"data/nonzero/2^{int(np.log2(n_mask))}", "data", "Melem/s", n_mask,
-             impls("ops.nonzero(mask)", "np.nonzero(mask)", "torch.nonzero(tmask)"),
-             "bool, half of them true", exact, convert=nonzero_convert,
+             impls("ops.nonzero(mask)", "np.nonzero(mask)", "torch.nonzero(tmask, as_tuple=True)"),
+             "bool, half of them true (one index array per dimension)", exact,
              targets=nonzero_targets),
         Case(f"data/unique/2^{int(np.log2(n_sort))}", "data", "Melem/s", n_sort,
              impls("np.sort(ops.unique_values(ints))", "np.unique(ints)", "torch.unique(tints)"),

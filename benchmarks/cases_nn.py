@@ -72,7 +72,7 @@ def build(env: Env) -> list[Case]:
              targets=_faster(2.0) if has_torch else []),
         Case(f"nn/transpose_copy/{side}x{side}", "nn", "GB/s", 2 * sq.size * _F32,
              impls("ops.matrix_transpose(sq, out=sqt)", "tsqt.copy_(tsq.T)",
-                   "np.copyto(sqt, sq.T)"),
+                   "(np.copyto(sqt, sq.T), sqt)[1]"),
              f"({side}, {side}) written transposed into a compact array", exact_np,
              targets=_faster(2.0) if has_torch else []),
         Case(f"nn/argmax/{rows}x{cols}", "nn", "GB/s", x.size * _F32,

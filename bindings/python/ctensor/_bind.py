@@ -143,6 +143,15 @@ def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
             )
 
 
+def _bind_error(status: int) -> Exception:
+    """The error of a failed first run; for dtypes, with the reason bind does not cast."""
+    if status == lib.CT_ERROR_UNSUPPORTED_DTYPE:
+        return UnsupportedDTypeError(
+            f"{last_error()} (bind takes dtypes a kernel accepts as they are; cast the inputs "
+            "first)", status)
+    return error_for_status(status, last_error())
+
+
 class BoundCall:
     """One operator call checked once and replayed: see :func:`bind`.
 
@@ -185,12 +194,8 @@ class BoundCall:
         context = self._make_context(spec, frame, n, outputs, n_out, attr_array, num_attrs,
                                      backend, keep)
         status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
-        if status == lib.CT_ERROR_UNSUPPORTED_DTYPE:
-            raise UnsupportedDTypeError(
-                f"{last_error()} (bind takes dtypes a kernel accepts as they are; cast the "
-                "inputs first)", status)
         if status:
-            raise error_for_status(status, last_error())
+            raise _bind_error(status)
         self.spec = spec
         self.result = outs[0] if (not many or (n_out == 1 and spec.single_output)) else out
         self._argv = (spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
@@ -213,7 +218,7 @@ class BoundCall:
         status = lib.ct_op_workspace(spec.op, frame.tensors, n, outputs, n_out, attr_array,
                                      num_attrs, bytes_, align)
         if status:
-            raise error_for_status(status, last_error())
+            raise _bind_error(status)
         size, alignment = int(bytes_[0]), max(int(align[0]), 1)
         if size == 0 and backend is None:
             return _NULL
