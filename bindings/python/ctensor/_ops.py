@@ -1167,13 +1167,15 @@ def make_op(spec: OpSpec):  # noqa: ANN201
             f"    _pool_append(frame)\n"
             f"    return _call(_spec, args, out, attrs)\n"
         )
-    namespace: dict[str, Any] = {
-        "_spec": spec, "_call": call, "_op": spec.op, "_pool_pop": _pool_pop,
-        "_pool_append": _pool_keep, "_Frame": _Frame, "_fast_call": _fast_call, "_id": id,
-        "_NULL": _NULL, "_type": type, "_SEQUENCES": (tuple, list),
-        "_single": spec.single_output, "_fail": _fail,
-        "_RETRY": (_UNSUPPORTED_DTYPE, _WORKSPACE_TOO_SMALL),
-    }
+        fast_names = {
+            "_op": spec.op, "_pool_pop": _pool_pop, "_pool_append": _pool_keep,
+            "_Frame": _Frame, "_fast_call": _fast_call, "_id": id, "_NULL": _NULL,
+            "_type": type, "_SEQUENCES": (tuple, list), "_single": spec.single_output,
+            "_fail": _fail, "_RETRY": (_UNSUPPORTED_DTYPE, _WORKSPACE_TOO_SMALL),
+        }
+    else:
+        fast_names = {}
+    namespace: dict[str, Any] = {"_spec": spec, "_call": call, **fast_names}
     exec(compile(source, f"<ctensor.ops.{spec.name}>", "exec"), namespace)  # noqa: S102
     function = namespace[_py_name(spec.name)]
     function.__name__ = spec.name
