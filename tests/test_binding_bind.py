@@ -199,3 +199,15 @@ def test_bound_call_from_many_threads():
         results = list(pool.map(lambda c: [c() for _ in range(50)][-1], calls))
     for result in results:
         assert_close(result, a * a)
+
+
+def test_backend_names_the_kernel_provider():
+    a = np.arange(4, dtype=np.float32)
+    out = np.empty(4, np.float32)
+    call = ctensor.bind(ops.add, a, a, out=out, backend="cpu")
+    assert call() is out
+    assert_close(out, np.arange(4) * 2.0)
+    with pytest.raises(ctensor.CTensorError):
+        ctensor.bind(ops.add, a, a, out=np.empty(4, np.float32), backend="no-such-backend")
+    with pytest.raises(ctensor.InvalidArgumentError, match="backend"):
+        ctensor.bind(ops.add, a, a, out=out, backend=3)

@@ -65,7 +65,11 @@ def _split_backend(spec: OpSpec, attrs: dict) -> tuple[dict, str | None]:
     if "backend" in attrs and "backend" not in spec.attr_types:
         attrs = dict(attrs)
         backend = attrs.pop("backend")
-        return attrs, None if backend is None else str(backend)
+        if backend is not None and not isinstance(backend, str):
+            raise InvalidArgumentError(
+                f"{spec.name}: backend= takes a backend name (str), got {type(backend).__name__}"
+            )
+        return attrs, backend
     return attrs, None
 
 
@@ -174,7 +178,10 @@ class BoundCall:
         if out is None:
             # The first run allocates the outputs (in the inputs' framework) and reports every
             # error a plain call would.
-            out = _ops.call(spec, inputs, None, attrs or None)
+            first = dict(attrs)
+            if backend is not None:
+                first["backend"] = backend
+            out = _ops.call(spec, inputs, None, first or None)
         many = type(out) in (tuple, list)
         outs = tuple(out) if many else (out,)
         n, n_out = len(inputs), len(outs)
@@ -212,27 +219,27 @@ class BoundCall:
     def _make_context(spec: OpSpec, frame: Any, n: int, outputs: Any, n_out: int,
                       attr_array: Any, num_attrs: int, backend: str | None, keep: list) -> Any:
         """NULL when the call needs no workspace and names no backend; else a context holding
-        the workspace (allocated once, here) and the backend name."""
+        the backend name and the workspace (allocated once, here) of the kernel it picks."""
+        context = frame.reset_context()
+        if backend is not None:
+            name = ffi.new("char[]", backend.encode("utf-8"))
+            keep.append(name)
+            context.backend = name
         bytes_ = frame.ws_bytes
         align = frame.ws_align
-        status = lib.ct_op_workspace(spec.op, frame.tensors, n, outputs, n_out, attr_array,
-                                     num_attrs, bytes_, align)
+        status = lib.ct_op_workspace_with_context(spec.op, frame.tensors, n, outputs, n_out,
+                                                  attr_array, num_attrs, context, bytes_, align)
         if status:
             raise _bind_error(status)
         size, alignment = int(bytes_[0]), max(int(align[0]), 1)
         if size == 0 and backend is None:
             return _NULL
-        context = frame.reset_context()
         if size:
             buffer = np.empty(size + alignment, np.uint8)
             keep.append(buffer)
             address = buffer.ctypes.data
             context.workspace = ffi.cast("void*", address + (-address) % alignment)
             context.workspace_size = size
-        if backend is not None:
-            name = ffi.new("char[]", backend.encode("utf-8"))
-            keep.append(name)
-            context.backend = name
         return context
 
     def __call__(self, *args: Any, out: Any = None) -> Any:
