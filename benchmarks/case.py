@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Case", "Impl", "Target", "CTENSOR_IMPLS"]
+__all__ = ["Case", "Impl", "Target", "CTENSOR_IMPLS", "OUT_NAMES"]
+
+#: The names the case builders give their out= buffers (NumPy arrays; torch views share them).
+OUT_NAMES = ("c", "mc", "y", "out", "po", "sqt")
 
 #: Implementations that are ctensor's (checked, and judged by targets).
 CTENSOR_IMPLS = ("ctensor", "ctensor.bind")
@@ -63,3 +66,7 @@ class Case:
     targets: list[Target] = field(default_factory=list)
     # A machine-limit case names the limit it measures (its "machine" implementation).
     limit: str | None = None
+    # Names of out= buffers in the implementations' namespaces: filled with a sentinel (NaN,
+    # or all ones bits for integers) before each implementation is evaluated for the check, so
+    # that an implementation that writes nothing cannot pass on another's result.
+    outputs: tuple[str, ...] = OUT_NAMES

@@ -13,13 +13,25 @@ __all__ = ["build"]
 _SIZE = 8
 
 
+def _raiser(error: Exception):  # noqa: ANN202
+    """A callable that raises ``error`` (a bind that failed is reported when it is checked)."""
+
+    def bound() -> None:
+        raise error
+
+    return bound
+
+
 def _case(env: Env, name: str, ct: str, peers: dict[str, str], values: dict, bind: str | None,
           description: str, targets: list[Target] | None = None) -> Case:
     ns = {"ctensor": env.ctensor, "ops": env.ops, "np": np, "torch": env.torch, **values}
     impls = {"ctensor": Impl(ct, ns)}
     if bind is not None:
         ns_bound = dict(ns)
-        ns_bound["bound"] = eval(bind, ns)  # noqa: S307 - our own expression
+        try:
+            ns_bound["bound"] = eval(bind, ns)  # noqa: S307 - our own expression
+        except Exception as e:  # noqa: BLE001 - reported by the check as this impl's error
+            ns_bound["bound"] = _raiser(e)
         impls["ctensor.bind"] = Impl("bound()", ns_bound)
     for lib_name, expr in peers.items():
         impls[lib_name] = Impl(expr, ns)

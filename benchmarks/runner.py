@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
+
 from .case import CTENSOR_IMPLS, Case
 from .check import compare
 from .peers import to_numpy
@@ -14,11 +16,30 @@ from .timing import Timed, interleaved
 __all__ = ["run_case", "judge_targets"]
 
 
+def _poison(case: Case, namespace: dict) -> None:
+    """Fills the case's out= buffers with a sentinel (see Case.outputs)."""
+    for name in case.outputs:
+        buffer = namespace.get(name)
+        if isinstance(buffer, np.ndarray) and buffer.flags.writeable:
+            if buffer.dtype.kind == "f":
+                buffer.fill(np.nan)
+            elif buffer.dtype.kind in "iu":
+                buffer.fill(-1 if buffer.dtype.kind == "i" else np.iinfo(buffer.dtype).max)
+
+
 def _evaluate(case: Case, name: str) -> Any:
+    """The result of one implementation, copied (out= buffers are shared between them)."""
     impl = case.impls[name]
+    _poison(case, impl.namespace)
     result = eval(impl.expr, impl.namespace)  # noqa: S307 - the harness's own expressions
     convert = case.convert.get(name)
-    return convert(result) if convert else to_numpy(result)
+    return copy_result(convert(result) if convert else to_numpy(result))
+
+
+def copy_result(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(copy_result(v) for v in value)
+    return np.array(value, copy=True)
 
 
 def _check(case: Case, results: dict) -> dict[str, dict]:

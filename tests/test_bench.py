@@ -97,6 +97,14 @@ def test_a_wrong_answer_is_reported_and_never_timed():
     assert "WRONG" in text and "MISSED" in text
 
 
+def test_an_implementation_that_writes_nothing_cannot_pass_on_a_peers_result():
+    # numpy writes the right answer into c first; "c" alone would then look right, but out=
+    # buffers are filled with a sentinel before each implementation is evaluated.
+    record = runner.run_case(_case("c"), repeats=2, min_sample_s=0.0)
+    assert record["checks"]["ctensor"]["status"] == "wrong"
+    assert "ctensor" not in record["results"]
+
+
 def test_a_failing_call_is_reported_as_an_error():
     record = runner.run_case(_case("ops.add(a, a, out=np.empty(3, np.float32))"), 2, 0.0)
     assert record["checks"]["ctensor"]["status"] == "error"
