@@ -44,6 +44,8 @@ def compare(got: Any, want: Any, rule: tuple[float, float] | str) -> str | None:
     bad = (error > allowed) & ~np.isnan(w64) | nan_mismatch
     if not bad.any():
         return None
-    worst = float(np.nanmax(np.where(bad, error, 0.0)))
+    worst = float(np.where(bad & np.isfinite(error), error, 0.0).max())
+    nans = int(np.count_nonzero(nan_mismatch))
     return (f"{int(np.count_nonzero(bad))} of {w.size} elements outside rtol={rtol:g}, "
-            f"atol={atol:g} (worst error {worst:.3g})")
+            f"atol={atol:g} (worst finite error {worst:.3g}; {nans} NaN where the peer has "
+            "none or the reverse)")
