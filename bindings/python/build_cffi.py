@@ -179,6 +179,10 @@ int ctpy_fast_new(ctpy_frame* frame, const ct_op* op, intptr_t args, const ct_at
                   int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
                   intptr_t results);
 int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count);
+#define CTPY_LAYOUT_MISMATCH 2000000
+int ctpy_bound_run(ctpy_frame* frame, ct_tensor* const* bound, const ct_op* op, int32_t num_inputs,
+                   int32_t num_outputs, intptr_t args, intptr_t outs, const ct_attr* attrs,
+                   int32_t num_attrs, const ct_context* context);
 int ctpy_numpy_direct(int enable);
 int ctpy_numpy_view(intptr_t array, ct_tensor* view, int64_t* strides, int32_t output);
 
@@ -742,6 +746,67 @@ static int ctpy_fast_call(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_
   return status;
 }
 
+
+/* A bound call replayed on other arrays, in one crossing: reads `args` (a tuple; empty: the
+ * bound inputs) and `outs` (an array or a tuple/list; None: the bound outputs) as
+ * ctpy_fast_call does, checks their layouts against `bound` (ctpy_layout_diff) and runs with the
+ * bound attributes and context. Returns the ct_status of the run; CTPY_FAST_NEED_PYTHON (nothing
+ * run, nothing held) for anything the Python path must read or report (other types, counts,
+ * devices, READ_ONLY outputs); CTPY_LAYOUT_MISMATCH + i when tensor i's layout differs from the
+ * bound one (nothing run). */
+#define CTPY_LAYOUT_MISMATCH 2000000
+static int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count);
+static int ctpy_bound_run(ctpy_frame* f, ct_tensor* const* bound, const ct_op* op, int32_t n,
+                          int32_t n_out, intptr_t args, intptr_t outs, const ct_attr* attrs,
+                          int32_t num_attrs, const ct_context* context) {
+  if (n < 0 || n_out < 0 || n + n_out > CTPY_MAX_TENSORS - 8) return CTPY_FAST_NEED_PYTHON;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* in = (PyObject*)args;
+  PyObject* out = (PyObject*)outs;
+  int rc = 0;
+  const Py_ssize_t given = PyTuple_Size(in);
+  if (given < 0) {
+    PyErr_Clear();
+    rc = CTPY_FAST_NEED_PYTHON;
+  } else if (given == 0) {
+    for (int32_t i = 0; i < n; ++i) f->tensors[i] = bound[i];
+  } else if (ctpy_collect(f, in, 0, 0) != n) {
+    rc = CTPY_FAST_NEED_PYTHON;
+  }
+  if (rc == 0 && out == Py_None) {
+    for (int32_t j = 0; j < n_out; ++j) f->tensors[n + j] = bound[n + j];
+  } else if (rc == 0 && ctpy_collect(f, out, n, 1) != n_out) {
+    rc = CTPY_FAST_NEED_PYTHON;
+  }
+  for (int32_t i = 0; rc == 0 && i < n + n_out; ++i) {
+    const ct_tensor* t = f->tensors[i];
+    const int is_given = i < n ? given > 0 : out != Py_None;
+    if (!t) {
+      if (bound[i]) rc = CTPY_FAST_NEED_PYTHON; /* only an absent optional input may be NULL */
+    } else if (is_given && (t->device.device_type != CT_DEVICE_CPU ||
+                            (i >= n && (f->meta[i] & CTPY_META_READ_ONLY)))) {
+      rc = CTPY_FAST_NEED_PYTHON;
+    }
+  }
+  if (rc == 0) {
+    const int32_t diff = ctpy_layout_diff(bound, f->tensors, n + n_out);
+    if (diff >= 0) rc = CTPY_LAYOUT_MISMATCH + diff;
+  }
+  if (rc) {
+    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+    PyGILState_Release(gil);
+    return rc;
+  }
+  const int hold = ctpy_is_small(f, n, n_out);
+  if (!hold) PyGILState_Release(gil);
+  const int status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
+                               (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
+                               context);
+  if (!hold) gil = PyGILState_Ensure();
+  ctpy_drop_owned(f, n + n_out);
+  PyGILState_Release(gil);
+  return status;
+}
 
 /* A whole call without out= in one crossing: reads the inputs (`args`, a tuple) in C and checks
  * that they are in host memory, infers, allocates every output by calling allocate(shape, dtype)

@@ -46,6 +46,9 @@ _CPU = lib.CT_DEVICE_CPU
 _META_READ_ONLY = lib.CTPY_META_READ_ONLY
 _run = lib.ct_op_run
 _layout_diff = lib.ctpy_layout_diff
+_bound_run = lib.ctpy_bound_run
+_LAYOUT_MISMATCH = lib.CTPY_LAYOUT_MISMATCH
+_NEED_PYTHON = lib.CTPY_FAST_NEED_PYTHON
 
 
 def _spec_of(op: Any) -> OpSpec:
@@ -165,7 +168,7 @@ class BoundCall:
     (0 on success) instead of raising, and the result is ``call.result``."""
 
     __slots__ = ("spec", "result", "run", "_argv", "_frame", "_keep", "_n", "_n_out",
-                 "_many", "_context", "_attrs", "__weakref__")
+                 "_many", "_context", "_attrs", "_variadic", "__weakref__")
 
     def __init__(self, spec: OpSpec, args: tuple, out: Any, attrs: dict):
         if spec.is_dynamic:
@@ -214,6 +217,7 @@ class BoundCall:
         self._many = many
         self._context = context
         self._attrs = (attr_array, num_attrs)
+        self._variadic = any(inp.get("variadic") for inp in spec.inputs)
 
     @staticmethod
     def _make_context(spec: OpSpec, frame: Any, n: int, outputs: Any, n_out: int,
@@ -252,7 +256,7 @@ class BoundCall:
 
     def _run_on(self, args: tuple, out: Any) -> Any:
         spec = self.spec
-        inputs = _flat_inputs(spec, args) if args else None
+        inputs = (_flat_inputs(spec, args) if self._variadic else args) if args else None
         n, n_out = self._n, self._n_out
         if inputs is not None and len(inputs) != n:
             raise WrongArityError(f"{spec.name}: bound with {n} inputs, replayed with "
@@ -267,10 +271,33 @@ class BoundCall:
         except IndexError:
             frame = _ops._Frame()
         try:
+            # Plain arrays: read, layout-checked and run in one crossing (ctpy_bound_run).
+            attr_array, num_attrs = self._attrs
+            status = _bound_run(frame.c, self._frame.tensors, spec.op, n, n_out,
+                                id(inputs if inputs is not None else ()), id(out), attr_array,
+                                num_attrs, self._context)
+            if status == 0:
+                if outs is None:
+                    return self.result
+                return outs[0] if (not many or (n_out == 1 and spec.single_output)) else out
+            if status >= _LAYOUT_MISMATCH:
+                raise self._layout_error(status - _LAYOUT_MISMATCH)
+            if status != _NEED_PYTHON:
+                raise error_for_status(status, last_error())
             return self._run_in(frame, inputs, outs, out, many)
         finally:
             if len(_ops._POOL) < _ops._POOL_SIZE:
                 _ops._pool_append(frame)
+
+    def _layout_error(self, index: int) -> ShapeMismatchError:
+        spec, n = self.spec, self._n
+        what = (_ops._input_name(spec, index) if index < n
+                else _ops._out_name(spec, index - n, self._n_out > 1))
+        return ShapeMismatchError(
+            f"{what} does not have the layout the call was bound with (device, dtype, shape, "
+            "strides and byte offset must match; bind again for another layout)",
+            lib.CT_ERROR_SHAPE_MISMATCH,
+        )
 
     def _run_in(self, frame: Any, inputs: tuple | None, outs: tuple | None, out: Any,
                 many: bool) -> Any:
@@ -293,13 +320,7 @@ class BoundCall:
                 tensors[n + j] = bound[n + j]
         diff = _layout_diff(bound, tensors, n + n_out)
         if diff >= 0:
-            what = (_ops._input_name(spec, diff) if diff < n
-                    else _ops._out_name(spec, diff - n, n_out > 1))
-            raise ShapeMismatchError(
-                f"{what} does not have the layout the call was bound with (device, dtype, "
-                "shape, strides and byte offset must match; bind again for another layout)",
-                lib.CT_ERROR_SHAPE_MISMATCH,
-            )
+            raise self._layout_error(diff)
         attr_array, num_attrs = self._attrs
         status = _run(spec.op, tensors, n, tensors + n, n_out, attr_array, num_attrs,
                       self._context)
