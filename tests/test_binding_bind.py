@@ -211,3 +211,23 @@ def test_backend_names_the_kernel_provider():
         ctensor.bind(ops.add, a, a, out=np.empty(4, np.float32), backend="no-such-backend")
     with pytest.raises(ctensor.InvalidArgumentError, match="backend"):
         ctensor.bind(ops.add, a, a, out=out, backend=3)
+
+
+def test_replay_takes_the_python_path_for_what_c_does_not_read():
+    a = np.arange(4, dtype=np.float32)
+    out = np.empty(4, np.float32)
+    call = ctensor.bind(ops.add, a, a, out=out)
+
+    class Sub(np.ndarray):
+        pass
+
+    assert call(a.view(Sub), a) is out  # a subclass: read through DLPack by the Python path
+    assert_close(out, np.arange(4) * 2.0)
+    read_only = np.zeros(4, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ctensor.ReadOnlyOutputError):
+        call(out=read_only)
+    np.testing.assert_array_equal(read_only, np.zeros(4))
+    t = torch.zeros(4)
+    assert call(out=t) is t  # torch tensors of the same layout are fine too
+    assert_close(t, np.arange(4) * 2.0)
