@@ -126,7 +126,7 @@ def charts(document: dict, directory: str) -> list[str]:
                      f"threads")
         fig.tight_layout()
         path = os.path.join(directory, f"{group}.png")
-        fig.savefig(path, dpi=90)
+        fig.savefig(path, dpi=90, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
     targets = [(f"{r['name']}{' (bind)' if t['impl'] == 'ctensor.bind' else ''}: {t['text']}",
@@ -144,7 +144,7 @@ def charts(document: dict, directory: str) -> list[str]:
         ax.set_title("targets")
         fig.tight_layout()
         path = os.path.join(directory, "targets.png")
-        fig.savefig(path, dpi=90)
+        fig.savefig(path, dpi=90, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
     return written
