@@ -5,6 +5,10 @@ Each implementation is a statement run by ``timeit.Timer`` (so per-call overhead
 call itself, not a wrapper around it). A sample runs the statement ``number`` times, ``number``
 chosen per implementation so that one sample takes at least ``min_sample_s``; the result is the
 median over ``repeats`` samples of the time per call.
+
+Interleaving is per sample, not per call: OpenMP runtimes (ctensor's, torch's, OpenBLAS's
+threads) keep spinning for a moment after a parallel region, which would slow whichever library
+runs next; with samples of 50 ms (the default) that moment is a small part of one sample.
 """
 
 from __future__ import annotations
