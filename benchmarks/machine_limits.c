@@ -51,8 +51,9 @@ float ml_read(const float* restrict src, int64_t n) {
 
 /* FMA peak: per thread, `iters` rounds of ML_CHAINS independent vector FMA chains (enough to
  * hide the FMA latency on current cores, few enough to stay in registers), vectors as wide as
- * the build target's widest (16 lanes with AVX-512, else 8). Each round is ML_CHAINS * ML_LANES fused multiply-adds,
- * 2 flops each. Returns the flop count done, so the caller needs no knowledge of the widths. */
+ * the build target's widest (16 lanes with AVX-512, else 8). Each round is ML_CHAINS * ML_LANES
+ * fused multiply-adds, 2 flops each. Returns the flop count done, so the caller needs no knowledge
+ * of the widths. */
 #ifdef __AVX512F__
 #define ML_LANES 16
 #else
