@@ -153,6 +153,8 @@ typedef struct ctpy_frame {
   uint64_t workspace_alignment;
   ct_context context;
   void* owned[320];           /* capsules the fast paths asked for (references held) */
+  ct_tensor views[16];        /* NumPy arrays read directly by the fast paths */
+  int64_t view_strides[1024]; /* their strides in elements, 64 per view */
 } ctpy_frame;
 
 #define CTPY_META_READ_ONLY 4294967296
@@ -176,6 +178,13 @@ int ctpy_fast_call(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t o
 int ctpy_fast_new(ctpy_frame* frame, const ct_op* op, intptr_t args, const ct_attr* attrs,
                   int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
                   intptr_t results);
+int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count);
+#define CTPY_LAYOUT_MISMATCH 2000000
+int ctpy_bound_run(ctpy_frame* frame, ct_tensor* const* bound, const ct_op* op, int32_t num_inputs,
+                   int32_t num_outputs, intptr_t args, intptr_t outs, const ct_attr* attrs,
+                   int32_t num_attrs, const ct_context* context);
+int ctpy_numpy_direct(int enable);
+int ctpy_numpy_view(intptr_t array, ct_tensor* view, int64_t* strides, int32_t output);
 
 extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
                                   const ct_tensor_info* info, int32_t device_type,
@@ -274,6 +283,7 @@ static int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view) {
 #define CTPY_MAX_TENSORS 320
 #define CTPY_MAX_OUTPUTS 64
 #define CTPY_SUMMARY_SIZE (CTPY_MAX_OUTPUTS * (CT_MAX_NDIM + 2))
+#define CTPY_MAX_VIEWS 16
 typedef struct ctpy_frame {
   intptr_t objects[CTPY_MAX_TENSORS];
   ct_tensor* tensors[CTPY_MAX_TENSORS];
@@ -287,6 +297,8 @@ typedef struct ctpy_frame {
   uint64_t workspace_alignment;
   ct_context context;
   void* owned[CTPY_MAX_TENSORS];
+  ct_tensor views[CTPY_MAX_VIEWS];
+  int64_t view_strides[CTPY_MAX_VIEWS * CT_MAX_NDIM];
 } ctpy_frame;
 
 /* meta: bits 0-31 dtype key (code | bits << 8 | lanes << 16), bit 32 READ_ONLY, bit 33
@@ -522,6 +534,129 @@ static PyObject* ctpy_capsule_of(PyObject* o, int output) {
   return capsule;
 }
 
+/* ---- NumPy arrays read without DLPack ----------------------------------------------------
+ * The fields of NumPy's array and dtype objects that the direct path reads. Their layout is
+ * part of NumPy's C ABI and the same in NumPy 1.x and 2.x for these fields; the binding checks
+ * it at import against the DLPack export of a few arrays (ctpy_numpy_view vs the capsule) and
+ * turns the direct path off if anything differs. */
+typedef struct ctpy_np_descr {
+  PyObject ob_base;
+  PyTypeObject* typeobj;
+  char kind;
+  char type;
+  char byteorder;
+  char former_flags;
+  int type_num;
+} ctpy_np_descr;
+
+typedef struct ctpy_np_array {
+  PyObject ob_base;
+  char* data;
+  int nd;
+  intptr_t* dimensions;
+  intptr_t* strides;
+  PyObject* base;
+  ctpy_np_descr* descr;
+  int flags;
+} ctpy_np_array;
+
+#define CTPY_NPY_ALIGNED 0x0100
+#define CTPY_NPY_WRITEABLE 0x0400
+static int ctpy_direct_enabled = 0;
+
+/* Turns the direct path on (1) or off (0); returns the previous setting. */
+static int ctpy_numpy_direct(int enable) {
+  const int previous = ctpy_direct_enabled;
+  ctpy_direct_enabled = enable && sizeof(intptr_t) == sizeof(int64_t);
+  return previous;
+}
+
+/* The ct dtype of a NumPy type number (native byte order), or bits 0 when not handled here. */
+static ct_dtype ctpy_numpy_dtype(int type_num) {
+  ct_dtype d = {0, 0, 1};
+  switch (type_num) {
+    case 0: d.code = CT_DTYPE_BOOL; d.bits = 8; break;
+    case 1: d.code = CT_DTYPE_INT; d.bits = 8; break;
+    case 2: d.code = CT_DTYPE_UINT; d.bits = 8; break;
+    case 3: d.code = CT_DTYPE_INT; d.bits = 8 * sizeof(short); break;
+    case 4: d.code = CT_DTYPE_UINT; d.bits = 8 * sizeof(short); break;
+    case 5: d.code = CT_DTYPE_INT; d.bits = 8 * sizeof(int); break;
+    case 6: d.code = CT_DTYPE_UINT; d.bits = 8 * sizeof(int); break;
+    case 7: d.code = CT_DTYPE_INT; d.bits = 8 * sizeof(long); break;
+    case 8: d.code = CT_DTYPE_UINT; d.bits = 8 * sizeof(long); break;
+    case 9: d.code = CT_DTYPE_INT; d.bits = 8 * sizeof(long long); break;
+    case 10: d.code = CT_DTYPE_UINT; d.bits = 8 * sizeof(long long); break;
+    case 11: d.code = CT_DTYPE_FLOAT; d.bits = 32; break;
+    case 12: d.code = CT_DTYPE_FLOAT; d.bits = 64; break;
+    case 23: d.code = CT_DTYPE_FLOAT; d.bits = 16; break;
+    default: d.bits = 0; break;
+  }
+  return d;
+}
+
+/* Fills `view` (strides in elements into `strides`, CT_MAX_NDIM entries) from an exact
+ * numpy.ndarray, without exporting it. Returns 0, or 1 when the DLPack path must handle it:
+ * another type, a dtype other than bool/int/uint/float16-64 in native byte order, an unaligned
+ * array, strides that are not multiples of the item size, a read-only output. Holds the GIL. */
+static int ctpy_numpy_view_locked(PyObject* o, ct_tensor* view, int64_t* strides, int output) {
+  if (!ctpy_direct_enabled || (PyObject*)Py_TYPE(o) != ctpy_ndarray_type) return 1;
+  const ctpy_np_array* a = (const ctpy_np_array*)o;
+  const ctpy_np_descr* descr = a->descr;
+  if (!descr || a->nd < 0 || a->nd > CT_MAX_NDIM) return 1;
+  if (descr->byteorder == '>' || descr->byteorder == '<') {
+    const uint16_t probe = 1;
+    const int little = *(const uint8_t*)&probe == 1;
+    if (descr->byteorder != (little ? '<' : '>')) return 1;
+  }
+  if (!(a->flags & CTPY_NPY_ALIGNED)) return 1;
+  if (output && !(a->flags & CTPY_NPY_WRITEABLE)) return 1;
+  const ct_dtype dtype = ctpy_numpy_dtype(descr->type_num);
+  if (dtype.bits == 0) return 1;
+  const int64_t item = dtype.bits / 8;
+  for (int d = 0; d < a->nd; ++d) {
+    const int64_t stride = (int64_t)a->strides[d];
+    if (stride % item != 0) return 1;
+    strides[d] = stride / item;
+  }
+  view->data = a->data;
+  view->device.device_type = CT_DEVICE_CPU;
+  view->device.device_id = 0;
+  view->ndim = a->nd;
+  view->dtype = dtype;
+  view->shape = a->nd ? (int64_t*)a->dimensions : strides; /* 0-d: NumPy may hold NULL */
+  view->strides = a->nd ? strides : NULL;
+  view->byte_offset = 0;
+  return 0;
+}
+
+/* ctpy_numpy_view_locked for the import-time layout check (takes the GIL). */
+static int ctpy_numpy_view(intptr_t array, ct_tensor* view, int64_t* strides, int32_t output) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  const int rc = ctpy_numpy_view_locked((PyObject*)array, view, strides, output);
+  PyGILState_Release(gil);
+  return rc;
+}
+
+/* Reads one array into slot `i` of the frame: an exact numpy.ndarray directly into a frame
+ * view when it can (slots below CTPY_MAX_VIEWS), anything else through a capsule the frame
+ * owns, opened at once. Returns 0, or -1 when the Python path must take over. */
+static int ctpy_view_locked(ctpy_frame* f, int32_t i, PyObject* item, int output) {
+  f->objects[i] = 0;
+  if (i < CTPY_MAX_VIEWS &&
+      ctpy_numpy_view_locked(item, &f->views[i], &f->view_strides[i * CT_MAX_NDIM], output) ==
+          0) {
+    f->tensors[i] = &f->views[i];
+    f->managed[i] = NULL;
+    f->meta[i] = ctpy_meta(&f->views[i]);
+    return 0;
+  }
+  PyObject* capsule = ctpy_capsule_of(item, output);
+  if (!capsule) return -1;
+  f->owned[i] = capsule;
+  f->objects[i] = (intptr_t)capsule;
+  return ctpy_open_locked(f, i, 1) == 0 ? 0 : -1;
+}
+
 /* Capsules for the items of `seq` (a tuple or list; any other object is one item) into
  * owned/objects[start ..]. Returns the count, or -1 when the Python path must take over. */
 static int32_t ctpy_collect(ctpy_frame* f, PyObject* seq, int32_t start, int output) {
@@ -547,10 +682,7 @@ static int32_t ctpy_collect(ctpy_frame* f, PyObject* seq, int32_t start, int out
       PyErr_Clear();
       return -1;
     }
-    PyObject* capsule = ctpy_capsule_of(item, output);
-    if (!capsule) return -1;
-    f->owned[start + i] = capsule;
-    f->objects[start + i] = (intptr_t)capsule;
+    if (ctpy_view_locked(f, start + (int32_t)i, item, output) != 0) return -1;
   }
   return (int32_t)n;
 }
@@ -563,6 +695,23 @@ static void ctpy_drop_owned(ctpy_frame* f, int32_t count) {
   }
 }
 
+/* Whether a call is small enough to run holding the GIL: every tensor has at most
+ * CTPY_SMALL_NUMEL elements (such calls take microseconds, and CPU kernels stay on one thread
+ * below their grain size). */
+#define CTPY_SMALL_NUMEL 4096
+static int ctpy_is_small(const ctpy_frame* f, int32_t n, int32_t n_out) {
+  for (int32_t i = 0; i < n + n_out; ++i) {
+    const ct_tensor* t = f->tensors[i];
+    if (!t) continue;
+    int64_t numel = 1;
+    for (int32_t d = 0; d < t->ndim; ++d) {
+      numel *= t->shape[d];
+      if (numel > CTPY_SMALL_NUMEL || numel < 0) return 0;
+    }
+  }
+  return 1;
+}
+
 /* A whole call with out= in one crossing: reads inputs (`args`, a tuple) and outputs (`outs`,
  * an array or a tuple/list) in C, checks that everything is in host memory and no output is
  * READ_ONLY, runs without a context, and lets the capsules go. Returns the ct_status of the run,
@@ -573,7 +722,7 @@ static int ctpy_fast_call(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_
   int rc = 0;
   const int32_t n = ctpy_collect(f, (PyObject*)args, 0, 0);
   const int32_t n_out = n < 0 ? -1 : ctpy_collect(f, (PyObject*)outs, n, 1);
-  if (n < 0 || n_out < 0 || ctpy_open_locked(f, 0, n + n_out) != 0) rc = CTPY_FAST_NEED_PYTHON;
+  if (n < 0 || n_out < 0) rc = CTPY_FAST_NEED_PYTHON;
   for (int32_t i = 0; rc == 0 && i < n + n_out; ++i) {
     if (f->tensors[i]->device.device_type != CT_DEVICE_CPU ||
         (i >= n && (f->meta[i] & CTPY_META_READ_ONLY))) {
@@ -585,16 +734,79 @@ static int ctpy_fast_call(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_
     PyGILState_Release(gil);
     return rc;
   }
-  PyGILState_Release(gil);
+  /* Small calls keep the GIL: releasing and taking it again costs more than their work. */
+  const int hold = ctpy_is_small(f, n, n_out);
+  if (!hold) PyGILState_Release(gil);
   const int status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
                                (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
                                NULL);
-  gil = PyGILState_Ensure();
+  if (!hold) gil = PyGILState_Ensure();
   ctpy_drop_owned(f, n + n_out);
   PyGILState_Release(gil);
   return status;
 }
 
+
+/* A bound call replayed on other arrays, in one crossing: reads `args` (a tuple; empty: the
+ * bound inputs) and `outs` (an array or a tuple/list; None: the bound outputs) as
+ * ctpy_fast_call does, checks their layouts against `bound` (ctpy_layout_diff) and runs with the
+ * bound attributes and context. Returns the ct_status of the run; CTPY_FAST_NEED_PYTHON (nothing
+ * run, nothing held) for anything the Python path must read or report (other types, counts,
+ * devices, READ_ONLY outputs); CTPY_LAYOUT_MISMATCH + i when tensor i's layout differs from the
+ * bound one (nothing run). */
+#define CTPY_LAYOUT_MISMATCH 2000000
+static int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count);
+static int ctpy_bound_run(ctpy_frame* f, ct_tensor* const* bound, const ct_op* op, int32_t n,
+                          int32_t n_out, intptr_t args, intptr_t outs, const ct_attr* attrs,
+                          int32_t num_attrs, const ct_context* context) {
+  if (n < 0 || n_out < 0 || n + n_out > CTPY_MAX_TENSORS - 8) return CTPY_FAST_NEED_PYTHON;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* in = (PyObject*)args;
+  PyObject* out = (PyObject*)outs;
+  int rc = 0;
+  const Py_ssize_t given = PyTuple_Size(in);
+  if (given < 0) {
+    PyErr_Clear();
+    rc = CTPY_FAST_NEED_PYTHON;
+  } else if (given == 0) {
+    for (int32_t i = 0; i < n; ++i) f->tensors[i] = bound[i];
+  } else if (ctpy_collect(f, in, 0, 0) != n) {
+    rc = CTPY_FAST_NEED_PYTHON;
+  }
+  if (rc == 0 && out == Py_None) {
+    for (int32_t j = 0; j < n_out; ++j) f->tensors[n + j] = bound[n + j];
+  } else if (rc == 0 && ctpy_collect(f, out, n, 1) != n_out) {
+    rc = CTPY_FAST_NEED_PYTHON;
+  }
+  for (int32_t i = 0; rc == 0 && i < n + n_out; ++i) {
+    const ct_tensor* t = f->tensors[i];
+    const int is_given = i < n ? given > 0 : out != Py_None;
+    if (!t) {
+      if (bound[i]) rc = CTPY_FAST_NEED_PYTHON; /* only an absent optional input may be NULL */
+    } else if (is_given && (t->device.device_type != CT_DEVICE_CPU ||
+                            (i >= n && (f->meta[i] & CTPY_META_READ_ONLY)))) {
+      rc = CTPY_FAST_NEED_PYTHON;
+    }
+  }
+  if (rc == 0) {
+    const int32_t diff = ctpy_layout_diff(bound, f->tensors, n + n_out);
+    if (diff >= 0) rc = CTPY_LAYOUT_MISMATCH + diff;
+  }
+  if (rc) {
+    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+    PyGILState_Release(gil);
+    return rc;
+  }
+  const int hold = ctpy_is_small(f, n, n_out);
+  if (!hold) PyGILState_Release(gil);
+  const int status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
+                               (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
+                               context);
+  if (!hold) gil = PyGILState_Ensure();
+  ctpy_drop_owned(f, n + n_out);
+  PyGILState_Release(gil);
+  return status;
+}
 
 /* A whole call without out= in one crossing: reads the inputs (`args`, a tuple) in C and checks
  * that they are in host memory, infers, allocates every output by calling allocate(shape, dtype)
@@ -610,7 +822,6 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
   PyGILState_STATE gil = PyGILState_Ensure();
   const int32_t n = ctpy_collect(f, (PyObject*)args, 0, 0);
   int rc = (n < 0 || n + capacity > CTPY_MAX_TENSORS - 8) ? CTPY_FAST_NEED_PYTHON : 0;
-  if (rc == 0 && ctpy_open_locked(f, 0, n) != 0) rc = CTPY_FAST_NEED_PYTHON;
   for (int32_t i = 0; rc == 0 && i < n; ++i) {
     if (f->tensors[i]->device.device_type != CT_DEVICE_CPU) rc = CTPY_FAST_NEED_PYTHON;
   }
@@ -643,17 +854,12 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
     PyObject* array = shape ? PyObject_CallFunctionObjArgs((PyObject*)allocate, shape, dtype, NULL)
                             : NULL;
     Py_XDECREF(shape);
-    PyObject* capsule = array ? ctpy_capsule_of(array, 0) : NULL;
-    if (!capsule || PyList_Append((PyObject*)results, array) != 0) {
-      Py_XDECREF(capsule);
+    if (!array || PyList_Append((PyObject*)results, array) != 0 ||
+        ctpy_view_locked(f, n + j, array, 1) != 0) {
       rc = CTPY_FAST_NEED_PYTHON;
-    } else {
-      f->owned[n + j] = capsule;
-      f->objects[n + j] = (intptr_t)capsule;
     }
-    Py_XDECREF(array);
+    Py_XDECREF(array);  /* `results` holds it */
   }
-  if (status == CT_OK && rc == 0 && ctpy_open_locked(f, n, n_out) != 0) rc = CTPY_FAST_NEED_PYTHON;
   if (PyErr_Occurred()) PyErr_Clear();
   PyGILState_Release(gil);
   if (status == CT_OK && rc == 0) {
@@ -664,6 +870,36 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
   ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
   PyGILState_Release(gil);
   return rc ? rc : status;
+}
+
+/* For bound calls replayed on new buffers: the index of the first of `count` tensors whose
+ * device, dtype, shape, strides (absent strides read as compact) or byte offset differ from the
+ * bound one; -1 when every layout matches (data pointers may differ). */
+static int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count) {
+  for (int32_t i = 0; i < count; ++i) {
+    const ct_tensor* a = bound[i];
+    const ct_tensor* b = given[i];
+    if (!a || !b) {
+      if (a != b) return i;
+      continue;
+    }
+    if (a->ndim != b->ndim || a->device.device_type != b->device.device_type ||
+        a->device.device_id != b->device.device_id || a->dtype.code != b->dtype.code ||
+        a->dtype.bits != b->dtype.bits || a->dtype.lanes != b->dtype.lanes ||
+        a->byte_offset != b->byte_offset) {
+      return i;
+    }
+    int64_t compact_a = 1, compact_b = 1;
+    for (int32_t d = a->ndim - 1; d >= 0; --d) {
+      if (a->shape[d] != b->shape[d]) return i;
+      const int64_t stride_a = a->strides ? a->strides[d] : compact_a;
+      const int64_t stride_b = b->strides ? b->strides[d] : compact_b;
+      if (stride_a != stride_b && a->shape[d] != 1) return i;
+      compact_a *= a->shape[d];
+      compact_b *= b->shape[d];
+    }
+  }
+  return -1;
 }
 
 /* Calls the producer's deleter of a consumed capsule (once), holding the GIL as a capsule

@@ -12,6 +12,7 @@ import os
 # _backends first: importing it discovers plugins, before ops are bound to the registry.
 from . import _backends, ops  # noqa: F401
 from ._backends import BackendInfo, backends, load_backend
+from ._bind import BoundCall, bind
 from ._dlpack import InputTypeError
 from ._errors import (
     STATUS_TO_ERROR,
@@ -47,6 +48,8 @@ __all__ = [
     "abi_version",
     "BackendInfo",
     "backends",
+    "bind",
+    "BoundCall",
     "get_include",
     "get_lib_dir",
     "get_num_threads",

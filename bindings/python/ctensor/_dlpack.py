@@ -182,3 +182,56 @@ def capsule_tensor(capsule: Any) -> Any:
         managed = ffi.cast("DLManagedTensor*", lib.ctpy_capsule_get_pointer(handle, b"dltensor"))
         return ffi.addressof(managed, "dl_tensor")
     return ffi.NULL
+
+
+def _direct_matches_dlpack(x: np.ndarray, view: Any, strides: Any) -> bool:
+    """Whether ctpy_numpy_view read ``x`` as NumPy's own DLPack export describes it."""
+    if lib.ctpy_numpy_view(id(x), view, strides, 0) != 0:
+        return False
+    capsule = x.__dlpack__()
+    t = capsule_tensor(capsule)
+    if t == ffi.NULL:
+        return False
+    shape = list(ffi.unpack(t.shape, t.ndim)) if t.ndim else []
+    compact, step = [0] * t.ndim, 1
+    for d in reversed(range(t.ndim)):
+        compact[d] = step
+        step *= shape[d]
+    dl_strides = list(ffi.unpack(t.strides, t.ndim)) if t.strides != ffi.NULL else compact
+    mine = list(ffi.unpack(view.strides, view.ndim)) if view.strides != ffi.NULL else compact
+    return (
+        int(ffi.cast("intptr_t", view.data)) == int(ffi.cast("intptr_t", t.data)) + t.byte_offset
+        and view.ndim == t.ndim and view.dtype.code == t.dtype.code
+        and view.dtype.bits == t.dtype.bits and view.dtype.lanes == t.dtype.lanes
+        and (list(ffi.unpack(view.shape, view.ndim)) if view.ndim else []) == shape
+        and all(n == 1 or a == b for n, a, b in zip(shape, mine, dl_strides, strict=True))
+    )
+
+
+def _enable_numpy_direct() -> bool:
+    """Lets the C fast paths read NumPy arrays without exporting a DLPack capsule (the fields of
+    NumPy's array struct), after checking on a few arrays that they read exactly what NumPy's
+    DLPack export says; leaves it off otherwise."""
+    lib.ctpy_numpy_direct(1)
+    view = ffi.new("ct_tensor*")
+    strides = ffi.new("int64_t[]", lib.CT_MAX_NDIM)
+    samples = [
+        np.arange(12, dtype=np.int16).reshape(3, 4)[:, ::2],
+        np.arange(5, dtype=np.float32)[::-1],
+        np.zeros((2, 0, 3), np.bool_),
+        np.zeros((), np.float64),
+        np.ones((2, 3), np.float16).T,
+        np.arange(6, dtype=np.uint64).reshape(1, 6, 1),
+        np.arange(4, dtype=np.int8),
+    ]
+    try:
+        ok = all(_direct_matches_dlpack(x, view, strides) for x in samples)
+    except Exception:  # noqa: BLE001 - any surprise keeps the DLPack path
+        ok = False
+    if not ok:
+        lib.ctpy_numpy_direct(0)
+    return ok
+
+
+#: Whether NumPy arrays are read directly by the C fast paths (see _enable_numpy_direct).
+NUMPY_DIRECT = _enable_numpy_direct()

@@ -301,6 +301,12 @@ _pool_pop = _POOL.pop
 _pool_append = _POOL.append
 
 
+def _pool_keep(frame: _Frame) -> None:
+    """Returns a frame the fast path used (nothing held) to the pool, unless it is full."""
+    if len(_POOL) < _POOL_SIZE:
+        _pool_append(frame)
+
+
 def _release(frame: _Frame) -> None:
     if frame.consumed:
         lib.ctpy_release(frame.c, 0, _MAX_TENSORS)
@@ -1164,7 +1170,41 @@ def make_op(spec: OpSpec):  # noqa: ANN201
         f"def {_py_name(spec.name)}({params}):\n"
         f"    return _call(_spec, {packed}, out, attrs)\n"
     )
-    namespace: dict[str, Any] = {"_spec": spec, "_call": call}
+    if variadic is None and spec.fast:
+        # The commonest call (arrays, out=, no attributes) goes straight to ctpy_fast_call;
+        # anything it does not take (CTPY_FAST_NEED_PYTHON, or dtypes that need casts or a
+        # workspace) goes through call(), which handles every case. Errors are raised at once.
+        source = (
+            f"def {_py_name(spec.name)}({params}):\n"
+            f"    args = {packed}\n"
+            f"    if out is None or attrs:\n"
+            f"        return _call(_spec, args, out, attrs)\n"
+            f"    try:\n"
+            f"        frame = _pool_pop()\n"
+            f"    except IndexError:\n"
+            f"        frame = _Frame()\n"
+            f"    status = _fast_call(frame.c, _op, _id(args), _id(out), _NULL, 0)\n"
+            f"    if status == 0:\n"
+            f"        _pool_append(frame)\n"
+            f"        if _type(out) in _SEQUENCES and len(out) == 1 and _single:\n"
+            f"            return out[0]\n"
+            f"        return out\n"
+            f"    if status < 0 and status not in _RETRY:\n"
+            f"        error = _fail(status)\n"
+            f"        _pool_append(frame)\n"
+            f"        raise error\n"
+            f"    _pool_append(frame)\n"
+            f"    return _call(_spec, args, out, attrs)\n"
+        )
+        fast_names = {
+            "_op": spec.op, "_pool_pop": _pool_pop, "_pool_append": _pool_keep,
+            "_Frame": _Frame, "_fast_call": _fast_call, "_id": id, "_NULL": _NULL,
+            "_type": type, "_SEQUENCES": (tuple, list), "_single": spec.single_output,
+            "_fail": _fail, "_RETRY": (_UNSUPPORTED_DTYPE, _WORKSPACE_TOO_SMALL),
+        }
+    else:
+        fast_names = {}
+    namespace: dict[str, Any] = {"_spec": spec, "_call": call, **fast_names}
     exec(compile(source, f"<ctensor.ops.{spec.name}>", "exec"), namespace)  # noqa: S102
     function = namespace[_py_name(spec.name)]
     function.__name__ = spec.name

@@ -1,0 +1,72 @@
+"""Compute-bound cases: float32 matmul (square 256 to 2048, batched small) and conv2d on the
+3x3 shapes of ResNet-50 (padding 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .case import Case, Impl, Target
+from .env import Env
+
+__all__ = ["build"]
+
+
+def _matmul(env: Env, shape_a: tuple, shape_b: tuple, name: str, description: str,
+            targets: list[Target]) -> Case:
+    a, b = env.normal(shape_a), env.normal(shape_b)
+    out = np.empty(np.broadcast_shapes(shape_a[:-2], shape_b[:-2]) + (shape_a[-2], shape_b[-1]),
+                   np.float32)
+    k = shape_a[-1]
+    flops = 2.0 * out.size * k
+    ns = {"ops": env.ops, "np": np, "a": a, "b": b, "c": out}
+    impls = {"ctensor": Impl("ops.matmul(a, b, out=c)", ns),
+             "numpy": Impl("np.matmul(a, b, out=c)", ns)}
+    tol = (1e-4 * np.sqrt(k), 1e-4 * np.sqrt(k))
+    reference = {"numpy": tol}
+    if env.torch is not None:
+        ns.update(torch=env.torch, ta=env.t(a), tb=env.t(b), tc=env.t(out))
+        impls["torch"] = Impl("torch.matmul(ta, tb, out=tc)", ns)
+        reference["torch"] = tol
+    if env.jnp is not None:
+        ns.update(jmm=env.jit(env.jnp.matmul), ja=env.j(a), jb=env.j(b))
+        impls["jax"] = Impl("jmm(ja, jb)", ns)
+    return Case(name, "matmul", "GFLOP/s", flops, impls, description, reference,
+                targets=targets)
+
+
+def _conv2d(env: Env, batch: int, channels: int, size: int) -> Case:
+    x = env.normal((batch, channels, size, size))
+    w = env.normal((channels, channels, 3, 3)) * np.float32(1.0 / np.sqrt(9 * channels))
+    out = np.empty_like(x)
+    flops = 2.0 * out.size * channels * 9
+    ns = {"ops": env.ops, "x": x, "w": w, "out": out}
+    impls = {"ctensor": Impl("ops.conv2d(x, w, padding=1, out=out)", ns)}
+    reference: dict = {}
+    targets = []
+    if env.torch is not None:
+        ns.update(F=env.torch.nn.functional, tx=env.t(x), tw=env.t(w))
+        impls["torch"] = Impl("F.conv2d(tx, tw, padding=1)", ns)
+        reference["torch"] = (1e-3, 1e-3)
+        targets.append(Target(">= 1.0x torch", "speedup", "torch", 1.0))
+    return Case(f"conv2d/resnet50_3x3/{batch}x{channels}x{size}x{size}", "conv2d", "GFLOP/s",
+                flops, impls, f"input ({batch}, {channels}, {size}, {size}), weight ({channels}, "
+                f"{channels}, 3, 3), padding 1", reference, targets=targets)
+
+
+def build(env: Env) -> list[Case]:
+    peak = [Target(">= 0.85x FMA peak", "machine", "limit:fma_peak", 0.85)]
+    sizes = (64, 128) if env.quick else (256, 512, 1024, 2048)
+    cases = [
+        _matmul(env, (n, n), (n, n), f"matmul/square/{n}", f"({n}, {n}) @ ({n}, {n})",
+                peak if n >= 512 or env.quick else [])
+        for n in sizes
+    ]
+    batches = ((16, 32), (8, 64)) if env.quick else ((256, 32), (64, 64))
+    cases += [
+        _matmul(env, (b, m, m), (b, m, m), f"matmul/batched/{b}x{m}x{m}",
+                f"{b} x ({m}, {m}) @ ({m}, {m})", [])
+        for b, m in batches
+    ]
+    shapes = ((1, 8, 8),) if env.quick else ((8, 64, 56), (8, 128, 28), (8, 256, 14), (8, 512, 7))
+    cases += [_conv2d(env, *s) for s in shapes]
+    return cases

@@ -1,0 +1,67 @@
+"""Interleaved timing: every implementation of a case is measured in the same round-robin, so
+machine noise (other processes, frequency changes) falls on all of them alike.
+
+Each implementation is a statement run by ``timeit.Timer`` (so per-call overhead cases time the
+call itself, not a wrapper around it). A sample runs the statement ``number`` times, ``number``
+chosen per implementation so that one sample takes at least ``min_sample_s``; the result is the
+median over ``repeats`` samples of the time per call.
+
+Interleaving is per sample, not per call: OpenMP runtimes (ctensor's, torch's, OpenBLAS's
+threads) keep spinning for a moment after a parallel region, which would slow whichever library
+runs next; with samples of 50 ms (the default) that moment is a small part of one sample.
+"""
+
+from __future__ import annotations
+
+import statistics
+import timeit
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Timed", "calibrate", "interleaved"]
+
+
+@dataclass
+class Timed:
+    """One implementation to time: ``stmt`` run with ``namespace`` as its globals."""
+
+    name: str
+    stmt: str
+    namespace: dict[str, Any]
+    number: int = 1
+    samples: list[float] = field(default_factory=list)
+    timer: Any = None
+
+    def prepare(self) -> None:
+        self.timer = timeit.Timer(self.stmt, globals=self.namespace)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def calibrate(item: Timed, min_sample_s: float) -> None:
+    """Picks ``item.number`` so that one sample lasts at least ``min_sample_s``."""
+    number = 1
+    while True:
+        elapsed = item.timer.timeit(number)
+        if elapsed >= min_sample_s or number >= 1 << 24:
+            break
+        grow = min_sample_s / elapsed * 1.2 if elapsed > 0 else 10.0
+        number = max(number + 1, min(int(number * grow), number * 10))
+    item.number = number
+
+
+def interleaved(items: list[Timed], repeats: int, min_sample_s: float) -> None:
+    """Fills each item's ``samples`` (seconds per call), in a round-robin that starts one item
+    later on every repetition."""
+    for item in items:
+        item.prepare()
+        item.timer.timeit(1)  # warm-up: first-call caches, page faults
+        calibrate(item, min_sample_s)
+        item.samples = []
+    count = len(items)
+    for rep in range(repeats):
+        for k in range(count):
+            item = items[(rep + k) % count]
+            item.samples.append(item.timer.timeit(item.number) / item.number)

@@ -1,0 +1,133 @@
+"""The benchmark harness (python -m ctensor.bench) in --quick mode: the command runs, the JSON
+has its structure, results are checked before timing and a wrong answer is never timed.
+No timing thresholds: only structure and correctness checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ctensor import ops
+from ctensor.bench import report, runner
+from ctensor.bench.case import Case, Impl, Target
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "results.json"
+    command = [sys.executable, "-m", "ctensor.bench", "--quick", "--threads", "1",
+               "--cases", "overhead/add/numpy/out", "--cases", "elementwise/add/",
+               "--cases", "nn/argmax", "--cases", "sum/accuracy", "--json", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    with open(path, encoding="utf-8") as f:
+        return json.load(f), done.stdout
+
+
+def test_quick_run_writes_the_selected_cases_and_the_machine_limits(quick_run):
+    document, stdout = quick_run
+    names = [c["name"] for c in document["cases"]]
+    assert "overhead/add/numpy/out" in names
+    assert any(n.startswith("elementwise/add/") for n in names)
+    assert any(n.startswith("nn/argmax/") for n in names)
+    assert {"stream_copy", "stream_add", "stream_read", "fma_peak"} <= set(document["limits"])
+    assert all(v > 0 for v in document["limits"].values())
+    meta = document["meta"]
+    assert meta["threads"] == 1 and meta["quick"] is True
+    assert meta["ctensor"] and meta["numpy"] == np.__version__
+    assert "targets met:" in stdout and "overhead/add/numpy/out" in stdout
+
+
+def test_every_ctensor_result_was_checked_and_timed(quick_run):
+    document, _ = quick_run
+    for case in document["cases"]:
+        if case["group"] == "machine":
+            assert case["checks"] == {}
+            continue
+        assert case["checks"]["ctensor"]["status"] == "ok", case["checks"]
+        assert case["checks"]["ctensor"]["checked_against"], case["name"]
+        for name, entry in case["results"].items():
+            assert entry["median_s"] > 0 and len(entry["samples_s"]) == document["meta"]["repeats"]
+            assert entry["calls_per_sample"] >= 1
+            if case["unit"] != "ns":
+                assert entry["throughput"] > 0, name
+        assert set(case["speedup"]["ctensor"]) == set(case["results"]) - {"ctensor",
+                                                                          "ctensor.bind"}
+
+
+def test_targets_and_accuracy_are_judged(quick_run):
+    document, _ = quick_run
+    by_name = {c["name"]: c for c in document["cases"]}
+    overhead = by_name["overhead/add/numpy/out"]
+    assert "ctensor.bind" in overhead["results"]
+    assert {t["impl"] for t in overhead["targets"]} == {"ctensor", "ctensor.bind"}
+    for case in document["cases"]:
+        for target in case["targets"]:
+            assert target["ratio"] > 0 and target["met"] == (target["ratio"] >= target["threshold"])
+    (accuracy,) = document["accuracy"]
+    assert accuracy["met"] in (True, False) and len(accuracy["rows"]) == 2
+    assert document["summary"]["total"] == sum(len(c["targets"]) for c in document["cases"]) + 1
+
+
+def _case(ct_expr: str) -> Case:
+    a = np.linspace(0, 1, 16, dtype=np.float32)
+    ns = {"ops": ops, "np": np, "a": a, "c": np.empty_like(a)}
+    return Case("test/add", "test", "ns", 0.0,
+                {"ctensor": Impl(ct_expr, ns), "numpy": Impl("np.add(a, a, out=c)", ns)},
+                reference={"numpy": (1e-6, 0.0)},
+                targets=[Target("as fast as numpy", "speedup", "numpy", 1.0)])
+
+
+def test_a_wrong_answer_is_reported_and_never_timed():
+    case = _case("ops.multiply(a, a)")
+    record = runner.run_case(case, repeats=2, min_sample_s=0.0)
+    check = record["checks"]["ctensor"]
+    assert check["status"] == "wrong" and "vs numpy" in check["detail"]
+    assert "ctensor" not in record["results"] and "numpy" in record["results"]
+    runner.judge_targets(case, record, {})
+    (target,) = record["targets"]
+    assert target["met"] is False and target["ratio"] is None
+    text = report.table({"cases": [record]})
+    assert "WRONG" in text and "MISSED" in text
+
+
+def test_an_implementation_that_writes_nothing_cannot_pass_on_a_peers_result():
+    # numpy writes the right answer into c first; "c" alone would then look right, but out=
+    # buffers are filled with a sentinel before each implementation is evaluated.
+    record = runner.run_case(_case("c"), repeats=2, min_sample_s=0.0)
+    assert record["checks"]["ctensor"]["status"] == "wrong"
+    assert "ctensor" not in record["results"]
+
+
+def test_a_failing_call_is_reported_as_an_error():
+    record = runner.run_case(_case("ops.add(a, a, out=np.empty(3, np.float32))"), 2, 0.0)
+    assert record["checks"]["ctensor"]["status"] == "error"
+    assert "ShapeMismatchError" in record["checks"]["ctensor"]["detail"]
+    assert "ctensor" not in record["results"]
+
+
+def test_a_right_answer_is_timed():
+    record = runner.run_case(_case("ops.add(a, a)"), repeats=3, min_sample_s=0.0)
+    assert record["checks"]["ctensor"]["status"] == "ok"
+    assert len(record["results"]["ctensor"]["samples_s"]) == 3
+
+
+def test_charts_are_drawn_when_matplotlib_is_installed(quick_run, tmp_path):
+    document, _ = quick_run
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError):
+            report.charts(document, str(tmp_path))
+        return
+    paths = report.charts(document, str(tmp_path))
+    assert os.path.join(str(tmp_path), "targets.png") in paths
+    for path in paths:
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,104 @@
+"""The C fast path of ops.<name>(..., out=): NumPy arrays read without DLPack, and what it hands
+back to the general path (unaligned, byte-swapped, read-only, optional inputs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from arrays import assert_close, snapshot, unchanged
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ctensor
+from ctensor import _dlpack, ops
+from ctensor._lib import ffi, lib
+
+
+def test_numpy_arrays_are_read_directly_on_this_numpy():
+    # The import-time check compares the direct reader with NumPy's DLPack export; if NumPy's
+    # struct layout ever changes, the direct path turns itself off and this test says so.
+    assert _dlpack.NUMPY_DIRECT is True
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(12, dtype=np.int32).reshape(3, 4)[::-1, ::2],
+        np.zeros((), np.float32),
+        np.zeros((0, 5), np.float64),
+        np.ones((2, 3), np.float16).T,
+        np.arange(10, dtype=np.uint8)[2:7],
+    ],
+    ids=["negative-and-step", "0-d", "empty", "transposed", "offset"],
+)
+def test_direct_view_matches_the_dlpack_export(array):
+    view = ffi.new("ct_tensor*")
+    strides = ffi.new("int64_t[]", lib.CT_MAX_NDIM)
+    assert _dlpack._direct_matches_dlpack(array, view, strides)
+
+
+def test_direct_reader_declines_what_dlpack_must_handle():
+    view = ffi.new("ct_tensor*")
+    strides = ffi.new("int64_t[]", lib.CT_MAX_NDIM)
+    swapped = np.arange(4, dtype=">f4")
+    unaligned = np.frombuffer(np.zeros(17, np.uint8).tobytes(), np.float32, 4, offset=1)
+    read_only = np.zeros(3)
+    read_only.flags.writeable = False
+    complex_values = np.zeros(3, np.complex64)
+    assert lib.ctpy_numpy_view(id(swapped), view, strides, 0) == 1
+    assert lib.ctpy_numpy_view(id(unaligned), view, strides, 0) == 1
+    assert lib.ctpy_numpy_view(id(complex_values), view, strides, 0) == 1
+    assert lib.ctpy_numpy_view(id(read_only), view, strides, 0) == 0  # fine as an input
+    assert lib.ctpy_numpy_view(id(read_only), view, strides, 1) == 1  # never as an output
+    assert lib.ctpy_numpy_view(id([1, 2]), view, strides, 0) == 1
+
+
+def test_in_place_out_runs_once():
+    a = np.arange(5, dtype=np.float32)
+    b = np.ones(5, np.float32)
+    assert ops.add(a, b, out=a) is a
+    assert_close(a, np.arange(5) + 1.0)
+    pair = (a,)
+    assert ops.multiply(a, b, out=pair) is a  # a one-element tuple out= gives the array
+
+
+def test_calls_the_fast_path_hands_back_still_work():
+    a = np.arange(4, dtype=np.float32)
+    swapped = np.arange(4, dtype=">f4")
+    out = np.empty(4, np.float32)
+    assert ops.add(swapped.astype(np.float32), a, out=out) is out
+    assert_close(out, np.arange(4) * 2.0)
+    unaligned = np.frombuffer(np.zeros(17, np.uint8).tobytes(), np.float32, 4, offset=1)
+    assert ops.add(unaligned, a, out=out) is out
+    assert_close(out, np.arange(4.0))
+    mixed = np.empty(4, np.float64)
+    assert ops.add(a, np.ones(4), out=mixed) is mixed  # promotion: the general path casts
+    assert_close(mixed, np.arange(4) + 1.0)
+    assert ops.add(a, 1.5, out=out) is out  # a Python scalar
+    assert_close(out, np.arange(4) + 1.5)
+
+
+def test_errors_of_the_fast_path_leave_out_untouched():
+    a = np.arange(4, dtype=np.float32)
+    out = np.full(3, 7.0, np.float32)
+    before = snapshot(out)
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ops.add(a, a, out=out)
+    assert unchanged(out, before)
+    read_only = np.zeros(4, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ctensor.ReadOnlyOutputError):
+        ops.add(a, a, out=read_only)
+    base = np.arange(8, dtype=np.float32)
+    with pytest.raises(ctensor.AliasingError):
+        ops.add(base[1:5], a, out=base[:4])
+    np.testing.assert_array_equal(base, np.arange(8))
+
+
+@given(size=st.sampled_from([1, 7, 4096, 4097, 70_000]), step=st.sampled_from([1, 2, -1]))
+def test_small_and_large_calls_agree(size, step):
+    # Calls of up to 4096 elements keep the GIL, larger ones release it: same results.
+    x = np.linspace(-2, 2, size * abs(step), dtype=np.float32)[::step]
+    out = np.empty(x.shape, np.float32)
+    assert ops.tanh(x, out=out) is out
+    assert_close(out, np.tanh(x.astype(np.float64)))
