@@ -85,12 +85,33 @@ int ct_cl_layout_meta(const ct_cl_exec* exec, const ct_cl_layout* layout, cl_mem
   return ct_cl_meta_buffer(exec, values, (size_t)n * (size_t)(layout->count + 1), meta);
 }
 
-void ct_cl_source_index_loop(ct_cl_source* source, int32_t operands) {
-  ct_cl_source_add(source, "  { long rem = i;\n    for (int d = ndim - 1; d >= 0; --d) {\n"
-                           "      const long extent = meta[d];\n"
-                           "      const long index = rem %% extent;\n      rem /= extent;\n");
+void ct_cl_source_index_loop_named(ct_cl_source* source, const char* index, const char* meta,
+                                   const char* ndim, const char* prefix, int32_t operands) {
+  ct_cl_source_add(source,
+                   "  { long rem = %s;\n    for (int d = %s - 1; d >= 0; --d) {\n"
+                   "      const long extent = %s[d];\n"
+                   "      const long index = rem %% extent;\n      rem /= extent;\n",
+                   index, ndim, meta);
   for (int32_t k = 0; k < operands; ++k) {
-    ct_cl_source_add(source, "      off%d += index * meta[%d * ndim + d];\n", k, k + 1);
+    ct_cl_source_add(source, "      %s%d += index * %s[%d * %s + d];\n", prefix, k, meta, k + 1,
+                     ndim);
   }
   ct_cl_source_add(source, "    } }\n");
+}
+
+void ct_cl_source_index_loop(ct_cl_source* source, int32_t operands) {
+  ct_cl_source_index_loop_named(source, "i", "meta", "ndim", "off", operands);
+}
+
+void ct_cl_lane_layout(ct_cl_layout* layout, const ct_tensor* t, int32_t axis) {
+  int64_t shape[CT_MAX_NDIM];
+  for (int32_t d = 0; d < t->ndim; ++d) shape[d] = d == axis ? 1 : t->shape[d];
+  ct_cl_layout_begin(layout, t->ndim, shape);
+}
+
+int64_t ct_cl_byte_stride(const ct_tensor* t, int32_t axis) {
+  if (t->ndim == 0) return 0;
+  int64_t strides[CT_MAX_NDIM];
+  ct_cl_tensor_strides(t, strides);
+  return strides[axis] * ((t->dtype.bits + 7) / 8);
 }

@@ -45,4 +45,20 @@ int64_t ct_cl_tensor_elements(const ct_tensor* t);
  * (declared by the caller). */
 void ct_cl_source_index_loop(ct_cl_source* source, int32_t operands);
 
+/* The same loop with other names: linear index `index`, parameter buffer `meta` with `ndim`
+ * dims, offsets `<prefix>0`..`<prefix>N`. */
+void ct_cl_source_index_loop_named(ct_cl_source* source, const char* index, const char* meta,
+                                   const char* ndim, const char* prefix, int32_t operands);
+
+/* A layout over `t`'s shape with dim `axis` dropped (the lanes of an op along an axis). */
+void ct_cl_lane_layout(ct_cl_layout* layout, const ct_tensor* t, int32_t axis);
+
+/* Byte stride of dim `axis` of `t` (0 for a 0-d tensor). */
+int64_t ct_cl_byte_stride(const ct_tensor* t, int32_t axis);
+
+/* The first cl_mem of a tensor and its byte offset, as kernel arguments. */
+#define CT_CL_TENSOR_ARGS(buffer, offset, t)       \
+  cl_mem buffer = (cl_mem)(t)->data;              \
+  const int64_t offset = (int64_t)(t)->byte_offset
+
 #endif /* CTENSOR_CL_LAYOUT_H_ */
