@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from . import ops
+from ._device_array import DeviceArray, asarray
 from ._dlpack import InputTypeError
 from ._errors import (
     STATUS_TO_ERROR,
@@ -42,6 +43,7 @@ __all__ = [
     "ABI_VERSION",
     "__version__",
     "abi_version",
+    "asarray",
     "get_include",
     "get_lib_dir",
     "get_num_threads",
@@ -57,6 +59,7 @@ __all__ = [
     "AttributeTypeError",
     "BackendError",
     "ContiguousRequiredError",
+    "DeviceArray",
     "DeviceMismatchError",
     "InputTypeError",
     "InvalidArgumentError",
