@@ -354,6 +354,14 @@ CT_API int ct_op_workspace(const ct_op* op, const ct_tensor* const* inputs, int3
                            const ct_attr* attrs, int32_t num_attrs, uint64_t* bytes,
                            uint64_t* alignment);
 
+/** As ct_op_workspace, for the kernel ct_op_run picks with this context (its `backend`
+ *  field); context NULL gives what ct_op_workspace gives. */
+CT_API int ct_op_workspace_with_context(const ct_op* op, const ct_tensor* const* inputs,
+                                        int32_t num_inputs, const ct_tensor* const* outputs,
+                                        int32_t num_outputs, const ct_attr* attrs,
+                                        int32_t num_attrs, const ct_context* context,
+                                        uint64_t* bytes, uint64_t* alignment);
+
 /** Runs `op`. Outputs must have the shapes and dtypes ct_op_infer gives and must not overlap
  *  each other or themselves, nor overlap an input unless they are exactly the same view and
  *  the op has CT_OP_FLAG_INPLACE. Dynamic ops take no outputs (pass NULL, 0) and hand theirs out
@@ -376,17 +384,17 @@ typedef enum ct_backend_state {
 
 /** One backend as the registry knows it. Strings live as long as the process. */
 typedef struct ct_backend_info {
-  size_t struct_size;    /**< set by the caller to sizeof(ct_backend_info) */
-  const char* name;      /**< backend name ("cpu", "opencl", a vendor's); for a plugin that
-                              failed before naming itself, its file name */
-  const char* version;   /**< the backend's own version string ("" if unknown) */
-  const char* path;      /**< file it was loaded from; NULL for the built-in CPU backend */
-  int32_t state;         /**< a ct_backend_state */
-  int32_t status;        /**< CT_OK, or the status its loading ended with */
-  const char* reason;    /**< why it is unavailable or failed; "" when loaded */
-  int32_t device_type;   /**< ct_device_type it serves (0 if unknown) */
-  int32_t device_count;  /**< devices of that type it found */
-  uint32_t abi_version;  /**< plugin ABI it was built for: (major << 16) | minor */
+  size_t struct_size;   /**< set by the caller to sizeof(ct_backend_info) */
+  const char* name;     /**< backend name ("cpu", "opencl", a vendor's); for a plugin that
+                             failed before naming itself, its file name */
+  const char* version;  /**< the backend's own version string ("" if unknown) */
+  const char* path;     /**< file it was loaded from; NULL for the built-in CPU backend */
+  int32_t state;        /**< a ct_backend_state */
+  int32_t status;       /**< CT_OK, or the status its loading ended with */
+  const char* reason;   /**< why it is unavailable or failed; "" when loaded */
+  int32_t device_type;  /**< ct_device_type it serves (0 if unknown) */
+  int32_t device_count; /**< devices of that type it found */
+  uint32_t abi_version; /**< plugin ABI it was built for: (major << 16) | minor */
 } ct_backend_info;
 
 /** Loads the plugin at `path` (a shared module exporting the entry points of ctensor_plugin.h)
@@ -403,8 +411,10 @@ CT_API int ct_backend_load(const char* path, int32_t* index);
  *  file in it) and files, separated by ':' (';' on Windows). NULL means the default: the
  *  entries of the environment variable CTENSOR_PLUGIN_PATH, then the directory
  *  `ctensor-plugins` beside the libctensor shared library, where the package installs its
- *  plugins. Plugins that fail or are unavailable are recorded and skipped quietly. `*loaded`
- *  (may be NULL) receives the number now loaded. Returns CT_OK unless an argument is bad. */
+ *  plugins. Files in a directory load in name order. Plugins that fail or are unavailable are
+ *  recorded and skipped quietly; entries that do not exist are skipped. `*loaded` (may be NULL)
+ *  receives how many plugins found on the path are loaded (loaded by an earlier call
+ *  included). Returns CT_OK unless an argument is bad or memory runs out. */
 CT_API int ct_backend_discover(const char* search_path, int32_t* loaded);
 
 /** Number of entries in the backend table (the built-in CPU backend is entry 0). */
@@ -432,8 +442,8 @@ CT_API int ct_device_copy_from_host(ct_device device, void* dst, uint64_t dst_of
 
 /** Copies `bytes` from `src` + `src_offset` on `device` to host memory at `dst`, after all
  *  work queued on `stream` (NULL: the default), and waits for the copy to finish. */
-CT_API int ct_device_copy_to_host(ct_device device, void* dst, const void* src,
-                                  uint64_t src_offset, uint64_t bytes, void* stream);
+CT_API int ct_device_copy_to_host(ct_device device, void* dst, const void* src, uint64_t src_offset,
+                                  uint64_t bytes, void* stream);
 
 /** Waits until all work queued on `stream` (NULL: the default) of `device` has finished. */
 CT_API int ct_device_synchronize(ct_device device, void* stream);

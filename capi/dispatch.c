@@ -18,6 +18,7 @@ typedef struct ct_prepared_call {
   ct_tensor_info infos[CT_MAX_OUTPUTS];
   int32_t num_outputs;
   ct_dtype signature[CT_MAX_CALL_TENSORS];
+  const char* backend; /* the kernel's backend, or NULL: the newest matching kernel */
 } ct_prepared_call;
 
 static bool ct_param_is_variadic(const ct_param_schema* params, int32_t count) {
@@ -127,13 +128,21 @@ static int ct_prepare_kernel(ct_prepared_call* p, const ct_kernel_entry** kernel
     p->signature[slot] = i < p->num_outputs ? p->infos[i].dtype : (ct_dtype){0, 0, 0};
   }
   const int32_t device_type = p->has_device ? p->device.device_type : CT_DEVICE_CPU;
-  return ct_registry_find_kernel(p->op, device_type, p->signature, slot, kernel);
+  return ct_registry_find_kernel(p->op, device_type, p->backend, p->signature, slot, kernel);
+}
+
+/* The backend a context names, or NULL (also for contexts older than the field). */
+static const char* ct_context_backend(const ct_context* context) {
+  if (!context) return NULL;
+  if (context->struct_size < offsetof(ct_context, backend) + sizeof(const char*)) return NULL;
+  return context->backend;
 }
 
 /* Steps 1 to 3. */
 static int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inputs,
                       int32_t num_inputs, const ct_attr* attrs, int32_t num_attrs,
-                      const ct_kernel_entry** kernel) {
+                      const char* backend, const ct_kernel_entry** kernel) {
+  p->backend = backend;
   int status = ct_prepare_inputs(p, op, inputs, num_inputs, attrs, num_attrs);
   if (status == CT_OK) status = ct_prepare_infer(p);
   if (status == CT_OK) status = ct_prepare_kernel(p, kernel);
@@ -149,7 +158,7 @@ int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inp
   }
   ct_prepared_call p;
   const ct_kernel_entry* kernel = NULL;
-  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, &kernel);
+  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, NULL, &kernel);
   /* Infer is device-independent: a device whose backend is not loaded (yet) is no error here,
    * but dtypes that no kernel of a present backend takes are. */
   if (status == CT_ERROR_UNSUPPORTED_DEVICE) {
@@ -293,13 +302,22 @@ static int ct_query_workspace(const ct_kernel_entry* kernel, const ct_kernel_cal
 int ct_op_workspace(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
                     const ct_tensor* const* outputs, int32_t num_outputs, const ct_attr* attrs,
                     int32_t num_attrs, uint64_t* bytes, uint64_t* alignment) {
+  return ct_op_workspace_with_context(op, inputs, num_inputs, outputs, num_outputs, attrs,
+                                      num_attrs, NULL, bytes, alignment);
+}
+
+int ct_op_workspace_with_context(const ct_op* op, const ct_tensor* const* inputs,
+                                 int32_t num_inputs, const ct_tensor* const* outputs,
+                                 int32_t num_outputs, const ct_attr* attrs, int32_t num_attrs,
+                                 const ct_context* context, uint64_t* bytes, uint64_t* alignment) {
   ct_clear_error();
   if (!bytes || !alignment) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_workspace: bytes or alignment is NULL");
   }
   ct_prepared_call p;
   const ct_kernel_entry* kernel = NULL;
-  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, &kernel);
+  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context),
+                          &kernel);
   if (status != CT_OK) return status;
   /* Without outputs, describe the inferred ones (data NULL, compact) so that callers can ask
    * before allocating. */
@@ -317,10 +335,11 @@ int ct_op_workspace(const ct_op* op, const ct_tensor* const* inputs, int32_t num
     status = ct_check_outputs(&p, outputs, num_outputs);
     if (status != CT_OK) return status;
   }
-  ct_context context;
-  ct_read_context(NULL, &context);
+  ct_context ctx;
+  status = ct_read_context(context, &ctx);
+  if (status != CT_OK) return status;
   ct_kernel_call call;
-  ct_fill_kernel_call(&call, &p, outputs, num_outputs, &context, kernel);
+  ct_fill_kernel_call(&call, &p, outputs, num_outputs, &ctx, kernel);
   return ct_query_workspace(kernel, &call, bytes, alignment);
 }
 
@@ -330,7 +349,8 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
   ct_clear_error();
   ct_prepared_call p;
   const ct_kernel_entry* kernel = NULL;
-  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, &kernel);
+  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context),
+                          &kernel);
   if (status != CT_OK) return status;
   status = ct_check_outputs(&p, outputs, num_outputs);
   if (status != CT_OK) return status;

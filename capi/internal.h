@@ -8,6 +8,7 @@
 
 #include "ctensor.h"
 #include "ctensor_backend.h"
+#include "ctensor_plugin.h"
 
 #define CT_INTERNAL __attribute__((visibility("hidden")))
 
@@ -135,9 +136,16 @@ typedef struct ct_op_def {
 
 /* A registered kernel. */
 typedef struct ct_kernel_entry {
-  ct_kernel_def def;
+  ct_kernel_def def;   /* backend_name and signature point to owned copies */
   ct_dtype* signature; /* owned copy */
+  uint64_t sequence;   /* registration order (the newest matching kernel wins) */
 } ct_kernel_entry;
+
+/* A kernel validated and copied, not yet visible to dispatch. */
+typedef struct ct_staged_kernel {
+  ct_op* op;
+  ct_kernel_entry entry;
+} ct_staged_kernel;
 
 /* Kernel storage of one op: blocks only grow, older blocks stay reachable from newer ones. */
 typedef struct ct_kernel_block {
@@ -155,14 +163,48 @@ struct ct_op {
 
 /* Makes sure built-in ops and kernels are registered; returns CT_OK or an error. */
 CT_INTERNAL int ct_registry_init(void);
+/* Validates a registration and copies it into `staged` (nothing is registered yet). */
+CT_INTERNAL int ct_kernel_prepare(const ct_kernel_def* def, ct_staged_kernel* staged);
+/* Frees what ct_kernel_prepare copied. */
+CT_INTERNAL void ct_kernel_discard(ct_staged_kernel* staged);
+/* Registers staged kernels, all or none (on failure they stay staged for the caller to
+ * discard). A kernel with the same (op, device, signature, backend) as a registered one
+ * replaces it. */
+CT_INTERNAL int ct_registry_commit(ct_staged_kernel* kernels, int32_t count);
 /* Finds the kernel for a device and a full dtype signature (one dtype per parameter; absent
- * optional inputs have bits == 0 and match anything). Fails with UNSUPPORTED_DEVICE or
- * UNSUPPORTED_DTYPE. The entry stays valid (entries are never freed). */
-CT_INTERNAL int ct_registry_find_kernel(const ct_op* op, int32_t device_type,
+ * optional inputs have bits == 0 and match anything): the newest registered one, or with a
+ * `backend` name only that backend's. Fails with UNSUPPORTED_DEVICE or UNSUPPORTED_DTYPE. The
+ * entry stays valid (entries are never freed). */
+CT_INTERNAL int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const char* backend,
                                         const ct_dtype* signature, int32_t signature_length,
                                         const ct_kernel_entry** kernel);
 /* True when any kernel of op runs on device_type. */
 CT_INTERNAL bool ct_registry_has_device(const ct_op* op, int32_t device_type);
+
+/* ----- backends (backend_table.c, plugin_loader.c, device_memory.c) ----- */
+
+/* One row of the backend table. Rows are never freed or changed once appended. */
+typedef struct ct_backend_entry {
+  ct_backend_info info;               /* strings owned by the row (path NULL for "cpu") */
+  const char* key;                    /* the plugin's real path (or its path as given) */
+  const ct_device_memory_api* memory; /* NULL: host memory, or no memory functions */
+  void* plugin_data;                  /* handed back to the memory functions */
+} ct_backend_entry;
+
+/* Appends a row (the table takes ownership) and stores its index. */
+CT_INTERNAL int ct_backend_table_append(ct_backend_entry* entry, int32_t* index);
+/* The row loaded from `key`, or NULL. */
+CT_INTERNAL const ct_backend_entry* ct_backend_table_find_key(const char* key, int32_t* index);
+/* The loaded row called `name`, or NULL. */
+CT_INTERNAL const ct_backend_entry* ct_backend_table_find_name(const char* name);
+/* The newest loaded row serving `device_type`, or NULL. */
+CT_INTERNAL const ct_backend_entry* ct_backend_table_find_device(int32_t device_type);
+
+/* Size of ct_backend_info as ABI 1.0 defined it. */
+#define CT_BACKEND_INFO_SIZE_1_0 (offsetof(ct_backend_info, abi_version) + sizeof(uint32_t))
+/* Sizes of the plugin tables as plugin ABI 1.0 defined them. */
+#define CT_PLUGIN_INFO_SIZE_1_0 (offsetof(ct_plugin_info, plugin_data) + sizeof(void*))
+#define CT_DEVICE_MEMORY_API_SIZE_1_0 (offsetof(ct_device_memory_api, synchronize) + sizeof(void*))
 
 /* ----- built-in CPU backend (kernels/cpu) ----- */
 CT_INTERNAL int ct_cpu_register_kernels(void);

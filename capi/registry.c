@@ -112,8 +112,18 @@ static bool ct_signature_matches(const ct_dtype* registered, const ct_dtype* wan
   return true;
 }
 
-int ct_kernel_register(const ct_kernel_def* def) {
-  ct_clear_error();
+static bool ct_signature_equal(const ct_dtype* a, const ct_dtype* b, int32_t n) {
+  for (int32_t i = 0; i < n; ++i) {
+    if (!ct_dtype_equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+/* Registration order: dispatch without a backend name picks the newest matching kernel. */
+static uint64_t ct_kernel_sequence = 0;
+
+int ct_kernel_prepare(const ct_kernel_def* def, ct_staged_kernel* staged) {
+  memset(staged, 0, sizeof *staged);
   if (!def) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_kernel_register: def is NULL");
   if (def->struct_size < CT_KERNEL_DEF_SIZE_1_0) {
     return ct_set_error(CT_ERROR_ABI_MISMATCH, "ct_kernel_register: struct_size %zu < %zu",
@@ -123,6 +133,9 @@ int ct_kernel_register(const ct_kernel_def* def) {
     return ct_set_error(
         CT_ERROR_NULL_POINTER,
         "ct_kernel_register: op_name, backend_name, run and signature are required");
+  }
+  if (!def->backend_name[0]) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "ct_kernel_register: backend_name is empty");
   }
   if (!ct_registering_builtins) {
     const int status = ct_registry_init();
@@ -145,78 +158,125 @@ int ct_kernel_register(const ct_kernel_def* def) {
                           ct_dtype_describe(def->signature[i]));
     }
   }
+  /* Own copies of the signature and the name: the caller's may not outlive the call. */
   ct_dtype* signature = malloc(sizeof(ct_dtype) * (size_t)length);
-  if (!signature) return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");
+  char* backend = strdup(def->backend_name);
+  if (!signature || !backend) {
+    free(signature);
+    free(backend);
+    return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");
+  }
   memcpy(signature, def->signature, sizeof(ct_dtype) * (size_t)length);
+  staged->op = op;
+  staged->entry.def = *def;
+  staged->entry.def.struct_size = sizeof(ct_kernel_def);
+  staged->entry.def.signature = signature;
+  staged->entry.def.backend_name = backend;
+  staged->entry.signature = signature;
+  return CT_OK;
+}
 
+void ct_kernel_discard(ct_staged_kernel* staged) {
+  free(staged->entry.signature);
+  free((char*)staged->entry.def.backend_name);
+  memset(staged, 0, sizeof *staged);
+}
+
+/* Makes room for `extra` more kernels of op. Grows into a new block; the old one stays
+ * allocated (chained from the new one) so that readers still holding an entry pointer remain
+ * valid. Registration is rare and bounded. Called with the write lock held. */
+static int ct_op_reserve(ct_op* op, int32_t extra) {
+  if (op->num_kernels + extra <= op->kernel_capacity) return CT_OK;
+  int32_t capacity = op->kernel_capacity ? op->kernel_capacity : 16;
+  while (capacity < op->num_kernels + extra) capacity *= 2;
+  ct_kernel_block* block =
+      malloc(sizeof(ct_kernel_block) + sizeof(ct_kernel_entry) * (size_t)capacity);
+  if (!block) return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");
+  block->previous = op->kernel_block;
+  if (op->num_kernels) {
+    memcpy(block->entries, op->kernels, sizeof(ct_kernel_entry) * (size_t)op->num_kernels);
+  }
+  op->kernel_block = block;
+  op->kernels = block->entries;
+  op->kernel_capacity = capacity;
+  return CT_OK;
+}
+
+/* Adds or replaces (same op, device, signature and backend) one kernel; room was reserved. */
+static void ct_op_insert(ct_op* op, const ct_kernel_entry* entry) {
+  const int32_t length = entry->def.signature_length;
+  ct_kernel_entry* slot = NULL;
+  for (int32_t k = 0; k < op->num_kernels && !slot; ++k) {
+    ct_kernel_entry* existing = &op->kernels[k];
+    if (existing->def.device_type == entry->def.device_type &&
+        strcmp(existing->def.backend_name, entry->def.backend_name) == 0 &&
+        ct_signature_equal(existing->signature, entry->signature, length)) {
+      /* Replaced in place; the old signature and name stay allocated for readers. */
+      slot = existing;
+    }
+  }
+  if (!slot) slot = &op->kernels[op->num_kernels++];
+  *slot = *entry;
+  slot->sequence = ++ct_kernel_sequence;
+}
+
+int ct_registry_commit(ct_staged_kernel* kernels, int32_t count) {
   int status = CT_OK;
   pthread_rwlock_wrlock(&ct_kernel_lock);
-  ct_kernel_entry* slot = NULL;
-  for (int32_t k = 0; k < op->num_kernels; ++k) {
-    ct_kernel_entry* entry = &op->kernels[k];
-    if (entry->def.device_type == def->device_type &&
-        ct_signature_matches(entry->signature, signature, length)) {
-      slot = entry; /* replace: entries are never freed, old signature stays valid for readers */
-      break;
-    }
-  }
-  if (!slot) {
-    if (op->num_kernels == op->kernel_capacity) {
-      /* Grow into a new block; the old one stays allocated (chained from the new one) so that
-       * readers still holding an entry pointer remain valid. Registration is rare and bounded. */
-      const int32_t capacity = op->kernel_capacity ? op->kernel_capacity * 2 : 16;
-      ct_kernel_block* block =
-          malloc(sizeof(ct_kernel_block) + sizeof(ct_kernel_entry) * (size_t)capacity);
-      if (!block) {
-        status = ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");
-      } else {
-        block->previous = op->kernel_block;
-        if (op->num_kernels) {
-          memcpy(block->entries, op->kernels, sizeof(ct_kernel_entry) * (size_t)op->num_kernels);
-        }
-        op->kernel_block = block;
-        op->kernels = block->entries;
-        op->kernel_capacity = capacity;
-      }
-    }
-    if (status == CT_OK) slot = &op->kernels[op->num_kernels++];
+  /* Room for all first, so that the batch goes in whole or not at all. */
+  for (int32_t i = 0; i < count && status == CT_OK; ++i) {
+    bool first_of_op = true;
+    for (int32_t j = 0; j < i && first_of_op; ++j) first_of_op = kernels[j].op != kernels[i].op;
+    if (!first_of_op) continue;
+    int32_t extra = 0;
+    for (int32_t j = i; j < count; ++j) extra += kernels[j].op == kernels[i].op;
+    status = ct_op_reserve(kernels[i].op, extra);
   }
   if (status == CT_OK) {
-    slot->def = *def;
-    slot->def.struct_size = sizeof(ct_kernel_def);
-    slot->def.signature = signature;
-    slot->signature = signature;
-    /* Keep our own copy of the name: a plugin's string table may not outlive its registration. */
-    char* backend = strdup(def->backend_name);
-    if (backend) slot->def.backend_name = backend;
-  } else {
-    free(signature);
+    for (int32_t i = 0; i < count; ++i) {
+      ct_op_insert(kernels[i].op, &kernels[i].entry);
+      memset(&kernels[i], 0, sizeof kernels[i]); /* the registry owns the copies now */
+    }
   }
   pthread_rwlock_unlock(&ct_kernel_lock);
   return status;
 }
 
-int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const ct_dtype* signature,
-                            int32_t signature_length, const ct_kernel_entry** kernel) {
+int ct_kernel_register(const ct_kernel_def* def) {
+  ct_clear_error();
+  ct_staged_kernel staged;
+  int status = ct_kernel_prepare(def, &staged);
+  if (status != CT_OK) return status;
+  status = ct_registry_commit(&staged, 1);
+  if (status != CT_OK) ct_kernel_discard(&staged);
+  return status;
+}
+
+int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const char* backend,
+                            const ct_dtype* signature, int32_t signature_length,
+                            const ct_kernel_entry** kernel) {
   const ct_kernel_entry* found = NULL;
   bool device_seen = false;
   pthread_rwlock_rdlock(&ct_kernel_lock);
   for (int32_t k = 0; k < op->num_kernels; ++k) {
     const ct_kernel_entry* entry = &op->kernels[k];
     if (entry->def.device_type != device_type) continue;
+    if (backend && strcmp(entry->def.backend_name, backend) != 0) continue;
     device_seen = true;
-    if (ct_signature_matches(entry->signature, signature, signature_length)) {
+    if (ct_signature_matches(entry->signature, signature, signature_length) &&
+        (!found || entry->sequence > found->sequence)) {
       found = entry;
-      break;
     }
   }
   pthread_rwlock_unlock(&ct_kernel_lock);
   *kernel = found;
   if (found) return CT_OK;
   const char* name = op->def->schema.name;
+  char by[160] = "";
+  if (backend) snprintf(by, sizeof by, " of backend '%s'", backend);
   if (!device_seen) {
-    return ct_set_error(CT_ERROR_UNSUPPORTED_DEVICE, "%s has no kernel for device type %d", name,
-                        device_type);
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DEVICE, "%s has no kernel%s for device type %d", name,
+                        by, device_type);
   }
   char text[512];
   size_t used = 0;
@@ -227,7 +287,8 @@ int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const ct_dtype
     used += (size_t)n;
   }
   return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
-                      "%s does not support dtypes (%s) on device type %d", name, text, device_type);
+                      "%s%s does not support dtypes (%s) on device type %d", name, by, text,
+                      device_type);
 }
 
 bool ct_registry_has_device(const ct_op* op, int32_t device_type) {

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 
-from . import ops
+# _backends first: importing it discovers plugins, before ops are bound to the registry.
+from . import _backends, ops  # noqa: F401
+from ._backends import BackendInfo, backends, load_backend
 from ._device_array import DeviceArray, asarray
 from ._dlpack import InputTypeError
 from ._errors import (
@@ -18,6 +20,7 @@ from ._errors import (
     AliasingError,
     AttributeTypeError,
     BackendError,
+    BackendUnavailableError,
     ContiguousRequiredError,
     CTensorError,
     DeviceMismatchError,
@@ -44,11 +47,14 @@ __all__ = [
     "__version__",
     "abi_version",
     "asarray",
+    "BackendInfo",
+    "backends",
     "get_include",
     "get_lib_dir",
     "get_num_threads",
     "get_pkgconfig_dir",
     "list_ops",
+    "load_backend",
     "op_info",
     "ops",
     "set_num_threads",
@@ -58,6 +64,7 @@ __all__ = [
     "AliasingError",
     "AttributeTypeError",
     "BackendError",
+    "BackendUnavailableError",
     "ContiguousRequiredError",
     "DeviceArray",
     "DeviceMismatchError",
@@ -113,7 +120,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def get_include() -> str:
-    """Directory holding ctensor.h and ctensor_backend.h."""
+    """Directory holding ctensor.h, ctensor_backend.h and ctensor_plugin.h."""
     return os.path.join(_HERE, "include")
 
 

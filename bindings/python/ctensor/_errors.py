@@ -30,6 +30,7 @@ __all__ = [
     "AliasingError",
     "WorkspaceTooSmallError",
     "WrongArityError",
+    "BackendUnavailableError",
     "ReadOnlyOutputError",
     "STATUS_TO_ERROR",
     "check",
@@ -163,6 +164,12 @@ class WrongArityError(CTensorError, ValueError):
     status = lib.CT_ERROR_WRONG_ARITY
 
 
+class BackendUnavailableError(CTensorError, RuntimeError):
+    """CT_ERROR_BACKEND_UNAVAILABLE: a backend's device or driver is absent on this machine."""
+
+    status = lib.CT_ERROR_BACKEND_UNAVAILABLE
+
+
 class ReadOnlyOutputError(InvalidArgumentError):
     """``out=`` names memory that must not be written (a read-only NumPy array, a DLPack
     tensor flagged READ_ONLY, an immutable JAX array). Raised before anything is written."""
@@ -190,6 +197,7 @@ STATUS_TO_ERROR: dict[int, type[CTensorError]] = {
         AliasingError,
         WorkspaceTooSmallError,
         WrongArityError,
+        BackendUnavailableError,
     )
 }
 

@@ -18,6 +18,7 @@ No state is shared between calls except read-mostly caches, so many threads may 
 
 from __future__ import annotations
 
+import copy
 import inspect
 import keyword
 import operator
@@ -77,6 +78,7 @@ _K_NUMPY_SCALAR = _dlpack.NUMPY_SCALAR
 _infer = lib.ct_op_infer
 _run = lib.ct_op_run
 _workspace = lib.ct_op_workspace
+_workspace_in_context = lib.ct_op_workspace_with_context
 _ctpy_open = lib.ctpy_open
 _ctpy_infer = lib.ctpy_infer
 _open_run = lib.ctpy_open_run
@@ -264,7 +266,7 @@ class _Frame:
     a pool for one call by one thread (list.pop/append are atomic), so calls share nothing."""
 
     __slots__ = ("c", "objects", "tensors", "meta", "infos", "summary", "count", "context",
-                 "ws_bytes", "ws_align", "keep", "consumed")
+                 "ws_bytes", "ws_align", "keep", "consumed", "backend")
 
     def __init__(self) -> None:
         c = ffi.new("ctpy_frame*")
@@ -281,6 +283,7 @@ class _Frame:
         self.ws_align = ffi.addressof(c, "workspace_alignment")
         self.keep: list = []
         self.consumed = False
+        self.backend = _NULL  # ct_context.backend: a backend name (char[]) or NULL
 
     def reset_context(self) -> Any:
         context = self.context
@@ -288,6 +291,7 @@ class _Frame:
         context.workspace = _NULL
         context.workspace_size = 0
         context.allocator = _NULL
+        context.backend = self.backend
         return context
 
 
@@ -349,20 +353,42 @@ def _open(frame: _Frame, start: int, count: int, what: str | None) -> None:
 
 def call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None) -> Any:
     """Runs ``spec`` on the input objects ``args`` (one per input tensor; None for absent optional
-    inputs; the variadic input's sequence flattened at the end)."""
+    inputs; the variadic input's sequence flattened at the end). ``backend="name"`` among the
+    keyword arguments picks the backend whose kernel must run the call (ct_context.backend)."""
+    backend = attrs.pop("backend", None) if attrs and "backend" in attrs else None
     try:
         frame = _pool_pop()
     except IndexError:
         frame = _Frame()
     try:
+        if backend is not None:
+            spec = _on_backend(spec, backend, frame)
         return _call(spec, args, out, attrs, frame)
     finally:
+        frame.backend = _NULL
         if frame.consumed:
             lib.ctpy_release(frame.c, 0, _MAX_TENSORS)
             frame.consumed = False
         frame.keep.clear()
         if len(_POOL) < _POOL_SIZE:
             _pool_append(frame)
+
+
+def _on_backend(spec: OpSpec, backend: Any, frame: _Frame) -> OpSpec:
+    """Sets the frame's backend name and returns ``spec`` as calls on one backend see it: every
+    run goes through _prepare_context (which passes the name) and none takes a fast path (they
+    run without a context)."""
+    if not isinstance(backend, str):
+        raise InvalidArgumentError(
+            f"{spec.name}: backend= takes a backend name (str), got {type(backend).__name__}"
+        )
+    name = _new("char[]", backend.encode("utf-8"))
+    frame.keep.append(name)
+    frame.backend = name
+    pinned = copy.copy(spec)
+    pinned.fast = False
+    pinned.has_workspace = True  # asks ct_op_workspace_with_context, which honours the name
+    return pinned
 
 
 class _Plan:
@@ -768,8 +794,8 @@ def _prepare_context(spec: OpSpec, frame: _Frame, n: int, outputs: Any, n_out: i
         if stream:
             context.stream = ffi.cast("void*", stream)
     if spec.has_workspace or spec.is_dynamic or force_workspace:
-        status = _workspace(spec.op, frame.tensors, n, outputs, n_out, attr_array, num_attrs,
-                            frame.ws_bytes, frame.ws_align)
+        status = _workspace_in_context(spec.op, frame.tensors, n, outputs, n_out, attr_array,
+                                       num_attrs, context, frame.ws_bytes, frame.ws_align)
         if status:
             raise _fail(status)
         size, align = frame.ws_bytes[0], max(int(frame.ws_align[0]), 1)

@@ -81,8 +81,7 @@ class OpSpec:
         self.num_required_inputs = required
         # Kernels per device: list of signatures (tuples of dtype names).
         self.kernels: dict[str, list[tuple[str, ...]]] = {}
-        for kernel in schema.get("kernels", ()):
-            self.kernels.setdefault(kernel["device"], []).append(tuple(kernel["signature"]))
+        self._read_kernels(schema)
         op = ffi.new("const ct_op**")
         check(lib.ct_op_find(self.name.encode(), op))
         self.op = op[0]
@@ -93,6 +92,25 @@ class OpSpec:
         self.attr_cache: dict[tuple, tuple] = {}
         # Call plans by the packed meta words of a call's tensors; see _ops._Plan.
         self.plans: dict[tuple, Any] = {}
+
+    def _read_kernels(self, schema: dict) -> None:
+        """Kernel signatures per device; a signature two backends provide is listed once."""
+        kernels: dict[str, list[tuple[str, ...]]] = {}
+        for kernel in schema.get("kernels", ()):
+            signatures = kernels.setdefault(kernel["device"], [])
+            signature = tuple(kernel["signature"])
+            if signature not in signatures:
+                signatures.append(signature)
+        self.kernels = kernels
+
+    def refresh_kernels(self, schema: dict) -> None:
+        """Takes the kernel list of ``schema`` (after a backend was loaded) and forgets what was
+        derived from the old one."""
+        self._read_kernels(schema)
+        self._plans.clear()
+        self._choices.clear()
+        self._group_index.clear()
+        self.plans.clear()
 
     # -------------------------------------------------------------- promotion --------------------
 
@@ -227,6 +245,16 @@ def _load() -> dict[str, OpSpec]:
 
 def all_specs() -> dict[str, OpSpec]:
     return _load()
+
+
+def refresh_kernels() -> None:
+    """Re-reads every op's kernels from the C registry (a backend was loaded)."""
+    if _REGISTRY is None:
+        return
+    for op in registry_json()["ops"]:
+        spec = _SPECS.get(op["name"])
+        if spec is not None:
+            spec.refresh_kernels(op)
 
 
 def get_spec(name: str) -> OpSpec:
