@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import sys
 from typing import Any
 
 import numpy as np
@@ -236,7 +237,8 @@ def asarray(x: Any, device: Any = None, dtype: Any = None) -> Any:
 
 def is_pyopencl_array(tp: type) -> bool:
     """Whether ``tp`` is pyopencl.array.Array (or a subclass)."""
-    return tp.__module__.split(".", 1)[0] == "pyopencl" and hasattr(tp, "base_data")
+    module = sys.modules.get("pyopencl.array")
+    return module is not None and issubclass(tp, module.Array)
 
 
 def opencl_device_id(cl_device: Any) -> int:

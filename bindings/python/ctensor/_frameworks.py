@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._device_array import is_pyopencl_array
 from ._dtypes import KEY_NAME, numpy_dtype, torch_dtype
 from ._errors import UnsupportedDeviceError
 from ._lib import ffi, lib
@@ -309,7 +310,7 @@ def _framework_of_type(tp: type) -> Framework | None:
         fw = CUPY
     elif root == "ctensor" and tp.__name__ == "DeviceArray":
         fw = DEVICE_ARRAYS
-    elif root == "pyopencl" and hasattr(tp, "base_data"):
+    elif root == "pyopencl" and is_pyopencl_array(tp):
         fw = PYOPENCL
     _BY_TYPE[tp] = fw
     return fw
