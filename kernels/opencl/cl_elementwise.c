@@ -54,7 +54,56 @@ static const char ct_cl_int_helpers[] =
     "  const T q = a / b;\n  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}\n"
     "inline T ct_int_remainder(T a, T b) {\n"
     "  if (b == 0 || b == -1) return 0;\n  const T r = a % b;\n"
-    "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n";
+    "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n"
+    "inline T ct_int_pow(T a, T b) {\n"
+    "  U base = (U)a, exponent = (U)b, result = 1;\n"
+    "  while (exponent) { if (exponent & 1) result *= base; base *= base; exponent >>= 1; }\n"
+    "  return (T)result;\n}\n";
+
+/* Integer pow refuses negative exponents (as NumPy and the CPU backend): x2 is scanned on the
+ * device before anything is written. */
+static int ct_cl_check_exponents(const ct_cl_exec* exec, const ct_tensor* x2) {
+  const int64_t n = ct_cl_tensor_elements(x2);
+  if (n == 0) return CT_OK;
+  ct_cl_layout layout;
+  ct_cl_layout_begin(&layout, x2->ndim, x2->shape);
+  ct_cl_layout_add(&layout, x2);
+  ct_cl_layout_collapse(&layout);
+  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x2->dtype)];
+  ct_cl_source source;
+  ct_cl_source_begin(&source, exec);
+  ct_cl_source_add(&source,
+                   "__kernel void ct_negative_scan(__global const char* x, long off_x, __global "
+                   "const long* meta, int ndim, long n, __global int* found) {\n"
+                   "  const long i = get_global_id(0);\n  if (i >= n) return;\n"
+                   "  long off0 = off_x;\n");
+  ct_cl_source_index_loop(&source, 1);
+  ct_cl_source_add(&source, "  if (LD_%s(x, off0) < 0) found[0] = 1;\n}\n", t->tag);
+  cl_mem meta = NULL, found = NULL;
+  int status = ct_cl_layout_meta(exec, &layout, &meta);
+  if (status == CT_OK) status = ct_cl_scratch_buffer(exec, sizeof(cl_int), &found);
+  cl_int flag = 0;
+  if (status == CT_OK) {
+    status = ct_cl_check(ct_cl.clEnqueueWriteBuffer(exec->queue, found, CL_TRUE, 0, sizeof flag,
+                                                    &flag, 0, NULL, NULL),
+                         "clEnqueueWriteBuffer");
+  }
+  if (status == CT_OK) {
+    CT_CL_TENSOR_ARGS(x_buffer, off_x, x2);
+    const cl_int ndim = layout.ndim;
+    const ct_cl_arg args[] = {CT_CL_ARG(x_buffer), CT_CL_ARG(off_x), CT_CL_ARG(meta),
+                              CT_CL_ARG(ndim),     CT_CL_ARG(n),     CT_CL_ARG(found)};
+    status = ct_cl_launch(exec, &source, "ct_negative_scan", (size_t)n, args, 6);
+  }
+  if (status == CT_OK) status = ct_cl_read(exec, found, 0, &flag, sizeof flag);
+  if (meta) ct_cl.clReleaseMemObject(meta);
+  if (found) ct_cl.clReleaseMemObject(found);
+  if (status == CT_OK && flag) {
+    status = ct_cl_error(CT_ERROR_INVALID_ARGUMENT,
+                         "pow: integers to negative integer powers are not allowed");
+  }
+  return status;
+}
 
 static const char* ct_cl_astype_expression(ct_cl_type from, ct_cl_type to, char* buffer,
                                            size_t capacity) {
@@ -105,6 +154,10 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   ct_cl_exec exec;
   status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
+  if (strcmp(op->name, "pow") == 0 && !ct_cl_types[ct_cl_type_of(out->dtype)].is_float) {
+    status = ct_cl_check_exponents(&exec, call->inputs[1]);
+    if (status != CT_OK) return status;
+  }
 
   ct_cl_type types[CT_CL_MAX_OPERANDS];
   types[0] = (ct_cl_type)ct_cl_type_of(out->dtype);

@@ -89,7 +89,7 @@ typedef struct ct_cl_elementwise_op {
   X(divide, 2, "a / b", "(double)a / (double)b", "(double)a / (double)b", F64_FOR_INTS, NONE) \
   X(maximum, 2, "((a >= b || a != a) ? a : b)", "(a > b ? a : b)", "(a | b)", SAME, NONE)     \
   X(minimum, 2, "((a <= b || a != a) ? a : b)", "(a < b ? a : b)", "(a & b)", SAME, NONE)     \
-  X(pow, 2, "pow(a, b)", NULL, NULL, SAME, NONE)                                              \
+  X(pow, 2, "pow(a, b)", "ct_int_pow(a, b)", NULL, SAME, NONE)                                              \
   X(atan2, 2, "atan2(a, b)", NULL, NULL, SAME, NONE)                                          \
   X(hypot, 2, "hypot(a, b)", NULL, NULL, SAME, NONE)                                          \
   X(copysign, 2, "copysign(a, b)", NULL, NULL, SAME, NONE)                                    \

@@ -129,15 +129,39 @@ def _capsule(handle: int, device: tuple[int, int], shape: tuple[int, ...], dtype
 
 
 class DeviceArray:
-    """A compact row-major array in device memory owned by ctensor (see the module docstring)."""
+    """An array in device memory owned by ctensor (see the module docstring): compact row-major
+    as ``empty``/``asarray`` make it, or a strided view into the same buffer (``as_strided``)."""
 
-    __slots__ = ("_buffer", "shape", "dtype", "device", "__weakref__")
+    __slots__ = ("_buffer", "shape", "dtype", "device", "strides", "byte_offset", "__weakref__")
 
-    def __init__(self, buffer: _Buffer, shape: tuple[int, ...], dtype: str):
+    def __init__(self, buffer: _Buffer, shape: tuple[int, ...], dtype: str,
+                 strides: tuple[int, ...] | None = None, byte_offset: int = 0):
         self._buffer = buffer
         self.shape = tuple(int(n) for n in shape)
         self.dtype = dtype
         self.device = buffer.device
+        #: element strides (None: compact row-major), as DLPack's
+        self.strides = None if strides is None else tuple(int(s) for s in strides)
+        #: bytes from the start of the buffer to the first element, as DLPack's
+        self.byte_offset = int(byte_offset)
+
+    def as_strided(self, shape: tuple[int, ...], strides: tuple[int, ...],
+                   byte_offset: int = 0, dtype: Any = None) -> DeviceArray:
+        """A view of the same buffer: element ``i`` at ``byte_offset + itemsize * sum(i * s)``
+        (strides in elements, zero and negative allowed), reading the bytes as ``dtype``
+        (default: this array's). The view must stay in the buffer."""
+        name = self.dtype if dtype is None else to_dtype_name(dtype)
+        itemsize = code_bits(name)[1] // 8
+        low = high = byte_offset
+        if all(int(n) > 0 for n in shape):
+            for extent, stride in zip(shape, strides):
+                span = (int(extent) - 1) * int(stride) * itemsize
+                low, high = (low + span, high) if span < 0 else (low, high + span)
+            if low < 0 or high + itemsize > self._buffer.nbytes:
+                raise InvalidArgumentError(
+                    f"a view of shape {tuple(shape)}, strides {tuple(strides)} and byte offset "
+                    f"{byte_offset} reaches outside the buffer of {self._buffer.nbytes} bytes")
+        return DeviceArray(self._buffer, tuple(shape), name, tuple(strides), byte_offset)
 
     @classmethod
     def empty(cls, shape: tuple[int, ...], dtype: Any, device: Any) -> DeviceArray:
@@ -188,16 +212,38 @@ class DeviceArray:
                               f"to device {tuple(dl_device)} without a copy")
         if copy:
             raise BufferError("DeviceArray exports views only (copy=True is not supported)")
-        return _capsule(self._buffer.handle, self.device, self.shape, self.dtype, None, 0, self)
+        return _capsule(self._buffer.handle, self.device, self.shape, self.dtype, self.strides,
+                        self.byte_offset, self)
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the array (waits for work queued on the device's default queue)."""
-        result = np.empty(self.shape, numpy_dtype(self.dtype))
-        if result.nbytes:
+        dtype = numpy_dtype(self.dtype)
+        if self.strides is None and self.byte_offset == 0:
+            result = np.empty(self.shape, dtype)
+            self._download(result, result.nbytes)
+            return result
+        # A view: the whole buffer, then the same view of the host copy.
+        raw = np.empty(self._buffer.nbytes, np.uint8)
+        self._download(raw, raw.nbytes)
+        if self.size == 0:
+            return np.empty(self.shape, dtype)
+        strides = self.strides
+        if strides is None:
+            strides, step = [], 1
+            for extent in reversed(self.shape):
+                strides.insert(0, step)
+                step *= extent
+        itemsize = dtype.itemsize
+        first = raw[self.byte_offset:self.byte_offset + itemsize].view(dtype)
+        view = np.lib.stride_tricks.as_strided(first, self.shape,
+                                               tuple(s * itemsize for s in strides))
+        return np.array(view, copy=True)
+
+    def _download(self, host: np.ndarray, nbytes: int) -> None:
+        if nbytes:
             check(lib.ct_device_copy_to_host(
-                _ct_device(self.device), ffi.cast("void*", result.ctypes.data),
-                ffi.cast("void*", self._buffer.handle), 0, result.nbytes, ffi.NULL))
-        return result
+                _ct_device(self.device), ffi.cast("void*", host.ctypes.data),
+                ffi.cast("void*", self._buffer.handle), 0, nbytes, ffi.NULL))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         result = self.to_numpy()
