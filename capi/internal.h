@@ -159,6 +159,7 @@ struct ct_op {
   ct_kernel_entry* kernels; /* kernel_block->entries */
   int32_t num_kernels;
   int32_t kernel_capacity;
+  bool replaced; /* a kernel was replaced in place: entries are no longer in sequence order */
 };
 
 /* Makes sure built-in ops and kernels are registered; returns CT_OK or an error. */

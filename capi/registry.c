@@ -215,7 +215,11 @@ static void ct_op_insert(ct_op* op, const ct_kernel_entry* entry) {
       slot = existing;
     }
   }
-  if (!slot) slot = &op->kernels[op->num_kernels++];
+  if (slot) {
+    op->replaced = true;
+  } else {
+    slot = &op->kernels[op->num_kernels++];
+  }
   *slot = *entry;
   slot->sequence = ++ct_kernel_sequence;
 }
@@ -258,7 +262,10 @@ int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const char* ba
   const ct_kernel_entry* found = NULL;
   bool device_seen = false;
   pthread_rwlock_rdlock(&ct_kernel_lock);
-  for (int32_t k = 0; k < op->num_kernels; ++k) {
+  /* Newest first: entries are in registration order unless one was replaced in place, and then
+   * every entry is looked at for the highest sequence number. */
+  const bool ordered = !op->replaced;
+  for (int32_t k = op->num_kernels - 1; k >= 0; --k) {
     const ct_kernel_entry* entry = &op->kernels[k];
     if (entry->def.device_type != device_type) continue;
     if (backend && strcmp(entry->def.backend_name, backend) != 0) continue;
@@ -266,6 +273,7 @@ int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const char* ba
     if (ct_signature_matches(entry->signature, signature, signature_length) &&
         (!found || entry->sequence > found->sequence)) {
       found = entry;
+      if (ordered) break;
     }
   }
   pthread_rwlock_unlock(&ct_kernel_lock);

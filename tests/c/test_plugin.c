@@ -13,6 +13,7 @@
 #include <ctensor.h>
 #include <ctensor_plugin.h>
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -362,6 +363,37 @@ static void test_workspace_with_context(void) {
   check(out[0] == 6.0f && out[1] == 15.0f, "sums rows: %g %g", out[0], out[1]);
 }
 
+/* Runs add on the built-in backend many times; counts wrong results or failures. */
+static void* run_adds(void* arg) {
+  int* bad = (int*)arg;
+  for (int i = 0; i < 500; ++i) {
+    int32_t out[3] = {0, 0, 0};
+    if (run_add_i32(1, "cpu", out) != CT_OK || !equals3(out, 11, 22, 33)) ++*bad;
+  }
+  return NULL;
+}
+
+/* Loading takes the registry's lock for writing only to commit: runs on other threads go on. */
+static void test_load_while_running(void) {
+  enum { THREADS = 4 };
+  pthread_t threads[THREADS];
+  int bad[THREADS] = {0};
+  int started = 0;
+  for (int t = 0; t < THREADS; ++t)
+    started += pthread_create(&threads[t], NULL, run_adds, &bad[t]) == 0;
+  int32_t index = -1;
+  expect_status(ct_backend_load(plugin_path("variant_memory.so"), &index), CT_OK,
+                "loading a plugin while other threads run ops");
+  int wrong = 0;
+  for (int t = 0; t < THREADS; ++t) {
+    if (t < started) pthread_join(threads[t], NULL);
+    wrong += bad[t];
+  }
+  check(started == THREADS && wrong == 0, "%d threads ran add 500 times each, %d wrong", started,
+        wrong);
+  check(kernels_of("add", "memory-test") == 1, "the plugin's kernel is registered");
+}
+
 static void test_device_memory(void) {
   const ct_device cpu = {CT_DEVICE_CPU, 0};
   void* data = NULL;
@@ -396,9 +428,7 @@ static void test_device_memory(void) {
   const ct_device ext1 = {CT_DEVICE_EXT_DEV, 1};
   expect_status(ct_device_allocate(ext1, 8, &data), CT_ERROR_UNSUPPORTED_DEVICE,
                 "ct_device_allocate(ext_dev:1) before its plugin is loaded");
-  int32_t index = -1;
-  expect_status(ct_backend_load(plugin_path("variant_memory.so"), &index), CT_OK,
-                "loading a plugin with memory functions");
+  test_load_while_running(); /* loads the plugin with memory functions */
   data = NULL;
   expect_status(ct_device_allocate(ext1, 16, &data), CT_OK, "ct_device_allocate(ext_dev:1)");
   unsigned char bytes[16];
@@ -419,6 +449,71 @@ static void test_device_memory(void) {
                 "ct_device_allocate(ext_dev:2) of a plugin with 2 devices");
 }
 
+/* Kernels for the replacement checks: each writes its own value into a float32 output. */
+static int write_value(const ct_kernel_call* call, float value) {
+  const ct_tensor* out = call->outputs[0];
+  float* data = (float*)((char*)out->data + out->byte_offset);
+  for (int64_t i = 0; i < out->shape[0]; ++i) data[i] = value;
+  return CT_OK;
+}
+static int write_1(const ct_kernel_call* call) {
+  return write_value(call, 1.0f);
+}
+static int write_2(const ct_kernel_call* call) {
+  return write_value(call, 2.0f);
+}
+static int write_3(const ct_kernel_call* call) {
+  return write_value(call, 3.0f);
+}
+
+static int register_add_f32(const char* backend, ct_kernel_run_fn run) {
+  static const ct_dtype f32[3] = {
+      {CT_DTYPE_FLOAT, 32, 1}, {CT_DTYPE_FLOAT, 32, 1}, {CT_DTYPE_FLOAT, 32, 1}};
+  ct_kernel_def def;
+  memset(&def, 0, sizeof def);
+  def.struct_size = sizeof def;
+  def.op_name = "add";
+  def.backend_name = backend;
+  def.device_type = CT_DEVICE_CPU;
+  def.signature_length = 3;
+  def.signature = f32;
+  def.run = run;
+  return ct_kernel_register(&def);
+}
+
+static float run_add_f32(const char* backend) {
+  float a[2] = {0, 0}, out[2] = {0, 0};
+  int64_t shape[1] = {2};
+  const ct_dtype f32 = {CT_DTYPE_FLOAT, 32, 1};
+  ct_tensor ta = {a, {CT_DEVICE_CPU, 0}, 1, f32, shape, NULL, 0};
+  ct_tensor to = {out, {CT_DEVICE_CPU, 0}, 1, f32, shape, NULL, 0};
+  const ct_tensor* inputs[2] = {&ta, &ta};
+  const ct_tensor* outputs[1] = {&to};
+  ct_context context;
+  memset(&context, 0, sizeof context);
+  context.struct_size = sizeof context;
+  context.backend = backend;
+  const ct_op* add = NULL;
+  ct_op_find("add", &add);
+  if (ct_op_run(add, inputs, 2, outputs, 1, NULL, 0, &context) != CT_OK) return -1.0f;
+  return out[0];
+}
+
+/* Same (op, device, signature, backend) replaces; the newest registration runs by default. */
+static void test_registration_order(void) {
+  expect_status(register_add_f32("order-a", write_1), CT_OK, "registering add for \"order-a\"");
+  expect_status(register_add_f32("order-b", write_2), CT_OK, "registering add for \"order-b\"");
+  check(run_add_f32(NULL) == 2.0f, "the newest kernel (order-b) runs by default");
+  check(run_add_f32("order-a") == 1.0f, "order-a's runs when named");
+  expect_status(register_add_f32("order-a", write_3), CT_OK, "registering order-a's add again");
+  check(kernels_of("add", "order-a") == 1, "replaces its kernel, adds none");
+  check(run_add_f32(NULL) == 3.0f, "the replacement is now the newest kernel");
+  check(run_add_f32("order-b") == 2.0f, "order-b's still runs when named");
+  check(run_add_f32("cpu") == 0.0f, "the built-in one too");
+  expect_status(register_add_f32("", write_1), CT_ERROR_INVALID_ARGUMENT,
+                "registering under an empty backend name");
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s PLUGIN_DIR DISCOVER_DIR\n", argv[0]);
@@ -433,6 +528,7 @@ int main(int argc, char** argv) {
   test_discovery();
   test_workspace_with_context();
   test_device_memory();
+  test_registration_order();
   printf("1..%d\n", test_count);
   return failures ? 1 : 0;
 }

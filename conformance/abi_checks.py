@@ -1,0 +1,247 @@
+"""ABI checks beyond one correct call: struct layout and version negotiation (once per run),
+documented statuses for bad input (per op x dtype), and concurrent runs from several threads
+agreeing with a serial run (per op x dtype). Each check yields (check name, reason) per
+violation; nothing means it passed."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ctensor._dtypes import DTYPES
+from ctensor._lib import ffi, lib
+from ctensor._registry import OpSpec
+
+from .abi_calls import execute, status_name
+from .calls import free_placed, place_case, run_case
+from .dtypes import itemsize, set_ct_dtype
+
+__all__ = ["PLUGIN_ABI_MAJOR", "layout_checks", "version_checks", "bad_input_checks",
+           "thread_check"]
+
+#: CT_PLUGIN_ABI_MAJOR of ctensor_plugin.h, the plugin ABI this suite checks against.
+PLUGIN_ABI_MAJOR = 1
+
+# DLPack's layout (LP64) and the fixed-layout structs of ctensor.h: (struct, size, {field: offset}).
+_LAYOUT = [
+    ("ct_device", 8, {"device_type": 0, "device_id": 4}),
+    ("ct_dtype", 4, {"code": 0, "bits": 1, "lanes": 2}),
+    ("ct_tensor", 48, {"data": 0, "device": 8, "ndim": 16, "dtype": 20, "shape": 24,
+                       "strides": 32, "byte_offset": 40}),
+    ("ct_attr_value", 24, {"type": 0, "reserved": 4, "count": 8, "value": 16}),
+    ("ct_attr", 32, {"name": 0, "value": 8}),
+    ("ct_tensor_info", 8 + 8 * 64, {"dtype": 0, "ndim": 4, "shape": 8}),
+    ("ct_allocator", 24, {"struct_size": 0, "user_data": 8, "allocate": 16}),
+    ("ct_context", 48, {"struct_size": 0, "stream": 8, "workspace": 16, "workspace_size": 24,
+                        "allocator": 32, "backend": 40}),
+]
+
+
+def layout_checks() -> list[tuple[str, str]]:
+    """The binding's view of ctensor.h against the published layout."""
+    problems = []
+    for struct, size, fields in _LAYOUT:
+        if ffi.sizeof(struct) != size:
+            problems.append(("abi_layout", f"sizeof({struct}) is {ffi.sizeof(struct)}, "
+                             f"expected {size}"))
+        for name, offset in fields.items():
+            if ffi.offsetof(struct, name) != offset:
+                problems.append(("abi_layout", f"{struct}.{name} at offset "
+                                 f"{ffi.offsetof(struct, name)}, expected {offset}"))
+    return problems
+
+
+def version_checks(backend_info: dict | None) -> list[tuple[str, str]]:
+    """libctensor's ABI major against this binding's header; a plugin's negotiated version and
+    load state."""
+    problems = []
+    version = lib.ct_abi_version()
+    if version >> 16 != lib.CT_ABI_VERSION_MAJOR:
+        problems.append(("abi_version", f"libctensor reports ABI {version >> 16}."
+                         f"{version & 0xFFFF}, the header is {lib.CT_ABI_VERSION_MAJOR}.x"))
+    if backend_info is not None and backend_info.get("path"):
+        if backend_info["abi_version"] >> 16 != PLUGIN_ABI_MAJOR:
+            problems.append(("abi_version", f"plugin built for ABI "
+                             f"{backend_info['abi_version'] >> 16}, expected "
+                             f"{PLUGIN_ABI_MAJOR}"))
+        if backend_info["state"] != 0:
+            problems.append(("abi_version", f"plugin not loaded: {backend_info['reason']}"))
+    return problems
+
+
+# ---------------------------------------------------------------------- bad input -------------
+
+
+def _copy_view(view):  # noqa: ANN001, ANN202
+    new = ffi.new("ct_tensor*")
+    ffi.memmove(new, view, ffi.sizeof("ct_tensor"))
+    return new
+
+
+def _outputs_untouched(device, placed) -> bool:  # noqa: ANN001
+    return all(np.array_equal(device.read(t.buffer), t.expected) for t in placed.outputs)
+
+
+def _unregistered_dtype(spec: OpSpec, target) -> str | None:  # noqa: ANN001
+    taken = {tuple(k["signature"])[0] for k in spec.schema.get("kernels", ())
+             if k["backend"] == target.backend}
+    for name in DTYPES + ("complex64",):
+        if name not in taken:
+            return name
+    return None
+
+
+def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: ANN001
+    """Wrong dtype, wrong output shape, NULL input, self-overlapping output and a too small
+    workspace must each return their documented status and leave the outputs untouched."""
+    device, backend = target.device, target.backend
+    problems = []
+    keep: list = []  # shape and stride arrays of the altered views
+
+    def attempt(name: str, expected: int, mutate, check: str = "error_status",
+                context_size: int | None = None) -> None:  # noqa: ANN001
+        placed = place_case(spec, case, device)
+        if placed.infer_status != 0:
+            free_placed(device, placed, None)
+            return
+        inputs, outputs = list(placed.inputs), list(placed.outputs)
+        shrink = mutate(inputs, outputs)
+        if shrink is False:
+            free_placed(device, placed, None)
+            return
+        views_in = [_Wrap(v) if isinstance(v, ffi.CData) else v for v in inputs]
+        execution = execute(spec, device, views_in, [_Wrap(v) if isinstance(v, ffi.CData) else v
+                                                     for v in outputs], case.attrs, backend,
+                            workspace_shrink=shrink or 0,
+                            dynamic_outputs=len(placed.infos) if spec.is_dynamic else 0,
+                            context_size=context_size)
+        untouched = _outputs_untouched(device, placed)
+        free_placed(device, placed, execution)
+        if shrink and execution.workspace[0] == 0:
+            return  # asks for no workspace: nothing can be too small
+        if execution.status != expected:
+            problems.append((check, f"{name}: expected {status_name(expected)}, got "
+                             f"{status_name(execution.status)} ({execution.message})"))
+        elif not untouched:
+            problems.append((check, f"{name}: returned {status_name(expected)} but wrote an "
+                             "output"))
+
+    def wrong_dtype(inputs, outputs):  # noqa: ANN001, ANN202
+        bad = _unregistered_dtype(spec, target)
+        first = next((k for k, t in enumerate(inputs) if t is not None), None)
+        if bad is None or first is None:
+            return False
+        view = _copy_view(inputs[first].view)
+        if bad == "complex64":
+            _complex(view)
+        else:
+            set_ct_dtype(view.dtype, bad)
+        inputs[first] = view
+        return None
+
+    def wrong_shape(inputs, outputs):  # noqa: ANN001, ANN202
+        if not outputs:
+            return False
+        t = outputs[0]
+        view = _copy_view(t.view)
+        shape = ffi.new("int64_t[]", [n + 1 for n in t.shape] + [2])
+        view.shape = shape
+        view.ndim = len(t.shape) or 1
+        view.strides = ffi.NULL
+        outputs[0] = view
+        keep.append(shape)
+        return None
+
+    def null_input(inputs, outputs):  # noqa: ANN001, ANN202
+        first = next((k for k, t in enumerate(inputs) if t is not None), None)
+        if first is None or spec.inputs[min(first, len(spec.inputs) - 1)].get("optional"):
+            return False
+        inputs[first] = _NullTensor()
+        return None
+
+    def aliasing(inputs, outputs):  # noqa: ANN001, ANN202
+        t = next((o for o in outputs if any(n > 1 for n in o.shape)), None)
+        if t is None:
+            return False
+        view = _copy_view(t.view)
+        strides = ffi.new("int64_t[]", [0] * len(t.shape))
+        view.strides = strides
+        keep.append(strides)
+        outputs[outputs.index(t)] = view
+        return None
+
+    def overlapping_input(inputs, outputs):  # noqa: ANN001, ANN202
+        """The output shifted one element into the input it has the shape and dtype of."""
+        t = inputs[0] if inputs else None
+        if (not outputs or t is None or t.strides is not None or t.shape != outputs[0].shape
+                or t.dtype != outputs[0].dtype or not any(n > 1 for n in t.shape)):
+            return False
+        view = _copy_view(t.view)
+        view.byte_offset += itemsize(t.dtype)
+        outputs[0] = view
+        return None
+
+    def small_workspace(inputs, outputs):  # noqa: ANN001, ANN202
+        return 1
+
+    def unchanged(inputs, outputs):  # noqa: ANN001, ANN202
+        return None
+
+    attempt("wrong dtype", lib.CT_ERROR_UNSUPPORTED_DTYPE, wrong_dtype)
+    attempt("wrong output shape", lib.CT_ERROR_SHAPE_MISMATCH, wrong_shape)
+    attempt("NULL input", lib.CT_ERROR_NULL_POINTER, null_input)
+    attempt("self-overlapping output", lib.CT_ERROR_ALIASING, aliasing)
+    attempt("output overlapping an input", lib.CT_ERROR_ALIASING, overlapping_input)
+    attempt("workspace one byte too small", lib.CT_ERROR_WORKSPACE_TOO_SMALL, small_workspace)
+    attempt("ct_context.struct_size 0", lib.CT_ERROR_ABI_MISMATCH, unchanged, "abi_version", 0)
+    return problems
+
+
+class _Wrap:
+    """A raw view standing in for a placed Tensor."""
+
+    def __init__(self, view):  # noqa: ANN001
+        self.view = view
+
+
+class _NullTensor:
+    view = ffi.NULL
+
+
+def _complex(view) -> None:  # noqa: ANN001
+    view.dtype.code = lib.CT_DTYPE_COMPLEX
+    view.dtype.bits = 64
+    view.dtype.lanes = 1
+
+
+# ---------------------------------------------------------------------- threads ---------------
+
+
+def thread_check(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: ANN001
+    """The case run from `target.threads` threads at once must give what a serial run gives."""
+    serial = run_case(spec, case, target.device, target.backend)
+    if serial.violations:
+        return []
+    results: list = [None] * target.threads
+    barrier = threading.Barrier(target.threads)
+
+    def work(i: int) -> None:
+        barrier.wait()
+        results[i] = run_case(spec, case, target.device, target.backend)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(target.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, r in enumerate(results):
+        if r is None or r.violations:
+            reason = r.violations[0][1] if r is not None else "the thread raised"
+            return [("threads", f"thread {i}: {reason}")]
+        for a, b in zip(r.outputs, serial.outputs, strict=False):
+            if (a is None) != (b is None) or (a is not None and (
+                    a.shape != b.shape or a.tobytes() != b.tobytes())):
+                return [("threads", f"thread {i} computed another result than a serial run")]
+    return []
+

@@ -1,0 +1,173 @@
+"""The one per-op table: what the schemas cannot say about sensible cases. Ops not listed get
+cases derived from their schema alone (element-wise and broadcasting ops, defaults for every
+attribute).
+
+An entry may give:
+  shapes   list of input-shape tuples, one shape per input (None: an absent optional input; a
+           list of shapes: the tensors of a variadic input);
+  attrs    list of attribute sets (dicts, or functions of the dtype signature returning one),
+           crossed with shapes; combinations that ct_op_infer refuses are dropped;
+  domains  {input index: domain} where a domain is a name in cases.DOMAINS or a tuple
+           ("index", low, high) / ("range", low, high);
+  edges    False: no edge values mixed in (ops whose edge semantics the reference cannot state,
+           or where indices must stay valid).
+"""
+
+from __future__ import annotations
+
+INT64_MAX = 2**63 - 1
+
+# Shape sets shared by many ops.
+UNARY_SHAPES = [((),), ((0,),), ((7,),), ((3, 4),), ((2, 3, 4),), ((2, 1, 3),)]
+NONEMPTY_SHAPES = [((),), ((7,),), ((3, 4),), ((2, 3, 4),), ((2, 1, 3),)]
+BINARY_SHAPES = [((), ()), ((5,), (5,)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((0, 3), (1, 3)),
+                 ((3, 4), ()), ((2, 1, 4), (3, 1))]
+MATRIX_SHAPES = [((3, 4),), ((2, 3, 5),), ((4, 4),), ((0, 3),), ((1, 2, 2, 3),)]
+REDUCE_ATTRS = [{}, {"axis": [0]}, {"axis": [-1], "keepdims": True}, {"axis": [0, 2]},
+                {"keepdims": True}]
+NCHW = [((2, 3, 7, 8),), ((1, 2, 5, 5),), ((0, 2, 4, 4),)]
+
+OPS: dict[str, dict] = {
+    # ---------------------------------------------------------------- element-wise extras
+    "pow": {"domains": {0: "small", 1: "exponent"}},
+    "bitwise_left_shift": {"domains": {1: "shift"}},
+    "bitwise_right_shift": {"domains": {1: "shift"}},
+    "elu": {"attrs": [{}, {"alpha": 0.5}]},
+    "leaky_relu": {"attrs": [{}, {"negative_slope": 0.2}]},
+    "gelu": {"attrs": [{}, {"approximate": "tanh"}]},
+    "softplus": {"attrs": [{}, {"beta": 2.0, "threshold": 5.0}]},
+    "astype": {"attrs": [lambda sig: {"dtype": sig[-1]}]},
+    "clip": {"shapes": [((3, 4), (3, 4), (3, 4)), ((3, 4), (4,), None), ((3, 4), None, (3, 1)),
+                        ((2, 3), (), ()), ((0, 2), (), (2,)), ((5,), None, None)]},
+    "where": {"shapes": [((3, 4), (3, 4), (3, 4)), ((3, 1), (1, 4), ()), ((0, 2), (2,), (1, 2)),
+                         ((), (), ())]},
+    # ---------------------------------------------------------------- reductions and scans
+    "sum": {"attrs": REDUCE_ATTRS},
+    "prod": {"attrs": REDUCE_ATTRS, "domains": {0: "small"}},
+    "mean": {"attrs": REDUCE_ATTRS},
+    "all": {"attrs": REDUCE_ATTRS, "domains": {0: "few"}},
+    "any": {"attrs": REDUCE_ATTRS, "domains": {0: "few"}},
+    "max": {"attrs": REDUCE_ATTRS, "shapes": NONEMPTY_SHAPES},
+    "min": {"attrs": REDUCE_ATTRS, "shapes": NONEMPTY_SHAPES},
+    "var": {"attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}]},
+    "std": {"attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}]},
+    "logsumexp": {"attrs": REDUCE_ATTRS},
+    "argmax": {"attrs": [{}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"keepdims": True}],
+               "shapes": NONEMPTY_SHAPES},
+    "argmin": {"attrs": [{}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"keepdims": True}],
+               "shapes": NONEMPTY_SHAPES},
+    "cumulative_sum": {"attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}]},
+    "cumulative_prod": {"attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
+                        "domains": {0: "small"}},
+    "softmax": {"attrs": [{}, {"axis": 0}], "shapes": NONEMPTY_SHAPES[1:]},
+    "log_softmax": {"attrs": [{}, {"axis": 0}], "shapes": NONEMPTY_SHAPES[1:]},
+    # ---------------------------------------------------------------- linear algebra
+    "matmul": {"shapes": [((3, 4), (4, 5)), ((4,), (4, 3)), ((2, 3, 4), (4, 2)), ((5,), (5,)),
+                          ((2, 1, 3, 4), (3, 4, 2)), ((0, 4), (4, 3)), ((3, 0), (0, 2)),
+                          ((3, 4), (4,))], "domains": {0: "small", 1: "small"}},
+    "vecdot": {"shapes": [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((4, 3), (4, 3)), ((0, 2), (2,))],
+               "attrs": [{}, {"axis": 0}], "domains": {0: "small", 1: "small"}},
+    "linear": {"shapes": [((3, 4), (5, 4), (5,)), ((3, 4), (5, 4), None), ((4,), (2, 4), (2,)),
+                          ((2, 3, 4), (5, 4), (5,))]},
+    "einsum": {"shapes": [([(3, 4), (4, 5)],), ([(4, 4)],), ([(3, 4)],), ([(2, 3, 4), (2, 4, 5)],),
+                          ([(5,), (5,)],)],
+               "attrs": [{"subscripts": "ij,jk->ik"}, {"subscripts": "ii->i"},
+                         {"subscripts": "ij"}, {"subscripts": "bij,bjk->bik"},
+                         {"subscripts": "i,i"}, {"subscripts": "ij->ji"}],
+               "domains": {0: "small"}},
+    # ---------------------------------------------------------------- shape and indexing
+    "broadcast_to": {"shapes": [((3, 1),), ((),), ((4,),)],
+                     "attrs": [{"shape": [2, 3, 4]}, {"shape": [3]}, {"shape": [0, 4]}]},
+    "concat": {"shapes": [([(2, 3), (4, 3)],), ([(2, 3), (2, 1)],), ([(2, 3), (4,)],),
+                          ([(0, 3), (2, 3), (1, 3)],)],
+               "attrs": [{}, {"axis": 1}, {"axis": None}, {"axis": -1}]},
+    "stack": {"shapes": [([(2, 3), (2, 3), (2, 3)],), ([(), ()],), ([(0, 2), (0, 2)],)],
+              "attrs": [{}, {"axis": -1}, {"axis": 1}]},
+    "flip": {"attrs": [{}, {"axis": [0]}, {"axis": [-1, 0]}]},
+    "matrix_transpose": {"shapes": MATRIX_SHAPES},
+    "permute_dims": {"shapes": [((2, 3, 4),), ((3, 4),), ((),)],
+                     "attrs": [{"axes": [2, 0, 1]}, {"axes": [1, 0]}, {"axes": []}]},
+    "repeat": {"shapes": [((3, 4),), ((5,),), ((),)],
+               "attrs": [{"repeats": [2]}, {"repeats": [1, 0, 2], "axis": 0},
+                         {"repeats": [2], "axis": 1}, {"repeats": [3], "axis": None}]},
+    "roll": {"shapes": [((3, 4),), ((6,),), ((0, 2),)],
+             "attrs": [{"shift": [1]}, {"shift": [-2], "axis": [1]},
+                       {"shift": [1, 2], "axis": [0, 1]}, {"shift": [7], "axis": [0]}]},
+    "slice": {"shapes": [((5, 6),), ((7,),), ((0, 3),)],
+              "attrs": [{"start": [1], "stop": [4]}, {"start": [4], "stop": [0], "step": [-1]},
+                        {"start": [0, 1], "stop": [5, 6], "step": [2, 2]},
+                        {"start": [-2], "stop": [INT64_MAX]}]},
+    "pad": {"shapes": [((3, 4),), ((5,),), ((2, 3, 2),)],
+            "attrs": [{"pad_width": [1]}, {"pad_width": [1, 2]},
+                      {"pad_width": [0, 1, 2, 0], "mode": "reflect"},
+                      {"pad_width": [2, 1], "mode": "edge"},
+                      {"pad_width": [1, 0], "value": 2.0}]},
+    "tile": {"shapes": [((2, 3),), ((4,),), ((),)],
+             "attrs": [{"repetitions": [2]}, {"repetitions": [2, 1, 2]}]},
+    "tril": {"shapes": MATRIX_SHAPES, "attrs": [{}, {"k": 1}, {"k": -1}]},
+    "triu": {"shapes": MATRIX_SHAPES, "attrs": [{}, {"k": 1}, {"k": -1}]},
+    "take": {"shapes": [((5, 4), (3,)), ((5, 4), (2, 2)), ((6,), (4,))],
+             "attrs": [{"axis": 0}, {"axis": 1}, {"axis": None}],
+             "domains": {1: ("index_of", 0)}, "edges": False},
+    "take_along_axis": {"shapes": [((4, 5), (4, 3)), ((4, 5), (2, 5)), ((6,), (4,))],
+                        "attrs": [{}, {"axis": 0}], "domains": {1: ("index_of", 0)},
+                        "edges": False},
+    "embedding": {"shapes": [((3, 4), (10, 5)), ((6,), (7, 3)), ((), (4, 2))],
+                  "domains": {0: ("index_of", 1)}, "edges": False},
+    "one_hot": {"shapes": [((6,),), ((2, 3),), ((0,),)], "attrs": [{"num_classes": 5}],
+                "domains": {0: ("index", 0, 5)}, "edges": False},
+    "searchsorted": {"shapes": [((10,), (3, 4)), ((1,), (5,)), ((0,), (3,)), ((6,), ())],
+                     "attrs": [{}, {"side": "right"}], "domains": {0: "sorted", 1: "ties"}},
+    # ---------------------------------------------------------------- sorting and selection
+    "sort": {"attrs": [{}, {"axis": 0}, {"descending": True}], "domains": {0: "ties"}},
+    "argsort": {"attrs": [{}, {"axis": 0}, {"descending": True}], "domains": {0: "ties"}},
+    "topk": {"shapes": [((5, 6),), ((7,),), ((3, 0),)],
+             "attrs": [{"k": 3}, {"k": 2, "largest": False}, {"k": 0}, {"k": 2, "axis": 0}],
+             "domains": {0: "ties"}},
+    # ---------------------------------------------------------------- dynamic-allocating
+    "nonzero": {"domains": {0: "few"}},
+    "argwhere": {"domains": {0: "few"}},
+    "boolean_mask": {"shapes": [((3, 4), (3, 4)), ((3, 4), (3,)), ((0,), (0,)), ((2, 3), (2, 3))]},
+    "unique_values": {"domains": {0: "ties"}},
+    "unique_counts": {"domains": {0: "ties"}},
+    "unique_inverse": {"domains": {0: "ties"}},
+    "unique_all": {"domains": {0: "ties"}},
+    # ---------------------------------------------------------------- deep learning
+    "adaptive_avg_pool2d": {"shapes": NCHW, "attrs": [{"output_size": [4, 4]},
+                                                      {"output_size": [3, 2]},
+                                                      {"output_size": [1]}]},
+    "avg_pool2d": {"shapes": NCHW, "attrs": [{"kernel_size": [2]},
+                                             {"kernel_size": [3], "stride": [2], "padding": [1]},
+                                             {"kernel_size": [3], "ceil_mode": True,
+                                              "count_include_pad": False, "stride": [2]},
+                                             {"kernel_size": [2], "divisor_override": 3}]},
+    "max_pool2d": {"shapes": NCHW, "attrs": [{"kernel_size": [2]},
+                                             {"kernel_size": [3], "stride": [2], "padding": [1]},
+                                             {"kernel_size": [2], "dilation": [2],
+                                              "ceil_mode": True}]},
+    "conv2d": {"shapes": [((2, 4, 7, 8), (6, 4, 3, 3), (6,)), ((1, 4, 5, 5), (6, 2, 3, 3), None),
+                          ((0, 4, 5, 5), (2, 4, 1, 1), (2,))],
+               "attrs": [{}, {"stride": [2], "padding": [1]}, {"dilation": [2]},
+                         {"groups": 2, "padding": [1, 0]}]},
+    "conv_transpose2d": {"shapes": [((2, 4, 5, 6), (4, 3, 3, 3), (3,)),
+                                    ((1, 4, 4, 4), (4, 2, 3, 3), None)],
+                         "attrs": [{}, {"stride": [2], "padding": [1], "output_padding": [1]},
+                                   {"groups": 2, "dilation": [2]}]},
+    "batch_norm": {"shapes": [((2, 3, 4, 5), (3,), (3,), (3,), (3,)), ((4, 3), (3,), (3,), None,
+                                                                        None)],
+                   "attrs": [{}, {"eps": 0.1}], "domains": {2: "positive"}, "edges": False},
+    "group_norm": {"shapes": [((2, 6, 4, 4), (6,), (6,)), ((3, 4, 5), None, None)],
+                   "attrs": [{"num_groups": 3}, {"num_groups": 2, "eps": 0.01}], "edges": False},
+    "layer_norm": {"shapes": [((2, 3, 8), (8,), (8,)), ((2, 3, 8), (3, 8), None), ((4, 5), None,
+                                                                                 None)],
+                   "attrs": [{"normalized_shape": [8]}, {"normalized_shape": [3, 8]},
+                             {"normalized_shape": [5]}], "edges": False},
+    "rms_norm": {"shapes": [((2, 3, 8), (8,)), ((4, 5), None)],
+                 "attrs": [{"normalized_shape": [8]}, {"normalized_shape": [5], "eps": 1e-5}],
+                 "edges": False},
+    "interpolate": {"shapes": [((1, 2, 5, 6),), ((2, 1, 3, 3),)],
+                    "attrs": [{"size": [10, 12]}, {"size": [3, 4], "mode": "bilinear"},
+                              {"size": [7, 5], "mode": "bilinear", "align_corners": True},
+                              {"scale_factor": [2.0]},
+                              {"scale_factor": [1.5], "mode": "bilinear"}]},
+}

@@ -1,0 +1,647 @@
+"""Reference results. NUMPY holds a float64 NumPy reference per op (floats arrive as float64
+values, integers and bools as themselves; results are cast to the output dtype by the caller).
+TORCH holds the deep-learning ops NumPy has no equivalent for, computed by PyTorch in float64;
+they are used for the built-in CPU backend only: for any other backend those ops are compared
+with the built-in CPU backend (see runner.reference_source).
+
+Every function takes (inputs, attrs, out_dtypes) -- attrs with the schema's defaults filled in --
+and returns the list of outputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["NUMPY", "TORCH"]
+
+NUMPY: dict = {}
+TORCH: dict = {}
+
+
+def _ref(table: dict, *names: str):  # noqa: ANN202
+    def register(fn):  # noqa: ANN001, ANN202
+        for name in names:
+            table[name] = fn
+        return fn
+
+    return register
+
+
+def _is_float(a: np.ndarray) -> bool:
+    return a.dtype.kind == "f"
+
+
+def _axes(axis, ndim: int):  # noqa: ANN001, ANN202
+    if axis is None:
+        return None
+    axes = axis if isinstance(axis, (list, tuple)) else [axis]
+    return tuple(a % max(ndim, 1) for a in axes)
+
+
+# ------------------------------------------------------------------ element-wise ---------------
+
+_UNARY_FLOAT = {
+    "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
+    "atan": np.arctan, "atanh": np.arctanh, "cos": np.cos, "cosh": np.cosh, "exp": np.exp,
+    "expm1": np.expm1, "log": np.log, "log10": np.log10, "log1p": np.log1p, "log2": np.log2,
+    "sin": np.sin, "sinh": np.sinh, "sqrt": np.sqrt, "tan": np.tan, "tanh": np.tanh,
+    "reciprocal": np.reciprocal,
+}
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _unary(fn):  # noqa: ANN001, ANN202
+    return lambda ins, attrs, out: [fn(ins[0])]
+
+
+for _name, _fn in _UNARY_FLOAT.items():
+    NUMPY[_name] = _unary(_fn)
+NUMPY["erf"] = _unary(lambda x: np.asarray(_erf(x), dtype=np.float64))
+
+
+def _rounding(fn):  # noqa: ANN001, ANN202
+    return lambda ins, attrs, out: [fn(ins[0]) if _is_float(ins[0]) else ins[0]]
+
+
+NUMPY["ceil"] = _rounding(np.ceil)
+NUMPY["floor"] = _rounding(np.floor)
+NUMPY["trunc"] = _rounding(np.trunc)
+NUMPY["round"] = _rounding(np.round)
+NUMPY["abs"] = _unary(lambda x: x if x.dtype == bool else np.abs(x))
+NUMPY["negative"] = _unary(np.negative)
+NUMPY["positive"] = _unary(lambda x: x.copy())
+NUMPY["square"] = _unary(lambda x: x * x)
+NUMPY["sign"] = _unary(np.sign)
+NUMPY["isfinite"] = _unary(lambda x: np.isfinite(x) if _is_float(x) else np.ones(x.shape, bool))
+NUMPY["isinf"] = _unary(lambda x: np.isinf(x) if _is_float(x) else np.zeros(x.shape, bool))
+NUMPY["isnan"] = _unary(lambda x: np.isnan(x) if _is_float(x) else np.zeros(x.shape, bool))
+NUMPY["logical_not"] = _unary(lambda x: np.logical_not(x))
+NUMPY["bitwise_invert"] = _unary(np.invert)
+NUMPY["relu"] = _unary(lambda x: np.where(x > 0, x, np.where(np.isnan(x), x, 0)) if _is_float(x)
+                       else np.maximum(x, 0).astype(x.dtype))
+NUMPY["sigmoid"] = _unary(lambda x: 1.0 / (1.0 + np.exp(-x)))
+NUMPY["silu"] = _unary(lambda x: x / (1.0 + np.exp(-x)))
+NUMPY["hardswish"] = _unary(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+NUMPY["selu"] = _unary(lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(x)))
+
+
+@_ref(NUMPY, "elu")
+def _elu(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    return [np.where(x > 0, x, attrs["alpha"] * np.expm1(x))]
+
+
+@_ref(NUMPY, "leaky_relu")
+def _leaky(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    return [np.where(x > 0, x, attrs["negative_slope"] * x)]
+
+
+@_ref(NUMPY, "gelu")
+def _gelu(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    if attrs["approximate"] == "tanh":
+        return [0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))]
+    return [0.5 * x * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64))]
+
+
+@_ref(NUMPY, "softplus")
+def _softplus(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, beta = ins[0], attrs["beta"]
+    return [np.where(beta * x > attrs["threshold"], x, np.log1p(np.exp(beta * x)) / beta)]
+
+
+def _binary(fn):  # noqa: ANN001, ANN202
+    return lambda ins, attrs, out: [fn(ins[0], ins[1])]
+
+
+def _bool_as(fn):  # noqa: ANN001, ANN202
+    """Bool inputs computed as int then turned back to bool (add is or, multiply is and)."""
+    def run(a, b):  # noqa: ANN001, ANN202
+        if a.dtype == bool:
+            return fn(a.astype(np.int64), b.astype(np.int64)) != 0
+        return fn(a, b)
+
+    return run
+
+
+NUMPY["add"] = _binary(_bool_as(np.add))
+NUMPY["subtract"] = _binary(np.subtract)
+NUMPY["multiply"] = _binary(_bool_as(np.multiply))
+NUMPY["divide"] = _binary(lambda a, b: np.true_divide(a.astype(np.float64), b.astype(np.float64)))
+NUMPY["maximum"] = _binary(np.maximum)
+NUMPY["minimum"] = _binary(np.minimum)
+NUMPY["atan2"] = _binary(np.arctan2)
+NUMPY["copysign"] = _binary(np.copysign)
+NUMPY["hypot"] = _binary(np.hypot)
+for _name, _fn in {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+                   "greater_equal": np.greater_equal, "less": np.less,
+                   "less_equal": np.less_equal, "logical_and": np.logical_and,
+                   "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+                   "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+                   "bitwise_xor": np.bitwise_xor}.items():
+    NUMPY[_name] = _binary(_fn)
+
+
+def _int_div(fn):  # noqa: ANN001, ANN202
+    """floor_divide / remainder: integer division by zero gives 0, as NumPy."""
+    def run(a, b):  # noqa: ANN001, ANN202
+        if _is_float(a):
+            return fn(a, b)
+        safe = np.where(b == 0, 1, b).astype(b.dtype)
+        return np.where(b == 0, 0, fn(a, safe)).astype(a.dtype)
+
+    return run
+
+
+NUMPY["floor_divide"] = _binary(_int_div(np.floor_divide))
+NUMPY["remainder"] = _binary(_int_div(np.remainder))
+NUMPY["pow"] = _binary(np.power)
+
+
+def _shift(fn):  # noqa: ANN001, ANN202
+    def run(a, b):  # noqa: ANN001, ANN202
+        bits = a.dtype.itemsize * 8
+        bad = (b < 0) | (b >= bits)
+        safe = np.where(bad, 0, b).astype(a.dtype)
+        fill = np.where(a < 0, -1, 0) if fn is np.right_shift else 0
+        return np.where(bad, fill, fn(a, safe)).astype(a.dtype)
+
+    return run
+
+
+NUMPY["bitwise_left_shift"] = _binary(_shift(np.left_shift))
+NUMPY["bitwise_right_shift"] = _binary(_shift(np.right_shift))
+
+
+@_ref(NUMPY, "clip")
+def _clip(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, lo, hi = ins
+    shape = np.broadcast_shapes(*[a.shape for a in ins if a is not None])
+    r = np.broadcast_to(x, shape).copy()
+    if lo is not None:
+        r = np.where(np.isnan(lo) if _is_float(lo) else False, lo, np.maximum(r, lo))
+    if hi is not None:
+        r = np.where(np.isnan(hi) if _is_float(hi) else False, hi, np.minimum(r, hi))
+    return [r]
+
+
+@_ref(NUMPY, "where")
+def _where(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [np.where(ins[0], ins[1], ins[2])]
+
+
+@_ref(NUMPY, "astype")
+def _astype(ins, attrs, out):  # noqa: ANN001, ANN202
+    """Floats to integers truncate toward zero, nan gives 0, out-of-range values saturate."""
+    x, target = ins[0], out[0]
+    if target == "bool":
+        return [x != 0]
+    if _is_float(x) and target.startswith(("int", "uint")):
+        info = np.iinfo(target)
+        t = np.trunc(np.where(np.isnan(x), 0.0, x))
+        hi, lo = t >= float(info.max), t <= float(info.min)
+        mid = np.where(hi | lo, 0.0, t).astype(target)
+        return [np.where(hi, info.max, np.where(lo, info.min, mid)).astype(target)]
+    return [x.astype(np.int64) if x.dtype == bool else x]
+
+
+# ------------------------------------------------------------------ reductions -----------------
+
+
+def _acc(x: np.ndarray, out: str) -> np.ndarray:
+    if _is_float(x):
+        return x
+    return x.astype(out) if out in ("int64", "uint64", "float64") else x
+
+
+def _reducer(fn, empty_ok: bool = True):  # noqa: ANN001, ANN202
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        x = _acc(ins[0], out[0])
+        return [fn(x, axis=_axes(attrs["axis"], x.ndim), keepdims=attrs["keepdims"])]
+
+    return run
+
+
+NUMPY["sum"] = _reducer(np.sum)
+NUMPY["prod"] = _reducer(np.prod)
+NUMPY["max"] = _reducer(np.max)
+NUMPY["min"] = _reducer(np.min)
+NUMPY["all"] = _reducer(np.all)
+NUMPY["any"] = _reducer(np.any)
+NUMPY["mean"] = _reducer(lambda x, axis, keepdims: np.mean(x.astype(np.float64), axis=axis,
+                                                           keepdims=keepdims))
+
+
+@_ref(NUMPY, "var", "std")
+def _var(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0].astype(np.longdouble)  # extended precision where the platform has it
+    axis = _axes(attrs["axis"], x.ndim)
+    n = x.size if axis is None else int(np.prod([x.shape[a] for a in axis]))
+    mean = np.mean(x, axis=axis, keepdims=True) if n else np.full([1] * x.ndim, np.nan)
+    sq = np.sum((x - mean) ** 2, axis=axis, keepdims=attrs["keepdims"])
+    v = sq / max(n - attrs["correction"], 0) if n else sq * np.nan
+    return [v]
+
+
+NUMPY["var"] = lambda ins, attrs, out: [_var(ins, attrs, out)[0].astype(np.float64)]
+NUMPY["std"] = lambda ins, attrs, out: [np.sqrt(_var(ins, attrs, out)[0]).astype(np.float64)]
+
+
+@_ref(NUMPY, "logsumexp")
+def _logsumexp(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    axis = _axes(attrs["axis"], x.ndim)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    big = np.any(x == np.inf, axis=axis, keepdims=True)
+    s = np.where(big, np.inf, s)
+    s = np.where(np.any(np.isnan(x), axis=axis, keepdims=True), np.nan, s)
+    if not attrs["keepdims"]:
+        s = np.squeeze(s, axis=axis) if axis is not None else s.reshape(())
+    return [s]
+
+
+def _arg(fn):  # noqa: ANN001, ANN202
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        x, axis = ins[0], attrs["axis"]
+        if _is_float(x):  # the first nan counts as the extreme
+            x = np.where(np.isnan(x), np.inf if fn is np.argmax else -np.inf, x)
+            nan = np.isnan(ins[0])
+            if axis is None:
+                r = np.argmax(nan) if nan.any() else fn(x)
+                return [np.asarray(r).reshape([1] * ins[0].ndim if attrs["keepdims"] else [])]
+            r = np.where(nan.any(axis=axis), np.argmax(nan, axis=axis), fn(x, axis=axis))
+            return [np.expand_dims(r, axis) if attrs["keepdims"] else r]
+        if axis is None:
+            r = fn(x)
+            return [np.asarray(r).reshape([1] * x.ndim if attrs["keepdims"] else [])]
+        return [fn(x, axis=axis, keepdims=attrs["keepdims"])]
+
+    return run
+
+
+NUMPY["argmax"] = _arg(np.argmax)
+NUMPY["argmin"] = _arg(np.argmin)
+
+
+def _scan(fn, identity):  # noqa: ANN001, ANN202
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        x = _acc(ins[0], out[0])
+        if x.ndim == 0:
+            x = x.reshape(1)
+        axis = 0 if attrs["axis"] is None else attrs["axis"] % x.ndim
+        r = fn(x, axis=axis)
+        if attrs["include_initial"]:
+            shape = list(x.shape)
+            shape[axis] = 1
+            r = np.concatenate([np.full(shape, identity, dtype=r.dtype), r], axis=axis)
+        return [r]
+
+    return run
+
+
+NUMPY["cumulative_sum"] = _scan(np.cumsum, 0)
+NUMPY["cumulative_prod"] = _scan(np.cumprod, 1)
+
+
+@_ref(NUMPY, "softmax")
+def _softmax(ins, attrs, out):  # noqa: ANN001, ANN202
+    """As torch: x - max(x), so an infinite maximum gives nan."""
+    x, axis = ins[0], attrs["axis"]
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return [e / np.sum(e, axis=axis, keepdims=True)]
+
+
+@_ref(NUMPY, "log_softmax")
+def _log_softmax(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, axis = ins[0], attrs["axis"]
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return [shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))]
+
+
+# ------------------------------------------------------------------ linear algebra -------------
+
+
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == bool:
+        return np.matmul(a.astype(np.int64), b.astype(np.int64)) != 0
+    return np.matmul(a, b)
+
+
+NUMPY["matmul"] = _binary(_mm)
+
+
+@_ref(NUMPY, "vecdot")
+def _vecdot(ins, attrs, out):  # noqa: ANN001, ANN202
+    a, b = ins
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+    axis = attrs["axis"] % len(shape)
+    if a.dtype == bool:
+        return [np.any(a & b, axis=axis)]
+    return [np.sum(a * b, axis=axis, dtype=a.dtype)]
+
+
+@_ref(NUMPY, "linear")
+def _linear(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, w, b = ins
+    r = x @ w.T
+    return [r + b if b is not None else r]
+
+
+@_ref(NUMPY, "einsum")
+def _einsum(ins, attrs, out):  # noqa: ANN001, ANN202
+    ops = ins[0] if isinstance(ins[0], list) else ins
+    if ops[0].dtype == bool:
+        return [np.einsum(attrs["subscripts"], *[o.astype(np.int64) for o in ops]) != 0]
+    return [np.einsum(attrs["subscripts"], *ops, dtype=ops[0].dtype)]
+
+
+# ------------------------------------------------------------------ shape and indexing ---------
+
+
+def _variadic(ins) -> list:  # noqa: ANN001
+    return ins[0] if isinstance(ins[0], list) else ins
+
+
+NUMPY["broadcast_to"] = lambda ins, attrs, out: [np.broadcast_to(ins[0], attrs["shape"]).copy()]
+NUMPY["flip"] = lambda ins, attrs, out: [np.flip(ins[0], _axes(attrs["axis"], ins[0].ndim))]
+NUMPY["matrix_transpose"] = lambda ins, attrs, out: [np.swapaxes(ins[0], -1, -2)]
+NUMPY["permute_dims"] = lambda ins, attrs, out: [np.transpose(ins[0], attrs["axes"])]
+NUMPY["tile"] = lambda ins, attrs, out: [np.tile(ins[0], attrs["repetitions"])]
+NUMPY["tril"] = lambda ins, attrs, out: [np.tril(ins[0], attrs["k"])]
+NUMPY["triu"] = lambda ins, attrs, out: [np.triu(ins[0], attrs["k"])]
+NUMPY["stack"] = lambda ins, attrs, out: [np.stack(_variadic(ins), axis=attrs["axis"])]
+
+
+@_ref(NUMPY, "concat")
+def _concat(ins, attrs, out):  # noqa: ANN001, ANN202
+    arrays = _variadic(ins)
+    if attrs["axis"] is None:
+        return [np.concatenate([a.reshape(-1) for a in arrays])]
+    return [np.concatenate(arrays, axis=attrs["axis"])]
+
+
+@_ref(NUMPY, "repeat")
+def _repeat(ins, attrs, out):  # noqa: ANN001, ANN202
+    reps = attrs["repeats"]
+    return [np.repeat(ins[0], reps[0] if len(reps) == 1 else reps, axis=attrs["axis"])]
+
+
+@_ref(NUMPY, "roll")
+def _roll(ins, attrs, out):  # noqa: ANN001, ANN202
+    axis = attrs["axis"]
+    shift = attrs["shift"]
+    if axis is None:
+        return [np.roll(ins[0], shift[0])]
+    return [np.roll(ins[0], shift if len(shift) > 1 else shift[0] if len(axis) == 1 else
+                    [shift[0]] * len(axis), axis=tuple(axis))]
+
+
+@_ref(NUMPY, "slice")
+def _slice(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    n = max(len(attrs["start"]), len(attrs["stop"]), len(attrs["step"]))
+
+    def get(name: str, k: int):  # noqa: ANN202
+        vals = attrs[name]
+        v = vals[k] if k < len(vals) else None
+        return None if v in (None, -(2**63), 2**63 - 1) else v
+
+    index = tuple(slice(get("start", k), get("stop", k), get("step", k)) for k in range(n))
+    return [x[index]]
+
+
+@_ref(NUMPY, "pad")
+def _pad(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    w = list(attrs["pad_width"])
+    if len(w) == 1:
+        pairs = [(w[0], w[0])] * x.ndim
+    elif len(w) == 2:
+        pairs = [(w[0], w[1])] * x.ndim
+    else:
+        pairs = [(w[2 * k], w[2 * k + 1]) for k in range(x.ndim)]
+    if attrs["mode"] == "constant":
+        value = attrs["value"]
+        if not _is_float(x):
+            value = np.array(value).astype(x.dtype) if x.dtype != bool else bool(value)
+        return [np.pad(x, pairs, mode="constant", constant_values=value)]
+    return [np.pad(x, pairs, mode=attrs["mode"])]
+
+
+@_ref(NUMPY, "take")
+def _take(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [np.take(ins[0], ins[1], axis=attrs["axis"])]
+
+
+@_ref(NUMPY, "take_along_axis")
+def _take_along(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [np.take_along_axis(ins[0], ins[1], axis=attrs["axis"])]
+
+
+@_ref(NUMPY, "embedding")
+def _embedding(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [ins[1][ins[0]]]
+
+
+@_ref(NUMPY, "one_hot")
+def _one_hot(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    return [(x[..., None] == np.arange(attrs["num_classes"])).astype(np.int64)]
+
+
+@_ref(NUMPY, "searchsorted")
+def _searchsorted(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [np.searchsorted(ins[0], ins[1], side=attrs["side"]).astype(np.int64)]
+
+
+# ------------------------------------------------------------------ sorting ----------------------
+
+
+def _order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    xm = np.moveaxis(x, axis, -1)
+    if descending:
+        rank = np.unique(xm.ravel(), return_inverse=True, equal_nan=True)[1].reshape(xm.shape)
+        order = np.argsort(-rank, axis=-1, kind="stable")
+    else:
+        order = np.argsort(xm, axis=-1, kind="stable")
+    return np.moveaxis(order, -1, axis)
+
+
+@_ref(NUMPY, "argsort")
+def _argsort(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0] if ins[0].ndim else ins[0].reshape(1)
+    r = _order(x, attrs["axis"], attrs["descending"])
+    return [r.reshape(ins[0].shape)]
+
+
+@_ref(NUMPY, "sort")
+def _sort(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0] if ins[0].ndim else ins[0].reshape(1)
+    order = _order(x, attrs["axis"], attrs["descending"])
+    return [np.take_along_axis(x, order, attrs["axis"]).reshape(ins[0].shape)]
+
+
+@_ref(NUMPY, "topk")
+def _topk(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, axis, k = ins[0], attrs["axis"], attrs["k"]
+    x1 = x if x.ndim else x.reshape(1)
+    order = _order(x1, axis, attrs["largest"])
+    order = np.take(order, np.arange(k), axis=axis)
+    values = np.take_along_axis(x1, order, axis)
+    shape = list(x.shape)
+    if x.ndim:
+        shape[axis] = k
+    return [values.reshape(shape), order.reshape(shape).astype(np.int64)]
+
+
+# ------------------------------------------------------------------ dynamic ----------------------
+
+NUMPY["nonzero"] = lambda ins, attrs, out: [i.astype(np.int64) for i in np.nonzero(ins[0])]
+NUMPY["argwhere"] = lambda ins, attrs, out: [np.argwhere(ins[0]).astype(np.int64)]
+NUMPY["boolean_mask"] = lambda ins, attrs, out: [ins[0][ins[1]]]
+
+
+def _unique(ins):  # noqa: ANN001, ANN202
+    x = ins[0].reshape(-1)
+    if x.dtype == bool:
+        x8 = x.astype(np.int8)
+        v, i, inv, c = np.unique(x8, True, True, True)
+        return v.astype(bool), i, inv, c
+    return np.unique(x, True, True, True, equal_nan=True)
+
+
+NUMPY["unique_values"] = lambda ins, attrs, out: [_unique(ins)[0]]
+NUMPY["unique_counts"] = lambda ins, attrs, out: [_unique(ins)[0], _unique(ins)[3]]
+NUMPY["unique_inverse"] = lambda ins, attrs, out: [
+    _unique(ins)[0], _unique(ins)[2].reshape(ins[0].shape)]
+NUMPY["unique_all"] = lambda ins, attrs, out: [
+    _unique(ins)[0], _unique(ins)[1], _unique(ins)[2].reshape(ins[0].shape), _unique(ins)[3]]
+
+
+# ------------------------------------------------------------------ normalisation ----------------
+
+
+@_ref(NUMPY, "batch_norm")
+def _batch_norm(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, mean, var, w, b = ins
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    r = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + attrs["eps"])
+    if w is not None:
+        r = r * w.reshape(shape)
+    if b is not None:
+        r = r + b.reshape(shape)
+    return [r]
+
+
+@_ref(NUMPY, "layer_norm")
+def _layer_norm(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, w, b = ins
+    axes = tuple(range(x.ndim - len(attrs["normalized_shape"]), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    r = (x - mean) / np.sqrt(var + attrs["eps"])
+    if w is not None:
+        r = r * w
+    return [r + b if b is not None else r]
+
+
+@_ref(NUMPY, "rms_norm")
+def _rms_norm(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, w = ins
+    axes = tuple(range(x.ndim - len(attrs["normalized_shape"]), x.ndim))
+    eps = attrs["eps"]
+    if eps is None:
+        eps = float(np.finfo(np.float64 if out[0] == "float64" else np.float32).eps)
+    r = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+    return [r * w if w is not None else r]
+
+
+@_ref(NUMPY, "group_norm")
+def _group_norm(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, w, b = ins
+    n, c = x.shape[0], x.shape[1]
+    g = attrs["num_groups"]
+    xg = x.reshape(n, g, -1)
+    mean = xg.mean(axis=-1, keepdims=True)
+    var = ((xg - mean) ** 2).mean(axis=-1, keepdims=True)
+    r = ((xg - mean) / np.sqrt(var + attrs["eps"])).reshape(x.shape)
+    shape = [1, c] + [1] * (x.ndim - 2)
+    if w is not None:
+        r = r * w.reshape(shape)
+    return [r + b.reshape(shape) if b is not None else r]
+
+
+# ------------------------------------------------------------------ torch (CPU backend only) -----
+
+
+def _torch():  # noqa: ANN202
+    import torch
+
+    return torch
+
+
+def _t(a):  # noqa: ANN001, ANN202
+    return None if a is None else _torch().from_numpy(np.ascontiguousarray(a))
+
+
+def _pair(v):  # noqa: ANN001, ANN202
+    return None if v is None else (list(v) * 2 if len(v) == 1 else list(v))
+
+
+@_ref(TORCH, "conv2d")
+def _conv2d(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    return [f.conv2d(_t(ins[0]), _t(ins[1]), _t(ins[2]), _pair(attrs["stride"]),
+                     _pair(attrs["padding"]), _pair(attrs["dilation"]),
+                     attrs["groups"]).numpy()]
+
+
+@_ref(TORCH, "conv_transpose2d")
+def _conv_t(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    return [f.conv_transpose2d(_t(ins[0]), _t(ins[1]), _t(ins[2]), _pair(attrs["stride"]),
+                               _pair(attrs["padding"]), _pair(attrs["output_padding"]),
+                               attrs["groups"], _pair(attrs["dilation"])).numpy()]
+
+
+@_ref(TORCH, "avg_pool2d")
+def _avg_pool(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    return [f.avg_pool2d(_t(ins[0]), _pair(attrs["kernel_size"]), _pair(attrs["stride"]),
+                         _pair(attrs["padding"]), attrs["ceil_mode"],
+                         attrs["count_include_pad"], attrs["divisor_override"]).numpy()]
+
+
+@_ref(TORCH, "max_pool2d")
+def _max_pool(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    return [f.max_pool2d(_t(ins[0]), _pair(attrs["kernel_size"]), _pair(attrs["stride"]),
+                         _pair(attrs["padding"]), _pair(attrs["dilation"]),
+                         attrs["ceil_mode"]).numpy()]
+
+
+@_ref(TORCH, "adaptive_avg_pool2d")
+def _adaptive(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    return [f.adaptive_avg_pool2d(_t(ins[0]), _pair(attrs["output_size"])).numpy()]
+
+
+@_ref(TORCH, "interpolate")
+def _interpolate(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    kwargs = {"mode": attrs["mode"]}
+    if attrs["size"] is not None:
+        kwargs["size"] = _pair(attrs["size"])
+    else:
+        kwargs["scale_factor"] = _pair(attrs["scale_factor"])
+    if attrs["mode"] == "bilinear":
+        kwargs["align_corners"] = bool(attrs["align_corners"])
+    # The source index is computed in the compute type (float32 below float64), as torch does.
+    x = _t(ins[0]) if out[0] == "float64" else _t(ins[0].astype(np.float32))
+    return [f.interpolate(x, **kwargs).double().numpy()]

@@ -1,0 +1,205 @@
+"""The runner: for every op and every dtype signature the backend under test registers, run its
+cases, compare with the reference and collect the ABI checks into one result per op x dtype."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ctensor._registry import OpSpec
+
+from . import abi_checks, references
+from .calls import decoded, run_case, run_inplace
+from .cases import Case, generate
+from .device import HostDevice
+from .tolerances import compare, input_scale, tolerance_class
+
+__all__ = ["Target", "Result", "run_signature", "signature_labels", "reference_source"]
+
+PASS, FAIL, NOT_SUPPORTED, SKIP, XFAIL = "PASS", "FAIL", "NOT_SUPPORTED", "SKIP", "XFAIL"
+
+#: The checks of every op x dtype, in report order ("allocator": dynamic ops only).
+CHECKS = ("abi_layout", "abi_version", "infer", "run", "numerics", "inputs_unchanged",
+          "output_bounds", "workspace_bounds", "error_status", "threads", "inplace",
+          "allocator")
+
+
+@dataclass
+class Target:
+    """What is under test: a backend name (its kernels only run, through ct_context.backend) on a
+    device adapter."""
+
+    backend: str
+    device: object
+    seed: int = 0
+    cases: int = 8
+    threads: int = 4
+
+
+@dataclass
+class Result:
+    op: str
+    dtype: str
+    signature: tuple
+    status: str = PASS
+    cases: int = 0
+    check: str = ""
+    reason: str = ""
+    seed: int | None = None
+    case: str = ""
+    worst_error: str = ""
+    worst: float = 0.0  # in ulp (floats) or as |difference| (integers)
+    reference: str = ""
+    checks: dict = field(default_factory=dict)
+
+    def fail(self, check: str, reason: str, case: Case | None = None) -> None:
+        self.checks[check] = "FAIL"
+        if self.status == FAIL:
+            return
+        self.status, self.check, self.reason = FAIL, check, reason
+        if case is not None:
+            self.seed, self.case = case.seed, case.describe()
+
+
+def signature_labels(spec: OpSpec) -> dict[tuple, str]:
+    """A short label per kernel signature of the op (over every backend and device): the dtypes
+    at the positions where the op's signatures differ, without repeats ('float32'; 'float32,int8'
+    for astype; 'float32,int64' for take)."""
+    sigs = sorted({tuple(k["signature"]) for k in spec.schema.get("kernels", ())})
+    if not sigs:
+        return {}
+    varying = [i for i in range(len(sigs[0])) if len({s[i] for s in sigs}) > 1] or [0]
+    labels = {}
+    for s in sigs:
+        parts: list[str] = []
+        for i in varying:
+            if s[i] not in parts:
+                parts.append(s[i])
+        labels[s] = ",".join(parts)
+    return labels
+
+
+def reference_source(op: str, backend: str) -> str:
+    """'numpy' where references.NUMPY has the op; otherwise the built-in CPU backend ('cpu'),
+    except for the CPU backend itself, which is compared with PyTorch ('torch')."""
+    if op in references.NUMPY:
+        return "numpy"
+    return "torch" if backend == "cpu" else "cpu"
+
+
+def _reference(spec: OpSpec, case: Case, source: str, infos: list) -> list:
+    out_dtypes = [d for d, _ in infos]
+    if source == "cpu":
+        outcome = run_case(spec, case, HostDevice(), "cpu")
+        if outcome.violations:
+            raise RuntimeError(f"the CPU reference failed: {outcome.violations[0][1]}")
+        return decoded(outcome)
+    attrs = {a["name"]: a["default"] for a in spec.attrs}
+    attrs.update(case.attrs)
+    values = case.values()
+    table = references.NUMPY if source == "numpy" else references.TORCH
+    with np.errstate(all="ignore"):
+        return [np.asarray(r) for r in table[spec.name](values, attrs, out_dtypes)]
+
+
+def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN001
+    scale = 0.0
+    if tolerance_class(spec.name) == "accumulating":
+        scale = input_scale(spec.name, case.values())
+    actuals = decoded(outcome)
+    for i, (actual, (dtype, shape)) in enumerate(zip(actuals, outcome.infos, strict=False)):
+        ref = expected[i]
+        if tuple(ref.shape) != tuple(s for s in shape if s >= 0) and not spec.is_dynamic:
+            result.fail("infer", f"infer gave output {i} shape {shape}, the reference has "
+                        f"{tuple(ref.shape)}", case)
+            continue
+        if actual is None:
+            continue
+        ok, text, worst = compare(actual, ref, dtype, spec.name, scale)
+        if worst >= result.worst and text:
+            result.worst, result.worst_error = worst, f"output {i}: {text}"
+        if not ok:
+            result.fail("numerics", f"output {i}: {text}", case)
+
+
+def _check_inplace(spec: OpSpec, cases: list, target: Target, result: Result) -> None:
+    """Ops flagged in-place run once more with the output sharing an input, on every case
+    where one can (same shape and dtype, no zero strides); the result must be the same."""
+    if "inplace" not in spec.flags:
+        return
+    result.checks.setdefault("inplace", PASS)
+    for case in cases:
+        outcome = run_inplace(spec, case, target.device, target.backend)
+        if outcome is None:
+            continue
+        for check, reason in outcome.violations:
+            result.fail(check, reason, case)
+        if outcome.violations:
+            return
+        expected = _reference(spec, case, result.reference, outcome.infos)
+        dtype = outcome.infos[0][0]
+        ok, text, _ = compare(decoded(outcome)[0], expected[0], dtype, spec.name,
+                              input_scale(spec.name, case.values()))
+        if not ok:
+            result.fail("inplace", f"in place: {text}", case)
+            return
+
+
+def _probe_rank(case: Case) -> tuple[bool, int]:
+    """Bad-input and thread checks use the largest case whose inputs are all non-empty."""
+    sizes = [a.size for a in case.inputs if a is not None]
+    return (all(sizes), sum(sizes))
+
+
+def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) -> Result:
+    """All checks of one op x dtype signature on the backend under test."""
+    result = Result(spec.name, label, signature)
+    result.reference = reference_source(spec.name, target.backend)
+    cases = generate(spec, signature, target.seed, target.cases)
+    if not cases:
+        result.fail("cases", "no attribute set or shape passed ct_op_infer; add one to "
+                    "op_table.OPS")
+        return result
+    for case in cases:
+        result.cases += 1
+        outcome = run_case(spec, case, target.device, target.backend)
+        for check, reason in outcome.violations:
+            result.fail(check, reason, case)
+        if outcome.execution is None or outcome.execution.status != 0:
+            continue
+        try:
+            expected = _reference(spec, case, result.reference, outcome.infos)
+        except Exception as e:  # noqa: BLE001 - a reference that cannot run is reported
+            result.fail("reference", f"{type(e).__name__}: {e}", case)
+            continue
+        _check_numerics(spec, case, outcome, expected, result)
+    probe = max(cases, key=_probe_rank)
+    for check, reason in abi_checks.bad_input_checks(spec, probe, target):
+        result.fail(check, reason, probe)
+    for check, reason in abi_checks.thread_check(spec, probe, target):
+        result.fail(check, reason, probe)
+    _check_inplace(spec, cases, target, result)
+    for check in CHECKS:
+        if check == "allocator" and not spec.is_dynamic or check == "inplace":
+            continue
+        result.checks.setdefault(check, PASS)
+    return result
+
+
+def matches(patterns: list[str], op: str, label: str) -> bool:
+    """Whether `op:label` matches one of the `op[:dtype]` patterns (shell wildcards)."""
+    for pattern in patterns:
+        name, _, dtype = pattern.partition(":")
+        if fnmatch.fnmatchcase(op, name) and (not dtype or fnmatch.fnmatchcase(label, dtype)):
+            return True
+    return False
+
+
+def read_patterns(path: str | None) -> list[str]:
+    """One `op[:dtype]` pattern per line; `#` starts a comment."""
+    if not path:
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [line.split("#", 1)[0].strip() for line in f if line.split("#", 1)[0].strip()]

@@ -1,0 +1,117 @@
+"""Per-dtype tolerances: the one place that says how close a result must be to the reference.
+
+Integers and bools must match exactly. Floats are compared after rounding the float64
+reference to the output dtype, in units in the last place (ULP) of that dtype: a result passes
+when it is within ULPS[class][dtype] ULP of the rounded reference, or when its absolute error is
+within ULPS[class][dtype] * eps(dtype) * scale, where scale is 1 for element-wise ops (the usual
+absolute floor near zero, where a ULP is tiny) and the largest finite |reference| of the case for
+ops that accumulate (reductions, products, norms, convolutions) the largest finite |value| among
+the reference and the inputs (squared for var), since their rounding errors grow with the
+magnitude of the terms rather than of the result. NaN must meet NaN; infinities must match
+exactly; -0.0 equals 0.0. docs/conformance.md states the same table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as dt
+
+__all__ = ["EPS", "ULPS", "ACCUMULATING", "tolerance_class", "compare"]
+
+#: Machine epsilon per float dtype.
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+
+#: Allowed error in ULP of the output dtype, per op class and dtype.
+ULPS = {
+    "elementwise": {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 4},
+    "accumulating": {"float16": 16, "bfloat16": 16, "float32": 64, "float64": 64},
+}
+
+#: Ops whose results accumulate many rounded terms.
+ACCUMULATING = frozenset({
+    "sum", "prod", "mean", "var", "std", "logsumexp", "cumulative_sum", "cumulative_prod",
+    "softmax", "log_softmax", "matmul", "vecdot", "linear", "einsum", "conv2d",
+    "conv_transpose2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "group_norm",
+    "layer_norm", "rms_norm", "interpolate",
+})
+
+
+def tolerance_class(op: str) -> str:
+    return "accumulating" if op in ACCUMULATING else "elementwise"
+
+
+def _ordered(bits: np.ndarray, nbits: int) -> np.ndarray:
+    """Float bit patterns mapped to integers whose difference counts ULPs."""
+    b = bits.astype(np.int64)
+    sign = np.int64(1) << (nbits - 1)
+    return np.where(b & sign, -(b & (sign - 1)), b) if nbits < 64 else np.where(
+        bits.view(np.int64) < 0, -(bits.view(np.int64) & np.int64(0x7FFFFFFFFFFFFFFF)),
+        bits.view(np.int64))
+
+
+def _as_bits(values: np.ndarray, dtype: str) -> np.ndarray:
+    stored = dt.from_values(values, dtype)
+    if dtype == "bfloat16":
+        return stored
+    return stored.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[stored.itemsize])
+
+
+def input_scale(op: str, inputs: list) -> float:
+    """The magnitude of an accumulating op's terms: the largest finite |input| (squared for
+    var, whose terms are squares)."""
+    scale = 0.0
+    for a in inputs:
+        if a is not None and a.size and a.dtype.kind in "fiu":
+            v = np.abs(a.astype(np.float64))
+            scale = max(scale, float(np.max(v[np.isfinite(v)], initial=0.0)))
+    return scale * scale if op == "var" else scale
+
+
+def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
+            scale: float = 0.0) -> tuple[bool, str, float]:
+    """(ok, text, worst error): the worst error in ULP for floats, as |difference| for integers
+    (nan/inf mismatches count as infinitely far). `actual` holds the output's values
+    (dtypes.to_values), `reference` the reference values in any dtype; `scale` the input_scale
+    of accumulating ops."""
+    if actual.shape != reference.shape:
+        return False, f"shape {actual.shape}, reference {reference.shape}", np.inf
+    if actual.size == 0:
+        return True, "", 0.0
+    if not dt.is_float(dtype):
+        expected = dt.from_values(reference, dtype)
+        bad = actual != expected
+        if not bad.any():
+            return True, "exact", 0.0
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        worst = float(np.max(diff))
+        return False, (f"{int(bad.sum())} of {bad.size} elements differ (worst by {worst:g}); "
+                       f"at {i}: {expected[i].item()!r} expected, got {actual[i].item()!r}"), worst
+    ref = dt.to_values(dt.from_values(reference.astype(np.float64), dtype), dtype)
+    act = actual.astype(np.float64)
+    nan_a, nan_r = np.isnan(act), np.isnan(ref)
+    nbits = dt.itemsize(dtype) * 8
+    with np.errstate(invalid="ignore", over="ignore"):
+        ulp = np.abs(_ordered(_as_bits(act, dtype), nbits).astype(np.float64)
+                     - _ordered(_as_bits(ref, dtype), nbits).astype(np.float64))
+        ulp = np.where(ref == act, 0, ulp)
+        err = np.abs(act - ref)
+    limit = ULPS[tolerance_class(op)][dtype]
+    finite = np.isfinite(ref)
+    if tolerance_class(op) == "accumulating":
+        scale = max(1e-300, scale, float(np.max(np.abs(ref[finite]), initial=0.0)))
+    else:
+        scale = 1.0
+    ok = (ulp <= limit) | (err <= limit * EPS[dtype] * scale)
+    ok &= ~(nan_a ^ nan_r)
+    ok |= nan_a & nan_r
+    ok &= np.where(np.isinf(ref) | np.isinf(act), act == ref, True) | (nan_a & nan_r)
+    if ok.all():
+        worst = float(np.max(np.where(nan_r, 0, ulp))) if ulp.size else 0.0
+        return True, f"{worst:.0f} ulp", worst
+    bad = ~ok
+    i = tuple(int(k) for k in np.argwhere(bad)[0])
+    worst = float(np.max(np.where(bad & (nan_r | nan_a), np.inf, np.where(bad, ulp, 0))))
+    text = (f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} ulp (limit {limit}); "
+            f"at {i}: {float(act[i])!r}, reference {float(ref[i])!r}")
+    return False, text, worst

@@ -1,0 +1,287 @@
+"""The conformance suite (python -m ctensor.conformance): the built-in CPU backend passes every
+case; the report's format; op/skip/xfail selection; and the suite's own tools (ULP comparison,
+bfloat16 storage, case reproducibility)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ctensor
+from ctensor._registry import OpSpec, registry_json
+from ctensor.conformance import SUITE_VERSION
+from ctensor.conformance import dtypes as cdt
+from ctensor.conformance.cases import generate
+from ctensor.conformance.tolerances import compare
+
+
+def run_suite(tmp_path, *args: str) -> tuple[int, dict, str]:
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctensor.conformance", "--report", str(report), *args],
+        capture_output=True, text=True, timeout=900, env={**os.environ},
+    )
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return proc.returncode, data, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def cpu_report(tmp_path_factory):
+    return run_suite(tmp_path_factory.mktemp("cpu"))
+
+
+def test_builtin_cpu_backend_has_no_failure(cpu_report):
+    rc, data, text = cpu_report
+    failures = [f"{r['op']}:{r['dtype']} [{r['check']}] {r['reason']}"
+                for run in data["runs"] for r in run["results"] if r["status"] == "FAIL"]
+    assert failures == [], "\n".join(failures)
+    assert rc == 0, text[-3000:]
+    assert data["failed"] is False
+
+
+def test_every_cpu_kernel_is_exercised(cpu_report):
+    _, data, _ = cpu_report
+    results = data["runs"][0]["results"]
+    seen = {(r["op"], tuple(r["signature"])) for r in results if r["status"] == "PASS"}
+    for op in registry_json()["ops"]:
+        for kernel in op["kernels"]:
+            if kernel["backend"] == "cpu":
+                assert (op["name"], tuple(kernel["signature"])) in seen, op["name"]
+    assert all(r["cases"] > 0 for r in results if r["status"] == "PASS")
+
+
+def test_report_format(cpu_report):
+    _, data, text = cpu_report
+    assert data["suite_version"] == SUITE_VERSION
+    assert len(data["abi_version"]) == 2 and data["abi_version"][0] >= 1
+    run = data["runs"][0]
+    assert run["backend"] == "cpu" and run["device"] == "cpu" and run["plugin"] is None
+    assert sum(run["summary"].values()) == len(run["results"])
+    first = run["results"][0]
+    for key in ("op", "dtype", "signature", "status", "cases", "check", "reason", "seed",
+                "worst_error", "reference", "checks"):
+        assert key in first
+    for check in ("abi_layout", "abi_version", "infer", "run", "numerics", "inputs_unchanged",
+                  "output_bounds", "workspace_bounds", "error_status", "threads"):
+        assert first["checks"][check] == "PASS"
+    assert "PASS" in text and "FAIL: 0" in text
+
+
+def test_op_selection_skips_and_xfails(tmp_path):
+    skips = tmp_path / "skips.txt"
+    skips.write_text("# not now\nexp:float16\n")
+    xfails = tmp_path / "xfails.txt"
+    xfails.write_text("add:int8  # expected to fail, but passes\n")
+    rc, data, _ = run_suite(tmp_path, "--ops", "exp,add:int*", "--skips-file", str(skips),
+                            "--xfails-file", str(xfails), "--quick")
+    assert rc == 0
+    status = {(r["op"], r["dtype"]): r["status"] for r in data["runs"][0]["results"]}
+    assert status[("exp", "float16")] == "SKIP"
+    assert status[("exp", "float32")] == "PASS"
+    assert status[("add", "int8")] == "PASS"
+    assert {op for op, _ in status} == {"exp", "add"}
+    assert all(d.startswith("int") for op, d in status if op == "add")
+
+
+# ---------------------------------------------------------------- the example plugin ----------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plugin" / "example_plugin.c"
+
+
+def build_plugin(out_dir: Path, planted_faults: bool) -> Path:
+    """Builds examples/plugin against the installed headers only, as a vendor would."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "a C compiler is needed to build the example plugin"
+    name = "libctensor_example_broken.so" if planted_faults else "libctensor_example.so"
+    target = out_dir / name
+    command = [compiler, "-shared", "-fPIC", "-O2", "-o", str(target), str(EXAMPLE),
+               f"-I{ctensor.get_include()}"]
+    if planted_faults:
+        command.append("-DCT_EXAMPLE_PLANT_FAULTS")
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    return target
+
+
+@pytest.fixture(scope="module")
+def example_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("example")
+    return run_suite(out, "--plugin", str(build_plugin(out, planted_faults=False)))
+
+
+@pytest.fixture(scope="module")
+def broken_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("broken")
+    return run_suite(out, "--plugin", str(build_plugin(out, planted_faults=True)))
+
+
+def _by_status(data: dict, status: str) -> dict:
+    return {(r["op"], r["dtype"]): r for r in data["runs"][0]["results"]
+            if r["status"] == status}
+
+
+def test_example_plugin_passes_every_case(example_report):
+    rc, data, text = example_report
+    run = data["runs"][0]
+    assert run["plugin"]["name"] == "example" and run["plugin"]["version"] == "1.0.0"
+    assert run["plugin"]["abi_version"][0] == 1 and run["device"] == "cpu"
+    failures = [f"{op}:{d} [{r['check']}] {r['reason']}"
+                for (op, d), r in _by_status(data, "FAIL").items()]
+    assert failures == [], "\n".join(failures)
+    assert rc == 0, text[-3000:]
+    passed = _by_status(data, "PASS")
+    assert {op for op, _ in passed} == {"add", "multiply", "relu", "sum", "nonzero"}
+    assert {("add", "float32"), ("nonzero", "float64"), ("relu", "int32")} <= set(passed)
+    # Everything the plugin does not register is NOT_SUPPORTED, not run on another backend.
+    assert run["summary"]["NOT_SUPPORTED"] == len(run["results"]) - len(passed)
+    assert ("add", "int8") in _by_status(data, "NOT_SUPPORTED")
+
+
+def test_broken_plugin_fails_exactly_the_three_planted_faults(broken_report):
+    rc, data, text = broken_report
+    assert rc == 1, text[-3000:]
+    assert data["failed"] is True
+    assert data["runs"][0]["plugin"]["name"] == "example-broken"
+    failed = _by_status(data, "FAIL")
+    assert set(failed) == {("add", "int32"), ("relu", "float32"), ("nonzero", "float64")}, (
+        "\n".join(f"{op}:{d} [{r['check']}] {r['reason']}" for (op, d), r in failed.items()))
+    wrong, past_end, leak = failed[("add", "int32")], failed[("relu", "float32")], failed[
+        ("nonzero", "float64")]
+    assert wrong["check"] == "numerics" and "differ" in wrong["reason"]
+    assert wrong["checks"]["output_bounds"] == "PASS" and wrong["checks"]["numerics"] == "FAIL"
+    assert past_end["check"] == "output_bounds"
+    assert past_end["checks"]["numerics"] == "PASS"
+    assert leak["check"] == "allocator" and "leaked allocation" in leak["reason"]
+    assert leak["checks"]["numerics"] == "PASS" and leak["checks"]["output_bounds"] == "PASS"
+    for r in failed.values():
+        assert r["seed"] is not None and r["case"]
+    assert "FAIL: 3" in text and "add:int32" in text
+
+
+def test_xfails_keep_known_faults_out_of_the_exit_status(tmp_path):
+    xfails = tmp_path / "xfails.txt"
+    xfails.write_text("# the planted faults\nadd:int32\nrelu:float32\nnonzero:*\n")
+    rc, data, _ = run_suite(tmp_path, "--plugin", str(build_plugin(tmp_path, True)),
+                            "--xfails-file", str(xfails))
+    assert rc == 0 and data["failed"] is False
+    assert set(_by_status(data, "XFAIL")) == {("add", "int32"), ("relu", "float32"),
+                                              ("nonzero", "float64")}
+
+
+def test_faults_the_example_plugin_does_not_plant():
+    """Input writes, workspace overruns and mistyped allocations (tests/fault_kernels.py)."""
+    script = Path(__file__).resolve().parent / "fault_kernels.py"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    found = {backend: [(r["status"], r["check"]) for r in rows]
+             for backend, rows in json.loads(proc.stdout).items()}
+    assert found == {"writes-input": [("FAIL", "inputs_unchanged")],
+                     "past-workspace": [("FAIL", "workspace_bounds")],
+                     "wrong-alloc": [("FAIL", "allocator")]}
+
+
+CRASHING_PLUGIN = r"""
+#include <ctensor_plugin.h>
+CT_PLUGIN_DEFINE_ABI_VERSION()
+static int crash(const ct_kernel_call* call) { (void)call; *(volatile int*)0 = 0; return 0; }
+CT_PLUGIN_EXTERN_C CT_PLUGIN_EXPORT int ct_plugin_init(const ct_host_api* host,
+                                                       ct_plugin_info* info) {
+  static const ct_dtype f32[2] = {{CT_DTYPE_FLOAT, 32, 1}, {CT_DTYPE_FLOAT, 32, 1}};
+  ct_kernel_def def = {sizeof(ct_kernel_def), "exp", "crasher", CT_DEVICE_CPU, 2, f32, crash,
+                       NULL, NULL};
+  info->name = "crasher";
+  info->version = "0";
+  info->device_type = CT_DEVICE_CPU;
+  info->device_count = 1;
+  return host->kernel_register(&def);
+}
+"""
+
+
+def test_isolate_turns_a_crash_into_a_failure(tmp_path):
+    source = tmp_path / "crasher.c"
+    source.write_text(CRASHING_PLUGIN)
+    plugin = tmp_path / "libcrasher.so"
+    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(plugin),
+                    str(source), f"-I{ctensor.get_include()}"], check=True)
+    rc, data, text = run_suite(tmp_path, "--plugin", str(plugin), "--isolate", "--ops",
+                               "exp,sin")
+    assert rc == 1, text[-2000:]
+    failed = _by_status(data, "FAIL")
+    assert list(failed) == [("exp", "float32")]
+    assert failed[("exp", "float32")]["check"] == "crash"
+    assert "SIGSEGV" in failed[("exp", "float32")]["reason"]
+    assert ("sin", "float32") in _by_status(data, "NOT_SUPPORTED")
+
+
+def test_device_adapter_path_finds_the_same_faults(tmp_path):
+    """--device-api places CPU tensors through ct_device_allocate/copy, as on an OpenCL or CUDA
+    device (dynamic outputs then start at byte 0 of their buffer, guarded after only)."""
+    rc, data, text = run_suite(tmp_path, "--plugin", str(build_plugin(tmp_path, True)),
+                               "--device-api")
+    assert rc == 1
+    failed = _by_status(data, "FAIL")
+    assert {key: r["check"] for key, r in failed.items()} == {
+        ("add", "int32"): "numerics", ("relu", "float32"): "output_bounds",
+        ("nonzero", "float64"): "allocator"}, text[-3000:]
+    assert len(_by_status(data, "PASS")) == 12
+
+
+def test_all_runs_every_discovered_backend(tmp_path):
+    """README's main job: --all tests the built-in backend and each plugin that loads."""
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir()
+    build_plugin(plugin_dir, planted_faults=False)
+    report = tmp_path / "all.json"
+    env = {**os.environ, "CTENSOR_PLUGIN_PATH": str(plugin_dir)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctensor.conformance", "--all", "--quick", "--ops", "add,relu",
+         "--report", str(report)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = json.loads(report.read_text())["runs"]
+    assert [r["backend"] for r in runs][:1] == ["cpu"]
+    assert "example" in [r["backend"] for r in runs]
+    for run in runs:
+        assert run["summary"]["PASS"] > 0 and run["summary"]["FAIL"] == 0
+
+
+def test_ulp_comparison():
+    one = np.array([1.0])
+    next_up = np.array([np.nextafter(np.float32(1), np.float32(2))], dtype=np.float64)
+    assert compare(next_up, one, "float32", "exp")[0]
+    far = np.array([1.0 + 2.0**-23 * 5])
+    ok, text, worst = compare(far, one, "float32", "exp")
+    assert not ok and "5 ulp" in text and worst == 5
+    assert compare(np.array([np.nan]), np.array([np.nan]), "float16", "exp")[0]
+    assert not compare(np.array([np.inf]), np.array([65504.0 * 2]), "float32", "exp")[0]
+    assert compare(np.array([-0.0]), np.array([0.0]), "float64", "exp")[0]
+    assert not compare(np.array([3], dtype=np.int8), np.array([4]), "int8", "add")[0]
+
+
+def test_bfloat16_storage_rounds_to_nearest_even():
+    values = np.array([1.0, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8, np.nan, -np.inf, 3.0e38])
+    back = cdt.to_values(cdt.from_values(values, "bfloat16"), "bfloat16")
+    assert back[0] == 1.0 and back[1] == 1.0 and back[2] == 1.0 + 2.0**-6
+    assert np.isnan(back[3]) and back[4] == -np.inf and np.isfinite(back[5])
+
+
+def test_cases_are_reproducible_and_cover_layouts():
+    spec = next(OpSpec(o) for o in registry_json()["ops"] if o["name"] == "add")
+    a = generate(spec, ("float32",) * 3, 7, 12)
+    b = generate(spec, ("float32",) * 3, 7, 12)
+    assert [c.seed for c in a] == [c.seed for c in b]
+    for x, y in zip(a, b, strict=True):
+        for u, v in zip(x.inputs, y.inputs, strict=True):
+            assert u.tobytes() == v.tobytes() and u.strides == v.strides
+    layouts = {layout for c in a for layout in c.layouts}
+    assert {"strided", "reversed", "broadcast"} <= layouts
+    shapes = {tuple(i.shape) for c in a for i in c.inputs}
+    assert () in shapes and any(0 in s for s in shapes)
+    edge = np.concatenate([c.values()[0].ravel() for c in a])
+    assert np.isnan(edge).any() and np.isinf(edge).any()
