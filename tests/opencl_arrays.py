@@ -27,7 +27,7 @@ def device_like(view: np.ndarray) -> ctensor.DeviceArray:
     if view.size == 0:
         return ctensor.asarray(view, device=DEVICE)
     low = high = 0
-    for extent, stride in zip(view.shape, view.strides):
+    for extent, stride in zip(view.shape, view.strides, strict=True):
         span = (extent - 1) * stride
         if span < 0:
             low += span

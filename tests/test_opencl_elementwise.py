@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from arrays import assert_close, broadcastable_shapes, kernel_signatures, strided_arrays
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opencl_arrays import DEVICE, device_like, require_opencl
 
 import ctensor
-from arrays import assert_close, broadcastable_shapes, kernel_signatures, strided_arrays
-from opencl_arrays import DEVICE, device_like, require_opencl
 
 ELEMENTWISE = sorted(
     name for name in ctensor.list_ops()

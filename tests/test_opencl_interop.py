@@ -8,11 +8,11 @@ import numpy as np
 import pyopencl
 import pyopencl.array as cla
 import pytest
+from opencl_arrays import DEVICE, require_opencl
 
 import ctensor
 from ctensor._device_array import opencl_capsule
 from ctensor._dlpack import capsule_tensor
-from opencl_arrays import DEVICE, require_opencl
 
 
 def setup_module() -> None:

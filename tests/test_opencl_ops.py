@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from arrays import assert_close, kernel_signatures, strided_arrays
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from opencl_arrays import DEVICE, device_like, require_opencl
 
 import ctensor
-from arrays import assert_close, kernel_signatures, strided_arrays
-from opencl_arrays import DEVICE, device_like, require_opencl
 
 DTYPES = ["bool", "int32", "int64", "float16", "float32", "float64"]
 
@@ -47,7 +47,7 @@ def same(name: str, inputs: list, rtol_scale: float = 16, **attrs) -> None:
     expected = expected if isinstance(expected, tuple) else (expected,)
     got = got if isinstance(got, tuple) else (got,)
     assert len(got) == len(expected)
-    for g, e in zip(got, expected):
+    for g, e in zip(got, expected, strict=True):
         assert isinstance(g, ctensor.DeviceArray) and g.dtype == str(e.dtype)
         assert_close(np.asarray(g), e, rtol_scale=rtol_scale)
 
@@ -86,7 +86,9 @@ def test_reductions(name: str, data) -> None:
 def test_arg_reductions(name: str, data) -> None:
     dtype = data.draw(st.sampled_from(opencl_dtypes(name)))
     x = arrays(data, dtype, max_dims=3, min_side=1)
-    axis = None if x.ndim == 0 else data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    axis = None
+    if x.ndim:
+        axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
     same(name, [x], axis=axis, keepdims=data.draw(st.booleans()))
 
 

@@ -5,7 +5,11 @@
 #include "cl_layout.h"
 #include "cl_types.h"
 
-typedef enum ct_cl_pool_mode { CT_CL_POOL_MAX = 0, CT_CL_POOL_AVG, CT_CL_POOL_ADAPTIVE } ct_cl_pool_mode;
+typedef enum ct_cl_pool_mode {
+  CT_CL_POOL_MAX = 0,
+  CT_CL_POOL_AVG,
+  CT_CL_POOL_ADAPTIVE
+} ct_cl_pool_mode;
 
 static void ct_cl_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
   if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
@@ -137,12 +141,12 @@ static int ct_cl_conv2d_run(const ct_kernel_call* call) {
   cl_mem b_buffer = bias ? (cl_mem)bias->data : x_buffer;
   const int64_t off_b = bias ? (int64_t)bias->byte_offset : 0;
   const cl_int has_b = bias != NULL;
-  const ct_cl_arg args[] = {CT_CL_ARG(out_buffer), CT_CL_ARG(off_out), CT_CL_ARG(x_buffer),
+  const ct_cl_arg args[] = {CT_CL_ARG(out_buffer), CT_CL_ARG(off_out),  CT_CL_ARG(x_buffer),
                             CT_CL_ARG(off_x),      CT_CL_ARG(w_buffer), CT_CL_ARG(off_w),
                             CT_CL_ARG(b_buffer),   CT_CL_ARG(off_b),    CT_CL_ARG(has_b),
                             CT_CL_ARG(params),     CT_CL_ARG(n)};
-  status = ct_cl_launch(&exec, &source, "ct_conv2d", (size_t)n, args,
-                        (int)(sizeof args / sizeof *args));
+  status =
+      ct_cl_launch(&exec, &source, "ct_conv2d", (size_t)n, args, (int)(sizeof args / sizeof *args));
   ct_cl.clReleaseMemObject(params);
   return status;
 }
@@ -185,8 +189,8 @@ static int ct_cl_pool_run(const ct_kernel_call* call) {
   CT_CL_TENSOR_ARGS(x_buffer, off_x, x);
   const ct_cl_arg args[] = {CT_CL_ARG(out_buffer), CT_CL_ARG(off_out), CT_CL_ARG(x_buffer),
                             CT_CL_ARG(off_x),      CT_CL_ARG(params),  CT_CL_ARG(n)};
-  status = ct_cl_launch(&exec, &source, "ct_pool", (size_t)n, args,
-                        (int)(sizeof args / sizeof *args));
+  status =
+      ct_cl_launch(&exec, &source, "ct_pool", (size_t)n, args, (int)(sizeof args / sizeof *args));
   ct_cl.clReleaseMemObject(params);
   return status;
 }

@@ -7,7 +7,9 @@
 static ct_cl_device* ct_cl_devices;
 static int32_t ct_cl_devices_found;
 
-int32_t ct_cl_device_count(void) { return ct_cl_devices_found; }
+int32_t ct_cl_device_count(void) {
+  return ct_cl_devices_found;
+}
 
 ct_cl_device* ct_cl_device_at(int32_t index) {
   return index >= 0 && index < ct_cl_devices_found ? &ct_cl_devices[index] : NULL;

@@ -11,8 +11,8 @@
 static int ct_cl_allocate_output(const ct_kernel_call* call, int32_t index,
                                  const ct_tensor_info* info, int32_t device_id, void** data) {
   *data = NULL;
-  int status = call->allocator->allocate(call->allocator->user_data, index, info,
-                                         CT_DEVICE_OPENCL, device_id, data);
+  int status = call->allocator->allocate(call->allocator->user_data, index, info, CT_DEVICE_OPENCL,
+                                         device_id, data);
   int64_t numel = 1;
   for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
   if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
@@ -52,8 +52,7 @@ static int ct_cl_nonzero_run(const ct_kernel_call* call) {
                    ") {\n  long count = 0;\n  for (long i = 0; i < total; ++i) {\n"
                    "    long off0 = off_x;\n");
   ct_cl_source_index_loop(&source, 1);
-  ct_cl_source_add(&source, "    if (LD_%s(x, off0) == 0) continue;\n    if (fill) {\n",
-                   t->tag);
+  ct_cl_source_add(&source, "    if (LD_%s(x, off0) == 0) continue;\n    if (fill) {\n", t->tag);
   ct_cl_source_add(&source, "      long rem = i;\n");
   for (int32_t k = x->ndim - 1; k >= 0; --k) {
     ct_cl_source_add(&source,
@@ -143,8 +142,14 @@ static int ct_cl_boolean_mask_run(const ct_kernel_call* call) {
   ct_cl_source_add(&source,
                    "        *AT(%s, out, t0) = *AT(const %s, x, t1);\n      }\n    }\n"
                    "    ++count;\n  }\n  counter[0] = count;\n}\n",
-                   t->size == 1 ? "uchar" : t->size == 2 ? "ushort" : t->size == 4 ? "uint" : "ulong",
-                   t->size == 1 ? "uchar" : t->size == 2 ? "ushort" : t->size == 4 ? "uint" : "ulong");
+                   t->size == 1   ? "uchar"
+                   : t->size == 2 ? "ushort"
+                   : t->size == 4 ? "uint"
+                                  : "ulong",
+                   t->size == 1   ? "uchar"
+                   : t->size == 2 ? "ushort"
+                   : t->size == 4 ? "uint"
+                                  : "ulong");
   cl_mem meta = NULL, tmeta = NULL, counter = NULL;
   status = ct_cl_layout_meta(&exec, &lead_layout, &meta);
   if (status == CT_OK) status = ct_cl_layout_meta(&exec, &tail_layout, &tmeta);
@@ -156,9 +161,9 @@ static int ct_cl_boolean_mask_run(const ct_kernel_call* call) {
     int64_t off_out = 0;
     const cl_int ndim = lead_layout.ndim, tdim = tail_layout.ndim;
     cl_int fill = 0;
-    ct_cl_arg args[] = {CT_CL_ARG(x_buffer), CT_CL_ARG(off_x), CT_CL_ARG(m_buffer),
-                        CT_CL_ARG(off_m),    CT_CL_ARG(counter), CT_CL_ARG(off_out),
-                        CT_CL_ARG(meta),     CT_CL_ARG(ndim),    CT_CL_ARG(tmeta),
+    ct_cl_arg args[] = {CT_CL_ARG(x_buffer), CT_CL_ARG(off_x),      CT_CL_ARG(m_buffer),
+                        CT_CL_ARG(off_m),    CT_CL_ARG(counter),    CT_CL_ARG(off_out),
+                        CT_CL_ARG(meta),     CT_CL_ARG(ndim),       CT_CL_ARG(tmeta),
                         CT_CL_ARG(tdim),     CT_CL_ARG(lead_total), CT_CL_ARG(row),
                         CT_CL_ARG(counter),  CT_CL_ARG(fill)};
     const int count_args = (int)(sizeof args / sizeof *args);
@@ -193,7 +198,8 @@ static const char ct_cl_unique_source[] =
     "inline int ct_same(T a, T b) { return a == b || (a != a && b != b); }\n"
     "inline long ct_offset(__global const long* meta, int ndim, long k) {\n"
     "  long off = 0;\n"
-    "  for (int d = ndim - 1; d >= 0; --d) { off += (k % meta[d]) * meta[ndim + d]; k /= meta[d]; }\n"
+    "  for (int d = ndim - 1; d >= 0; --d) { off += (k % meta[d]) * meta[ndim + d]; k /= meta[d]; "
+    "}\n"
     "  return off;\n}\n"
     "#define X(k) CAT(LD_, TAG)(x, off_x + ct_offset(meta, ndim, (k)))\n"
     "__kernel void ct_unique_mark(__global const char* x, long off_x, __global const long* meta, "
@@ -222,8 +228,8 @@ static int ct_cl_unique_values_run(const ct_kernel_call* call) {
   ct_cl_layout_collapse(&layout);
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
-  ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define SZ %d\n%s", t->compute,
-                   t->tag, t->size, ct_cl_unique_source);
+  ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define SZ %d\n%s", t->compute, t->tag,
+                   t->size, ct_cl_unique_source);
   int64_t count = 0;
   void* out_data = NULL;
   cl_mem first = NULL, counter = NULL, meta = NULL;
@@ -233,8 +239,8 @@ static int ct_cl_unique_values_run(const ct_kernel_call* call) {
     if (status == CT_OK) status = ct_cl_layout_meta(&exec, &layout, &meta);
     if (status == CT_OK) {
       const cl_uint zero = 0;
-      status = ct_cl_check(ct_cl.clEnqueueWriteBuffer(exec.queue, counter, CL_TRUE, 0,
-                                                      sizeof zero, &zero, 0, NULL, NULL),
+      status = ct_cl_check(ct_cl.clEnqueueWriteBuffer(exec.queue, counter, CL_TRUE, 0, sizeof zero,
+                                                      &zero, 0, NULL, NULL),
                            "clEnqueueWriteBuffer");
     }
   }

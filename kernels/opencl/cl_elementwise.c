@@ -16,8 +16,8 @@ static const ct_cl_elementwise_op ct_cl_elementwise_table[] = {
 };
 
 /* astype has no expression of its own: ct_cl_astype_expression picks one per dtype pair. */
-static const ct_cl_elementwise_op ct_cl_astype_op = {"astype", 1, NULL, NULL, NULL,
-                                                     CT_CL_OUT_SAME, CT_CL_PARAMS_NONE};
+static const ct_cl_elementwise_op ct_cl_astype_op = {
+    "astype", 1, NULL, NULL, NULL, CT_CL_OUT_SAME, CT_CL_PARAMS_NONE};
 
 /* Float helpers (T is the compute type): NumPy's divmod for floor_divide and remainder, the
  * integer versions (division by zero gives 0, MIN // -1 wraps), selu, hardswish and gelu as the
@@ -214,8 +214,8 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   static const char names[] = "abc";
   for (int32_t k = 0; k < arity; ++k) {
     ct_cl_source_add(&source, "  const %s %c = LD_%s(in%d, off%d);\n",
-                     ct_cl_types[types[k + 1]].compute, names[k], ct_cl_types[types[k + 1]].tag,
-                     k, k + 1);
+                     ct_cl_types[types[k + 1]].compute, names[k], ct_cl_types[types[k + 1]].tag, k,
+                     k + 1);
   }
   const char* cast = types[0] == CT_CL_F16 ? (uses_double ? "(double)" : "(float)") : "";
   ct_cl_source_add(&source, "  ST_%s(out, off0, %s(%s));\n}\n", ct_cl_types[types[0]].tag, cast,

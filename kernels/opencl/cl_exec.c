@@ -65,10 +65,10 @@ static int ct_cl_exec_from(ct_cl_device* device, void* stream, cl_mem any_buffer
   }
   exec->context = device->context;
   if (any_buffer) {
-    const int status = ct_cl_check(ct_cl.clGetMemObjectInfo(any_buffer, CL_MEM_CONTEXT,
-                                                            sizeof exec->context, &exec->context,
-                                                            NULL),
-                                   "tensor data is not an OpenCL buffer: clGetMemObjectInfo");
+    const int status =
+        ct_cl_check(ct_cl.clGetMemObjectInfo(any_buffer, CL_MEM_CONTEXT, sizeof exec->context,
+                                             &exec->context, NULL),
+                    "tensor data is not an OpenCL buffer: clGetMemObjectInfo");
     if (status != CT_OK) return status;
   }
   return ct_cl_queue_for_context(device, exec->context, &exec->queue);
@@ -87,8 +87,8 @@ int ct_cl_exec_for_call(const ct_kernel_call* call, ct_cl_exec* exec) {
   const ct_tensor* first = NULL;
   cl_mem any_buffer = NULL;
   for (int32_t i = 0; i < call->num_inputs + call->num_outputs; ++i) {
-    const ct_tensor* t = i < call->num_inputs ? call->inputs[i]
-                                              : call->outputs[i - call->num_inputs];
+    const ct_tensor* t =
+        i < call->num_inputs ? call->inputs[i] : call->outputs[i - call->num_inputs];
     if (!t) continue;
     if (!first) first = t;
     if (t->data && !any_buffer) any_buffer = (cl_mem)t->data;
@@ -167,8 +167,7 @@ int ct_cl_launch(const ct_cl_exec* exec, const ct_cl_source* source, const char*
   return status;
 }
 
-int ct_cl_meta_buffer(const ct_cl_exec* exec, const int64_t* values, size_t count,
-                      cl_mem* buffer) {
+int ct_cl_meta_buffer(const ct_cl_exec* exec, const int64_t* values, size_t count, cl_mem* buffer) {
   static const int64_t zero = 0;
   cl_int code = CL_SUCCESS;
   *buffer = ct_cl.clCreateBuffer(exec->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
@@ -184,7 +183,7 @@ int ct_cl_scratch_buffer(const ct_cl_exec* exec, size_t bytes, cl_mem* buffer) {
 }
 
 int ct_cl_read(const ct_cl_exec* exec, cl_mem buffer, size_t offset, void* dst, size_t bytes) {
-  return ct_cl_check(ct_cl.clEnqueueReadBuffer(exec->queue, buffer, CL_TRUE, offset, bytes, dst,
-                                               0, NULL, NULL),
-                     "clEnqueueReadBuffer");
+  return ct_cl_check(
+      ct_cl.clEnqueueReadBuffer(exec->queue, buffer, CL_TRUE, offset, bytes, dst, 0, NULL, NULL),
+      "clEnqueueReadBuffer");
 }

@@ -57,8 +57,8 @@ void ct_cl_lane_layout(ct_cl_layout* layout, const ct_tensor* t, int32_t axis);
 int64_t ct_cl_byte_stride(const ct_tensor* t, int32_t axis);
 
 /* The first cl_mem of a tensor and its byte offset, as kernel arguments. */
-#define CT_CL_TENSOR_ARGS(buffer, offset, t)       \
-  cl_mem buffer = (cl_mem)(t)->data;              \
+#define CT_CL_TENSOR_ARGS(buffer, offset, t) \
+  cl_mem buffer = (cl_mem)(t)->data;         \
   const int64_t offset = (int64_t)(t)->byte_offset
 
 #endif /* CTENSOR_CL_LAYOUT_H_ */

@@ -51,9 +51,9 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   ct_cl_layout_collapse(&layout);
 
   const ct_cl_type_info* t = &ct_cl_types[type];
-  const char* step = type == CT_CL_B8     ? "acc |= (x & y);"
-                     : t->is_float        ? "acc += x * y;"
-                                          : "acc = (T)((U)acc + (U)x * (U)y);";
+  const char* step = type == CT_CL_B8 ? "acc |= (x & y);"
+                     : t->is_float    ? "acc += x * y;"
+                                      : "acc = (T)((U)acc + (U)x * (U)y);";
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define U %s\n", t->compute, t->unsigned_type);
@@ -76,12 +76,12 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   CT_CL_TENSOR_ARGS(a_buffer, off_a, a);
   CT_CL_TENSOR_ARGS(b_buffer, off_b, b);
   const cl_int ndim = layout.ndim;
-  const ct_cl_arg args[] = {CT_CL_ARG(out_buffer), CT_CL_ARG(off_out), CT_CL_ARG(a_buffer),
+  const ct_cl_arg args[] = {CT_CL_ARG(out_buffer), CT_CL_ARG(off_out),  CT_CL_ARG(a_buffer),
                             CT_CL_ARG(off_a),      CT_CL_ARG(b_buffer), CT_CL_ARG(off_b),
                             CT_CL_ARG(meta),       CT_CL_ARG(ndim),     CT_CL_ARG(n),
                             CT_CL_ARG(k_extent),   CT_CL_ARG(a_k),      CT_CL_ARG(b_k)};
-  status = ct_cl_launch(&exec, &source, "ct_matmul", (size_t)n, args,
-                        (int)(sizeof args / sizeof *args));
+  status =
+      ct_cl_launch(&exec, &source, "ct_matmul", (size_t)n, args, (int)(sizeof args / sizeof *args));
   ct_cl.clReleaseMemObject(meta);
   return status;
 }

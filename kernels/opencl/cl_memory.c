@@ -28,10 +28,10 @@ static int ct_cl_copy_from_host(void* plugin_data, int32_t device_id, void* dst,
   ct_cl_exec exec;
   const int status = ct_cl_exec_for_device(device_id, stream, &exec);
   if (status != CT_OK) return status;
-  return ct_cl_check(ct_cl.clEnqueueWriteBuffer(exec.queue, (cl_mem)dst, CL_TRUE,
-                                                (size_t)dst_offset, (size_t)bytes, src, 0, NULL,
-                                                NULL),
-                     "clEnqueueWriteBuffer");
+  return ct_cl_check(
+      ct_cl.clEnqueueWriteBuffer(exec.queue, (cl_mem)dst, CL_TRUE, (size_t)dst_offset,
+                                 (size_t)bytes, src, 0, NULL, NULL),
+      "clEnqueueWriteBuffer");
 }
 
 static int ct_cl_copy_to_host(void* plugin_data, int32_t device_id, void* dst, const void* src,

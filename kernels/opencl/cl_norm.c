@@ -56,8 +56,7 @@ static int ct_cl_layer_norm_run(const ct_kernel_call* call) {
                    "{\n  const long i = get_global_id(0);\n  if (i >= n) return;\n"
                    "  long off0 = off_out, off1 = off_x;\n");
   ct_cl_source_index_loop(&source, 2);
-  static const char element_offsets[] =
-      "    long e0 = off0, e1 = off1, e2 = off_w, e3 = off_b;\n";
+  static const char element_offsets[] = "    long e0 = off0, e1 = off1, e2 = off_w, e3 = off_b;\n";
   ct_cl_source_add(&source, "  ACC total = 0;\n  for (long j = 0; j < count; ++j) {\n%s",
                    element_offsets);
   ct_cl_source_index_loop_named(&source, "j", "rmeta", "rdim", "e", 4);
@@ -96,12 +95,23 @@ static int ct_cl_layer_norm_run(const ct_kernel_call* call) {
     const int64_t n = rows.elements;
     const double eps_d = eps;
     const float eps_f = (float)eps;
-    const ct_cl_arg args[] = {
-        CT_CL_ARG(out_buffer), CT_CL_ARG(off_out), CT_CL_ARG(x_buffer), CT_CL_ARG(off_x),
-        CT_CL_ARG(w_buffer),   CT_CL_ARG(off_w),   CT_CL_ARG(has_w),    CT_CL_ARG(b_buffer),
-        CT_CL_ARG(off_b),      CT_CL_ARG(has_b),   CT_CL_ARG(meta),     CT_CL_ARG(ndim),
-        CT_CL_ARG(rmeta),      CT_CL_ARG(rdim),    CT_CL_ARG(n),        CT_CL_ARG(count),
-        exec.device->has_fp64 ? CT_CL_ARG(eps_d) : CT_CL_ARG(eps_f)};
+    const ct_cl_arg args[] = {CT_CL_ARG(out_buffer),
+                              CT_CL_ARG(off_out),
+                              CT_CL_ARG(x_buffer),
+                              CT_CL_ARG(off_x),
+                              CT_CL_ARG(w_buffer),
+                              CT_CL_ARG(off_w),
+                              CT_CL_ARG(has_w),
+                              CT_CL_ARG(b_buffer),
+                              CT_CL_ARG(off_b),
+                              CT_CL_ARG(has_b),
+                              CT_CL_ARG(meta),
+                              CT_CL_ARG(ndim),
+                              CT_CL_ARG(rmeta),
+                              CT_CL_ARG(rdim),
+                              CT_CL_ARG(n),
+                              CT_CL_ARG(count),
+                              exec.device->has_fp64 ? CT_CL_ARG(eps_d) : CT_CL_ARG(eps_f)};
     status = ct_cl_launch(&exec, &source, "ct_layer_norm", (size_t)n, args,
                           (int)(sizeof args / sizeof *args));
   }

@@ -171,8 +171,8 @@ int ct_cl_program_get(const ct_cl_exec* exec, const ct_cl_source* source, cl_pro
   pthread_mutex_lock(&ct_cl_program_lock);
   *program = NULL;
   for (ct_cl_cached_program* at = ct_cl_programs; at && !*program; at = at->next) {
-    if (at->context == exec->context && at->device == exec->device->id &&
-        at->hash[0] == hash[0] && at->hash[1] == hash[1]) {
+    if (at->context == exec->context && at->device == exec->device->id && at->hash[0] == hash[0] &&
+        at->hash[1] == hash[1]) {
       *program = at->program;
     }
   }
@@ -189,8 +189,8 @@ int ct_cl_program_get(const ct_cl_exec* exec, const ct_cl_source* source, cl_pro
         if (status == CT_OK && has_file) ct_cl_program_to_disk(*program, file);
       }
       if (status == CT_OK) {
-        *entry = (ct_cl_cached_program){exec->context, exec->device->id, {hash[0], hash[1]},
-                                        *program, ct_cl_programs};
+        *entry = (ct_cl_cached_program){
+            exec->context, exec->device->id, {hash[0], hash[1]}, *program, ct_cl_programs};
         ct_cl_programs = entry;
       } else {
         free(entry);

@@ -36,8 +36,8 @@ static const ct_cl_reduction ct_cl_reductions[] = {
 };
 
 /* Reduced-axis mask from the axis attribute (None: all). */
-static void ct_cl_reduced_axes(const ct_kernel_call* call, const ct_cl_reduction* r,
-                               int32_t ndim, bool* mask) {
+static void ct_cl_reduced_axes(const ct_kernel_call* call, const ct_cl_reduction* r, int32_t ndim,
+                               bool* mask) {
   const ct_attr_value* axis = &call->attrs[0];
   for (int32_t d = 0; d < ndim; ++d) mask[d] = axis->type == CT_ATTR_NONE;
   if (axis->type == CT_ATTR_NONE) return;

@@ -25,11 +25,11 @@ int ct_cl_runtime_load(void) {
     return ct_cl_error(CT_ERROR_BACKEND_UNAVAILABLE, "no OpenCL runtime: cannot open %s (%s)",
                        tried, why ? why : "unknown reason");
   }
-#define CT_CL_RESOLVE(name, ret, params)                                                    \
-  *(void**)(&ct_cl.name) = dlsym(handle, #name);                                            \
-  if (!ct_cl.name) {                                                                        \
+#define CT_CL_RESOLVE(name, ret, params)                                                      \
+  *(void**)(&ct_cl.name) = dlsym(handle, #name);                                              \
+  if (!ct_cl.name) {                                                                          \
     return ct_cl_error(CT_ERROR_BACKEND_UNAVAILABLE, "the OpenCL runtime %s lacks %s", tried, \
-                       #name);                                                              \
+                       #name);                                                                \
   }
   CT_CL_FUNCTIONS(CT_CL_RESOLVE)
 #undef CT_CL_RESOLVE

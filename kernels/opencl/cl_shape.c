@@ -30,11 +30,11 @@ static int ct_cl_copy(const ct_cl_exec* exec, ct_cl_layout* layout, int32_t size
   int status = ct_cl_layout_meta(exec, layout, &meta);
   if (status != CT_OK) return status;
   const cl_int ndim = layout->ndim;
-  const ct_cl_arg args[] = {CT_CL_ARG(dst),  CT_CL_ARG(dst_offset), CT_CL_ARG(src),
-                            CT_CL_ARG(src_offset), CT_CL_ARG(meta), CT_CL_ARG(ndim),
+  const ct_cl_arg args[] = {CT_CL_ARG(dst),        CT_CL_ARG(dst_offset), CT_CL_ARG(src),
+                            CT_CL_ARG(src_offset), CT_CL_ARG(meta),       CT_CL_ARG(ndim),
                             CT_CL_ARG(n)};
-  status = ct_cl_launch(exec, &source, "ct_copy", (size_t)n, args,
-                        (int)(sizeof args / sizeof *args));
+  status =
+      ct_cl_launch(exec, &source, "ct_copy", (size_t)n, args, (int)(sizeof args / sizeof *args));
   ct_cl.clReleaseMemObject(meta);
   return status;
 }

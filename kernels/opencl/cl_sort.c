@@ -9,7 +9,8 @@
 /* ct_less: the ascending order (nan after everything). BEFORE(a, b): a comes first. */
 static const char ct_cl_order_source[] =
     "inline int ct_less(T a, T b) { return a < b || (b != b && a == a); }\n"
-    "#if DESCENDING\n#define BEFORE(a, b) ct_less(b, a)\n#else\n#define BEFORE(a, b) ct_less(a, b)\n"
+    "#if DESCENDING\n#define BEFORE(a, b) ct_less(b, a)\n#else\n#define BEFORE(a, b) ct_less(a, "
+    "b)\n"
     "#endif\n";
 
 static const char ct_cl_rank_source[] =
@@ -66,13 +67,13 @@ static int ct_cl_rank_run(const ct_kernel_call* call, const ct_tensor* a, const 
   const int64_t off_b = b ? (int64_t)b->byte_offset : 0;
   CT_CL_TENSOR_ARGS(x_buffer, off_x, x);
   const cl_int ndim = layout.ndim;
-  const ct_cl_arg args[] = {CT_CL_ARG(a_buffer), CT_CL_ARG(off_a),  CT_CL_ARG(b_buffer),
+  const ct_cl_arg args[] = {CT_CL_ARG(a_buffer), CT_CL_ARG(off_a),    CT_CL_ARG(b_buffer),
                             CT_CL_ARG(off_b),    CT_CL_ARG(x_buffer), CT_CL_ARG(off_x),
-                            CT_CL_ARG(meta),     CT_CL_ARG(ndim),   CT_CL_ARG(n),
-                            CT_CL_ARG(extent),   CT_CL_ARG(a_step), CT_CL_ARG(b_step),
+                            CT_CL_ARG(meta),     CT_CL_ARG(ndim),     CT_CL_ARG(n),
+                            CT_CL_ARG(extent),   CT_CL_ARG(a_step),   CT_CL_ARG(b_step),
                             CT_CL_ARG(x_step),   CT_CL_ARG(limit)};
-  status = ct_cl_launch(&exec, &source, "ct_rank", (size_t)n, args,
-                        (int)(sizeof args / sizeof *args));
+  status =
+      ct_cl_launch(&exec, &source, "ct_rank", (size_t)n, args, (int)(sizeof args / sizeof *args));
   ct_cl.clReleaseMemObject(meta);
   return status;
 }

@@ -33,8 +33,14 @@ int ct_cl_register(const char* op, const ct_cl_type* signature, int32_t length,
     if (signature[i] == CT_CL_F64 && !ct_cl_all_devices_fp64()) return CT_OK;
     dtypes[i] = ct_cl_types[signature[i]].dtype;
   }
-  const ct_kernel_def def = {sizeof(ct_kernel_def), op,  CT_CL_BACKEND_NAME, CT_DEVICE_OPENCL,
-                             length,                dtypes, run,             workspace,
+  const ct_kernel_def def = {sizeof(ct_kernel_def),
+                             op,
+                             CT_CL_BACKEND_NAME,
+                             CT_DEVICE_OPENCL,
+                             length,
+                             dtypes,
+                             run,
+                             workspace,
                              (void*)kernel_data};
   return ct_cl_host->kernel_register(&def);
 }

@@ -17,10 +17,10 @@ typedef enum ct_cl_type {
 } ct_cl_type;
 
 typedef struct ct_cl_type_info {
-  const char* tag;      /* "f32" */
-  const char* compute;  /* "float"; bool computes as int 0/1, float16 as float */
+  const char* tag;     /* "f32" */
+  const char* compute; /* "float"; bool computes as int 0/1, float16 as float */
   const char* unsigned_type;
-  int32_t size;         /* bytes per element */
+  int32_t size; /* bytes per element */
   ct_dtype dtype;
   bool is_float;
 } ct_cl_type_info;
@@ -36,7 +36,6 @@ bool ct_cl_all_devices_fp64(void);
 /* Registers one kernel for the OpenCL device: dtype per signature slot. Skips (returning CT_OK)
  * a float64 signature when a device lacks cl_khr_fp64. */
 int ct_cl_register(const char* op, const ct_cl_type* signature, int32_t length,
-                   ct_kernel_run_fn run, ct_kernel_workspace_fn workspace,
-                   const void* kernel_data);
+                   ct_kernel_run_fn run, ct_kernel_workspace_fn workspace, const void* kernel_data);
 
 #endif /* CTENSOR_CL_TYPES_H_ */

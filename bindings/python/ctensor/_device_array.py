@@ -28,7 +28,11 @@ from ._lib import ffi, lib
 
 __all__ = ["DeviceArray", "asarray", "opencl_capsule", "parse_device"]
 
-_DEVICE_NAMES = {"cpu": lib.CT_DEVICE_CPU, "cuda": lib.CT_DEVICE_CUDA, "opencl": lib.CT_DEVICE_OPENCL}
+_DEVICE_NAMES = {
+    "cpu": lib.CT_DEVICE_CPU,
+    "cuda": lib.CT_DEVICE_CUDA,
+    "opencl": lib.CT_DEVICE_OPENCL,
+}
 _DEVICE_PATTERN = re.compile(r"^([a-z]+)(?::(\d+))?$")
 
 
@@ -154,7 +158,7 @@ class DeviceArray:
         itemsize = code_bits(name)[1] // 8
         low = high = byte_offset
         if all(int(n) > 0 for n in shape):
-            for extent, stride in zip(shape, strides):
+            for extent, stride in zip(shape, strides, strict=True):
                 span = (int(extent) - 1) * int(stride) * itemsize
                 low, high = (low + span, high) if span < 0 else (low, high + span)
             if low < 0 or high + itemsize > self._buffer.nbytes:

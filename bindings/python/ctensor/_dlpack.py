@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InvalidArgumentError, ReadOnlyOutputError, UnsupportedDTypeError
 from ._device_array import is_pyopencl_array, opencl_capsule
+from ._errors import InvalidArgumentError, ReadOnlyOutputError, UnsupportedDTypeError
 from ._lib import ffi, lib
 
 __all__ = [
