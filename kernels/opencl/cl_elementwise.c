@@ -45,7 +45,11 @@ static const char ct_cl_float_helpers[] =
     "  return x * t / (T)6;\n}\n"
     "inline T ct_gelu(T x, T approximate) {\n"
     "  if (approximate != 0) {\n    const T k = (T)0.7978845608028654;\n"
-    "    return (T)0.5 * x * ((T)1 + tanh(k * (x + (T)0.044715 * x * x * x)));\n  }\n"
+    "    const T u = k * (x + (T)0.044715 * x * x * x);\n"
+    /* tanh saturates exactly: 1 + tanh(u) must be 0 for very negative u (the runtime's tanh
+     * may stop an ulp short of -1 there, and x * that ulp is huge). */
+    "    const T t = fabs(u) >= (T)20 ? copysign((T)1, u) : tanh(u);\n"
+    "    return (T)0.5 * x * ((T)1 + t);\n  }\n"
     "  return (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752440));\n}\n";
 
 static const char ct_cl_int_helpers[] =

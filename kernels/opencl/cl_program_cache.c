@@ -15,7 +15,8 @@
 
 #include "cl_exec.h"
 
-#define CT_CL_BUILD_OPTIONS "-cl-std=CL1.2"
+/* -w: a runtime may print compiler warnings to stderr, and the library never prints. */
+#define CT_CL_BUILD_OPTIONS "-cl-std=CL1.2 -w"
 
 typedef struct ct_cl_cached_program {
   cl_context context;
