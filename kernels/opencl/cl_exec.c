@@ -83,6 +83,15 @@ int ct_cl_exec_for_device(int32_t device_id, void* stream, ct_cl_exec* exec) {
   return ct_cl_exec_from(device, stream, NULL, exec);
 }
 
+int ct_cl_exec_for_buffer(int32_t device_id, void* stream, cl_mem buffer, ct_cl_exec* exec) {
+  ct_cl_device* device = ct_cl_device_at(device_id);
+  if (!device) {
+    return ct_cl_error(CT_ERROR_UNSUPPORTED_DEVICE, "no OpenCL device %d (%d found)", device_id,
+                       ct_cl_device_count());
+  }
+  return ct_cl_exec_from(device, stream, buffer, exec);
+}
+
 int ct_cl_exec_for_call(const ct_kernel_call* call, ct_cl_exec* exec) {
   const ct_tensor* first = NULL;
   cl_mem any_buffer = NULL;

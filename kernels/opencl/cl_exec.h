@@ -19,8 +19,11 @@ typedef struct ct_cl_exec {
  * own context, or a queue opened once for a foreign context such as pyopencl's). */
 int ct_cl_exec_for_call(const ct_kernel_call* call, ct_cl_exec* exec);
 
-/* The same for a device and a stream alone (the memory functions). */
+/* The same for a device and a stream alone (allocation, synchronisation). */
 int ct_cl_exec_for_device(int32_t device_id, void* stream, ct_cl_exec* exec);
+
+/* The same for copies to or from `buffer`: without a stream, a queue of the buffer's context. */
+int ct_cl_exec_for_buffer(int32_t device_id, void* stream, cl_mem buffer, ct_cl_exec* exec);
 
 /* Generated OpenCL C source, built up with ct_cl_source_add. */
 typedef struct ct_cl_source {

@@ -1,5 +1,6 @@
 /* cl_memory.c - the device memory functions (ct_device_memory_api): buffers in the device's
- * own context, copies ordered on the given queue (or the device's default one). */
+ * own context; copies ordered on the given queue, or without one on a queue of the buffer's
+ * context (the device's default queue for its own buffers). */
 #include "cl_exec.h"
 #include "cl_memory.h"
 
@@ -26,7 +27,7 @@ static int ct_cl_copy_from_host(void* plugin_data, int32_t device_id, void* dst,
                                 void* stream) {
   if (bytes == 0) return CT_OK;
   ct_cl_exec exec;
-  const int status = ct_cl_exec_for_device(device_id, stream, &exec);
+  const int status = ct_cl_exec_for_buffer(device_id, stream, (cl_mem)dst, &exec);
   if (status != CT_OK) return status;
   return ct_cl_check(
       ct_cl.clEnqueueWriteBuffer(exec.queue, (cl_mem)dst, CL_TRUE, (size_t)dst_offset,
@@ -38,7 +39,7 @@ static int ct_cl_copy_to_host(void* plugin_data, int32_t device_id, void* dst, c
                               uint64_t src_offset, uint64_t bytes, void* stream) {
   if (bytes == 0) return CT_OK;
   ct_cl_exec exec;
-  const int status = ct_cl_exec_for_device(device_id, stream, &exec);
+  const int status = ct_cl_exec_for_buffer(device_id, stream, (cl_mem)src, &exec);
   if (status != CT_OK) return status;
   return ct_cl_read(&exec, (cl_mem)src, (size_t)src_offset, dst, (size_t)bytes);
 }
