@@ -404,7 +404,8 @@ typedef struct ct_backend_info {
  *  CT_ERROR_BACKEND_UNAVAILABLE when it reports its device or driver absent (it then
  *  registers nothing); CT_ERROR_ABI_MISMATCH when it was built for another major version (the
  *  message names both versions); CT_ERROR_BACKEND when it cannot be opened or its init
- *  fails. Plugins are never unloaded. Thread-safe (loading takes the registry's lock). */
+ *  fails. Plugins are never unloaded. Thread-safe: loads are serialised, and runs on other
+ *  threads go on while a plugin initialises (its kernels appear together when it succeeds). */
 CT_API int ct_backend_load(const char* path, int32_t* index);
 
 /** Loads every plugin found on `search_path`: directories (each `*.so`, `*.dylib` or `*.dll`

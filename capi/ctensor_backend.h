@@ -55,8 +55,10 @@ typedef struct ct_kernel_def {
   void* kernel_data;                /**< handed to the kernel in ct_kernel_call.kernel_data */
 } ct_kernel_def;
 
-/** Registers a kernel. A second kernel for the same (op, device, signature) replaces the first,
- *  so a plugin can override a built-in kernel. Thread-safe. */
+/** Registers a kernel. A second kernel for the same (op, device, signature, backend_name)
+ *  replaces the first; one from another backend is kept beside it and, being newer, runs the
+ *  calls that name no backend (ct_context.backend), so a plugin overrides a built-in kernel
+ *  while the built-in one stays reachable by name. Thread-safe. */
 CT_API int ct_kernel_register(const ct_kernel_def* def);
 
 /** Records `message` (printf format) as this thread's error and returns `status`, so that a

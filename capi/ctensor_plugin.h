@@ -71,7 +71,9 @@ typedef struct ct_host_api {
   uint32_t abi_version;        /**< the host's CT_PLUGIN_ABI_VERSION */
   const char* library_version; /**< ct_version_string() of the host */
   /** ct_kernel_register: adds a kernel for (op, device, signature) under def->backend_name,
-   *  which must be the plugin's own name (info->name). */
+   *  which must be the plugin's own name (info->name). Kernels registered during
+   *  ct_plugin_init are checked at once but take effect together when the init returns CT_OK;
+   *  otherwise they are dropped. */
   int (*kernel_register)(const ct_kernel_def* def);
   /** ct_set_error: records this thread's message and returns `status`. */
   int (*set_error)(int status, const char* format, ...);

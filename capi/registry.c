@@ -203,7 +203,7 @@ static int ct_op_reserve(ct_op* op, int32_t extra) {
 }
 
 /* Adds or replaces (same op, device, signature and backend) one kernel; room was reserved. */
-static void ct_op_insert(ct_op* op, const ct_kernel_entry* entry) {
+static void ct_op_insert(ct_op* op, ct_kernel_entry* entry) {
   const int32_t length = entry->def.signature_length;
   ct_kernel_entry* slot = NULL;
   for (int32_t k = 0; k < op->num_kernels && !slot; ++k) {
@@ -211,11 +211,17 @@ static void ct_op_insert(ct_op* op, const ct_kernel_entry* entry) {
     if (existing->def.device_type == entry->def.device_type &&
         strcmp(existing->def.backend_name, entry->def.backend_name) == 0 &&
         ct_signature_equal(existing->signature, entry->signature, length)) {
-      /* Replaced in place; the old signature and name stay allocated for readers. */
       slot = existing;
     }
   }
   if (slot) {
+    /* Replaced in place. The key is the same, so the old copies of the signature and the name
+     * stay (readers may hold them) and the new ones go. */
+    free(entry->signature);
+    free((char*)entry->def.backend_name);
+    entry->signature = slot->signature;
+    entry->def.signature = slot->signature;
+    entry->def.backend_name = slot->def.backend_name;
     op->replaced = true;
   } else {
     slot = &op->kernels[op->num_kernels++];

@@ -38,6 +38,7 @@ VARIANTS_SOURCE = TESTS / "c" / "plugin_variants.c"
 TEST_PLUGIN = TESTS / "c" / "test_plugin.c"
 VARIANTS = ("abi2", "unavailable", "failing", "wrong_name", "memory", "not_a_plugin")
 CC = os.environ.get("CC", "cc")
+CXX = os.environ.get("CXX", "g++")
 # The directory holding the installed ctensor package, for the subprocesses.
 SITE = str(Path(ctensor.__file__).resolve().parent.parent)
 
@@ -117,10 +118,20 @@ def test_plugin_header_is_installed(pkg: PkgConfig) -> None:
     assert (Path(ctensor.get_include()) / "ctensor_plugin.h").is_file()
 
 
-@pytest.mark.parametrize("defines", [[], ["-DCT_EXAMPLE_PLANT_FAULTS"]], ids=["example", "broken"])
-def test_example_compiles_strictly(pkg: PkgConfig, workdir: Path, defines: list[str]) -> None:
-    output = workdir / f"strict{len(defines)}.so"
-    _build(pkg, EXAMPLE, output, ["-shared", "-fPIC", "-std=c11", *STRICT_C, *defines], libs=[])
+@pytest.mark.parametrize(
+    ("compiler", "flags"),
+    [
+        (CC, ["-std=c11"]),
+        (CC, ["-std=c11", "-DCT_EXAMPLE_PLANT_FAULTS"]),
+        (CXX, ["-x", "c++", "-std=c++17"]),
+    ],
+    ids=["c11", "c11-faults", "c++17"],
+)
+def test_example_compiles_strictly(
+    pkg: PkgConfig, workdir: Path, compiler: str, flags: list[str]
+) -> None:
+    output = workdir / f"strict-{len(flags)}-{Path(compiler).name}.so"
+    _build(pkg, EXAMPLE, output, ["-shared", "-fPIC", *STRICT_C, *flags], compiler=compiler)
 
 
 def test_example_does_not_link_libctensor(plugins: Plugins) -> None:
@@ -401,5 +412,114 @@ def test_planted_faults(plugins: Plugins) -> None:
             raise AssertionError("the stray allocation went unnoticed")
         got = ops.nonzero(z.astype("float64"), backend="example")
         assert [g.tolist() for g in got] == [[0, 1], [1, 0]], got
+        print("done")
+    """)
+
+
+def test_python_m_ctensor_lists_backends(plugins: Plugins) -> None:
+    search = os.pathsep.join(
+        [str(plugins.discover), str(plugins.directory / "variant_unavailable.so")]
+    )
+    out = _python(
+        "from ctensor.__main__ import summary; print(summary())",
+        {"CTENSOR_PLUGIN_PATH": search},
+    )
+    assert "  cpu " in out and "(built in): loaded; cpu x1" in out, out
+    assert f"example-broken 1.0.0+planted-faults ({plugins.broken}): loaded; cpu x1" in out, out
+    assert "unavailable-test 0.0.1" in out and "unavailable: no TESTDEV device" in out, out
+    assert "a_bogus.so" in out and "failed: cannot open plugin" in out, out
+
+
+def test_discovery_beside_the_library(plugins: Plugins, workdir: Path) -> None:
+    """Plugins in the `ctensor-plugins` directory beside libctensor load at import (checked on a
+    copy of the installed package, so that the installation itself is left alone)."""
+    copy = workdir / "package-copy"
+    package = copy / "ctensor"
+    if not package.exists():
+        shutil.copytree(Path(ctensor.__file__).resolve().parent, package)
+    plugin_dir = package / "lib"  # where libctensor is (ctensor.get_lib_dir())
+    (plugin_dir / "ctensor-plugins").mkdir(exist_ok=True)
+    shutil.copy(plugins.example, plugin_dir / "ctensor-plugins" / "libctensor_example.so")
+    out = _python(
+        f"""
+        import ctensor
+
+        assert ctensor.__file__.startswith({str(package)!r}), ctensor.__file__
+        rows = {{b.name: b for b in ctensor.backends()}}
+        assert rows["example"].state == "loaded", rows
+        print(rows["example"].path)
+        """,
+        {"PYTHONPATH": os.pathsep.join([str(copy), SITE, str(TESTS)])},
+    )
+    assert out.strip().endswith("/ctensor-plugins/libctensor_example.so"), out
+
+
+def test_backend_keyword_is_documented() -> None:
+    assert "backend : str, optional" in ctensor.ops.add.__doc__
+    assert "backend : str, optional" in ctensor.ops.nonzero.__doc__
+
+
+def test_example_agrees_with_the_builtin_backend(plugins: Plugins) -> None:
+    """Property test (hypothesis, in the fresh interpreter): on any layout, broadcasting and edge
+    values, the example's elementwise kernels give the built-in ones' bits, its nonzero the same
+    indices, its sum the float64 reference within tolerance, and no input changes."""
+    _python(f"""
+        import numpy as np
+        from hypothesis import given, settings, strategies as st
+        import ctensor
+        from arrays import any_layout, assert_close, broadcastable_shapes, snapshot, unchanged
+
+        ctensor.load_backend({str(plugins.example)!r})
+        ops = ctensor.ops
+        DTYPES = st.sampled_from(["float32", "float64", "int32"])
+
+        def same_bits(a, b):
+            assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (a, b)
+            if a.dtype.kind == "f":
+                assert np.array_equal(np.signbit(a), np.signbit(b)), (a, b)
+
+        @settings(max_examples=60, deadline=None)
+        @given(st.data(), DTYPES, broadcastable_shapes(2), st.sampled_from(["add", "multiply"]))
+        def binary(data, dtype, shapes, name):
+            x = data.draw(any_layout(dtype, shape=shapes.input_shapes[0]))
+            y = data.draw(any_layout(dtype, shape=shapes.input_shapes[1]))
+            before = (snapshot(x), snapshot(y))
+            op = getattr(ops, name)
+            same_bits(op(x, y, backend="example"), op(x, y, backend="cpu"))
+            assert unchanged(x, before[0]) and unchanged(y, before[1])
+
+        @settings(max_examples=40, deadline=None)
+        @given(st.data(), DTYPES)
+        def unary(data, dtype):
+            x = data.draw(any_layout(dtype))
+            same_bits(ops.relu(x, backend="example"), ops.relu(x, backend="cpu"))
+            if x.ndim:
+                got = ops.nonzero(x, backend="example")
+                want = ops.nonzero(x, backend="cpu")
+                assert len(got) == len(want)
+                for g, w in zip(got, want):
+                    same_bits(g, w)
+
+        @settings(max_examples=40, deadline=None)
+        @given(st.data(), DTYPES, st.booleans())
+        def reduction(data, dtype, keepdims):
+            finite = (
+                st.integers(-1000, 1000) if dtype == "int32"
+                else st.floats(-1e3, 1e3, width=32 if dtype == "float32" else 64)
+            )
+            x = data.draw(any_layout(dtype, elements=finite))
+            axes = data.draw(st.none() | st.lists(
+                st.integers(0, max(x.ndim - 1, 0)), unique=True, max_size=x.ndim
+            ))
+            got = ops.sum(x, axis=axes, keepdims=keepdims, backend="example")
+            want = ops.sum(x, axis=axes, keepdims=keepdims, backend="cpu")
+            assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
+            axis = None if axes is None else tuple(axes)
+            assert_close(got, np.sum(x.astype(np.float64), axis=axis, keepdims=keepdims), dtype)
+
+        binary()
+        unary()
+        reduction()
         print("done")
     """)

@@ -70,7 +70,14 @@ def summary() -> str:
         f"threads: {ctensor.get_num_threads()}",
         f"package: {ctensor._HERE}",
         "",
+        "backends:",
     ]
+    for backend in ctensor.backends():
+        where = backend.path or "built in"
+        state = backend.state + (f": {backend.reason}" if backend.reason else "")
+        lines.append(f"  {backend.name} {backend.version} ({where}): {state}; "
+                     f"{backend.device_type} x{backend.device_count}")
+    lines.append("")
     infos = [ctensor.op_info(name) for name in ctensor.list_ops()]
     width = max([len(i["name"]) for i in infos] + [2])
     lines.append(f"{'op':<{width}}  {'category':<12}  dtypes (cpu)")

@@ -1104,6 +1104,9 @@ def _docstring(spec: OpSpec) -> str:
         lines += [f"out : {'tuple of arrays' if many else 'array'}, optional",
                   "    Write the result into this memory (checked by the C library) and return "
                   "it."]
+    lines += ["backend : str, optional",
+              "    Run the kernel of this backend and no other (a name from ctensor.backends()); "
+              "by default the kernel registered last for the dtypes runs."]
     for attr in spec.attrs:
         kind = attr["type"].replace("_", " ")
         if attr.get("nullable"):
