@@ -13,6 +13,7 @@ import os
 from . import _backends, ops  # noqa: F401
 from ._backends import BackendInfo, backends, load_backend
 from ._bind import BoundCall, bind
+from ._device_array import DeviceArray, asarray
 from ._dlpack import InputTypeError
 from ._errors import (
     STATUS_TO_ERROR,
@@ -46,6 +47,7 @@ __all__ = [
     "ABI_VERSION",
     "__version__",
     "abi_version",
+    "asarray",
     "BackendInfo",
     "backends",
     "bind",
@@ -67,6 +69,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "ContiguousRequiredError",
+    "DeviceArray",
     "DeviceMismatchError",
     "InputTypeError",
     "InvalidArgumentError",

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._device_array import is_pyopencl_array, opencl_capsule
 from ._errors import InvalidArgumentError, ReadOnlyOutputError, UnsupportedDTypeError
 from ._lib import ffi, lib
 
@@ -34,6 +35,7 @@ __all__ = [
     "NONE",
     "NUMPY",
     "NUMPY_SCALAR",
+    "PYOPENCL",
     "SCALAR",
     "TORCH",
     "capsule_of",
@@ -52,7 +54,7 @@ class InputTypeError(InvalidArgumentError, TypeError):
 
 
 # How objects of a type are read (cached per type).
-NONE, SCALAR, CAPSULE, NUMPY, NUMPY_SCALAR, TORCH, JAX, DLPACK, OTHER = range(9)
+NONE, SCALAR, CAPSULE, NUMPY, NUMPY_SCALAR, TORCH, JAX, DLPACK, OTHER, PYOPENCL = range(10)
 
 _KINDS: dict[type, int] = {
     type(None): NONE,
@@ -91,6 +93,8 @@ def kind_of(tp: type) -> int:
         kind = JAX
     elif hasattr(tp, "__dlpack__"):
         kind = DLPACK
+    elif is_pyopencl_array(tp):
+        kind = PYOPENCL
     else:
         kind = OTHER
     _KINDS[tp] = kind
@@ -127,6 +131,8 @@ def capsule_of(obj: Any, kind: int, what: Any) -> Any:
             raise InvalidArgumentError(f"{what()}: cannot be read through DLPack: {e}") from e
     if kind in (DLPACK, JAX):
         return _call_dlpack(obj, what, False)
+    if kind == PYOPENCL:
+        return opencl_capsule(obj)
     raise InputTypeError(
         f"{what()} must be an array with __dlpack__ (NumPy, PyTorch, JAX, CuPy) or a DLPack "
         f"capsule, got {type(obj).__name__}"
@@ -150,6 +156,8 @@ def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
         raise ReadOnlyOutputError(f"{what()} is a JAX array; JAX arrays are immutable")
     if kind == DLPACK:
         return _call_dlpack(obj, what, True)
+    if kind == PYOPENCL:
+        return opencl_capsule(obj)
     raise InputTypeError(
         f"{what()} must be an array with __dlpack__ or a DLPack capsule, got {type(obj).__name__}"
     )

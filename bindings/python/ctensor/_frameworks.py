@@ -2,7 +2,8 @@
 
 The framework of a call is the one of its first array argument: NumPy in, NumPy out; PyTorch in,
 PyTorch out (same device); JAX in, JAX out (allocated by NumPy, then handed to JAX without a copy
-on the CPU); CuPy in, CuPy out. A raw DLPack capsule, or an array from another producer, gives
+on the CPU); CuPy in, CuPy out; pyopencl in, pyopencl out (same queue); ctensor's DeviceArray in,
+DeviceArray out (same device). A raw DLPack capsule, or an array from another producer, gives
 NumPy results when it lives on the CPU. Every array allocated here is compact row-major, so no
 framework is ever handed negative strides.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._device_array import is_pyopencl_array
 from ._dtypes import KEY_NAME, numpy_dtype, torch_dtype
 from ._errors import UnsupportedDeviceError
 from ._lib import ffi, lib
@@ -227,6 +229,58 @@ class _CuPy(Framework):
         return cupy.cuda.get_current_stream().ptr
 
 
+class _DeviceArrays(Framework):
+    """ctensor's own DeviceArray (device memory through ct_device_allocate)."""
+
+    name = "ctensor"
+
+    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        from ._device_array import DeviceArray
+
+        return DeviceArray.empty(shape, dtype, like.device)
+
+    def scratch(self, nbytes: int, like: Any) -> Any:
+        return self.empty((nbytes,), "uint8", like)
+
+    def data_ptr(self, array: Any) -> int:
+        return array.data_handle
+
+    def scalar(self, value: Any, dtype: str, like: Any) -> Any:
+        from ._device_array import asarray
+
+        return asarray(np.asarray(value, numpy_dtype(dtype)), like.device)
+
+
+class _PyOpenCL(Framework):
+    """pyopencl.array.Array: results on the input's queue; ops run on that queue."""
+
+    name = "pyopencl"
+
+    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        import pyopencl.array
+
+        return pyopencl.array.empty(like.queue, shape, numpy_dtype(dtype))
+
+    def scratch(self, nbytes: int, like: Any) -> Any:
+        return self.empty((nbytes,), "uint8", like)
+
+    def capsule(self, array: Any) -> Any:
+        from ._device_array import opencl_capsule
+
+        return opencl_capsule(array)
+
+    def data_ptr(self, array: Any) -> int:
+        return array.base_data.int_ptr + array.offset if array.size else 0
+
+    def scalar(self, value: Any, dtype: str, like: Any) -> Any:
+        import pyopencl.array
+
+        return pyopencl.array.to_device(like.queue, np.asarray(value, numpy_dtype(dtype)))
+
+    def stream(self, like: Any) -> int:
+        return like.queue.int_ptr if like.queue is not None else 0
+
+
 def _torch_to_dlpack() -> Any:
     import torch.utils.dlpack
 
@@ -237,6 +291,8 @@ NUMPY = _NumPy()
 TORCH = _Torch()
 JAX = _Jax()
 CUPY = _CuPy()
+DEVICE_ARRAYS = _DeviceArrays()
+PYOPENCL = _PyOpenCL()
 
 _BY_TYPE: dict[type, Framework | None] = {}
 
@@ -252,6 +308,10 @@ def _framework_of_type(tp: type) -> Framework | None:
         fw = JAX
     elif root == "cupy":
         fw = CUPY
+    elif root == "ctensor" and tp.__name__ == "DeviceArray":
+        fw = DEVICE_ARRAYS
+    elif root == "pyopencl" and is_pyopencl_array(tp):
+        fw = PYOPENCL
     _BY_TYPE[tp] = fw
     return fw
 
@@ -270,7 +330,8 @@ def framework_of(obj: Any, device: tuple[int, int]) -> Framework:
         return NUMPY
     raise UnsupportedDeviceError(
         f"cannot allocate results for a {tp.__name__} on device type {device[0]} (id "
-        f"{device[1]}): ctensor allocates results for NumPy, PyTorch, JAX (CPU) and CuPy arrays; "
+        f"{device[1]}): ctensor allocates results for NumPy, PyTorch, JAX (CPU), CuPy, pyopencl "
+        "and ctensor.DeviceArray arrays; "
         "pass out= to write into your own memory",
         lib.CT_ERROR_UNSUPPORTED_DEVICE,
     )

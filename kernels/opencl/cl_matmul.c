@@ -1,0 +1,96 @@
+/* cl_matmul.c - matmul with NumPy's rules (broadcast batch dims, 1-D operands as a row or a
+ * column): one work item per output element, the contraction as a strided loop. float16
+ * accumulates in float, integers wrap, bool is or-of-ands. */
+#include "cl_layout.h"
+#include "cl_types.h"
+
+static int ct_cl_matmul_run(const ct_kernel_call* call) {
+  const ct_tensor* a = call->inputs[0];
+  const ct_tensor* b = call->inputs[1];
+  const ct_tensor* out = call->outputs[0];
+  const int64_t n = ct_cl_tensor_elements(out);
+  if (n == 0) return CT_OK;
+  ct_cl_exec exec;
+  int status = ct_cl_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+
+  const ct_cl_type type = (ct_cl_type)ct_cl_type_of(out->dtype);
+  const int64_t size = ct_cl_types[type].size;
+  int64_t as[CT_MAX_NDIM], bs[CT_MAX_NDIM], os[CT_MAX_NDIM];
+  ct_cl_tensor_strides(a, as);
+  ct_cl_tensor_strides(b, bs);
+  ct_cl_tensor_strides(out, os);
+  const bool a_vector = a->ndim == 1, b_vector = b->ndim == 1;
+  const int64_t m = a_vector ? 1 : a->shape[a->ndim - 2];
+  const int64_t k_extent = a->shape[a->ndim - 1];
+  const int64_t cols = b_vector ? 1 : b->shape[b->ndim - 1];
+  const int64_t a_k = as[a->ndim - 1] * size;
+  const int64_t b_k = (b_vector ? bs[0] : bs[b->ndim - 2]) * size;
+  const int32_t batch = out->ndim - (a_vector ? 0 : 1) - (b_vector ? 0 : 1);
+
+  /* Iteration space: out's batch dims, then (m, cols). */
+  int64_t shape[CT_MAX_NDIM + 2], strides[3][CT_MAX_NDIM + 2];
+  for (int32_t d = 0; d < batch; ++d) {
+    shape[d] = out->shape[d];
+    strides[0][d] = os[d] * size;
+    const int32_t ka = d - (batch - (a->ndim - 2)), kb = d - (batch - (b->ndim - 2));
+    strides[1][d] = (a_vector || ka < 0 || a->shape[ka] == 1) ? 0 : as[ka] * size;
+    strides[2][d] = (b_vector || kb < 0 || b->shape[kb] == 1) ? 0 : bs[kb] * size;
+  }
+  shape[batch] = m;
+  shape[batch + 1] = cols;
+  strides[0][batch] = a_vector ? 0 : os[batch] * size;
+  strides[0][batch + 1] = b_vector ? 0 : os[out->ndim - 1] * size;
+  strides[1][batch] = a_vector ? 0 : as[a->ndim - 2] * size;
+  strides[1][batch + 1] = 0;
+  strides[2][batch] = 0;
+  strides[2][batch + 1] = b_vector ? 0 : bs[b->ndim - 1] * size;
+  ct_cl_layout layout;
+  ct_cl_layout_begin(&layout, batch + 2, shape);
+  for (int k = 0; k < 3; ++k) ct_cl_layout_add_strides(&layout, strides[k]);
+  ct_cl_layout_collapse(&layout);
+
+  const ct_cl_type_info* t = &ct_cl_types[type];
+  const char* step = type == CT_CL_B8 ? "acc |= (x & y);"
+                     : t->is_float    ? "acc += x * y;"
+                                      : "acc = (T)((U)acc + (U)x * (U)y);";
+  ct_cl_source source;
+  ct_cl_source_begin(&source, &exec);
+  ct_cl_source_add(&source, "#define T %s\n#define U %s\n", t->compute, t->unsigned_type);
+  ct_cl_source_add(&source,
+                   "__kernel void ct_matmul(__global char* out, long off_out, __global const char* "
+                   "a, long off_a, __global const char* b, long off_b, __global const long* meta, "
+                   "int ndim, long n, long k_extent, long a_k, long b_k) {\n"
+                   "  const long i = get_global_id(0);\n  if (i >= n) return;\n"
+                   "  long off0 = off_out, off1 = off_a, off2 = off_b;\n");
+  ct_cl_source_index_loop(&source, 3);
+  ct_cl_source_add(&source,
+                   "  T acc = 0;\n  for (long k = 0; k < k_extent; ++k) {\n"
+                   "    const T x = LD_%s(a, off1 + k * a_k), y = LD_%s(b, off2 + k * b_k);\n"
+                   "    %s\n  }\n  ST_%s(out, off0, acc);\n}\n",
+                   t->tag, t->tag, step, t->tag);
+  cl_mem meta = NULL;
+  status = ct_cl_layout_meta(&exec, &layout, &meta);
+  if (status != CT_OK) return status;
+  CT_CL_TENSOR_ARGS(out_buffer, off_out, out);
+  CT_CL_TENSOR_ARGS(a_buffer, off_a, a);
+  CT_CL_TENSOR_ARGS(b_buffer, off_b, b);
+  const cl_int ndim = layout.ndim;
+  const ct_cl_arg args[] = {CT_CL_ARG(out_buffer), CT_CL_ARG(off_out),  CT_CL_ARG(a_buffer),
+                            CT_CL_ARG(off_a),      CT_CL_ARG(b_buffer), CT_CL_ARG(off_b),
+                            CT_CL_ARG(meta),       CT_CL_ARG(ndim),     CT_CL_ARG(n),
+                            CT_CL_ARG(k_extent),   CT_CL_ARG(a_k),      CT_CL_ARG(b_k)};
+  status =
+      ct_cl_launch(&exec, &source, "ct_matmul", (size_t)n, args, (int)(sizeof args / sizeof *args));
+  ct_cl.clReleaseMemObject(meta);
+  return status;
+}
+
+int ct_cl_register_matmul(void) {
+  for (int t = 0; t < CT_CL_TYPE_COUNT; ++t) {
+    const ct_cl_type signature[3] = {(ct_cl_type)t, (ct_cl_type)t, (ct_cl_type)t};
+    const int status = ct_cl_register("matmul", signature, 3, ct_cl_matmul_run, NULL, NULL);
+    if (status != CT_OK) return status;
+  }
+  return CT_OK;
+}

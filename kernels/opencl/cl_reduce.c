@@ -1,0 +1,172 @@
+/* cl_reduce.c - reductions (sum, prod, mean, max, min, any, all, argmax, argmin): one work item
+ * per output element walks its reduced sub-space in logical row-major order (so argmax's index
+ * is NumPy's flattened index). Float sums and means accumulate in double where the device has
+ * it (float otherwise); integer sums and products wrap in 64 bits. */
+#include <string.h>
+
+#include "cl_layout.h"
+#include "cl_types.h"
+
+/* One reduction: accumulator type per input class ("V" = the input's compute type, "ACCF" =
+ * the float accumulator), initial value, step (reads v, j; updates acc and idx) and result. */
+typedef struct ct_cl_reduction {
+  const char* name;
+  const char* float_acc;
+  const char* int_acc;
+  const char* init;
+  const char* step;
+  const char* result;
+  bool index_attr; /* the axis attribute is one int (argmax), not a list */
+} ct_cl_reduction;
+
+static const ct_cl_reduction ct_cl_reductions[] = {
+    {"sum", "ACCF", "long", "0", "acc = ACC_ADD(acc, v);", "acc", false},
+    {"prod", "ACCF", "long", "1", "acc = ACC_MUL(acc, v);", "acc", false},
+    {"mean", "ACCF", "ACCF", "0", "acc += (ACCF)v;", "acc / (ACCF)count", false},
+    {"max", "V", "V", "0", "if (j == 0 || (acc == acc && (v > acc || v != v))) acc = v;", "acc",
+     false},
+    {"min", "V", "V", "0", "if (j == 0 || (acc == acc && (v < acc || v != v))) acc = v;", "acc",
+     false},
+    {"any", "int", "int", "0", "acc |= (v != 0);", "acc", false},
+    {"all", "int", "int", "1", "acc &= (v != 0);", "acc", false},
+    {"argmax", "V", "V", "0",
+     "if (j == 0 || (acc == acc && (v > acc || v != v))) { acc = v; idx = j; }", "idx", true},
+    {"argmin", "V", "V", "0",
+     "if (j == 0 || (acc == acc && (v < acc || v != v))) { acc = v; idx = j; }", "idx", true},
+};
+
+/* Reduced-axis mask from the axis attribute (None: all). */
+static void ct_cl_reduced_axes(const ct_kernel_call* call, const ct_cl_reduction* r, int32_t ndim,
+                               bool* mask) {
+  const ct_attr_value* axis = &call->attrs[0];
+  for (int32_t d = 0; d < ndim; ++d) mask[d] = axis->type == CT_ATTR_NONE;
+  if (axis->type == CT_ATTR_NONE) return;
+  if (r->index_attr || axis->type == CT_ATTR_INT) {
+    const int64_t a = axis->type == CT_ATTR_INT ? axis->value.i : axis->value.ints[0];
+    mask[a < 0 ? a + ndim : a] = true;
+    return;
+  }
+  for (int64_t k = 0; k < axis->count; ++k) {
+    const int64_t a = axis->value.ints[k];
+    mask[a < 0 ? a + ndim : a] = true;
+  }
+}
+
+static int ct_cl_reduce_run(const ct_kernel_call* call) {
+  const ct_cl_reduction* r = call->kernel_data;
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  const int64_t n = ct_cl_tensor_elements(out);
+  if (n == 0) return CT_OK;
+  ct_cl_exec exec;
+  int status = ct_cl_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+
+  bool mask[CT_MAX_NDIM];
+  ct_cl_reduced_axes(call, r, x->ndim, mask);
+  const bool keepdims = call->attrs[1].value.b != 0;
+  const ct_cl_type in_type = (ct_cl_type)ct_cl_type_of(x->dtype);
+  const ct_cl_type out_type = (ct_cl_type)ct_cl_type_of(out->dtype);
+  int64_t x_strides[CT_MAX_NDIM], out_strides[CT_MAX_NDIM];
+  ct_cl_tensor_strides(x, x_strides);
+  ct_cl_tensor_strides(out, out_strides);
+
+  /* Kept dims: (out, x) byte strides; reduced dims: x byte strides, in order. */
+  int64_t kept_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
+  int64_t kept_strides[2][CT_MAX_NDIM], reduced_strides[CT_MAX_NDIM];
+  int32_t kept = 0, reduced = 0, out_dim = 0;
+  int64_t count = 1;
+  for (int32_t d = 0; d < x->ndim; ++d) {
+    const int64_t x_step = x_strides[d] * ct_cl_types[in_type].size;
+    if (mask[d]) {
+      reduced_shape[reduced] = x->shape[d];
+      reduced_strides[reduced++] = x_step;
+      count *= x->shape[d];
+      if (keepdims) ++out_dim;
+    } else {
+      kept_shape[kept] = x->shape[d];
+      kept_strides[0][kept] = out_strides[out_dim++] * ct_cl_types[out_type].size;
+      kept_strides[1][kept++] = x_step;
+    }
+  }
+  ct_cl_layout kept_layout, reduced_layout;
+  ct_cl_layout_begin(&kept_layout, kept, kept_shape);
+  ct_cl_layout_add_strides(&kept_layout, kept_strides[0]);
+  ct_cl_layout_add_strides(&kept_layout, kept_strides[1]);
+  ct_cl_layout_collapse(&kept_layout);
+  ct_cl_layout_begin(&reduced_layout, reduced, reduced_shape);
+  ct_cl_layout_add_strides(&reduced_layout, reduced_strides);
+  ct_cl_layout_collapse(&reduced_layout);
+
+  const ct_cl_type_info* in = &ct_cl_types[in_type];
+  const char* acc_float = exec.device->has_fp64 ? "double" : "float";
+  ct_cl_source source;
+  ct_cl_source_begin(&source, &exec);
+  ct_cl_source_add(&source, "#define V %s\n#define ACCF %s\n", in->compute, acc_float);
+  ct_cl_source_add(&source, "#define ACC_ADD(a, v) %s\n#define ACC_MUL(a, v) %s\n",
+                   in->is_float ? "((a) + (ACCF)(v))" : "((long)((ulong)(a) + (ulong)(long)(v)))",
+                   in->is_float ? "((a) * (ACCF)(v))" : "((long)((ulong)(a) * (ulong)(long)(v)))");
+  ct_cl_source_add(&source,
+                   "__kernel void ct_reduce(__global char* out, long off_out, __global const char* "
+                   "in, long off_in, __global const long* meta, int ndim, __global const long* "
+                   "rmeta, int rdim, long n, long count) {\n"
+                   "  const long i = get_global_id(0);\n  if (i >= n) return;\n"
+                   "  long off0 = off_out, off1 = off_in;\n");
+  ct_cl_source_index_loop(&source, 2);
+  const char* acc_type = in->is_float ? r->float_acc : r->int_acc;
+  ct_cl_source_add(&source,
+                   "  %s acc = %s;\n  long idx = 0;\n"
+                   "  for (long j = 0; j < count; ++j) {\n"
+                   "    long rem = j, o = off1;\n"
+                   "    for (int d = rdim - 1; d >= 0; --d) {\n"
+                   "      const long extent = rmeta[d];\n"
+                   "      o += (rem %% extent) * rmeta[rdim + d];\n      rem /= extent;\n    }\n"
+                   "    const V v = LD_%s(in, o);\n    %s\n  }\n",
+                   acc_type, r->init, in->tag, r->step);
+  const char* cast = out_type == CT_CL_F16 ? "(float)" : "";
+  ct_cl_source_add(&source, "  ST_%s(out, off0, %s(%s));\n}\n", ct_cl_types[out_type].tag, cast,
+                   r->result);
+
+  cl_mem meta = NULL, rmeta = NULL;
+  status = ct_cl_layout_meta(&exec, &kept_layout, &meta);
+  if (status == CT_OK) status = ct_cl_layout_meta(&exec, &reduced_layout, &rmeta);
+  if (status == CT_OK) {
+    cl_mem out_buffer = (cl_mem)out->data, in_buffer = (cl_mem)x->data;
+    const int64_t off_out = (int64_t)out->byte_offset, off_in = (int64_t)x->byte_offset;
+    const cl_int ndim = kept_layout.ndim, rdim = reduced_layout.ndim;
+    const ct_cl_arg args[] = {CT_CL_ARG(out_buffer), CT_CL_ARG(off_out), CT_CL_ARG(in_buffer),
+                              CT_CL_ARG(off_in),     CT_CL_ARG(meta),    CT_CL_ARG(ndim),
+                              CT_CL_ARG(rmeta),      CT_CL_ARG(rdim),    CT_CL_ARG(n),
+                              CT_CL_ARG(count)};
+    status = ct_cl_launch(&exec, &source, "ct_reduce", (size_t)n, args,
+                          (int)(sizeof args / sizeof *args));
+  }
+  if (meta) ct_cl.clReleaseMemObject(meta);
+  if (rmeta) ct_cl.clReleaseMemObject(rmeta);
+  return status;
+}
+
+int ct_cl_register_reduce(void) {
+  static const ct_cl_type all[] = {CT_CL_B8, CT_CL_I32, CT_CL_I64, CT_CL_F16, CT_CL_F32, CT_CL_F64};
+  for (size_t k = 0; k < sizeof ct_cl_reductions / sizeof *ct_cl_reductions; ++k) {
+    const ct_cl_reduction* r = &ct_cl_reductions[k];
+    for (int t = 0; t < 6; ++t) {
+      const ct_cl_type in = all[t];
+      const bool is_float = ct_cl_types[in].is_float;
+      ct_cl_type out = in;
+      if (strcmp(r->name, "sum") == 0 || strcmp(r->name, "prod") == 0) {
+        out = is_float ? in : CT_CL_I64;
+      } else if (strcmp(r->name, "mean") == 0) {
+        out = is_float ? in : CT_CL_F64;
+      } else if (strcmp(r->name, "any") == 0 || strcmp(r->name, "all") == 0) {
+        out = CT_CL_B8;
+      } else if (r->index_attr) {
+        out = CT_CL_I64;
+      }
+      const ct_cl_type signature[2] = {in, out};
+      const int status = ct_cl_register(r->name, signature, 2, ct_cl_reduce_run, NULL, r);
+      if (status != CT_OK) return status;
+    }
+  }
+  return CT_OK;
+}

@@ -1,0 +1,45 @@
+"""Helpers of the OpenCL tests: device copies of NumPy arrays with the same memory layout, and
+the backend's presence (the tests need PoCL or another OpenCL runtime; .ci/run installs PoCL)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+import ctensor
+
+DEVICE = "opencl:0"
+
+
+def require_opencl() -> None:
+    """Fails (never skips) with the backend's own reason when it is not loaded."""
+    entries = [b for b in ctensor.backends() if b.name == "opencl"]
+    assert entries, "the opencl plugin was not found (built without the OpenCL headers?)"
+    assert entries[0].state == "loaded", f"opencl backend {entries[0].state}: {entries[0].reason}"
+
+
+def device_like(view: np.ndarray) -> ctensor.DeviceArray:
+    """A DeviceArray with exactly `view`'s strides (zero and negative included) into a device
+    buffer holding the bytes `view` spans, at the matching byte offset."""
+    view = np.asarray(view)
+    itemsize = view.dtype.itemsize
+    if view.size == 0:
+        return ctensor.asarray(view, device=DEVICE)
+    low = high = 0
+    for extent, stride in zip(view.shape, view.strides, strict=True):
+        span = (extent - 1) * stride
+        if span < 0:
+            low += span
+        else:
+            high += span
+    pointer = view.__array_interface__["data"][0]
+    raw = np.frombuffer(ctypes.string_at(pointer + low, high - low + itemsize), np.uint8)
+    buffer = ctensor.asarray(raw, device=DEVICE)
+    strides = tuple(stride // itemsize for stride in view.strides)
+    return buffer.as_strided(view.shape, strides, -low, dtype=view.dtype)
+
+
+def host(array) -> np.ndarray:
+    """A NumPy copy of a result (DeviceArray or tuple of them)."""
+    return np.asarray(array)
