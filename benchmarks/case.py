@@ -1,12 +1,13 @@
 """What one benchmark case is: implementations to time, correctness checks, work per call and
 targets.
 
-A case lists implementations by library name (``ctensor``, ``ctensor.bind``, ``numpy``,
-``torch``, ``jax``, ``machine``). Each implementation is an *expression* evaluated in its own
-namespace: timed as a statement, and evaluated once to get the result that is checked. Every
-ctensor implementation is checked against every peer that computes the same thing
-(``Case.reference``) before anything is timed; a wrong answer is recorded and that
-implementation is not timed.
+A case lists implementations by library name (``ctensor``, ``ctensor.bind``, ``ctensor.opencl``,
+``numpy``, ``torch``, ``jax``, ``machine``); ``ctensor.opencl`` is ctensor on the OpenCL
+backend's device (see opencl.py), present only when that backend is loaded. Each implementation
+is an *expression* evaluated in its own namespace: timed as a statement, and evaluated once to
+get the result that is checked. Every ctensor implementation is checked against every peer that
+computes the same thing (``Case.reference``) before anything is timed; a wrong answer is
+recorded and that implementation is not timed.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 
 __all__ = ["Case", "Impl", "Target", "CTENSOR_IMPLS", "OUT_NAMES"]
 
-#: The names the case builders give their out= buffers (NumPy arrays; torch views share them).
-OUT_NAMES = ("c", "mc", "y", "out", "po", "sqt")
+#: The names the case builders give their out= buffers (NumPy arrays, torch views sharing them,
+#: and the OpenCL implementations' DeviceArrays: the names starting with "d").
+OUT_NAMES = ("c", "mc", "y", "out", "po", "sqt", "dc", "dmc", "dy", "dpo", "dsqt")
 
-#: Implementations that are ctensor's (checked, and judged by targets).
-CTENSOR_IMPLS = ("ctensor", "ctensor.bind")
+#: Implementations that are ctensor's: each is checked against the peers before it is timed,
+#: and may be judged by targets (targets name "ctensor", the CPU backend, unless they say).
+CTENSOR_IMPLS = ("ctensor", "ctensor.bind", "ctensor.opencl")
 
 
 @dataclass

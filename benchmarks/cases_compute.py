@@ -1,5 +1,6 @@
 """Compute-bound cases: float32 matmul (square 256 to 2048, batched small) and conv2d on the
-3x3 shapes of ResNet-50 (padding 1)."""
+3x3 shapes of ResNet-50 (padding 1). ctensor on the OpenCL device (``ctensor.opencl``) runs the
+square matmuls up to 512 (_OPENCL_MAX_SQUARE) when that backend is loaded."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ from .env import Env
 
 __all__ = ["build"]
 
+# The largest square matmul timed on the OpenCL device. On PoCL (the same 2 CPU cores) the
+# backend's matmul ran at about 2.2 GFLOP/s at 512 (0.12 s per call) and 0.8 GFLOP/s at 1024
+# (2.6 s per call, over half a minute for one case's samples), so larger sizes are left out.
+_OPENCL_MAX_SQUARE = 512
+
 
 def _matmul(env: Env, shape_a: tuple, shape_b: tuple, name: str, description: str,
-            targets: list[Target]) -> Case:
+            targets: list[Target], on_opencl: bool = False) -> Case:
     a, b = env.normal(shape_a), env.normal(shape_b)
     out = np.empty(np.broadcast_shapes(shape_a[:-2], shape_b[:-2]) + (shape_a[-2], shape_b[-1]),
                    np.float32)
@@ -21,6 +27,10 @@ def _matmul(env: Env, shape_a: tuple, shape_b: tuple, name: str, description: st
     ns = {"ops": env.ops, "np": np, "a": a, "b": b, "c": out}
     impls = {"ctensor": Impl("ops.matmul(a, b, out=c)", ns),
              "numpy": Impl("np.matmul(a, b, out=c)", ns)}
+    opencl = env.opencl_expr("matmul", "ops.matmul(da, db, out=dc)") if on_opencl else None
+    if opencl:
+        env.opencl_arrays(ns, {"dc": out}, da=a, db=b)
+        impls["ctensor.opencl"] = Impl(opencl, ns)
     tol = (1e-4 * np.sqrt(k), 1e-4 * np.sqrt(k))
     reference = {"numpy": tol}
     if env.torch is not None:
@@ -57,8 +67,11 @@ def build(env: Env) -> list[Case]:
     peak = [Target(">= 0.85x FMA peak", "machine", "limit:fma_peak", 0.85)]
     sizes = (64, 128) if env.quick else (256, 512, 1024, 2048)
     cases = [
-        _matmul(env, (n, n), (n, n), f"matmul/square/{n}", f"({n}, {n}) @ ({n}, {n})",
-                peak if n >= 512 or env.quick else [])
+        _matmul(env, (n, n), (n, n), f"matmul/square/{n}",
+                f"({n}, {n}) @ ({n}, {n})" + ("" if n <= _OPENCL_MAX_SQUARE else
+                                              f"; not on ctensor.opencl above {_OPENCL_MAX_SQUARE}"
+                                              " (seconds per call on PoCL)"),
+                peak if n >= 512 or env.quick else [], on_opencl=n <= _OPENCL_MAX_SQUARE)
         for n in sizes
     ]
     batches = ((16, 32), (8, 64)) if env.quick else ((256, 32), (64, 64))

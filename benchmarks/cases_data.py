@@ -1,4 +1,8 @@
-"""Data-dependent cases: sort, topk, nonzero and unique (elements processed per second)."""
+"""Data-dependent cases: sort, topk, nonzero and unique (elements processed per second).
+
+ctensor on the OpenCL device (``ctensor.opencl``) runs nonzero only: the OpenCL backend's sort,
+topk and unique_values rank every element against all the others (quadratic work), which at
+these sizes takes hours, so those cases say so in their description instead."""
 
 from __future__ import annotations
 
@@ -24,8 +28,13 @@ def build(env: Env) -> list[Case]:
         torch = env.torch
         ns.update(torch=torch, tx=env.t(x), tmask=env.t(mask), tints=env.t(ints))
 
-    def impls(ct: str, numpy: str | None, torch_expr: str | None) -> dict[str, Impl]:
+    env.opencl_arrays(ns, dmask=mask)
+
+    def impls(ct: str, numpy: str | None, torch_expr: str | None,
+              opencl: str | None = None) -> dict[str, Impl]:
         found = {"ctensor": Impl(ct, ns)}
+        if opencl:
+            found["ctensor.opencl"] = Impl(opencl, ns)
         if numpy:
             found["numpy"] = Impl(numpy, ns)
         if torch_expr and has_torch:
@@ -35,19 +44,23 @@ def build(env: Env) -> list[Case]:
     exact = {"numpy": "exact", **({"torch": "exact"} if has_torch else {})}
     sort_targets = [Target(">= 1.0x NumPy", "speedup", "numpy", 1.0)]
     nonzero_targets = [Target(">= 2x torch", "speedup", "torch", 2.0)] if has_torch else []
+    quadratic = ("; not on ctensor.opencl: the OpenCL backend's {} ranks every element against "
+                 "all others (quadratic work, hours at this size)")
     return [
         Case(f"data/sort/2^{int(np.log2(n_sort))}", "data", "Melem/s", n_sort,
              impls("ops.sort(x, stable=False)", "np.sort(x)", "torch.sort(tx).values"),
-             "float32, ascending", exact, targets=sort_targets),
+             "float32, ascending" + quadratic.format("sort"), exact, targets=sort_targets),
         Case(f"data/topk/2^{int(np.log2(n_sort))}", "data", "Melem/s", n_sort,
              impls("ops.topk(x, k=k)[0]", None, "torch.topk(tx, k).values"),
-             f"float32, k={k} largest, sorted", {"torch": "exact"} if has_torch else {}),
+             f"float32, k={k} largest, sorted" + quadratic.format("topk"),
+             {"torch": "exact"} if has_torch else {}),
         Case(f"data/nonzero/2^{int(np.log2(n_mask))}", "data", "Melem/s", n_mask,
-             impls("ops.nonzero(mask)", "np.nonzero(mask)", "torch.nonzero(tmask, as_tuple=True)"),
+             impls("ops.nonzero(mask)", "np.nonzero(mask)", "torch.nonzero(tmask, as_tuple=True)",
+                   env.opencl_expr("nonzero", "ops.nonzero(dmask)")),
              "bool, half of them true (one index array per dimension)", exact,
              targets=nonzero_targets),
         Case(f"data/unique/2^{int(np.log2(n_sort))}", "data", "Melem/s", n_sort,
              impls("np.sort(ops.unique_values(ints))", "np.unique(ints)", "torch.unique(tints)"),
              "int32 drawn from 1000 values (ctensor's result sorted for the check; the sort of "
-             "1000 values is timed with it)", exact),
+             "1000 values is timed with it)" + quadratic.format("unique_values"), exact),
     ]

@@ -58,6 +58,7 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
     from . import accuracy, report, runner
     from .env import Env
     from .machine import BuildError, MachineKernels
+    from .opencl import find as find_opencl
 
     machine_error = None
     try:
@@ -68,8 +69,11 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
     torch = peers.load("torch")
     jnp = peers.load("jax")
     jax = importlib.import_module("jax") if jnp is not None else None
+    opencl, opencl_text = find_opencl(ctensor)
+    if opencl is None:
+        print(f"ctensor.opencl not run: {opencl_text}", file=log)
     env = Env(ctensor=ctensor, ops=ops, torch=torch, jax=jax, jnp=jnp, machine=machine,
-              quick=quick, rng=np.random.default_rng(seed))
+              quick=quick, rng=np.random.default_rng(seed), opencl=opencl)
     repeats = repeats or (3 if quick else 11)
     min_sample_s = min_sample_s if min_sample_s is not None else (0.002 if quick else 0.05)
     document: dict = {
@@ -83,6 +87,8 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
             "torch": getattr(torch, "__version__", None),
             "jax": getattr(jax, "__version__", None),
             "machine_kernels": str(machine.path) if machine else machine_error,
+            # The ctensor.opencl implementations' device, or why they are absent.
+            "opencl": {"available": opencl is not None, "detail": opencl_text},
             "statistic": "median over repeats of (sample time / calls per sample); "
                          "implementations of a case interleaved round-robin",
         },
@@ -115,8 +121,8 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ctensor.bench",
-        description="ctensor next to NumPy, torch and JAX, and the machine's limits, in one "
-                    "interleaved run.")
+        description="ctensor (CPU, and its OpenCL backend when loaded) next to NumPy, torch "
+                    "and JAX, and the machine's limits, in one interleaved run.")
     parser.add_argument("--cases", action="append", metavar="PATTERN",
                         help="run the cases whose name contains PATTERN or matches it as a glob "
                              "(repeatable; e.g. --cases matmul --cases 'nn/*')")

@@ -3,7 +3,9 @@
 JAX reads its thread settings from ``XLA_FLAGS`` when it is first imported, so ``configure``
 must run before anything imports it. OpenBLAS (NumPy's matmul) is set through threadpoolctl
 when installed, else through the ``*openblas*set_num_threads*`` function of the OpenBLAS that
-NumPy loaded.
+NumPy loaded. The OpenCL device (PoCL in CI, on the same CPU cores) is opened when ctensor is
+imported, before any of this runs, so its threads are not set here: PoCL uses every core unless
+``POCL_CPU_MAX_CU_NUM`` is set before Python starts; the report records which.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def configure(threads: int) -> dict[str, str]:
     ctensor.set_num_threads(threads)
     how["ctensor"] = f"set_num_threads({threads})"
     how["numpy"] = _openblas_threads(threads)
+    pocl = os.environ.get("POCL_CPU_MAX_CU_NUM")
+    how["opencl"] = f"POCL_CPU_MAX_CU_NUM={pocl}" if pocl else "device default (PoCL: all cores)"
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "")
         + f" --xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"

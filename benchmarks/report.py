@@ -9,6 +9,9 @@ from typing import Any
 __all__ = ["table", "write_json", "charts"]
 
 _PEERS = ("numpy", "torch", "jax", "machine")
+_CTENSOR = ("ctensor", "ctensor.bind", "ctensor.opencl")
+# How the speedups and targets of each ctensor implementation are labelled.
+_TAGS = {"ctensor": "", "ctensor.bind": "bind ", "ctensor.opencl": "opencl "}
 
 
 def _value(record: dict, name: str) -> str:
@@ -28,7 +31,12 @@ def _value(record: dict, name: str) -> str:
 def _speedups(record: dict) -> str:
     parts = []
     for impl, ratios in record["speedup"].items():
-        tag = "" if impl == "ctensor" else "bind "
+        if impl == "ctensor.opencl":
+            # its ratios to the peers are in the JSON; the table sets it beside the CPU backend
+            if "ctensor" in ratios:
+                parts.append(f"opencl {ratios['ctensor']:.3g}x cpu")
+            continue
+        tag = _TAGS.get(impl, f"{impl} ")
         for peer, ratio in ratios.items():
             parts.append(f"{tag}{ratio:.2f}x {peer}")
     return ", ".join(parts)
@@ -37,7 +45,7 @@ def _speedups(record: dict) -> str:
 def _targets(record: dict) -> str:
     parts = []
     for t in record["targets"]:
-        who = "bind: " if t["impl"] == "ctensor.bind" else ""
+        who = f"{_TAGS.get(t['impl'], t['impl'] + ' ').strip()}: " if t["impl"] != "ctensor" else ""
         ratio = "n/a" if t["ratio"] is None else f"{t['ratio']:.2f}"
         parts.append(f"{who}{t['text']}: {ratio} {'met' if t['met'] else 'MISSED'}")
     return "; ".join(parts)
@@ -45,16 +53,24 @@ def _targets(record: dict) -> str:
 
 def table(document: dict) -> str:
     """Medians per implementation (throughput in the case's unit, or ns per call), speedups of
-    ctensor over each peer (peer time / ctensor time) and targets."""
+    ctensor over each peer (peer time / ctensor time; for ctensor.opencl, CPU ctensor time /
+    OpenCL time) and targets. A line above the table says
+    why the ctensor.opencl column is absent, when it is."""
     records = document["cases"]
-    names = ["ctensor", "ctensor.bind", *_PEERS]
+    names = [*_CTENSOR, *_PEERS]
     used = [n for n in names if any(n in r["results"] or n in r["checks"] for r in records)]
+    widths = {n: max(12, len(n)) for n in used}
     width = max([len(r["name"]) for r in records] + [4])
-    header = f"{'case':<{width}}  {'unit':<7}" + "".join(f"  {n:>12}" for n in used)
-    lines = [header + "  speedup (peer time / ctensor time) | target", "-" * len(header)]
+    header = f"{'case':<{width}}  {'unit':<7}" + "".join(f"  {n:>{widths[n]}}" for n in used)
+    lines = []
+    opencl = document.get("meta", {}).get("opencl")
+    if opencl:
+        state = "on" if opencl["available"] else "not run:"
+        lines.append(f"ctensor.opencl {state} {opencl['detail']}")
+    lines += [header + "  speedup (peer time / ctensor time) | target", "-" * len(header)]
     for r in records:
         row = f"{r['name']:<{width}}  {r['unit']:<7}"
-        row += "".join(f"  {_value(r, n):>12}" for n in used)
+        row += "".join(f"  {_value(r, n):>{widths[n]}}" for n in used)
         extra = _speedups(r)
         targets = _targets(r)
         if targets:
@@ -95,8 +111,8 @@ def charts(document: dict, directory: str) -> list[str]:
     groups: dict[str, list[dict]] = {}
     for record in document["cases"]:
         groups.setdefault(record["group"], []).append(record)
-    colors = {"ctensor": "#d62728", "ctensor.bind": "#ff9896", "numpy": "#1f77b4",
-              "torch": "#ff7f0e", "jax": "#2ca02c", "machine": "#7f7f7f"}
+    colors = {"ctensor": "#d62728", "ctensor.bind": "#ff9896", "ctensor.opencl": "#9467bd",
+              "numpy": "#1f77b4", "torch": "#ff7f0e", "jax": "#2ca02c", "machine": "#7f7f7f"}
     for group, records in groups.items():
         impls = [n for n in colors if any(n in r["results"] and "median_s" in r["results"][n]
                                           for r in records)]
@@ -129,7 +145,8 @@ def charts(document: dict, directory: str) -> list[str]:
         fig.savefig(path, dpi=90, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
-    targets = [(f"{r['name']}{' (bind)' if t['impl'] == 'ctensor.bind' else ''}: {t['text']}",
+    targets = [(f"{r['name']}{'' if t['impl'] == 'ctensor' else ' (' + t['impl'] + ')'}: "
+                f"{t['text']}",
                 (t["ratio"] or 0) / t["threshold"], t["met"])
                for r in document["cases"] for t in r["targets"]]
     if targets:

@@ -8,8 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from ctensor import DeviceArray
+
 from .case import CTENSOR_IMPLS, Case
 from .check import compare
+from .opencl import IMPL as OPENCL
+from .opencl import fill, sentinel
 from .peers import to_numpy
 from .timing import Timed, interleaved
 
@@ -17,14 +21,18 @@ __all__ = ["run_case", "judge_targets"]
 
 
 def _poison(case: Case, namespace: dict) -> None:
-    """Fills the case's out= buffers with a sentinel (see Case.outputs)."""
+    """Fills the case's out= buffers (NumPy arrays and DeviceArrays) with a sentinel (see
+    Case.outputs)."""
     for name in case.outputs:
         buffer = namespace.get(name)
         if isinstance(buffer, np.ndarray) and buffer.flags.writeable:
-            if buffer.dtype.kind == "f":
-                buffer.fill(np.nan)
-            elif buffer.dtype.kind in "iu":
-                buffer.fill(-1 if buffer.dtype.kind == "i" else np.iinfo(buffer.dtype).max)
+            value = sentinel(buffer.dtype)
+            if value is not None:
+                buffer.fill(value)
+        elif isinstance(buffer, DeviceArray):
+            value = sentinel(np.dtype(buffer.dtype))
+            if value is not None:
+                fill(buffer, value)
 
 
 def _evaluate(case: Case, name: str) -> Any:
@@ -101,6 +109,9 @@ def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stder
             continue
         ratios[name] = {peer: r["median_s"] / mine for peer, r in results.items()
                         if peer not in CTENSOR_IMPLS and r.get("median_s")}
+        if name == OPENCL and results.get("ctensor", {}).get("median_s"):
+            # the OpenCL device beside the CPU backend: CPU time / OpenCL time
+            ratios[name]["ctensor"] = results["ctensor"]["median_s"] / mine
     return {"name": case.name, "group": case.group, "unit": case.unit, "work": case.work,
             "description": case.description, "limit": case.limit, "results": results,
             "checks": checks, "speedup": ratios, "targets": []}

@@ -1,6 +1,8 @@
 """The benchmark harness (python -m ctensor.bench) in --quick mode: the command runs, the JSON
-has its structure, results are checked before timing and a wrong answer is never timed.
-No timing thresholds: only structure and correctness checks."""
+has its structure, results are checked before timing and a wrong answer is never timed; the
+OpenCL backend's implementation (ctensor.opencl) is checked and timed beside the CPU whenever
+``ctensor.backends()`` reports it loaded (CI installs PoCL), and is absent, with the reason,
+otherwise. No timing thresholds: only structure and correctness checks."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ import sys
 import numpy as np
 import pytest
 
+import ctensor
 from ctensor import ops
-from ctensor.bench import report, runner
-from ctensor.bench.case import Case, Impl, Target
+from ctensor.bench import opencl, report, runner
+from ctensor.bench.case import CTENSOR_IMPLS, Case, Impl, Target
+
+OPENCL_LOADED = any(b.device_type == "opencl" and b.state == "loaded" and b.device_count > 0
+                    for b in ctensor.backends())
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +63,7 @@ def test_every_ctensor_result_was_checked_and_timed(quick_run):
             assert entry["calls_per_sample"] >= 1
             if case["unit"] != "ns":
                 assert entry["throughput"] > 0, name
-        assert set(case["speedup"]["ctensor"]) == set(case["results"]) - {"ctensor",
-                                                                          "ctensor.bind"}
+        assert set(case["speedup"]["ctensor"]) == set(case["results"]) - set(CTENSOR_IMPLS)
 
 
 def test_targets_and_accuracy_are_judged(quick_run):
@@ -73,6 +78,55 @@ def test_targets_and_accuracy_are_judged(quick_run):
     (accuracy,) = document["accuracy"]
     assert accuracy["met"] in (True, False) and len(accuracy["rows"]) == 2
     assert document["summary"]["total"] == sum(len(c["targets"]) for c in document["cases"]) + 1
+
+
+def test_the_opencl_backend_is_checked_and_timed_beside_the_cpu_when_loaded(quick_run):
+    document, stdout = quick_run
+    assert document["meta"]["opencl"]["available"] is OPENCL_LOADED
+    if not OPENCL_LOADED:
+        # absent backend: no column, and the reason once above the table
+        assert all("ctensor.opencl" not in c["results"] and "ctensor.opencl" not in c["checks"]
+                   for c in document["cases"])
+        assert stdout.count("ctensor.opencl not run:") == 1
+        return
+    header = stdout.splitlines()[1]
+    assert "ctensor.opencl" in header and stdout.count("ctensor.opencl on opencl:0") == 1
+    by_prefix = {c["name"].rsplit("/", 1)[0]: c for c in document["cases"]}
+    for prefix in ("elementwise/add", "nn/argmax"):
+        case = by_prefix[prefix]
+        check = case["checks"]["ctensor.opencl"]
+        assert check["status"] == "ok" and check["checked_against"], check
+        entry = case["results"]["ctensor.opencl"]
+        assert entry["median_s"] > 0 and entry["throughput"] > 0
+        assert len(entry["samples_s"]) == document["meta"]["repeats"]
+        speedup = case["speedup"]["ctensor.opencl"]
+        assert speedup["ctensor"] > 0  # beside the CPU backend
+        assert set(speedup) - {"ctensor"} == set(case["results"]) - set(CTENSOR_IMPLS)
+        assert all(t["impl"] == "ctensor" for t in case["targets"])  # targets stay on the CPU
+
+
+def test_an_opencl_result_left_in_its_out_buffer_cannot_pass():
+    device, reason = opencl.find(ctensor)
+    assert (device is not None) is OPENCL_LOADED, reason
+    if device is None:
+        assert reason
+        return
+    a = np.linspace(0, 1, 16, dtype=np.float32)
+    ns = {"ops": ops, "np": np, "a": a, "c": np.empty_like(a), "sync": device.sync,
+          "da": device.upload(a), "dc": device.empty_like(a)}
+    ops.add(ns["da"], ns["da"], out=ns["dc"])  # the right answer, written before the check
+    right = Case("test/add", "test", "ns", 0.0,
+                 {"ctensor.opencl": Impl("sync(ops.add(da, da, out=dc))", ns),
+                  "numpy": Impl("np.add(a, a, out=c)", ns)}, reference={"numpy": (1e-6, 0.0)})
+    record = runner.run_case(right, repeats=2, min_sample_s=0.0)
+    assert record["checks"]["ctensor.opencl"]["status"] == "ok"
+    assert len(record["results"]["ctensor.opencl"]["samples_s"]) == 2
+    lazy = Case("test/add", "test", "ns", 0.0,
+                {"ctensor.opencl": Impl("sync(dc)", ns),
+                 "numpy": Impl("np.add(a, a, out=c)", ns)}, reference={"numpy": (1e-6, 0.0)})
+    record = runner.run_case(lazy, repeats=2, min_sample_s=0.0)
+    assert record["checks"]["ctensor.opencl"]["status"] == "wrong"
+    assert "ctensor.opencl" not in record["results"]
 
 
 def _case(ct_expr: str) -> Case:
