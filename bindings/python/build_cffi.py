@@ -712,6 +712,29 @@ static int ctpy_is_small(const ctpy_frame* f, int32_t n, int32_t n_out) {
   return 1;
 }
 
+/* The end of a one-crossing call, entered holding the GIL (`gil`) with the tensors collected
+ * in `f`: with `rc` set, lets everything go and returns it (nothing run); else runs `op` on the
+ * n inputs and n_out outputs and lets the capsules go. Small calls keep the GIL: releasing and
+ * taking it again costs more than their work. */
+static int ctpy_run_collected(ctpy_frame* f, PyGILState_STATE gil, int rc, const ct_op* op,
+                              int32_t n, int32_t n_out, const ct_attr* attrs, int32_t num_attrs,
+                              const ct_context* context) {
+  if (rc) {
+    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+    PyGILState_Release(gil);
+    return rc;
+  }
+  const int hold = ctpy_is_small(f, n, n_out);
+  if (!hold) PyGILState_Release(gil);
+  const int status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
+                               (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
+                               context);
+  if (!hold) gil = PyGILState_Ensure();
+  ctpy_drop_owned(f, n + n_out);
+  PyGILState_Release(gil);
+  return status;
+}
+
 /* A whole call with out= in one crossing: reads inputs (`args`, a tuple) and outputs (`outs`,
  * an array or a tuple/list) in C, checks that everything is in host memory and no output is
  * READ_ONLY, runs without a context, and lets the capsules go. Returns the ct_status of the run,
@@ -729,21 +752,7 @@ static int ctpy_fast_call(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_
       rc = CTPY_FAST_NEED_PYTHON;
     }
   }
-  if (rc) {
-    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
-    PyGILState_Release(gil);
-    return rc;
-  }
-  /* Small calls keep the GIL: releasing and taking it again costs more than their work. */
-  const int hold = ctpy_is_small(f, n, n_out);
-  if (!hold) PyGILState_Release(gil);
-  const int status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
-                               (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
-                               NULL);
-  if (!hold) gil = PyGILState_Ensure();
-  ctpy_drop_owned(f, n + n_out);
-  PyGILState_Release(gil);
-  return status;
+  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, NULL);
 }
 
 
@@ -792,20 +801,7 @@ static int ctpy_bound_run(ctpy_frame* f, ct_tensor* const* bound, const ct_op* o
     const int32_t diff = ctpy_layout_diff(bound, f->tensors, n + n_out);
     if (diff >= 0) rc = CTPY_LAYOUT_MISMATCH + diff;
   }
-  if (rc) {
-    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
-    PyGILState_Release(gil);
-    return rc;
-  }
-  const int hold = ctpy_is_small(f, n, n_out);
-  if (!hold) PyGILState_Release(gil);
-  const int status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
-                               (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
-                               context);
-  if (!hold) gil = PyGILState_Ensure();
-  ctpy_drop_owned(f, n + n_out);
-  PyGILState_Release(gil);
-  return status;
+  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, context);
 }
 
 /* A whole call without out= in one crossing: reads the inputs (`args`, a tuple) in C and checks
