@@ -8,8 +8,8 @@ import numpy as np
 from ctensor._dtypes import DTYPES, code_bits
 
 __all__ = ["DTYPES", "FLOATS", "INTEGERS", "storage", "to_values", "from_values", "itemsize",
-           "is_float", "is_int", "is_complex", "part_dtype", "make_complex", "edge_values", "limits",
-           "set_ct_dtype"]
+           "is_float", "is_int", "is_complex", "part_dtype", "make_complex", "edge_values",
+           "limits", "set_ct_dtype"]
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 COMPLEXES = ("complex64", "complex128")
