@@ -80,18 +80,18 @@ def input_scale(op: str, inputs: list) -> float:
 
 
 def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
-            scale: float = 0.0, alternative: np.ndarray | None = None) -> tuple[bool, str, float]:
+            scale: float = 0.0, alternatives: tuple | list = ()) -> tuple[bool, str, float]:
     """(ok, text, worst error): the worst error in ULP for floats, as |difference| for integers
     (nan/inf mismatches count as infinitely far). `actual` holds the output's values
     (dtypes.to_values), `reference` the reference values in any dtype; `scale` the input_scale
-    of accumulating ops; `alternative` a second reference a complex result may meet instead
-    (NumPy's own result in complex64, see runner)."""
+    of accumulating ops; `alternatives` other references each element of a complex result may
+    meet instead (see runner._complex_alternatives)."""
     if actual.shape != reference.shape:
         return False, f"shape {actual.shape}, reference {reference.shape}", np.inf
     if actual.size == 0:
         return True, "", 0.0
     if dt.is_complex(dtype):
-        return _compare_complex(actual, reference, dtype, op, scale, alternative)
+        return _compare_complex(actual, reference, dtype, op, scale, alternatives)
     if not dt.is_float(dtype):
         expected = dt.from_values(reference, dtype)
         bad = actual != expected
@@ -163,12 +163,12 @@ def _complex_errors(act: np.ndarray, reference: np.ndarray, dtype: str, op: str,
 
 
 def _compare_complex(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
-                     scale: float, alternative: np.ndarray | None) -> tuple[bool, str, float]:
-    """compare() for complex outputs; an element passes against the reference or, where given,
-    the alternative reference."""
+                     scale: float, alternatives: tuple | list) -> tuple[bool, str, float]:
+    """compare() for complex outputs; an element passes against the reference or any of the
+    alternative references."""
     act = np.asarray(actual).astype(np.complex128)
     ok, err = _complex_errors(act, reference, dtype, op, scale)
-    if alternative is not None:
+    for alternative in alternatives:
         ok_alt, err_alt = _complex_errors(act, alternative, dtype, op, scale)
         ok, err = ok | ok_alt, np.minimum(err, err_alt)
     if ok.all():

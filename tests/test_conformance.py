@@ -319,7 +319,24 @@ def test_complex_comparison_follows_numpy_nan_semantics_and_the_modulus():
     assert not compare(_c((1.0 + 100 * eps, 0)), _c((1.0, 0)), "complex64", "sum", 1.0)[0]
     # The alternative reference (NumPy's complex64 result) is met element by element.
     assert compare(_c((inf, -inf)), _c((8388608.0, -inf)), "complex64", "divide",
-                   alternative=_c((inf, -inf)))[0]
+                   alternatives=[_c((inf, -inf))])[0]
+
+
+def test_complex_products_meet_the_plain_or_the_fused_formula():
+    from ctensor.conformance.references import FUSED, NUMPY
+
+    for dtype, part in (("complex64", np.float32), ("complex128", np.float64)):
+        big = float(np.finfo(part).max)
+        a, b = _c((big, -np.inf)), _c((np.inf, big))
+        with np.errstate(all="ignore"):
+            (plain,) = NUMPY["multiply"]([a, b], {}, [dtype])
+            (fused,) = FUSED["multiply"]([a, b], {}, [dtype])
+            (square,) = FUSED["square"]([_c((big, np.inf))], {}, [dtype])
+        assert np.isnan(plain.imag[0]) and fused.tolist() == [complex(np.inf, -np.inf)]
+        assert square.tolist() == [complex(-np.inf, np.inf)]
+        assert not compare(fused, plain, dtype, "multiply")[0]
+        for result in (plain, fused):
+            assert compare(result, plain, dtype, "multiply", alternatives=[fused])[0]
 
 
 def test_complex_cases_draw_each_part_from_the_float_edge_values():
