@@ -85,6 +85,11 @@ def _base_values(rng: np.random.Generator, dtype: str, shape, domain) -> np.ndar
     if dtype == "bool":
         p = 0.3 if domain == "few" else 0.5
         return rng.random(shape) < p
+    if dt.is_complex(dtype) and domain != "few":
+        # Real and imaginary parts drawn independently, each as a value of the part dtype.
+        part = dt.part_dtype(dtype)
+        return dt.make_complex(_base_values(rng, part, shape, domain),
+                               _base_values(rng, part, shape, domain))
     kind, low, high = "range", None, None
     if isinstance(domain, tuple):
         kind, low, high = domain
@@ -124,7 +129,7 @@ def _values(rng, dtype: str, shape, domain, edges: bool, op: str) -> np.ndarray:
     values = _base_values(rng, dtype, shape, domain)
     if edges and domain in ("default", "ties") and values.size:
         pool = dt.edge_values(dtype)
-        if dt.is_float(dtype) and tolerance_class(op) == "accumulating":
+        if (dt.is_float(dtype) or dt.is_complex(dtype)) and tolerance_class(op) == "accumulating":
             # Infinities and the largest values make sums depend on their order: left out.
             big = np.isinf(pool) | (np.abs(pool) > 1e4)
             pool = pool[~big]

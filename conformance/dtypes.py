@@ -8,9 +8,11 @@ import numpy as np
 from ctensor._dtypes import DTYPES, code_bits
 
 __all__ = ["DTYPES", "FLOATS", "INTEGERS", "storage", "to_values", "from_values", "itemsize",
-           "is_float", "is_int", "edge_values", "limits", "set_ct_dtype"]
+           "is_float", "is_int", "is_complex", "part_dtype", "make_complex", "edge_values",
+           "limits", "set_ct_dtype"]
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
+COMPLEXES = ("complex64", "complex128")
 INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
@@ -20,6 +22,15 @@ def is_float(name: str) -> bool:
 
 def is_int(name: str) -> bool:
     return name in INTEGERS
+
+
+def is_complex(name: str) -> bool:
+    return name in COMPLEXES
+
+
+def part_dtype(name: str) -> str:
+    """The float dtype of each part of a complex dtype."""
+    return {"complex64": "float32", "complex128": "float64"}[name]
 
 
 def storage(name: str) -> np.dtype:
@@ -54,6 +65,8 @@ def from_values(values, name: str) -> np.ndarray:  # noqa: ANN001
         return _bf16_from_f64(values.astype(np.float64))
     if name == "bool":
         return values.astype(bool)
+    if is_int(name) and values.dtype.kind == "c":
+        values = values.real
     if is_int(name) and values.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             return values.astype(np.int64).astype(name) if name != "uint64" else values.astype(
@@ -63,12 +76,23 @@ def from_values(values, name: str) -> np.ndarray:  # noqa: ANN001
 
 
 def to_values(stored: np.ndarray, name: str) -> np.ndarray:
-    """The values of a stored array: float64 for floats, the integer or bool array otherwise."""
+    """The values of a stored array: float64 for floats, complex128 for complex, the integer or
+    bool array otherwise."""
     if name == "bfloat16":
         return (stored.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     if is_float(name):
         return stored.astype(np.float64)
+    if is_complex(name):
+        return stored.astype(np.complex128)
     return stored
+
+
+def make_complex(re, im) -> np.ndarray:  # noqa: ANN001
+    """complex128 values from their parts (re + 1j * im would turn an infinite part into nan)."""
+    re, im = np.broadcast_arrays(np.asarray(re, np.float64), np.asarray(im, np.float64))
+    out = np.empty(re.shape, np.complex128)
+    out.real, out.imag = re, im
+    return out
 
 
 def limits(name: str) -> tuple[int, int]:
@@ -86,12 +110,18 @@ def _float_info(name: str) -> tuple[float, float, float]:
 
 def edge_values(name: str) -> np.ndarray:
     """Values every case mixes in: NaN, +-inf, -0.0, subnormals and extremes for floats; the
-    limits, 0 and +-1 for integers; both values for bool. Returned as values (see to_values)."""
+    limits, 0 and +-1 for integers; both values for bool; for complex every pair of the part
+    dtype's edge values as (real, imaginary), so that each part is drawn independently. Returned
+    as values (see to_values)."""
     if name == "bool":
         return np.array([False, True])
     if is_int(name):
         lo, hi = limits(name)
         vals = [lo, hi, 0, 1] + ([-1] if lo < 0 else [])
         return np.array(vals, dtype=name)
+    if is_complex(name):
+        parts = edge_values(part_dtype(name))
+        re, im = np.meshgrid(parts, parts, indexing="ij")
+        return make_complex(re.ravel(), im.ravel())
     big, normal, sub = _float_info(name)
     return np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, sub, -sub, normal, big, -big, 1.0, -1.0])

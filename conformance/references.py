@@ -13,10 +13,15 @@ import math
 
 import numpy as np
 
-__all__ = ["NUMPY", "TORCH"]
+__all__ = ["NUMPY", "TORCH", "FUSED"]
 
 NUMPY: dict = {}
 TORCH: dict = {}
+#: Complex multiply and square with each part one fused multiply-add (fma(ar, br, -ai*bi),
+#: fma(ar, bi, ai*br)), as NumPy's loops compute them where the machine has FMA (and GPU
+#: compilers by default): a second reference of those ops (see runner), which differs from the
+#: plain formula of NUMPY only where a part's product overflows and meets an infinity.
+FUSED: dict = {}
 
 
 def _ref(table: dict, *names: str):  # noqa: ANN202
@@ -30,6 +35,44 @@ def _ref(table: dict, *names: str):  # noqa: ANN202
 
 def _is_float(a: np.ndarray) -> bool:
     return a.dtype.kind == "f"
+
+
+def _is_inexact(a: np.ndarray) -> bool:
+    """Float or complex (complex arrives as complex128 values)."""
+    return a.dtype.kind in "fc"
+
+
+def _plain_product(fn):  # noqa: ANN001, ANN202
+    """Complex multiply and square by the plain formula (ar*br - ai*bi, ar*bi + ai*br) in the
+    output dtype's parts, ctensor's definition. NumPy's own loops fuse these multiply-adds where
+    the machine has FMA, and a float64 computation of complex64 does not overflow where float32
+    does: both change only special values, where a part's product overflows to inf and meets
+    another inf (inf - inf is nan). Other dtypes go to `fn`."""
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        if not out[0].startswith("complex"):
+            return fn(ins, attrs, out)
+        x = [np.asarray(v, out[0]) for v in ins]
+        a, b = x if len(x) == 2 else (x[0], x[0])
+        r = np.empty(np.broadcast_shapes(a.shape, b.shape), out[0])
+        r.real = a.real * b.real - a.imag * b.imag
+        r.imag = a.real * b.imag + a.imag * b.real
+        return [r]
+
+    return run
+
+
+@_ref(FUSED, "multiply", "square")
+def _fused_product(ins, attrs, out):  # noqa: ANN001, ANN202
+    """Products in long double (x87 extended on x86-64: exact for float32 parts, and no overflow
+    for float64 parts), the other product rounded to the part dtype, one final rounding."""
+    part, ld = (np.float32 if out[0] == "complex64" else np.float64), np.longdouble
+    x = [np.asarray(v, out[0]) for v in ins]
+    a, b = np.broadcast_arrays(*(x if len(x) == 2 else (x[0], x[0])))
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    r = np.empty(a.shape, out[0])
+    r.real = (ar.astype(ld) * br.astype(ld) - (ai * bi).astype(ld)).astype(part)
+    r.imag = (ar.astype(ld) * bi.astype(ld) + (ai * br).astype(ld)).astype(part)
+    return [r]
 
 
 def _axes(axis, ndim: int):  # noqa: ANN001, ANN202
@@ -71,11 +114,11 @@ NUMPY["round"] = _rounding(np.round)
 NUMPY["abs"] = _unary(lambda x: x if x.dtype == bool else np.abs(x))
 NUMPY["negative"] = _unary(np.negative)
 NUMPY["positive"] = _unary(lambda x: x.copy())
-NUMPY["square"] = _unary(lambda x: x * x)
+NUMPY["square"] = _plain_product(_unary(lambda x: x * x))
 NUMPY["sign"] = _unary(np.sign)
-NUMPY["isfinite"] = _unary(lambda x: np.isfinite(x) if _is_float(x) else np.ones(x.shape, bool))
-NUMPY["isinf"] = _unary(lambda x: np.isinf(x) if _is_float(x) else np.zeros(x.shape, bool))
-NUMPY["isnan"] = _unary(lambda x: np.isnan(x) if _is_float(x) else np.zeros(x.shape, bool))
+NUMPY["isfinite"] = _unary(lambda x: np.isfinite(x) if _is_inexact(x) else np.ones(x.shape, bool))
+NUMPY["isinf"] = _unary(lambda x: np.isinf(x) if _is_inexact(x) else np.zeros(x.shape, bool))
+NUMPY["isnan"] = _unary(lambda x: np.isnan(x) if _is_inexact(x) else np.zeros(x.shape, bool))
 NUMPY["logical_not"] = _unary(lambda x: np.logical_not(x))
 NUMPY["bitwise_invert"] = _unary(np.invert)
 NUMPY["relu"] = _unary(lambda x: np.where(x > 0, x, np.where(np.isnan(x), x, 0)) if _is_float(x)
@@ -129,8 +172,9 @@ def _bool_as(fn):  # noqa: ANN001, ANN202
 
 NUMPY["add"] = _binary(_bool_as(np.add))
 NUMPY["subtract"] = _binary(np.subtract)
-NUMPY["multiply"] = _binary(_bool_as(np.multiply))
-NUMPY["divide"] = _binary(lambda a, b: np.true_divide(a.astype(np.float64), b.astype(np.float64)))
+NUMPY["multiply"] = _plain_product(_binary(_bool_as(np.multiply)))
+NUMPY["divide"] = _binary(lambda a, b: np.true_divide(
+    *(v if v.dtype.kind == "c" else v.astype(np.float64) for v in (a, b))))
 NUMPY["maximum"] = _binary(np.maximum)
 NUMPY["minimum"] = _binary(np.minimum)
 NUMPY["atan2"] = _binary(np.arctan2)
@@ -195,10 +239,14 @@ def _where(ins, attrs, out):  # noqa: ANN001, ANN202
 
 @_ref(NUMPY, "astype")
 def _astype(ins, attrs, out):  # noqa: ANN001, ANN202
-    """Floats to integers truncate toward zero, nan gives 0, out-of-range values saturate."""
+    """Floats to integers truncate toward zero, nan gives 0, out-of-range values saturate.
+    Complex to integers or floats converts the real part (NumPy drops the imaginary part), so
+    complex to integers follows the same rules as floats."""
     x, target = ins[0], out[0]
     if target == "bool":
         return [x != 0]
+    if x.dtype.kind == "c" and not target.startswith("complex"):
+        x = x.real.copy()
     if _is_float(x) and target.startswith(("int", "uint")):
         info = np.iinfo(target)
         t = np.trunc(np.where(np.isnan(x), 0.0, x))
@@ -231,8 +279,8 @@ NUMPY["max"] = _reducer(np.max)
 NUMPY["min"] = _reducer(np.min)
 NUMPY["all"] = _reducer(np.all)
 NUMPY["any"] = _reducer(np.any)
-NUMPY["mean"] = _reducer(lambda x, axis, keepdims: np.mean(x.astype(np.float64), axis=axis,
-                                                           keepdims=keepdims))
+NUMPY["mean"] = _reducer(lambda x, axis, keepdims: np.mean(
+    x if x.dtype.kind == "c" else x.astype(np.float64), axis=axis, keepdims=keepdims))
 
 
 @_ref(NUMPY, "var", "std")
@@ -343,7 +391,8 @@ def _vecdot(ins, attrs, out):  # noqa: ANN001, ANN202
     axis = attrs["axis"] % len(shape)
     if a.dtype == bool:
         return [np.any(a & b, axis=axis)]
-    return [np.sum(a * b, axis=axis, dtype=a.dtype)]
+    # numpy.vecdot and the array API conjugate x1 (no-op for real dtypes).
+    return [np.sum(np.conj(a) * b, axis=axis, dtype=a.dtype)]
 
 
 @_ref(NUMPY, "linear")

@@ -8,7 +8,15 @@ absolute floor near zero, where a ULP is tiny) and the largest finite |reference
 ops that accumulate (reductions, products, norms, convolutions) the largest finite |value| among
 the reference and the inputs (squared for var), since their rounding errors grow with the
 magnitude of the terms rather than of the result. NaN must meet NaN; infinities must match
-exactly; -0.0 equals 0.0. docs/conformance.md states the same table."""
+exactly; -0.0 equals 0.0.
+
+Complex results are compared as NumPy sees complex values, by modulus: a value is NaN when
+either part is NaN, and NaN meets NaN whatever the other parts hold; otherwise a part that is
+infinite in the result or the reference must be exactly the other's; the rest passes when
+|result - reference| <= ULPS[class][dtype] * eps(part dtype) * scale, scale being max(1,
+|reference|) for element-wise ops (relative to the modulus, with the same absolute floor near
+zero as floats) and the accumulating scale above (moduli) for accumulating ops. This is the rule
+of tests/arrays.py's complex comparison. docs/conformance.md states the same table."""
 
 from __future__ import annotations
 
@@ -19,12 +27,16 @@ from . import dtypes as dt
 __all__ = ["EPS", "ULPS", "ACCUMULATING", "tolerance_class", "compare"]
 
 #: Machine epsilon per float dtype.
-EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52,
+       "complex64": 2.0**-23, "complex128": 2.0**-52}
 
-#: Allowed error in ULP of the output dtype, per op class and dtype.
+#: Allowed error in ULP of the output dtype (for complex: in eps of the part dtype times the
+#: modulus scale), per op class and dtype.
 ULPS = {
-    "elementwise": {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 4},
-    "accumulating": {"float16": 16, "bfloat16": 16, "float32": 64, "float64": 64},
+    "elementwise": {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 4,
+                    "complex64": 8, "complex128": 8},
+    "accumulating": {"float16": 16, "bfloat16": 16, "float32": 64, "float64": 64,
+                     "complex64": 64, "complex128": 64},
 }
 
 #: Ops whose results accumulate many rounded terms.
@@ -57,26 +69,29 @@ def _as_bits(values: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def input_scale(op: str, inputs: list) -> float:
-    """The magnitude of an accumulating op's terms: the largest finite |input| (squared for
-    var, whose terms are squares)."""
+    """The magnitude of an accumulating op's terms: the largest finite |input| (the modulus for
+    complex; squared for var, whose terms are squares)."""
     scale = 0.0
     for a in inputs:
-        if a is not None and a.size and a.dtype.kind in "fiu":
-            v = np.abs(a.astype(np.float64))
+        if a is not None and a.size and a.dtype.kind in "fiuc":
+            v = np.abs(a) if a.dtype.kind == "c" else np.abs(a.astype(np.float64))
             scale = max(scale, float(np.max(v[np.isfinite(v)], initial=0.0)))
     return scale * scale if op == "var" else scale
 
 
 def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
-            scale: float = 0.0) -> tuple[bool, str, float]:
+            scale: float = 0.0, alternatives: tuple | list = ()) -> tuple[bool, str, float]:
     """(ok, text, worst error): the worst error in ULP for floats, as |difference| for integers
     (nan/inf mismatches count as infinitely far). `actual` holds the output's values
     (dtypes.to_values), `reference` the reference values in any dtype; `scale` the input_scale
-    of accumulating ops."""
+    of accumulating ops; `alternatives` other references each element of a complex result may
+    meet instead (see runner._complex_alternatives)."""
     if actual.shape != reference.shape:
         return False, f"shape {actual.shape}, reference {reference.shape}", np.inf
     if actual.size == 0:
         return True, "", 0.0
+    if dt.is_complex(dtype):
+        return _compare_complex(actual, reference, dtype, op, scale, alternatives)
     if not dt.is_float(dtype):
         expected = dt.from_values(reference, dtype)
         bad = actual != expected
@@ -114,4 +129,56 @@ def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
     worst = float(np.max(np.where(bad & (nan_r | nan_a), np.inf, np.where(bad, ulp, 0))))
     text = (f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} ulp (limit {limit}); "
             f"at {i}: {float(act[i])!r}, reference {float(ref[i])!r}")
+    return False, text, worst
+
+
+def _complex_errors(act: np.ndarray, reference: np.ndarray, dtype: str, op: str,
+                    scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(ok, error in eps of the modulus scale) per element of a complex result (act, complex128)
+    against one reference: NaN-ness first (either part), then infinite parts exactly, then the
+    error relative to the modulus (see the module's docstring); inf where an element is off
+    because of a nan or an infinite part."""
+    ref = dt.to_values(dt.from_values(np.asarray(reference).astype(np.complex128), dtype), dtype)
+    limit, eps = ULPS[tolerance_class(op)][dtype], EPS[dtype]
+    nan_a, nan_r = np.isnan(act), np.isnan(ref)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if tolerance_class(op) == "accumulating":
+            finite = np.isfinite(ref)
+            unit = eps * max(1e-300, scale, float(np.max(np.abs(ref[finite]), initial=0.0)))
+            units = np.full(ref.shape, unit)
+        else:
+            units = eps * np.maximum(1.0, np.where(np.isfinite(ref), np.abs(ref), 1.0))
+        err = np.abs(act - ref) / units
+        # Elements with an infinite part: each infinite part exactly, each finite part on its own.
+        part_err = np.zeros(ref.shape)
+        for part in (np.real, np.imag):
+            pa, pr = part(act), part(ref)
+            inf = np.isinf(pa) | np.isinf(pr)
+            part_err = np.maximum(part_err, np.where(inf, np.where(pa == pr, 0.0, np.inf),
+                                                     np.abs(pa - pr) / units))
+    infinite = np.isinf(act) | np.isinf(ref)
+    err = np.where(infinite, part_err, err)
+    err = np.where(nan_a | nan_r, np.where(nan_a & nan_r, 0.0, np.inf), err)
+    return err <= limit, err
+
+
+def _compare_complex(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
+                     scale: float, alternatives: tuple | list) -> tuple[bool, str, float]:
+    """compare() for complex outputs; an element passes against the reference or any of the
+    alternative references."""
+    act = np.asarray(actual).astype(np.complex128)
+    ok, err = _complex_errors(act, reference, dtype, op, scale)
+    for alternative in alternatives:
+        ok_alt, err_alt = _complex_errors(act, alternative, dtype, op, scale)
+        ok, err = ok | ok_alt, np.minimum(err, err_alt)
+    if ok.all():
+        worst = float(np.max(err))
+        return True, f"{worst:.0f} eps", worst
+    bad = ~ok
+    i = tuple(int(k) for k in np.argwhere(bad)[0])
+    worst = float(np.max(np.where(bad, err, 0)))
+    ref = complex(np.asarray(reference).astype(np.complex128)[i])
+    text = (f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} eps of the modulus "
+            f"(limit {ULPS[tolerance_class(op)][dtype]}); at {i}: {complex(act[i])!r}, "
+            f"reference {ref!r}")
     return False, text, worst

@@ -295,6 +295,76 @@ def test_ulp_comparison():
     assert not compare(np.array([3], dtype=np.int8), np.array([4]), "int8", "add")[0]
 
 
+def _c(*pairs):
+    return cdt.make_complex([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def test_complex_comparison_follows_numpy_nan_semantics_and_the_modulus():
+    nan, inf = np.nan, np.inf
+    # A complex value is NaN when either part is: NaN meets NaN whatever the other parts hold.
+    assert compare(_c((nan, nan), (nan, 0), (inf, nan)), _c((nan, 0), (0, nan), (nan, 1)),
+                   "complex128", "exp")[0]
+    assert not compare(_c((-inf, nan)), _c((-inf, 0)), "complex128", "divide")[0]
+    # Infinite parts match exactly; the finite part beside one is compared on its own.
+    assert compare(_c((inf, 1.0 + 2.0**-52)), _c((inf, 1.0)), "complex128", "exp")[0]
+    assert not compare(_c((inf, 1.0)), _c((-inf, 1.0)), "complex128", "exp")[0]
+    assert not compare(_c((inf, 1.0)), _c((1e308, 1.0)), "complex128", "exp")[0]
+    # Relative to the modulus: a part that cancels to ~0 is held to the whole value's accuracy.
+    eps = 2.0**-23
+    assert compare(_c((1e3, 1e3 * 6 * eps)), _c((1e3, 0.0)), "complex64", "exp")[0]
+    ok, text, worst = compare(_c((1e3, 1e3 * 20 * eps)), _c((1e3, 0.0)), "complex64", "exp")
+    assert not ok and "eps of the modulus" in text and 19 < worst < 21
+    # Accumulating ops: the limit scales with the largest modulus of the terms.
+    assert compare(_c((1.0 + 40 * eps, 0)), _c((1.0, 0)), "complex64", "sum", 1.0)[0]
+    assert not compare(_c((1.0 + 100 * eps, 0)), _c((1.0, 0)), "complex64", "sum", 1.0)[0]
+    # The alternative reference (NumPy's complex64 result) is met element by element.
+    assert compare(_c((inf, -inf)), _c((8388608.0, -inf)), "complex64", "divide",
+                   alternatives=[_c((inf, -inf))])[0]
+
+
+def test_complex_products_meet_the_plain_or_the_fused_formula():
+    from ctensor.conformance.references import FUSED, NUMPY
+
+    for dtype, part in (("complex64", np.float32), ("complex128", np.float64)):
+        big = float(np.finfo(part).max)
+        a, b = _c((big, -np.inf)), _c((np.inf, big))
+        with np.errstate(all="ignore"):
+            (plain,) = NUMPY["multiply"]([a, b], {}, [dtype])
+            (fused,) = FUSED["multiply"]([a, b], {}, [dtype])
+            (square,) = FUSED["square"]([_c((big, np.inf))], {}, [dtype])
+        assert np.isnan(plain.imag[0]) and fused.tolist() == [complex(np.inf, -np.inf)]
+        assert square.tolist() == [complex(-np.inf, np.inf)]
+        assert not compare(fused, plain, dtype, "multiply")[0]
+        for result in (plain, fused):
+            assert compare(result, plain, dtype, "multiply", alternatives=[fused])[0]
+
+
+def test_complex_cases_draw_each_part_from_the_float_edge_values():
+    pool = cdt.edge_values("complex64")
+    parts = cdt.edge_values("float32")
+    assert pool.size == parts.size**2
+    assert np.isnan(pool.real).any() and np.isinf(pool.imag).any()
+    assert (np.isinf(pool.real) & np.isfinite(pool.imag)).any()
+    assert (np.signbit(pool.imag) & (pool.imag == 0)).any()  # -0.0 imaginary parts
+    spec = next(OpSpec(o) for o in registry_json()["ops"] if o["name"] == "add")
+    values = np.concatenate([c.values()[0].ravel()
+                             for c in generate(spec, ("complex64",) * 3, 5, 32)])
+    assert values.dtype == np.complex128
+    finite = values[np.isfinite(values)]
+    assert (finite.imag != 0).mean() > 0.5  # random imaginary parts, not only real inputs
+    assert (np.isnan(values.imag) & ~np.isnan(values.real)).any()
+    assert (np.isinf(values.real) & ~np.isinf(values.imag)).any()
+
+
+def test_complex_to_integer_conversion_takes_the_real_part_as_floats_do():
+    from ctensor.conformance.references import NUMPY
+
+    x = _c((3.7, 100.0), (np.nan, 1.0), (1e10, -5.0), (-1e10, np.inf), (-2.5, np.nan))
+    (got,) = NUMPY["astype"]([x], {}, ["int16"])
+    (real,) = NUMPY["astype"]([x.real.copy()], {}, ["int16"])
+    assert got.dtype == np.int16 and got.tolist() == real.tolist() == [3, 0, 32767, -32768, -2]
+
+
 def test_bfloat16_storage_rounds_to_nearest_even():
     values = np.array([1.0, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8, np.nan, -np.inf, 3.0e38])
     back = cdt.to_values(cdt.from_values(values, "bfloat16"), "bfloat16")
