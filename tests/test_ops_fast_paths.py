@@ -184,12 +184,37 @@ def test_layer_norm_over_two_contiguous_dims():
 # ----- tiled transposing copy -----
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "float64"])
+TILE_DTYPES = ["uint8", "float16", "float32", "float64", "complex64", "complex128"]
+
+
+def _tile_input(shape, dtype):
+    x = (np.arange(np.prod(shape)) % 251).reshape(shape).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * (np.arange(np.prod(shape)) % 13).reshape(shape)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", TILE_DTYPES)
 @pytest.mark.parametrize("shape", [(32, 32), (33, 65), (100, 31), (31, 100), (64, 4097)])
 def test_transpose_copy_tiles(dtype, shape):
-    x = (np.arange(np.prod(shape)) % 251).reshape(shape).astype(dtype)
+    x = _tile_input(shape, dtype)
     np.testing.assert_array_equal(ops.permute_dims(x, axes=[1, 0]), x.T)
     np.testing.assert_array_equal(ops.permute_dims(x[::-1], axes=[1, 0]), x[::-1].T)
+
+
+@pytest.mark.parametrize("dtype", TILE_DTYPES)
+def test_shape_copies_take_the_tiled_transpose(dtype):
+    """matrix_transpose, and the other copy ops given a transposed input, go through the same
+    tiles (every element size, complex128's 16 bytes included)."""
+    x = _tile_input((3, 70, 90), dtype)
+    np.testing.assert_array_equal(ops.matrix_transpose(x), np.matrix_transpose(x))
+    t = x.transpose(0, 2, 1)
+    np.testing.assert_array_equal(ops.flip(t, axis=[1]), np.flip(t, axis=1))
+    np.testing.assert_array_equal(ops.broadcast_to(t[0], shape=(2, 90, 70)),
+                                  np.broadcast_to(t[0], (2, 90, 70)))
+    out = np.empty((3, 90, 70), dtype)
+    assert ops.matrix_transpose(x, out=out) is out
+    np.testing.assert_array_equal(out, np.matrix_transpose(x))
 
 
 @pytest.mark.parametrize("axes", [(0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1)])

@@ -5,6 +5,8 @@
 #ifndef CTENSOR_CPU_COPY_LOOPS_H_
 #define CTENSOR_CPU_COPY_LOOPS_H_
 
+#include <stdbool.h>
+
 #include "strided_iter.h"
 
 /* 16-byte elements (complex128) move as a pair of words: 8-byte alignment is all DLPack
@@ -26,6 +28,24 @@ CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_128_entry; /* complex128 
    : sizeof(T) == 4 ? &ct_cpu_copy_32_entry \
    : sizeof(T) == 8 ? &ct_cpu_copy_64_entry \
                     : &ct_cpu_copy_128_entry)
+
+/* The element size a copy loop entry moves; 0 for an entry that is no copy loop. */
+static inline int64_t ct_cpu_copy_entry_itemsize(const ct_cpu_loop_entry* entry) {
+  return entry == &ct_cpu_copy_8_entry     ? 1
+         : entry == &ct_cpu_copy_16_entry  ? 2
+         : entry == &ct_cpu_copy_32_entry  ? 4
+         : entry == &ct_cpu_copy_64_entry  ? 8
+         : entry == &ct_cpu_copy_128_entry ? 16
+                                           : 0;
+}
+
+/* Copies `shape` (ndim dims; byte strides xs of the source x, os of the destination out) of
+ * itemsize-byte elements in cache-sized tiles, in parallel, when it is a transposing copy (the
+ * destination's contiguous dim is strided in the source and another dim is contiguous there)
+ * large enough to gain. Returns false, having done nothing, otherwise: the caller then copies
+ * through the iteration engine. */
+CT_INTERNAL bool ct_transpose_copy(const char* x, char* out, int32_t ndim, const int64_t* shape,
+                                   const int64_t* xs, const int64_t* os, int64_t itemsize);
 
 /* A source of zero bytes for fills: pass it with step 0 (all dtypes' zero is all-bits zero); 16
  * bytes, the largest element. */

@@ -68,10 +68,10 @@ typedef struct ct_transpose_job {
   int64_t itemsize;
 } ct_transpose_job;
 
-#define CT_TRANSPOSE_TILES(BITS)                                                             \
+#define CT_TRANSPOSE_TILES(BITS, WORD)                                                       \
   static void ct_transpose_tiles_##BITS(const ct_transpose_job* j, const char* x, char* out, \
                                         int64_t a0, int64_t a1) {                            \
-    typedef uint##BITS##_t word;                                                             \
+    typedef WORD word;                                                                       \
     for (int64_t b0 = 0; b0 < j->nb; b0 += CT_TRANSPOSE_TILE) {                              \
       const int64_t b1 = b0 + CT_TRANSPOSE_TILE < j->nb ? b0 + CT_TRANSPOSE_TILE : j->nb;    \
       for (int64_t a = a0; a < a1; ++a) {                                                    \
@@ -81,10 +81,11 @@ typedef struct ct_transpose_job {
       }                                                                                      \
     }                                                                                        \
   }
-CT_TRANSPOSE_TILES(8)
-CT_TRANSPOSE_TILES(16)
-CT_TRANSPOSE_TILES(32)
-CT_TRANSPOSE_TILES(64)
+CT_TRANSPOSE_TILES(8, uint8_t)
+CT_TRANSPOSE_TILES(16, uint16_t)
+CT_TRANSPOSE_TILES(32, uint32_t)
+CT_TRANSPOSE_TILES(64, uint64_t)
+CT_TRANSPOSE_TILES(128, ct_cpu_word128)
 
 #ifdef CT_TRANSPOSE_AVX2
 /* out row j (byte stride oa) = column j of the 8x8 block of 4-byte words whose row i starts at
@@ -173,17 +174,22 @@ static void ct_transpose_tasks(int64_t begin, int64_t end, void* context) {
 #endif
         ct_transpose_tiles_32(j, x, out, a0, a1);
         break;
-      default:
+      case 8:
         ct_transpose_tiles_64(j, x, out, a0, a1);
+        break;
+      default: /* 16 (complex128); ct_transpose_copy takes no other size */
+        ct_transpose_tiles_128(j, x, out, a0, a1);
         break;
     }
   }
 }
 
-/* Copies shape (ndim dims, byte strides xs for x, os for out) tiled when it is a transposing
- * copy large enough to gain; returns false (nothing done) otherwise. */
-static bool ct_transpose_copy(const char* x, char* out, int32_t ndim, const int64_t* shape,
-                              const int64_t* xs, const int64_t* os, int64_t itemsize) {
+/* Declared in copy_loops.h. */
+bool ct_transpose_copy(const char* x, char* out, int32_t ndim, const int64_t* shape,
+                       const int64_t* xs, const int64_t* os, int64_t itemsize) {
+  if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8 && itemsize != 16) {
+    return false;
+  }
   int64_t dims[CT_MAX_NDIM], dxs[CT_MAX_NDIM], dos[CT_MAX_NDIM];
   int32_t n = 0;
   for (int32_t k = 0; k < ndim; ++k) {

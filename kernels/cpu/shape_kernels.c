@@ -19,6 +19,10 @@ static void ct_copy_raw(const ct_cpu_loop_entry* entry, int32_t ndim, const int6
   for (int32_t k = 0; k < ndim; ++k) {
     if (shape[k] == 0) return;
   }
+  if (ct_transpose_copy(src, dst, ndim, shape, src_strides, dst_strides,
+                        ct_cpu_copy_entry_itemsize(entry))) {
+    return;
+  }
   int64_t strides[2 * CT_MAX_NDIM];
   for (int32_t k = 0; k < ndim; ++k) {
     strides[k] = src_strides[k];
