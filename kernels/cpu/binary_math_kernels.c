@@ -4,6 +4,7 @@
 
 #include "cpu_register.h"
 #include "elementwise_loops.h"
+#include "logical_ops.h"
 
 /* ----- operator functions per compute type ----- */
 
@@ -38,15 +39,6 @@ CT_CPU_BOOL_TYPE(CT_DEF, _)
   }                                                          \
   static inline ct_bool8 ct_op_greater_equal_##C(C a, C b) { \
     return a >= b;                                           \
-  }                                                          \
-  static inline ct_bool8 ct_op_logical_and_##C(C a, C b) {   \
-    return a != 0 && b != 0;                                 \
-  }                                                          \
-  static inline ct_bool8 ct_op_logical_or_##C(C a, C b) {    \
-    return a != 0 || b != 0;                                 \
-  }                                                          \
-  static inline ct_bool8 ct_op_logical_xor_##C(C a, C b) {   \
-    return (a != 0) != (b != 0);                             \
   }
 CT_CPU_COMPUTE_TYPES(CT_DEF, _)
 CT_CPU_BOOL_TYPE(CT_DEF, _)

@@ -8,6 +8,7 @@
 #include "complex_math.h"
 #include "cpu_register.h"
 #include "elementwise_loops.h"
+#include "logical_ops.h"
 
 /* ----- operator functions per compute type (CT the complex type, R its part type, F the libm
  * suffix) ----- */
@@ -30,19 +31,6 @@
   }                                                                                       \
   static inline ct_bool8 ct_op_not_equal_##CT(CT a, CT b) {                               \
     return !ct_cequal_##CT(a, b);                                                         \
-  }                                                                                       \
-  /* Truth of a complex value: either part non-zero (nan counts). */                      \
-  static inline ct_bool8 ct_op_logical_and_##CT(CT a, CT b) {                             \
-    return a != 0 && b != 0;                                                              \
-  }                                                                                       \
-  static inline ct_bool8 ct_op_logical_or_##CT(CT a, CT b) {                              \
-    return a != 0 || b != 0;                                                              \
-  }                                                                                       \
-  static inline ct_bool8 ct_op_logical_xor_##CT(CT a, CT b) {                             \
-    return (a != 0) != (b != 0);                                                          \
-  }                                                                                       \
-  static inline ct_bool8 ct_op_logical_not_##CT(CT x) {                                   \
-    return x == 0;                                                                        \
   }                                                                                       \
   static inline CT ct_op_negative_##CT(CT x) {                                            \
     return ct_cneg_##CT(x);                                                               \

@@ -7,6 +7,7 @@
 
 #include "cpu_register.h"
 #include "elementwise_loops.h"
+#include "logical_ops.h"
 
 /* Attribute values of the activations that take some, in schema order (strings: 1 for "tanh"),
  * handed to the loops as `extra`. */
@@ -17,36 +18,33 @@ typedef struct ct_math_params {
 /* ----- operator functions per compute type ----- */
 
 /* Integers (rounding functions leave them unchanged, as NumPy). */
-#define CT_DEF(A, SFX, T, C, U, ID)                   \
-  static inline C ct_op_positive_##C(C x) {           \
-    return x;                                         \
-  }                                                   \
-  static inline C ct_op_square_##C(C x) {             \
-    return (C)((uint64_t)x * (uint64_t)x);            \
-  }                                                   \
-  static inline C ct_op_floor_##C(C x) {              \
-    return x;                                         \
-  }                                                   \
-  static inline C ct_op_ceil_##C(C x) {               \
-    return x;                                         \
-  }                                                   \
-  static inline C ct_op_trunc_##C(C x) {              \
-    return x;                                         \
-  }                                                   \
-  static inline ct_bool8 ct_op_isnan_##C(C x) {       \
-    (void)x;                                          \
-    return 0;                                         \
-  }                                                   \
-  static inline ct_bool8 ct_op_isinf_##C(C x) {       \
-    (void)x;                                          \
-    return 0;                                         \
-  }                                                   \
-  static inline ct_bool8 ct_op_isfinite_##C(C x) {    \
-    (void)x;                                          \
-    return 1;                                         \
-  }                                                   \
-  static inline ct_bool8 ct_op_logical_not_##C(C x) { \
-    return x == 0;                                    \
+#define CT_DEF(A, SFX, T, C, U, ID)                \
+  static inline C ct_op_positive_##C(C x) {        \
+    return x;                                      \
+  }                                                \
+  static inline C ct_op_square_##C(C x) {          \
+    return (C)((uint64_t)x * (uint64_t)x);         \
+  }                                                \
+  static inline C ct_op_floor_##C(C x) {           \
+    return x;                                      \
+  }                                                \
+  static inline C ct_op_ceil_##C(C x) {            \
+    return x;                                      \
+  }                                                \
+  static inline C ct_op_trunc_##C(C x) {           \
+    return x;                                      \
+  }                                                \
+  static inline ct_bool8 ct_op_isnan_##C(C x) {    \
+    (void)x;                                       \
+    return 0;                                      \
+  }                                                \
+  static inline ct_bool8 ct_op_isinf_##C(C x) {    \
+    (void)x;                                       \
+    return 0;                                      \
+  }                                                \
+  static inline ct_bool8 ct_op_isfinite_##C(C x) { \
+    (void)x;                                       \
+    return 1;                                      \
   }
 CT_CPU_INT_TYPES(CT_DEF, _)
 CT_CPU_BOOL_TYPE(CT_DEF, _)
@@ -163,9 +161,6 @@ static inline float ct_op_round_ct_bool8(ct_bool8 x) {
   }                                                                                       \
   static inline ct_bool8 ct_op_isfinite_##C(C x) {                                        \
     return isfinite(x) != 0;                                                              \
-  }                                                                                       \
-  static inline ct_bool8 ct_op_logical_not_##C(C x) {                                     \
-    return x == 0;                                                                        \
   }                                                                                       \
   static inline C ct_op_erf_##C(C x) {                                                    \
     return erf##F(x);                                                                     \
