@@ -29,16 +29,6 @@ CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_128_entry; /* complex128 
    : sizeof(T) == 8 ? &ct_cpu_copy_64_entry \
                     : &ct_cpu_copy_128_entry)
 
-/* The element size a copy loop entry moves; 0 for an entry that is no copy loop. */
-static inline int64_t ct_cpu_copy_entry_itemsize(const ct_cpu_loop_entry* entry) {
-  return entry == &ct_cpu_copy_8_entry     ? 1
-         : entry == &ct_cpu_copy_16_entry  ? 2
-         : entry == &ct_cpu_copy_32_entry  ? 4
-         : entry == &ct_cpu_copy_64_entry  ? 8
-         : entry == &ct_cpu_copy_128_entry ? 16
-                                           : 0;
-}
-
 /* Copies `shape` (ndim dims; byte strides xs of the source x, os of the destination out) of
  * itemsize-byte elements in cache-sized tiles, in parallel, when it is a transposing copy (the
  * destination's contiguous dim is strided in the source and another dim is contiguous there)

@@ -41,7 +41,7 @@
       for (int64_t i = 0; i < n; ++i) CT_AT(word, dst, i, ds) = CT_AT(const word, src, i, ss); \
     }                                                                                          \
   }                                                                                            \
-  const ct_cpu_loop_entry ct_cpu_copy_##BITS##_entry = {ct_cpu_copy_##BITS};
+  const ct_cpu_loop_entry ct_cpu_copy_##BITS##_entry = {ct_cpu_copy_##BITS, (BITS) / 8};
 
 CT_COPY_LOOP(8, uint8_t)
 CT_COPY_LOOP(16, uint16_t)

@@ -19,8 +19,7 @@ static void ct_copy_raw(const ct_cpu_loop_entry* entry, int32_t ndim, const int6
   for (int32_t k = 0; k < ndim; ++k) {
     if (shape[k] == 0) return;
   }
-  if (ct_transpose_copy(src, dst, ndim, shape, src_strides, dst_strides,
-                        ct_cpu_copy_entry_itemsize(entry))) {
+  if (ct_transpose_copy(src, dst, ndim, shape, src_strides, dst_strides, entry->copy_itemsize)) {
     return;
   }
   int64_t strides[2 * CT_MAX_NDIM];

@@ -21,6 +21,7 @@ typedef void (*ct_cpu_strided_loop)(char** data, const int64_t* steps, int64_t n
 /* A loop registered as a kernel's kernel_data. */
 typedef struct ct_cpu_loop_entry {
   ct_cpu_strided_loop loop;
+  int64_t copy_itemsize; /* copy loops (copy_loops.h): bytes per element moved; else 0 */
 } ct_cpu_loop_entry;
 
 /* Iterates `shape` (ndim dims) over operands given by base pointers and byte strides
