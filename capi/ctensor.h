@@ -42,7 +42,7 @@ extern "C" {
 /** Major ABI version: bumped only when a binary built against an older header would break. */
 #define CT_ABI_VERSION_MAJOR 1
 /** Minor ABI version: bumped when functions, enum values or trailing struct fields are added. */
-#define CT_ABI_VERSION_MINOR 0
+#define CT_ABI_VERSION_MINOR 1
 
 /** The ABI version of the loaded library, as (major << 16) | minor. Compare the major part with
  *  CT_ABI_VERSION_MAJOR before relying on anything else. */
@@ -370,6 +370,41 @@ CT_API int ct_op_workspace_with_context(const ct_op* op, const ct_tensor* const*
 CT_API int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
                      const ct_tensor* const* outputs, int32_t num_outputs, const ct_attr* attrs,
                      int32_t num_attrs, const ct_context* context);
+
+/* ---------------------------------------------------------------------------------------------
+ * Plans: a call checked once and run many times (as cuDNN execution plans and XNNPACK's
+ * create/setup/run)
+ * ------------------------------------------------------------------------------------------- */
+
+/** A checked call of one operator on fixed tensor layouts: the kernel, the views (shapes and
+ *  strides copied), the resolved attributes (copied) and the context. Opaque; added in ABI 1.1. */
+typedef struct ct_plan ct_plan;
+
+/** Checks a call exactly as ct_op_run does (and fails with the same statuses and messages),
+ *  without running it, and stores the result in `*plan` (NULL on failure). The plan copies the
+ *  views' shapes and strides and the attributes; it keeps the data pointers, the context's
+ *  stream, workspace and allocator as they are, and that memory must stay valid while the plan
+ *  runs. A context's workspace must already have the size and alignment the kernel asks for
+ *  (ct_op_workspace_with_context). CT_ERROR_OUT_OF_MEMORY when the plan cannot be allocated.
+ *  Added in ABI 1.1. */
+CT_API int ct_plan_create(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
+                          const ct_tensor* const* outputs, int32_t num_outputs,
+                          const ct_attr* attrs, int32_t num_attrs, const ct_context* context,
+                          ct_plan** plan);
+
+/** Points the plan at other buffers of the same layouts: `data[i]` for input i, then
+ *  `data[num_inputs + j]` for output j (`count` = inputs + outputs as created; a NULL entry
+ *  keeps that tensor's pointer; an absent optional input ignores its entry). The aliasing rules
+ *  of ct_op_run are checked again; on any error the plan is left as it was. Read-only memory
+ *  cannot be detected here: the caller vouches that outputs are writable. Added in ABI 1.1. */
+CT_API int ct_plan_set_data(ct_plan* plan, void* const* data, int32_t count);
+
+/** Runs the plan's call: the kernel alone, with no further checks. A plan runs on one thread at
+ *  a time (its workspace is shared between runs). Added in ABI 1.1. */
+CT_API int ct_plan_run(const ct_plan* plan);
+
+/** Frees a plan (NULL is a no-op). Added in ABI 1.1. */
+CT_API void ct_plan_destroy(ct_plan* plan);
 
 /* ---------------------------------------------------------------------------------------------
  * Backends: the built-in CPU backend and plugins (shared modules, see ctensor_plugin.h)

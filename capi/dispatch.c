@@ -1,25 +1,9 @@
-/* dispatch.c - ct_op_infer, ct_op_workspace and ct_op_run: validate, infer, pick a kernel, run. */
+/* dispatch.c - ct_op_infer, ct_op_workspace and ct_op_run: validate, infer, pick a kernel, run.
+ * The checking steps are shared with plans (plan.c) through dispatch.h. */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
-
-#define CT_MAX_OUTPUTS CT_MAX_NDIM
-
-/* Everything the three phases share, filled step by step. */
-typedef struct ct_prepared_call {
-  const ct_op* op;
-  const ct_op_schema* schema;
-  const ct_tensor* inputs[CT_MAX_CALL_TENSORS]; /* one entry per input tensor, NULL if absent */
-  int32_t num_inputs;
-  ct_attr_value attrs[CT_MAX_ATTRS];
-  ct_device device;
-  bool has_device;
-  ct_tensor_info infos[CT_MAX_OUTPUTS];
-  int32_t num_outputs;
-  ct_dtype signature[CT_MAX_CALL_TENSORS];
-  const char* backend; /* the kernel's backend, or NULL: the newest matching kernel */
-} ct_prepared_call;
+#include "dispatch.h"
 
 static bool ct_param_is_variadic(const ct_param_schema* params, int32_t count) {
   return count > 0 && (params[count - 1].flags & CT_PARAM_VARIADIC);
@@ -132,16 +116,16 @@ static int ct_prepare_kernel(ct_prepared_call* p, const ct_kernel_entry** kernel
 }
 
 /* The backend a context names, or NULL (also for contexts older than the field). */
-static const char* ct_context_backend(const ct_context* context) {
+const char* ct_context_backend(const ct_context* context) {
   if (!context) return NULL;
   if (context->struct_size < offsetof(ct_context, backend) + sizeof(const char*)) return NULL;
   return context->backend;
 }
 
 /* Steps 1 to 3. */
-static int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inputs,
-                      int32_t num_inputs, const ct_attr* attrs, int32_t num_attrs,
-                      const char* backend, const ct_kernel_entry** kernel) {
+int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inputs,
+               int32_t num_inputs, const ct_attr* attrs, int32_t num_attrs, const char* backend,
+               const ct_kernel_entry** kernel) {
   p->backend = backend;
   int status = ct_prepare_inputs(p, op, inputs, num_inputs, attrs, num_attrs);
   if (status == CT_OK) status = ct_prepare_infer(p);
@@ -175,9 +159,40 @@ int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inp
   return CT_OK;
 }
 
+/* The aliasing rules for output i: it may not overlap itself, an earlier output, or an input
+ * (unless the op runs in place and the two are exactly the same view of one dtype). */
+int ct_check_output_overlaps(const ct_op_schema* schema, const ct_tensor* const* inputs,
+                             int32_t num_inputs, const ct_tensor* const* outputs, int32_t i,
+                             const ct_tensor_label* label) {
+  char what_buffer[160]; /* error messages only */
+  const ct_tensor* t = outputs[i];
+  if (ct_tensor_may_self_overlap(t)) {
+    return ct_set_error(CT_ERROR_ALIASING, "%s overlaps itself (zero or overlapping strides)",
+                        ct_label_text(label, what_buffer, sizeof what_buffer));
+  }
+  for (int32_t j = 0; j < i; ++j) {
+    if (ct_tensors_may_overlap(t, outputs[j])) {
+      return ct_set_error(CT_ERROR_ALIASING, "%s overlaps output %d",
+                          ct_label_text(label, what_buffer, sizeof what_buffer), j);
+    }
+  }
+  for (int32_t j = 0; j < num_inputs; ++j) {
+    const ct_tensor* in = inputs[j];
+    if (!in || !ct_tensors_may_overlap(t, in)) continue;
+    if ((schema->flags & CT_OP_FLAG_INPLACE) && ct_tensors_same_view(t, in) &&
+        ct_dtype_equal(t->dtype, in->dtype))
+      continue;
+    return ct_set_error(
+        CT_ERROR_ALIASING, "%s overlaps input '%s'%s",
+        ct_label_text(label, what_buffer, sizeof what_buffer), ct_input_name(schema, j),
+        (schema->flags & CT_OP_FLAG_INPLACE) ? " without being exactly the same view"
+                                             : " and this op cannot run in place");
+  }
+  return CT_OK;
+}
+
 /* Checks the caller's outputs against the inferred ones, and every aliasing rule. */
-static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs,
-                            int32_t num_outputs) {
+int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32_t num_outputs) {
   const ct_op_schema* schema = p->schema;
   if (schema->category == CT_OP_DYNAMIC) {
     if (num_outputs != 0) {
@@ -228,34 +243,14 @@ static int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs
       return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "%s has shape (%s); expected (%s)",
                           ct_label_text(&label, what_buffer, sizeof what_buffer), got, expected);
     }
-    if (ct_tensor_may_self_overlap(t)) {
-      return ct_set_error(CT_ERROR_ALIASING, "%s overlaps itself (zero or overlapping strides)",
-                          ct_label_text(&label, what_buffer, sizeof what_buffer));
-    }
-    for (int32_t j = 0; j < i; ++j) {
-      if (ct_tensors_may_overlap(t, outputs[j])) {
-        return ct_set_error(CT_ERROR_ALIASING, "%s overlaps output %d",
-                            ct_label_text(&label, what_buffer, sizeof what_buffer), j);
-      }
-    }
-    for (int32_t j = 0; j < p->num_inputs; ++j) {
-      const ct_tensor* in = p->inputs[j];
-      if (!in || !ct_tensors_may_overlap(t, in)) continue;
-      if ((schema->flags & CT_OP_FLAG_INPLACE) && ct_tensors_same_view(t, in) &&
-          ct_dtype_equal(t->dtype, in->dtype))
-        continue;
-      return ct_set_error(
-          CT_ERROR_ALIASING, "%s overlaps input '%s'%s",
-          ct_label_text(&label, what_buffer, sizeof what_buffer), ct_input_name(schema, j),
-          (schema->flags & CT_OP_FLAG_INPLACE) ? " without being exactly the same view"
-                                               : " and this op cannot run in place");
-    }
+    status = ct_check_output_overlaps(schema, p->inputs, p->num_inputs, outputs, i, &label);
+    if (status != CT_OK) return status;
   }
   return CT_OK;
 }
 
 /* Reads the caller's context, filling defaults for fields it does not have. */
-static int ct_read_context(const ct_context* context, ct_context* out) {
+int ct_read_context(const ct_context* context, ct_context* out) {
   memset(out, 0, sizeof *out);
   out->struct_size = sizeof *out;
   if (!context) return CT_OK;
@@ -270,9 +265,9 @@ static int ct_read_context(const ct_context* context, ct_context* out) {
   return CT_OK;
 }
 
-static void ct_fill_kernel_call(ct_kernel_call* call, const ct_prepared_call* p,
-                                const ct_tensor* const* outputs, int32_t num_outputs,
-                                const ct_context* context, const ct_kernel_entry* kernel) {
+void ct_fill_kernel_call(ct_kernel_call* call, const ct_prepared_call* p,
+                         const ct_tensor* const* outputs, int32_t num_outputs,
+                         const ct_context* context, const ct_kernel_entry* kernel) {
   memset(call, 0, sizeof *call);
   call->struct_size = sizeof *call;
   call->schema = p->schema;
@@ -288,8 +283,8 @@ static void ct_fill_kernel_call(ct_kernel_call* call, const ct_prepared_call* p,
   call->kernel_data = kernel->def.kernel_data;
 }
 
-static int ct_query_workspace(const ct_kernel_entry* kernel, const ct_kernel_call* call,
-                              uint64_t* bytes, uint64_t* alignment) {
+int ct_query_workspace(const ct_kernel_entry* kernel, const ct_kernel_call* call, uint64_t* bytes,
+                       uint64_t* alignment) {
   *bytes = 0;
   *alignment = 1;
   if (!kernel->def.workspace) return CT_OK;
@@ -343,6 +338,53 @@ int ct_op_workspace_with_context(const ct_op* op, const ct_tensor* const* inputs
   return ct_query_workspace(kernel, &call, bytes, alignment);
 }
 
+/* Everything ct_op_run checks once the outputs are known: the context (allocator, workspace
+ * size and alignment), ending with `call` filled for the kernel. */
+int ct_prepare_run(const ct_prepared_call* p, const ct_tensor* const* outputs, int32_t num_outputs,
+                   const ct_context* context, const ct_kernel_entry* kernel, ct_kernel_call* call) {
+  ct_context ctx;
+  int status = ct_read_context(context, &ctx);
+  if (status != CT_OK) return status;
+  if (p->schema->category == CT_OP_DYNAMIC && (!ctx.allocator || !ctx.allocator->allocate)) {
+    return ct_set_error(CT_ERROR_NULL_POINTER,
+                        "%s is dynamic-allocating: the context needs an allocator",
+                        p->schema->name);
+  }
+  if (ctx.allocator && ctx.allocator->struct_size < CT_ALLOCATOR_SIZE_1_0) {
+    return ct_set_error(CT_ERROR_ABI_MISMATCH,
+                        "ct_allocator.struct_size is %zu; ABI 1.0 defines it as %zu bytes",
+                        ctx.allocator->struct_size, (size_t)CT_ALLOCATOR_SIZE_1_0);
+  }
+  ct_fill_kernel_call(call, p, outputs, num_outputs, &ctx, kernel);
+  uint64_t bytes, alignment;
+  status = ct_query_workspace(kernel, call, &bytes, &alignment);
+  if (status != CT_OK) return status;
+  if (bytes > 0) {
+    if (!ctx.workspace || ctx.workspace_size < bytes) {
+      return ct_set_error(CT_ERROR_WORKSPACE_TOO_SMALL,
+                          "%s needs %llu bytes of workspace; the context gives %llu at %p",
+                          p->schema->name, (unsigned long long)bytes,
+                          (unsigned long long)ctx.workspace_size, ctx.workspace);
+    }
+    if ((uintptr_t)ctx.workspace % alignment != 0) {
+      return ct_set_error(CT_ERROR_WORKSPACE_TOO_SMALL,
+                          "%s needs its workspace aligned to %llu bytes; %p is not",
+                          p->schema->name, (unsigned long long)alignment, ctx.workspace);
+    }
+  }
+  return CT_OK;
+}
+
+/* True when a shape-static call has outputs and all of them are empty: nothing to compute. */
+bool ct_outputs_all_empty(const ct_op_schema* schema, const ct_tensor* const* outputs,
+                          int32_t num_outputs) {
+  if (schema->category == CT_OP_DYNAMIC || num_outputs == 0) return false;
+  for (int32_t i = 0; i < num_outputs; ++i) {
+    if (ct_tensor_numel(outputs[i]) != 0) return false;
+  }
+  return true;
+}
+
 int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
               const ct_tensor* const* outputs, int32_t num_outputs, const ct_attr* attrs,
               int32_t num_attrs, const ct_context* context) {
@@ -354,40 +396,9 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
   if (status != CT_OK) return status;
   status = ct_check_outputs(&p, outputs, num_outputs);
   if (status != CT_OK) return status;
-  ct_context ctx;
-  status = ct_read_context(context, &ctx);
-  if (status != CT_OK) return status;
-  if (p.schema->category == CT_OP_DYNAMIC && (!ctx.allocator || !ctx.allocator->allocate)) {
-    return ct_set_error(CT_ERROR_NULL_POINTER,
-                        "%s is dynamic-allocating: the context needs an allocator", p.schema->name);
-  }
-  if (ctx.allocator && ctx.allocator->struct_size < CT_ALLOCATOR_SIZE_1_0) {
-    return ct_set_error(CT_ERROR_ABI_MISMATCH,
-                        "ct_allocator.struct_size is %zu; ABI 1.0 defines it as %zu bytes",
-                        ctx.allocator->struct_size, (size_t)CT_ALLOCATOR_SIZE_1_0);
-  }
   ct_kernel_call call;
-  ct_fill_kernel_call(&call, &p, outputs, num_outputs, &ctx, kernel);
-  uint64_t bytes, alignment;
-  status = ct_query_workspace(kernel, &call, &bytes, &alignment);
+  status = ct_prepare_run(&p, outputs, num_outputs, context, kernel, &call);
   if (status != CT_OK) return status;
-  if (bytes > 0) {
-    if (!ctx.workspace || ctx.workspace_size < bytes) {
-      return ct_set_error(CT_ERROR_WORKSPACE_TOO_SMALL,
-                          "%s needs %llu bytes of workspace; the context gives %llu at %p",
-                          p.schema->name, (unsigned long long)bytes,
-                          (unsigned long long)ctx.workspace_size, ctx.workspace);
-    }
-    if ((uintptr_t)ctx.workspace % alignment != 0) {
-      return ct_set_error(CT_ERROR_WORKSPACE_TOO_SMALL,
-                          "%s needs its workspace aligned to %llu bytes; %p is not", p.schema->name,
-                          (unsigned long long)alignment, ctx.workspace);
-    }
-  }
-  if (p.schema->category != CT_OP_DYNAMIC) {
-    bool empty = true;
-    for (int32_t i = 0; i < num_outputs && empty; ++i) empty = ct_tensor_numel(outputs[i]) == 0;
-    if (empty && num_outputs > 0) return CT_OK; /* nothing to compute */
-  }
+  if (ct_outputs_all_empty(p.schema, outputs, num_outputs)) return CT_OK; /* nothing to compute */
   return kernel->def.run(&call);
 }

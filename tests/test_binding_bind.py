@@ -231,3 +231,63 @@ def test_replay_takes_the_python_path_for_what_c_does_not_read():
     t = torch.zeros(4)
     assert call(out=t) is t  # torch tensors of the same layout are fine too
     assert_close(t, np.arange(4) * 2.0)
+
+
+def test_a_replay_is_a_c_plan_and_reports_run_time_errors():
+    x = np.arange(5.0)
+    index = np.array([0, 1])
+    out = np.full(2, -1.0)
+    call = ctensor.bind(ops.take, x, index, out=out)
+    assert isinstance(call, ctensor._replay.Replay)  # replayed by C, not by Python code
+    assert call() is out
+    np.testing.assert_array_equal(out, [0.0, 1.0])
+    index[1] = 99  # the kernel finds this at run time, on every replay
+    with pytest.raises(ctensor.InvalidArgumentError, match="99 is out of range"):
+        call()
+    assert call.run() == ctensor.lib.CT_ERROR_INVALID_ARGUMENT
+    index[1] = -1
+    assert call() is out
+    np.testing.assert_array_equal(out, [0.0, 4.0])
+
+
+def test_the_plan_owns_its_attributes_and_shapes():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    axis = [0]
+    out = np.empty(4, np.float32)
+    call = ctensor.bind(ops.sum, x, axis=axis, out=out)
+    axis[0] = 1  # the caller's list is read once, at bind time
+    x += 1
+    assert call() is out
+    assert_close(out, x.sum(axis=0))
+
+
+def test_large_bound_calls_run_beside_other_threads():
+    import threading
+
+    a = np.ones((512, 512), np.float32)
+    out = np.empty_like(a)
+    call = ctensor.bind(ops.matmul, a, a, out=out)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(ctensor.bind(
+        ops.matmul, a, a, out=np.empty_like(a))().sum())) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for _ in range(3):
+        call()
+    for t in threads:
+        t.join()
+    assert_close(out, np.full((512, 512), 512.0))
+    assert results == [512.0 * 512 * 512] * 2
+
+
+def test_a_bound_call_is_collected_with_its_plan():
+    import gc
+    import weakref
+
+    a = np.arange(4, dtype=np.float32)
+    call = ctensor.bind(ops.add, a, a, out=np.empty(4, np.float32))
+    ref = weakref.ref(call)
+    call._keep.append(call)  # a reference cycle through the plan's owner
+    del call
+    gc.collect()
+    assert ref() is None

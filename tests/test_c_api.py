@@ -8,6 +8,8 @@ or site-packages/ctensor/lib/pkgconfig while that command is unavailable) and ru
   run plainly, under valgrind (memcheck, definite and indirect leaks are errors) and with
   AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on);
 - tests/c/test_abi.c: the ABI contract (TAP-like output), plainly and under valgrind;
+- tests/c/test_plan.c: plans (checked once, run many times), plainly, under valgrind and
+  with the sanitizers;
 - tests/c/test_header_compat.c: C99, alone and next to DLPack's real header (PyTorch ships it;
   it is linked into the temporary directory, never copied into the tree);
 - tests/c/test_header.cpp: the header from C++11 and C++17.
@@ -36,6 +38,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "examples" / "c" / "quickstart.c"
 TEST_ABI = ROOT / "tests" / "c" / "test_abi.c"
+TEST_PLAN = ROOT / "tests" / "c" / "test_plan.c"
 HEADER_COMPAT = ROOT / "tests" / "c" / "test_header_compat.c"
 HEADER_CPP = ROOT / "tests" / "c" / "test_header.cpp"
 
@@ -282,6 +285,34 @@ def test_abi_contract_with_sanitizers(pkg: PkgConfig, workdir: Path) -> None:
     program = _build(
         pkg, TEST_ABI, workdir / "test_abi-asan", ["-std=c11", "-pthread", *SANITIZE], libs=["-lm"]
     )
+    env = dict(
+        pkg.env, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    )
+    result = _run([str(program)], env=env)
+    _check_abi_output(result)
+    assert "runtime error" not in result.stderr, _describe(result)
+
+
+# ----------------------------------------------------------------------------------------------
+# tests/c/test_plan.c: plans (ct_plan_create / set_data / run / destroy)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def test_plan(pkg: PkgConfig, workdir: Path) -> Path:
+    return _build(pkg, TEST_PLAN, workdir / "test_plan", ["-std=c11", *STRICT_C])
+
+
+def test_plan_contract(test_plan: Path, pkg: PkgConfig) -> None:
+    _check_abi_output(_run([str(test_plan)], env=pkg.env))
+
+
+def test_plan_contract_under_valgrind(test_plan: Path, pkg: PkgConfig) -> None:
+    _check_abi_output(_run_under_valgrind(pkg, test_plan))
+
+
+def test_plan_contract_with_sanitizers(pkg: PkgConfig, workdir: Path) -> None:
+    program = _build(pkg, TEST_PLAN, workdir / "test_plan-asan", ["-std=c11", *SANITIZE])
     env = dict(
         pkg.env, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     )

@@ -3,10 +3,11 @@ setup/run do).
 
 ``call = ctensor.bind(ctensor.ops.add, a, b, out=c)`` reads every tensor once (DLPack views
 opened and held), resolves the attributes, asks for the workspace and runs the call, so every
-error a plain call would raise is raised here. ``call()`` then runs ``ct_op_run`` on the held
-views with no Python-side argument processing: one crossing into C. ``call(a2, b2, out=c2)``
-runs on other buffers of exactly the same layout (device, dtype, shape, strides, byte offset),
-which is checked in C before anything runs.
+error a plain call would raise is raised here, and keeps the checked call as a C plan
+(``ct_plan_create``). ``call()`` then runs that plan: one vectorcall into ``ct_plan_run`` (the
+``ctensor._replay`` base type), with no argument processing and no further checks.
+``call(a2, b2, out=c2)`` runs on other buffers of exactly the same layout (device, dtype, shape,
+strides, byte offset), which is checked in C before anything runs.
 
 A bound call holds references to its arrays, so their memory stays valid; resizing one in place
 (``ndarray.resize``, ``Tensor.resize_``) after binding is not supported. Bound calls take host
@@ -16,7 +17,6 @@ allocate on every replay): cast first, then bind.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from ._errors import (
 )
 from ._lib import ffi, last_error, lib
 from ._registry import OpSpec, get_spec
+from ._replay import Replay
 
 __all__ = ["BoundCall", "bind"]
 
@@ -159,7 +160,25 @@ def _bind_error(status: int) -> Exception:
     return error_for_status(status, last_error())
 
 
-class BoundCall:
+# Plans whose tensors hold at least this many bytes run without the GIL (other Python threads
+# go on meanwhile); smaller ones keep it, as releasing and taking it back costs more than them.
+_RELEASE_GIL_BYTES = 1 << 16
+
+
+def _tensor_bytes(tensors: Any, count: int) -> int:
+    total = 0
+    for k in range(count):
+        t = tensors[k]
+        if t == _NULL:
+            continue
+        numel = 1
+        for d in range(t.ndim):
+            numel *= t.shape[d]
+        total += numel * ((t.dtype.bits * t.dtype.lanes + 7) // 8)
+    return total
+
+
+class BoundCall(Replay):
     """One operator call checked once and replayed: see :func:`bind`.
 
     ``call()`` runs it again on the bound buffers and returns the bound output(s);
@@ -167,8 +186,8 @@ class BoundCall:
     the bound outputs). ``call.run()`` is the lowest-overhead form: it returns the ``ct_status``
     (0 on success) instead of raising, and the result is ``call.result``."""
 
-    __slots__ = ("spec", "result", "run", "_argv", "_frame", "_keep", "_n", "_n_out",
-                 "_many", "_context", "_attrs", "_variadic", "__weakref__")
+    __slots__ = ("spec", "result", "_frame", "_keep", "_n", "_n_out", "_many", "_context",
+                 "_attrs", "_variadic", "__weakref__")
 
     def __init__(self, spec: OpSpec, args: tuple, out: Any, attrs: dict):
         if spec.is_dynamic:
@@ -203,13 +222,18 @@ class BoundCall:
         outputs = tensors + n
         context = self._make_context(spec, frame, n, outputs, n_out, attr_array, num_attrs,
                                      backend, keep)
-        status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
+        plan = ffi.new("ct_plan**")
+        status = lib.ct_plan_create(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs,
+                                    context, plan)
         if status:
             raise _bind_error(status)
         self.spec = spec
         self.result = outs[0] if (not many or (n_out == 1 and spec.single_output)) else out
-        self._argv = (spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
-        self.run = functools.partial(_run, *self._argv)
+        release = _tensor_bytes(tensors, n + n_out) >= _RELEASE_GIL_BYTES
+        self._set_plan(int(ffi.cast("uintptr_t", plan[0])), self.result, release)
+        status = self.run()
+        if status:
+            raise _bind_error(status)
         self._frame = frame
         self._keep = keep
         self._n = n
@@ -246,13 +270,13 @@ class BoundCall:
             context.workspace_size = size
         return context
 
-    def __call__(self, *args: Any, out: Any = None) -> Any:
-        if args or out is not None:
-            return self._run_on(args, out)
-        status = _run(*self._argv)
-        if status:
-            raise error_for_status(status, last_error())
-        return self.result
+    def _raise_status(self, status: int) -> None:
+        """Raises the error of a failed replay (called by the C type)."""
+        raise error_for_status(status, last_error())
+
+    def _call_with(self, *args: Any, out: Any = None) -> Any:
+        """``call(*inputs, out=...)``: the replay on other buffers (called by the C type)."""
+        return self._run_on(args, out)
 
     def _run_on(self, args: tuple, out: Any) -> Any:
         spec = self.spec
