@@ -195,7 +195,8 @@ def _tile_input(shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", TILE_DTYPES)
-@pytest.mark.parametrize("shape", [(32, 32), (33, 65), (100, 31), (31, 100), (64, 4097)])
+@pytest.mark.parametrize("shape", [(32, 32), (33, 65), (100, 31), (31, 100), (64, 4097),
+                                   (130, 200), (257, 129)])
 def test_transpose_copy_tiles(dtype, shape):
     x = _tile_input(shape, dtype)
     np.testing.assert_array_equal(ops.permute_dims(x, axes=[1, 0]), x.T)

@@ -53,32 +53,32 @@ const uint64_t ct_cpu_zero_word[2] = {0, 0};
 
 /* ----- tiled transposing copy ----- */
 
-#define CT_TRANSPOSE_TILE 32
+#define CT_TRANSPOSE_TILE 64
+/* Both tile dims at least this long, or the plain strided copy is as good. */
+#define CT_TRANSPOSE_MIN_EXTENT 32
 
 /* A copy whose output is contiguous along dim `b` and whose input is contiguous along dim `a`:
- * the other dims (outer, byte strides xs/os) are looped over; tasks are (outer position, block
- * of CT_TRANSPOSE_TILE indices along a). */
+ * the other dims (outer, byte strides xs/os) are looped over; tasks are (outer position, tile of
+ * CT_TRANSPOSE_TILE x CT_TRANSPOSE_TILE along a and b): a tile touches few pages and cache lines
+ * on both sides. */
 typedef struct ct_transpose_job {
   const char* x;
   char* out;
   int32_t nouter;
   int64_t outer_shape[CT_MAX_NDIM], outer_xs[CT_MAX_NDIM], outer_os[CT_MAX_NDIM];
   int64_t na, nb, xa, xb, oa, ob; /* extents and byte strides of the tile dims */
-  int64_t blocks;                 /* tile blocks along a */
+  int64_t blocks_a, blocks_b;     /* tiles along a and along b */
   int64_t itemsize;
 } ct_transpose_job;
 
 #define CT_TRANSPOSE_TILES(BITS, WORD)                                                       \
   static void ct_transpose_tiles_##BITS(const ct_transpose_job* j, const char* x, char* out, \
-                                        int64_t a0, int64_t a1) {                            \
+                                        int64_t a0, int64_t a1, int64_t b0, int64_t b1) {    \
     typedef WORD word;                                                                       \
-    for (int64_t b0 = 0; b0 < j->nb; b0 += CT_TRANSPOSE_TILE) {                              \
-      const int64_t b1 = b0 + CT_TRANSPOSE_TILE < j->nb ? b0 + CT_TRANSPOSE_TILE : j->nb;    \
-      for (int64_t a = a0; a < a1; ++a) {                                                    \
-        const char* xr = x + a * j->xa;                                                      \
-        word* orow = (word*)(out + a * j->oa);                                               \
-        for (int64_t b = b0; b < b1; ++b) orow[b] = *(const word*)(xr + b * j->xb);          \
-      }                                                                                      \
+    for (int64_t a = a0; a < a1; ++a) {                                                      \
+      const char* xr = x + a * j->xa;                                                        \
+      word* orow = (word*)(out + a * j->oa);                                                 \
+      for (int64_t b = b0; b < b1; ++b) orow[b] = *(const word*)(xr + b * j->xb);            \
     }                                                                                        \
   }
 CT_TRANSPOSE_TILES(8, uint8_t)
@@ -125,21 +125,19 @@ CT_CPU_TARGET_AVX2 static void ct_transpose_8x8_avx2(const char* x, int64_t xb, 
 /* ct_transpose_tiles_32 with whole 8x8 blocks in registers, the edges element by element. The
  * words are moved as floats, bit for bit (loads, shuffles and stores never touch the values). */
 CT_CPU_TARGET_AVX2 static void ct_transpose_tiles_32_avx2(const ct_transpose_job* j, const char* x,
-                                                          char* out, int64_t a0, int64_t a1) {
+                                                          char* out, int64_t a0, int64_t a1,
+                                                          int64_t b0, int64_t b1) {
   const int64_t a8 = a0 + (a1 - a0) / 8 * 8;
-  for (int64_t b0 = 0; b0 < j->nb; b0 += CT_TRANSPOSE_TILE) {
-    const int64_t b1 = b0 + CT_TRANSPOSE_TILE < j->nb ? b0 + CT_TRANSPOSE_TILE : j->nb;
-    const int64_t b8 = b0 + (b1 - b0) / 8 * 8;
-    for (int64_t a = a0; a < a8; a += 8) {
-      for (int64_t b = b0; b < b8; b += 8) {
-        ct_transpose_8x8_avx2(x + a * j->xa + b * j->xb, j->xb, out + a * j->oa + b * 4, j->oa);
-      }
+  const int64_t b8 = b0 + (b1 - b0) / 8 * 8;
+  for (int64_t a = a0; a < a8; a += 8) {
+    for (int64_t b = b0; b < b8; b += 8) {
+      ct_transpose_8x8_avx2(x + a * j->xa + b * j->xb, j->xb, out + a * j->oa + b * 4, j->oa);
     }
-    for (int64_t a = a0; a < a1; ++a) {
-      const char* xr = x + a * j->xa;
-      uint32_t* orow = (uint32_t*)(out + a * j->oa);
-      for (int64_t b = a < a8 ? b8 : b0; b < b1; ++b) orow[b] = *(const uint32_t*)(xr + b * j->xb);
-    }
+  }
+  for (int64_t a = a0; a < a1; ++a) {
+    const char* xr = x + a * j->xa;
+    uint32_t* orow = (uint32_t*)(out + a * j->oa);
+    for (int64_t b = a < a8 ? b8 : b0; b < b1; ++b) orow[b] = *(const uint32_t*)(xr + b * j->xb);
   }
 }
 #endif
@@ -147,9 +145,12 @@ CT_CPU_TARGET_AVX2 static void ct_transpose_tiles_32_avx2(const ct_transpose_job
 static void ct_transpose_tasks(int64_t begin, int64_t end, void* context) {
   const ct_transpose_job* j = context;
   for (int64_t t = begin; t < end; ++t) {
-    int64_t rest = t / j->blocks;
-    const int64_t a0 = (t % j->blocks) * CT_TRANSPOSE_TILE;
+    const int64_t b0 = (t % j->blocks_b) * CT_TRANSPOSE_TILE;
+    const int64_t b1 = b0 + CT_TRANSPOSE_TILE < j->nb ? b0 + CT_TRANSPOSE_TILE : j->nb;
+    int64_t rest = t / j->blocks_b;
+    const int64_t a0 = (rest % j->blocks_a) * CT_TRANSPOSE_TILE;
     const int64_t a1 = a0 + CT_TRANSPOSE_TILE < j->na ? a0 + CT_TRANSPOSE_TILE : j->na;
+    rest /= j->blocks_a;
     const char* x = j->x;
     char* out = j->out;
     for (int32_t k = j->nouter - 1; k >= 0; --k) {
@@ -160,25 +161,25 @@ static void ct_transpose_tasks(int64_t begin, int64_t end, void* context) {
     }
     switch (j->itemsize) {
       case 1:
-        ct_transpose_tiles_8(j, x, out, a0, a1);
+        ct_transpose_tiles_8(j, x, out, a0, a1, b0, b1);
         break;
       case 2:
-        ct_transpose_tiles_16(j, x, out, a0, a1);
+        ct_transpose_tiles_16(j, x, out, a0, a1, b0, b1);
         break;
       case 4:
 #ifdef CT_TRANSPOSE_AVX2
         if (ct_cpu_isa() >= CT_CPU_ISA_AVX2) {
-          ct_transpose_tiles_32_avx2(j, x, out, a0, a1);
+          ct_transpose_tiles_32_avx2(j, x, out, a0, a1, b0, b1);
           break;
         }
 #endif
-        ct_transpose_tiles_32(j, x, out, a0, a1);
+        ct_transpose_tiles_32(j, x, out, a0, a1, b0, b1);
         break;
       case 8:
-        ct_transpose_tiles_64(j, x, out, a0, a1);
+        ct_transpose_tiles_64(j, x, out, a0, a1, b0, b1);
         break;
       default: /* 16 (complex128); ct_transpose_copy takes no other size */
-        ct_transpose_tiles_128(j, x, out, a0, a1);
+        ct_transpose_tiles_128(j, x, out, a0, a1, b0, b1);
         break;
     }
   }
@@ -208,7 +209,7 @@ bool ct_transpose_copy(const char* x, char* out, int32_t ndim, const int64_t* sh
     if (dxs[k] == itemsize) a = k;
   }
   const int32_t b = n - 1;
-  if (a < 0 || dims[a] < CT_TRANSPOSE_TILE || dims[b] < CT_TRANSPOSE_TILE) return false;
+  if (a < 0 || dims[a] < CT_TRANSPOSE_MIN_EXTENT || dims[b] < CT_TRANSPOSE_MIN_EXTENT) return false;
   ct_transpose_job j;
   j.x = x;
   j.out = out;
@@ -228,8 +229,10 @@ bool ct_transpose_copy(const char* x, char* out, int32_t ndim, const int64_t* sh
     j.outer_os[j.nouter++] = dos[k];
     outer *= dims[k];
   }
-  j.blocks = (j.na + CT_TRANSPOSE_TILE - 1) / CT_TRANSPOSE_TILE;
-  ct_cpu_parallel_for(outer * j.blocks, CT_TRANSPOSE_TILE * j.nb, ct_transpose_tasks, &j);
+  j.blocks_a = (j.na + CT_TRANSPOSE_TILE - 1) / CT_TRANSPOSE_TILE;
+  j.blocks_b = (j.nb + CT_TRANSPOSE_TILE - 1) / CT_TRANSPOSE_TILE;
+  ct_cpu_parallel_for(outer * j.blocks_a * j.blocks_b, CT_TRANSPOSE_TILE * CT_TRANSPOSE_TILE,
+                      ct_transpose_tasks, &j);
   return true;
 }
 
