@@ -9,11 +9,14 @@
  * status and a message (outputs left bit-for-bit untouched), aliasing rules, workspace and
  * allocator contracts, context versioning, per-thread errors and concurrent runs.
  *
- * Built and run by tests/test_c_api.py (also under valgrind). Only <ctensor.h> is used.
+ * Built and run by tests/test_c_api.py (also under valgrind). Only <ctensor.h> is used (and
+ * test_support.h beside this file).
  */
 #define _POSIX_C_SOURCE 200809L /* pthread barriers */
 
 #include <ctensor.h>
+
+#include "test_support.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -27,23 +30,6 @@
  * Reporting
  * ------------------------------------------------------------------------------------------- */
 
-static int g_count = 0;
-static int g_failed = 0;
-
-/* Records one check. Returns cond so that callers can chain. */
-static int check(int cond, const char* format, ...) {
-  va_list args;
-  ++g_count;
-  if (!cond) ++g_failed;
-  printf("%s %d - ", cond ? "ok" : "not ok", g_count);
-  va_start(args, format);
-  vprintf(format, args);
-  va_end(args);
-  printf("\n");
-  fflush(stdout);
-  return cond;
-}
-
 static void diag(const char* format, ...) {
   va_list args;
   printf("# ");
@@ -51,17 +37,6 @@ static void diag(const char* format, ...) {
   vprintf(format, args);
   va_end(args);
   printf("\n");
-}
-
-/* A failing call must return exactly `want` and leave a non-empty message. */
-static int expect_status(int got, int want, const char* what) {
-  const char* message = ct_last_error();
-  if (want == CT_OK) {
-    if (got == CT_OK) return check(1, "%s -> CT_OK", what);
-    return check(0, "%s -> CT_OK (got %s: \"%s\")", what, ct_status_name(got), message);
-  }
-  return check(got == want && message && message[0] != '\0', "%s -> %s (got %s: \"%s\")", what,
-               ct_status_name(want), ct_status_name(got), message ? message : "(null)");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -73,20 +48,6 @@ static const ct_dtype F64 = {CT_DTYPE_FLOAT, 64, 1};
 static const ct_dtype I32 = {CT_DTYPE_INT, 32, 1};
 static const ct_dtype I64 = {CT_DTYPE_INT, 64, 1};
 
-static ct_tensor view(void* data, ct_dtype dtype, int32_t ndim, int64_t* shape, int64_t* strides) {
-  ct_tensor t;
-  memset(&t, 0, sizeof t);
-  t.data = data;
-  t.device.device_type = CT_DEVICE_CPU;
-  t.device.device_id = 0;
-  t.ndim = ndim;
-  t.dtype = dtype;
-  t.shape = shape;
-  t.strides = strides;
-  t.byte_offset = 0;
-  return t;
-}
-
 static ct_tensor on_device(ct_tensor t, int32_t device_type, int32_t device_id) {
   t.device.device_type = device_type;
   t.device.device_id = device_id;
@@ -95,15 +56,6 @@ static ct_tensor on_device(ct_tensor t, int32_t device_type, int32_t device_id) 
 
 static int same_dtype(ct_dtype a, ct_dtype b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
-static const ct_op* find_op(const char* name) {
-  const ct_op* op = NULL;
-  if (ct_op_find(name, &op) != CT_OK) {
-    check(0, "ct_op_find(\"%s\") (%s)", name, ct_last_error());
-    return NULL;
-  }
-  return op;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1604,11 +1556,5 @@ int main(void) {
   test_dynamic();
   test_thread_local_errors();
   test_concurrent_runs();
-  printf("1..%d\n", g_count);
-  if (g_failed) {
-    printf("# FAILED %d of %d checks\n", g_failed, g_count);
-    return 1;
-  }
-  printf("# all %d checks passed\n", g_count);
-  return 0;
+  return tap_finish();
 }

@@ -13,56 +13,15 @@
  */
 #include <ctensor.h>
 
+#include "test_support.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int g_count = 0;
-static int g_failed = 0;
-
-static int check(int cond, const char* format, ...) {
-  va_list args;
-  ++g_count;
-  if (!cond) ++g_failed;
-  printf("%s %d - ", cond ? "ok" : "not ok", g_count);
-  va_start(args, format);
-  vprintf(format, args);
-  va_end(args);
-  printf("\n");
-  fflush(stdout);
-  return cond;
-}
-
-static int expect_status(int got, int want, const char* what) {
-  const char* message = ct_last_error();
-  if (want == CT_OK) {
-    return check(got == CT_OK, "%s -> CT_OK (got %s: \"%s\")", what, ct_status_name(got), message);
-  }
-  return check(got == want && message && message[0] != '\0', "%s -> %s (got %s: \"%s\")", what,
-               ct_status_name(want), ct_status_name(got), message ? message : "(null)");
-}
-
 static const ct_dtype F32 = {CT_DTYPE_FLOAT, 32, 1};
 static const ct_dtype BOOL8 = {CT_DTYPE_BOOL, 8, 1};
-
-static ct_tensor view(void* data, ct_dtype dtype, int32_t ndim, int64_t* shape, int64_t* strides) {
-  ct_tensor t;
-  memset(&t, 0, sizeof t);
-  t.data = data;
-  t.device.device_type = CT_DEVICE_CPU;
-  t.ndim = ndim;
-  t.dtype = dtype;
-  t.shape = shape;
-  t.strides = strides;
-  return t;
-}
-
-static const ct_op* find_op(const char* name) {
-  const ct_op* op = NULL;
-  if (ct_op_find(name, &op) != CT_OK) check(0, "ct_op_find(\"%s\")", name);
-  return op;
-}
 
 static int all_equal(const float* got, const float* want, int n) {
   for (int i = 0; i < n; ++i)
@@ -325,11 +284,5 @@ int main(void) {
   test_attribute_copies();
   test_workspace_and_empty();
   test_dynamic();
-  printf("1..%d\n", g_count);
-  if (g_failed) {
-    printf("# FAILED %d of %d checks\n", g_failed, g_count);
-    return 1;
-  }
-  printf("# all %d checks passed\n", g_count);
-  return 0;
+  return tap_finish();
 }
