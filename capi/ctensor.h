@@ -406,6 +406,12 @@ CT_API int ct_plan_run(const ct_plan* plan);
 /** Frees a plan (NULL is a no-op). Added in ABI 1.1. */
 CT_API void ct_plan_destroy(ct_plan* plan);
 
+/** A number that grows whenever a kernel is registered or replaced (a plugin loaded,
+ *  ct_kernel_register), starting at 0 before the built-in kernels are registered. A plan keeps
+ *  the kernel it was created with, while ct_op_run picks the newest: a caller that caches plans
+ *  creates them again when this number has changed. Added in ABI 1.1. */
+CT_API uint64_t ct_registry_generation(void);
+
 /* ---------------------------------------------------------------------------------------------
  * Backends: the built-in CPU backend and plugins (shared modules, see ctensor_plugin.h)
  * ------------------------------------------------------------------------------------------- */

@@ -227,7 +227,8 @@ static void ct_op_insert(ct_op* op, ct_kernel_entry* entry) {
     slot = &op->kernels[op->num_kernels++];
   }
   *slot = *entry;
-  slot->sequence = ++ct_kernel_sequence;
+  /* Atomic: ct_registry_generation reads it without the lock. */
+  slot->sequence = __atomic_add_fetch(&ct_kernel_sequence, 1, __ATOMIC_RELEASE);
 }
 
 int ct_registry_commit(ct_staged_kernel* kernels, int32_t count) {
@@ -250,6 +251,10 @@ int ct_registry_commit(ct_staged_kernel* kernels, int32_t count) {
   }
   pthread_rwlock_unlock(&ct_kernel_lock);
   return status;
+}
+
+uint64_t ct_registry_generation(void) {
+  return __atomic_load_n(&ct_kernel_sequence, __ATOMIC_ACQUIRE);
 }
 
 int ct_kernel_register(const ct_kernel_def* def) {

@@ -175,6 +175,7 @@ int ctpy_run_fast(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_
 int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack);
 int ctpy_fast_call(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t outs,
                    const ct_attr* attrs, int32_t num_attrs);
+int ctpy_fast_call_held(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t outs);
 int ctpy_fast_new(ctpy_frame* frame, const ct_op* op, intptr_t args, const ct_attr* attrs,
                   int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
                   intptr_t results);
@@ -739,20 +740,157 @@ static int ctpy_run_collected(ctpy_frame* f, PyGILState_STATE gil, int rc, const
  * an array or a tuple/list) in C, checks that everything is in host memory and no output is
  * READ_ONLY, runs without a context, and lets the capsules go. Returns the ct_status of the run,
  * or CTPY_FAST_NEED_PYTHON (nothing run, nothing held) for anything else. */
+/* Reads `args` (inputs) and `outs` (outputs) into the frame for the fast paths; with the GIL.
+ * Returns 0, or CTPY_FAST_NEED_PYTHON for anything but host tensors and writable outputs. */
+static int ctpy_collect_call(ctpy_frame* f, intptr_t args, intptr_t outs, int32_t* n,
+                             int32_t* n_out) {
+  *n = ctpy_collect(f, (PyObject*)args, 0, 0);
+  *n_out = *n < 0 ? -1 : ctpy_collect(f, (PyObject*)outs, *n, 1);
+  if (*n < 0 || *n_out < 0) return CTPY_FAST_NEED_PYTHON;
+  for (int32_t i = 0; i < *n + *n_out; ++i) {
+    if (f->tensors[i]->device.device_type != CT_DEVICE_CPU ||
+        (i >= *n && (f->meta[i] & CTPY_META_READ_ONLY))) {
+      return CTPY_FAST_NEED_PYTHON;
+    }
+  }
+  return 0;
+}
+
 static int ctpy_fast_call(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_t outs,
                           const ct_attr* attrs, int32_t num_attrs) {
   PyGILState_STATE gil = PyGILState_Ensure();
-  int rc = 0;
-  const int32_t n = ctpy_collect(f, (PyObject*)args, 0, 0);
-  const int32_t n_out = n < 0 ? -1 : ctpy_collect(f, (PyObject*)outs, n, 1);
-  if (n < 0 || n_out < 0) rc = CTPY_FAST_NEED_PYTHON;
-  for (int32_t i = 0; rc == 0 && i < n + n_out; ++i) {
-    if (f->tensors[i]->device.device_type != CT_DEVICE_CPU ||
-        (i >= n && (f->meta[i] & CTPY_META_READ_ONLY))) {
-      rc = CTPY_FAST_NEED_PYTHON;
+  int32_t n, n_out;
+  const int rc = ctpy_collect_call(f, args, outs, &n, &n_out);
+  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, NULL);
+}
+
+/* ----- plans of recent fast calls, by layout -----
+ * ctpy_fast_call_held keeps the ct_plan of its last few layouts (op; dtype, device, byte offset,
+ * shape and strides of every tensor; not the data pointers): a call whose layout was seen before
+ * skips ct_op_run's checks, which depend on nothing else, and only points the plan at its
+ * buffers (ct_plan_set_data, which checks aliasing again). A change of the registry (a plugin
+ * loaded, a kernel registered) empties the cache, as ct_op_run would pick the new kernel. Used
+ * with the GIL held and by one call at a time (FastOp's busy flag), so it needs no lock. */
+#define CTPY_PLAN_CACHE_SIZE 8
+#define CTPY_PLAN_KEY_WORDS 192
+typedef struct ctpy_cached_plan {
+  const ct_op* op;
+  int32_t words;
+  int64_t key[CTPY_PLAN_KEY_WORDS];
+  ct_plan* plan;
+} ctpy_cached_plan;
+static ctpy_cached_plan ctpy_plan_cache[CTPY_PLAN_CACHE_SIZE];
+static int32_t ctpy_plan_cache_next = 0;
+static uint64_t ctpy_plan_cache_generation = 0;
+
+/* The layout key of the collected tensors, or -1 when the call is not cached (too many tensors
+ * or dims, absent tensors, or data NULL, which ct_plan_set_data would read as "keep"). */
+static int32_t ctpy_layout_key(const ctpy_frame* f, int32_t count, int64_t* key) {
+  int32_t w = 0;
+  key[w++] = count;
+  for (int32_t i = 0; i < count; ++i) {
+    const ct_tensor* t = f->tensors[i];
+    if (!t || !t->data || w + 4 + 2 * t->ndim > CTPY_PLAN_KEY_WORDS) return -1;
+    key[w++] = (int64_t)t->dtype.code | (int64_t)t->dtype.bits << 8 |
+               (int64_t)t->dtype.lanes << 16 | (int64_t)t->ndim << 32;
+    key[w++] = (int64_t)t->device.device_type << 32 | (int64_t)(uint32_t)t->device.device_id;
+    key[w++] = (int64_t)t->byte_offset;
+    key[w++] = t->strides != NULL;
+    for (int32_t d = 0; d < t->ndim; ++d) key[w++] = t->shape[d];
+    for (int32_t d = 0; t->strides && d < t->ndim; ++d) key[w++] = t->strides[d];
+  }
+  return w;
+}
+
+static void ctpy_plan_cache_clear(void) {
+  for (int32_t i = 0; i < CTPY_PLAN_CACHE_SIZE; ++i) {
+    ct_plan_destroy(ctpy_plan_cache[i].plan);
+    ctpy_plan_cache[i].plan = NULL;
+    ctpy_plan_cache[i].op = NULL;
+  }
+}
+
+/* The cached plan for (op, key), or NULL. */
+static ct_plan* ctpy_plan_cache_find(const ct_op* op, const int64_t* key, int32_t words) {
+  const uint64_t generation = ct_registry_generation();
+  if (generation != ctpy_plan_cache_generation) {
+    ctpy_plan_cache_clear();
+    ctpy_plan_cache_generation = generation;
+    return NULL;
+  }
+  for (int32_t i = 0; i < CTPY_PLAN_CACHE_SIZE; ++i) {
+    const ctpy_cached_plan* c = &ctpy_plan_cache[i];
+    if (c->op == op && c->words == words && memcmp(c->key, key, sizeof(int64_t) * words) == 0) {
+      return c->plan;
     }
   }
-  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, NULL);
+  return NULL;
+}
+
+/* Caches `plan` (created at the current generation), replacing the oldest entry. */
+static void ctpy_plan_cache_add(const ct_op* op, const int64_t* key, int32_t words,
+                                ct_plan* plan) {
+  ctpy_cached_plan* c = &ctpy_plan_cache[ctpy_plan_cache_next];
+  ctpy_plan_cache_next = (ctpy_plan_cache_next + 1) % CTPY_PLAN_CACHE_SIZE;
+  ct_plan_destroy(c->plan);
+  c->op = op;
+  c->words = words;
+  memcpy(c->key, key, sizeof(int64_t) * words);
+  c->plan = plan;
+}
+
+/* The plan for the collected call: cached, pointed at this call's buffers; or created and
+ * cached. NULL (a status in *status when it failed) when the call is not cached. */
+static ct_plan* ctpy_plan_for(ctpy_frame* f, const ct_op* op, int32_t count, int* status) {
+  int64_t key[CTPY_PLAN_KEY_WORDS];
+  *status = CT_OK;
+  const int32_t words = ctpy_layout_key(f, count, key);
+  if (words < 0) return NULL;
+  ct_plan* plan = ctpy_plan_cache_find(op, key, words);
+  if (plan) {
+    void* data[CTPY_MAX_TENSORS];
+    for (int32_t i = 0; i < count; ++i) data[i] = f->tensors[i]->data;
+    *status = ct_plan_set_data(plan, data, count);
+    return *status == CT_OK ? plan : NULL;
+  }
+  const int32_t n_out = f->num_outputs;
+  *status = ct_plan_create(op, (const ct_tensor* const*)f->tensors, count - n_out,
+                           (const ct_tensor* const*)f->tensors + count - n_out, n_out, NULL, 0,
+                           NULL, &plan);
+  if (*status != CT_OK) return NULL;
+  if (ct_registry_generation() != ctpy_plan_cache_generation) {
+    ctpy_plan_cache_clear();
+    ctpy_plan_cache_generation = ct_registry_generation();
+  }
+  ctpy_plan_cache_add(op, key, words, plan);
+  return plan;
+}
+
+/* ctpy_fast_call without attributes for a caller that already holds the GIL (the C operator
+ * objects of ctensor._replay, which call it through a function pointer rather than through
+ * cffi), through the plan cache above: the GIL is let go only around runs with enough work. */
+static int ctpy_fast_call_held(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_t outs) {
+  int32_t n, n_out;
+  const int rc = ctpy_collect_call(f, args, outs, &n, &n_out);
+  if (rc) {
+    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+    return rc;
+  }
+  f->num_outputs = n_out;
+  int status;
+  const ct_plan* plan = ctpy_plan_for(f, op, n + n_out, &status);
+  if (status == CT_OK) {
+    PyThreadState* state = ctpy_is_small(f, n, n_out) ? NULL : PyEval_SaveThread();
+    if (plan) {
+      status = ct_plan_run(plan);
+    } else {
+      status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
+                         (const ct_tensor* const*)f->tensors + n, n_out, NULL, 0, NULL);
+    }
+    if (state) PyEval_RestoreThread(state);
+  }
+  ctpy_drop_owned(f, n + n_out);
+  return status;
 }
 
 

@@ -1,5 +1,5 @@
 /* replay.c - ctensor._replay: the base type of bound calls (ctensor.bind), which replays a
- * ct_plan with one C call.
+ * ct_plan with one C call; the module also holds FastOp (fast_op.c).
  *
  * cffi is the binding for everything else; it releases the GIL around every call into C and
  * converts each argument, which costs more than the whole kernel on tiny tensors. A replay
@@ -7,10 +7,10 @@
  * result, releasing the GIL only for plans with enough work to be worth it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 #include <stdint.h>
 
 #include "ctensor.h"
+#include "replay_types.h"
 
 typedef struct {
   PyObject_HEAD ct_plan* plan;
@@ -161,13 +161,25 @@ static PyType_Spec replay_spec = {
     replay_slots,
 };
 
-static int replay_exec(PyObject* module) {
-  PyObject* type = PyType_FromModuleAndSpec(module, &replay_spec, NULL);
+static int replay_add_type(PyObject* module, PyType_Spec* spec, const char* name) {
+  PyObject* type = PyType_FromModuleAndSpec(module, spec, NULL);
   if (!type) return -1;
-  const int rc = PyModule_AddObjectRef(module, "Replay", type);
+  const int rc = PyModule_AddObjectRef(module, name, type);
   Py_DECREF(type);
   return rc;
 }
+
+static int replay_exec(PyObject* module) {
+  if (replay_add_type(module, &replay_spec, "Replay") < 0) return -1;
+  return replay_add_type(module, &ctpy_fast_op_spec, "FastOp");
+}
+
+static PyMethodDef replay_module_methods[] = {
+    {"set_fast_path", ctpy_set_fast_path, METH_VARARGS,
+     "set_fast_path(function_address, frame_address, keepalive): the cffi module's "
+     "ctpy_fast_call_held and the frame that FastOp calls use."},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyModuleDef_Slot replay_module_slots[] = {
     {Py_mod_exec, replay_exec},
@@ -177,9 +189,9 @@ static PyModuleDef_Slot replay_module_slots[] = {
 static struct PyModuleDef replay_module = {
     PyModuleDef_HEAD_INIT,
     "ctensor._replay",
-    "The base type of ctensor bound calls (see ctensor.bind).",
+    "The base type of ctensor bound calls (see ctensor.bind) and of the C operator functions.",
     0,
-    NULL,
+    replay_module_methods,
     replay_module_slots,
     NULL,
     NULL,

@@ -58,6 +58,7 @@ from ._errors import (
 from ._frameworks import NUMPY, Framework, framework_of
 from ._lib import ffi, last_error, lib
 from ._registry import DEVICE_NAMES, OpSpec, all_specs, get_spec
+from ._replay import FastOp, set_fast_path
 
 __all__ = ["call", "make_op", "build_all", "unknown_op"]
 
@@ -1207,6 +1208,15 @@ def make_op(spec: OpSpec):  # noqa: ANN201
     namespace: dict[str, Any] = {"_spec": spec, "_call": call, **fast_names}
     exec(compile(source, f"<ctensor.ops.{spec.name}>", "exec"), namespace)  # noqa: S102
     function = namespace[_py_name(spec.name)]
+    if fast_names:
+        # The commonest call runs from C (FastOp); the Python function takes every other.
+        _describe_function(function, spec)
+        function = FastOp(int(ffi.cast("uintptr_t", spec.op)), function, len(call_args),
+                          spec.single_output)
+    return _describe_function(function, spec)
+
+
+def _describe_function(function: Any, spec: OpSpec) -> Any:
     function.__name__ = spec.name
     function.__qualname__ = spec.name
     function.__module__ = "ctensor.ops"
@@ -1214,6 +1224,16 @@ def make_op(spec: OpSpec):  # noqa: ANN201
     function.__signature__ = _signature(spec)
     function.spec = spec
     return function
+
+
+def _configure_fast_path() -> None:
+    """Points FastOp at the cffi module's ctpy_fast_call_held and gives it its frame."""
+    frame = _Frame()
+    held = ffi.addressof(lib, "ctpy_fast_call_held")
+    set_fast_path(int(ffi.cast("uintptr_t", held)), int(ffi.cast("uintptr_t", frame.c)), frame)
+
+
+_configure_fast_path()
 
 
 def build_all() -> dict[str, Any]:

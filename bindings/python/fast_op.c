@@ -1,0 +1,189 @@
+/* fast_op.c - ctensor._replay.FastOp: the type of the ctensor.ops functions whose commonest call
+ * (arrays only, every input positional, out= given, no attributes) runs from C.
+ *
+ * That call reaches the cffi module's ctpy_fast_call_held through a function pointer, with the
+ * GIL held: no Python frame, no cffi argument conversion, no GIL round trip for tiny tensors.
+ * Every other call, and any call the fast path declines or that fails, goes to the operator's
+ * Python function (`fallback`), which handles every case and raises every error. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "replay_types.h"
+
+typedef int (*ctpy_fast_fn)(void* frame, const void* op, intptr_t args, intptr_t outs);
+
+/* The fast path, set once by ctensor._ops (set_fast_path): one frame for every operator, used by
+ * one call at a time (`busy`: a call that finds it taken goes the Python way). */
+static ctpy_fast_fn g_fast_fn = NULL;
+static void* g_fast_frame = NULL;
+static PyObject* g_fast_keep = NULL; /* owns the frame's memory */
+static int g_fast_busy = 0;
+static PyObject* g_out_name = NULL; /* "out", interned */
+
+typedef struct {
+  PyObject_HEAD const void* op;
+  PyObject* fallback;    /* the operator's Python function */
+  Py_ssize_t num_inputs; /* inputs of the fast form: all of them, positional */
+  int single_output;     /* out=(array,) returns the array */
+  vectorcallfunc vectorcall;
+  PyObject* dict; /* __name__, __doc__, __signature__, spec... (set by ctensor._ops) */
+} FastOpObject;
+
+PyObject* ctpy_set_fast_path(PyObject* module, PyObject* args) {
+  unsigned long long fn, frame;
+  PyObject* keep;
+  if (!PyArg_ParseTuple(args, "KKO:set_fast_path", &fn, &frame, &keep)) return NULL;
+  if (g_fast_busy) {
+    PyErr_SetString(PyExc_RuntimeError, "the fast path is in use");
+    return NULL;
+  }
+  Py_INCREF(keep);
+  Py_XSETREF(g_fast_keep, keep);
+  g_fast_fn = (ctpy_fast_fn)(uintptr_t)fn;
+  g_fast_frame = (void*)(uintptr_t)frame;
+  Py_RETURN_NONE;
+}
+
+/* out=, when it is the only keyword. */
+static PyObject* fast_op_only_out(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (!kwnames || PyTuple_GET_SIZE(kwnames) != 1) return NULL;
+  PyObject* name = PyTuple_GET_ITEM(kwnames, 0);
+  if (name != g_out_name && PyUnicode_Compare(name, g_out_name) != 0) return NULL;
+  PyObject* out = args[nargs];
+  return out == Py_None ? NULL : out;
+}
+
+static PyObject* fast_op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
+                                    PyObject* kwnames) {
+  FastOpObject* f = (FastOpObject*)self;
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  PyObject* out = nargs == f->num_inputs ? fast_op_only_out(args, nargs, kwnames) : NULL;
+  if (out && g_fast_fn && !g_fast_busy) {
+    PyObject* inputs = PyTuple_New(nargs);
+    if (!inputs) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      Py_INCREF(args[i]);
+      PyTuple_SET_ITEM(inputs, i, args[i]);
+    }
+    g_fast_busy = 1;
+    const int status = g_fast_fn(g_fast_frame, f->op, (intptr_t)inputs, (intptr_t)out);
+    g_fast_busy = 0;
+    Py_DECREF(inputs);
+    if (PyErr_Occurred()) PyErr_Clear(); /* the fallback below reads the arrays again */
+    if (status == 0) {
+      if (f->single_output && (PyTuple_CheckExact(out) || PyList_CheckExact(out)) &&
+          PySequence_Size(out) == 1) {
+        return PySequence_GetItem(out, 0);
+      }
+      Py_INCREF(out);
+      return out;
+    }
+  }
+  return PyObject_Vectorcall(f->fallback, args, nargsf, kwnames);
+}
+
+static PyObject* fast_op_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  unsigned long long op;
+  PyObject* fallback;
+  Py_ssize_t num_inputs;
+  int single_output;
+  if (!PyArg_ParseTuple(args, "KOnp:FastOp", &op, &fallback, &num_inputs, &single_output)) {
+    return NULL;
+  }
+  if (!PyCallable_Check(fallback)) {
+    PyErr_SetString(PyExc_TypeError, "FastOp: the fallback must be callable");
+    return NULL;
+  }
+  if (!g_out_name && !(g_out_name = PyUnicode_InternFromString("out"))) return NULL;
+  FastOpObject* f = (FastOpObject*)type->tp_alloc(type, 0);
+  if (!f) return NULL;
+  f->op = (const void*)(uintptr_t)op;
+  Py_INCREF(fallback);
+  f->fallback = fallback;
+  f->num_inputs = num_inputs;
+  f->single_output = single_output;
+  f->vectorcall = fast_op_vectorcall;
+  return (PyObject*)f;
+}
+
+/* Attribute access on a class returns the operator itself, unbound, as for builtins; this also
+ * makes inspect (and so help()) treat it as a routine. */
+static PyObject* fast_op_descr_get(PyObject* self, PyObject* obj, PyObject* type) {
+  Py_INCREF(self);
+  return self;
+}
+
+/* <ctensor operator NAME> */
+static PyObject* fast_op_repr(PyObject* self) {
+  PyObject* name = PyObject_GetAttrString(self, "__name__");
+  if (!name) return NULL;
+  PyObject* text = PyUnicode_FromFormat("<ctensor operator %S>", name);
+  Py_DECREF(name);
+  return text;
+}
+
+/* Pickled by reference, as functions are: the qualified name in __module__. */
+static PyObject* fast_op_reduce(PyObject* self, PyObject* Py_UNUSED(ignored)) {
+  return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static int fast_op_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(((FastOpObject*)self)->fallback);
+  Py_VISIT(((FastOpObject*)self)->dict);
+  Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+
+static int fast_op_clear(PyObject* self) {
+  Py_CLEAR(((FastOpObject*)self)->fallback);
+  Py_CLEAR(((FastOpObject*)self)->dict);
+  return 0;
+}
+
+static void fast_op_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  fast_op_clear(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+static PyMemberDef fast_op_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastOpObject, vectorcall), READONLY, NULL},
+    {"__dictoffset__", T_PYSSIZET, offsetof(FastOpObject, dict), READONLY, NULL},
+    {"fallback", T_OBJECT, offsetof(FastOpObject, fallback), READONLY,
+     "the operator's Python function: every call the C fast path does not take"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef fast_op_methods[] = {
+    {"__reduce__", fast_op_reduce, METH_NOARGS, "pickled by qualified name"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot fast_op_slots[] = {
+    {Py_tp_doc,
+     "A ctensor operator: ctensor.ops.<name>. Arrays passed positionally with out= and no "
+     "attributes run from C; every other call goes through `fallback`, the operator's Python "
+     "function. Each instance carries the operator's own docstring and signature."},
+    {Py_tp_new, fast_op_new},
+    {Py_tp_dealloc, fast_op_dealloc},
+    {Py_tp_traverse, fast_op_traverse},
+    {Py_tp_clear, fast_op_clear},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_descr_get, fast_op_descr_get},
+    {Py_tp_members, fast_op_members},
+    {Py_tp_methods, fast_op_methods},
+    {Py_tp_repr, fast_op_repr},
+    {0, NULL},
+};
+
+PyType_Spec ctpy_fast_op_spec = {
+    "ctensor._replay.FastOp",
+    sizeof(FastOpObject),
+    0,
+    /* Not subclassable: Python subclasses would lose Py_TPFLAGS_HAVE_VECTORCALL (before 3.12). */
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    fast_op_slots,
+};
