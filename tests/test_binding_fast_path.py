@@ -102,3 +102,66 @@ def test_small_and_large_calls_agree(size, step):
     out = np.empty(x.shape, np.float32)
     assert ops.tanh(x, out=out) is out
     assert_close(out, np.tanh(x.astype(np.float64)))
+
+
+# ----------------------------------------------------------------------------------------------
+# ops.<name> as C objects (FastOp) and the plan cache behind their out= form
+# ----------------------------------------------------------------------------------------------
+
+
+def test_operators_are_c_objects_that_look_like_functions():
+    import inspect
+    import pickle
+
+    assert isinstance(ops.add, ctensor._replay.FastOp)
+    assert inspect.isroutine(ops.add) and callable(ops.add.fallback)
+    assert str(inspect.signature(ops.add)) == str(inspect.signature(ops.add.fallback))
+    assert ops.add.__name__ == "add" and ops.add.__module__ == "ctensor.ops"
+    assert "add" in repr(ops.add) and ops.add.__doc__ == ops.add.fallback.__doc__
+    assert pickle.loads(pickle.dumps(ops.add)) is ops.add
+
+    class Holder:
+        negate = ops.negative  # not bound as a method
+
+    assert_close(Holder().negate(np.ones(3)), -np.ones(3))
+
+
+def test_cached_layouts_run_on_each_calls_buffers():
+    rng = np.random.default_rng(5)
+    layouts = [(7,), (3, 5), (2, 3, 4), (11,), (4, 4), (1, 9), (6, 2), (5, 5), (2, 2, 2), (13,)]
+    for _ in range(3):  # more layouts than the cache holds, cycled: hits, misses and evictions
+        for shape in layouts:
+            a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+            out = np.empty(shape)
+            assert ops.add(a, b, out=out) is out
+            np.testing.assert_array_equal(out, a + b)
+            t = a.T  # the same shape reversed with other strides: another key
+            out_t = np.empty(t.shape)
+            assert ops.multiply(t, t, out=out_t) is out_t
+            np.testing.assert_array_equal(out_t, t * t)
+
+
+def test_a_cached_layout_still_checks_aliasing():
+    x = np.arange(10.0)
+    y = np.ones(9)
+    other = np.zeros(10)
+    ops.add(x[1:], y, out=other[:-1])  # this layout, without overlap: planned and cached
+    assert_close(other[:-1], x[1:] + 1)
+    before = snapshot(x)
+    with pytest.raises(ctensor.AliasingError):
+        ops.add(x[1:], y, out=x[:-1])  # same layout, output overlapping an input
+    assert unchanged(x, before)
+    ops.add(x, x, out=x)  # exactly the same view: in place is allowed
+    assert_close(x, np.arange(10.0) * 2)
+
+
+def test_the_fast_form_hands_everything_else_to_the_python_function():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert_close(ops.add(a, 1.0), a + 1)  # a scalar input, no out=
+    out = np.empty(2, np.float32)
+    assert ops.sum(a, out=out, axis=1) is out  # an attribute
+    assert_close(out, a.sum(axis=1))
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ops.add(a, a, out=np.empty((3, 2), np.float32))
+    with pytest.raises(TypeError):
+        ops.add(a, out=np.empty_like(a))  # too few inputs: the Python signature says so

@@ -12,6 +12,7 @@
  * Built and run by tests/test_c_api.py (also under valgrind and sanitizers).
  */
 #include <ctensor.h>
+#include <ctensor_backend.h>
 
 #include "test_support.h"
 
@@ -276,6 +277,53 @@ static void test_dynamic(void) {
   for (int i = 0; i < log.calls; ++i) free(log.data[i]);
 }
 
+/* A "newer backend" kernel for subtract on int16: writes 7 everywhere. */
+static int sevens_kernel(const ct_kernel_call* call) {
+  const ct_tensor* out = call->outputs[0];
+  int64_t n = 1;
+  for (int32_t k = 0; k < out->ndim; ++k) n *= out->shape[k];
+  for (int64_t i = 0; i < n; ++i) ((short*)out->data)[i] = 7;
+  return CT_OK;
+}
+
+/* ct_registry_generation grows with each registration; a plan keeps its kernel while ct_op_run
+ * takes the newest. */
+static void test_registry_generation(void) {
+  const ct_op* subtract = find_op("subtract");
+  if (!subtract) return;
+  const ct_dtype i16 = {CT_DTYPE_INT, 16, 1};
+  short a[3] = {5, 6, 7}, b[3] = {1, 1, 1}, out[3] = {0, 0, 0};
+  int64_t shape[1] = {3};
+  ct_tensor ta = view(a, i16, 1, shape, NULL), tb = view(b, i16, 1, shape, NULL);
+  ct_tensor to = view(out, i16, 1, shape, NULL);
+  const ct_tensor* in[2] = {&ta, &tb};
+  const ct_tensor* outs[1] = {&to};
+  ct_plan* plan = NULL;
+  if (!expect_status(ct_plan_create(subtract, in, 2, outs, 1, NULL, 0, NULL, &plan), CT_OK,
+                     "ct_plan_create(subtract int16)"))
+    return;
+  const uint64_t before = ct_registry_generation();
+  check(before > 0, "the registry generation counts the built-in kernels (%llu)",
+        (unsigned long long)before);
+  const ct_dtype signature[3] = {i16, i16, i16};
+  ct_kernel_def def;
+  memset(&def, 0, sizeof def);
+  def.struct_size = sizeof def;
+  def.op_name = "subtract";
+  def.backend_name = "test-plan-sevens";
+  def.device_type = CT_DEVICE_CPU;
+  def.signature_length = 3;
+  def.signature = signature;
+  def.run = sevens_kernel;
+  expect_status(ct_kernel_register(&def), CT_OK, "ct_kernel_register(subtract int16, newer)");
+  check(ct_registry_generation() > before, "the generation grew with the registration");
+  expect_status(ct_plan_run(plan), CT_OK, "ct_plan_run(subtract) after the registration");
+  check(out[0] == 4 && out[2] == 6, "the plan keeps the kernel it was created with");
+  expect_status(ct_op_run(subtract, in, 2, outs, 1, NULL, 0, NULL), CT_OK, "ct_op_run(subtract)");
+  check(out[0] == 7 && out[2] == 7, "ct_op_run takes the newest kernel");
+  ct_plan_destroy(plan);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   check(ct_abi_version() >= ((1u << 16) | 1u), "the library has ABI 1.1 or newer (plans)");
@@ -284,5 +332,6 @@ int main(void) {
   test_attribute_copies();
   test_workspace_and_empty();
   test_dynamic();
+  test_registry_generation(); /* last: it changes what subtract on int16 computes */
   return tap_finish();
 }
