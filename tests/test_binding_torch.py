@@ -133,3 +133,25 @@ def test_torch_negative_strides_never_happen():
 def test_ctensor_error_types_for_torch_inputs():
     with pytest.raises(ctensor.ShapeMismatchError):
         ops.add(torch.ones(2), torch.ones(3))
+
+
+def test_lazy_conjugate_and_negative_views_are_read_as_torch_shows_them():
+    """z.conj() and z.conj().imag keep raw memory with a bit that torch applies on access (and
+    DLPack exports the raw memory): inputs are resolved, outputs refused, binds refused."""
+    z = torch.tensor([1 + 2j, 3 - 1j, -0.5 + 0.25j], dtype=torch.complex64)
+    conj, neg = z.conj(), z.conj().imag
+    assert conj.is_conj() and neg.is_neg()
+    for _ in range(2):  # the second call takes the C fast path's plan cache
+        out = torch.empty(3, dtype=torch.complex64)
+        assert ops.add(conj, conj, out=out) is out
+        assert torch.equal(out, conj + conj)
+        out_neg = torch.empty(3)
+        assert ops.multiply(neg, z.real, out=out_neg) is out_neg
+        assert torch.equal(out_neg, neg * z.real)
+    assert torch.equal(ops.exp(neg), torch.exp(neg))
+    before = z.clone()
+    with pytest.raises(ctensor.InvalidArgumentError, match="lazy conjugate or negative bit"):
+        ops.add(z, z, out=z.conj())
+    assert torch.equal(z, before)
+    with pytest.raises(ctensor.InputTypeError, match="resolve_conj"):
+        ctensor.bind(ops.add, conj, conj, out=torch.empty(3, dtype=torch.complex64))

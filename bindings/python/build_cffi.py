@@ -473,6 +473,8 @@ static PyObject* ctpy_tensor_type = NULL;    /* torch.Tensor (exact type only) *
 static PyObject* ctpy_to_dlpack = NULL;      /* torch.utils.dlpack.to_dlpack */
 static PyObject* ctpy_str_dlpack = NULL;
 static PyObject* ctpy_str_requires_grad = NULL;
+static PyObject* ctpy_str_is_neg = NULL;
+static PyObject* ctpy_str_is_conj = NULL;
 static PyObject* ctpy_no_args = NULL;
 static PyObject* ctpy_versioned_kwargs = NULL; /* {"max_version": (1, 0)} */
 
@@ -485,15 +487,67 @@ static void ctpy_replace(PyObject** slot, intptr_t value) {
 }
 
 /* Tells the fast paths which types they may read themselves (0: leave as is). */
+/* True when torch tensor `o` has a lazy negative or conjugate bit (views such as z.conj() and
+ * z.conj().imag): its memory holds values that torch negates or conjugates on access, and a
+ * DLPack export shows the raw memory. Such tensors go the Python way, which resolves them. Only
+ * floating and complex tensors (DLPack codes 2, 4, 5) can carry the bits. Errors count as set. */
+static int ctpy_torch_lazy_bits(PyObject* o, int dtype_code) {
+  if (dtype_code != 2 && dtype_code != 4 && dtype_code != 5) return 0;
+  int set = 0;
+  for (int k = 0; k < (dtype_code == 5 ? 2 : 1) && !set; ++k) {
+    PyObject* name = k == 0 ? ctpy_str_is_neg : ctpy_str_is_conj;
+    PyObject* bit = PyObject_CallMethodObjArgs(o, name, NULL);
+    set = bit != Py_False;
+    Py_XDECREF(bit);
+  }
+  PyErr_Clear();
+  return set;
+}
+
+/* ---- DLPack's exchange API (DLPack 1.2+): a producer type's `__dlpack_c_exchange_api__` is a
+ * capsule "dlpack_exchange_api" holding a static table of C functions. The one used here fills a
+ * caller's DLTensor from an object without allocating (shape and strides point into the
+ * object, valid while it lives) and without synchronising: torch.Tensor has it. The layout below
+ * is the table's as the DLPack specification defines it. */
+typedef struct ctpy_dlpack_exchange_api {
+  DLPackVersion version; /* header: version, then the previous table in the chain */
+  void* prev_api;
+  void* managed_tensor_allocator;
+  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_to_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out); /* may be NULL */
+  void* current_work_stream;
+} ctpy_dlpack_exchange_api;
+typedef int (*ctpy_dltensor_reader)(void* py_object, DLTensor* out);
+static ctpy_dltensor_reader ctpy_tensor_reader = NULL; /* for ctpy_tensor_type, or NULL */
+
+/* The exchange API's DLTensor reader of `type` (major version 1, minor 2 or more), or NULL. */
+static ctpy_dltensor_reader ctpy_exchange_reader(PyObject* type) {
+  PyObject* capsule = PyObject_GetAttrString(type, "__dlpack_c_exchange_api__");
+  ctpy_dltensor_reader reader = NULL;
+  if (capsule && PyCapsule_CheckExact(capsule)) {
+    const ctpy_dlpack_exchange_api* api = PyCapsule_GetPointer(capsule, "dlpack_exchange_api");
+    if (api && api->version.major == 1 && api->version.minor >= 2) {
+      reader = api->dltensor_from_py_object_no_sync;
+    }
+  }
+  Py_XDECREF(capsule); /* the table is static: it outlives the capsule object */
+  PyErr_Clear();
+  return reader;
+}
+
 static int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack) {
   PyGILState_STATE gil = PyGILState_Ensure();
   int rc = 0;
   if (!ctpy_str_dlpack) {
     ctpy_str_dlpack = PyUnicode_InternFromString("__dlpack__");
     ctpy_str_requires_grad = PyUnicode_InternFromString("requires_grad");
+    ctpy_str_is_neg = PyUnicode_InternFromString("is_neg");
+    ctpy_str_is_conj = PyUnicode_InternFromString("is_conj");
     ctpy_no_args = PyTuple_New(0);
     ctpy_versioned_kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
-    if (!ctpy_str_dlpack || !ctpy_str_requires_grad || !ctpy_no_args || !ctpy_versioned_kwargs) {
+    if (!ctpy_str_dlpack || !ctpy_str_requires_grad || !ctpy_str_is_neg || !ctpy_str_is_conj ||
+        !ctpy_no_args || !ctpy_versioned_kwargs) {
       PyErr_Clear();
       rc = -1;
     }
@@ -502,6 +556,7 @@ static int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t 
     ctpy_replace(&ctpy_ndarray_type, ndarray_type);
     ctpy_replace(&ctpy_tensor_type, tensor_type);
     ctpy_replace(&ctpy_to_dlpack, to_dlpack);
+    if (tensor_type) ctpy_tensor_reader = ctpy_exchange_reader((PyObject*)tensor_type);
   }
   PyGILState_Release(gil);
   return rc;
@@ -524,7 +579,9 @@ static PyObject* ctpy_capsule_of(PyObject* o, int output) {
     }
   } else if (type == ctpy_tensor_type && ctpy_to_dlpack) {
     PyObject* grad = PyObject_GetAttr(o, ctpy_str_requires_grad);
-    if (grad == Py_False) capsule = PyObject_CallFunctionObjArgs(ctpy_to_dlpack, o, NULL);
+    if (grad == Py_False && !ctpy_torch_lazy_bits(o, 5)) { /* 5: both bits, whatever the dtype */
+      capsule = PyObject_CallFunctionObjArgs(ctpy_to_dlpack, o, NULL);
+    }
     Py_XDECREF(grad);
   }
   if (!capsule) PyErr_Clear();
@@ -650,6 +707,25 @@ static int ctpy_view_locked(ctpy_frame* f, int32_t i, PyObject* item, int output
     f->managed[i] = NULL;
     f->meta[i] = ctpy_meta(&f->views[i]);
     return 0;
+  }
+  if (i < CTPY_MAX_VIEWS && ctpy_tensor_reader && (PyObject*)Py_TYPE(item) == ctpy_tensor_type) {
+    /* torch: read through the exchange API (no capsule, no allocation). Inputs are read as
+     * the Python path reads them (detached); outputs that require grad go the Python way,
+     * which refuses them. */
+    int plain = 1;
+    if (output) {
+      PyObject* grad = PyObject_GetAttr(item, ctpy_str_requires_grad);
+      plain = grad == Py_False;
+      Py_XDECREF(grad);
+    }
+    if (plain && ctpy_tensor_reader(item, &f->views[i]) == 0) {
+      if (ctpy_torch_lazy_bits(item, f->views[i].dtype.code)) return -1;
+      f->tensors[i] = &f->views[i];
+      f->managed[i] = NULL;
+      f->meta[i] = ctpy_meta(&f->views[i]);
+      return 0;
+    }
+    PyErr_Clear();
   }
   PyObject* capsule = ctpy_capsule_of(item, output);
   if (!capsule) return -1;

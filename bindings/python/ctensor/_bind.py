@@ -26,7 +26,15 @@ from ._dlpack import CAPSULE as _K_CAPSULE
 from ._dlpack import NONE as _K_NONE
 from ._dlpack import NUMPY_SCALAR as _K_NUMPY_SCALAR
 from ._dlpack import SCALAR as _K_SCALAR
-from ._dlpack import InputTypeError, capsule_of, kind_of, open_error, output_capsule_of
+from ._dlpack import TORCH as _K_TORCH
+from ._dlpack import (
+    InputTypeError,
+    capsule_of,
+    has_lazy_bits,
+    kind_of,
+    open_error,
+    output_capsule_of,
+)
 from ._errors import (
     InvalidArgumentError,
     ReadOnlyOutputError,
@@ -115,6 +123,11 @@ def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
         if kind == _K_NUMPY_SCALAR:
             obj = np.asarray(obj)
             kind = kind_of(np.ndarray)
+        if kind == _K_TORCH and has_lazy_bits(obj):
+            raise InputTypeError(
+                f"{_ops._input_name(spec, i)} has torch's lazy conjugate or negative bit; bind "
+                "reads tensors in place: pass t.resolve_conj().resolve_neg()"
+            )
         capsule = capsule_of(obj, kind, lambda i=i: _ops._input_name(spec, i))
         keep.append(obj)
         keep.append(capsule)

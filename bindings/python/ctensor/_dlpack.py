@@ -117,6 +117,13 @@ def _call_dlpack(obj: Any, what: Any, writable: bool) -> Any:
         raise InvalidArgumentError(f"{what()}: cannot be read through DLPack: {text}") from e
 
 
+def has_lazy_bits(tensor: Any) -> bool:
+    """True for a torch tensor whose memory torch conjugates or negates on access (``z.conj()``,
+    ``z.conj().imag``): DLPack exports the raw memory, so such tensors are resolved (inputs) or
+    refused (outputs)."""
+    return bool(tensor.is_conj() or tensor.is_neg())
+
+
 def capsule_of(obj: Any, kind: int, what: Any) -> Any:
     """A DLPack capsule of an input (``what()`` names it in errors)."""
     if kind == NUMPY:
@@ -125,8 +132,12 @@ def capsule_of(obj: Any, kind: int, what: Any) -> Any:
         except BufferError:
             return _call_dlpack(obj, what, False)  # read-only: versioned, flagged READ_ONLY
     if kind == TORCH:
+        if obj.requires_grad:
+            obj = obj.detach()
+        if has_lazy_bits(obj):
+            obj = obj.resolve_conj().resolve_neg()  # the values torch shows, not the raw memory
         try:
-            return _to_dlpack(obj.detach() if obj.requires_grad else obj)
+            return _to_dlpack(obj)
         except (RuntimeError, BufferError, TypeError) as e:
             raise InvalidArgumentError(f"{what()}: cannot be read through DLPack: {e}") from e
     if kind in (DLPACK, JAX):
@@ -147,6 +158,12 @@ def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
         if obj.requires_grad:
             raise InvalidArgumentError(
                 f"{what()} requires grad; writing into it in place would break autograd"
+            )
+        if has_lazy_bits(obj):
+            raise InvalidArgumentError(
+                f"{what()} has torch's lazy conjugate or negative bit (a view such as "
+                "z.conj() or z.conj().imag): its memory does not hold the values torch shows; "
+                "write into a plain tensor"
             )
         try:
             return _to_dlpack(obj)
