@@ -9,6 +9,9 @@
  * apart. */
 #define CT_REDUCE_PREFETCH_ROWS 2
 #define CT_REDUCE_LINE 64
+/* Rows a rows_many call takes: several input streams at once, read without software prefetch
+ * (measured faster than one row at a time with prefetching, on 4096 x 4096 float32 axis 0). */
+#define CT_REDUCE_MANY_ROWS 8
 /* Runs shorter than this make rows mode preferable even when they are contiguous. */
 #define CT_REDUCE_SHORT_RUN 16
 /* Split one task's reduction across threads when there are fewer tasks than this... */
@@ -95,6 +98,24 @@ static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t
       index[k] = rest % p->red_shape[k];
       rest /= p->red_shape[k];
       ptr += index[k] * p->red_xs[k];
+    }
+    if (vt->rows_many != NULL && p->nred == 1) {
+      /* several rows a call, never across a block boundary (same sums as row by row) */
+      for (int64_t r = rb; r < re;) {
+        int64_t rows = re - r < CT_REDUCE_MANY_ROWS ? re - r : CT_REDUCE_MANY_ROWS;
+        if (vt->blocked && rows > CT_REDUCE_BLOCK - calls) rows = CT_REDUCE_BLOCK - calls;
+        vt->rows_many(ptr, p->red_xs[0], rows, p->lane.xs, lanes, target);
+        ptr += rows * p->red_xs[0];
+        r += rows;
+        calls += (int32_t)rows;
+        if (vt->blocked && calls == CT_REDUCE_BLOCK) {
+          vt->combine(acc, part, lanes);
+          vt->init(part, lanes);
+          calls = 0;
+        }
+      }
+      if (vt->blocked && calls > 0) vt->combine(acc, part, lanes);
+      return;
     }
     /* prefetch only along a single reduced dim, where the row ahead is one stride away */
     const bool prefetch = p->nred == 1 && p->lane.xs <= CT_REDUCE_LINE;

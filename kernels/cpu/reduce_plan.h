@@ -37,6 +37,10 @@
 /* The T at byte offset index * step from base. */
 #define CT_REDUCE_AT(T, base, index, step) (*(const T*)((base) + (index) * (step)))
 
+/* acc[j] op= x[r * row_step + j * step] for r < rows (in order), j < n (byte steps). */
+typedef void (*ct_reduce_rows_many_fn)(const char* x, int64_t row_step, int64_t rows, int64_t step,
+                                       int64_t n, void* acc);
+
 /* An accumulator vtable; `acc` points at n accumulators of acc_size bytes. `index` is the flat
  * index (over the reduced dims, in the plan's order) of the first element a call reads. */
 typedef struct ct_reduce_vtable {
@@ -55,19 +59,25 @@ typedef struct ct_reduce_vtable {
    * caller's (var/std: the correction) */
   void (*finalize)(const void* acc, int64_t n, char* out, int64_t out_step, int64_t count,
                    double param);
+  /* Optional (NULL: `rows` row by row): `rows` calls at once on consecutive rows of a single
+   * reduced dim, row_step bytes apart, bitwise the same result. */
+  ct_reduce_rows_many_fn rows_many;
 } ct_reduce_vtable;
 
 /* The vtable of a family expanded for (OP, SFX): its functions are named
- * ct_<OP>_<SFX>_{init,run,rows,combine,finalize}. */
-#define CT_REDUCE_VTABLE(OP, SFX, ACC_SIZE, ORDERED, BLOCKED)                      \
-  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {ACC_SIZE,                  \
-                                                        ORDERED,                   \
-                                                        BLOCKED,                   \
-                                                        ct_##OP##_##SFX##_init,    \
-                                                        ct_##OP##_##SFX##_run,     \
-                                                        ct_##OP##_##SFX##_rows,    \
-                                                        ct_##OP##_##SFX##_combine, \
-                                                        ct_##OP##_##SFX##_finalize};
+ * ct_<OP>_<SFX>_{init,run,rows,combine,finalize}; ROWS_MANY is a function or NULL. */
+#define CT_REDUCE_VTABLE_MANY(OP, SFX, ACC_SIZE, ORDERED, BLOCKED, ROWS_MANY)       \
+  static const ct_reduce_vtable ct_##OP##_##SFX##_vt = {ACC_SIZE,                   \
+                                                        ORDERED,                    \
+                                                        BLOCKED,                    \
+                                                        ct_##OP##_##SFX##_init,     \
+                                                        ct_##OP##_##SFX##_run,      \
+                                                        ct_##OP##_##SFX##_rows,     \
+                                                        ct_##OP##_##SFX##_combine,  \
+                                                        ct_##OP##_##SFX##_finalize, \
+                                                        ROWS_MANY};
+#define CT_REDUCE_VTABLE(OP, SFX, ACC_SIZE, ORDERED, BLOCKED) \
+  CT_REDUCE_VTABLE_MANY(OP, SFX, ACC_SIZE, ORDERED, BLOCKED, NULL)
 
 /* Hot loops are also compiled for AVX2 and the variant is picked at load time (GCC, x86-64 ELF:
  * ifunc). Results are bitwise the same on every variant: the loops keep explicit independent
