@@ -2,6 +2,7 @@
 #include "reduce_f32.h"
 
 #include "cpu_isa.h"
+#include "reduce_plan.h"
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
 #include <immintrin.h>
@@ -26,6 +27,7 @@ static inline double ct_sum_f32_fold(const double* r) {
 static double ct_sum_f32_lanes_generic(const float* x, int64_t n) {
   double r[CT_SUM_F32_LANES] = {0.0};
   for (int64_t i = 0; i < n; i += CT_SUM_F32_LANES) {
+    CT_REDUCE_PREFETCH_AHEAD(x + i, CT_SUM_F32_LANES * sizeof(float));
     for (int k = 0; k < CT_SUM_F32_LANES; ++k) r[k] += (double)x[i + k];
   }
   return ct_sum_f32_fold(r);
@@ -49,6 +51,7 @@ CT_CPU_TARGET_AVX2 static double ct_sum_f32_lanes_avx2(const float* x, int64_t n
   __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   for (int64_t i = 0; i < n; i += CT_SUM_F32_LANES) {
     const float* p = x + i;
+    CT_REDUCE_PREFETCH_AHEAD(p, CT_SUM_F32_LANES * sizeof(float));
     a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
     a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
     a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));

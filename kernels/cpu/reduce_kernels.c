@@ -202,7 +202,7 @@ static void ct_fsum_rows_many_f32(const char* x, int64_t row_step, int64_t rows,
 
 /* ----- max, min: compute-type accumulator, nan propagates ----- */
 
-#define CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, IDENTITY, PICK, LOOP)                             \
+#define CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, IDENTITY, PICK, LANE)                             \
   static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
     C* a = acc;                                                                                   \
     for (int64_t j = 0; j < n; ++j) a[j] = IDENTITY##C();                                         \
@@ -212,9 +212,10 @@ static void ct_fsum_rows_many_f32(const char* x, int64_t row_step, int64_t rows,
     C m = *(C*)acc;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      LOOP(C, n, ct_load_##SFX(p[ct_i]), m);                                                      \
+      CT_NANPICK_LOOP_AHEAD(C, n, ct_load_##SFX(p[ct_i]), m, PICK, LANE,                          \
+                            CT_REDUCE_PREFETCH_AHEAD(p + ct_b, CT_NANMAX_WIDTH * sizeof(T)));     \
     } else {                                                                                      \
-      LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m);                               \
+      CT_NANPICK_LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m, PICK, LANE);        \
     }                                                                                             \
     *(C*)acc = m;                                                                                 \
   }                                                                                               \
@@ -247,9 +248,9 @@ static void ct_fsum_rows_many_f32(const char* x, int64_t row_step, int64_t rows,
   CT_REDUCE_VTABLE(OP, SFX, sizeof(C), false, false)
 
 #define CT_FAMILY_max(OP, SFX, T, C, OSFX, OT) \
-  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_lowest_, CT_NAN_MAX, CT_NANMAX_LOOP)
+  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_lowest_, CT_NAN_MAX, CT_LANE_MAX)
 #define CT_FAMILY_min(OP, SFX, T, C, OSFX, OT) \
-  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_highest_, CT_NAN_MIN, CT_NANMIN_LOOP)
+  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_highest_, CT_NAN_MIN, CT_LANE_MIN)
 
 /* ----- iprod / fprod: uint64 (wrapping) or double accumulator, identity 1 ----- */
 
