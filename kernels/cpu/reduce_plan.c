@@ -66,7 +66,8 @@ static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t
   if (!p->rows_mode) {
     const int32_t inner = p->nred - 1;
     const int64_t run = p->red_shape[inner], step = p->red_xs[inner];
-    int64_t outer = rb / run, offset = rb % run;
+    /* (divisions cost more than a short run's loads: skipped when the task starts at 0) */
+    int64_t outer = rb == 0 ? 0 : rb / run, offset = rb == 0 ? 0 : rb % run;
     const char* ptr = x;
     for (int32_t k = inner - 1; k >= 0; --k) {
       index[k] = outer % p->red_shape[k];
@@ -145,13 +146,14 @@ static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t
 
 /* Where task t starts in x and out, and how many lanes it has. */
 static int64_t ct_reduce_task_at(const ct_reduce_plan* p, int64_t t, const char** x, char** out) {
-  int64_t outer = t / p->lane.chunks;
-  const int64_t chunk = t % p->lane.chunks;
+  const bool one_chunk = p->lane.chunks == 1; /* skips two divisions a task */
+  int64_t outer = one_chunk ? t : t / p->lane.chunks;
+  const int64_t chunk = one_chunk ? 0 : t % p->lane.chunks;
   const char* xp = p->xbase;
   char* op = p->obase;
   for (int32_t k = p->nkeep - 1; k >= 0; --k) {
-    const int64_t i = outer % p->keep_shape[k];
-    outer /= p->keep_shape[k];
+    const int64_t i = k == 0 ? outer : outer % p->keep_shape[k]; /* outer < keep_shape[0] */
+    outer = k == 0 ? 0 : outer / p->keep_shape[k];
     xp += i * p->keep_xs[k];
     op += i * p->keep_os[k];
   }
