@@ -35,6 +35,22 @@ static double ct_sum_f32_lanes_generic(const float* x, int64_t n) {
 
 static void ct_sum_rows_f32_generic(const char* x, int64_t row_step, int64_t rows, int64_t step,
                                     int64_t n, double* acc) {
+  if (step == (int64_t)sizeof(float)) {
+    /* 8 columns at a time down the rows: one accumulator load and store per group of rows */
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      double a[8];
+      for (int k = 0; k < 8; ++k) a[k] = acc[j + k];
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* p = (const float*)(x + r * row_step) + j;
+        for (int k = 0; k < 8; ++k) a[k] += (double)p[k];
+      }
+      for (int k = 0; k < 8; ++k) acc[j + k] = a[k];
+    }
+    x += j * step;
+    acc += j;
+    n -= j;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const char* row = x + r * row_step;
     if (step == (int64_t)sizeof(float)) {
