@@ -12,7 +12,7 @@
  *     axis 0 of a C-contiguous array) or the reduced runs are very short: up to
  *     CT_REDUCE_ACC_BYTES / acc_size outputs along that kept dim ("lanes") accumulate whole rows
  *     at a time into an accumulator vector (on each thread's stack), so the input is read in
- *     memory order.
+ *     memory order; a vtable with rows_many (float32 sums) takes several rows per call.
  * Work is split into tasks (one output element, or one chunk of lanes). With many tasks they run
  * in parallel; with few tasks and a large reduction, each task's reduction is cut into pieces
  * reduced in parallel and combined in order. Every choice depends on shapes and strides only,
