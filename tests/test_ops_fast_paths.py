@@ -55,9 +55,17 @@ for n in (1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 4099):
         x.astype(np.float16), normalized_shape=[n]).view(np.uint16)
     t = rng.standard_normal((37, n)).astype(np.float32)
     results[f"transpose_{n}"] = ops.permute_dims(t, axes=[1, 0]).view(np.uint32)
+    results[f"sum_f32_{n}"] = np.asarray(ops.sum(t)).reshape(1).view(np.uint32)
+    results[f"sum_axis0_f32_{n}"] = ops.sum(t, axis=0).view(np.uint32)
+    results[f"sum_axis1_f32_{n}"] = ops.sum(t, axis=1).view(np.uint32)
+    results[f"mean_axis0_f32_{n}"] = ops.mean(t[::2], axis=0).view(np.uint32)
     if n >= 3:
         results[f"max_pool2d_{n}"] = ops.max_pool2d(
             x.reshape(1, 3, 1, n), kernel_size=[1, 3], stride=[1, 2]).view(np.uint32)
+long = rng.standard_normal(300_001).astype(np.float32)
+results["sum_f32_long"] = np.asarray(ops.sum(long)).reshape(1).view(np.uint32)
+wide = rng.standard_normal((300, 2000)).astype(np.float32)
+results["sum_axis0_f32_wide"] = ops.sum(wide, axis=0).view(np.uint32)
 np.savez(sys.argv[1], **results)
 """
 

@@ -400,6 +400,114 @@ def test_float32_sums_round_once():
     assert float(ctensor.ops.sum(h)) == float(np.float16(exact16))
 
 
+def _rounded_exact(x: np.ndarray, axis=None) -> np.ndarray:
+    """float32 of the exact (math.fsum) sums of x over axis (None or 0 or 1 of a matrix)."""
+    x64 = np.asarray(x, dtype=np.float64)
+    if axis is None:
+        return np.float32(math.fsum(x64.ravel().tolist()))
+    lines = x64.T if axis == 0 else x64
+    return np.array([math.fsum(line.tolist()) for line in lines], dtype=np.float32)
+
+
+# the float32 loops (reduce_f32.c): 32 double lanes over 4096-element blocks, 8-row groups,
+# 128-row blocks, 262144-element thread pieces; sizes straddle each
+F32_SUM_SIZES = [
+    *range(0, 70),
+    95,
+    96,
+    97,
+    4063,
+    4064,
+    4095,
+    4096,
+    4097,
+    4127,
+    8192,
+    8193,
+    262143,
+    262144,
+    262145,
+    1_000_003,
+]
+
+
+def test_float32_sum_blocks_round_once():
+    rng = np.random.default_rng(21)
+    for n in F32_SUM_SIZES:
+        x = (rng.standard_normal(n) * np.exp(rng.uniform(-4, 4, n))).astype(np.float32)
+        exact = _rounded_exact(x)
+        got = ctensor.ops.sum(x)
+        assert got.dtype == np.float32
+        assert float(got) == float(exact), f"n={n}"
+        # NumPy's float32 pairwise sum is never closer to the exact sum
+        x64 = math.fsum(x.astype(np.float64).tolist())
+        assert abs(float(got) - x64) <= abs(float(np.sum(x)) - x64), f"n={n}"
+        if n > 1:
+            assert float(ctensor.ops.sum(x[1:])) == float(_rounded_exact(x[1:]))  # unaligned
+            assert float(ctensor.ops.sum(x[::2])) == float(_rounded_exact(x[::2]))  # strided
+        if n:
+            assert float(ctensor.ops.mean(x)) == float(np.float32(x64 / n))
+
+
+@pytest.mark.parametrize("rows", [1, 7, 8, 9, 127, 128, 129, 1000])
+def test_float32_axis_sums_on_every_layout(rows):
+    rng = np.random.default_rng(rows)
+    for cols in [1, 3, 4, 15, 16, 17, 683, 769, 1537]:
+        m = (rng.standard_normal((rows, cols)) * 10).astype(np.float32)
+        views = [m, m[::2], m[:, ::2], m[::-1], m.T, np.asfortranarray(m), m[:, 1:]]
+        for view in views:
+            if view.size == 0:
+                continue
+            for axis in (0, 1):
+                got = ctensor.ops.sum(view, axis=axis)
+                want = _rounded_exact(view, axis)
+                # double accumulation: the exact sums rounded once (rare ties aside: 1 ulp)
+                np.testing.assert_allclose(got, want, rtol=1.2e-7, atol=1e-30)
+                kept = ctensor.ops.sum(view, axis=axis, keepdims=True)
+                np.testing.assert_array_equal(np.asarray(kept).squeeze(axis), got)
+                np.testing.assert_allclose(
+                    ctensor.ops.mean(view, axis=axis), want / view.shape[axis], rtol=2.4e-7
+                )
+
+
+def test_float32_sums_carry_nan_and_inf():
+    for n in (5, 40, 5000):
+        for pos in {0, n // 2, n - 1}:
+            x = np.ones(n, dtype=np.float32)
+            x[pos] = np.nan
+            assert np.isnan(ctensor.ops.sum(x))
+            x[pos] = np.inf
+            assert ctensor.ops.sum(x) == np.inf
+            m = np.ones((n, 3), dtype=np.float32)
+            m[pos, 1] = -np.inf
+            np.testing.assert_array_equal(ctensor.ops.sum(m, axis=0), [n, -np.inf, n])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int16", "uint8"])
+def test_max_min_lanes_with_nan_anywhere(dtype):
+    """max/min keep 32 vector lanes (maxps/minps semantics) and track nans apart: a nan at any
+    position, in any lane or in the tail, is the result."""
+    rng = np.random.default_rng(5)
+    for n in (1, 31, 32, 63, 64, 65, 200, 1025, 70_001):
+        x = (rng.standard_normal(n) * 100).astype(dtype)
+        for op in ("max", "min"):
+            np.testing.assert_array_equal(getattr(ctensor.ops, op)(x), getattr(np, op)(x))
+        if dtype not in FLOATS:
+            continue
+        for pos in sorted({0, 1, 31, 32, 33, 64, n // 2, n - 2, n - 1}):
+            if not 0 <= pos < n:
+                continue
+            y = x.copy()
+            y[pos] = np.nan
+            for op in ("max", "min"):
+                assert np.isnan(getattr(ctensor.ops, op)(y)), f"{op} n={n} nan at {pos}"
+            y[pos] = np.inf
+            assert ctensor.ops.max(y) == np.inf and ctensor.ops.min(-y) == -np.inf
+        special = np.full(n, -np.inf, dtype=dtype)
+        assert ctensor.ops.max(special) == -np.inf
+        assert ctensor.ops.min(-special) == np.inf
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "float16"])
 def test_large_inputs_are_deterministic_across_threads(dtype):
     """Shapes large enough for the parallel paths (split full reductions, rows mode over an

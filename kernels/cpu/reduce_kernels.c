@@ -5,6 +5,7 @@
  *   isum  integer and bool sums, wrapping in uint64 (NumPy's int64/uint64 results);
  *   fsum  float sums and every mean: a double accumulator, pairwise over runs (NumPy's
  *         pairwise_sum: 8 accumulators per 128-element block) and two-level over rows;
+ *         float32 runs and rows go through the vectorised loops of reduce_f32.h;
  *   iprod integer and bool products, wrapping in uint64 (NumPy's int64/uint64 results);
  *   fprod float products: a double accumulator, one rounding at the end;
  *   lse   logsumexp: a streaming (maximum, rescaled sum of exponentials) pair in double;
@@ -18,6 +19,7 @@
 #include "complex_reduce_families.h"
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
+#include "reduce_f32.h"
 #include "reduce_plan.h"
 
 /* ----- stores from a double result ----- */
@@ -138,6 +140,16 @@ static inline double ct_highest_double(void) {
   const int64_t half = n / 2 - (n / 2) % 8;                                       \
   return LEFT + RIGHT;
 
+/* float32 runs and rows take the loops of reduce_f32.h (double accumulators as here, blocked
+ * instead of pairwise: its double lanes make the pairwise tree unnecessary for accuracy). */
+#define CT_IS_F32(T) _Generic((T)0, float: 1, default: 0)
+static void ct_fsum_rows_many_f32(const char* x, int64_t row_step, int64_t rows, int64_t step,
+                                  int64_t n, void* acc) {
+  ct_cpu_sum_rows_f32(x, row_step, rows, step, n, acc);
+}
+#define CT_FSUM_ROWS_MANY(T) \
+  _Generic((T)0, float: ct_fsum_rows_many_f32, default: (ct_reduce_rows_many_fn)NULL)
+
 /* DIVIDE: 1 for mean (result / count), 0 for sum. */
 #define CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, DIVIDE)                                       \
   CT_CPU_HOT static double ct_##OP##_##SFX##_pw_contig(const T* p, int64_t n){                     \
@@ -154,6 +166,10 @@ static inline double ct_highest_double(void) {
   }                                                                                                \
   CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,             \
                                                int64_t index, void* acc) {                         \
+    if (CT_IS_F32(T) && step == (int64_t)sizeof(T)) {                                              \
+      *(double*)acc += ct_cpu_sum_f32((const float*)x, n);                                         \
+      return;                                                                                      \
+    }                                                                                              \
     *(double*)acc += step == (int64_t)sizeof(T) ? ct_##OP##_##SFX##_pw_contig((const T*)x, n)      \
                                                 : ct_##OP##_##SFX##_pw_strided(x, step, n);        \
   }                                                                                                \
@@ -179,14 +195,14 @@ static inline double ct_highest_double(void) {
       *(OT*)(out + j * out_step) = ct_dstore_##OSFX(DIVIDE ? a[j] / (double)count : a[j]);         \
     }                                                                                              \
   }                                                                                                \
-  CT_REDUCE_VTABLE(OP, SFX, sizeof(double), false, true)
+  CT_REDUCE_VTABLE_MANY(OP, SFX, sizeof(double), false, true, CT_FSUM_ROWS_MANY(T))
 
 #define CT_FAMILY_fsum(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 0)
 #define CT_FAMILY_fmean(OP, SFX, T, C, OSFX, OT) CT_FLOAT_SUM_FAMILY(OP, SFX, T, C, OSFX, OT, 1)
 
 /* ----- max, min: compute-type accumulator, nan propagates ----- */
 
-#define CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, IDENTITY, PICK, LOOP)                             \
+#define CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, IDENTITY, PICK, LANE)                             \
   static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
     C* a = acc;                                                                                   \
     for (int64_t j = 0; j < n; ++j) a[j] = IDENTITY##C();                                         \
@@ -196,9 +212,10 @@ static inline double ct_highest_double(void) {
     C m = *(C*)acc;                                                                               \
     if (step == (int64_t)sizeof(T)) {                                                             \
       const T* p = (const T*)x;                                                                   \
-      LOOP(C, n, ct_load_##SFX(p[ct_i]), m);                                                      \
+      CT_NANPICK_LOOP_AHEAD(C, n, ct_load_##SFX(p[ct_i]), m, PICK, LANE,                          \
+                            CT_REDUCE_PREFETCH_AHEAD(p + ct_b, CT_NANMAX_WIDTH * sizeof(T)));     \
     } else {                                                                                      \
-      LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m);                               \
+      CT_NANPICK_LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m, PICK, LANE);        \
     }                                                                                             \
     *(C*)acc = m;                                                                                 \
   }                                                                                               \
@@ -231,9 +248,9 @@ static inline double ct_highest_double(void) {
   CT_REDUCE_VTABLE(OP, SFX, sizeof(C), false, false)
 
 #define CT_FAMILY_max(OP, SFX, T, C, OSFX, OT) \
-  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_lowest_, CT_NAN_MAX, CT_NANMAX_LOOP)
+  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_lowest_, CT_NAN_MAX, CT_LANE_MAX)
 #define CT_FAMILY_min(OP, SFX, T, C, OSFX, OT) \
-  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_highest_, CT_NAN_MIN, CT_NANMIN_LOOP)
+  CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, ct_highest_, CT_NAN_MIN, CT_LANE_MIN)
 
 /* ----- iprod / fprod: uint64 (wrapping) or double accumulator, identity 1 ----- */
 

@@ -1,0 +1,155 @@
+/* reduce_f32.c - float32 sum loops of the reduction engine (see reduce_f32.h). */
+#include "reduce_f32.h"
+
+#include "cpu_isa.h"
+#include "reduce_plan.h"
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
+#include <immintrin.h>
+#define CT_SUM_F32_AVX2 1
+#endif
+
+/* Lanes of the contiguous sum: lane k adds the elements at k, k + 32, k + 64, ... */
+#define CT_SUM_F32_LANES 32
+
+/* The sum of 32 lanes: lane l of each group of four is added pairwise across the eight groups,
+ * then the four results pairwise (the AVX2 copy's order: eight vectors of four lanes). */
+static inline double ct_sum_f32_fold(const double* r) {
+  double v[4];
+  for (int l = 0; l < 4; ++l) {
+    v[l] = ((r[l] + r[4 + l]) + (r[8 + l] + r[12 + l])) +
+           ((r[16 + l] + r[20 + l]) + (r[24 + l] + r[28 + l]));
+  }
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+/* The sum of x[0..n), n a multiple of CT_SUM_F32_LANES, over 32 lanes. */
+static double ct_sum_f32_lanes_generic(const float* x, int64_t n) {
+  double r[CT_SUM_F32_LANES] = {0.0};
+  for (int64_t i = 0; i < n; i += CT_SUM_F32_LANES) {
+    CT_REDUCE_PREFETCH_AHEAD(x + i, CT_SUM_F32_LANES * sizeof(float));
+    for (int k = 0; k < CT_SUM_F32_LANES; ++k) r[k] += (double)x[i + k];
+  }
+  return ct_sum_f32_fold(r);
+}
+
+static void ct_sum_rows_f32_generic(const char* x, int64_t row_step, int64_t rows, int64_t step,
+                                    int64_t n, double* acc) {
+  if (step == (int64_t)sizeof(float)) {
+    /* 8 columns at a time down the rows: one accumulator load and store per group of rows */
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      double a[8];
+      for (int k = 0; k < 8; ++k) a[k] = acc[j + k];
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* p = (const float*)(x + r * row_step) + j;
+        for (int k = 0; k < 8; ++k) a[k] += (double)p[k];
+      }
+      for (int k = 0; k < 8; ++k) acc[j + k] = a[k];
+    }
+    x += j * step;
+    acc += j;
+    n -= j;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const char* row = x + r * row_step;
+    if (step == (int64_t)sizeof(float)) {
+      const float* p = (const float*)row;
+      for (int64_t j = 0; j < n; ++j) acc[j] += (double)p[j];
+    } else {
+      for (int64_t j = 0; j < n; ++j) acc[j] += (double)*(const float*)(row + j * step);
+    }
+  }
+}
+
+#ifdef CT_SUM_F32_AVX2
+CT_CPU_TARGET_AVX2 static double ct_sum_f32_lanes_avx2(const float* x, int64_t n) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (int64_t i = 0; i < n; i += CT_SUM_F32_LANES) {
+    const float* p = x + i;
+    CT_REDUCE_PREFETCH_AHEAD(p, CT_SUM_F32_LANES * sizeof(float));
+    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
+    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
+    a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
+    a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(p + 12)));
+    a4 = _mm256_add_pd(a4, _mm256_cvtps_pd(_mm_loadu_ps(p + 16)));
+    a5 = _mm256_add_pd(a5, _mm256_cvtps_pd(_mm_loadu_ps(p + 20)));
+    a6 = _mm256_add_pd(a6, _mm256_cvtps_pd(_mm_loadu_ps(p + 24)));
+    a7 = _mm256_add_pd(a7, _mm256_cvtps_pd(_mm_loadu_ps(p + 28)));
+  }
+  const __m256d v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
+                                  _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7)));
+  double r[4];
+  _mm256_storeu_pd(r, v);
+  return (r[0] + r[1]) + (r[2] + r[3]);
+}
+
+/* Four column vectors (16 columns) at a time: independent addition chains. */
+CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_step, int64_t rows,
+                                                    int64_t step, int64_t n, double* acc) {
+  if (step != (int64_t)sizeof(float)) {
+    ct_sum_rows_f32_generic(x, row_step, rows, step, n, acc);
+    return;
+  }
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m256d a0 = _mm256_loadu_pd(acc + j), a1 = _mm256_loadu_pd(acc + j + 4);
+    __m256d a2 = _mm256_loadu_pd(acc + j + 8), a3 = _mm256_loadu_pd(acc + j + 12);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* p = (const float*)(x + r * row_step) + j;
+      a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
+      a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
+      a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
+      a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(p + 12)));
+    }
+    _mm256_storeu_pd(acc + j, a0);
+    _mm256_storeu_pd(acc + j + 4, a1);
+    _mm256_storeu_pd(acc + j + 8, a2);
+    _mm256_storeu_pd(acc + j + 12, a3);
+  }
+  for (; j + 4 <= n; j += 4) {
+    __m256d a = _mm256_loadu_pd(acc + j);
+    for (int64_t r = 0; r < rows; ++r) {
+      a = _mm256_add_pd(a, _mm256_cvtps_pd(_mm_loadu_ps((const float*)(x + r * row_step) + j)));
+    }
+    _mm256_storeu_pd(acc + j, a);
+  }
+  if (j < n) {
+    ct_sum_rows_f32_generic(x + j * step, row_step, rows, step, n - j, acc + j);
+  }
+}
+#endif
+
+static int ct_sum_f32_use_avx2(void) {
+#ifdef CT_SUM_F32_AVX2
+  return ct_cpu_isa() >= CT_CPU_ISA_AVX2;
+#else
+  return 0;
+#endif
+}
+
+double ct_cpu_sum_f32(const float* x, int64_t n) {
+  double (*lanes)(const float*, int64_t) = ct_sum_f32_lanes_generic;
+#ifdef CT_SUM_F32_AVX2
+  if (ct_sum_f32_use_avx2()) lanes = ct_sum_f32_lanes_avx2;
+#endif
+  const int64_t vectorised = n - n % CT_SUM_F32_LANES;
+  double total = 0.0;
+  for (int64_t i = 0; i < vectorised; i += CT_SUM_F32_BLOCK) {
+    const int64_t m = vectorised - i < CT_SUM_F32_BLOCK ? vectorised - i : CT_SUM_F32_BLOCK;
+    total += lanes(x + i, m);
+  }
+  for (int64_t i = vectorised; i < n; ++i) total += (double)x[i];
+  return total;
+}
+
+void ct_cpu_sum_rows_f32(const char* x, int64_t row_step, int64_t rows, int64_t step, int64_t n,
+                         double* acc) {
+#ifdef CT_SUM_F32_AVX2
+  if (ct_sum_f32_use_avx2()) {
+    ct_sum_rows_f32_avx2(x, row_step, rows, step, n, acc);
+    return;
+  }
+#endif
+  ct_sum_rows_f32_generic(x, row_step, rows, step, n, acc);
+}
