@@ -1,0 +1,9 @@
+/* vector_math_avx2.c - the AVX2 + FMA vector_math set (compiled with -mavx2 -mfma; chosen only
+ * where the CPU has both): 8 floats a vector. */
+#include <immintrin.h>
+
+#define CT_VM_NAME ct_vector_math_avx2
+#define CT_VM_ISA "avx2"
+#define CT_VM_BYTES 32
+#define CT_VM_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#include "vector_math_impl.h"

@@ -1,0 +1,9 @@
+/* vector_math_avx512.c - the AVX-512 vector_math set (compiled with -mavx512f -mfma; chosen
+ * only where the CPU has AVX-512 F, BW, DQ and VL): 16 floats a vector. */
+#include <immintrin.h>
+
+#define CT_VM_NAME ct_vector_math_avx512
+#define CT_VM_ISA "avx512"
+#define CT_VM_BYTES 64
+#define CT_VM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#include "vector_math_impl.h"

@@ -1,0 +1,294 @@
+/* vector_math_impl.h - the body of one vector_math set (see vector_math.h), included once per
+ * instruction set with:
+ *   CT_VM_NAME       the table to define (ct_vector_math_<isa>)
+ *   CT_VM_ISA        its name string
+ *   CT_VM_BYTES      vector width in bytes (16, 32, 64)
+ *   CT_VM_FMA(a,b,c) a * b + c on float vectors, fused where the set has FMA
+ * Loops run blocks of CT_VM_BLOCK floats (1, 2 or 4 vectors), then one padded block for the tail,
+ * so every element goes through the same arithmetic whatever the length and alignment. Sums
+ * keep CT_VM_BLOCK double accumulators, one per position in a block, added pairwise at the end:
+ * the same additions in the same order for every vector width, so every set gives the same
+ * bits as long as CT_VM_FMA is unfused (see vector_math.h). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "vector_math.h"
+
+/* Vectors pass between static inline helpers only, so the warning that their calling convention
+ * differs without AVX does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+typedef float ct_vf __attribute__((vector_size(CT_VM_BYTES)));
+typedef int32_t ct_vi __attribute__((vector_size(CT_VM_BYTES)));
+typedef uint32_t ct_vu __attribute__((vector_size(CT_VM_BYTES)));
+typedef float ct_vh __attribute__((vector_size(CT_VM_BYTES / 2)));
+typedef double ct_vd __attribute__((vector_size(CT_VM_BYTES)));
+
+#define CT_VM_LANES (CT_VM_BYTES / 4)
+/* The lanes of the low and high halves of a float vector, widened to doubles one half at a time
+ * (a double vector twice the register width compiles to spills). */
+#if CT_VM_BYTES == 16
+#define CT_VM_LOW_LANES 0, 1
+#define CT_VM_HIGH_LANES 2, 3
+#elif CT_VM_BYTES == 32
+#define CT_VM_LOW_LANES 0, 1, 2, 3
+#define CT_VM_HIGH_LANES 4, 5, 6, 7
+#else
+#define CT_VM_LOW_LANES 0, 1, 2, 3, 4, 5, 6, 7
+#define CT_VM_HIGH_LANES 8, 9, 10, 11, 12, 13, 14, 15
+#endif
+static inline ct_vd ct_vm_widen_low(ct_vf v) {
+  return __builtin_convertvector(__builtin_shufflevector(v, v, CT_VM_LOW_LANES), ct_vd);
+}
+static inline ct_vd ct_vm_widen_high(ct_vf v) {
+  return __builtin_convertvector(__builtin_shufflevector(v, v, CT_VM_HIGH_LANES), ct_vd);
+}
+
+static inline ct_vf ct_vm_splat(float f) {
+  return (ct_vf){0} + f;
+}
+/* m ? a : b, m lanes all ones or all zeros. */
+static inline ct_vf ct_vm_select(ct_vi m, ct_vf a, ct_vf b) {
+  return (ct_vf)(((ct_vi)a & m) | ((ct_vi)b & ~m));
+}
+/* A block of CT_VM_BLOCK floats in vectors, and its double accumulators. */
+#define CT_VM_BLOCK 16
+#define CT_VM_VECS (CT_VM_BLOCK / CT_VM_LANES)
+typedef struct ct_vm_block {
+  ct_vf v[CT_VM_VECS];
+} ct_vm_block;
+typedef struct ct_vm_sums {
+  ct_vd v[2 * CT_VM_VECS]; /* v[2k], v[2k + 1]: the halves of the block's vector k */
+} ct_vm_sums;
+
+/* Vector by vector: one memcpy of the whole block would go through the stack. */
+static inline ct_vm_block ct_vm_load_block(const float* p) {
+  ct_vm_block b;
+  for (int k = 0; k < CT_VM_VECS; ++k) memcpy(&b.v[k], p + k * CT_VM_LANES, sizeof b.v[k]);
+  return b;
+}
+static inline void ct_vm_store_block(float* p, const ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) memcpy(p + k * CT_VM_LANES, &b->v[k], sizeof b->v[k]);
+}
+/* The first n (< CT_VM_BLOCK) floats of p, the rest `fill`. */
+static inline ct_vm_block ct_vm_load_part(const float* p, int64_t n, float fill) {
+  float buffer[CT_VM_BLOCK];
+  for (int k = 0; k < CT_VM_BLOCK; ++k) buffer[k] = fill;
+  memcpy(buffer, p, (size_t)n * sizeof(float));
+  return ct_vm_load_block(buffer);
+}
+static inline void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
+  float buffer[CT_VM_BLOCK];
+  ct_vm_store_block(buffer, b);
+  memcpy(p, buffer, (size_t)n * sizeof(float));
+}
+static inline void ct_vm_sums_zero(ct_vm_sums* s) {
+  for (int k = 0; k < 2 * CT_VM_VECS; ++k) s->v[k] = (ct_vd){0};
+}
+/* s += the block, widened */
+static inline void ct_vm_sums_add(ct_vm_sums* s, const ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    s->v[2 * k] += ct_vm_widen_low(b->v[k]);
+    s->v[2 * k + 1] += ct_vm_widen_high(b->v[k]);
+  }
+}
+/* s += the squares of the block, widened */
+static inline void ct_vm_sums_add_squares(ct_vm_sums* s, const ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    const ct_vd low = ct_vm_widen_low(b->v[k]), high = ct_vm_widen_high(b->v[k]);
+    s->v[2 * k] += low * low;
+    s->v[2 * k + 1] += high * high;
+  }
+}
+/* The accumulators added pairwise, in an order that does not depend on the vector width. */
+static inline double ct_vm_sums_total(const ct_vm_sums* s) {
+  double h[CT_VM_BLOCK];
+  memcpy(h, s, sizeof h);
+  for (int width = CT_VM_BLOCK / 2; width > 0; width /= 2) {
+    for (int k = 0; k < width; ++k) h[k] += h[k + width];
+  }
+  return h[0];
+}
+
+/* exp on every lane: the algorithm of ct_exp_f32 (vector_math.h). */
+static inline ct_vf ct_vm_exp(ct_vf x) {
+  x = ct_vm_select(x < CT_EXP_F32_MIN, ct_vm_splat(CT_EXP_F32_MIN), x);
+  x = ct_vm_select(x > CT_EXP_F32_MAX, ct_vm_splat(CT_EXP_F32_MAX), x);
+  const ct_vf t = CT_VM_FMA(x, ct_vm_splat(CT_EXP_F32_LOG2E), ct_vm_splat(CT_EXP_F32_SHIFTER));
+  const ct_vf fn = t - CT_EXP_F32_SHIFTER;
+  ct_vf r = x - fn * CT_EXP_F32_LN2_HI; /* exact: n * hi is, and x is close to it */
+  r = CT_VM_FMA(fn, ct_vm_splat(-CT_EXP_F32_LN2_LO), r);
+  ct_vf p = ct_vm_splat(CT_EXP_F32_C6);
+  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C5));
+  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C4));
+  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C3));
+  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C2));
+  const ct_vf y = CT_VM_FMA(p, r * r, r) + 1.0f;
+  const ct_vu n = (ct_vu)t - CT_EXP_F32_SHIFTER_BITS;
+  const ct_vu n1 = (ct_vu)((ct_vi)n >> 1), n2 = n - n1;
+  return y * (ct_vf)((n1 + 127u) << 23) * (ct_vf)((n2 + 127u) << 23);
+}
+/* exp(b - shift) on every element of the block */
+static inline void ct_vm_exp_block(ct_vm_block* b, float shift) {
+  for (int k = 0; k < CT_VM_VECS; ++k) b->v[k] = ct_vm_exp(b->v[k] - shift);
+}
+
+static void ct_vm_exp_f32(const float* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+    ct_vm_block b = ct_vm_load_block(src + i);
+    ct_vm_exp_block(&b, 0.0f);
+    ct_vm_store_block(dst + i, &b);
+  }
+  if (i < n) {
+    ct_vm_block b = ct_vm_load_part(src + i, n - i, 0.0f);
+    ct_vm_exp_block(&b, 0.0f);
+    ct_vm_store_part(dst + i, n - i, &b);
+  }
+}
+
+/* Lane-wise maximum that keeps nan (as CT_NAN_MAX). */
+static inline ct_vf ct_vm_nan_max(ct_vf m, ct_vf v) {
+  return ct_vm_select((v > m) | (v != v), v, m);
+}
+
+static float ct_vm_max_f32(const float* src, int64_t n) {
+  ct_vm_block m;
+  for (int k = 0; k < CT_VM_VECS; ++k) m.v[k] = ct_vm_splat(-INFINITY);
+  int64_t i = 0;
+  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+    const ct_vm_block b = ct_vm_load_block(src + i);
+    for (int k = 0; k < CT_VM_VECS; ++k) m.v[k] = ct_vm_nan_max(m.v[k], b.v[k]);
+  }
+  if (i < n) {
+    const ct_vm_block b = ct_vm_load_part(src + i, n - i, -INFINITY);
+    for (int k = 0; k < CT_VM_VECS; ++k) m.v[k] = ct_vm_nan_max(m.v[k], b.v[k]);
+  }
+  float h[CT_VM_BLOCK];
+  memcpy(h, &m, sizeof h);
+  float r = h[0];
+  for (int k = 1; k < CT_VM_BLOCK; ++k) r = h[k] > r || h[k] != h[k] ? h[k] : r;
+  return r;
+}
+
+static double ct_vm_exp_sum_f32(const float* src, float* dst, int64_t n, float shift) {
+  ct_vm_sums sums;
+  ct_vm_sums_zero(&sums);
+  int64_t i = 0;
+  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+    ct_vm_block b = ct_vm_load_block(src + i);
+    ct_vm_exp_block(&b, shift);
+    if (dst) ct_vm_store_block(dst + i, &b);
+    ct_vm_sums_add(&sums, &b);
+  }
+  if (i < n) {
+    /* padding with -inf adds exp(-inf) = 0 (a nan shift makes the sum nan anyway) */
+    ct_vm_block b = ct_vm_load_part(src + i, n - i, -INFINITY);
+    ct_vm_exp_block(&b, shift);
+    if (dst) ct_vm_store_part(dst + i, n - i, &b);
+    ct_vm_sums_add(&sums, &b);
+  }
+  return ct_vm_sums_total(&sums);
+}
+
+static void ct_vm_scale_f32(float* data, int64_t n, float factor) {
+  int64_t i = 0;
+  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+    ct_vm_block b = ct_vm_load_block(data + i);
+    for (int k = 0; k < CT_VM_VECS; ++k) b.v[k] *= factor;
+    ct_vm_store_block(data + i, &b);
+  }
+  if (i < n) {
+    ct_vm_block b = ct_vm_load_part(data + i, n - i, 0.0f);
+    for (int k = 0; k < CT_VM_VECS; ++k) b.v[k] *= factor;
+    ct_vm_store_part(data + i, n - i, &b);
+  }
+}
+
+static void ct_vm_subtract2_f32(const float* src, float* dst, int64_t n, float a, float b) {
+  int64_t i = 0;
+  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+    ct_vm_block x = ct_vm_load_block(src + i);
+    for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] = (x.v[k] - a) - b;
+    ct_vm_store_block(dst + i, &x);
+  }
+  if (i < n) {
+    ct_vm_block x = ct_vm_load_part(src + i, n - i, 0.0f);
+    for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] = (x.v[k] - a) - b;
+    ct_vm_store_part(dst + i, n - i, &x);
+  }
+}
+
+/* The output of one norm block: (x - mean) * rstd * weight + bias. */
+static inline void ct_vm_norm_block(ct_vm_block* x, const ct_vm_block* w, const ct_vm_block* b,
+                                    float mean, float rstd) {
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    ct_vf t = (x->v[k] - mean) * rstd;
+    if (w) t = t * w->v[k];
+    if (b) t = t + b->v[k];
+    x->v[k] = t;
+  }
+}
+
+static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight, const float* bias,
+                               int64_t n, int center, double eps) {
+  if (n <= 0) return;
+  const int64_t whole = n - n % CT_VM_BLOCK, rest = n - whole;
+  float mean = 0.0f;
+  if (center) {
+    ct_vm_sums sums;
+    ct_vm_sums_zero(&sums);
+    for (int64_t i = 0; i < whole; i += CT_VM_BLOCK) {
+      const ct_vm_block b = ct_vm_load_block(src + i);
+      ct_vm_sums_add(&sums, &b);
+    }
+    if (rest) {
+      const ct_vm_block b = ct_vm_load_part(src + whole, rest, 0.0f);
+      ct_vm_sums_add(&sums, &b);
+    }
+    mean = (float)(ct_vm_sums_total(&sums) / (double)n);
+  }
+  /* Deviations from the rounded mean (exact for the elements near it), widened; their mean c
+   * corrects the squares for the mean's rounding: sum (d - c)^2 = sum d^2 - n c^2. */
+  ct_vm_sums squares, deviations;
+  ct_vm_sums_zero(&squares);
+  ct_vm_sums_zero(&deviations);
+  for (int64_t i = 0; i < whole; i += CT_VM_BLOCK) {
+    ct_vm_block d = ct_vm_load_block(src + i);
+    for (int k = 0; k < CT_VM_VECS; ++k) d.v[k] -= mean;
+    ct_vm_sums_add_squares(&squares, &d);
+    ct_vm_sums_add(&deviations, &d);
+  }
+  if (rest) {
+    ct_vm_block d = ct_vm_load_part(src + whole, rest, mean); /* padding deviates by 0 */
+    for (int k = 0; k < CT_VM_VECS; ++k) d.v[k] -= mean;
+    ct_vm_sums_add_squares(&squares, &d);
+    ct_vm_sums_add(&deviations, &d);
+  }
+  const double c = center ? ct_vm_sums_total(&deviations) / (double)n : 0.0;
+  double var = ct_vm_sums_total(&squares) / (double)n - c * c;
+  if (var < 0.0) var = 0.0;
+  const float rstd = (float)(1.0 / sqrt(var + eps));
+  for (int64_t i = 0; i < whole; i += CT_VM_BLOCK) {
+    ct_vm_block x = ct_vm_load_block(src + i);
+    ct_vm_block w, b;
+    if (weight) w = ct_vm_load_block(weight + i);
+    if (bias) b = ct_vm_load_block(bias + i);
+    ct_vm_norm_block(&x, weight ? &w : NULL, bias ? &b : NULL, mean, rstd);
+    ct_vm_store_block(dst + i, &x);
+  }
+  if (rest) {
+    ct_vm_block x = ct_vm_load_part(src + whole, rest, 0.0f);
+    ct_vm_block w, b;
+    if (weight) w = ct_vm_load_part(weight + whole, rest, 1.0f);
+    if (bias) b = ct_vm_load_part(bias + whole, rest, 0.0f);
+    ct_vm_norm_block(&x, weight ? &w : NULL, bias ? &b : NULL, mean, rstd);
+    ct_vm_store_part(dst + whole, rest, &x);
+  }
+}
+
+const ct_vector_math CT_VM_NAME = {
+    CT_VM_ISA,       ct_vm_exp_f32,       ct_vm_max_f32,      ct_vm_exp_sum_f32,
+    ct_vm_scale_f32, ct_vm_subtract2_f32, ct_vm_norm_row_f32,
+};
