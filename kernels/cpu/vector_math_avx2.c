@@ -6,4 +6,6 @@
 #define CT_VM_ISA "avx2"
 #define CT_VM_BYTES 32
 #define CT_VM_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define CT_VM_MAX(a, b) _mm256_max_ps((a), (b))
+#define CT_VM_MIN(a, b) _mm256_min_ps((a), (b))
 #include "vector_math_impl.h"

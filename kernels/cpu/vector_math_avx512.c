@@ -6,4 +6,6 @@
 #define CT_VM_ISA "avx512"
 #define CT_VM_BYTES 64
 #define CT_VM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define CT_VM_MAX(a, b) _mm512_max_ps((a), (b))
+#define CT_VM_MIN(a, b) _mm512_min_ps((a), (b))
 #include "vector_math_impl.h"

@@ -8,6 +8,14 @@
 #define CT_VM_ISA "generic"
 #define CT_VM_BYTES 16
 #define CT_VM_FMA(a, b, c) ((a) * (b) + (c))
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#define CT_VM_MAX(a, b) _mm_max_ps((a), (b))
+#define CT_VM_MIN(a, b) _mm_min_ps((a), (b))
+#else
+#define CT_VM_MAX(a, b) ct_vm_select((a) > (b), (a), (b))
+#define CT_VM_MIN(a, b) ct_vm_select((a) < (b), (a), (b))
+#endif
 #include "vector_math_impl.h"
 
 const ct_vector_math* ct_vector_math_get(void) {

@@ -4,11 +4,13 @@
  *   CT_VM_ISA        its name string
  *   CT_VM_BYTES      vector width in bytes (16, 32, 64)
  *   CT_VM_FMA(a,b,c) a * b + c on float vectors, fused where the set has FMA
+ *   CT_VM_MAX(a,b)   a > b ? a : b lane-wise (b where either is nan), CT_VM_MIN(a,b) a < b ? a : b
  * Loops run blocks of CT_VM_BLOCK floats (1, 2 or 4 vectors), then one padded block for the tail,
- * so every element goes through the same arithmetic whatever the length and alignment. Sums
- * keep CT_VM_BLOCK double accumulators, one per position in a block, added pairwise at the end:
- * the same additions in the same order for every vector width, so every set gives the same
- * bits as long as CT_VM_FMA is unfused (see vector_math.h). */
+ * so every element goes through the same arithmetic whatever the length and alignment. Sums add
+ * CT_VM_CHUNK blocks in float, position by position, then widen the chunk's block of partial
+ * sums into CT_VM_BLOCK double accumulators, added pairwise at the end: the same additions in
+ * the same order for every vector width, so sums agree bitwise between sets (only exp uses
+ * CT_VM_FMA). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,6 +56,7 @@ static inline ct_vf ct_vm_select(ct_vi m, ct_vf a, ct_vf b) {
 }
 /* A block of CT_VM_BLOCK floats in vectors, and its double accumulators. */
 #define CT_VM_BLOCK 16
+#define CT_VM_CHUNK 8 /* blocks summed in float before widening: 8 terms a float partial sum */
 #define CT_VM_VECS (CT_VM_BLOCK / CT_VM_LANES)
 typedef struct ct_vm_block {
   ct_vf v[CT_VM_VECS];
@@ -86,19 +89,14 @@ static inline void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
 static inline void ct_vm_sums_zero(ct_vm_sums* s) {
   for (int k = 0; k < 2 * CT_VM_VECS; ++k) s->v[k] = (ct_vd){0};
 }
-/* s += the block, widened */
+static inline void ct_vm_block_zero(ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) b->v[k] = ct_vm_splat(0.0f);
+}
+/* s += the block of partial sums, widened */
 static inline void ct_vm_sums_add(ct_vm_sums* s, const ct_vm_block* b) {
   for (int k = 0; k < CT_VM_VECS; ++k) {
     s->v[2 * k] += ct_vm_widen_low(b->v[k]);
     s->v[2 * k + 1] += ct_vm_widen_high(b->v[k]);
-  }
-}
-/* s += the squares of the block, widened */
-static inline void ct_vm_sums_add_squares(ct_vm_sums* s, const ct_vm_block* b) {
-  for (int k = 0; k < CT_VM_VECS; ++k) {
-    const ct_vd low = ct_vm_widen_low(b->v[k]), high = ct_vm_widen_high(b->v[k]);
-    s->v[2 * k] += low * low;
-    s->v[2 * k + 1] += high * high;
   }
 }
 /* The accumulators added pairwise, in an order that does not depend on the vector width. */
@@ -113,21 +111,21 @@ static inline double ct_vm_sums_total(const ct_vm_sums* s) {
 
 /* exp on every lane: the algorithm of ct_exp_f32 (vector_math.h). */
 static inline ct_vf ct_vm_exp(ct_vf x) {
-  x = ct_vm_select(x < CT_EXP_F32_MIN, ct_vm_splat(CT_EXP_F32_MIN), x);
-  x = ct_vm_select(x > CT_EXP_F32_MAX, ct_vm_splat(CT_EXP_F32_MAX), x);
+  x = CT_VM_MAX(ct_vm_splat(CT_EXP_F32_MIN), x); /* nan stays */
+  x = CT_VM_MIN(ct_vm_splat(CT_EXP_F32_MAX), x);
   const ct_vf t = CT_VM_FMA(x, ct_vm_splat(CT_EXP_F32_LOG2E), ct_vm_splat(CT_EXP_F32_SHIFTER));
   const ct_vf fn = t - CT_EXP_F32_SHIFTER;
-  ct_vf r = x - fn * CT_EXP_F32_LN2_HI; /* exact: n * hi is, and x is close to it */
+  ct_vf r = CT_VM_FMA(fn, ct_vm_splat(-CT_EXP_F32_LN2_HI), x); /* exact, fused or not */
   r = CT_VM_FMA(fn, ct_vm_splat(-CT_EXP_F32_LN2_LO), r);
-  ct_vf p = ct_vm_splat(CT_EXP_F32_C6);
-  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C5));
+  ct_vf p = CT_VM_FMA(ct_vm_splat(CT_EXP_F32_C6), r, ct_vm_splat(CT_EXP_F32_C5));
   p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C4));
   p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C3));
   p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C2));
   const ct_vf y = CT_VM_FMA(p, r * r, r) + 1.0f;
-  const ct_vu n = (ct_vu)t - CT_EXP_F32_SHIFTER_BITS;
-  const ct_vu n1 = (ct_vu)((ct_vi)n >> 1), n2 = n - n1;
-  return y * (ct_vf)((n1 + 127u) << 23) * (ct_vf)((n2 + 127u) << 23);
+  /* a = n + 254; 2^(n1) 2^(n2) with n1 + 127 = a >> 1 and n2 + 127 = a - (a >> 1) */
+  const ct_vu a = (ct_vu)t - (CT_EXP_F32_SHIFTER_BITS - 254u);
+  const ct_vu s1 = (a >> 1) << 23;
+  return y * (ct_vf)s1 * (ct_vf)((a << 23) - s1);
 }
 /* exp(b - shift) on every element of the block */
 static inline void ct_vm_exp_block(ct_vm_block* b, float shift) {
@@ -176,11 +174,16 @@ static double ct_vm_exp_sum_f32(const float* src, float* dst, int64_t n, float s
   ct_vm_sums sums;
   ct_vm_sums_zero(&sums);
   int64_t i = 0;
-  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
-    ct_vm_block b = ct_vm_load_block(src + i);
-    ct_vm_exp_block(&b, shift);
-    if (dst) ct_vm_store_block(dst + i, &b);
-    ct_vm_sums_add(&sums, &b);
+  while (i + CT_VM_BLOCK <= n) {
+    ct_vm_block part;
+    ct_vm_block_zero(&part);
+    for (int c = 0; c < CT_VM_CHUNK && i + CT_VM_BLOCK <= n; ++c, i += CT_VM_BLOCK) {
+      ct_vm_block b = ct_vm_load_block(src + i);
+      ct_vm_exp_block(&b, shift);
+      if (dst) ct_vm_store_block(dst + i, &b);
+      for (int k = 0; k < CT_VM_VECS; ++k) part.v[k] += b.v[k];
+    }
+    ct_vm_sums_add(&sums, &part);
   }
   if (i < n) {
     /* padding with -inf adds exp(-inf) = 0 (a nan shift makes the sum nan anyway) */
@@ -239,9 +242,15 @@ static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight
   if (center) {
     ct_vm_sums sums;
     ct_vm_sums_zero(&sums);
-    for (int64_t i = 0; i < whole; i += CT_VM_BLOCK) {
-      const ct_vm_block b = ct_vm_load_block(src + i);
-      ct_vm_sums_add(&sums, &b);
+    int64_t i = 0;
+    while (i < whole) {
+      ct_vm_block part;
+      ct_vm_block_zero(&part);
+      for (int c = 0; c < CT_VM_CHUNK && i < whole; ++c, i += CT_VM_BLOCK) {
+        const ct_vm_block b = ct_vm_load_block(src + i);
+        for (int k = 0; k < CT_VM_VECS; ++k) part.v[k] += b.v[k];
+      }
+      ct_vm_sums_add(&sums, &part);
     }
     if (rest) {
       const ct_vm_block b = ct_vm_load_part(src + whole, rest, 0.0f);
@@ -249,28 +258,42 @@ static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight
     }
     mean = (float)(ct_vm_sums_total(&sums) / (double)n);
   }
-  /* Deviations from the rounded mean (exact for the elements near it), widened; their mean c
-   * corrects the squares for the mean's rounding: sum (d - c)^2 = sum d^2 - n c^2. */
+  /* Deviations from the rounded mean (exact for the elements near it); their mean c corrects
+   * the squares for the mean's error: sum (d - c)^2 = sum d^2 - n c^2. */
   ct_vm_sums squares, deviations;
   ct_vm_sums_zero(&squares);
   ct_vm_sums_zero(&deviations);
-  for (int64_t i = 0; i < whole; i += CT_VM_BLOCK) {
-    ct_vm_block d = ct_vm_load_block(src + i);
-    for (int k = 0; k < CT_VM_VECS; ++k) d.v[k] -= mean;
-    ct_vm_sums_add_squares(&squares, &d);
-    ct_vm_sums_add(&deviations, &d);
+  int64_t i = 0;
+  while (i < whole) {
+    ct_vm_block sq, dev;
+    ct_vm_block_zero(&sq);
+    ct_vm_block_zero(&dev);
+    for (int c = 0; c < CT_VM_CHUNK && i < whole; ++c, i += CT_VM_BLOCK) {
+      const ct_vm_block b = ct_vm_load_block(src + i);
+      for (int k = 0; k < CT_VM_VECS; ++k) {
+        const ct_vf d = b.v[k] - mean;
+        sq.v[k] += d * d;
+        dev.v[k] += d;
+      }
+    }
+    ct_vm_sums_add(&squares, &sq);
+    ct_vm_sums_add(&deviations, &dev);
   }
   if (rest) {
     ct_vm_block d = ct_vm_load_part(src + whole, rest, mean); /* padding deviates by 0 */
-    for (int k = 0; k < CT_VM_VECS; ++k) d.v[k] -= mean;
-    ct_vm_sums_add_squares(&squares, &d);
+    ct_vm_block sq;
+    for (int k = 0; k < CT_VM_VECS; ++k) {
+      d.v[k] -= mean;
+      sq.v[k] = d.v[k] * d.v[k];
+    }
+    ct_vm_sums_add(&squares, &sq);
     ct_vm_sums_add(&deviations, &d);
   }
   const double c = center ? ct_vm_sums_total(&deviations) / (double)n : 0.0;
   double var = ct_vm_sums_total(&squares) / (double)n - c * c;
   if (var < 0.0) var = 0.0;
   const float rstd = (float)(1.0 / sqrt(var + eps));
-  for (int64_t i = 0; i < whole; i += CT_VM_BLOCK) {
+  for (i = 0; i < whole; i += CT_VM_BLOCK) {
     ct_vm_block x = ct_vm_load_block(src + i);
     ct_vm_block w, b;
     if (weight) w = ct_vm_load_block(weight + i);
