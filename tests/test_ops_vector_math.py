@@ -250,3 +250,43 @@ def test_every_isa_copy_agrees_within_an_ulp(tmp_path):
                 np.testing.assert_allclose(forced[key], value, rtol=4e-7 if key.startswith("exp")
                                            else 2e-6, atol=1e-6 if "log" in key else 0,
                                            equal_nan=True, err_msg=f"{isa}: {key}")
+
+
+# ----- huge outputs: non-temporal stores (CT_VECTOR_MATH_STREAM_BYTES) -----
+
+def misaligned_empty(shape) -> np.ndarray:
+    """A C-contiguous float32 array starting 4 bytes past a 64-byte boundary."""
+    count = int(np.prod(shape))
+    buffer = np.empty(count + 32, np.float32)
+    start = (-buffer.ctypes.data // 4) % 16 + 1
+    return buffer[start:start + count].reshape(shape)
+
+
+def test_exp_huge_output_streams_with_the_same_bits():
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal(5_000_003) * 30).astype(np.float32)
+    x[::100_001] = np.nan
+    out = misaligned_empty(x.shape)
+    ops.exp(x, out=out)
+    pieces = np.concatenate([ops.exp(x[i:i + 99_991]) for i in range(0, x.size, 99_991)])
+    np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+def test_rows_of_a_huge_output_stream_with_the_same_bits(op):
+    rng = np.random.default_rng(22)
+    rows, n = 2100, 1023  # odd rows: every alignment of a row start
+    x = (rng.standard_normal((rows, n)) * 4).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+
+    def run(a, out=None):
+        if op in ("softmax", "log_softmax"):
+            return getattr(ops, op)(a, axis=-1, out=out)
+        if op == "layer_norm":
+            return ops.layer_norm(a, w, w, normalized_shape=[n], out=out)
+        return ops.rms_norm(a, w, normalized_shape=[n], out=out)
+
+    out = misaligned_empty(x.shape)
+    run(x, out)
+    pieces = np.concatenate([run(x[i:i + 100]) for i in range(0, rows, 100)])
+    np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))

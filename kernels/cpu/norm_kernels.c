@@ -35,6 +35,7 @@ typedef struct ct_norm_job {
   int64_t inner_strides[CT_NORM_OPERANDS][CT_MAX_NDIM];
   const char* base[CT_NORM_OPERANDS]; /* NULL for an absent operand */
   double eps;
+  int stream; /* vector_math rows: write the output with non-temporal stores (a huge output) */
 } ct_norm_job;
 
 /* Element offset of flat index `flat` (row-major over shape) under strides. */
@@ -271,11 +272,11 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
         off[i] = ct_norm_offset(r, job->outer_nd, job->outer_shape, job->outer_strides[i]);    \
       }                                                                                        \
       if (contiguous && CT_NORM_VECTOR_##SFX) {                                                \
-        ct_vector_math_get()->norm_row_f32((const float*)(xs + off[CT_NORM_X]),                \
-                                           (float*)(ys + off[CT_NORM_OUT]),                    \
-                                           ws ? (const float*)(ws + off[CT_NORM_W]) : NULL,    \
-                                           bs ? (const float*)(bs + off[CT_NORM_B]) : NULL,    \
-                                           job->inner, job->mode == CT_NORM_LAYER, job->eps);  \
+        ct_vector_math_get()->norm_row_f32(                                                    \
+            (const float*)(xs + off[CT_NORM_X]), (float*)(ys + off[CT_NORM_OUT]),              \
+            ws ? (const float*)(ws + off[CT_NORM_W]) : NULL,                                   \
+            bs ? (const float*)(bs + off[CT_NORM_B]) : NULL, job->inner,                       \
+            job->mode == CT_NORM_LAYER, job->eps, job->stream);                                \
         continue;                                                                              \
       }                                                                                        \
       if (contiguous) {                                                                        \
@@ -315,6 +316,7 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
     ct_norm_job job;                                                                           \
     ct_norm_prepare(call, mode, sizeof(C) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON, &job); \
     if (job.rows == 0 || job.inner == 0) return CT_OK;                                         \
+    job.stream = ct_vector_math_stream(job.rows * job.inner * (int64_t)sizeof(T));             \
     ct_cpu_parallel_for(job.rows, 3 * job.inner, ct_cpu_norm_rows_##SFX, &job);                \
     return CT_OK;                                                                              \
   }                                                                                            \

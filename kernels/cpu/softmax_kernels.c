@@ -56,6 +56,7 @@ typedef struct ct_softmax_block {
 
 typedef struct ct_softmax_fns {
   int64_t max_size;                       /* sizeof(C) */
+  int vector_rows;                        /* float32: 1 + LOG (ct_softmax_row_f32), else 0 */
   void (*lowest)(void* m, int64_t lanes); /* m[j] = -inf */
   void (*max)(const ct_softmax_block* b, int64_t ib, int64_t ie, void* m);
   void (*sum)(const ct_softmax_block* b, int64_t ib, int64_t ie, const void* m, double* s);
@@ -215,9 +216,9 @@ typedef struct ct_softmax_fns {
         const ct_vector_math* vm = ct_vector_math_get();                                          \
         float* op = (float*)b->out + ib;                                                          \
         if (LOG) {                                                                                \
-          vm->subtract2_f32((const float*)b->x + ib, op, ie - ib, (float)a[0], (float)inv[0]);    \
+          vm->subtract2_f32((const float*)b->x + ib, op, ie - ib, (float)a[0], (float)inv[0], 0); \
         } else {                                                                                  \
-          vm->scale_f32(op, ie - ib, (float)inv[0]);                                              \
+          vm->scale_f32(op, op, ie - ib, (float)inv[0], 0);                                       \
         }                                                                                         \
       } else if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                          \
         const T* xp = (const T*)b->x;                                                             \
@@ -249,6 +250,7 @@ typedef struct ct_softmax_fns {
     for (int64_t j = 0; j < lanes; ++j) a[j] = CT_NAN_MAX(a[j], o[j]);                            \
   }                                                                                               \
   static const ct_softmax_fns ct_##OP##_##SFX##_fns = {sizeof(C),                                 \
+                                                       CT_SOFTMAX_VECTOR_##SFX ? 1 + (LOG) : 0,   \
                                                        ct_##OP##_##SFX##_lowest,                  \
                                                        ct_##OP##_##SFX##_max,                     \
                                                        ct_##OP##_##SFX##_sum,                     \
@@ -267,7 +269,29 @@ typedef struct ct_softmax_plan {
   bool vector_mode;
   ct_cpu_lanes vec; /* the vector dim (scalar mode: n 1, chunk 1) */
   int64_t ntasks;
+  bool vector_rows; /* tasks are contiguous float32 rows: ct_softmax_row_f32 */
+  int stream;       /* vector rows: write the output with non-temporal stores */
 } ct_softmax_plan;
+
+/* Longest row whose exponentials go to a stack scratch (8 KB) rather than to the output. */
+#define CT_SOFTMAX_ROW_SCRATCH 2048
+
+/* One contiguous float32 row (n >= 1), whole: max, exp(x - max) and their sum, output. Softmax
+ * keeps the exponentials in a scratch row that stays in L1 when the row fits, so the output is
+ * written once (and can be streamed); longer rows keep them in the output. */
+static void ct_softmax_row_f32(const ct_vector_math* vm, const float* x, float* out, int64_t n,
+                               bool log_softmax, int stream) {
+  const float mx = vm->max_f32(x, n);
+  if (log_softmax) {
+    const double sum = vm->exp_sum_f32(x, NULL, n, mx);
+    vm->subtract2_f32(x, out, n, mx, (float)log(sum), stream);
+    return;
+  }
+  float scratch[CT_SOFTMAX_ROW_SCRATCH];
+  float* e = n <= CT_SOFTMAX_ROW_SCRATCH ? scratch : out;
+  const double sum = vm->exp_sum_f32(x, e, n, mx);
+  vm->scale_f32(e, out, n, (float)(1.0 / sum), stream && e == scratch);
+}
 
 static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_block* b) {
   int64_t outer = t / p->vec.chunks;
@@ -293,6 +317,16 @@ static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_b
 
 static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
   const ct_softmax_plan* p = context;
+  if (p->vector_rows) {
+    const ct_vector_math* vm = ct_vector_math_get();
+    for (int64_t t = begin; t < end; ++t) {
+      ct_softmax_block b;
+      ct_softmax_task_at(p, t, &b);
+      ct_softmax_row_f32(vm, (const float*)b.x, (float*)b.out, p->n, p->fns->vector_rows == 2,
+                         p->stream);
+    }
+    return;
+  }
   double m[CT_SOFTMAX_CHUNK], s[CT_SOFTMAX_CHUNK], scratch[CT_SOFTMAX_CHUNK];
   for (int64_t t = begin; t < end; ++t) {
     ct_softmax_block b;
@@ -409,6 +443,9 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   for (int32_t k = 0; k < p.nouter; ++k) outer *= p.outer_shape[k];
   p.ntasks = outer * p.vec.chunks;
   const int64_t task_cost = p.n * p.vec.chunk * CT_SOFTMAX_COST;
+  p.vector_rows = p.fns->vector_rows && !p.vector_mode && p.sx == (int64_t)sizeof(float) &&
+                  p.so == (int64_t)sizeof(float);
+  p.stream = ct_vector_math_stream(p.ntasks * p.n * size);
   if (p.ntasks >= CT_SOFTMAX_FEW_TASKS || task_cost < 2 * CT_SOFTMAX_PIECE * CT_SOFTMAX_COST) {
     ct_cpu_parallel_for(p.ntasks, task_cost, ct_softmax_tasks, &p);
     return CT_OK;

@@ -73,14 +73,16 @@ static inline double ct_op_sigmoid_double(double x) {
   return 1.0 / (1.0 + exp(-x));
 }
 
-/* float32 exp: contiguous runs through the vector_math set of the CPU, other runs through its
- * scalar copy (the generic set's arithmetic). */
+/* float32 exp: contiguous runs through the vector_math set of the CPU (a run as large as
+ * CT_VECTOR_MATH_STREAM_BYTES, a thread's share of a huge array, is written with non-temporal
+ * stores), other runs through its scalar copy (the generic set's arithmetic). */
 static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const void* extra) {
   (void)extra;
   char *src = data[0], *dst = data[1];
   const int64_t ss = steps[0], ds = steps[1];
   if (ss == (int64_t)sizeof(float) && ds == (int64_t)sizeof(float)) {
-    ct_vector_math_get()->exp_f32((const float*)src, (float*)dst, n);
+    ct_vector_math_get()->exp_f32((const float*)src, (float*)dst, n,
+                                  ct_vector_math_stream(n * (int64_t)sizeof(float)));
     return;
   }
   for (int64_t i = 0; i < n; ++i) CT_AT(float, dst, i, ds) = ct_exp_f32(CT_AT(float, src, i, ss));

@@ -8,4 +8,6 @@
 #define CT_VM_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define CT_VM_MAX(a, b) _mm256_max_ps((a), (b))
 #define CT_VM_MIN(a, b) _mm256_min_ps((a), (b))
+#define CT_VM_STREAM(p, v) _mm256_stream_ps((p), (v))
+#define CT_VM_FENCE() _mm_sfence()
 #include "vector_math_impl.h"

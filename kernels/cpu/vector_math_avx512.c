@@ -8,4 +8,6 @@
 #define CT_VM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define CT_VM_MAX(a, b) _mm512_max_ps((a), (b))
 #define CT_VM_MIN(a, b) _mm512_min_ps((a), (b))
+#define CT_VM_STREAM(p, v) _mm512_stream_ps((p), (v))
+#define CT_VM_FENCE() _mm_sfence()
 #include "vector_math_impl.h"

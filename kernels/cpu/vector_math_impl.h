@@ -5,6 +5,8 @@
  *   CT_VM_BYTES      vector width in bytes (16, 32, 64)
  *   CT_VM_FMA(a,b,c) a * b + c on float vectors, fused where the set has FMA
  *   CT_VM_MAX(a,b)   a > b ? a : b lane-wise (b where either is nan), CT_VM_MIN(a,b) a < b ? a : b
+ *   CT_VM_STREAM(p,v) a non-temporal store of v at p (aligned to the vector width), CT_VM_FENCE()
+ *                    the fence that orders those stores before later ones
  * Loops run blocks of CT_VM_BLOCK floats (1, 2 or 4 vectors), then one padded block for the tail,
  * so every element goes through the same arithmetic whatever the length and alignment. Sums add
  * CT_VM_CHUNK blocks in float, position by position, then widen the chunk's block of partial
@@ -132,20 +134,6 @@ static inline void ct_vm_exp_block(ct_vm_block* b, float shift) {
   for (int k = 0; k < CT_VM_VECS; ++k) b->v[k] = ct_vm_exp(b->v[k] - shift);
 }
 
-static void ct_vm_exp_f32(const float* src, float* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
-    ct_vm_block b = ct_vm_load_block(src + i);
-    ct_vm_exp_block(&b, 0.0f);
-    ct_vm_store_block(dst + i, &b);
-  }
-  if (i < n) {
-    ct_vm_block b = ct_vm_load_part(src + i, n - i, 0.0f);
-    ct_vm_exp_block(&b, 0.0f);
-    ct_vm_store_part(dst + i, n - i, &b);
-  }
-}
-
 /* Lane-wise maximum that keeps nan (as CT_NAN_MAX). */
 static inline ct_vf ct_vm_nan_max(ct_vf m, ct_vf v) {
   return ct_vm_select((v > m) | (v != v), v, m);
@@ -195,47 +183,109 @@ static double ct_vm_exp_sum_f32(const float* src, float* dst, int64_t n, float s
   return ct_vm_sums_total(&sums);
 }
 
-static void ct_vm_scale_f32(float* data, int64_t n, float factor) {
-  int64_t i = 0;
-  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
-    ct_vm_block b = ct_vm_load_block(data + i);
-    for (int k = 0; k < CT_VM_VECS; ++k) b.v[k] *= factor;
-    ct_vm_store_block(data + i, &b);
+/* ----- element-wise maps, written with plain or non-temporal stores ----- */
+
+typedef enum ct_vm_map_kind {
+  CT_VM_MAP_EXP,       /* exp(src - a) */
+  CT_VM_MAP_SCALE,     /* src * a */
+  CT_VM_MAP_SUBTRACT2, /* (src - a) - b */
+  CT_VM_MAP_NORM,      /* (src - a) * b [* weight] [+ bias] */
+} ct_vm_map_kind;
+
+typedef struct ct_vm_map {
+  const float* src;
+  const float* weight; /* CT_VM_MAP_NORM; may be NULL */
+  const float* bias;   /* CT_VM_MAP_NORM; may be NULL */
+  float a, b;
+} ct_vm_map;
+
+/* The map's results for elements [i, i + count), count <= CT_VM_BLOCK (padding lanes are
+ * computed from harmless fill values and dropped). */
+static inline ct_vm_block ct_vm_map_block(ct_vm_map_kind kind, const ct_vm_map* m, int64_t i,
+                                          int64_t count) {
+  const int whole = count == CT_VM_BLOCK;
+  ct_vm_block x = whole ? ct_vm_load_block(m->src + i) : ct_vm_load_part(m->src + i, count, 0.0f);
+  switch (kind) {
+    case CT_VM_MAP_EXP:
+      ct_vm_exp_block(&x, m->a);
+      break;
+    case CT_VM_MAP_SCALE:
+      for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] *= m->a;
+      break;
+    case CT_VM_MAP_SUBTRACT2:
+      for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] = (x.v[k] - m->a) - m->b;
+      break;
+    case CT_VM_MAP_NORM: {
+      ct_vm_block w, b;
+      if (m->weight) {
+        w = whole ? ct_vm_load_block(m->weight + i) : ct_vm_load_part(m->weight + i, count, 1.0f);
+      }
+      if (m->bias) {
+        b = whole ? ct_vm_load_block(m->bias + i) : ct_vm_load_part(m->bias + i, count, 0.0f);
+      }
+      for (int k = 0; k < CT_VM_VECS; ++k) {
+        ct_vf t = (x.v[k] - m->a) * m->b;
+        if (m->weight) t = t * w.v[k];
+        if (m->bias) t = t + b.v[k];
+        x.v[k] = t;
+      }
+      break;
+    }
   }
-  if (i < n) {
-    ct_vm_block b = ct_vm_load_part(data + i, n - i, 0.0f);
-    for (int k = 0; k < CT_VM_VECS; ++k) b.v[k] *= factor;
-    ct_vm_store_part(data + i, n - i, &b);
-  }
+  return x;
 }
 
-static void ct_vm_subtract2_f32(const float* src, float* dst, int64_t n, float a, float b) {
+/* dst[0, n) = the map. With stream (and dst float-aligned), the elements from the first
+ * vector-aligned one on go out in non-temporal stores: the output does not pass through the
+ * caches, so it costs no read for ownership and evicts nothing. Every element gets the same
+ * arithmetic either way. */
+static inline void ct_vm_map_run(ct_vm_map_kind kind, const ct_vm_map* m, float* dst, int64_t n,
+                                 int stream) {
   int64_t i = 0;
+  if (stream && ((uintptr_t)dst & 3u) == 0) {
+    const uintptr_t misaligned = (uintptr_t)dst & (CT_VM_BYTES - 1u);
+    const int64_t head = misaligned ? (int64_t)((CT_VM_BYTES - misaligned) / 4u) : 0;
+    if (head < n) {
+      if (head > 0) {
+        const ct_vm_block x = ct_vm_map_block(kind, m, 0, head);
+        ct_vm_store_part(dst, head, &x);
+        i = head;
+      }
+      for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+        const ct_vm_block x = ct_vm_map_block(kind, m, i, CT_VM_BLOCK);
+        for (int k = 0; k < CT_VM_VECS; ++k) CT_VM_STREAM(dst + i + k * CT_VM_LANES, x.v[k]);
+      }
+      CT_VM_FENCE();
+    }
+  }
   for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
-    ct_vm_block x = ct_vm_load_block(src + i);
-    for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] = (x.v[k] - a) - b;
+    const ct_vm_block x = ct_vm_map_block(kind, m, i, CT_VM_BLOCK);
     ct_vm_store_block(dst + i, &x);
   }
   if (i < n) {
-    ct_vm_block x = ct_vm_load_part(src + i, n - i, 0.0f);
-    for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] = (x.v[k] - a) - b;
+    const ct_vm_block x = ct_vm_map_block(kind, m, i, n - i);
     ct_vm_store_part(dst + i, n - i, &x);
   }
 }
 
-/* The output of one norm block: (x - mean) * rstd * weight + bias. */
-static inline void ct_vm_norm_block(ct_vm_block* x, const ct_vm_block* w, const ct_vm_block* b,
-                                    float mean, float rstd) {
-  for (int k = 0; k < CT_VM_VECS; ++k) {
-    ct_vf t = (x->v[k] - mean) * rstd;
-    if (w) t = t * w->v[k];
-    if (b) t = t + b->v[k];
-    x->v[k] = t;
-  }
+static void ct_vm_exp_f32(const float* src, float* dst, int64_t n, int stream) {
+  const ct_vm_map m = {src, NULL, NULL, 0.0f, 0.0f};
+  ct_vm_map_run(CT_VM_MAP_EXP, &m, dst, n, stream);
+}
+
+static void ct_vm_scale_f32(const float* src, float* dst, int64_t n, float factor, int stream) {
+  const ct_vm_map m = {src, NULL, NULL, factor, 0.0f};
+  ct_vm_map_run(CT_VM_MAP_SCALE, &m, dst, n, stream);
+}
+
+static void ct_vm_subtract2_f32(const float* src, float* dst, int64_t n, float a, float b,
+                                int stream) {
+  const ct_vm_map m = {src, NULL, NULL, a, b};
+  ct_vm_map_run(CT_VM_MAP_SUBTRACT2, &m, dst, n, stream);
 }
 
 static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight, const float* bias,
-                               int64_t n, int center, double eps) {
+                               int64_t n, int center, double eps, int stream) {
   if (n <= 0) return;
   const int64_t whole = n - n % CT_VM_BLOCK, rest = n - whole;
   float mean = 0.0f;
@@ -293,22 +343,8 @@ static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight
   double var = ct_vm_sums_total(&squares) / (double)n - c * c;
   if (var < 0.0) var = 0.0;
   const float rstd = (float)(1.0 / sqrt(var + eps));
-  for (i = 0; i < whole; i += CT_VM_BLOCK) {
-    ct_vm_block x = ct_vm_load_block(src + i);
-    ct_vm_block w, b;
-    if (weight) w = ct_vm_load_block(weight + i);
-    if (bias) b = ct_vm_load_block(bias + i);
-    ct_vm_norm_block(&x, weight ? &w : NULL, bias ? &b : NULL, mean, rstd);
-    ct_vm_store_block(dst + i, &x);
-  }
-  if (rest) {
-    ct_vm_block x = ct_vm_load_part(src + whole, rest, 0.0f);
-    ct_vm_block w, b;
-    if (weight) w = ct_vm_load_part(weight + whole, rest, 1.0f);
-    if (bias) b = ct_vm_load_part(bias + whole, rest, 0.0f);
-    ct_vm_norm_block(&x, weight ? &w : NULL, bias ? &b : NULL, mean, rstd);
-    ct_vm_store_part(dst + whole, rest, &x);
-  }
+  const ct_vm_map m = {src, weight, bias, mean, rstd};
+  ct_vm_map_run(CT_VM_MAP_NORM, &m, dst, n, stream);
 }
 
 const ct_vector_math CT_VM_NAME = {
