@@ -10,4 +10,6 @@
 #define CT_VM_MIN(a, b) _mm256_min_ps((a), (b))
 #define CT_VM_STREAM(p, v) _mm256_stream_ps((p), (v))
 #define CT_VM_FENCE() _mm_sfence()
+#define CT_VM_MASK_LOAD(p, count, live) _mm256_maskload_ps((p), (__m256i)(live))
+#define CT_VM_MASK_STORE(p, count, live, v) _mm256_maskstore_ps((p), (__m256i)(live), (v))
 #include "vector_math_impl.h"

@@ -10,4 +10,8 @@
 #define CT_VM_MIN(a, b) _mm512_min_ps((a), (b))
 #define CT_VM_STREAM(p, v) _mm512_stream_ps((p), (v))
 #define CT_VM_FENCE() _mm_sfence()
+#define CT_VM_MASK_LOAD(p, count, live) \
+  _mm512_maskz_loadu_ps((__mmask16)((1u << (count)) - 1u), (p))
+#define CT_VM_MASK_STORE(p, count, live, v) \
+  _mm512_mask_storeu_ps((p), (__mmask16)((1u << (count)) - 1u), (v))
 #include "vector_math_impl.h"

@@ -19,9 +19,13 @@
 
 #include "vector_math.h"
 
-/* Vectors pass between static inline helpers only, so the warning that their calling convention
+/* Vectors pass between CT_VM_INLINE helpers only, so the warning that their calling convention
  * differs without AVX does not apply. */
 #pragma GCC diagnostic ignored "-Wpsabi"
+
+/* Helpers are forced inline, so that every loop gets its own copy with the map kind and the
+ * optional operands folded in. */
+#define CT_VM_INLINE static inline __attribute__((always_inline))
 
 typedef float ct_vf __attribute__((vector_size(CT_VM_BYTES)));
 typedef int32_t ct_vi __attribute__((vector_size(CT_VM_BYTES)));
@@ -42,18 +46,18 @@ typedef double ct_vd __attribute__((vector_size(CT_VM_BYTES)));
 #define CT_VM_LOW_LANES 0, 1, 2, 3, 4, 5, 6, 7
 #define CT_VM_HIGH_LANES 8, 9, 10, 11, 12, 13, 14, 15
 #endif
-static inline ct_vd ct_vm_widen_low(ct_vf v) {
+CT_VM_INLINE ct_vd ct_vm_widen_low(ct_vf v) {
   return __builtin_convertvector(__builtin_shufflevector(v, v, CT_VM_LOW_LANES), ct_vd);
 }
-static inline ct_vd ct_vm_widen_high(ct_vf v) {
+CT_VM_INLINE ct_vd ct_vm_widen_high(ct_vf v) {
   return __builtin_convertvector(__builtin_shufflevector(v, v, CT_VM_HIGH_LANES), ct_vd);
 }
 
-static inline ct_vf ct_vm_splat(float f) {
+CT_VM_INLINE ct_vf ct_vm_splat(float f) {
   return (ct_vf){0} + f;
 }
 /* m ? a : b, m lanes all ones or all zeros. */
-static inline ct_vf ct_vm_select(ct_vi m, ct_vf a, ct_vf b) {
+CT_VM_INLINE ct_vf ct_vm_select(ct_vi m, ct_vf a, ct_vf b) {
   return (ct_vf)(((ct_vi)a & m) | ((ct_vi)b & ~m));
 }
 /* A block of CT_VM_BLOCK floats in vectors, and its double accumulators. */
@@ -68,41 +72,72 @@ typedef struct ct_vm_sums {
 } ct_vm_sums;
 
 /* Vector by vector: one memcpy of the whole block would go through the stack. */
-static inline ct_vm_block ct_vm_load_block(const float* p) {
+CT_VM_INLINE ct_vm_block ct_vm_load_block(const float* p) {
   ct_vm_block b;
   for (int k = 0; k < CT_VM_VECS; ++k) memcpy(&b.v[k], p + k * CT_VM_LANES, sizeof b.v[k]);
   return b;
 }
-static inline void ct_vm_store_block(float* p, const ct_vm_block* b) {
+CT_VM_INLINE void ct_vm_store_block(float* p, const ct_vm_block* b) {
   for (int k = 0; k < CT_VM_VECS; ++k) memcpy(p + k * CT_VM_LANES, &b->v[k], sizeof b->v[k]);
 }
-/* The first n (< CT_VM_BLOCK) floats of p, the rest `fill`. */
-static inline ct_vm_block ct_vm_load_part(const float* p, int64_t n, float fill) {
+/* The first n (< CT_VM_BLOCK) floats of p, the rest `fill`; and the matching store. Sets with
+ * masked loads and stores (CT_VM_MASK_LOAD(p, count, live), CT_VM_MASK_STORE(p, count, live, v):
+ * the first `count` lanes, `live` their mask) touch only those elements; the others go through
+ * a buffer. */
+#ifdef CT_VM_MASK_LOAD
+CT_VM_INLINE ct_vi ct_vm_live_lanes(int64_t count) {
+  ct_vi iota;
+  for (int k = 0; k < CT_VM_LANES; ++k) iota[k] = k;
+  return iota < (int32_t)count;
+}
+CT_VM_INLINE int64_t ct_vm_lanes_left(int64_t n, int k) {
+  const int64_t left = n - (int64_t)k * CT_VM_LANES;
+  return left < 0 ? 0 : left > CT_VM_LANES ? CT_VM_LANES : left;
+}
+CT_VM_INLINE ct_vm_block ct_vm_load_part(const float* p, int64_t n, float fill) {
+  ct_vm_block b;
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    const int64_t count = ct_vm_lanes_left(n, k);
+    const ct_vi live = ct_vm_live_lanes(count);
+    b.v[k] =
+        ct_vm_select(live, CT_VM_MASK_LOAD(p + k * CT_VM_LANES, count, live), ct_vm_splat(fill));
+  }
+  return b;
+}
+CT_VM_INLINE void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    const int64_t count = ct_vm_lanes_left(n, k);
+    CT_VM_MASK_STORE(p + k * CT_VM_LANES, count, ct_vm_live_lanes(count), b->v[k]);
+  }
+}
+#else
+CT_VM_INLINE ct_vm_block ct_vm_load_part(const float* p, int64_t n, float fill) {
   float buffer[CT_VM_BLOCK];
   for (int k = 0; k < CT_VM_BLOCK; ++k) buffer[k] = fill;
   memcpy(buffer, p, (size_t)n * sizeof(float));
   return ct_vm_load_block(buffer);
 }
-static inline void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
+CT_VM_INLINE void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
   float buffer[CT_VM_BLOCK];
   ct_vm_store_block(buffer, b);
   memcpy(p, buffer, (size_t)n * sizeof(float));
 }
-static inline void ct_vm_sums_zero(ct_vm_sums* s) {
+#endif
+CT_VM_INLINE void ct_vm_sums_zero(ct_vm_sums* s) {
   for (int k = 0; k < 2 * CT_VM_VECS; ++k) s->v[k] = (ct_vd){0};
 }
-static inline void ct_vm_block_zero(ct_vm_block* b) {
+CT_VM_INLINE void ct_vm_block_zero(ct_vm_block* b) {
   for (int k = 0; k < CT_VM_VECS; ++k) b->v[k] = ct_vm_splat(0.0f);
 }
 /* s += the block of partial sums, widened */
-static inline void ct_vm_sums_add(ct_vm_sums* s, const ct_vm_block* b) {
+CT_VM_INLINE void ct_vm_sums_add(ct_vm_sums* s, const ct_vm_block* b) {
   for (int k = 0; k < CT_VM_VECS; ++k) {
     s->v[2 * k] += ct_vm_widen_low(b->v[k]);
     s->v[2 * k + 1] += ct_vm_widen_high(b->v[k]);
   }
 }
 /* The accumulators added pairwise, in an order that does not depend on the vector width. */
-static inline double ct_vm_sums_total(const ct_vm_sums* s) {
+CT_VM_INLINE double ct_vm_sums_total(const ct_vm_sums* s) {
   double h[CT_VM_BLOCK];
   memcpy(h, s, sizeof h);
   for (int width = CT_VM_BLOCK / 2; width > 0; width /= 2) {
@@ -112,7 +147,7 @@ static inline double ct_vm_sums_total(const ct_vm_sums* s) {
 }
 
 /* exp on every lane: the algorithm of ct_exp_f32 (vector_math.h). */
-static inline ct_vf ct_vm_exp(ct_vf x) {
+CT_VM_INLINE ct_vf ct_vm_exp(ct_vf x) {
   x = CT_VM_MAX(ct_vm_splat(CT_EXP_F32_MIN), x); /* nan stays */
   x = CT_VM_MIN(ct_vm_splat(CT_EXP_F32_MAX), x);
   const ct_vf t = CT_VM_FMA(x, ct_vm_splat(CT_EXP_F32_LOG2E), ct_vm_splat(CT_EXP_F32_SHIFTER));
@@ -130,12 +165,12 @@ static inline ct_vf ct_vm_exp(ct_vf x) {
   return y * (ct_vf)s1 * (ct_vf)((a << 23) - s1);
 }
 /* exp(b - shift) on every element of the block */
-static inline void ct_vm_exp_block(ct_vm_block* b, float shift) {
+CT_VM_INLINE void ct_vm_exp_block(ct_vm_block* b, float shift) {
   for (int k = 0; k < CT_VM_VECS; ++k) b->v[k] = ct_vm_exp(b->v[k] - shift);
 }
 
 /* Lane-wise maximum that keeps nan (as CT_NAN_MAX). */
-static inline ct_vf ct_vm_nan_max(ct_vf m, ct_vf v) {
+CT_VM_INLINE ct_vf ct_vm_nan_max(ct_vf m, ct_vf v) {
   return ct_vm_select((v > m) | (v != v), v, m);
 }
 
@@ -201,8 +236,8 @@ typedef struct ct_vm_map {
 
 /* The map's results for elements [i, i + count), count <= CT_VM_BLOCK (padding lanes are
  * computed from harmless fill values and dropped). */
-static inline ct_vm_block ct_vm_map_block(ct_vm_map_kind kind, const ct_vm_map* m, int64_t i,
-                                          int64_t count) {
+CT_VM_INLINE ct_vm_block ct_vm_map_block(ct_vm_map_kind kind, const ct_vm_map* m, int64_t i,
+                                         int64_t count) {
   const int whole = count == CT_VM_BLOCK;
   ct_vm_block x = whole ? ct_vm_load_block(m->src + i) : ct_vm_load_part(m->src + i, count, 0.0f);
   switch (kind) {
@@ -239,8 +274,8 @@ static inline ct_vm_block ct_vm_map_block(ct_vm_map_kind kind, const ct_vm_map* 
  * vector-aligned one on go out in non-temporal stores: the output does not pass through the
  * caches, so it costs no read for ownership and evicts nothing. Every element gets the same
  * arithmetic either way. */
-static inline void ct_vm_map_run(ct_vm_map_kind kind, const ct_vm_map* m, float* dst, int64_t n,
-                                 int stream) {
+CT_VM_INLINE void ct_vm_map_run(ct_vm_map_kind kind, const ct_vm_map* m, float* dst, int64_t n,
+                                int stream) {
   int64_t i = 0;
   if (stream && ((uintptr_t)dst & 3u) == 0) {
     const uintptr_t misaligned = (uintptr_t)dst & (CT_VM_BYTES - 1u);
