@@ -35,7 +35,6 @@ typedef struct ct_norm_job {
   int64_t inner_strides[CT_NORM_OPERANDS][CT_MAX_NDIM];
   const char* base[CT_NORM_OPERANDS]; /* NULL for an absent operand */
   double eps;
-  int stream; /* vector_math rows: write the output with non-temporal stores (a huge output) */
 } ct_norm_job;
 
 /* Element offset of flat index `flat` (row-major over shape) under strides. */
@@ -257,6 +256,28 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
 #define CT_NORM_VECTOR_f32 1
 #define CT_NORM_VECTOR_f64 0
 
+/* The multi-index of row `row` over the outer dims and every operand's offset there. */
+static void ct_norm_row_start(const ct_norm_job* job, int64_t row, int64_t* index, int64_t* off) {
+  for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] = 0;
+  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
+    index[k] = row % job->outer_shape[k];
+    row /= job->outer_shape[k];
+    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] += index[k] * job->outer_strides[i][k];
+  }
+}
+
+/* Steps index and offsets to the next row (an odometer: no divisions per row). */
+static inline void ct_norm_row_next(const ct_norm_job* job, int64_t* index, int64_t* off) {
+  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
+    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] += job->outer_strides[i][k];
+    if (++index[k] < job->outer_shape[k]) return;
+    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) {
+      off[i] -= job->outer_strides[i][k] * job->outer_shape[k];
+    }
+    index[k] = 0;
+  }
+}
+
 #define CT_NORM_DEFINE(SFX, T, C, ID)                                                          \
   CT_NORM_ROW_DEFINE(SFX, T, C, ID)                                                            \
   static void ct_cpu_norm_rows_##SFX(int64_t begin, int64_t end, void* context) {              \
@@ -266,17 +287,15 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
     const T* ws = (const T*)job->base[CT_NORM_W];                                              \
     const T* bs = (const T*)job->base[CT_NORM_B];                                              \
     const bool contiguous = ct_norm_rows_contiguous(job);                                      \
-    for (int64_t r = begin; r < end; ++r) {                                                    \
-      int64_t off[CT_NORM_OPERANDS];                                                           \
-      for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) {                                         \
-        off[i] = ct_norm_offset(r, job->outer_nd, job->outer_shape, job->outer_strides[i]);    \
-      }                                                                                        \
+    int64_t index[CT_MAX_NDIM], off[CT_NORM_OPERANDS];                                         \
+    ct_norm_row_start(job, begin, index, off);                                                 \
+    for (int64_t r = begin; r < end; ++r, ct_norm_row_next(job, index, off)) {                 \
       if (contiguous && CT_NORM_VECTOR_##SFX) {                                                \
-        ct_vector_math_get()->norm_row_f32(                                                    \
-            (const float*)(xs + off[CT_NORM_X]), (float*)(ys + off[CT_NORM_OUT]),              \
-            ws ? (const float*)(ws + off[CT_NORM_W]) : NULL,                                   \
-            bs ? (const float*)(bs + off[CT_NORM_B]) : NULL, job->inner,                       \
-            job->mode == CT_NORM_LAYER, job->eps, job->stream);                                \
+        ct_vector_math_get()->norm_row_f32((const float*)(xs + off[CT_NORM_X]),                \
+                                           (float*)(ys + off[CT_NORM_OUT]),                    \
+                                           ws ? (const float*)(ws + off[CT_NORM_W]) : NULL,    \
+                                           bs ? (const float*)(bs + off[CT_NORM_B]) : NULL,    \
+                                           job->inner, job->mode == CT_NORM_LAYER, job->eps);  \
         continue;                                                                              \
       }                                                                                        \
       if (contiguous) {                                                                        \
@@ -316,7 +335,6 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
     ct_norm_job job;                                                                           \
     ct_norm_prepare(call, mode, sizeof(C) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON, &job); \
     if (job.rows == 0 || job.inner == 0) return CT_OK;                                         \
-    job.stream = ct_vector_math_stream(job.rows * job.inner * (int64_t)sizeof(T));             \
     ct_cpu_parallel_for(job.rows, 3 * job.inner, ct_cpu_norm_rows_##SFX, &job);                \
     return CT_OK;                                                                              \
   }                                                                                            \

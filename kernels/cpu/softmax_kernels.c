@@ -216,9 +216,9 @@ typedef struct ct_softmax_fns {
         const ct_vector_math* vm = ct_vector_math_get();                                          \
         float* op = (float*)b->out + ib;                                                          \
         if (LOG) {                                                                                \
-          vm->subtract2_f32((const float*)b->x + ib, op, ie - ib, (float)a[0], (float)inv[0], 0); \
+          vm->subtract2_f32((const float*)b->x + ib, op, ie - ib, (float)a[0], (float)inv[0]);    \
         } else {                                                                                  \
-          vm->scale_f32(op, op, ie - ib, (float)inv[0], 0);                                       \
+          vm->scale_f32(op, op, ie - ib, (float)inv[0]);                                          \
         }                                                                                         \
       } else if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                          \
         const T* xp = (const T*)b->x;                                                             \
@@ -270,27 +270,20 @@ typedef struct ct_softmax_plan {
   ct_cpu_lanes vec; /* the vector dim (scalar mode: n 1, chunk 1) */
   int64_t ntasks;
   bool vector_rows; /* tasks are contiguous float32 rows: ct_softmax_row_f32 */
-  int stream;       /* vector rows: write the output with non-temporal stores */
 } ct_softmax_plan;
 
-/* Longest row whose exponentials go to a stack scratch (8 KB) rather than to the output. */
-#define CT_SOFTMAX_ROW_SCRATCH 2048
-
-/* One contiguous float32 row (n >= 1), whole: max, exp(x - max) and their sum, output. Softmax
- * keeps the exponentials in a scratch row that stays in L1 when the row fits, so the output is
- * written once (and can be streamed); longer rows keep them in the output. */
+/* One contiguous float32 row (n >= 1), whole: max, exp(x - max) into the output with their sum,
+ * output rescaled in place (log_softmax: x - max - log(sum)). */
 static void ct_softmax_row_f32(const ct_vector_math* vm, const float* x, float* out, int64_t n,
-                               bool log_softmax, int stream) {
+                               bool log_softmax) {
   const float mx = vm->max_f32(x, n);
   if (log_softmax) {
     const double sum = vm->exp_sum_f32(x, NULL, n, mx);
-    vm->subtract2_f32(x, out, n, mx, (float)log(sum), stream);
+    vm->subtract2_f32(x, out, n, mx, (float)log(sum));
     return;
   }
-  float scratch[CT_SOFTMAX_ROW_SCRATCH];
-  float* e = n <= CT_SOFTMAX_ROW_SCRATCH ? scratch : out;
-  const double sum = vm->exp_sum_f32(x, e, n, mx);
-  vm->scale_f32(e, out, n, (float)(1.0 / sum), stream && e == scratch);
+  const double sum = vm->exp_sum_f32(x, out, n, mx);
+  vm->scale_f32(out, out, n, (float)(1.0 / sum));
 }
 
 static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_block* b) {
@@ -322,8 +315,7 @@ static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
     for (int64_t t = begin; t < end; ++t) {
       ct_softmax_block b;
       ct_softmax_task_at(p, t, &b);
-      ct_softmax_row_f32(vm, (const float*)b.x, (float*)b.out, p->n, p->fns->vector_rows == 2,
-                         p->stream);
+      ct_softmax_row_f32(vm, (const float*)b.x, (float*)b.out, p->n, p->fns->vector_rows == 2);
     }
     return;
   }
@@ -445,7 +437,6 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   const int64_t task_cost = p.n * p.vec.chunk * CT_SOFTMAX_COST;
   p.vector_rows = p.fns->vector_rows && !p.vector_mode && p.sx == (int64_t)sizeof(float) &&
                   p.so == (int64_t)sizeof(float);
-  p.stream = ct_vector_math_stream(p.ntasks * p.n * size);
   if (p.ntasks >= CT_SOFTMAX_FEW_TASKS || task_cost < 2 * CT_SOFTMAX_PIECE * CT_SOFTMAX_COST) {
     ct_cpu_parallel_for(p.ntasks, task_cost, ct_softmax_tasks, &p);
     return CT_OK;

@@ -24,32 +24,34 @@
 #include "internal.h"
 
 /* One instruction set's loops. Pointers are to contiguous float32 runs of n elements (n >= 0);
- * dst may be src (in place). Loops that take `stream` write dst with non-temporal stores when it
- * is nonzero (see ct_vector_math_stream), with the same results. */
+ * dst may be src (in place). */
 typedef struct ct_vector_math {
   const char* isa; /* "generic", "avx2" or "avx512" */
-  /* dst = exp(src) */
+  /* dst = exp(src); with stream != 0, dst is written with non-temporal stores (the same
+   * results; see ct_vector_math_stream) */
   void (*exp_f32)(const float* src, float* dst, int64_t n, int stream);
   /* The largest element, nan if any is nan; -inf for n == 0. */
   float (*max_f32)(const float* src, int64_t n);
   /* Sum (in double) of exp(src - shift); the exponentials are stored in dst unless it is NULL. */
   double (*exp_sum_f32)(const float* src, float* dst, int64_t n, float shift);
   /* dst = src * factor */
-  void (*scale_f32)(const float* src, float* dst, int64_t n, float factor, int stream);
+  void (*scale_f32)(const float* src, float* dst, int64_t n, float factor);
   /* dst = (src - a) - b (log_softmax's last step) */
-  void (*subtract2_f32)(const float* src, float* dst, int64_t n, float a, float b, int stream);
+  void (*subtract2_f32)(const float* src, float* dst, int64_t n, float a, float b);
   /* One layer_norm (center != 0) or rms_norm (center == 0) row: the mean, then the sum of
    * squared deviations corrected by their sum (partial sums in float over 8 blocks of 16
    * elements, totals in double), then dst = (src - mean) * rstd * weight + bias; weight and
    * bias may be NULL. */
   void (*norm_row_f32)(const float* src, float* dst, const float* weight, const float* bias,
-                       int64_t n, int center, double eps, int stream);
+                       int64_t n, int center, double eps);
 } ct_vector_math;
 
-/* Outputs of at least this many bytes are written with non-temporal stores: far larger than a
- * core's L2 and a good part of a shared L3, they would not stay in cache for the next op anyway,
- * and streaming them saves the read for ownership of every line (a third of the traffic of a
- * one-input map). */
+/* exp runs of at least this many bytes (a thread's share of a huge array) are written with
+ * non-temporal stores: far larger than a core's L2 and a good part of a shared L3, they would not
+ * stay in cache for the next op anyway, and streaming them saves the read for ownership of every
+ * line (a third of the traffic of a one-input map). Measured on Zen 3: exp of 2^23 floats on one
+ * core 13.4 -> 15 GB/s. softmax and layer_norm rows gained nothing from it (their loads of the
+ * next rows compete with the streamed lines), so they store normally. */
 #define CT_VECTOR_MATH_STREAM_BYTES ((int64_t)8 << 20)
 static inline int ct_vector_math_stream(int64_t output_bytes) {
   return output_bytes >= CT_VECTOR_MATH_STREAM_BYTES;

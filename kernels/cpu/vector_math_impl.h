@@ -308,19 +308,18 @@ static void ct_vm_exp_f32(const float* src, float* dst, int64_t n, int stream) {
   ct_vm_map_run(CT_VM_MAP_EXP, &m, dst, n, stream);
 }
 
-static void ct_vm_scale_f32(const float* src, float* dst, int64_t n, float factor, int stream) {
+static void ct_vm_scale_f32(const float* src, float* dst, int64_t n, float factor) {
   const ct_vm_map m = {src, NULL, NULL, factor, 0.0f};
-  ct_vm_map_run(CT_VM_MAP_SCALE, &m, dst, n, stream);
+  ct_vm_map_run(CT_VM_MAP_SCALE, &m, dst, n, 0);
 }
 
-static void ct_vm_subtract2_f32(const float* src, float* dst, int64_t n, float a, float b,
-                                int stream) {
+static void ct_vm_subtract2_f32(const float* src, float* dst, int64_t n, float a, float b) {
   const ct_vm_map m = {src, NULL, NULL, a, b};
-  ct_vm_map_run(CT_VM_MAP_SUBTRACT2, &m, dst, n, stream);
+  ct_vm_map_run(CT_VM_MAP_SUBTRACT2, &m, dst, n, 0);
 }
 
 static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight, const float* bias,
-                               int64_t n, int center, double eps, int stream) {
+                               int64_t n, int center, double eps) {
   if (n <= 0) return;
   const int64_t whole = n - n % CT_VM_BLOCK, rest = n - whole;
   float mean = 0.0f;
@@ -379,7 +378,7 @@ static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight
   if (var < 0.0) var = 0.0;
   const float rstd = (float)(1.0 / sqrt(var + eps));
   const ct_vm_map m = {src, weight, bias, mean, rstd};
-  ct_vm_map_run(CT_VM_MAP_NORM, &m, dst, n, stream);
+  ct_vm_map_run(CT_VM_MAP_NORM, &m, dst, n, 0);
 }
 
 const ct_vector_math CT_VM_NAME = {
