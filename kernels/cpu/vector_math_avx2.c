@@ -12,4 +12,6 @@
 #define CT_VM_FENCE() _mm_sfence()
 #define CT_VM_MASK_LOAD(p, count, live) _mm256_maskload_ps((p), (__m256i)(live))
 #define CT_VM_MASK_STORE(p, count, live, v) _mm256_maskstore_ps((p), (__m256i)(live), (v))
+#define CT_VM_WIDEN_LOW(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
+#define CT_VM_WIDEN_HIGH(v) _mm256_cvtps_pd(_mm256_extractf128_ps((v), 1))
 #include "vector_math_impl.h"

@@ -14,4 +14,7 @@
   _mm512_maskz_loadu_ps((__mmask16)((1u << (count)) - 1u), (p))
 #define CT_VM_MASK_STORE(p, count, live, v) \
   _mm512_mask_storeu_ps((p), (__mmask16)((1u << (count)) - 1u), (v))
+#define CT_VM_WIDEN_LOW(v) _mm512_cvtps_pd(_mm512_castps512_ps256(v))
+#define CT_VM_WIDEN_HIGH(v) \
+  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
 #include "vector_math_impl.h"

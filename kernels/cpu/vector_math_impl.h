@@ -5,6 +5,8 @@
  *   CT_VM_BYTES      vector width in bytes (16, 32, 64)
  *   CT_VM_FMA(a,b,c) a * b + c on float vectors, fused where the set has FMA
  *   CT_VM_MAX(a,b)   a > b ? a : b lane-wise (b where either is nan), CT_VM_MIN(a,b) a < b ? a : b
+ *   CT_VM_WIDEN_LOW(v), CT_VM_WIDEN_HIGH(v) (optional) the halves of v as double vectors
+ *   CT_VM_MASK_LOAD, CT_VM_MASK_STORE (optional) masked loads and stores, see ct_vm_load_part
  *   CT_VM_STREAM(p,v) a non-temporal store of v at p (aligned to the vector width), CT_VM_FENCE()
  *                    the fence that orders those stores before later ones
  * Loops run blocks of CT_VM_BLOCK floats (1, 2 or 4 vectors), then one padded block for the tail,
@@ -34,8 +36,10 @@ typedef float ct_vh __attribute__((vector_size(CT_VM_BYTES / 2)));
 typedef double ct_vd __attribute__((vector_size(CT_VM_BYTES)));
 
 #define CT_VM_LANES (CT_VM_BYTES / 4)
-/* The lanes of the low and high halves of a float vector, widened to doubles one half at a time
- * (a double vector twice the register width compiles to spills). */
+/* The low and high halves of a float vector widened to doubles (a double vector twice the
+ * register width compiles to spills). Sets may give CT_VM_WIDEN_LOW/HIGH(v) as intrinsics; the
+ * portable form is a shuffle, which GCC lowers through the stack. */
+#ifndef CT_VM_WIDEN_LOW
 #if CT_VM_BYTES == 16
 #define CT_VM_LOW_LANES 0, 1
 #define CT_VM_HIGH_LANES 2, 3
@@ -46,13 +50,17 @@ typedef double ct_vd __attribute__((vector_size(CT_VM_BYTES)));
 #define CT_VM_LOW_LANES 0, 1, 2, 3, 4, 5, 6, 7
 #define CT_VM_HIGH_LANES 8, 9, 10, 11, 12, 13, 14, 15
 #endif
+#define CT_VM_WIDEN_LOW(v) \
+  __builtin_convertvector(__builtin_shufflevector((v), (v), CT_VM_LOW_LANES), ct_vd)
+#define CT_VM_WIDEN_HIGH(v) \
+  __builtin_convertvector(__builtin_shufflevector((v), (v), CT_VM_HIGH_LANES), ct_vd)
+#endif
 CT_VM_INLINE ct_vd ct_vm_widen_low(ct_vf v) {
-  return __builtin_convertvector(__builtin_shufflevector(v, v, CT_VM_LOW_LANES), ct_vd);
+  return (ct_vd)CT_VM_WIDEN_LOW(v);
 }
 CT_VM_INLINE ct_vd ct_vm_widen_high(ct_vf v) {
-  return __builtin_convertvector(__builtin_shufflevector(v, v, CT_VM_HIGH_LANES), ct_vd);
+  return (ct_vd)CT_VM_WIDEN_HIGH(v);
 }
-
 CT_VM_INLINE ct_vf ct_vm_splat(float f) {
   return (ct_vf){0} + f;
 }
