@@ -35,7 +35,7 @@ typedef struct ct_vector_math {
   /* The largest element, nan if any is nan; -inf for n == 0. */
   float (*max_f32)(const float* src, int64_t n);
   /* Sum (in double) of exp(src - shift); the exponentials are stored in dst unless it is NULL.
-   * Like norm_row_f32, prefetches the n elements after src (the next row). */
+   * Prefetches the n elements after src and dst (the next row) meanwhile. */
   double (*exp_sum_f32)(const float* src, float* dst, int64_t n, float shift);
   /* dst = src * factor */
   void (*scale_f32)(const float* src, float* dst, int64_t n, float factor);
@@ -44,7 +44,7 @@ typedef struct ct_vector_math {
   /* One layer_norm (center != 0) or rms_norm (center == 0) row: the mean, then the sum of
    * squared deviations corrected by their sum (partial sums in float over 8 blocks of 16
    * elements, totals in double), then dst = (src - mean) * rstd * weight + bias; weight and
-   * bias may be NULL. The n elements after src (the next row) are prefetched meanwhile. */
+   * bias may be NULL. Prefetches the n elements after src and dst (the next row) meanwhile. */
   void (*norm_row_f32)(const float* src, float* dst, const float* weight, const float* bias,
                        int64_t n, int center, double eps);
 } ct_vector_math;

@@ -154,6 +154,21 @@ CT_VM_INLINE double ct_vm_sums_total(const ct_vm_sums* s) {
   return h[0];
 }
 
+/* Asks for the cache line of row[n + i], in the row that follows row[0, n) in memory (the next
+ * row of a C-contiguous tensor), for reading (write 0) or writing (1). Row loops call it once a
+ * block in a pass that computes from L1: the hardware prefetchers only follow demand misses,
+ * which such passes do not make, so without it every row would start with a cold read of its
+ * input and stall its stores on reads for ownership. A prefetch never faults, so the address
+ * may lie past the end of the tensor (it is computed as an integer). */
+CT_VM_INLINE void ct_vm_prefetch_next_row(const float* row, int64_t n, int64_t i, int write) {
+  const void* line = (const void*)((uintptr_t)row + (uintptr_t)(n + i) * sizeof(float));
+  if (write) {
+    __builtin_prefetch(line, 1, 3);
+  } else {
+    __builtin_prefetch(line, 0, 3);
+  }
+}
+
 /* exp on every lane: the algorithm of ct_exp_f32 (vector_math.h). */
 CT_VM_INLINE ct_vf ct_vm_exp(ct_vf x) {
   x = CT_VM_MAX(ct_vm_splat(CT_EXP_F32_MIN), x); /* nan stays */
@@ -209,7 +224,8 @@ static double ct_vm_exp_sum_f32(const float* src, float* dst, int64_t n, float s
     ct_vm_block part;
     ct_vm_block_zero(&part);
     for (int c = 0; c < CT_VM_CHUNK && i + CT_VM_BLOCK <= n; ++c, i += CT_VM_BLOCK) {
-      __builtin_prefetch(src + n + i, 0, 3); /* the next row: see ct_vm_norm_row_f32 */
+      ct_vm_prefetch_next_row(src, n, i, 0);
+      if (dst) ct_vm_prefetch_next_row(dst, n, i, 1);
       ct_vm_block b = ct_vm_load_block(src + i);
       ct_vm_exp_block(&b, shift);
       if (dst) ct_vm_store_block(dst + i, &b);
@@ -362,10 +378,8 @@ static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight
     ct_vm_block_zero(&sq);
     ct_vm_block_zero(&dev);
     for (int c = 0; c < CT_VM_CHUNK && i < whole; ++c, i += CT_VM_BLOCK) {
-      /* The memory after the row (the next row of a C-contiguous tensor) is asked for while this
-       * pass computes from L1: the hardware prefetchers only follow demand misses, and this
-       * pass and the next make none. Prefetches never fault. */
-      __builtin_prefetch(src + n + i, 0, 3);
+      ct_vm_prefetch_next_row(src, n, i, 0);
+      ct_vm_prefetch_next_row(dst, n, i, 1);
       const ct_vm_block b = ct_vm_load_block(src + i);
       for (int k = 0; k < CT_VM_VECS; ++k) {
         const ct_vf d = b.v[k] - mean;
