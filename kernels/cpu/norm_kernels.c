@@ -10,8 +10,9 @@
  * computed in the compute type (float for float16/bfloat16/float32, double for float64). Rows
  * run in parallel; each row is computed by one thread, so results do not depend on the thread
  * count. Rows that are contiguous for every operand (layer_norm and rms_norm over C-contiguous
- * data) take a vectorised path compiled per ISA (cpu_isa.h): CT_NORM_LANES independent double
- * accumulators per statistic, added pairwise at the end. */
+ * data) take a vectorised path: float32 the explicit vector loops of vector_math.h, the other
+ * dtypes a loop compiled per ISA (cpu_isa.h) with CT_NORM_LANES independent double accumulators
+ * per statistic, added pairwise at the end. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "cpu_isa.h"
 #include "cpu_register.h"
 #include "strided_iter.h"
+#include "vector_math.h"
 
 enum { CT_NORM_X, CT_NORM_OUT, CT_NORM_W, CT_NORM_B, CT_NORM_MEAN, CT_NORM_VAR, CT_NORM_OPERANDS };
 typedef enum ct_norm_mode { CT_NORM_LAYER, CT_NORM_RMS, CT_NORM_GROUP, CT_NORM_BATCH } ct_norm_mode;
@@ -248,6 +250,34 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
   return true;
 }
 
+/* Whether a dtype's contiguous rows take vector_math's norm row (float32 only). */
+#define CT_NORM_VECTOR_f16 0
+#define CT_NORM_VECTOR_bf16 0
+#define CT_NORM_VECTOR_f32 1
+#define CT_NORM_VECTOR_f64 0
+
+/* The multi-index of row `row` over the outer dims and every operand's offset there. */
+static void ct_norm_row_start(const ct_norm_job* job, int64_t row, int64_t* index, int64_t* off) {
+  for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] = 0;
+  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
+    index[k] = row % job->outer_shape[k];
+    row /= job->outer_shape[k];
+    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] += index[k] * job->outer_strides[i][k];
+  }
+}
+
+/* Steps index and offsets to the next row (an odometer: no divisions per row). */
+static inline void ct_norm_row_next(const ct_norm_job* job, int64_t* index, int64_t* off) {
+  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
+    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] += job->outer_strides[i][k];
+    if (++index[k] < job->outer_shape[k]) return;
+    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) {
+      off[i] -= job->outer_strides[i][k] * job->outer_shape[k];
+    }
+    index[k] = 0;
+  }
+}
+
 #define CT_NORM_DEFINE(SFX, T, C, ID)                                                          \
   CT_NORM_ROW_DEFINE(SFX, T, C, ID)                                                            \
   static void ct_cpu_norm_rows_##SFX(int64_t begin, int64_t end, void* context) {              \
@@ -257,10 +287,16 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
     const T* ws = (const T*)job->base[CT_NORM_W];                                              \
     const T* bs = (const T*)job->base[CT_NORM_B];                                              \
     const bool contiguous = ct_norm_rows_contiguous(job);                                      \
-    for (int64_t r = begin; r < end; ++r) {                                                    \
-      int64_t off[CT_NORM_OPERANDS];                                                           \
-      for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) {                                         \
-        off[i] = ct_norm_offset(r, job->outer_nd, job->outer_shape, job->outer_strides[i]);    \
+    int64_t index[CT_MAX_NDIM], off[CT_NORM_OPERANDS];                                         \
+    ct_norm_row_start(job, begin, index, off);                                                 \
+    for (int64_t r = begin; r < end; ++r, ct_norm_row_next(job, index, off)) {                 \
+      if (contiguous && CT_NORM_VECTOR_##SFX) {                                                \
+        ct_vector_math_get()->norm_row_f32((const float*)(xs + off[CT_NORM_X]),                \
+                                           (float*)(ys + off[CT_NORM_OUT]),                    \
+                                           ws ? (const float*)(ws + off[CT_NORM_W]) : NULL,    \
+                                           bs ? (const float*)(bs + off[CT_NORM_B]) : NULL,    \
+                                           job->inner, job->mode == CT_NORM_LAYER, job->eps);  \
+        continue;                                                                              \
       }                                                                                        \
       if (contiguous) {                                                                        \
         ct_norm_row_##SFX(xs + off[CT_NORM_X], ys + off[CT_NORM_OUT],                          \

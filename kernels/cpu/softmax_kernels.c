@@ -2,8 +2,9 @@
  * and x - max - log(sum(exp(x - max))), as torch.nn.functional.softmax / log_softmax (one body).
  *
  * float16/bfloat16/float32 compute in float (exp in float), float64 in double; sums accumulate
- * in double. A nan anywhere in a lane makes the whole lane nan (the maximum propagates nan), and
- * a lane of -inf only gives nan (-inf - -inf), as torch.
+ * in double. Contiguous float32 lanes run the explicitly vectorised loops of vector_math.h. A nan
+ * anywhere in a lane makes the whole lane nan (the maximum propagates nan), and a lane of -inf only
+ * gives nan (-inf - -inf), as torch.
  *
  * Plan: the dims other than the axis are "lanes". When some lane dim is finer in memory than the
  * axis (softmax over an outer axis), a task handles up to CT_SOFTMAX_CHUNK lanes along that dim
@@ -21,6 +22,7 @@
 #include "cpu_register.h"
 #include "reduce_plan.h"
 #include "strided_iter.h"
+#include "vector_math.h"
 
 #define CT_SOFTMAX_CHUNK 256      /* most lanes a task: 3 x 2 KB of maxima, sums, scratch */
 #define CT_SOFTMAX_SPLIT_CHUNK 64 /* most lanes a split task (8 pieces of partials) */
@@ -33,46 +35,10 @@
 
 /* ----- exponentials ----- */
 
-static inline uint32_t ct_sm_bits(float f) {
-  return ct_float_bits(f);
-}
-/* A signed integer ordered like the float (nans sort beyond the infinities of their sign). */
-static inline int32_t ct_sm_key(float f) {
-  const int32_t b = (int32_t)ct_float_bits(f);
-  return b ^ ((b >> 31) & 0x7fffffff);
-}
-static inline float ct_sm_unkey(int32_t k) {
-  return ct_bits_float((uint32_t)(k ^ ((k >> 31) & 0x7fffffff)));
-}
-
-/* expf without branches, so that loops calling it vectorise: Cephes' range reduction and
- * degree-6 polynomial (under 0.7 ulp on the whole range, subnormal results included), 2^n applied
- * in two halves. Special cases are selected with integer masks (a float select is not
- * if-converted under -ftrapping-math): nan -> nan, > 88.72 -> inf, < -103.97 (and -inf) -> 0. */
-static inline float ct_exp_float(float x) {
-  const int32_t k = ct_sm_key(x);
-  const int32_t klo = ct_sm_key(-103.97208404541015625f), khi = ct_sm_key(88.72283935546875f);
-  int32_t kc = k > klo ? k : klo;
-  kc = kc < khi ? kc : khi;
-  const float c = ct_sm_unkey(kc);
-  const float fn = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* rint(c/ln2) */
-  float r = c - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float y = p * r * r + r + 1.0f;
-  const int32_t n = (int32_t)fn, n1 = n >> 1, n2 = n - n1;
-  y = y * ct_bits_float((uint32_t)(n1 + 127) << 23) * ct_bits_float((uint32_t)(n2 + 127) << 23);
-  const uint32_t over = 0u - (uint32_t)(k > khi), under = 0u - (uint32_t)(k < klo);
-  const uint32_t nan = 0u - (uint32_t)((ct_sm_bits(x) & 0x7fffffffu) > 0x7f800000u);
-  uint32_t out = (ct_sm_bits(y) & ~over) | (0x7f800000u & over);
-  out &= ~under;
-  out = (out & ~nan) | (ct_sm_bits(x) & nan);
-  return ct_bits_float(out);
+/* float: the scalar copy of vector_math's exp (vector_math.h), so that strided and low-precision
+ * lanes compute what the generic vector set computes. */
+static inline float ct_exp_float(float v) {
+  return ct_exp_f32(v);
 }
 static inline double ct_exp_double(double v) {
   return exp(v);
@@ -90,6 +56,7 @@ typedef struct ct_softmax_block {
 
 typedef struct ct_softmax_fns {
   int64_t max_size;                       /* sizeof(C) */
+  int vector_rows;                        /* float32: 1 + LOG (ct_softmax_row_f32), else 0 */
   void (*lowest)(void* m, int64_t lanes); /* m[j] = -inf */
   void (*max)(const ct_softmax_block* b, int64_t ib, int64_t ie, void* m);
   void (*sum)(const ct_softmax_block* b, int64_t ib, int64_t ie, const void* m, double* s);
@@ -147,6 +114,12 @@ typedef struct ct_softmax_fns {
     OAT = ct_store_##SFX(ct_r);                                                \
   }
 
+/* Whether a dtype's contiguous single lanes take the vector_math loops (float32 only). */
+#define CT_SOFTMAX_VECTOR_f16 0
+#define CT_SOFTMAX_VECTOR_bf16 0
+#define CT_SOFTMAX_VECTOR_f32 1
+#define CT_SOFTMAX_VECTOR_f64 0
+
 /* One body for softmax (LOG 0: out = exp(x - max) / sum) and log_softmax (LOG 1: out =
  * x - max - log(sum)); only the final step differs.
  * REUSE (softmax only): the output holds the compute type exactly (float32, float64), so pass 2
@@ -162,7 +135,10 @@ typedef struct ct_softmax_fns {
     if (b->lanes == 1) {                                                                          \
       C r = a[0];                                                                                 \
       const char* base = b->x + ib * b->sx;                                                       \
-      if (b->sx == (int64_t)sizeof(T)) {                                                          \
+      if (CT_SOFTMAX_VECTOR_##SFX && b->sx == (int64_t)sizeof(T)) {                               \
+        const C v = (C)ct_vector_math_get()->max_f32((const float*)base, ie - ib);                \
+        r = CT_NAN_MAX(r, v);                                                                     \
+      } else if (b->sx == (int64_t)sizeof(T)) {                                                   \
         const T* p = (const T*)base;                                                              \
         CT_NANMAX_LOOP(C, ie - ib, ct_load_##SFX(p[ct_i]), r);                                    \
       } else {                                                                                    \
@@ -196,7 +172,10 @@ typedef struct ct_softmax_fns {
       const int64_t sx = b->sx, so = b->so, len = ie - ib;                                        \
       const char* xb = b->x + ib * sx;                                                            \
       char* ob = b->out + ib * so;                                                                \
-      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                 \
+      if (CT_SOFTMAX_VECTOR_##SFX && sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {      \
+        s[0] += ct_vector_math_get()->exp_sum_f32((const float*)xb, reuse ? (float*)ob : NULL,    \
+                                                  len, (float)mx);                                \
+      } else if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                          \
         const T* xp = (const T*)xb;                                                               \
         T* op = (T*)ob;                                                                           \
         CT_SOFTMAX_LANE_SUM(SFX, T, C, len, xp[ct_i], op[ct_i], mx, reuse, s[0]);                 \
@@ -233,7 +212,15 @@ typedef struct ct_softmax_fns {
     for (int64_t j = 0; j < b->lanes; ++j) inv[j] = (C)((LOG) ? log(s[j]) : 1.0 / s[j]);          \
     if (b->lanes == 1) {                                                                          \
       const int64_t sx = b->sx, so = b->so;                                                       \
-      if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                                 \
+      if (CT_SOFTMAX_VECTOR_##SFX && sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {      \
+        const ct_vector_math* vm = ct_vector_math_get();                                          \
+        float* op = (float*)b->out + ib;                                                          \
+        if (LOG) {                                                                                \
+          vm->subtract2_f32((const float*)b->x + ib, op, ie - ib, (float)a[0], (float)inv[0]);    \
+        } else {                                                                                  \
+          vm->scale_f32(op, op, ie - ib, (float)inv[0]);                                          \
+        }                                                                                         \
+      } else if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                          \
         const T* xp = (const T*)b->x;                                                             \
         T* op = (T*)b->out;                                                                       \
         CT_SOFTMAX_SCALE(SFX, T, C, ib, ie, xp[ct_i], op[ct_i], a[0], inv[0], reuse, LOG)         \
@@ -263,6 +250,7 @@ typedef struct ct_softmax_fns {
     for (int64_t j = 0; j < lanes; ++j) a[j] = CT_NAN_MAX(a[j], o[j]);                            \
   }                                                                                               \
   static const ct_softmax_fns ct_##OP##_##SFX##_fns = {sizeof(C),                                 \
+                                                       CT_SOFTMAX_VECTOR_##SFX ? 1 + (LOG) : 0,   \
                                                        ct_##OP##_##SFX##_lowest,                  \
                                                        ct_##OP##_##SFX##_max,                     \
                                                        ct_##OP##_##SFX##_sum,                     \
@@ -281,7 +269,22 @@ typedef struct ct_softmax_plan {
   bool vector_mode;
   ct_cpu_lanes vec; /* the vector dim (scalar mode: n 1, chunk 1) */
   int64_t ntasks;
+  bool vector_rows; /* tasks are contiguous float32 rows: ct_softmax_row_f32 */
 } ct_softmax_plan;
+
+/* One contiguous float32 row (n >= 1), whole: max, exp(x - max) into the output with their sum,
+ * output rescaled in place (log_softmax: x - max - log(sum)). */
+static void ct_softmax_row_f32(const ct_vector_math* vm, const float* x, float* out, int64_t n,
+                               bool log_softmax) {
+  const float mx = vm->max_f32(x, n);
+  if (log_softmax) {
+    const double sum = vm->exp_sum_f32(x, NULL, n, mx);
+    vm->subtract2_f32(x, out, n, mx, (float)log(sum));
+    return;
+  }
+  const double sum = vm->exp_sum_f32(x, out, n, mx);
+  vm->scale_f32(out, out, n, (float)(1.0 / sum));
+}
 
 static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_block* b) {
   int64_t outer = t / p->vec.chunks;
@@ -307,6 +310,15 @@ static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_b
 
 static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
   const ct_softmax_plan* p = context;
+  if (p->vector_rows) {
+    const ct_vector_math* vm = ct_vector_math_get();
+    for (int64_t t = begin; t < end; ++t) {
+      ct_softmax_block b;
+      ct_softmax_task_at(p, t, &b);
+      ct_softmax_row_f32(vm, (const float*)b.x, (float*)b.out, p->n, p->fns->vector_rows == 2);
+    }
+    return;
+  }
   double m[CT_SOFTMAX_CHUNK], s[CT_SOFTMAX_CHUNK], scratch[CT_SOFTMAX_CHUNK];
   for (int64_t t = begin; t < end; ++t) {
     ct_softmax_block b;
@@ -423,6 +435,8 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   for (int32_t k = 0; k < p.nouter; ++k) outer *= p.outer_shape[k];
   p.ntasks = outer * p.vec.chunks;
   const int64_t task_cost = p.n * p.vec.chunk * CT_SOFTMAX_COST;
+  p.vector_rows = p.fns->vector_rows && !p.vector_mode && p.sx == (int64_t)sizeof(float) &&
+                  p.so == (int64_t)sizeof(float);
   if (p.ntasks >= CT_SOFTMAX_FEW_TASKS || task_cost < 2 * CT_SOFTMAX_PIECE * CT_SOFTMAX_COST) {
     ct_cpu_parallel_for(p.ntasks, task_cost, ct_softmax_tasks, &p);
     return CT_OK;

@@ -3,6 +3,7 @@
 
 #include "cpu_register.h"
 #include "elementwise_loops.h"
+#include "vector_math.h"
 
 /* ----- operator functions per compute type ----- */
 
@@ -72,13 +73,34 @@ static inline double ct_op_sigmoid_double(double x) {
   return 1.0 / (1.0 + exp(-x));
 }
 
+/* float32 exp: contiguous runs through the vector_math set of the CPU (a run as large as
+ * CT_VECTOR_MATH_STREAM_BYTES, a thread's share of a huge array, is written with non-temporal
+ * stores), other runs through its scalar copy (the generic set's arithmetic). */
+static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const void* extra) {
+  (void)extra;
+  char *src = data[0], *dst = data[1];
+  const int64_t ss = steps[0], ds = steps[1];
+  if (ss == (int64_t)sizeof(float) && ds == (int64_t)sizeof(float)) {
+    ct_vector_math_get()->exp_f32((const float*)src, (float*)dst, n,
+                                  ct_vector_math_stream(n * (int64_t)sizeof(float)));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) CT_AT(float, dst, i, ds) = ct_exp_f32(CT_AT(float, src, i, ss));
+}
+static const ct_cpu_loop_entry ct_cpu_exp_f32_entry = {ct_cpu_exp_f32};
+
+/* exp's other dtypes take the template loop. */
+#define CT_EXP_TEMPLATE_TYPES(X, A) \
+  CT_CPU_LOWP_TYPES(X, A)           \
+  X(A, f64, double, double, double, CT_DT_F64)
+
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */
 
 #define CT_UNARY_KERNELS(K)         \
   K(negative, CT_CPU_NUMERIC_TYPES) \
   K(abs, CT_CPU_ALL_TYPES)          \
   K(relu, CT_CPU_NUMERIC_TYPES)     \
-  K(exp, CT_CPU_FLOAT_TYPES)        \
+  K(exp, CT_EXP_TEMPLATE_TYPES)     \
   K(log, CT_CPU_FLOAT_TYPES)        \
   K(sqrt, CT_CPU_FLOAT_TYPES)       \
   K(tanh, CT_CPU_FLOAT_TYPES)       \
@@ -92,7 +114,7 @@ static const ct_cpu_kernel ct_cpu_unary_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_REG_X, NAME)
     CT_UNARY_KERNELS(K)
 #undef K
-};
+        CT_UNARY_SAME_REG_X(exp, f32, float, float, float, CT_DT_F32)};
 
 int ct_cpu_register_unary(void) {
   return ct_cpu_register_all(ct_cpu_unary_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_unary_kernels));

@@ -1,0 +1,120 @@
+/* vector_math.h - explicitly vectorised float32 loops (exp, softmax rows, norm rows), one set
+ * per instruction set, and the run-time choice between them.
+ *
+ * The sets share one body (vector_math_impl.h, GCC vector extensions) compiled three times: the
+ * generic set in the main library (16-byte vectors: SSE2 on x86-64), the AVX2 + FMA and AVX-512
+ * sets in files built with their own flags (meson: one static library per instruction set), as
+ * the GEMM micro-kernels. ct_vector_math_get() picks the set for ct_cpu_isa() (cpu_isa.h), so
+ * CTENSOR_CPU_ISA=generic|avx2|avx512 selects a set for tests. Sets differ in vector width and in
+ * exp's fused multiply-adds only: sums and norm rows agree bitwise between sets (see
+ * vector_math_impl.h), exp and softmax within an ulp or two.
+ *
+ * The exponential (ct_exp_f32 below and the vector copies): x = n ln2 + r with n = rint(x/ln2)
+ * and a two-constant (Cody-Waite) ln2, so r is exact and |r| <= ln2/2; exp(r) = 1 + r + r^2 q(r)
+ * with q a degree-4 polynomial fitted here for least maximum relative error (3e-9 before
+ * rounding); 2^n is applied as 2^(n/2) 2^(n - n/2), two normal scale factors, so results that
+ * overflow become inf and subnormal results are rounded once. Inputs are clamped to [-104, 89]
+ * first (exp(89) overflows, exp(-104) rounds to 0); nan stays nan. Error over the whole float32
+ * range against float64: at most 0.98 ulp without FMA (generic set, scalar copy), 1.01 ulp with
+ * (tests/test_ops_vector_math.py sweeps it). */
+#ifndef CTENSOR_CPU_VECTOR_MATH_H_
+#define CTENSOR_CPU_VECTOR_MATH_H_
+
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* One instruction set's loops. Pointers are to contiguous float32 runs of n elements (n >= 0);
+ * dst may be src (in place). */
+typedef struct ct_vector_math {
+  const char* isa; /* "generic", "avx2" or "avx512" */
+  /* dst = exp(src); with stream != 0, dst is written with non-temporal stores (the same
+   * results; see ct_vector_math_stream) */
+  void (*exp_f32)(const float* src, float* dst, int64_t n, int stream);
+  /* The largest element, nan if any is nan; -inf for n == 0. */
+  float (*max_f32)(const float* src, int64_t n);
+  /* Sum (in double) of exp(src - shift); the exponentials are stored in dst unless it is NULL.
+   * Prefetches the n elements after src and dst (the next row) meanwhile. */
+  double (*exp_sum_f32)(const float* src, float* dst, int64_t n, float shift);
+  /* dst = src * factor */
+  void (*scale_f32)(const float* src, float* dst, int64_t n, float factor);
+  /* dst = (src - a) - b (log_softmax's last step) */
+  void (*subtract2_f32)(const float* src, float* dst, int64_t n, float a, float b);
+  /* One layer_norm (center != 0) or rms_norm (center == 0) row: the mean, then the sum of
+   * squared deviations corrected by their sum (partial sums in float over 8 blocks of 16
+   * elements, totals in double), then dst = (src - mean) * rstd * weight + bias; weight and
+   * bias may be NULL. Prefetches the n elements after src and dst (the next row) meanwhile. */
+  void (*norm_row_f32)(const float* src, float* dst, const float* weight, const float* bias,
+                       int64_t n, int center, double eps);
+} ct_vector_math;
+
+/* exp runs of at least this many bytes (a thread's share of a huge array) are written with
+ * non-temporal stores: far larger than a core's L2 and a good part of a shared L3, they would not
+ * stay in cache for the next op anyway, and streaming them saves the read for ownership of every
+ * line (a third of the traffic of a one-input map). Measured on Zen 3: exp of 2^23 floats on one
+ * core 13.4 -> 15 GB/s. softmax and layer_norm rows measured no faster with it (4096 x 1024),
+ * so they store normally. */
+#define CT_VECTOR_MATH_STREAM_BYTES ((int64_t)8 << 20)
+static inline int ct_vector_math_stream(int64_t output_bytes) {
+  return output_bytes >= CT_VECTOR_MATH_STREAM_BYTES;
+}
+
+CT_INTERNAL extern const ct_vector_math ct_vector_math_generic;
+#ifdef CT_HAVE_VECTOR_MATH_AVX2
+CT_INTERNAL extern const ct_vector_math ct_vector_math_avx2;
+#endif
+#ifdef CT_HAVE_VECTOR_MATH_AVX512
+CT_INTERNAL extern const ct_vector_math ct_vector_math_avx512;
+#endif
+
+/* The set in use (chosen once, thread-safe). */
+CT_INTERNAL const ct_vector_math* ct_vector_math_get(void);
+
+/* ----- the exponential's constants, shared by the scalar and vector copies ----- */
+
+#define CT_EXP_F32_MIN (-104.0f) /* below: 0 */
+#define CT_EXP_F32_MAX 89.0f     /* above: inf */
+#define CT_EXP_F32_LOG2E 1.44269502162933349609375f
+#define CT_EXP_F32_SHIFTER 12582912.0f /* 1.5 * 2^23: adding it rounds to an integer */
+#define CT_EXP_F32_SHIFTER_BITS 0x4b400000u
+#define CT_EXP_F32_LN2_HI 0.693145751953125f /* 16 significant bits: n * hi is exact */
+#define CT_EXP_F32_LN2_LO 1.428606765330187e-06f
+#define CT_EXP_F32_C2 0.4999999403953552f
+#define CT_EXP_F32_C3 0.1666652113199234f
+#define CT_EXP_F32_C4 0.04166838899254799f
+#define CT_EXP_F32_C5 0.00836874544620514f
+#define CT_EXP_F32_C6 0.0013814540579915047f
+
+static inline uint32_t ct_exp_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+static inline float ct_exp_f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Scalar exp for strided and low-precision paths: the generic vector set's arithmetic (no fused
+ * multiply-adds), so results equal that set's bitwise. */
+static inline float ct_exp_f32(float x) {
+  x = x < CT_EXP_F32_MIN ? CT_EXP_F32_MIN : x; /* nan compares false and stays */
+  x = x > CT_EXP_F32_MAX ? CT_EXP_F32_MAX : x;
+  const float t = x * CT_EXP_F32_LOG2E + CT_EXP_F32_SHIFTER;
+  const float fn = t - CT_EXP_F32_SHIFTER;
+  float r = x - fn * CT_EXP_F32_LN2_HI;
+  r = r - fn * CT_EXP_F32_LN2_LO;
+  float p = CT_EXP_F32_C6;
+  p = p * r + CT_EXP_F32_C5;
+  p = p * r + CT_EXP_F32_C4;
+  p = p * r + CT_EXP_F32_C3;
+  p = p * r + CT_EXP_F32_C2;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const uint32_t n = ct_exp_f32_bits(t) - CT_EXP_F32_SHIFTER_BITS;
+  const uint32_t n1 = (uint32_t)((int32_t)n >> 1), n2 = n - n1;
+  return y * ct_exp_f32_from_bits((n1 + 127u) << 23) * ct_exp_f32_from_bits((n2 + 127u) << 23);
+}
+
+#endif /* CTENSOR_CPU_VECTOR_MATH_H_ */

@@ -1,0 +1,414 @@
+/* vector_math_impl.h - the body of one vector_math set (see vector_math.h), included once per
+ * instruction set with:
+ *   CT_VM_NAME       the table to define (ct_vector_math_<isa>)
+ *   CT_VM_ISA        its name string
+ *   CT_VM_BYTES      vector width in bytes (16, 32, 64)
+ *   CT_VM_FMA(a,b,c) a * b + c on float vectors, fused where the set has FMA
+ *   CT_VM_MAX(a,b)   a > b ? a : b lane-wise (b where either is nan), CT_VM_MIN(a,b) a < b ? a : b
+ *   CT_VM_WIDEN_LOW(v), CT_VM_WIDEN_HIGH(v) (optional) the halves of v as double vectors
+ *   CT_VM_MASK_LOAD, CT_VM_MASK_STORE (optional) masked loads and stores, see ct_vm_load_part
+ *   CT_VM_STREAM(p,v) a non-temporal store of v at p (aligned to the vector width), CT_VM_FENCE()
+ *                    the fence that orders those stores before later ones
+ * Loops run blocks of CT_VM_BLOCK floats (1, 2 or 4 vectors), then one padded block for the tail,
+ * so every element goes through the same arithmetic whatever the length and alignment. Sums add
+ * CT_VM_CHUNK blocks in float, position by position, then widen the chunk's block of partial
+ * sums into CT_VM_BLOCK double accumulators, added pairwise at the end: the same additions in
+ * the same order for every vector width, so sums agree bitwise between sets (only exp uses
+ * CT_VM_FMA). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "vector_math.h"
+
+/* Vectors pass between CT_VM_INLINE helpers only, so the warning that their calling convention
+ * differs without AVX does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+/* Helpers are forced inline, so that every loop gets its own copy with the map kind and the
+ * optional operands folded in. */
+#define CT_VM_INLINE static inline __attribute__((always_inline))
+
+typedef float ct_vf __attribute__((vector_size(CT_VM_BYTES)));
+typedef int32_t ct_vi __attribute__((vector_size(CT_VM_BYTES)));
+typedef uint32_t ct_vu __attribute__((vector_size(CT_VM_BYTES)));
+typedef float ct_vh __attribute__((vector_size(CT_VM_BYTES / 2)));
+typedef double ct_vd __attribute__((vector_size(CT_VM_BYTES)));
+
+#define CT_VM_LANES (CT_VM_BYTES / 4)
+/* The low and high halves of a float vector widened to doubles (a double vector twice the
+ * register width compiles to spills). Sets may give CT_VM_WIDEN_LOW/HIGH(v) as intrinsics; the
+ * portable form is a shuffle, which GCC lowers through the stack. */
+#ifndef CT_VM_WIDEN_LOW
+#if CT_VM_BYTES == 16
+#define CT_VM_LOW_LANES 0, 1
+#define CT_VM_HIGH_LANES 2, 3
+#elif CT_VM_BYTES == 32
+#define CT_VM_LOW_LANES 0, 1, 2, 3
+#define CT_VM_HIGH_LANES 4, 5, 6, 7
+#else
+#define CT_VM_LOW_LANES 0, 1, 2, 3, 4, 5, 6, 7
+#define CT_VM_HIGH_LANES 8, 9, 10, 11, 12, 13, 14, 15
+#endif
+#define CT_VM_WIDEN_LOW(v) \
+  __builtin_convertvector(__builtin_shufflevector((v), (v), CT_VM_LOW_LANES), ct_vd)
+#define CT_VM_WIDEN_HIGH(v) \
+  __builtin_convertvector(__builtin_shufflevector((v), (v), CT_VM_HIGH_LANES), ct_vd)
+#endif
+CT_VM_INLINE ct_vd ct_vm_widen_low(ct_vf v) {
+  return (ct_vd)CT_VM_WIDEN_LOW(v);
+}
+CT_VM_INLINE ct_vd ct_vm_widen_high(ct_vf v) {
+  return (ct_vd)CT_VM_WIDEN_HIGH(v);
+}
+CT_VM_INLINE ct_vf ct_vm_splat(float f) {
+  return (ct_vf){0} + f;
+}
+/* m ? a : b, m lanes all ones or all zeros. */
+CT_VM_INLINE ct_vf ct_vm_select(ct_vi m, ct_vf a, ct_vf b) {
+  return (ct_vf)(((ct_vi)a & m) | ((ct_vi)b & ~m));
+}
+/* A block of CT_VM_BLOCK floats in vectors, and its double accumulators. */
+#define CT_VM_BLOCK 16
+#define CT_VM_CHUNK 8 /* blocks summed in float before widening: 8 terms a float partial sum */
+#define CT_VM_VECS (CT_VM_BLOCK / CT_VM_LANES)
+typedef struct ct_vm_block {
+  ct_vf v[CT_VM_VECS];
+} ct_vm_block;
+typedef struct ct_vm_sums {
+  ct_vd v[2 * CT_VM_VECS]; /* v[2k], v[2k + 1]: the halves of the block's vector k */
+} ct_vm_sums;
+
+/* Vector by vector: one memcpy of the whole block would go through the stack. */
+CT_VM_INLINE ct_vm_block ct_vm_load_block(const float* p) {
+  ct_vm_block b;
+  for (int k = 0; k < CT_VM_VECS; ++k) memcpy(&b.v[k], p + k * CT_VM_LANES, sizeof b.v[k]);
+  return b;
+}
+CT_VM_INLINE void ct_vm_store_block(float* p, const ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) memcpy(p + k * CT_VM_LANES, &b->v[k], sizeof b->v[k]);
+}
+/* The first n (< CT_VM_BLOCK) floats of p, the rest `fill`; and the matching store. Sets with
+ * masked loads and stores (CT_VM_MASK_LOAD(p, count, live), CT_VM_MASK_STORE(p, count, live, v):
+ * the first `count` lanes, `live` their mask) touch only those elements; the others go through
+ * a buffer. */
+#ifdef CT_VM_MASK_LOAD
+CT_VM_INLINE ct_vi ct_vm_live_lanes(int64_t count) {
+  ct_vi iota;
+  for (int k = 0; k < CT_VM_LANES; ++k) iota[k] = k;
+  return iota < (int32_t)count;
+}
+CT_VM_INLINE int64_t ct_vm_lanes_left(int64_t n, int k) {
+  const int64_t left = n - (int64_t)k * CT_VM_LANES;
+  return left < 0 ? 0 : left > CT_VM_LANES ? CT_VM_LANES : left;
+}
+CT_VM_INLINE ct_vm_block ct_vm_load_part(const float* p, int64_t n, float fill) {
+  ct_vm_block b;
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    const int64_t count = ct_vm_lanes_left(n, k);
+    const ct_vi live = ct_vm_live_lanes(count);
+    b.v[k] =
+        ct_vm_select(live, CT_VM_MASK_LOAD(p + k * CT_VM_LANES, count, live), ct_vm_splat(fill));
+  }
+  return b;
+}
+CT_VM_INLINE void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    const int64_t count = ct_vm_lanes_left(n, k);
+    CT_VM_MASK_STORE(p + k * CT_VM_LANES, count, ct_vm_live_lanes(count), b->v[k]);
+  }
+}
+#else
+CT_VM_INLINE ct_vm_block ct_vm_load_part(const float* p, int64_t n, float fill) {
+  float buffer[CT_VM_BLOCK];
+  for (int k = 0; k < CT_VM_BLOCK; ++k) buffer[k] = fill;
+  memcpy(buffer, p, (size_t)n * sizeof(float));
+  return ct_vm_load_block(buffer);
+}
+CT_VM_INLINE void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
+  float buffer[CT_VM_BLOCK];
+  ct_vm_store_block(buffer, b);
+  memcpy(p, buffer, (size_t)n * sizeof(float));
+}
+#endif
+CT_VM_INLINE void ct_vm_sums_zero(ct_vm_sums* s) {
+  for (int k = 0; k < 2 * CT_VM_VECS; ++k) s->v[k] = (ct_vd){0};
+}
+CT_VM_INLINE void ct_vm_block_zero(ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) b->v[k] = ct_vm_splat(0.0f);
+}
+/* s += the block of partial sums, widened */
+CT_VM_INLINE void ct_vm_sums_add(ct_vm_sums* s, const ct_vm_block* b) {
+  for (int k = 0; k < CT_VM_VECS; ++k) {
+    s->v[2 * k] += ct_vm_widen_low(b->v[k]);
+    s->v[2 * k + 1] += ct_vm_widen_high(b->v[k]);
+  }
+}
+/* The accumulators added pairwise, in an order that does not depend on the vector width. */
+CT_VM_INLINE double ct_vm_sums_total(const ct_vm_sums* s) {
+  double h[CT_VM_BLOCK];
+  memcpy(h, s, sizeof h);
+  for (int width = CT_VM_BLOCK / 2; width > 0; width /= 2) {
+    for (int k = 0; k < width; ++k) h[k] += h[k + width];
+  }
+  return h[0];
+}
+
+/* Asks for the cache line of row[n + i], in the row that follows row[0, n) in memory (the next
+ * row of a C-contiguous tensor), for reading (write 0) or writing (1). Row loops call it once a
+ * block in a pass that computes from L1: the hardware prefetchers only follow demand misses,
+ * which such passes do not make, so without it every row would start with a cold read of its
+ * input and stall its stores on reads for ownership. A prefetch never faults, so the address
+ * may lie past the end of the tensor (it is computed as an integer). */
+CT_VM_INLINE void ct_vm_prefetch_next_row(const float* row, int64_t n, int64_t i, int write) {
+  const void* line = (const void*)((uintptr_t)row + (uintptr_t)(n + i) * sizeof(float));
+  if (write) {
+    __builtin_prefetch(line, 1, 3);
+  } else {
+    __builtin_prefetch(line, 0, 3);
+  }
+}
+
+/* exp on every lane: the algorithm of ct_exp_f32 (vector_math.h). */
+CT_VM_INLINE ct_vf ct_vm_exp(ct_vf x) {
+  x = CT_VM_MAX(ct_vm_splat(CT_EXP_F32_MIN), x); /* nan stays */
+  x = CT_VM_MIN(ct_vm_splat(CT_EXP_F32_MAX), x);
+  const ct_vf t = CT_VM_FMA(x, ct_vm_splat(CT_EXP_F32_LOG2E), ct_vm_splat(CT_EXP_F32_SHIFTER));
+  const ct_vf fn = t - CT_EXP_F32_SHIFTER;
+  ct_vf r = CT_VM_FMA(fn, ct_vm_splat(-CT_EXP_F32_LN2_HI), x); /* exact, fused or not */
+  r = CT_VM_FMA(fn, ct_vm_splat(-CT_EXP_F32_LN2_LO), r);
+  ct_vf p = CT_VM_FMA(ct_vm_splat(CT_EXP_F32_C6), r, ct_vm_splat(CT_EXP_F32_C5));
+  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C4));
+  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C3));
+  p = CT_VM_FMA(p, r, ct_vm_splat(CT_EXP_F32_C2));
+  const ct_vf y = CT_VM_FMA(p, r * r, r) + 1.0f;
+  /* a = n + 254; 2^(n1) 2^(n2) with n1 + 127 = a >> 1 and n2 + 127 = a - (a >> 1) */
+  const ct_vu a = (ct_vu)t - (CT_EXP_F32_SHIFTER_BITS - 254u);
+  const ct_vu s1 = (a >> 1) << 23;
+  return y * (ct_vf)s1 * (ct_vf)((a << 23) - s1);
+}
+/* exp(b - shift) on every element of the block */
+CT_VM_INLINE void ct_vm_exp_block(ct_vm_block* b, float shift) {
+  for (int k = 0; k < CT_VM_VECS; ++k) b->v[k] = ct_vm_exp(b->v[k] - shift);
+}
+
+/* Lane-wise maximum that keeps nan (as CT_NAN_MAX). */
+CT_VM_INLINE ct_vf ct_vm_nan_max(ct_vf m, ct_vf v) {
+  return ct_vm_select((v > m) | (v != v), v, m);
+}
+
+static float ct_vm_max_f32(const float* src, int64_t n) {
+  ct_vm_block m;
+  for (int k = 0; k < CT_VM_VECS; ++k) m.v[k] = ct_vm_splat(-INFINITY);
+  int64_t i = 0;
+  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+    const ct_vm_block b = ct_vm_load_block(src + i);
+    for (int k = 0; k < CT_VM_VECS; ++k) m.v[k] = ct_vm_nan_max(m.v[k], b.v[k]);
+  }
+  if (i < n) {
+    const ct_vm_block b = ct_vm_load_part(src + i, n - i, -INFINITY);
+    for (int k = 0; k < CT_VM_VECS; ++k) m.v[k] = ct_vm_nan_max(m.v[k], b.v[k]);
+  }
+  float h[CT_VM_BLOCK];
+  memcpy(h, &m, sizeof h);
+  float r = h[0];
+  for (int k = 1; k < CT_VM_BLOCK; ++k) r = h[k] > r || h[k] != h[k] ? h[k] : r;
+  return r;
+}
+
+static double ct_vm_exp_sum_f32(const float* src, float* dst, int64_t n, float shift) {
+  ct_vm_sums sums;
+  ct_vm_sums_zero(&sums);
+  int64_t i = 0;
+  while (i + CT_VM_BLOCK <= n) {
+    ct_vm_block part;
+    ct_vm_block_zero(&part);
+    for (int c = 0; c < CT_VM_CHUNK && i + CT_VM_BLOCK <= n; ++c, i += CT_VM_BLOCK) {
+      ct_vm_prefetch_next_row(src, n, i, 0);
+      if (dst) ct_vm_prefetch_next_row(dst, n, i, 1);
+      ct_vm_block b = ct_vm_load_block(src + i);
+      ct_vm_exp_block(&b, shift);
+      if (dst) ct_vm_store_block(dst + i, &b);
+      for (int k = 0; k < CT_VM_VECS; ++k) part.v[k] += b.v[k];
+    }
+    ct_vm_sums_add(&sums, &part);
+  }
+  if (i < n) {
+    /* padding with -inf adds exp(-inf) = 0 (a nan shift makes the sum nan anyway) */
+    ct_vm_block b = ct_vm_load_part(src + i, n - i, -INFINITY);
+    ct_vm_exp_block(&b, shift);
+    if (dst) ct_vm_store_part(dst + i, n - i, &b);
+    ct_vm_sums_add(&sums, &b);
+  }
+  return ct_vm_sums_total(&sums);
+}
+
+/* ----- element-wise maps, written with plain or non-temporal stores ----- */
+
+typedef enum ct_vm_map_kind {
+  CT_VM_MAP_EXP,       /* exp(src - a) */
+  CT_VM_MAP_SCALE,     /* src * a */
+  CT_VM_MAP_SUBTRACT2, /* (src - a) - b */
+  CT_VM_MAP_NORM,      /* (src - a) * b [* weight] [+ bias] */
+} ct_vm_map_kind;
+
+typedef struct ct_vm_map {
+  const float* src;
+  const float* weight; /* CT_VM_MAP_NORM; may be NULL */
+  const float* bias;   /* CT_VM_MAP_NORM; may be NULL */
+  float a, b;
+} ct_vm_map;
+
+/* The map's results for elements [i, i + count), count <= CT_VM_BLOCK (padding lanes are
+ * computed from harmless fill values and dropped). */
+CT_VM_INLINE ct_vm_block ct_vm_map_block(ct_vm_map_kind kind, const ct_vm_map* m, int64_t i,
+                                         int64_t count) {
+  const int whole = count == CT_VM_BLOCK;
+  ct_vm_block x = whole ? ct_vm_load_block(m->src + i) : ct_vm_load_part(m->src + i, count, 0.0f);
+  switch (kind) {
+    case CT_VM_MAP_EXP:
+      ct_vm_exp_block(&x, m->a);
+      break;
+    case CT_VM_MAP_SCALE:
+      for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] *= m->a;
+      break;
+    case CT_VM_MAP_SUBTRACT2:
+      for (int k = 0; k < CT_VM_VECS; ++k) x.v[k] = (x.v[k] - m->a) - m->b;
+      break;
+    case CT_VM_MAP_NORM: {
+      ct_vm_block w, b;
+      if (m->weight) {
+        w = whole ? ct_vm_load_block(m->weight + i) : ct_vm_load_part(m->weight + i, count, 1.0f);
+      }
+      if (m->bias) {
+        b = whole ? ct_vm_load_block(m->bias + i) : ct_vm_load_part(m->bias + i, count, 0.0f);
+      }
+      for (int k = 0; k < CT_VM_VECS; ++k) {
+        ct_vf t = (x.v[k] - m->a) * m->b;
+        if (m->weight) t = t * w.v[k];
+        if (m->bias) t = t + b.v[k];
+        x.v[k] = t;
+      }
+      break;
+    }
+  }
+  return x;
+}
+
+/* dst[0, n) = the map. With stream (and dst float-aligned), the elements from the first
+ * vector-aligned one on go out in non-temporal stores: the output does not pass through the
+ * caches, so it costs no read for ownership and evicts nothing. Every element gets the same
+ * arithmetic either way. */
+CT_VM_INLINE void ct_vm_map_run(ct_vm_map_kind kind, const ct_vm_map* m, float* dst, int64_t n,
+                                int stream) {
+  int64_t i = 0;
+  if (stream && ((uintptr_t)dst & 3u) == 0) {
+    const uintptr_t misaligned = (uintptr_t)dst & (CT_VM_BYTES - 1u);
+    const int64_t head = misaligned ? (int64_t)((CT_VM_BYTES - misaligned) / 4u) : 0;
+    if (head < n) {
+      if (head > 0) {
+        const ct_vm_block x = ct_vm_map_block(kind, m, 0, head);
+        ct_vm_store_part(dst, head, &x);
+        i = head;
+      }
+      for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+        const ct_vm_block x = ct_vm_map_block(kind, m, i, CT_VM_BLOCK);
+        for (int k = 0; k < CT_VM_VECS; ++k) CT_VM_STREAM(dst + i + k * CT_VM_LANES, x.v[k]);
+      }
+      CT_VM_FENCE();
+    }
+  }
+  for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
+    const ct_vm_block x = ct_vm_map_block(kind, m, i, CT_VM_BLOCK);
+    ct_vm_store_block(dst + i, &x);
+  }
+  if (i < n) {
+    const ct_vm_block x = ct_vm_map_block(kind, m, i, n - i);
+    ct_vm_store_part(dst + i, n - i, &x);
+  }
+}
+
+static void ct_vm_exp_f32(const float* src, float* dst, int64_t n, int stream) {
+  const ct_vm_map m = {src, NULL, NULL, 0.0f, 0.0f};
+  ct_vm_map_run(CT_VM_MAP_EXP, &m, dst, n, stream);
+}
+
+static void ct_vm_scale_f32(const float* src, float* dst, int64_t n, float factor) {
+  const ct_vm_map m = {src, NULL, NULL, factor, 0.0f};
+  ct_vm_map_run(CT_VM_MAP_SCALE, &m, dst, n, 0);
+}
+
+static void ct_vm_subtract2_f32(const float* src, float* dst, int64_t n, float a, float b) {
+  const ct_vm_map m = {src, NULL, NULL, a, b};
+  ct_vm_map_run(CT_VM_MAP_SUBTRACT2, &m, dst, n, 0);
+}
+
+static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight, const float* bias,
+                               int64_t n, int center, double eps) {
+  if (n <= 0) return;
+  const int64_t whole = n - n % CT_VM_BLOCK, rest = n - whole;
+  float mean = 0.0f;
+  if (center) {
+    ct_vm_sums sums;
+    ct_vm_sums_zero(&sums);
+    int64_t i = 0;
+    while (i < whole) {
+      ct_vm_block part;
+      ct_vm_block_zero(&part);
+      for (int c = 0; c < CT_VM_CHUNK && i < whole; ++c, i += CT_VM_BLOCK) {
+        const ct_vm_block b = ct_vm_load_block(src + i);
+        for (int k = 0; k < CT_VM_VECS; ++k) part.v[k] += b.v[k];
+      }
+      ct_vm_sums_add(&sums, &part);
+    }
+    if (rest) {
+      const ct_vm_block b = ct_vm_load_part(src + whole, rest, 0.0f);
+      ct_vm_sums_add(&sums, &b);
+    }
+    mean = (float)(ct_vm_sums_total(&sums) / (double)n);
+  }
+  /* Deviations from the rounded mean (exact for the elements near it); their mean c corrects
+   * the squares for the mean's error: sum (d - c)^2 = sum d^2 - n c^2. */
+  ct_vm_sums squares, deviations;
+  ct_vm_sums_zero(&squares);
+  ct_vm_sums_zero(&deviations);
+  int64_t i = 0;
+  while (i < whole) {
+    ct_vm_block sq, dev;
+    ct_vm_block_zero(&sq);
+    ct_vm_block_zero(&dev);
+    for (int c = 0; c < CT_VM_CHUNK && i < whole; ++c, i += CT_VM_BLOCK) {
+      ct_vm_prefetch_next_row(src, n, i, 0);
+      ct_vm_prefetch_next_row(dst, n, i, 1);
+      const ct_vm_block b = ct_vm_load_block(src + i);
+      for (int k = 0; k < CT_VM_VECS; ++k) {
+        const ct_vf d = b.v[k] - mean;
+        sq.v[k] += d * d;
+        dev.v[k] += d;
+      }
+    }
+    ct_vm_sums_add(&squares, &sq);
+    ct_vm_sums_add(&deviations, &dev);
+  }
+  if (rest) {
+    ct_vm_block d = ct_vm_load_part(src + whole, rest, mean); /* padding deviates by 0 */
+    ct_vm_block sq;
+    for (int k = 0; k < CT_VM_VECS; ++k) {
+      d.v[k] -= mean;
+      sq.v[k] = d.v[k] * d.v[k];
+    }
+    ct_vm_sums_add(&squares, &sq);
+    ct_vm_sums_add(&deviations, &d);
+  }
+  const double c = center ? ct_vm_sums_total(&deviations) / (double)n : 0.0;
+  double var = ct_vm_sums_total(&squares) / (double)n - c * c;
+  if (var < 0.0) var = 0.0;
+  const float rstd = (float)(1.0 / sqrt(var + eps));
+  const ct_vm_map m = {src, weight, bias, mean, rstd};
+  ct_vm_map_run(CT_VM_MAP_NORM, &m, dst, n, 0);
+}
+
+const ct_vector_math CT_VM_NAME = {
+    CT_VM_ISA,       ct_vm_exp_f32,       ct_vm_max_f32,      ct_vm_exp_sum_f32,
+    ct_vm_scale_f32, ct_vm_subtract2_f32, ct_vm_norm_row_f32,
+};

@@ -1,0 +1,292 @@
+"""The explicitly vectorised float32 loops (kernels/cpu/vector_math*.{c,h}): exp over the whole
+float32 range against float64 NumPy in ulps, special values, lengths that leave every tail
+(1..70), strided inputs (the scalar copy), softmax/log_softmax rows and layer_norm/rms_norm rows
+against float64 references, and every instruction-set copy (CTENSOR_CPU_ISA, in a child
+process) against the others."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ctensor import ops
+
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def exp_ulp_error(x: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """|got - exp(x)| in ulps of the float32 nearest to exp(x), computed in float64; overflowing
+    and nan references must be matched exactly."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ref = np.exp(x.astype(np.float64))
+        ref32 = ref.astype(np.float32)
+    finite = np.isfinite(ref32)
+    err = np.zeros(x.shape)
+    ulp = np.spacing(ref32[finite]).astype(np.float64)  # 2^-149 for subnormal results
+    err[finite] = np.abs(got[finite].astype(np.float64) - ref[finite]) / ulp
+    # exp(x) beyond FLT_MAX (after rounding): inf, or FLT_MAX when just past the rounding point
+    over = ~finite & ~np.isnan(ref32)
+    err[over] = np.where(np.isinf(got[over]) | ((got[over] == FLT_MAX) & (ref[over] < 3.41e38)),
+                         0.0, np.inf)
+    nan = np.isnan(ref32)
+    err[nan] = np.where(np.isnan(got[nan]), 0.0, np.inf)
+    return err
+
+
+def float32_sweep(step: int) -> np.ndarray:
+    """Every `step`-th float32 bit pattern (both signs, nan and inf included), plus every float
+    in [-1, 1] x 2^k for the exponents exp is interesting for, densely."""
+    bits = np.arange(0, 2**32, step, dtype=np.uint64).astype(np.uint32)
+    dense = np.linspace(-104.5, 89.5, 2_000_001, dtype=np.float32)
+    return np.concatenate([bits.view(np.float32), dense])
+
+
+def test_exp_float32_whole_range_within_one_ulp():
+    x = float32_sweep(997)
+    err = exp_ulp_error(x, ops.exp(x))
+    worst = int(np.argmax(err))
+    assert err[worst] <= 1.02, f"exp({x[worst]!r}): {err[worst]} ulp"
+
+
+SPECIALS = np.array(
+    [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 1e-30, 88.72283, 88.72284,
+     89.0, 100.0, 3e38, -87.33654, -87.34, -103.97207, -103.97209, -104.0, -150.0, -3e38,
+     0.34657359, -0.34657359, 1.0, -1.0],
+    np.float32)
+
+
+@pytest.mark.parametrize("n", list(range(1, 71)) + [127, 1000, 4099])
+def test_exp_special_values_in_body_and_tail(n):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 30).astype(np.float32)
+    # place the specials at the start (vector body) and at the end (tail)
+    k = min(n, len(SPECIALS))
+    x[:k] = SPECIALS[:k]
+    x[n - k:] = SPECIALS[len(SPECIALS) - k:]
+    got = ops.exp(x)
+    err = exp_ulp_error(x, got)
+    assert err.max() <= 1.02, x[np.argmax(err)]
+    # overflow gives inf exactly, underflow 0 (positive), nan stays nan
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64))
+    assert np.all(np.isinf(got[ref > 3.41e38]))
+    assert np.all(got[ref < 7e-46] == 0.0) and not np.signbit(got[ref < 7e-46]).any()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
+
+
+@pytest.mark.parametrize("step", [2, 3, -1])
+def test_exp_strided_matches_contiguous_within_one_ulp(step):
+    rng = np.random.default_rng(5)
+    base = (rng.standard_normal(301) * 40).astype(np.float32)
+    base[::17] = SPECIALS[: len(base[::17])]
+    x = base[::step]
+    got = ops.exp(x)
+    assert exp_ulp_error(x, got).max() <= 1.02
+    t = torch.from_numpy(base.reshape(7, 43)).T  # transposed: a strided inner loop
+    got_t = ops.exp(t).numpy()
+    assert exp_ulp_error(t.numpy(), got_t).max() <= 1.02
+
+
+def test_exp_in_place_and_other_float_dtypes_unchanged():
+    x = np.linspace(-20, 20, 1001, dtype=np.float32)
+    expected = ops.exp(x.copy())
+    ops.exp(x, out=x)
+    np.testing.assert_array_equal(x, expected)
+    for dtype in ("float16", "float64"):
+        y = np.linspace(-10, 10, 77).astype(dtype)
+        rtol = 2e-3 if dtype == "float16" else 1e-15
+        np.testing.assert_allclose(ops.exp(y), np.exp(y), rtol=rtol)
+
+
+# ----- softmax / log_softmax rows -----
+
+def softmax_ref(x, axis=-1, log=False):
+    t = torch.from_numpy(np.ascontiguousarray(x).astype(np.float64))
+    f = F.log_softmax if log else F.softmax
+    return f(t, dim=axis).numpy()
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("n", list(range(1, 71)) + [1000, 4099, 40000])
+def test_softmax_float32_rows(n, log):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((3, n)) * 8).astype(np.float32)
+    got = (ops.log_softmax if log else ops.softmax)(x, axis=-1)
+    expected = softmax_ref(x, log=log)
+    if log:
+        np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-5)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_float32_special_rows(log):
+    n = 37
+    x = np.zeros((6, n), np.float32)
+    x[0, 5] = -np.inf  # one -inf: exp 0 (log: -inf)
+    x[1, :] = -np.inf  # all -inf: nan, as torch
+    x[2, 30] = np.nan  # nan anywhere: the whole row nan
+    x[3, 36] = np.inf  # +inf: nan (inf - inf), as torch
+    x[4, :] = np.linspace(-1e30, 80, n)  # huge spread: underflowing exponentials
+    x[5, :] = 1e4  # large equal values
+    op = ops.log_softmax if log else ops.softmax
+    got = op(x, axis=-1)
+    expected = (F.log_softmax if log else F.softmax)(torch.from_numpy(x).double(), dim=-1).numpy()
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_float32_strided_and_other_axes(log):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((9, 70)) * 5).astype(np.float32)
+    op = ops.log_softmax if log else ops.softmax
+    for view, axis in ((x[:, ::2], -1), (x[::2, 3:], -1), (x, 0), (x.T, -1), (x[:, 1:], 0)):
+        np.testing.assert_allclose(op(view, axis=axis), softmax_ref(view, axis, log),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_long_row_split_across_pieces():
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((2, 300_000)) * 4).astype(np.float32)
+    for log in (False, True):
+        got = (ops.log_softmax if log else ops.softmax)(x, axis=-1)
+        atol = 1e-4 if log else 1e-9
+        np.testing.assert_allclose(got, softmax_ref(x, log=log), rtol=1e-5, atol=atol)
+
+
+# ----- layer_norm / rms_norm rows -----
+
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("n", list(range(1, 71)) + [1024, 4099])
+def test_layer_norm_float32_rows(n, affine):
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((3, n)) * 3 + 2).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32) if affine[0] else None
+    b = rng.standard_normal(n).astype(np.float32) if affine[1] else None
+
+    def t(a):
+        return None if a is None else torch.from_numpy(a).double()
+
+    got = ops.layer_norm(x, w, b, normalized_shape=[n], eps=1e-5)
+    expected = F.layer_norm(t(x), [n], t(w), t(b), eps=1e-5).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    got = ops.rms_norm(x, w, normalized_shape=[n], eps=1e-5)
+    expected = F.rms_norm(t(x), [n], t(w), eps=1e-5).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_float32_large_mean_small_spread():
+    # The mean rounded to float32 shifts every output alike (by up to half an input ulp over the
+    # standard deviation, as in torch's float32 layer_norm), but its error must not leak into
+    # the variance: the outputs keep unit spread.
+    rng = np.random.default_rng(2)
+    x = (1e4 + rng.standard_normal((4, 1000)) * 1e-1).astype(np.float32)
+    got = ops.layer_norm(x, normalized_shape=[1000], eps=1e-12).astype(np.float64)
+    expected = F.layer_norm(torch.from_numpy(x).double(), [1000], eps=1e-12).numpy()
+    shift = np.abs(got.mean(axis=1)).max()
+    assert shift < 0.5 * 2**-10 / 0.1 * 1.01
+    np.testing.assert_allclose(got - got.mean(axis=1, keepdims=True), expected, rtol=1e-4,
+                               atol=1e-4)
+    c = np.full((2, 33), 7.25, np.float32)  # constant rows: zero variance
+    np.testing.assert_array_equal(ops.layer_norm(c, normalized_shape=[33]), np.zeros_like(c))
+
+
+# ----- every instruction-set copy -----
+
+_ISA_SCRIPT = r"""
+import sys
+import numpy as np
+from ctensor import ops
+
+rng = np.random.default_rng(7)
+results = {}
+for n in list(range(1, 71)) + [1000, 4099]:
+    x = (rng.standard_normal((3, n)) * 20).astype(np.float32)
+    x[0, : min(n, 4)] = np.array([np.nan, np.inf, -np.inf, -120.0], np.float32)[: min(n, 4)]
+    w = rng.standard_normal(n).astype(np.float32)
+    results[f"exp_{n}"] = ops.exp(x)
+    results[f"softmax_{n}"] = ops.softmax(x[1:], axis=-1)
+    results[f"log_softmax_{n}"] = ops.log_softmax(x[1:], axis=-1)
+    results[f"layer_norm_{n}"] = ops.layer_norm(x[1:], w, w, normalized_shape=[n])
+    results[f"rms_norm_{n}"] = ops.rms_norm(x[1:], w, normalized_shape=[n])
+x = np.concatenate([np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                    np.linspace(-105, 90, 100003, dtype=np.float32)])
+results["exp_sweep_x"] = x
+results["exp_sweep"] = ops.exp(x)
+np.savez(sys.argv[1], **results)
+"""
+
+
+def _isa_results(tmp_path, isa: str | None) -> dict[str, np.ndarray]:
+    env = dict(os.environ)
+    env.pop("CTENSOR_CPU_ISA", None)
+    if isa is not None:
+        env["CTENSOR_CPU_ISA"] = isa
+    path = tmp_path / f"vm-{isa or 'default'}.npz"
+    subprocess.run([sys.executable, "-c", _ISA_SCRIPT, str(path)], env=env, check=True)
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def test_every_isa_copy_agrees_within_an_ulp(tmp_path):
+    best = _isa_results(tmp_path, None)
+    for isa in ("generic", "avx2", "avx512"):
+        forced = _isa_results(tmp_path, isa)
+        assert forced.keys() == best.keys()
+        sweep = forced["exp_sweep_x"]
+        assert exp_ulp_error(sweep, forced["exp_sweep"]).max() <= 1.02, isa
+        for key, value in best.items():
+            if key.startswith(("layer_norm", "rms_norm")):
+                # the same additions in the same order for every vector width: bitwise equal
+                np.testing.assert_array_equal(forced[key], value, err_msg=f"{isa}: {key}")
+            else:
+                # exp differs by fused multiply-adds only: an ulp, a few for softmax's sums
+                np.testing.assert_allclose(forced[key], value, rtol=4e-7 if key.startswith("exp")
+                                           else 2e-6, atol=1e-6 if "log" in key else 0,
+                                           equal_nan=True, err_msg=f"{isa}: {key}")
+
+
+# ----- huge outputs: non-temporal stores (CT_VECTOR_MATH_STREAM_BYTES) -----
+
+def misaligned_empty(shape) -> np.ndarray:
+    """A C-contiguous float32 array starting 4 bytes past a 64-byte boundary."""
+    count = int(np.prod(shape))
+    buffer = np.empty(count + 32, np.float32)
+    start = (-buffer.ctypes.data // 4) % 16 + 1
+    return buffer[start:start + count].reshape(shape)
+
+
+def test_exp_huge_output_streams_with_the_same_bits():
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal(5_000_003) * 30).astype(np.float32)
+    x[::100_001] = np.nan
+    out = misaligned_empty(x.shape)
+    ops.exp(x, out=out)
+    pieces = np.concatenate([ops.exp(x[i:i + 99_991]) for i in range(0, x.size, 99_991)])
+    np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+def test_rows_of_a_huge_output_stream_with_the_same_bits(op):
+    rng = np.random.default_rng(22)
+    rows, n = 2100, 1023  # odd rows: every alignment of a row start
+    x = (rng.standard_normal((rows, n)) * 4).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+
+    def run(a, out=None):
+        if op in ("softmax", "log_softmax"):
+            return getattr(ops, op)(a, axis=-1, out=out)
+        if op == "layer_norm":
+            return ops.layer_norm(a, w, w, normalized_shape=[n], out=out)
+        return ops.rms_norm(a, w, normalized_shape=[n], out=out)
+
+    out = misaligned_empty(x.shape)
+    run(x, out)
+    pieces = np.concatenate([run(x[i:i + 100]) for i in range(0, rows, 100)])
+    np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))
