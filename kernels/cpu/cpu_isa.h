@@ -27,7 +27,9 @@ CT_INTERNAL const char* ct_cpu_isa_name(ct_cpu_isa_level level);
  * calls the copy for ct_cpu_isa(); CT_CPU_ISA_LOOP(NAME, PARAMS, ARGS) does the same for a void
  * function. The copies target AVX2 or AVX-512 without FMA (no fma in the target lists, so no
  * contraction), so the compiler vectorises for the wider registers but every copy computes
- * bitwise the same results; bodies that want FMA use it explicitly. */
+ * bitwise the same results; bodies that want FMA use it explicitly. The exceptions are the
+ * vector math sets (vector_math.h: float32 exp and softmax use FMA, within an ulp of each other)
+ * and the GEMM micro-kernels (summation order). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
 #define CT_CPU_ISA_BODY __attribute__((always_inline)) inline
 #define CT_CPU_TARGET_AVX2 __attribute__((target("avx2,f16c")))
