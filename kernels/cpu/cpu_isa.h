@@ -29,7 +29,7 @@ CT_INTERNAL const char* ct_cpu_isa_name(ct_cpu_isa_level level);
  * contraction), so the compiler vectorises for the wider registers but every copy computes
  * bitwise the same results; bodies that want FMA use it explicitly. The exceptions are the
  * vector math sets (vector_math.h: float32 exp and softmax use FMA, within an ulp of each other)
- * and the GEMM micro-kernels (summation order). */
+ * and the GEMM micro-kernels (FMA). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
 #define CT_CPU_ISA_BODY __attribute__((always_inline)) inline
 #define CT_CPU_TARGET_AVX2 __attribute__((target("avx2,f16c")))
