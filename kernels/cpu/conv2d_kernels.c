@@ -13,12 +13,16 @@
  *   weight: C_out × K, the weight converted to C and made compact, with the bias as its last
  *           column, so that the GEMM adds the bias and every output element is stored once;
  *   gemm:   the GEMM's packing buffers (ct_gemm_workspace_<instance>). */
+#include <string.h>
+
 #include "cpu_register.h"
 #include "gemm.h"
 #include "ops/op_defs.h"
 #include "strided_iter.h"
 
 #define CT_CONV2D_ALIGNMENT 64
+/* Kernel widths up to this have their valid column ranges computed once per call. */
+#define CT_CONV2D_MAX_KW 16
 
 /* Everything about one call that does not depend on the dtype. */
 typedef struct ct_conv2d_job {
@@ -40,7 +44,12 @@ typedef struct ct_conv2d_job {
   /* The GEMM: batch (N, groups[, oh]) over the packed weight, the implicit col and the output. */
   ct_gemm_desc gemm;
   int64_t batch_shape[3], a_bs[3], b_bs[3], c_bs[3];
+  /* ct_conv2d_valid_columns of the first CT_CONV2D_MAX_KW kernel columns, computed once. */
+  int64_t col_shift[CT_CONV2D_MAX_KW], col_lo[CT_CONV2D_MAX_KW], col_hi[CT_CONV2D_MAX_KW];
 } ct_conv2d_job;
+
+static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t* shift,
+                                    int64_t* lo, int64_t* hi);
 
 static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, ct_conv2d_job* job) {
   const ct_tensor* x = call->inputs[0];
@@ -122,6 +131,9 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, c
   d->b_bs = job->b_bs;
   d->c_bs = job->c_bs;
   d->pack_b_context = job;
+  for (int64_t j = 0; j < job->kw && j < CT_CONV2D_MAX_KW; ++j) {
+    ct_conv2d_valid_columns(job, j, &job->col_shift[j], &job->col_lo[j], &job->col_hi[j]);
+  }
   return CT_OK;
 }
 
@@ -141,6 +153,54 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
   if (*lo > job->ow) *lo = job->ow;
   if (*hi > job->ow) *hi = job->ow;
   if (*hi < *lo) *hi = *lo;
+}
+
+/* Copies `bytes` (a multiple of 4, at most a micro-panel row: 128 or fewer in practice) between
+ * buffers that do not overlap, as two overlapping fixed-size copies that compile to a few vector
+ * moves: the packer's row pieces are short and of every length, which a general memcpy or a
+ * vectorized loop handles with more overhead than work. */
+static inline void ct_conv2d_copy(void* restrict dst, const void* restrict src, size_t bytes) {
+  char* d = dst;
+  const char* s = src;
+  if (bytes > 128) {
+    memcpy(d, s, bytes);
+  } else if (bytes >= 64) {
+    memcpy(d, s, 64);
+    memcpy(d + bytes - 64, s + bytes - 64, 64);
+  } else if (bytes >= 32) {
+    memcpy(d, s, 32);
+    memcpy(d + bytes - 32, s + bytes - 32, 32);
+  } else if (bytes >= 16) {
+    memcpy(d, s, 16);
+    memcpy(d + bytes - 16, s + bytes - 16, 16);
+  } else if (bytes >= 8) {
+    memcpy(d, s, 8);
+    memcpy(d + bytes - 8, s + bytes - 8, 8);
+  } else {
+    for (size_t u = 0; u < bytes; ++u) d[u] = s[u];
+  }
+}
+
+/* Zeros `bytes` the same way (all-zero bits are 0.0 in float and double). */
+static inline void ct_conv2d_zero(void* dst, size_t bytes) {
+  char* d = dst;
+  if (bytes > 128) {
+    memset(d, 0, bytes);
+  } else if (bytes >= 64) {
+    memset(d, 0, 64);
+    memset(d + bytes - 64, 0, 64);
+  } else if (bytes >= 32) {
+    memset(d, 0, 32);
+    memset(d + bytes - 32, 0, 32);
+  } else if (bytes >= 16) {
+    memset(d, 0, 16);
+    memset(d + bytes - 16, 0, 16);
+  } else if (bytes >= 8) {
+    memset(d, 0, 8);
+    memset(d + bytes - 8, 0, 8);
+  } else {
+    for (size_t u = 0; u < bytes; ++u) d[u] = 0;
+  }
 }
 
 /* ----- kernels per dtype: (SFX, T, C, ID, GEMM) = storage type, compute type, dtype id, and
@@ -203,7 +263,13 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
         continue;                                                                                \
       }                                                                                          \
       int64_t shift, lo, hi;                                                                     \
-      ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                         \
+      if (j < CT_CONV2D_MAX_KW) {                                                                \
+        shift = job->col_shift[j];                                                               \
+        lo = job->col_lo[j];                                                                     \
+        hi = job->col_hi[j];                                                                     \
+      } else {                                                                                   \
+        ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                       \
+      }                                                                                          \
       const T* xc = x + c * job->xs[1] + shift * job->xs[3];                                     \
       const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
       C* pd = dst + r * nr; /* row r of the current panel */                                     \
@@ -215,20 +281,22 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
         C* ds = pd + pt;                                                                         \
         const int64_t ih = oh * job->stride[0] + ih_base;                                        \
         if (ih < 0 || ih >= job->h) {                                                            \
-          for (int64_t u = 0; u < seg; ++u) ds[u] = (C)0;                                        \
+          ct_conv2d_zero(ds, (size_t)seg * sizeof(C));                                           \
         } else {                                                                                 \
           /* [0, a): left padding, [a, b): inside the input, [b, seg): right padding. */         \
           int64_t a = lo - ow, b = hi - ow;                                                      \
           a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
           b = b < a ? a : (b > seg ? seg : b);                                                   \
           const T* src = xc + ih * job->xs[2] + ow * step;                                       \
-          for (int64_t u = 0; u < a; ++u) ds[u] = (C)0;                                          \
-          if (step == 1) {                                                                       \
+          ct_conv2d_zero(ds, (size_t)a * sizeof(C));                                             \
+          if (step == 1 && sizeof(T) == sizeof(C)) { /* float or double: a plain copy */         \
+            ct_conv2d_copy(ds + a, src + a, (size_t)(b - a) * sizeof(C));                        \
+          } else if (step == 1) {                                                                \
             for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u]);                       \
           } else {                                                                               \
             for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u * step]);                \
           }                                                                                      \
-          for (int64_t u = b; u < seg; ++u) ds[u] = (C)0;                                        \
+          ct_conv2d_zero(ds + b, (size_t)(seg - b) * sizeof(C));                                 \
         }                                                                                        \
         t += seg;                                                                                \
         ow += seg;                                                                               \

@@ -425,7 +425,10 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
       for (int64_t jc = 0; jc < d->n; jc += bk->nc) {                                              \
         const int64_t nb = ct_gemm_min(bk->nc, d->n - jc);                                         \
         const int64_t panels = ct_gemm_div_up(nb, nr);                                             \
-        const int64_t blocks = ct_gemm_div_up(d->m, bk->mc);                                       \
+        /* Row blocks: a multiple of the thread count, of near-equal micro-row counts (never more  \
+         * than mc rows), so that the threads finish together. */                                  \
+        const int64_t units = ct_gemm_div_up(d->m, bk->mr);                                        \
+        const int64_t blocks = ct_gemm_round_up(ct_gemm_div_up(d->m, bk->mc), threads);            \
         /* Column groups so that there are a few tiles per thread. */                              \
         int64_t groups = ct_gemm_div_up((int64_t)threads * CT_GEMM_ITEMS_PER_THREAD, blocks);      \
         if (groups > panels) groups = panels;                                                      \
@@ -440,7 +443,8 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
           int64_t packed = -1; /* the row block in abuf */                                         \
           _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < blocks * groups; ++t) {  \
             const int64_t block = t / groups, group = t % groups;                                  \
-            const int64_t ic = block * bk->mc, mb = ct_gemm_min(bk->mc, d->m - ic);                \
+            const int64_t ic = units * block / blocks * bk->mr;                                    \
+            const int64_t mb = ct_gemm_min(units * (block + 1) / blocks * bk->mr, d->m) - ic;      \
             const ACC* ablock = abuf;                                                              \
             if (plan->prepacked || block != packed) {                                              \
               ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);                   \
