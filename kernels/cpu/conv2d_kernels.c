@@ -17,7 +17,6 @@
 
 #include "cpu_register.h"
 #include "gemm.h"
-#include "cpu_threads.h"
 #include "gemm_ukernel.h"
 #include "ops/op_defs.h"
 #include "strided_iter.h"
@@ -27,8 +26,10 @@
  * buffer of at most this many bytes. */
 #define CT_CONV2D_FOLD_MAX_P 1024
 #define CT_CONV2D_FOLD_MAX_BYTES ((int64_t)64 << 20)
-/* Folded chunks per thread (the GEMM shares whole batch entries out from 4 per thread). */
-#define CT_CONV2D_FOLD_CHUNKS_PER_THREAD 4
+/* Folded chunks at least (the GEMM shares whole batch entries out, rather than each panel, from
+ * 4 per thread: 8 covers 2 threads). A constant, not the thread count, so that the workspace
+ * asked for always fits the call. */
+#define CT_CONV2D_FOLD_MIN_CHUNKS 8
 /* Kernel widths up to this have their valid column ranges computed once per call. */
 #define CT_CONV2D_MAX_KW 16
 
@@ -187,15 +188,15 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, i
 
 /* Whether to fold the images into the GEMM's columns, and how: the N · P columns (zero-padded
  * to chunks · q) as `chunks` batch entries of q columns, q a multiple of nr. Chosen to waste
- * the fewest columns while giving each thread several entries (so that the GEMM shares out
- * entries rather than sharing each panel); of near-equal choices (within 1/16) the widest.
+ * the fewest columns in at least CT_CONV2D_FOLD_MIN_CHUNKS entries; of near-equal choices
+ * (within 1/16) the widest.
  * False where no choice saves an eighth of the columns of one product per image. */
 static bool ct_conv2d_fold_columns(const ct_conv2d_job* job, int64_t nr, int64_t* q,
                                    int64_t* chunks) {
   const int64_t per_image = (job->p + nr - 1) / nr * nr;
   if (job->n < 2 || job->p > CT_CONV2D_FOLD_MAX_P || per_image == job->p) return false;
   const int64_t total = job->n * job->p;
-  const int64_t min_chunks = (int64_t)ct_cpu_num_threads() * CT_CONV2D_FOLD_CHUNKS_PER_THREAD;
+  const int64_t min_chunks = CT_CONV2D_FOLD_MIN_CHUNKS;
   int64_t best = 0;
   for (int64_t w = nr; w <= per_image; w += nr) {
     const int64_t c = (total + w - 1) / w;
