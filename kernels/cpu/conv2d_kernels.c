@@ -7,11 +7,16 @@
  * row is all ones. The (image, group) pairs are the GEMM's batch, so one GEMM call covers the
  * whole convolution and its threads share out images, groups and column blocks. When the
  * output's (H, W) dims do not flatten into one stride, output rows are one more batch
- * dimension (P = W_out per entry).
+ * dimension (P = W_out per entry). When P is small and off the micro-kernel's column tile
+ * (7 × 7 = 49 = 3 · 16 + 1: 64 columns computed per 49), the images are folded into the
+ * columns instead ("folded"): the N · P columns, zero-padded, are cut into chunks of a few
+ * micro-panels that form the batch with the groups, computed into a compact staging buffer
+ * and then scattered into the output (ct_conv2d_fold_columns).
  *
  * Workspace (compute type C: float for float16/bfloat16/float32, double for float64):
  *   weight: C_out × K, the weight converted to C and made compact, with the bias as its last
  *           column, so that the GEMM adds the bias and every output element is stored once;
+ *   staged: folded only, C_out × (chunks · chunk width) elements of the output type;
  *   gemm:   the GEMM's packing buffers (ct_gemm_workspace_<instance>). */
 #include <string.h>
 

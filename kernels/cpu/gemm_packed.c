@@ -22,7 +22,8 @@
  *
  * Threads (OpenMP): a problem under CT_GEMM_PARALLEL_FMAS multiply-adds runs on the calling
  * thread. Few, large direct products are shared: all threads pack each B panel together, then
- * take (row block, column group) tiles dynamically. Otherwise items (whole batch entries, or the
+ * take (row block, column group) tiles dynamically, the row blocks a multiple of the thread
+ * count and of near-equal micro-row counts. Otherwise items (whole batch entries, or the
  * staged blocks) are shared out dynamically.
  *
  * Workspace: the prepacked A where there is one, then one slot per thread, each holding an A
