@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from test_ops_matmul_conv import check_matmul, conv_check
 
 import ctensor
@@ -99,6 +100,11 @@ def conv2d_cases(dtype: str) -> None:
         ((3, 4, 5, 5), (7, 4, 1, 1), dict()),
         ((1, 3, 30, 30), (5, 3, 2, 2), dict(dilation=(2, 3), padding=(0, 2))),
         ((2, 8, 1, 1), (9, 8, 3, 3), dict(padding=(1, 1))),
+        # Few positions per image (7 x 7, 5 x 5): the images folded into the GEMM's columns,
+        # in chunks that cross images and run past the last one; with groups and a stride.
+        ((8, 16, 7, 7), (24, 16, 3, 3), dict(padding=(1, 1))),
+        ((6, 8, 5, 5), (10, 4, 3, 3), dict(padding=(1, 1), groups=2)),
+        ((5, 3, 9, 9), (4, 3, 3, 3), dict(stride=(2, 2), padding=(1, 1))),
     ]
     for x_shape, w_shape, attrs in cases:
         attrs = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1, **attrs}
@@ -107,6 +113,11 @@ def conv2d_cases(dtype: str) -> None:
         b = rng.uniform(-2, 2, w_shape[:1]).astype(dtype)
         conv_check(x, w, None, attrs, ctensor.ops.conv2d(x, w, **attrs), dtype)
         conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, **attrs), dtype)
+        # An output whose (H, W) do not flatten (the folded product still writes it).
+        n, o = x_shape[0], w_shape[0]
+        expected = F.conv2d(torch.from_numpy(x.copy()), torch.from_numpy(w), **attrs).shape
+        out = np.zeros((n, o, expected[3], expected[2]), dtype).transpose(0, 1, 3, 2)
+        conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, out=out, **attrs), dtype)
 
 
 def all_cases() -> None:

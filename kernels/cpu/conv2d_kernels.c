@@ -7,21 +7,49 @@
  * row is all ones. The (image, group) pairs are the GEMM's batch, so one GEMM call covers the
  * whole convolution and its threads share out images, groups and column blocks. When the
  * output's (H, W) dims do not flatten into one stride, output rows are one more batch
- * dimension (P = W_out per entry).
+ * dimension (P = W_out per entry). When P is small and off the micro-kernel's column tile
+ * (7 × 7 = 49 = 3 · 16 + 1: 64 columns computed per 49), the images are folded into the
+ * columns instead ("folded"): the N · P columns, zero-padded, are cut into chunks of a few
+ * micro-panels that form the batch with the groups, computed into a compact staging buffer
+ * and then scattered into the output (ct_conv2d_fold_columns).
  *
  * Workspace (compute type C: float for float16/bfloat16/float32, double for float64):
  *   weight: C_out × K, the weight converted to C and made compact, with the bias as its last
  *           column, so that the GEMM adds the bias and every output element is stored once;
+ *   staged: folded only, C_out × (chunks · chunk width) elements of the output type;
  *   gemm:   the GEMM's packing buffers (ct_gemm_workspace_<instance>). */
+#include <string.h>
+
 #include "cpu_register.h"
 #include "gemm.h"
+#include "gemm_ukernel.h"
 #include "ops/op_defs.h"
 #include "strided_iter.h"
 
 #define CT_CONV2D_ALIGNMENT 64
+/* Folding the images into one product: at most this many positions per image, and a staging
+ * buffer of at most this many bytes. */
+#define CT_CONV2D_FOLD_MAX_P 1024
+#define CT_CONV2D_FOLD_MAX_BYTES ((int64_t)64 << 20)
+/* Folded chunks at least (the GEMM shares whole batch entries out, rather than each panel, from
+ * 4 per thread: 8 covers 2 threads). A constant, not the thread count, so that the workspace
+ * asked for always fits the call. */
+#define CT_CONV2D_FOLD_MIN_CHUNKS 8
+/* Kernel widths up to this have their valid column ranges computed once per call. */
+#define CT_CONV2D_MAX_KW 16
+
+/* The column tile (NR) of the micro-kernels that will run for a compute type of this size. */
+static int64_t ct_conv2d_tile_columns(int64_t compute_size) {
+  const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();
+  return compute_size == (int64_t)sizeof(double) ? uk->f64_blocking.nr : uk->f32_blocking.nr;
+}
+
+typedef struct ct_conv2d_job ct_conv2d_job;
+static bool ct_conv2d_fold_columns(const ct_conv2d_job* job, int64_t nr, int64_t* q,
+                                   int64_t* chunks);
 
 /* Everything about one call that does not depend on the dtype. */
-typedef struct ct_conv2d_job {
+struct ct_conv2d_job {
   int64_t n, channels, h, w;    /* input (N, C, H, W) */
   int64_t out_channels, kh, kw; /* weight (O, C/groups, kH, kW) */
   int64_t oh, ow;               /* output spatial extents */
@@ -31,18 +59,28 @@ typedef struct ct_conv2d_job {
   int64_t k;      /* GEMM depth: taps, + 1 with a bias */
   int64_t p;      /* output positions per image: oh · ow */
   bool per_row;   /* (H_out, W_out) do not flatten: one GEMM batch entry per output row */
+  bool folded;    /* the images are more GEMM columns (N · P), computed into `staged` */
+  int64_t fold_q, fold_chunks; /* folded: the N · P columns as fold_chunks batch entries */
+  int64_t staged_bytes;
   int64_t weight_bytes;
   bool has_bias;
   int64_t xs[4], ws[4], bs, os[4]; /* element strides of input, weight, bias, output */
   const char *x, *weight, *bias;
   char* out;
   void* packed; /* workspace: O × K compute-type elements */
+  void* staged; /* workspace, folded only: O × (chunks · fold_q) output-type elements */
   /* The GEMM: batch (N, groups[, oh]) over the packed weight, the implicit col and the output. */
   ct_gemm_desc gemm;
   int64_t batch_shape[3], a_bs[3], b_bs[3], c_bs[3];
-} ct_conv2d_job;
+  /* ct_conv2d_valid_columns of the first CT_CONV2D_MAX_KW kernel columns, computed once. */
+  int64_t col_shift[CT_CONV2D_MAX_KW], col_lo[CT_CONV2D_MAX_KW], col_hi[CT_CONV2D_MAX_KW];
+};
 
-static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, ct_conv2d_job* job) {
+static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t* shift,
+                                    int64_t* lo, int64_t* hi);
+
+static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, int64_t out_size,
+                             ct_conv2d_job* job) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* weight = call->inputs[1];
   const ct_tensor* bias = call->inputs[2];
@@ -98,6 +136,19 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, c
     flat = job->os[3];
   }
   job->per_row = flat == 0;
+  /* Few positions per image, off the micro-kernel's column tile (7 × 7 = 49 = 3 · 16 + 1): the
+   * images side by side, cut into chunks of fold_q columns, waste less of the last tiles. */
+  job->folded = ct_conv2d_fold_columns(job, ct_conv2d_tile_columns(compute_size), &job->fold_q,
+                                       &job->fold_chunks);
+  int64_t staged_elements = 0;
+  job->folded =
+      job->folded &&
+      ct_checked_mul_i64(job->out_channels, job->fold_chunks * job->fold_q, &staged_elements) &&
+      staged_elements <= CT_CONV2D_FOLD_MAX_BYTES / out_size;
+  job->staged_bytes = job->folded ? (staged_elements * out_size + CT_CONV2D_ALIGNMENT - 1) /
+                                        CT_CONV2D_ALIGNMENT * CT_CONV2D_ALIGNMENT
+                                  : 0;
+  job->staged = NULL;
   d->m = job->og;
   d->n = flat != 0 ? job->p : job->ow;
   d->k = job->k;
@@ -122,7 +173,50 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, c
   d->b_bs = job->b_bs;
   d->c_bs = job->c_bs;
   d->pack_b_context = job;
+  if (job->folded) { /* batch (chunk, group); C: the O × (chunks · fold_q) staging buffer */
+    const int64_t row = job->fold_chunks * job->fold_q;
+    job->per_row = false;
+    d->n = job->fold_q;
+    d->c = NULL; /* set at run time */
+    d->c_rs = row;
+    d->c_cs = 1;
+    job->batch_shape[0] = job->fold_chunks;
+    job->c_bs[0] = job->fold_q;
+    job->c_bs[1] = job->og * row;
+    d->batch_ndim = 2;
+  }
+  for (int64_t j = 0; j < job->kw && j < CT_CONV2D_MAX_KW; ++j) {
+    ct_conv2d_valid_columns(job, j, &job->col_shift[j], &job->col_lo[j], &job->col_hi[j]);
+  }
   return CT_OK;
+}
+
+/* Whether to fold the images into the GEMM's columns, and how: the N · P columns (zero-padded
+ * to chunks · q) as `chunks` batch entries of q columns, q a multiple of nr. Chosen to waste
+ * the fewest columns in at least CT_CONV2D_FOLD_MIN_CHUNKS entries; of near-equal choices
+ * (within 1/16) the widest.
+ * False where no choice saves an eighth of the columns of one product per image. */
+static bool ct_conv2d_fold_columns(const ct_conv2d_job* job, int64_t nr, int64_t* q,
+                                   int64_t* chunks) {
+  const int64_t per_image = (job->p + nr - 1) / nr * nr;
+  if (job->n < 2 || job->p > CT_CONV2D_FOLD_MAX_P || per_image == job->p) return false;
+  const int64_t total = job->n * job->p;
+  const int64_t min_chunks = CT_CONV2D_FOLD_MIN_CHUNKS;
+  int64_t best = 0;
+  for (int64_t w = nr; w <= per_image; w += nr) {
+    const int64_t c = (total + w - 1) / w;
+    if (c >= min_chunks && (best == 0 || c * w < best)) best = c * w;
+  }
+  if (best == 0 || best * 8 > job->n * per_image * 7) return false;
+  for (int64_t w = per_image / nr * nr; w >= nr; w -= nr) { /* the widest near the best */
+    const int64_t c = (total + w - 1) / w;
+    if (c >= min_chunks && c * w * 16 <= best * 17) {
+      *q = w;
+      *chunks = c;
+      return true;
+    }
+  }
+  return false;
 }
 
 /* Nothing to compute: no image, no output channel or no output position. */
@@ -141,6 +235,54 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
   if (*lo > job->ow) *lo = job->ow;
   if (*hi > job->ow) *hi = job->ow;
   if (*hi < *lo) *hi = *lo;
+}
+
+/* Copies `bytes` (a multiple of 4, at most a micro-panel row: 128 or fewer in practice) between
+ * buffers that do not overlap, as two overlapping fixed-size copies that compile to a few vector
+ * moves: the packer's row pieces are short and of every length, which a general memcpy or a
+ * vectorized loop handles with more overhead than work. */
+static inline void ct_conv2d_copy(void* restrict dst, const void* restrict src, size_t bytes) {
+  char* d = dst;
+  const char* s = src;
+  if (bytes > 128) {
+    memcpy(d, s, bytes);
+  } else if (bytes >= 64) {
+    memcpy(d, s, 64);
+    memcpy(d + bytes - 64, s + bytes - 64, 64);
+  } else if (bytes >= 32) {
+    memcpy(d, s, 32);
+    memcpy(d + bytes - 32, s + bytes - 32, 32);
+  } else if (bytes >= 16) {
+    memcpy(d, s, 16);
+    memcpy(d + bytes - 16, s + bytes - 16, 16);
+  } else if (bytes >= 8) {
+    memcpy(d, s, 8);
+    memcpy(d + bytes - 8, s + bytes - 8, 8);
+  } else {
+    for (size_t u = 0; u < bytes; ++u) d[u] = s[u];
+  }
+}
+
+/* Zeros `bytes` the same way (all-zero bits are 0.0 in float and double). */
+static inline void ct_conv2d_zero(void* dst, size_t bytes) {
+  char* d = dst;
+  if (bytes > 128) {
+    memset(d, 0, bytes);
+  } else if (bytes >= 64) {
+    memset(d, 0, 64);
+    memset(d + bytes - 64, 0, 64);
+  } else if (bytes >= 32) {
+    memset(d, 0, 32);
+    memset(d + bytes - 32, 0, 32);
+  } else if (bytes >= 16) {
+    memset(d, 0, 16);
+    memset(d + bytes - 16, 0, 16);
+  } else if (bytes >= 8) {
+    memset(d, 0, 8);
+    memset(d + bytes - 8, 0, 8);
+  } else {
+    for (size_t u = 0; u < bytes; ++u) d[u] = 0;
+  }
 }
 
 /* ----- kernels per dtype: (SFX, T, C, ID, GEMM) = storage type, compute type, dtype id, and
@@ -180,10 +322,15 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
       row = batch % job->oh;                                                                     \
       batch /= job->oh;                                                                          \
     }                                                                                            \
-    const int64_t group = batch % job->groups, image = batch / job->groups;                      \
-    const T* x = (const T*)job->x + image * job->xs[0] + group * job->cg * job->xs[1];           \
+    const int64_t group = batch % job->groups;                                                   \
+    int64_t image = batch / job->groups, first = row * job->ow + j0; /* flat position of j0 */   \
+    if (job->folded) { /* chunk `image`, column j0: position g % P of image g / P */             \
+      const int64_t g = image * job->fold_q + j0;                                                \
+      image = g / job->p;                                                                        \
+      first = g % job->p;                                                                        \
+    }                                                                                            \
+    const T* x = (const T*)job->x + group * job->cg * job->xs[1];                                \
     const int64_t ow_n = job->ow, step = job->stride[1] * job->xs[3];                            \
-    const int64_t first = row * ow_n + j0; /* flat output position of column j0 */               \
     const int64_t oh_first = first / ow_n, ow_first = first % ow_n;                              \
     const int64_t tail = (nb + nr - 1) / nr * nr - nb; /* zero columns of the last panel */      \
     C* last = dst + (nb / nr) * kc * nr;               /* the last panel, if partial */          \
@@ -203,38 +350,49 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
         continue;                                                                                \
       }                                                                                          \
       int64_t shift, lo, hi;                                                                     \
-      ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                         \
+      if (j < CT_CONV2D_MAX_KW) {                                                                \
+        shift = job->col_shift[j];                                                               \
+        lo = job->col_lo[j];                                                                     \
+        hi = job->col_hi[j];                                                                     \
+      } else {                                                                                   \
+        ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                       \
+      }                                                                                          \
       const T* xc = x + c * job->xs[1] + shift * job->xs[3];                                     \
       const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
       C* pd = dst + r * nr; /* row r of the current panel */                                     \
-      int64_t pt = 0, oh = oh_first, ow = ow_first;                                              \
+      int64_t pt = 0, oh = oh_first, ow = ow_first, img = image;                                 \
       for (int64_t t = 0; t < nb;) {                                                             \
         int64_t seg = nb - t;                                                                    \
         if (seg > ow_n - ow) seg = ow_n - ow;                                                    \
         if (seg > nr - pt) seg = nr - pt;                                                        \
         C* ds = pd + pt;                                                                         \
         const int64_t ih = oh * job->stride[0] + ih_base;                                        \
-        if (ih < 0 || ih >= job->h) {                                                            \
-          for (int64_t u = 0; u < seg; ++u) ds[u] = (C)0;                                        \
+        if (ih < 0 || ih >= job->h || img >= job->n) { /* padding, or past the last image */     \
+          ct_conv2d_zero(ds, (size_t)seg * sizeof(C));                                           \
         } else {                                                                                 \
           /* [0, a): left padding, [a, b): inside the input, [b, seg): right padding. */         \
           int64_t a = lo - ow, b = hi - ow;                                                      \
           a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
           b = b < a ? a : (b > seg ? seg : b);                                                   \
-          const T* src = xc + ih * job->xs[2] + ow * step;                                       \
-          for (int64_t u = 0; u < a; ++u) ds[u] = (C)0;                                          \
-          if (step == 1) {                                                                       \
+          const T* src = xc + img * job->xs[0] + ih * job->xs[2] + ow * step;                    \
+          ct_conv2d_zero(ds, (size_t)a * sizeof(C));                                             \
+          if (step == 1 && sizeof(T) == sizeof(C)) { /* float or double: a plain copy */         \
+            ct_conv2d_copy(ds + a, src + a, (size_t)(b - a) * sizeof(C));                        \
+          } else if (step == 1) {                                                                \
             for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u]);                       \
           } else {                                                                               \
             for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u * step]);                \
           }                                                                                      \
-          for (int64_t u = b; u < seg; ++u) ds[u] = (C)0;                                        \
+          ct_conv2d_zero(ds + b, (size_t)(seg - b) * sizeof(C));                                 \
         }                                                                                        \
         t += seg;                                                                                \
         ow += seg;                                                                               \
         if (ow == ow_n) {                                                                        \
           ow = 0;                                                                                \
-          ++oh;                                                                                  \
+          if (++oh == job->oh) { /* the next image (folded) */                                   \
+            oh = 0;                                                                              \
+            ++img;                                                                               \
+          }                                                                                      \
         }                                                                                        \
         pt += seg;                                                                               \
         if (pt == nr) {                                                                          \
@@ -253,22 +411,38 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
+  /* Output channels [begin, end) from the folded product's staging buffer (O × (N · P)) into  \
+   * the output, whatever its strides. */                                                        \
+  static void ct_cpu_conv2d_unfold_##SFX(int64_t begin, int64_t end, void* context) {            \
+    const ct_conv2d_job* job = context;                                                          \
+    for (int64_t o = begin; o < end; ++o) {                                                      \
+      const T* src = (const T*)job->staged + o * job->fold_chunks * job->fold_q;                 \
+      for (int64_t image = 0; image < job->n; ++image) {                                         \
+        T* dst = (T*)(void*)job->out + image * job->os[0] + o * job->os[1];                      \
+        for (int64_t oh = 0; oh < job->oh; ++oh, src += job->ow) {                               \
+          T* row = dst + oh * job->os[2];                                                        \
+          for (int64_t ow = 0; ow < job->ow; ++ow) row[ow * job->os[3]] = src[ow];               \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
   static int ct_cpu_conv2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,          \
                                            uint64_t* alignment) {                                \
     ct_conv2d_job job;                                                                           \
-    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                        \
+    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
     if (status != CT_OK) return status;                                                          \
     job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
-    *bytes = ct_conv2d_empty(&job)                                                               \
-                 ? 0                                                                             \
-                 : (uint64_t)job.weight_bytes + ct_gemm_workspace_##GEMM(&job.gemm);             \
+    *bytes = ct_conv2d_empty(&job) ? 0                                                           \
+                                   : (uint64_t)job.weight_bytes + (uint64_t)job.staged_bytes +   \
+                                         ct_gemm_workspace_##GEMM(&job.gemm);                    \
     *alignment = CT_CONV2D_ALIGNMENT;                                                            \
     return CT_OK;                                                                                \
   }                                                                                              \
                                                                                                  \
   static int ct_cpu_conv2d_##SFX(const ct_kernel_call* call) {                                   \
     ct_conv2d_job job;                                                                           \
-    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), &job);                        \
+    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
     if (status != CT_OK) return status;                                                          \
     if (ct_conv2d_empty(&job)) return CT_OK;                                                     \
     job.packed = call->workspace;                                                                \
@@ -278,9 +452,14 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
     job.gemm.a = job.packed;                                                                     \
     job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
     job.gemm.pack_b_context = &job;                                                              \
-    job.gemm.workspace = (char*)call->workspace + job.weight_bytes;                              \
-    job.gemm.workspace_size = call->workspace_size - (uint64_t)job.weight_bytes;                 \
+    const int64_t used = job.weight_bytes + job.staged_bytes;                                    \
+    if (job.folded) job.staged = job.gemm.c = (char*)call->workspace + job.weight_bytes;         \
+    job.gemm.workspace = (char*)call->workspace + used;                                          \
+    job.gemm.workspace_size = call->workspace_size - (uint64_t)used;                             \
     ct_gemm_##GEMM(&job.gemm);                                                                   \
+    if (job.folded) {                                                                            \
+      ct_cpu_parallel_for(job.out_channels, job.n * job.p, ct_cpu_conv2d_unfold_##SFX, &job);    \
+    }                                                                                            \
     return CT_OK;                                                                                \
   }
 

@@ -22,7 +22,8 @@
  *
  * Threads (OpenMP): a problem under CT_GEMM_PARALLEL_FMAS multiply-adds runs on the calling
  * thread. Few, large direct products are shared: all threads pack each B panel together, then
- * take (row block, column group) tiles dynamically. Otherwise items (whole batch entries, or the
+ * take (row block, column group) tiles dynamically, the row blocks a multiple of the thread
+ * count and of near-equal micro-row counts. Otherwise items (whole batch entries, or the
  * staged blocks) are shared out dynamically.
  *
  * Workspace: the prepacked A where there is one, then one slot per thread, each holding an A
@@ -52,6 +53,8 @@
 #define CT_GEMM_L2_PANEL_BYTES (160 * 1024)
 /* Largest A packed once for all batch entries. */
 #define CT_GEMM_PREPACK_BYTES (64 << 20)
+/* Rows ahead that packing B prefetches. */
+#define CT_GEMM_PACK_B_AHEAD 8
 /* Widest C block of a staged item (float16/bfloat16 or strided outputs). */
 #define CT_GEMM_STAGED_NC 512
 
@@ -205,13 +208,46 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
 /* ----- the template: packers, macro-kernel, item, driver; per instance ----- */
 
 #define CT_GEMM_PACKED_DEFINE(NAME, TIN, TOUT, ACC, PREC, IN, OUT, OUT_IS_ACC)                     \
+  /* One whole micro-panel of MR rows of unit column stride: dst[p][i] = a[i · rs + p]; inlined   \
+   * with a constant MR. */                                                                        \
+  static inline __attribute__((always_inline)) void ct_gemm_pack_a_rows_##NAME(                    \
+      const TIN* a, int64_t rs, int64_t kc, const int MR, ACC* restrict dst) {                     \
+    for (int64_t p = 0; p < kc; ++p, dst += MR) {                                                  \
+      _Pragma("GCC unroll 12") for (int i = 0; i < MR; ++i) dst[i] = ct_load_##IN(a[i * rs + p]);  \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* Rows [0, kc) of one whole micro-panel of B with unit column stride: NR consecutive elements   \
+   * each; inlined with a constant NR (a fixed-size copy, no call to memcpy). */                   \
+  static inline __attribute__((always_inline)) void ct_gemm_pack_b_rows_##NAME(                    \
+      const TIN* b, int64_t rs, int64_t kc, const int NR, ACC* restrict dst) {                     \
+    for (int64_t p = 0; p < kc; ++p, dst += NR) {                                                  \
+      const TIN* row = b + p * rs;                                                                 \
+      /* Rows a stride apart, each read once: fetched ahead, which the stride prefetchers do       \
+       * only in part. */                                                                          \
+      __builtin_prefetch((const void*)((uintptr_t)row + (uintptr_t)(CT_GEMM_PACK_B_AHEAD * rs *    \
+                                                                    (int64_t)sizeof(TIN))));       \
+      _Pragma("GCC unroll 32") for (int j = 0; j < NR; ++j) dst[j] = ct_load_##IN(row[j]);         \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
   /* A[0:mb, 0:kc] -> micro-panels of mr rows: dst[panel][p][i], zero rows past mb. */             \
   static void ct_gemm_pack_a_##NAME(const TIN* a, int64_t rs, int64_t cs, int64_t mb, int64_t kc,  \
                                     int64_t mr, ACC* restrict dst) {                               \
     for (int64_t i0 = 0; i0 < mb; i0 += mr, dst += mr * kc) {                                      \
       const int64_t rows = ct_gemm_min(mr, mb - i0);                                               \
       const TIN* src = a + i0 * rs;                                                                \
-      if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                                    \
+      if (cs == 1 && rows == mr && (mr == 4 || mr == 6 || mr == 12)) {                             \
+        /* Rows of unit stride, a whole micro-panel: column after column, a constant count of      \
+         * rows each (unrolled), so the stores are contiguous and the loads stream mr rows. */     \
+        if (mr == 6) {                                                                             \
+          ct_gemm_pack_a_rows_##NAME(src, rs, kc, 6, dst);                                         \
+        } else if (mr == 4) {                                                                      \
+          ct_gemm_pack_a_rows_##NAME(src, rs, kc, 4, dst);                                         \
+        } else {                                                                                   \
+          ct_gemm_pack_a_rows_##NAME(src, rs, kc, 12, dst);                                        \
+        }                                                                                          \
+      } else if (ct_gemm_abs(cs) <= ct_gemm_abs(rs)) {                                             \
         for (int64_t i = 0; i < rows; ++i) {                                                       \
           const TIN* row = src + i * rs;                                                           \
           for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = ct_load_##IN(row[p * cs]);            \
@@ -234,7 +270,15 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     for (int64_t j0 = 0; j0 < nb; j0 += nr, dst += nr * kc) {                                      \
       const int64_t cols = ct_gemm_min(nr, nb - j0);                                               \
       const TIN* src = b + j0 * cs;                                                                \
-      if (cs == 1) {                                                                               \
+      if (cs == 1 && cols == nr && (nr == 8 || nr == 16 || nr == 32)) {                            \
+        if (nr == 16) {                                                                            \
+          ct_gemm_pack_b_rows_##NAME(src, rs, kc, 16, dst);                                        \
+        } else if (nr == 8) {                                                                      \
+          ct_gemm_pack_b_rows_##NAME(src, rs, kc, 8, dst);                                         \
+        } else {                                                                                   \
+          ct_gemm_pack_b_rows_##NAME(src, rs, kc, 32, dst);                                        \
+        }                                                                                          \
+      } else if (cs == 1) {                                                                        \
         for (int64_t p = 0; p < kc; ++p) {                                                         \
           const TIN* row = src + p * rs;                                                           \
           ACC* out = dst + p * nr;                                                                 \
@@ -425,7 +469,10 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
       for (int64_t jc = 0; jc < d->n; jc += bk->nc) {                                              \
         const int64_t nb = ct_gemm_min(bk->nc, d->n - jc);                                         \
         const int64_t panels = ct_gemm_div_up(nb, nr);                                             \
-        const int64_t blocks = ct_gemm_div_up(d->m, bk->mc);                                       \
+        /* Row blocks: a multiple of the thread count, of near-equal micro-row counts (never more  \
+         * than mc rows), so that the threads finish together. */                                  \
+        const int64_t units = ct_gemm_div_up(d->m, bk->mr);                                        \
+        const int64_t blocks = ct_gemm_round_up(ct_gemm_div_up(d->m, bk->mc), threads);            \
         /* Column groups so that there are a few tiles per thread. */                              \
         int64_t groups = ct_gemm_div_up((int64_t)threads * CT_GEMM_ITEMS_PER_THREAD, blocks);      \
         if (groups > panels) groups = panels;                                                      \
@@ -440,7 +487,8 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
           int64_t packed = -1; /* the row block in abuf */                                         \
           _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < blocks * groups; ++t) {  \
             const int64_t block = t / groups, group = t % groups;                                  \
-            const int64_t ic = block * bk->mc, mb = ct_gemm_min(bk->mc, d->m - ic);                \
+            const int64_t ic = units * block / blocks * bk->mr;                                    \
+            const int64_t mb = ct_gemm_min(units * (block + 1) / blocks * bk->mr, d->m) - ic;      \
             const ACC* ablock = abuf;                                                              \
             if (plan->prepacked || block != packed) {                                              \
               ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);                   \

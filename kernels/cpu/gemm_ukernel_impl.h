@@ -21,6 +21,13 @@ static void CT_UK_NAME(int64_t kc, const CT_UK_T* restrict a, const CT_UK_T* res
 #pragma GCC unroll 4
     for (int v = 0; v < CT_UK_NV; ++v) acc[i][v] = CT_UK_ZERO();
   }
+  /* The C tile is read or written only after the loop: its lines are fetched meanwhile (for
+   * writing), so that neither the accumulating loads nor the stores wait on L2 or L3. */
+#pragma GCC unroll 32
+  for (int i = 0; i < CT_UK_MR; ++i) {
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + CT_UK_NV * CT_UK_LANES - 1, 1);
+  }
   for (int64_t p = 0; p < kc; ++p) {
     CT_UK_V bv[CT_UK_NV];
 #pragma GCC unroll 4
