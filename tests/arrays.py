@@ -267,3 +267,20 @@ def assert_signs_of_zeros(got, expected, context: str):
     keep = ~np.isnan(exp64)
     np.testing.assert_array_equal(np.signbit(got64[keep]), np.signbit(exp64[keep]),
                                   err_msg=f"{context}: signs of zeros differ")
+
+
+def results_under_isa(script: str, path, isa: str | None) -> dict[str, np.ndarray]:
+    """Runs ``script`` (Python source that saves arrays with ``np.savez(sys.argv[1], ...)``) in a
+    child process with ``CTENSOR_CPU_ISA=isa`` (None: unset, the best level) and returns what
+    it saved at ``path``: the level is read once per process, so each level needs its own."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("CTENSOR_CPU_ISA", None)
+    if isa is not None:
+        env["CTENSOR_CPU_ISA"] = isa
+    subprocess.run([sys.executable, "-c", script, str(path)], env=env, check=True)
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}

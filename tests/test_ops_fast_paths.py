@@ -7,15 +7,11 @@ widths, tile and lane thresholds so that remainders are exercised."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from arrays import assert_close
+from arrays import assert_close, results_under_isa
 
 import ctensor
 from ctensor import ops
@@ -71,14 +67,7 @@ np.savez(sys.argv[1], **results)
 
 
 def _isa_results(tmp_path, isa: str | None) -> dict[str, np.ndarray]:
-    env = dict(os.environ)
-    env.pop("CTENSOR_CPU_ISA", None)
-    if isa is not None:
-        env["CTENSOR_CPU_ISA"] = isa
-    path = tmp_path / f"{isa or 'default'}.npz"
-    subprocess.run([sys.executable, "-c", _ISA_SCRIPT, str(path)], env=env, check=True)
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
+    return results_under_isa(_ISA_SCRIPT, tmp_path / f"{isa or 'default'}.npz", isa)
 
 
 def test_every_isa_copy_gives_the_same_bits(tmp_path):

@@ -6,14 +6,11 @@ process) against the others."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from arrays import results_under_isa
 
 from ctensor import ops
 
@@ -224,14 +221,7 @@ np.savez(sys.argv[1], **results)
 
 
 def _isa_results(tmp_path, isa: str | None) -> dict[str, np.ndarray]:
-    env = dict(os.environ)
-    env.pop("CTENSOR_CPU_ISA", None)
-    if isa is not None:
-        env["CTENSOR_CPU_ISA"] = isa
-    path = tmp_path / f"vm-{isa or 'default'}.npz"
-    subprocess.run([sys.executable, "-c", _ISA_SCRIPT, str(path)], env=env, check=True)
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
+    return results_under_isa(_ISA_SCRIPT, tmp_path / f"vm-{isa or 'default'}.npz", isa)
 
 
 def test_every_isa_copy_agrees_within_an_ulp(tmp_path):
