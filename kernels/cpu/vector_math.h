@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "half.h" /* ct_float_bits, ct_bits_float */
 #include "internal.h"
 
 /* One instruction set's loops. Pointers are to contiguous float32 runs of n elements (n >= 0);
@@ -86,17 +87,6 @@ CT_INTERNAL const ct_vector_math* ct_vector_math_get(void);
 #define CT_EXP_F32_C5 0.00836874544620514f
 #define CT_EXP_F32_C6 0.0013814540579915047f
 
-static inline uint32_t ct_exp_f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-static inline float ct_exp_f32_from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 /* Scalar exp for strided and low-precision paths: the generic vector set's arithmetic (no fused
  * multiply-adds), so results equal that set's bitwise. */
 static inline float ct_exp_f32(float x) {
@@ -112,9 +102,9 @@ static inline float ct_exp_f32(float x) {
   p = p * r + CT_EXP_F32_C3;
   p = p * r + CT_EXP_F32_C2;
   const float y = (p * (r * r) + r) + 1.0f;
-  const uint32_t n = ct_exp_f32_bits(t) - CT_EXP_F32_SHIFTER_BITS;
+  const uint32_t n = ct_float_bits(t) - CT_EXP_F32_SHIFTER_BITS;
   const uint32_t n1 = (uint32_t)((int32_t)n >> 1), n2 = n - n1;
-  return y * ct_exp_f32_from_bits((n1 + 127u) << 23) * ct_exp_f32_from_bits((n2 + 127u) << 23);
+  return y * ct_bits_float((n1 + 127u) << 23) * ct_bits_float((n2 + 127u) << 23);
 }
 
 #endif /* CTENSOR_CPU_VECTOR_MATH_H_ */
