@@ -159,6 +159,13 @@ int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inp
   return CT_OK;
 }
 
+ct_tensor_label ct_output_label(const ct_op_schema* schema, int32_t i) {
+  const int32_t param = i < schema->num_outputs ? i : schema->num_outputs - 1;
+  const bool variadic = schema->outputs[param].flags & CT_PARAM_VARIADIC;
+  return (ct_tensor_label){schema->name, "output", schema->outputs[param].name,
+                           variadic ? i - param : -1};
+}
+
 /* The aliasing rules for output i: it may not overlap itself, an earlier output, or an input
  * (unless the op runs in place and the two are exactly the same view of one dtype). */
 int ct_check_output_overlaps(const ct_op_schema* schema, const ct_tensor* const* inputs,
@@ -213,10 +220,7 @@ int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32
   char what_buffer[160]; /* error messages only */
   for (int32_t i = 0; i < num_outputs; ++i) {
     const ct_tensor* t = outputs[i];
-    const int32_t param = i < schema->num_outputs ? i : schema->num_outputs - 1;
-    const bool variadic = schema->outputs[param].flags & CT_PARAM_VARIADIC;
-    const ct_tensor_label label = {schema->name, "output", schema->outputs[param].name,
-                                   variadic ? i - param : -1};
+    const ct_tensor_label label = ct_output_label(schema, i);
     int status = ct_tensor_validate(t, &label);
     if (status != CT_OK) return status;
     status = ct_check_device(p, t, &label);

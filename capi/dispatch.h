@@ -36,6 +36,9 @@ CT_INTERNAL int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor
 CT_INTERNAL int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs,
                                  int32_t num_outputs);
 
+/* The label of output i in error messages (its parameter, and its position in a variadic one). */
+CT_INTERNAL ct_tensor_label ct_output_label(const ct_op_schema* schema, int32_t i);
+
 /* The aliasing rules for output i alone: no overlap with itself, an earlier output or an input
  * (except exactly the same view of one dtype, for ops with CT_OP_FLAG_INPLACE). */
 CT_INTERNAL int ct_check_output_overlaps(const ct_op_schema* schema, const ct_tensor* const* inputs,

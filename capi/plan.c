@@ -143,10 +143,7 @@ int ct_plan_set_data(ct_plan* plan, void* const* data, int32_t count) {
   int status = CT_OK;
   const int32_t num_inputs = plan->call.num_inputs;
   for (int32_t i = 0; status == CT_OK && i < plan->call.num_outputs; ++i) {
-    const int32_t param = i < schema->num_outputs ? i : schema->num_outputs - 1;
-    const bool variadic = schema->outputs[param].flags & CT_PARAM_VARIADIC;
-    const ct_tensor_label label = {schema->name, "output", schema->outputs[param].name,
-                                   variadic ? i - param : -1};
+    const ct_tensor_label label = ct_output_label(schema, i);
     status = ct_check_output_overlaps(schema, plan->call.inputs, num_inputs, plan->call.outputs, i,
                                       &label);
   }

@@ -886,14 +886,18 @@ static void ctpy_plan_cache_clear(void) {
   }
 }
 
-/* The cached plan for (op, key), or NULL. */
-static ct_plan* ctpy_plan_cache_find(const ct_op* op, const int64_t* key, int32_t words) {
+/* Empties the cache when the registry changed since its plans were made. */
+static void ctpy_plan_cache_sync(void) {
   const uint64_t generation = ct_registry_generation();
   if (generation != ctpy_plan_cache_generation) {
     ctpy_plan_cache_clear();
     ctpy_plan_cache_generation = generation;
-    return NULL;
   }
+}
+
+/* The cached plan for (op, key), or NULL. */
+static ct_plan* ctpy_plan_cache_find(const ct_op* op, const int64_t* key, int32_t words) {
+  ctpy_plan_cache_sync();
   for (int32_t i = 0; i < CTPY_PLAN_CACHE_SIZE; ++i) {
     const ctpy_cached_plan* c = &ctpy_plan_cache[i];
     if (c->op == op && c->words == words && memcmp(c->key, key, sizeof(int64_t) * words) == 0) {
@@ -934,10 +938,7 @@ static ct_plan* ctpy_plan_for(ctpy_frame* f, const ct_op* op, int32_t count, int
                            (const ct_tensor* const*)f->tensors + count - n_out, n_out, NULL, 0,
                            NULL, &plan);
   if (*status != CT_OK) return NULL;
-  if (ct_registry_generation() != ctpy_plan_cache_generation) {
-    ctpy_plan_cache_clear();
-    ctpy_plan_cache_generation = ct_registry_generation();
-  }
+  ctpy_plan_cache_sync(); /* creating the plan may have registered the built-in kernels */
   ctpy_plan_cache_add(op, key, words, plan);
   return plan;
 }
