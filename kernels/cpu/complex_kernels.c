@@ -5,6 +5,10 @@
  * templates. */
 #include <stdint.h>
 
+/* Complex products must not fuse (see cpu_isa.h): every ISA copy rounds each product. */
+#define CT_CPU_ISA_AVX512_AS_AVX2
+#include "cpu_isa.h"
+
 #include "complex_math.h"
 #include "cpu_register.h"
 #include "elementwise_loops.h"

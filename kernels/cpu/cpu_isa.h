@@ -33,7 +33,15 @@ CT_INTERNAL const char* ct_cpu_isa_name(ct_cpu_isa_level level);
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
 #define CT_CPU_ISA_BODY __attribute__((always_inline)) inline
 #define CT_CPU_TARGET_AVX2 __attribute__((target("avx2,f16c")))
+#ifdef CT_CPU_ISA_AVX512_AS_AVX2
+/* A file defines this before including cpu_isa.h where GCC would fuse its AVX-512 copy's
+ * arithmetic in spite of -ffp-contract=off: GCC 12's SLP VEC_FMADDSUB pattern turns the
+ * alternating `a·b - c·d, a·e + c·f` of a complex product into vfmaddsub, an instruction
+ * AVX-512F brings for every vector width. Its AVX-512 slot then runs the AVX2 copy. */
+#define CT_CPU_TARGET_AVX512 CT_CPU_TARGET_AVX2
+#else
 #define CT_CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c")))
+#endif
 #define CT_CPU_ISA_DISPATCH(RET, NAME, PARAMS, ARGS, RETURN) \
   CT_CPU_TARGET_AVX2 static RET NAME##_avx2 PARAMS {         \
     RETURN NAME##_body ARGS;                                 \
