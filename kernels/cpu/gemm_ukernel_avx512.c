@@ -39,7 +39,10 @@
 
 const ct_gemm_ukernels ct_gemm_ukernels_avx512 = {
     .isa = "avx512",
-    .f32_blocking = {.mr = 12, .nr = 32, .mc = 144, .kc = 256, .nc = 3072},
+    /* kc = 512 halves the passes over C against 256 (one B micro-panel, 64 KB, then streams
+     * from L2, which the micro-kernel hides); mc = 96 keeps the A block at 192 KB. Measured on
+     * a 2-core Sapphire Rapids: 2048^2 on two threads 283 -> 297 GFLOP/s, 512^2 261 -> 275. */
+    .f32_blocking = {.mr = 12, .nr = 32, .mc = 96, .kc = 512, .nc = 3072},
     .f32 = ct_gemm_ukernel_avx512_f32,
     .f64_blocking = {.mr = 12, .nr = 16, .mc = 96, .kc = 256, .nc = 2048},
     .f64 = ct_gemm_ukernel_avx512_f64,
