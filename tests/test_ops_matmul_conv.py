@@ -305,6 +305,68 @@ def test_conv2d_tiles(dtype, groups):
     conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, **attrs), dtype)
 
 
+@st.composite
+def same_padding_cases(draw):
+    """Stride-1 convolutions whose output rows are as wide as the input's, on planes of 32 to 1024
+    positions (whole and partial last tiles of 32): the AVX-512 direct path's cases, on more
+    input channels than one of its channel blocks (32) and output channels off its 12-row tile."""
+    h, w = draw(st.sampled_from([(4, 8), (8, 8), (2, 16), (32, 1), (1, 32), (16, 6), (20, 20),
+                                 (33, 31), (12, 8)]))
+    kh, kw = draw(st.sampled_from([1, 3, 5])), draw(st.sampled_from([1, 3]))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = (draw(st.integers(0, dilation[0] * (kh - 1))), dilation[1] * (kw - 1) // 2)
+    if h + 2 * padding[0] < dilation[0] * (kh - 1) + 1:
+        padding = (dilation[0] * (kh - 1), padding[1])
+    groups = draw(st.integers(1, 2))
+    cg, og = draw(st.sampled_from([1, 3, 40, 70])), draw(st.sampled_from([1, 5, 12, 13, 25]))
+    return dict(
+        x_shape=(draw(st.integers(1, 2)), groups * cg, h, w),
+        w_shape=(groups * og, cg, kh, kw),
+        bias=draw(st.booleans()),
+        attrs=dict(stride=(1, 1), padding=padding, dilation=dilation, groups=groups),
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=same_padding_cases(), seed=st.integers(0, 2**32 - 1),
+       sliced_input=st.booleans(), sliced_output=st.booleans())
+def test_conv2d_same_padding_float32(case, seed, sliced_input, sliced_output):
+    """float32 same-padding convolutions (the direct path where the CPU has AVX-512), also reading
+    every other channel of a larger input and writing every other channel of a larger output."""
+    rng = np.random.default_rng(seed)
+    n, c, h, w = case["x_shape"]
+    x = rng.standard_normal((n, 2 * c if sliced_input else c, h, w)).astype(np.float32)
+    x = x[:, ::2] if sliced_input else x
+    wt = rng.standard_normal(case["w_shape"]).astype(np.float32)
+    b = rng.standard_normal(case["w_shape"][0]).astype(np.float32) if case["bias"] else None
+    attrs = case["attrs"]
+    oh = h + 2 * attrs["padding"][0] - attrs["dilation"][0] * (case["w_shape"][2] - 1)
+    o = case["w_shape"][0]
+    full = np.full((n, 2 * o if sliced_output else o, oh, w), np.nan, np.float32)
+    out = full[:, ::2] if sliced_output else full
+    assert ctensor.ops.conv2d(x, wt, bias=b, out=out, **attrs) is out
+    conv_check(x, wt, b, attrs, out, "float32")
+    if sliced_output:
+        assert np.isnan(full[:, 1::2]).all()  # the channels between were not written
+
+
+def test_conv2d_same_padding_reads_no_neighbour():
+    """The direct path's tiles of 32 positions read past the plane (lanes that are never
+    stored) and across row ends (lanes masked off): NaNs in the next image, in the channels
+    between the input's and next to the rows must not reach the result."""
+    rng = np.random.default_rng(3)
+    full = rng.standard_normal((3, 80, 20, 20)).astype(np.float32)
+    full[:, 1::2] = np.nan  # channels between those read
+    full[2] = np.nan  # the image after the last one read
+    x = full[:2, ::2]  # 40 channels, 400 positions: 12 full tiles and one of 16
+    wt = rng.standard_normal((25, 40, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(25).astype(np.float32)
+    attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    result = ctensor.ops.conv2d(x, wt, bias=b, **attrs)
+    assert np.isfinite(result).all()
+    conv_check(x, wt, b, attrs, result, "float32")
+
+
 def test_conv2d_strided_output():
     """An output whose (H, W) do not flatten into one stride (the GEMM runs per output row)."""
     rng = np.random.default_rng(5)

@@ -20,6 +20,7 @@
  *   gemm:   the GEMM's packing buffers (ct_gemm_workspace_<instance>). */
 #include <string.h>
 
+#include "conv2d_direct.h"
 #include "cpu_register.h"
 #include "gemm.h"
 #include "gemm_ukernel.h"
@@ -217,6 +218,49 @@ static bool ct_conv2d_fold_columns(const ct_conv2d_job* job, int64_t nr, int64_t
     }
   }
   return false;
+}
+
+/* The direct path's description of a float32 job (conv2d_direct.h), or false where it does not
+ * apply: no micro-kernel for this CPU, a stride other than 1, output rows narrower or wider than
+ * the input's, rows that are not W apart, more taps than it takes, or an output plane whose
+ * last tile of positions would waste more than 1/16 of the tiles' lanes (14 × 14 = 196 = 6 · 32
+ * + 4: the implicit GEMM, folding the images together, wastes less). */
+static bool ct_conv2d_direct_of(const ct_conv2d_job* job, ct_conv2d_direct_job* direct) {
+  const int64_t taps = job->kh * job->kw;
+  const int64_t lanes =
+      (job->p + CT_CONV2D_DIRECT_LANES - 1) / CT_CONV2D_DIRECT_LANES * CT_CONV2D_DIRECT_LANES;
+  if (!ct_conv2d_direct_kernel() || (lanes - job->p) * 16 > lanes || job->stride[0] != 1 ||
+      job->stride[1] != 1 || job->ow != job->w || taps == 0 || taps > CT_CONV2D_DIRECT_MAX_TAPS ||
+      job->cg == 0 || (job->xs[3] != 1 && job->w > 1) || (job->xs[2] != job->w && job->h > 1) ||
+      (job->os[3] != 1 && job->ow > 1) || (job->os[2] != job->ow && job->oh > 1)) {
+    return false;
+  }
+  *direct = (ct_conv2d_direct_job){
+      .n = job->n,
+      .groups = job->groups,
+      .cg = job->cg,
+      .og = job->og,
+      .h = job->h,
+      .w = job->w,
+      .oh = job->oh,
+      .kh = job->kh,
+      .kw = job->kw,
+      .pad_h = job->padding[0],
+      .pad_w = job->padding[1],
+      .dil_h = job->dilation[0],
+      .dil_w = job->dilation[1],
+      .x = (const float*)(const void*)job->x,
+      .x_image_stride = job->xs[0],
+      .x_channel_stride = job->xs[1],
+      .weight = (const float*)(const void*)job->weight,
+      .weight_stride = {job->ws[0], job->ws[1], job->ws[2], job->ws[3]},
+      .bias = (const float*)(const void*)job->bias,
+      .bias_stride = job->bs,
+      .out = (float*)(void*)job->out,
+      .out_image_stride = job->os[0],
+      .out_channel_stride = job->os[1],
+  };
+  return true;
 }
 
 /* Nothing to compute: no image, no output channel or no output position. */
@@ -432,6 +476,12 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
     ct_conv2d_job job;                                                                           \
     const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
     if (status != CT_OK) return status;                                                          \
+    *alignment = CT_CONV2D_ALIGNMENT;                                                            \
+    ct_conv2d_direct_job direct;                                                                 \
+    if ((ID) == CT_DT_F32 && !ct_conv2d_empty(&job) && ct_conv2d_direct_of(&job, &direct)) {     \
+      *bytes = ct_conv2d_direct_workspace(&direct);                                              \
+      return CT_OK;                                                                              \
+    }                                                                                            \
     job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
     *bytes = ct_conv2d_empty(&job) ? 0                                                           \
                                    : (uint64_t)job.weight_bytes + (uint64_t)job.staged_bytes +   \
@@ -445,6 +495,11 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
     const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
     if (status != CT_OK) return status;                                                          \
     if (ct_conv2d_empty(&job)) return CT_OK;                                                     \
+    ct_conv2d_direct_job direct;                                                                 \
+    if ((ID) == CT_DT_F32 && ct_conv2d_direct_of(&job, &direct)) {                               \
+      ct_conv2d_direct_run(&direct, ct_conv2d_direct_kernel(), call->workspace);                 \
+      return CT_OK;                                                                              \
+    }                                                                                            \
     job.packed = call->workspace;                                                                \
     if (job.k > 0) {                                                                             \
       ct_cpu_parallel_for(job.out_channels, job.k, ct_cpu_conv2d_pack_##SFX, &job);              \
