@@ -337,10 +337,17 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
   static void ct_cpu_conv2d_pack_##SFX(int64_t begin, int64_t end, void* context) {              \
     const ct_conv2d_job* job = context;                                                          \
     C* packed = job->packed;                                                                     \
+    /* A weight compact per output channel, already of the compute type: a row is one copy. */   \
+    const bool rows_compact = sizeof(T) == sizeof(C) && job->ws[3] == 1 &&                       \
+                              job->ws[2] == job->kw && job->ws[1] == job->kh * job->kw;          \
     for (int64_t o = begin; o < end; ++o) {                                                      \
       C* dst = packed + o * job->k;                                                              \
       const T* w = (const T*)job->weight + o * job->ws[0];                                       \
-      for (int64_t c = 0; c < job->cg; ++c) {                                                    \
+      if (rows_compact) {                                                                        \
+        memcpy(dst, w, (size_t)job->taps * sizeof(C));                                           \
+        dst += job->taps;                                                                        \
+      }                                                                                          \
+      for (int64_t c = 0; c < job->cg && !rows_compact; ++c) {                                   \
         for (int64_t i = 0; i < job->kh; ++i) {                                                  \
           const T* src = w + c * job->ws[1] + i * job->ws[2];                                    \
           for (int64_t j = 0; j < job->kw; ++j) *dst++ = ct_load_##SFX(src[j * job->ws[3]]);     \
