@@ -872,8 +872,16 @@ static int32_t ctpy_layout_key(const ctpy_frame* f, int32_t count, int64_t* key)
     key[w++] = (int64_t)t->device.device_type << 32 | (int64_t)(uint32_t)t->device.device_id;
     key[w++] = (int64_t)t->byte_offset;
     key[w++] = t->strides != NULL;
-    for (int32_t d = 0; d < t->ndim; ++d) key[w++] = t->shape[d];
-    for (int32_t d = 0; t->strides && d < t->ndim; ++d) key[w++] = t->strides[d];
+    /* Shape and strides interleaved, a dim at a time: two plain copy loops became memcpy calls
+     * (rep movsq), whose start-up cost was most of this function's time on tiny calls. */
+    if (t->strides) {
+      for (int32_t d = 0; d < t->ndim; ++d) {
+        key[w++] = t->shape[d];
+        key[w++] = t->strides[d];
+      }
+    } else {
+      for (int32_t d = 0; d < t->ndim; ++d) key[w++] = t->shape[d];
+    }
   }
   return w;
 }
