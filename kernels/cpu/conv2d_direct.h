@@ -1,18 +1,18 @@
-/* conv2d_direct.h - the direct float32 convolution micro-kernel (AVX-512), for stride-1
- * convolutions whose output rows are as wide as the input rows (same padding: ResNet's 3 × 3).
+/* conv2d_direct.h - the direct float32 convolution (AVX-512), for stride-1 convolutions whose
+ * output rows are as wide as the input rows (same padding: ResNet's 3 × 3).
  *
  * There, output position p (flattened over the output plane) reads, for kernel tap (i, j), the
- * input at flat position p + (i·dH - pH)·W + (j·dW - pW) of its channel: a tile of 32
- * consecutive output positions reads 32 consecutive input elements per tap, which the
- * micro-kernel loads straight from the input with masked loads (lanes in the padding, or past
- * the plane, are masked off: zeros, never read). No im2col panel is packed, which is what the
- * implicit GEMM spends up to 40 % of its time on when the output channels are few.
+ * input at flat position p + (i·dH - pH)·W + (j·dW - pW) of its channel: a tile of consecutive
+ * output positions reads as many consecutive input elements per tap, which the micro-kernel
+ * loads straight from the input with masked loads (lanes in the padding, or past the plane, are
+ * masked off: zeros, never read). No im2col panel is packed, which is what the implicit GEMM
+ * spends up to 40 % of its time on when the output channels are few.
  *
- * One call computes a tile of up to 12 output channels × 32 positions over `channels` input
- * channels and `taps` taps. `a` is the weight of the 12 channels packed tap after tap:
- * a[(c · taps + t) · 12 + r] (rows past `rows` are zeros). The accumulators start from the
- * output (accumulate != 0), from bias[r] (bias != NULL), or from zero; only the first `rows`
- * rows and the lanes of out_mask are stored. */
+ * A micro-kernel computes a tile of `rows` output channels × `lanes` positions (a shape, below)
+ * over `channels` input channels and `taps` taps. `a` is the weight of the tile's channels
+ * packed tap after tap: a[(c · taps + t) · rows + r] (rows past the tile's `rows` are zeros).
+ * The accumulators start from the output (accumulate != 0), from bias[r] (bias != NULL), or
+ * from zero; only the first `rows` rows and the lanes of out_mask are stored. */
 #ifndef CTENSOR_CPU_CONV2D_DIRECT_H_
 #define CTENSOR_CPU_CONV2D_DIRECT_H_
 
@@ -20,9 +20,9 @@
 
 #include "internal.h"
 
-/* Output channels and positions of one tile. */
-#define CT_CONV2D_DIRECT_ROWS 12
-#define CT_CONV2D_DIRECT_LANES 32
+/* The widest tile (positions) and the most taps (kH · kW) the direct path takes. */
+#define CT_CONV2D_DIRECT_MAX_LANES 64
+#define CT_CONV2D_DIRECT_MAX_TAPS 25
 
 typedef struct ct_conv2d_direct_tile {
   const float* x;             /* the input at channel 0 and the tile's first position */
@@ -30,24 +30,29 @@ typedef struct ct_conv2d_direct_tile {
   int64_t channels;           /* input channels to reduce over */
   int32_t taps;               /* kernel taps per channel */
   const int64_t* tap_offset;  /* taps flat offsets, in elements, from the tile's position */
-  const uint32_t* tap_mask;   /* taps lane masks (bit l: lane l reads the input) */
-  const float* a;             /* packed weights: channels · taps · 12 */
+  const uint64_t* tap_mask;   /* taps lane masks (bit l: lane l reads the input) */
+  const float* a;             /* packed weights: channels · taps · the shape's rows */
   float* out;                 /* the output at the first row's channel and first position */
   int64_t out_channel_stride; /* elements between output channels */
-  int32_t rows;               /* output channels stored (<= 12) */
-  uint32_t out_mask;          /* lanes stored */
-  const float* bias;          /* 12 starting values, or NULL */
+  int32_t rows;               /* output channels stored (at most the shape's rows) */
+  uint64_t out_mask;          /* lanes stored */
+  const float* bias;          /* the shape's rows starting values, or NULL */
   int accumulate;             /* start from the output (bias ignored) */
 } ct_conv2d_direct_tile;
 
 typedef void (*ct_conv2d_direct_fn)(const ct_conv2d_direct_tile* tile);
 
-#ifdef CT_HAVE_GEMM_AVX512
-CT_INTERNAL void ct_conv2d_direct_avx512_f32(const ct_conv2d_direct_tile* tile);
-#endif
+/* A micro-kernel and its tile. */
+typedef struct ct_conv2d_direct_shape {
+  int32_t rows, lanes;
+  ct_conv2d_direct_fn run;
+} ct_conv2d_direct_shape;
 
-/* Taps (kH · kW) the direct path takes at most. */
-#define CT_CONV2D_DIRECT_MAX_TAPS 25
+#ifdef CT_HAVE_GEMM_AVX512
+/* 12 × 32 (the GEMM micro-kernel's shape) and 8 × 48 (no rows wasted on channel counts that are
+ * multiples of 8; fewer broadcasts per multiply-add). */
+CT_INTERNAL extern const ct_conv2d_direct_shape ct_conv2d_direct_avx512_shapes[2];
+#endif
 
 /* A float32 convolution for the direct path (conv2d_direct.c): input (N, C, H, W) with unit
  * column stride and rows W apart, output (N, O, OH, W) likewise, stride 1. */
@@ -65,15 +70,20 @@ typedef struct ct_conv2d_direct_job {
   int64_t out_image_stride, out_channel_stride;
 } ct_conv2d_direct_job;
 
-/* The micro-kernel for this CPU (ct_cpu_isa()), or NULL where there is none. */
-CT_INTERNAL ct_conv2d_direct_fn ct_conv2d_direct_kernel(void);
+/* The micro-kernel for this CPU (ct_cpu_isa()) whose tiles waste the fewest rows and positions
+ * on `job`, or NULL where there is none or where every shape's last tile of positions would
+ * waste more than 1/16 of the tiles' lanes (14 × 14 = 196 = 6 · 32 + 4: the implicit GEMM,
+ * folding the images together, wastes less). */
+CT_INTERNAL const ct_conv2d_direct_shape* ct_conv2d_direct_shape_for(
+    const ct_conv2d_direct_job* job);
 
-/* Workspace of the direct path: the weight and bias packed in tiles of 12 output channels. */
-CT_INTERNAL uint64_t ct_conv2d_direct_workspace(const ct_conv2d_direct_job* job);
+/* Workspace of the direct path: the weight and bias packed in tiles of the shape's rows. */
+CT_INTERNAL uint64_t ct_conv2d_direct_workspace(const ct_conv2d_direct_job* job,
+                                                const ct_conv2d_direct_shape* shape);
 
-/* Runs the convolution with `kernel` in `workspace` (ct_conv2d_direct_workspace bytes, 64-byte
+/* Runs the convolution with `shape` in `workspace` (ct_conv2d_direct_workspace bytes, 64-byte
  * aligned), on the CPU backend's threads. */
-CT_INTERNAL void ct_conv2d_direct_run(const ct_conv2d_direct_job* job, ct_conv2d_direct_fn kernel,
-                                      void* workspace);
+CT_INTERNAL void ct_conv2d_direct_run(const ct_conv2d_direct_job* job,
+                                      const ct_conv2d_direct_shape* shape, void* workspace);
 
 #endif /* CTENSOR_CPU_CONV2D_DIRECT_H_ */

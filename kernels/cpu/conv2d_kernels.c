@@ -220,20 +220,18 @@ static bool ct_conv2d_fold_columns(const ct_conv2d_job* job, int64_t nr, int64_t
   return false;
 }
 
-/* The direct path's description of a float32 job (conv2d_direct.h), or false where it does not
- * apply: no micro-kernel for this CPU, a stride other than 1, output rows narrower or wider than
- * the input's, rows that are not W apart, more taps than it takes, or an output plane whose
- * last tile of positions would waste more than 1/16 of the tiles' lanes (14 × 14 = 196 = 6 · 32
- * + 4: the implicit GEMM, folding the images together, wastes less). */
-static bool ct_conv2d_direct_of(const ct_conv2d_job* job, ct_conv2d_direct_job* direct) {
+/* The direct path's description of a float32 job (conv2d_direct.h) and its tile shape, or NULL
+ * where it does not apply: a stride other than 1, output rows narrower or wider than the
+ * input's, rows that are not W apart, more taps than it takes, or no shape for this CPU and
+ * plane (ct_conv2d_direct_shape_for). */
+static const ct_conv2d_direct_shape* ct_conv2d_direct_of(const ct_conv2d_job* job,
+                                                         ct_conv2d_direct_job* direct) {
   const int64_t taps = job->kh * job->kw;
-  const int64_t lanes =
-      (job->p + CT_CONV2D_DIRECT_LANES - 1) / CT_CONV2D_DIRECT_LANES * CT_CONV2D_DIRECT_LANES;
-  if (!ct_conv2d_direct_kernel() || (lanes - job->p) * 16 > lanes || job->stride[0] != 1 ||
-      job->stride[1] != 1 || job->ow != job->w || taps == 0 || taps > CT_CONV2D_DIRECT_MAX_TAPS ||
-      job->cg == 0 || (job->xs[3] != 1 && job->w > 1) || (job->xs[2] != job->w && job->h > 1) ||
-      (job->os[3] != 1 && job->ow > 1) || (job->os[2] != job->ow && job->oh > 1)) {
-    return false;
+  if (job->stride[0] != 1 || job->stride[1] != 1 || job->ow != job->w || taps == 0 ||
+      taps > CT_CONV2D_DIRECT_MAX_TAPS || job->cg == 0 || (job->xs[3] != 1 && job->w > 1) ||
+      (job->xs[2] != job->w && job->h > 1) || (job->os[3] != 1 && job->ow > 1) ||
+      (job->os[2] != job->ow && job->oh > 1)) {
+    return NULL;
   }
   *direct = (ct_conv2d_direct_job){
       .n = job->n,
@@ -260,7 +258,7 @@ static bool ct_conv2d_direct_of(const ct_conv2d_job* job, ct_conv2d_direct_job* 
       .out_image_stride = job->os[0],
       .out_channel_stride = job->os[1],
   };
-  return true;
+  return ct_conv2d_direct_shape_for(direct);
 }
 
 /* Nothing to compute: no image, no output channel or no output position. */
@@ -485,8 +483,10 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
     if (status != CT_OK) return status;                                                          \
     *alignment = CT_CONV2D_ALIGNMENT;                                                            \
     ct_conv2d_direct_job direct;                                                                 \
-    if ((ID) == CT_DT_F32 && !ct_conv2d_empty(&job) && ct_conv2d_direct_of(&job, &direct)) {     \
-      *bytes = ct_conv2d_direct_workspace(&direct);                                              \
+    const ct_conv2d_direct_shape* shape =                                                        \
+        (ID) == CT_DT_F32 && !ct_conv2d_empty(&job) ? ct_conv2d_direct_of(&job, &direct) : NULL; \
+    if (shape) {                                                                                 \
+      *bytes = ct_conv2d_direct_workspace(&direct, shape);                                       \
       return CT_OK;                                                                              \
     }                                                                                            \
     job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
@@ -503,8 +503,10 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
     if (status != CT_OK) return status;                                                          \
     if (ct_conv2d_empty(&job)) return CT_OK;                                                     \
     ct_conv2d_direct_job direct;                                                                 \
-    if ((ID) == CT_DT_F32 && ct_conv2d_direct_of(&job, &direct)) {                               \
-      ct_conv2d_direct_run(&direct, ct_conv2d_direct_kernel(), call->workspace);                 \
+    const ct_conv2d_direct_shape* shape =                                                        \
+        (ID) == CT_DT_F32 ? ct_conv2d_direct_of(&job, &direct) : NULL;                           \
+    if (shape) {                                                                                 \
+      ct_conv2d_direct_run(&direct, shape, call->workspace);                                     \
       return CT_OK;                                                                              \
     }                                                                                            \
     job.packed = call->workspace;                                                                \
