@@ -15,7 +15,9 @@
  *
  * Workspace (compute type C: float for float16/bfloat16/float32, double for float64):
  *   weight: C_out × K, the weight converted to C and made compact, with the bias as its last
- *           column, so that the GEMM adds the bias and every output element is stored once;
+ *           column, so that the GEMM adds the bias and every output element is stored once
+ *           (none where the weight already is that matrix: of type C, compact per output
+ *           channel, without a bias);
  *   staged: folded only, C_out × (chunks · chunk width) elements of the output type;
  *   gemm:   the GEMM's packing buffers (ct_gemm_workspace_<instance>). */
 #include <string.h>
@@ -65,6 +67,7 @@ struct ct_conv2d_job {
   int64_t staged_bytes;
   int64_t weight_bytes;
   bool has_bias;
+  bool weight_in_place;            /* the weight is the GEMM's A as it is: nothing packed */
   int64_t xs[4], ws[4], bs, os[4]; /* element strides of input, weight, bias, output */
   const char *x, *weight, *bias;
   char* out;
@@ -124,6 +127,9 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, i
                         (long long)job->out_channels, (long long)job->k);
   }
   job->weight_bytes = weight_bytes / CT_CONV2D_ALIGNMENT * CT_CONV2D_ALIGNMENT;
+  job->weight_in_place = !job->has_bias && compute_size == out_size && job->ws[3] == 1 &&
+                         job->ws[2] == job->kw && job->ws[1] == job->kh * job->kw;
+  if (job->weight_in_place) job->weight_bytes = 0;
 
   /* The GEMM, flattening (H_out, W_out) into one column index where the output allows. */
   ct_gemm_desc* d = &job->gemm;
@@ -153,7 +159,7 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, i
   d->m = job->og;
   d->n = flat != 0 ? job->p : job->ow;
   d->k = job->k;
-  d->a_rs = job->k;
+  d->a_rs = job->weight_in_place ? job->ws[0] : job->k;
   d->a_cs = 1;
   d->c = job->out;
   d->c_rs = job->os[1];
@@ -162,7 +168,7 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, i
   job->batch_shape[1] = job->groups;
   job->batch_shape[2] = job->oh;
   job->a_bs[0] = 0;
-  job->a_bs[1] = job->og * job->k;
+  job->a_bs[1] = job->og * d->a_rs;
   job->a_bs[2] = 0;
   job->b_bs[0] = job->b_bs[1] = job->b_bs[2] = 0; /* the packer finds its own place */
   job->c_bs[0] = job->os[0];
@@ -510,10 +516,10 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
       return CT_OK;                                                                              \
     }                                                                                            \
     job.packed = call->workspace;                                                                \
-    if (job.k > 0) {                                                                             \
+    if (job.k > 0 && !job.weight_in_place) {                                                     \
       ct_cpu_parallel_for(job.out_channels, job.k, ct_cpu_conv2d_pack_##SFX, &job);              \
     }                                                                                            \
-    job.gemm.a = job.packed;                                                                     \
+    job.gemm.a = job.weight_in_place ? (const void*)job.weight : job.packed;                     \
     job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
     job.gemm.pack_b_context = &job;                                                              \
     const int64_t used = job.weight_bytes + job.staged_bytes;                                    \
