@@ -37,19 +37,29 @@
 
 /* Lanes shorter than this are insertion-sorted. */
 #define CT_SORT_INSERTION 24
-/* sort (values only) of 4- and 8-byte dtypes on lanes this long moves keys alone through radix
- * passes of CT_RADIX_BITS-bit digits (3 passes for 32-bit keys, 6 for 64-bit), all histograms
- * counted in the pass that makes the keys. */
+/* sort (values only) of 4- and 8-byte dtypes on lanes this long moves keys alone; lanes shorter
+ * than CT_BUCKET_MIN_LANE go through radix passes of CT_RADIX_BITS-bit digits (3 passes for
+ * 32-bit keys, 6 for 64-bit), all histograms counted in the pass that makes the keys. */
 #define CT_RADIX_MIN_LANE 2048
 #define CT_RADIX_BITS 11
 #define CT_RADIX_BINS (1 << CT_RADIX_BITS)
 #define CT_RADIX_MAX_PASSES 6
-/* A single lane this long is sorted by all threads (at most CT_SORT_MAX_THREADS), each pass
- * split into per-thread chunks. */
-#define CT_SORT_PARALLEL_LANE 262144
+#define CT_RADIX_HIST_BYTES (CT_RADIX_MAX_PASSES * CT_RADIX_BINS * 8)
+/* Longer lanes: all threads (at most CT_SORT_MAX_THREADS) on one lane. A first pass counts the
+ * keys' top CT_BUCKET_PREFIX bits (or those of the bit range where the keys differ), a second
+ * scatters the keys into buckets of consecutive digits of about CT_BUCKET_BYTES each (at most
+ * CT_BUCKET_MAX buckets, larger ones for very long lanes), and each bucket is then radix-sorted
+ * in cache (L2) by one thread, the threads taking buckets as they finish: the passes out of
+ * cache drop from three to two reads and one scatter. */
+#define CT_BUCKET_MIN_LANE 262144
+#define CT_BUCKET_PREFIX 16
+#define CT_BUCKET_BINS (1 << CT_BUCKET_PREFIX)
+#define CT_BUCKET_BYTES (256 * 1024)
+#define CT_BUCKET_MAX 4096
+#define CT_BUCKET_DIGIT 11
+/* Keys made at a time (on the stack) in the passes over x. */
+#define CT_BUCKET_BLOCK 512
 #define CT_SORT_MAX_THREADS 16
-/* Histograms: CT_RADIX_MAX_PASSES of them, or one per thread (the larger). */
-#define CT_RADIX_HIST_BYTES (CT_SORT_MAX_THREADS * CT_RADIX_BINS * 8)
 
 /* ----- stable sort of (key, index) pairs, per key width ----- */
 
@@ -131,67 +141,32 @@ CT_SORT_RADIX(uint64_t)
 CT_SORT_KEYS_RADIX(uint32_t)
 CT_SORT_KEYS_RADIX(uint64_t)
 
-/* ct_sort_keys_<K> on `threads` threads: every pass counts digits per thread chunk (counts:
- * threads x CT_RADIX_BINS), then each thread scatters its chunk after the earlier chunks' keys
- * of the same digit, which keeps the sort stable. Returns the sorted buffer. */
-#define CT_SORT_KEYS_PARALLEL(K)                                                                  \
-  static K* ct_sort_keys_parallel_##K(K* keys, K* tmp, int64_t n, int64_t* counts, int threads) { \
-    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);                \
-    K* result = keys;                                                                             \
-    _Pragma("omp parallel num_threads(threads)") {                                                \
-      int t = 0, nt = 1;                                                                          \
-      CT_SORT_THREAD_ID(t, nt);                                                                   \
-      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                   \
-      int64_t* c = counts + (int64_t)t * CT_RADIX_BINS;                                           \
-      K* src = keys;                                                                              \
-      K* dst = tmp;                                                                               \
-      for (int pass = 0; pass < passes; ++pass) {                                                 \
-        const int shift = pass * CT_RADIX_BITS;                                                   \
-        memset(c, 0, CT_RADIX_BINS * sizeof(int64_t));                                            \
-        for (int64_t i = begin; i < end; ++i) ++c[(src[i] >> shift) & (CT_RADIX_BINS - 1)];       \
-        _Pragma("omp barrier");                                                                   \
-        /* every thread reads the same counts: the same decision to skip */                       \
-        const int first = (int)((src[0] >> shift) & (CT_RADIX_BINS - 1));                         \
-        int64_t same = 0;                                                                         \
-        for (int u = 0; u < nt; ++u) same += counts[(int64_t)u * CT_RADIX_BINS + first];          \
-        _Pragma("omp barrier");                                                                   \
-        if (same == n) continue;                                                                  \
-        _Pragma("omp single") {                                                                   \
-          int64_t sum = 0;                                                                        \
-          for (int d = 0; d < CT_RADIX_BINS; ++d) {                                               \
-            for (int u = 0; u < nt; ++u) {                                                        \
-              const int64_t v = counts[(int64_t)u * CT_RADIX_BINS + d];                           \
-              counts[(int64_t)u * CT_RADIX_BINS + d] = sum;                                       \
-              sum += v;                                                                           \
-            }                                                                                     \
-          }                                                                                       \
-        }                                                                                         \
-        for (int64_t i = begin; i < end; ++i) {                                                   \
-          const K k = src[i];                                                                     \
-          dst[c[(k >> shift) & (CT_RADIX_BINS - 1)]++] = k;                                       \
-        }                                                                                         \
-        _Pragma("omp barrier");                                                                   \
-        K* swap = src;                                                                            \
-        src = dst;                                                                                \
-        dst = swap;                                                                               \
-      }                                                                                           \
-      if (t == 0) result = src;                                                                   \
-    }                                                                                             \
-    return result;                                                                                \
-  }
-CT_SORT_KEYS_PARALLEL(uint32_t)
-CT_SORT_KEYS_PARALLEL(uint64_t)
-
 /* ----- one lane per dtype: keys, sort, sorted indices ----- */
 
 typedef int64_t* (*ct_sort_lane_fn)(const char* x, int64_t step, int64_t n, int descending,
                                     void* slot);
 
+/* Bytes one thread of the bucket sort uses: its counts of the split digit (CT_BUCKET_BINS), its
+ * write positions per bucket (CT_BUCKET_MAX), the digit counts of a bucket's radix passes, the
+ * second buffer of buckets up to CT_BUCKET_BYTES, and its tallies (64 bytes). */
+#define CT_BUCKET_THREAD_BYTES \
+  (CT_BUCKET_BINS * 8 + CT_BUCKET_MAX * 8 + CT_RADIX_HIST_BYTES + CT_BUCKET_BYTES + 64)
+/* Shared: the bucket of each digit (uint16) and each bucket's start (rounded to 64 bytes). */
+#define CT_BUCKET_SHARED_BYTES (CT_BUCKET_BINS * 2 + (CT_BUCKET_MAX + 8) * 8)
+
 /* A slot holds keys, keys2 (n keys each, rounded to 64 bytes), idx, idx2 (n int64 each), and
- * the digit histograms of the keys-only sort (CT_RADIX_HIST_BYTES). */
-static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize) {
+ * the digit histograms of the keys-only sort (CT_RADIX_HIST_BYTES); where the lane is sorted by
+ * buckets (n >= CT_BUCKET_MIN_LANE, 4- and 8-byte keys) at least keys, keys2 and the bucket
+ * sort's bytes for `threads` threads. */
+static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize, int threads) {
   const int64_t keys = (n * keysize + 63) / 64 * 64;
-  return 2 * keys + 2 * ((n * 8 + 63) / 64 * 64) + CT_RADIX_HIST_BYTES;
+  int64_t bytes = 2 * keys + 2 * ((n * 8 + 63) / 64 * 64) + CT_RADIX_HIST_BYTES;
+  if (n >= CT_BUCKET_MIN_LANE && keysize >= 4) {
+    const int64_t bucket =
+        2 * keys + CT_BUCKET_SHARED_BYTES + (int64_t)threads * CT_BUCKET_THREAD_BYTES;
+    if (bucket > bytes) bytes = bucket;
+  }
+  return bytes;
 }
 
 #define CT_SORT_LANE_X(A, SFX, T, C, K, ID)                                                  \
@@ -237,57 +212,331 @@ typedef void (*ct_sort_values_fn)(const char* x, int64_t step, int64_t n, int de
 CT_SORT_LOWER_BOUND(uint32_t)
 CT_SORT_LOWER_BOUND(uint64_t)
 
-#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                      \
-  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,         \
-                                   void* slot, char* out, int64_t out_step, int threads) {         \
-    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                    \
-    K* keys = (K*)slot;                                                                            \
-    K* keys2 = (K*)((char*)slot + kb);                                                             \
-    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                              \
-    const K flip = descending ? (K) ~(K)0 : (K)0;                                                  \
-    const K* sorted;                                                                               \
-    if (n < CT_SORT_PARALLEL_LANE) threads = 1;                                                    \
-    if (threads > 1) {                                                                             \
-      _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t i = 0; i < n; \
-                                                                             ++i) {                \
+/* Bit length of a nonzero key. */
+#define CT_KEY_BITS(k) (64 - __builtin_clzll((unsigned long long)(k)))
+
+/* Keys (xor flip) of the count values at x (step bytes apart) into k, and values of keys into
+ * out: loops the compiler vectorises where the values are contiguous. */
+#define CT_SORT_KEYS_X(A, SFX, T, C, K, ID)                                                        \
+  static inline void ct_keys_##SFX(const char* x, int64_t step, int64_t count, K flip, K* k) {     \
+    if (step == (int64_t)sizeof(T)) {                                                              \
+      for (int64_t i = 0; i < count; ++i) {                                                        \
         T v;                                                                                       \
-        memcpy(&v, x + i * step, sizeof v);                                                        \
-        keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                  \
+        memcpy(&v, x + i * (int64_t)sizeof(T), sizeof v);                                          \
+        k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                     \
       }                                                                                            \
-      sorted = ct_sort_keys_parallel_##K(keys, keys2, n, hist, threads);                           \
-    } else {                                                                                       \
-      const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);               \
-      memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                           \
-      for (int64_t i = 0; i < n; ++i) {                                                            \
-        T v;                                                                                       \
-        memcpy(&v, x + i * step, sizeof v);                                                        \
-        const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                                \
-        keys[i] = k;                                                                               \
-        for (int pass = 0; pass < passes; ++pass) {                                                \
-          ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))];    \
-        }                                                                                          \
-      }                                                                                            \
-      sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                             \
+      return;                                                                                      \
     }                                                                                              \
-    _Pragma("omp parallel for num_threads(threads) schedule(static)") for (int64_t i = 0; i < n;   \
-                                                                           ++i) {                  \
-      const T v = ct_uq_value_##SFX((K)(sorted[i] ^ flip));                                        \
-      memcpy(out + i * out_step, &v, sizeof v);                                                    \
-    }                                                                                              \
-    if ((T)0.5 == (T)0) return; /* an integer dtype */                                             \
-    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                     \
-    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                                    \
-    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                      \
-    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                     \
-    const bool nans = at_nan < n && sorted[at_nan] == nan;                                         \
-    if (!zeros && !nans) return;                                                                   \
-    for (int64_t i = 0; i < n; ++i) {                                                              \
+    for (int64_t i = 0; i < count; ++i) {                                                          \
       T v;                                                                                         \
       memcpy(&v, x + i * step, sizeof v);                                                          \
-      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                                  \
-      if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                           \
-      if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                             \
+      k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                       \
     }                                                                                              \
+  }                                                                                                \
+  static inline void ct_values_##SFX(const K* k, int64_t count, K flip, char* out, int64_t step) { \
+    if (step == (int64_t)sizeof(T)) {                                                              \
+      for (int64_t i = 0; i < count; ++i) {                                                        \
+        const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                           \
+        memcpy(out + i * (int64_t)sizeof(T), &v, sizeof v);                                        \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t i = 0; i < count; ++i) {                                                          \
+      const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                             \
+      memcpy(out + i * step, &v, sizeof v);                                                        \
+    }                                                                                              \
+  }
+CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEYS_X, _)
+
+/* Sorts one bucket a[0..m) with tmp as the second buffer: insertion sort for a few keys, else
+ * LSD radix over the bits in which the keys differ (digits of at most CT_BUCKET_DIGIT, all counted
+ * in one pass into counts; a digit the same in every key is skipped). Returns the sorted buffer
+ * (a or tmp). */
+#define CT_SORT_BUCKET(K)                                                                \
+  static K* ct_sort_bucket_##K(K* a, K* tmp, int64_t m, int64_t* counts) {               \
+    if (m <= CT_SORT_INSERTION) {                                                        \
+      for (int64_t i = 1; i < m; ++i) {                                                  \
+        const K k = a[i];                                                                \
+        int64_t j = i;                                                                   \
+        for (; j > 0 && a[j - 1] > k; --j) a[j] = a[j - 1];                              \
+        a[j] = k;                                                                        \
+      }                                                                                  \
+      return a;                                                                          \
+    }                                                                                    \
+    K diff = 0;                                                                          \
+    for (int64_t i = 1; i < m; ++i) diff |= a[i] ^ a[0];                                 \
+    if (diff == 0) return a;                                                             \
+    const int low = __builtin_ctzll((unsigned long long)diff);                           \
+    const int bits = CT_KEY_BITS(diff) - low;                                            \
+    const int passes = (bits + CT_BUCKET_DIGIT - 1) / CT_BUCKET_DIGIT;                   \
+    const int width = (bits + passes - 1) / passes;                                      \
+    const int64_t bins = (int64_t)1 << width;                                            \
+    const K mask = (K)(bins - 1);                                                        \
+    memset(counts, 0, (size_t)(passes * bins) * sizeof(int64_t));                        \
+    for (int64_t i = 0; i < m; ++i) {                                                    \
+      const K k = (K)(a[i] >> low);                                                      \
+      for (int p = 0; p < passes; ++p) ++counts[p * bins + ((k >> (p * width)) & mask)]; \
+    }                                                                                    \
+    for (int p = 0; p < passes; ++p) {                                                   \
+      int64_t* c = counts + p * bins;                                                    \
+      const int shift = low + p * width;                                                 \
+      if (c[(a[0] >> shift) & mask] == m) continue;                                      \
+      int64_t sum = 0;                                                                   \
+      for (int64_t b = 0; b < bins; ++b) {                                               \
+        const int64_t v = c[b];                                                          \
+        c[b] = sum;                                                                      \
+        sum += v;                                                                        \
+      }                                                                                  \
+      for (int64_t i = 0; i < m; ++i) {                                                  \
+        const K k = a[i];                                                                \
+        tmp[c[(k >> shift) & mask]++] = k;                                               \
+      }                                                                                  \
+      K* t = a;                                                                          \
+      a = tmp;                                                                           \
+      tmp = t;                                                                           \
+    }                                                                                    \
+    return a;                                                                            \
+  }
+CT_SORT_BUCKET(uint32_t)
+CT_SORT_BUCKET(uint64_t)
+
+/* A thread's bytes in the bucket sort, at these offsets: digit counts, write positions, radix
+ * counts, second buffer, tallies (key bits that differ from the first key, zeros, NaNs, keys
+ * below zero). */
+#define CT_BUCKET_POS_AT (CT_BUCKET_BINS * 8)
+#define CT_BUCKET_COUNTS_AT (CT_BUCKET_POS_AT + CT_BUCKET_MAX * 8)
+#define CT_BUCKET_TMP_AT (CT_BUCKET_COUNTS_AT + CT_RADIX_HIST_BYTES)
+#define CT_BUCKET_TALLY_AT (CT_BUCKET_TMP_AT + CT_BUCKET_BYTES)
+
+/* Thread u's bytes in the bucket sort. */
+static inline char* ct_bucket_thread(char* per_thread, int u) {
+  return per_thread + (int64_t)u * CT_BUCKET_THREAD_BYTES;
+}
+
+/* Thread u's tallies. */
+static inline const int64_t* ct_bucket_tally(char* per_thread, int u) {
+  return (const int64_t*)(ct_bucket_thread(per_thread, u) + CT_BUCKET_TALLY_AT);
+}
+
+/* Groups the CT_BUCKET_BINS digits, counted per thread, into buckets of consecutive digits: a
+ * digit joins the current bucket while that stays within *cap keys (one digit alone may exceed
+ * it), *cap doubling until at most CT_BUCKET_MAX buckets result. Fills bucket_of, start
+ * (buckets + 1 entries) and each thread's write positions (its keys of a bucket after those of
+ * the threads before it); returns the count of buckets. */
+static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* bucket_of,
+                              int64_t* start, int64_t* cap) {
+  int64_t buckets;
+  for (;;) {
+    int64_t fill = 0, at = 0;
+    buckets = 0;
+    for (int64_t d = 0; d < CT_BUCKET_BINS && buckets <= CT_BUCKET_MAX; ++d) {
+      int64_t c = 0;
+      for (int u = 0; u < nt; ++u) c += ((const int64_t*)ct_bucket_thread(per_thread, u))[d];
+      if (c > 0 && (buckets == 0 || fill + c > *cap)) {
+        if (buckets < CT_BUCKET_MAX) start[buckets] = at;
+        ++buckets;
+        fill = 0;
+      }
+      fill += c;
+      at += c;
+      bucket_of[d] = (uint16_t)(buckets > 0 ? buckets - 1 : 0);
+    }
+    if (buckets <= CT_BUCKET_MAX) break;
+    *cap *= 2;
+  }
+  start[buckets] = n;
+  for (int u = 0; u < nt; ++u) {
+    memset(ct_bucket_thread(per_thread, u) + CT_BUCKET_POS_AT, 0, (size_t)buckets * 8);
+  }
+  for (int64_t d = 0; d < CT_BUCKET_BINS; ++d) {
+    for (int u = 0; u < nt; ++u) {
+      char* mine = ct_bucket_thread(per_thread, u);
+      ((int64_t*)(mine + CT_BUCKET_POS_AT))[bucket_of[d]] += ((const int64_t*)mine)[d];
+    }
+  }
+  for (int64_t b = 0; b < buckets; ++b) {
+    int64_t at = start[b];
+    for (int u = 0; u < nt; ++u) {
+      int64_t* pos = (int64_t*)(ct_bucket_thread(per_thread, u) + CT_BUCKET_POS_AT);
+      const int64_t c = pos[b];
+      pos[b] = at;
+      at += c;
+    }
+  }
+  return buckets;
+}
+
+/* The bucket sort of a lane of n >= CT_BUCKET_MIN_LANE values (see there). The buckets go to
+ * out itself where it is contiguous, aligned and apart from x (no workspace pages to touch),
+ * else to keys; a bucket sorts in its thread's second buffer, or where larger than that (many
+ * keys of one digit) in keys2 at its own place. The first pass's tallies place -0.0/0.0 and the
+ * NaNs for their rewrite from x, each thread its own part of x. */
+#define CT_SORT_BUCKETS_X(A, SFX, T, C, K, ID)                                                     \
+  static void ct_sort_buckets_##SFX(const char* x, int64_t step, int64_t n, int descending,        \
+                                    void* slot, char* out, int64_t out_step, int threads) {        \
+    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                    \
+    char* shared = (char*)slot + 2 * kb;                                                           \
+    uint16_t* bucket_of = (uint16_t*)shared;                                                       \
+    int64_t* start = (int64_t*)(shared + CT_BUCKET_BINS * 2);                                      \
+    char* per_thread = shared + CT_BUCKET_SHARED_BYTES;                                            \
+    const char* x_lo = step < 0 ? x + (n - 1) * step : x;                                          \
+    const char* x_hi = (step < 0 ? x : x + (n - 1) * step) + sizeof(T);                            \
+    K* keys = (K*)slot;                                                                            \
+    if (out_step == (int64_t)sizeof(K) && (uintptr_t)out % sizeof(K) == 0 &&                       \
+        (out + n * (int64_t)sizeof(K) <= x_lo || out >= x_hi)) {                                   \
+      keys = (K*)out;                                                                              \
+    }                                                                                              \
+    K* keys2 = (K*)((char*)slot + kb);                                                             \
+    const K flip = descending ? (K) ~(K)0 : (K)0;                                                  \
+    const bool is_float = (T)0.5 != (T)0;                                                          \
+    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                     \
+    T v0;                                                                                          \
+    memcpy(&v0, x, sizeof v0);                                                                     \
+    const K k0 = (K)(ct_uq_key_##SFX(v0) ^ flip);                                                  \
+    const int top = 8 * (int)sizeof(K) - CT_BUCKET_PREFIX;                                         \
+    K diff = 0;                                                                                    \
+    int64_t zeros = 0, nans = 0, below = 0, buckets = 0, cap = CT_BUCKET_BYTES / sizeof(K);        \
+    int shift = top;                                                                               \
+    _Pragma("omp parallel num_threads(threads)") {                                                 \
+      int t = 0, nt = 1;                                                                           \
+      CT_SORT_THREAD_ID(t, nt);                                                                    \
+      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                    \
+      char* mine = ct_bucket_thread(per_thread, t);                                                \
+      int64_t* hist = (int64_t*)mine;                                                              \
+      int64_t* pos = (int64_t*)(mine + CT_BUCKET_POS_AT);                                          \
+      int64_t* counts = (int64_t*)(mine + CT_BUCKET_COUNTS_AT);                                    \
+      K* tmp = (K*)(mine + CT_BUCKET_TMP_AT);                                                      \
+      int64_t* tally = (int64_t*)(mine + CT_BUCKET_TALLY_AT);                                      \
+      K block[CT_BUCKET_BLOCK];                                                                    \
+      memset(hist, 0, CT_BUCKET_BINS * sizeof(int64_t));                                           \
+      K d = 0;                                                                                     \
+      int64_t z = 0, q = 0, lt = 0;                                                                \
+      for (int64_t i = begin; i < end; i += CT_BUCKET_BLOCK) {                                     \
+        const int64_t len = end - i < CT_BUCKET_BLOCK ? end - i : CT_BUCKET_BLOCK;                 \
+        ct_keys_##SFX(x + i * step, step, len, flip, block);                                       \
+        for (int64_t j = 0; j < len; ++j) ++hist[block[j] >> top];                                 \
+        for (int64_t j = 0; j < len; ++j) d |= block[j] ^ k0;                                      \
+        if (is_float) {                                                                            \
+          for (int64_t j = 0; j < len; ++j) {                                                      \
+            z += block[j] == zero;                                                                 \
+            q += block[j] == nan;                                                                  \
+            lt += block[j] < zero;                                                                 \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+      memcpy(tally, &d, sizeof d);                                                                 \
+      tally[1] = z;                                                                                \
+      tally[2] = q;                                                                                \
+      tally[3] = lt;                                                                               \
+      _Pragma("omp barrier")                                                                       \
+      _Pragma("omp single") {                                                                      \
+        for (int u = 0; u < nt; ++u) {                                                             \
+          const int64_t* tu = ct_bucket_tally(per_thread, u);                                      \
+          K du;                                                                                    \
+          memcpy(&du, tu, sizeof du);                                                              \
+          diff |= du;                                                                              \
+          zeros += tu[1];                                                                          \
+          nans += tu[2];                                                                           \
+          below += tu[3];                                                                          \
+        }                                                                                          \
+        /* keys alike in their top bits: split on the bits where they differ instead */            \
+        if (diff != 0 && CT_KEY_BITS(diff) <= top + CT_BUCKET_PREFIX - 4) {                        \
+          shift = CT_KEY_BITS(diff) > CT_BUCKET_PREFIX ? CT_KEY_BITS(diff) - CT_BUCKET_PREFIX : 0; \
+        }                                                                                          \
+      }                                                                                            \
+      if (diff == 0) { /* all keys equal */                                                        \
+        const T v = ct_uq_value_##SFX((K)(k0 ^ flip));                                             \
+        _Pragma("omp for schedule(static)") for (int64_t i = 0; i < n; ++i) {                      \
+          memcpy(out + i * out_step, &v, sizeof v);                                                \
+        }                                                                                          \
+      } else {                                                                                     \
+        if (shift != top) {                                                                        \
+          memset(hist, 0, CT_BUCKET_BINS * sizeof(int64_t));                                       \
+          for (int64_t i = begin; i < end; i += CT_BUCKET_BLOCK) {                                 \
+            const int64_t len = end - i < CT_BUCKET_BLOCK ? end - i : CT_BUCKET_BLOCK;             \
+            ct_keys_##SFX(x + i * step, step, len, flip, block);                                   \
+            for (int64_t j = 0; j < len; ++j) ++hist[(block[j] >> shift) & (CT_BUCKET_BINS - 1)];  \
+          }                                                                                        \
+          _Pragma("omp barrier")                                                                   \
+        }                                                                                          \
+        _Pragma("omp single") buckets = ct_bucket_plan(per_thread, nt, n, bucket_of, start, &cap); \
+        for (int64_t i = begin; i < end; i += CT_BUCKET_BLOCK) {                                   \
+          const int64_t len = end - i < CT_BUCKET_BLOCK ? end - i : CT_BUCKET_BLOCK;               \
+          ct_keys_##SFX(x + i * step, step, len, flip, block);                                     \
+          for (int64_t j = 0; j < len; ++j) {                                                      \
+            const K k = block[j];                                                                  \
+            keys[pos[bucket_of[(k >> shift) & (CT_BUCKET_BINS - 1)]]++] = k;                       \
+          }                                                                                        \
+        }                                                                                          \
+        _Pragma("omp barrier")                                                                     \
+        _Pragma("omp for schedule(dynamic, 1)") for (int64_t b = 0; b < buckets; ++b) {            \
+          const int64_t s = start[b], m = start[b + 1] - s;                                        \
+          const K* sorted = ct_sort_bucket_##K(                                                    \
+              keys + s, m <= (int64_t)(CT_BUCKET_BYTES / sizeof(K)) ? tmp : keys2 + s, m, counts); \
+          ct_values_##SFX(sorted, m, flip, out + s * out_step, out_step);                          \
+        }                                                                                          \
+      }                                                                                            \
+      if (is_float && (zeros > 0 || nans > 0)) {                                                   \
+        int64_t at_zero = below, at_nan = descending ? 0 : n - nans;                               \
+        for (int u = 0; u < t; ++u) {                                                              \
+          const int64_t* tu = ct_bucket_tally(per_thread, u);                                      \
+          at_zero += tu[1];                                                                        \
+          at_nan += tu[2];                                                                         \
+        }                                                                                          \
+        for (int64_t i = begin; i < end; ++i) {                                                    \
+          T v;                                                                                     \
+          memcpy(&v, x + i * step, sizeof v);                                                      \
+          const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                              \
+          if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                       \
+          if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                         \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
+
+#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                 \
+  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,    \
+                                   void* slot, char* out, int64_t out_step, int threads) {    \
+    if (n >= CT_BUCKET_MIN_LANE) {                                                            \
+      ct_sort_buckets_##SFX(x, step, n, descending, slot, out, out_step, threads);            \
+      return;                                                                                 \
+    }                                                                                         \
+    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                               \
+    K* keys = (K*)slot;                                                                       \
+    K* keys2 = (K*)((char*)slot + kb);                                                        \
+    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                         \
+    const K flip = descending ? (K) ~(K)0 : (K)0;                                             \
+    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);            \
+    memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                        \
+    for (int64_t i = 0; i < n; ++i) {                                                         \
+      T v;                                                                                    \
+      memcpy(&v, x + i * step, sizeof v);                                                     \
+      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
+      keys[i] = k;                                                                            \
+      for (int pass = 0; pass < passes; ++pass) {                                             \
+        ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))]; \
+      }                                                                                       \
+    }                                                                                         \
+    const K* sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                 \
+    for (int64_t i = 0; i < n; ++i) {                                                         \
+      const T v = ct_uq_value_##SFX((K)(sorted[i] ^ flip));                                   \
+      memcpy(out + i * out_step, &v, sizeof v);                                               \
+    }                                                                                         \
+    if ((T)0.5 == (T)0) return; /* an integer dtype */                                        \
+    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                \
+    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                               \
+    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                 \
+    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                \
+    const bool nans = at_nan < n && sorted[at_nan] == nan;                                    \
+    if (!zeros && !nans) return;                                                              \
+    for (int64_t i = 0; i < n; ++i) {                                                         \
+      T v;                                                                                    \
+      memcpy(&v, x + i * step, sizeof v);                                                     \
+      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
+      if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                      \
+      if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                        \
+    }                                                                                         \
   }
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_X, _)
 /* The values-only sort of each dtype: 1- and 2-byte dtypes have none. */
@@ -366,6 +615,14 @@ static int ct_sort_slots(int64_t lanes, int64_t n) {
   return slots < 1 ? 1 : (int)slots;
 }
 
+/* Threads that sort one lane: all of them (at most CT_SORT_MAX_THREADS) where one slot serves
+ * every lane, else 1. */
+static int ct_sort_lane_threads(int64_t lanes, int64_t n) {
+  if (ct_sort_slots(lanes, n) > 1) return 1;
+  const int threads = ct_cpu_num_threads();
+  return threads < 1 ? 1 : threads > CT_SORT_MAX_THREADS ? CT_SORT_MAX_THREADS : threads;
+}
+
 static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descending, int64_t k,
                        const ct_tensor* values, const ct_tensor* indices, ct_sort_lane_fn lane,
                        ct_sort_values_fn values_lane) {
@@ -398,8 +655,14 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   }
   if (job.lanes == 0 || job.n == 0 || k == 0) return CT_OK;
   if (values && !indices && k == job.n && job.n >= CT_RADIX_MIN_LANE) job.values_lane = values_lane;
-  job.slot_bytes = ct_sort_slot_bytes(job.n, job.itemsize);
   int64_t slots = ct_sort_slots(job.lanes, job.n);
+  job.lane_threads = ct_sort_lane_threads(job.lanes, job.n);
+  /* fewer threads on the lane where the workspace was sized for fewer (the count changed) */
+  while (job.lane_threads > 1 &&
+         (uint64_t)ct_sort_slot_bytes(job.n, job.itemsize, job.lane_threads) > call->workspace_size) {
+    --job.lane_threads;
+  }
+  job.slot_bytes = ct_sort_slot_bytes(job.n, job.itemsize, job.lane_threads);
   const int64_t room = (int64_t)(call->workspace_size / (uint64_t)job.slot_bytes);
   if (slots > room) slots = room;
   if (slots < 1) {
@@ -408,10 +671,6 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   }
   char* ws = call->workspace;
   if (slots == 1) {
-    const int threads = ct_cpu_num_threads();
-    job.lane_threads = threads < 1                     ? 1
-                       : threads > CT_SORT_MAX_THREADS ? CT_SORT_MAX_THREADS
-                                                       : threads;
     ct_sort_do_lanes(&job, 0, job.lanes, ws);
     return CT_OK;
   }
@@ -435,7 +694,7 @@ static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64
   *bytes = 64;
   if (lanes > 0) {
     *bytes = (uint64_t)ct_sort_slots(lanes, n) *
-             (uint64_t)ct_sort_slot_bytes(n, ct_dtype_size(x->dtype));
+             (uint64_t)ct_sort_slot_bytes(n, ct_dtype_size(x->dtype), ct_sort_lane_threads(lanes, n));
   }
   return CT_OK;
 }
@@ -605,7 +864,7 @@ CT_SORT_KEY_TYPES(CT_UQM_X, _)
 static int ct_uqm_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
   const ct_tensor* x = call->inputs[0];
   *alignment = 64;
-  *bytes = 64 + (uint64_t)ct_sort_slot_bytes(ct_tensor_numel(x), ct_dtype_size(x->dtype));
+  *bytes = 64 + (uint64_t)ct_sort_slot_bytes(ct_tensor_numel(x), ct_dtype_size(x->dtype), 1);
   return CT_OK;
 }
 
