@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu_dtypes.h"
+#include "cpu_isa.h"
 #include "cpu_register.h"
 #include "dynamic_output.h"
 #include "cpu_threads.h"
@@ -547,11 +548,175 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_X, _)
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_WIDE_X, _)
 CT_SORT_KEY_SMALL_TYPES(CT_SORT_VALUES_SMALL_X, _)
 
+/* ----- topk of long lanes: one pass against a rising threshold ----- */
+
+/* topk on lanes this long with k <= n / CT_TOPK_FRACTION: each thread streams its part of the
+ * lane, testing CT_TOPK_BLOCK keys at a time (vectorised, per instruction set) against the k-th
+ * largest key it has kept so far; the few keys above it join its candidates, which a radix
+ * select cuts back to k whenever they reach ct_topk_cap(k). The threads' k candidates each are
+ * then cut to k and sorted. Keys are complemented for the k smallest (nan smallest then). */
+#define CT_TOPK_MIN_LANE 16384
+#define CT_TOPK_FRACTION 64
+#define CT_TOPK_BLOCK 64
+
+typedef void (*ct_topk_fn)(const char* x, int64_t step, int64_t n, int64_t k, int largest,
+                           void* slot, char* values, int64_t v_step, char* indices,
+                           int64_t i_step, int threads);
+
+/* Candidates a thread holds at most, and the bytes of its candidates (keys, then indices). */
+static int64_t ct_topk_cap(int64_t k) {
+  return 2 * k + 64;
+}
+static int64_t ct_topk_thread_bytes(int64_t k, int64_t keysize) {
+  const int64_t cap = ct_topk_cap(k);
+  return (cap * keysize + 63) / 64 * 64 + cap * 8;
+}
+
+/* Slot bytes the one-pass topk needs: every thread's candidates, then all threads' k candidates
+ * together (keys, indices) and a second buffer of k of each for the final sort. */
+static int64_t ct_topk_bytes(int64_t k, int64_t keysize, int threads) {
+  const int64_t merged = (threads * k * keysize + 63) / 64 * 64 + threads * k * 8;
+  const int64_t second = (k * keysize + 63) / 64 * 64 + k * 8;
+  return threads * ct_topk_thread_bytes(k, keysize) + merged + second;
+}
+
+/* Keeps the k largest of s[0..m) (equal keys: the earlier ones) in their order, idx alongside;
+ * m > k > 0. Returns the k-th largest key, found by a radix select a byte at a time. */
+#define CT_TOPK_COMPACT(K)                                                        \
+  static K ct_topk_compact_##K(K* s, int64_t* idx, int64_t m, int64_t k) {        \
+    K prefix = 0, mask = 0;                                                       \
+    int64_t rank = k;                                                             \
+    for (int shift = 8 * (int)sizeof(K) - 8; shift >= 0; shift -= 8) {            \
+      int64_t count[256] = {0};                                                   \
+      for (int64_t i = 0; i < m; ++i) {                                           \
+        if ((K)(s[i] & mask) == prefix) ++count[(s[i] >> shift) & 0xff];          \
+      }                                                                           \
+      int d = 255;                                                                \
+      for (; count[d] < rank; --d) rank -= count[d];                              \
+      prefix = (K)(prefix | ((K)d << shift));                                     \
+      mask = (K)(mask | ((K)0xff << shift));                                      \
+    }                                                                             \
+    /* all keys above prefix belong to the k, and the first `rank` equal to it */ \
+    int64_t w = 0;                                                                \
+    for (int64_t i = 0; i < m; ++i) {                                             \
+      if (s[i] > prefix || (s[i] == prefix && rank-- > 0)) {                      \
+        s[w] = s[i];                                                              \
+        idx[w++] = idx[i];                                                        \
+      }                                                                           \
+    }                                                                             \
+    return prefix;                                                                \
+  }
+CT_TOPK_COMPACT(uint8_t)
+CT_TOPK_COMPACT(uint16_t)
+CT_TOPK_COMPACT(uint32_t)
+CT_TOPK_COMPACT(uint64_t)
+
+/* ct_topk_find_<SFX>: the first i in [i, end) whose key (xor flip) is above tau, else end. */
+#define CT_TOPK_X(A, SFX, T, C, K, ID)                                                           \
+  static CT_CPU_ISA_BODY int64_t ct_topk_find_##SFX##_body(const char* x, int64_t step,          \
+                                                          int64_t i, int64_t end, K tau,         \
+                                                          K flip) {                              \
+    if (step == (int64_t)sizeof(T)) {                                                            \
+      for (; i + CT_TOPK_BLOCK <= end; i += CT_TOPK_BLOCK) {                                     \
+        int hit = 0;                                                                             \
+        for (int j = 0; j < CT_TOPK_BLOCK; ++j) {                                                \
+          T v;                                                                                   \
+          memcpy(&v, x + (i + j) * (int64_t)sizeof(T), sizeof v);                                \
+          hit |= (K)(ct_uq_key_##SFX(v) ^ flip) > tau;                                           \
+        }                                                                                        \
+        if (hit) break;                                                                          \
+      }                                                                                          \
+    }                                                                                            \
+    for (; i < end; ++i) {                                                                       \
+      T v;                                                                                       \
+      memcpy(&v, x + i * step, sizeof v);                                                        \
+      if ((K)(ct_uq_key_##SFX(v) ^ flip) > tau) return i;                                        \
+    }                                                                                            \
+    return end;                                                                                  \
+  }                                                                                              \
+  CT_CPU_ISA_VARIANTS(int64_t, ct_topk_find_##SFX,                                               \
+                      (const char* x, int64_t step, int64_t i, int64_t end, K tau, K flip),      \
+                      (x, step, i, end, tau, flip))                                              \
+  static void ct_topk_lane_##SFX(const char* x, int64_t step, int64_t n, int64_t k, int largest, \
+                                 void* slot, char* values, int64_t v_step, char* indices,        \
+                                 int64_t i_step, int threads) {                                  \
+    const K flip = largest ? (K)0 : (K) ~(K)0;                                                   \
+    const int64_t cap = ct_topk_cap(k), tb = ct_topk_thread_bytes(k, sizeof(K));                 \
+    /* bytes of cap keys, of threads * k keys, of k keys (rounded as in ct_topk_bytes) */        \
+    const int64_t cap_kb = (cap * (int64_t)sizeof(K) + 63) / 64 * 64;                            \
+    const int64_t all_kb = (threads * k * (int64_t)sizeof(K) + 63) / 64 * 64;                    \
+    const int64_t k_kb = (k * (int64_t)sizeof(K) + 63) / 64 * 64;                                \
+    K* merged = (K*)((char*)slot + threads * tb);                                                \
+    int64_t* merged_idx = (int64_t*)((char*)merged + all_kb);                                    \
+    K* second = (K*)(merged_idx + threads * k);                                                  \
+    int64_t* second_idx = (int64_t*)((char*)second + k_kb);                                      \
+    int64_t kept[CT_SORT_MAX_THREADS];                                                           \
+    _Pragma("omp parallel num_threads(threads)") {                                               \
+      int t = 0, nt = 1;                                                                         \
+      CT_SORT_THREAD_ID(t, nt);                                                                  \
+      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                  \
+      K* s = (K*)((char*)slot + t * tb);                                                         \
+      int64_t* idx = (int64_t*)((char*)s + cap_kb);                                              \
+      int64_t m = 0, i = begin;                                                                  \
+      K tau = 0;                                                                                 \
+      /* the first cap keys all enter; after the first cut only keys above the k-th kept do (an  \
+       * equal key comes after the k kept, so it loses the tie) */                               \
+      for (; i < end && m < cap; ++i) {                                                          \
+        T v;                                                                                     \
+        memcpy(&v, x + i * step, sizeof v);                                                      \
+        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                   \
+        idx[m++] = i;                                                                            \
+      }                                                                                          \
+      if (m == cap) {                                                                            \
+        tau = ct_topk_compact_##K(s, idx, m, k);                                                 \
+        m = k;                                                                                   \
+      }                                                                                          \
+      for (;;) {                                                                                 \
+        i = ct_topk_find_##SFX(x, step, i, end, tau, flip);                                      \
+        if (i >= end) break;                                                                     \
+        T v;                                                                                     \
+        memcpy(&v, x + i * step, sizeof v);                                                      \
+        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                   \
+        idx[m++] = i++;                                                                          \
+        if (m == cap) {                                                                          \
+          tau = ct_topk_compact_##K(s, idx, m, k);                                               \
+          m = k;                                                                                 \
+        }                                                                                        \
+      }                                                                                          \
+      if (m > k) {                                                                               \
+        ct_topk_compact_##K(s, idx, m, k);                                                       \
+        m = k;                                                                                   \
+      }                                                                                          \
+      kept[t] = m;                                                                               \
+      _Pragma("omp barrier")                                                                     \
+      if (t == 0) { /* the threads' candidates in index order, cut to k, sorted */               \
+        int64_t total = 0;                                                                       \
+        for (int u = 0; u < nt; ++u) {                                                           \
+          const K* su = (const K*)((char*)slot + u * tb);                                        \
+          const int64_t* iu = (const int64_t*)((const char*)su + cap_kb);                        \
+          memcpy(merged + total, su, (size_t)kept[u] * sizeof(K));                               \
+          memcpy(merged_idx + total, iu, (size_t)kept[u] * sizeof(int64_t));                     \
+          total += kept[u];                                                                      \
+        }                                                                                        \
+        if (total > k) ct_topk_compact_##K(merged, merged_idx, total, k);                        \
+        /* ascending complements: the largest first, equal keys in index order (stable) */       \
+        for (int64_t j = 0; j < k; ++j) merged[j] = (K)~merged[j];                               \
+        const int64_t* order = ct_sort_pairs_##K(merged, merged_idx, second, second_idx, k);     \
+        for (int64_t j = 0; j < k; ++j) {                                                        \
+          memcpy(values + j * v_step, x + order[j] * step, sizeof(T));                           \
+          memcpy(indices + j * i_step, &order[j], sizeof(int64_t));                              \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+CT_SORT_KEY_TYPES(CT_TOPK_X, _)
+
 /* ----- the driver: lanes along an axis ----- */
 
 typedef struct ct_sort_job {
   ct_sort_lane_fn lane;
   ct_sort_values_fn values_lane; /* sort of whole long lanes (NULL: through `lane`) */
+  ct_topk_fn topk_lane;          /* topk of long lanes, small k (NULL: through `lane`) */
   int32_t outer_ndim;
   int64_t outer_shape[CT_MAX_NDIM];
   int64_t x_strides[CT_MAX_NDIM]; /* bytes, over the outer dims */
@@ -577,6 +742,11 @@ static void ct_sort_do_lanes(const ct_sort_job* job, int64_t begin, int64_t end,
       io += i * job->i_strides[d];
     }
     const char* x = job->x + xo;
+    if (job->topk_lane) {
+      job->topk_lane(x, job->x_step, job->n, job->k, job->descending, slot, job->values + vo,
+                     job->v_step, job->indices + io, job->i_step, job->lane_threads);
+      continue;
+    }
     if (job->values_lane) {
       job->values_lane(x, job->x_step, job->n, job->descending, slot, job->values + vo, job->v_step,
                        job->lane_threads);
@@ -625,7 +795,7 @@ static int ct_sort_lane_threads(int64_t lanes, int64_t n) {
 
 static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descending, int64_t k,
                        const ct_tensor* values, const ct_tensor* indices, ct_sort_lane_fn lane,
-                       ct_sort_values_fn values_lane) {
+                       ct_sort_values_fn values_lane, ct_topk_fn topk_lane) {
   const ct_tensor* x = call->inputs[0];
   ct_sort_job job;
   memset(&job, 0, sizeof job);
@@ -658,11 +828,17 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   int64_t slots = ct_sort_slots(job.lanes, job.n);
   job.lane_threads = ct_sort_lane_threads(job.lanes, job.n);
   /* fewer threads on the lane where the workspace was sized for fewer (the count changed) */
-  while (job.lane_threads > 1 &&
-         (uint64_t)ct_sort_slot_bytes(job.n, job.itemsize, job.lane_threads) > call->workspace_size) {
+  while (job.lane_threads > 1 && (uint64_t)ct_sort_slot_bytes(job.n, job.itemsize,
+                                                                job.lane_threads) >
+                                      call->workspace_size) {
     --job.lane_threads;
   }
   job.slot_bytes = ct_sort_slot_bytes(job.n, job.itemsize, job.lane_threads);
+  if (topk_lane && values && indices && k < job.n && job.n >= CT_TOPK_MIN_LANE &&
+      k <= job.n / CT_TOPK_FRACTION &&
+      ct_topk_bytes(k, job.itemsize, job.lane_threads) <= job.slot_bytes) {
+    job.topk_lane = topk_lane;
+  }
   const int64_t room = (int64_t)(call->workspace_size / (uint64_t)job.slot_bytes);
   if (slots > room) slots = room;
   if (slots < 1) {
@@ -693,8 +869,9 @@ static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64
   *alignment = 64;
   *bytes = 64;
   if (lanes > 0) {
+    const int threads = ct_sort_lane_threads(lanes, n);
     *bytes = (uint64_t)ct_sort_slots(lanes, n) *
-             (uint64_t)ct_sort_slot_bytes(n, ct_dtype_size(x->dtype), ct_sort_lane_threads(lanes, n));
+             (uint64_t)ct_sort_slot_bytes(n, ct_dtype_size(x->dtype), threads);
   }
   return CT_OK;
 }
@@ -705,19 +882,19 @@ static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64
     const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
     const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
     return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, call->outputs[0], NULL, \
-                       ct_sort_lane_##SFX, ct_sort_values_fn_##SFX);                       \
+                       ct_sort_lane_##SFX, ct_sort_values_fn_##SFX, NULL);                 \
   }                                                                                        \
   static int ct_cpu_argsort_##SFX(const ct_kernel_call* call) {                            \
     const ct_tensor* x = call->inputs[0];                                                  \
     const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
     const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
     return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, NULL, call->outputs[0], \
-                       ct_sort_lane_##SFX, NULL);                                          \
+                       ct_sort_lane_##SFX, NULL, NULL);                                    \
   }                                                                                        \
   static int ct_cpu_topk_##SFX(const ct_kernel_call* call) {                               \
     return ct_sort_run(call, (int32_t)call->attrs[1].value.i, (int)call->attrs[2].value.b, \
                        call->attrs[0].value.i, call->outputs[0], call->outputs[1],         \
-                       ct_sort_lane_##SFX, NULL);                                          \
+                       ct_sort_lane_##SFX, NULL, ct_topk_lane_##SFX);                      \
   }
 CT_SORT_KEY_TYPES(CT_SORT_RUN_X, _)
 
