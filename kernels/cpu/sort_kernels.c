@@ -8,10 +8,12 @@
  * lanes. The sorted indices then gather the values (sort, topk values: the original bits, so
  * -0.0 stays -0.0) or are written out (argsort, topk indices). Lanes run in parallel, each thread
  * on its own slot of the workspace. sort (values only) of 4- and 8-byte dtypes on lanes of at
- * least CT_RADIX_MIN_LANE elements moves the keys alone (11-bit digits, all threads on a single
- * long lane) and maps them back to values, rewriting the keys that stand for several bit
- * patterns (-0.0 and 0.0, NaNs) from x in their stable order. searchsorted binary-searches the
- * same keys. */
+ * least CT_RADIX_MIN_LANE elements moves the keys alone and maps them back to values, rewriting
+ * the keys that stand for several bit patterns (-0.0 and 0.0, NaNs) from x in their stable
+ * order: 11-bit LSD passes, and from CT_BUCKET_MIN_LANE on (all threads on a single long lane)
+ * one MSD split into buckets that each sort in cache. topk of long lanes with a small k makes
+ * one pass over x against a rising threshold instead of sorting (CT_TOPK_MIN_LANE).
+ * searchsorted binary-searches the same keys. */
 #include <string.h>
 
 #include "cpu_dtypes.h"
@@ -57,6 +59,7 @@
 #define CT_BUCKET_BINS (1 << CT_BUCKET_PREFIX)
 #define CT_BUCKET_BYTES (256 * 1024)
 #define CT_BUCKET_MAX 4096
+/* Widest digit of a bucket's radix passes. */
 #define CT_BUCKET_DIGIT 11
 /* Keys made at a time (on the stack) in the passes over x. */
 #define CT_BUCKET_BLOCK 512
@@ -380,11 +383,11 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
     uint16_t* bucket_of = (uint16_t*)shared;                                                       \
     int64_t* start = (int64_t*)(shared + CT_BUCKET_BINS * 2);                                      \
     char* per_thread = shared + CT_BUCKET_SHARED_BYTES;                                            \
-    const char* x_lo = step < 0 ? x + (n - 1) * step : x;                                          \
-    const char* x_hi = (step < 0 ? x : x + (n - 1) * step) + sizeof(T);                            \
+    const uintptr_t x_lo = (uintptr_t)(step < 0 ? x + (n - 1) * step : x);                         \
+    const uintptr_t x_hi = (uintptr_t)(step < 0 ? x : x + (n - 1) * step) + sizeof(T);             \
     K* keys = (K*)slot;                                                                            \
     if (out_step == (int64_t)sizeof(K) && (uintptr_t)out % sizeof(K) == 0 &&                       \
-        (out + n * (int64_t)sizeof(K) <= x_lo || out >= x_hi)) {                                   \
+        ((uintptr_t)out + (uintptr_t)n * sizeof(K) <= x_lo || (uintptr_t)out >= x_hi)) {           \
       keys = (K*)out;                                                                              \
     }                                                                                              \
     K* keys2 = (K*)((char*)slot + kb);                                                             \
