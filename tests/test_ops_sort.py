@@ -205,13 +205,15 @@ def long_pattern(kind: str, n: int, dtype: str, rng) -> np.ndarray:
 
 def check_sort(x: np.ndarray, descending: bool, axis: int = -1) -> None:
     expected = np.take_along_axis(x, reference_argsort(x, axis, descending), axis=axis)
-    assert_exact(ops.sort(x, axis=axis, descending=descending, stable=False), expected,
-                 str(x.dtype))
+    assert_exact(
+        ops.sort(x, axis=axis, descending=descending, stable=False), expected, str(x.dtype)
+    )
 
 
 @pytest.mark.parametrize("dtype", LONG_DTYPES)
 @pytest.mark.parametrize(
-    "kind", ["normal", "equal", "sorted", "reversed", "duplicates", "one_digit", "heavy", "wide"])
+    "kind", ["normal", "equal", "sorted", "reversed", "duplicates", "one_digit", "heavy", "wide"]
+)
 def test_sort_long_lane(dtype, kind):
     rng = np.random.default_rng(abs(hash((dtype, kind))) % 2**32)
     x = long_pattern(kind, 2**18 + 3, dtype, rng)
@@ -310,7 +312,7 @@ def test_topk_long_ties_nan_and_threads():
     check_topk(two[:, ::-2], 9, True, axis=1)
 
 
-_TOPK_ISA_SCRIPT = r"""
+_LONG_ISA_SCRIPT = r"""
 import sys
 import numpy as np
 from ctensor import ops
@@ -324,12 +326,20 @@ for dtype in ("float32", "float64", "int16", "uint8", "float16"):
     for largest in (True, False):
         values, indices = ops.topk(x, k=100, largest=largest)
         results[f"{dtype}_{largest}"] = indices
+for dtype in ("float32", "float64", "int32", "uint64"):
+    x = (rng.standard_normal(2**18 + 5) * 1e3).astype(dtype)
+    if dtype.startswith("float"):
+        x[rng.random(x.size) < 0.01] = np.nan
+        x[rng.random(x.size) < 0.01] = -0.0
+    results[f"sort_{dtype}"] = ops.sort(x, descending=True)
+    results[f"sort_strided_{dtype}"] = ops.sort(x[::-3])
 np.savez(sys.argv[1], **results)
 """
 
 
-def test_topk_every_isa_copy(tmp_path):
-    """The threshold test has a copy per instruction set: each gives the stable order."""
+def test_every_isa_copy(tmp_path):
+    """topk's threshold test and the bucket sort's key and value loops have a copy per
+    instruction set: each gives the stable order."""
     from arrays import results_under_isa
 
     rng = np.random.default_rng(13)
@@ -340,8 +350,18 @@ def test_topk_every_isa_copy(tmp_path):
             x[rng.random(x.size) < 0.01] = np.nan
         for largest in (True, False):
             expected[f"{dtype}_{largest}"] = reference_argsort(x, 0, largest)[:100]
+    for dtype in ("float32", "float64", "int32", "uint64"):
+        x = (rng.standard_normal(2**18 + 5) * 1e3).astype(dtype)
+        if dtype.startswith("float"):
+            x[rng.random(x.size) < 0.01] = np.nan
+            x[rng.random(x.size) < 0.01] = -0.0
+        expected[f"sort_{dtype}"] = x[reference_argsort(x, 0, True)]
+        strided = x[::-3]
+        expected[f"sort_strided_{dtype}"] = strided[reference_argsort(strided, 0, False)]
     for isa in ("generic", "avx2", "avx512"):
-        got = results_under_isa(_TOPK_ISA_SCRIPT, tmp_path / f"{isa}.npz", isa)
+        got = results_under_isa(_LONG_ISA_SCRIPT, tmp_path / f"{isa}.npz", isa)
         assert got.keys() == expected.keys()
         for key, value in expected.items():
             np.testing.assert_array_equal(got[key], value, err_msg=f"{isa}: {key}")
+            if value.dtype.kind == "f":  # -0.0 where the stable order puts it
+                np.testing.assert_array_equal(np.signbit(got[key]), np.signbit(value), key)

@@ -220,9 +220,11 @@ CT_SORT_LOWER_BOUND(uint64_t)
 #define CT_KEY_BITS(k) (64 - __builtin_clzll((unsigned long long)(k)))
 
 /* Keys (xor flip) of the count values at x (step bytes apart) into k, and values of keys into
- * out: loops the compiler vectorises where the values are contiguous. */
+ * out: loops the compiler vectorises where the values are contiguous (a copy per instruction
+ * set). */
 #define CT_SORT_KEYS_X(A, SFX, T, C, K, ID)                                                        \
-  static inline void ct_keys_##SFX(const char* x, int64_t step, int64_t count, K flip, K* k) {     \
+  static CT_CPU_ISA_BODY void ct_keys_##SFX##_body(const char* x, int64_t step, int64_t count,     \
+                                                   K flip, K* k) {                                 \
     if (step == (int64_t)sizeof(T)) {                                                              \
       for (int64_t i = 0; i < count; ++i) {                                                        \
         T v;                                                                                       \
@@ -237,7 +239,8 @@ CT_SORT_LOWER_BOUND(uint64_t)
       k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                       \
     }                                                                                              \
   }                                                                                                \
-  static inline void ct_values_##SFX(const K* k, int64_t count, K flip, char* out, int64_t step) { \
+  static CT_CPU_ISA_BODY void ct_values_##SFX##_body(const K* k, int64_t count, K flip, char* out, \
+                                                     int64_t step) {                               \
     if (step == (int64_t)sizeof(T)) {                                                              \
       for (int64_t i = 0; i < count; ++i) {                                                        \
         const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                           \
@@ -249,7 +252,12 @@ CT_SORT_LOWER_BOUND(uint64_t)
       const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                             \
       memcpy(out + i * step, &v, sizeof v);                                                        \
     }                                                                                              \
-  }
+  }                                                                                                \
+  CT_CPU_ISA_LOOP(ct_keys_##SFX, (const char* x, int64_t step, int64_t count, K flip, K* k),       \
+                  (x, step, count, flip, k))                                                       \
+  CT_CPU_ISA_LOOP(ct_values_##SFX, (const K* k, int64_t count, K flip, char* out, int64_t step),   \
+                  (k, count, flip, out, step))
+
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEYS_X, _)
 
 /* Sorts one bucket a[0..m) with tmp as the second buffer: insertion sort for a few keys, else
