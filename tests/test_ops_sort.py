@@ -158,3 +158,210 @@ def test_errors():
         ops.searchsorted(x[0], x, side="middle")
     with pytest.raises(ctensor.CTensorError):
         ops.sort(x, axis=-3)
+
+
+# ----- long lanes: the bucket sort (values only, 4- and 8-byte dtypes, lanes >= 2^18) and the
+# one-pass topk (lanes >= 16384, k <= n / 64); each must give exactly the stable order. -----
+
+LONG_DTYPES = ["float32", "float64", "int32", "int64", "uint32", "uint64"]
+
+
+def long_pattern(kind: str, n: int, dtype: str, rng) -> np.ndarray:
+    """A lane of n values of dtype shaped to reach one branch of the long-lane paths."""
+    floating = dtype.startswith("float")
+    if kind == "normal":
+        x = rng.standard_normal(n) * (1.0 if floating else 1e6)
+    elif kind == "equal":  # every key alike: no bucket pass at all
+        x = np.full(n, 3.0)
+    elif kind == "sorted":
+        x = np.sort(rng.standard_normal(n) * 1e5)
+    elif kind == "reversed":
+        x = np.sort(rng.standard_normal(n) * 1e5)[::-1]
+    elif kind == "duplicates":  # few distinct keys: buckets of one digit each
+        x = rng.integers(0, 5, n).astype(np.float64)
+    elif kind == "one_digit":  # all keys in one top digit: the split moves to lower bits
+        x = 1.0 + rng.random(n) * 2.0**-12 if floating else 2**20 + rng.integers(0, 1000, n)
+    elif kind == "heavy":  # one value makes up most of the lane: a bucket larger than the rest
+        x = np.where(rng.random(n) < 0.9, 7.0, rng.standard_normal(n) * 1e3)
+    elif kind == "wide":  # the whole range of the dtype
+        info = np.iinfo(dtype) if not floating else None
+        if floating:
+            x = rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)
+        else:
+            return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    else:
+        raise AssertionError(kind)
+    if not floating and dtype.startswith("uint"):
+        x = np.abs(x)
+    x = x.astype(dtype)
+    if floating and kind in ("normal", "duplicates", "heavy"):
+        x[rng.random(n) < 0.01] = np.nan
+        x[rng.random(n) < 0.01] = 0.0
+        x[rng.random(n) < 0.01] = -0.0
+        x[rng.random(n) < 0.001] = np.inf
+        x[rng.random(n) < 0.001] = -np.inf
+    return x
+
+
+def check_sort(x: np.ndarray, descending: bool, axis: int = -1) -> None:
+    expected = np.take_along_axis(x, reference_argsort(x, axis, descending), axis=axis)
+    assert_exact(
+        ops.sort(x, axis=axis, descending=descending, stable=False), expected, str(x.dtype)
+    )
+
+
+@pytest.mark.parametrize("dtype", LONG_DTYPES)
+@pytest.mark.parametrize(
+    "kind", ["normal", "equal", "sorted", "reversed", "duplicates", "one_digit", "heavy", "wide"]
+)
+def test_sort_long_lane(dtype, kind):
+    rng = np.random.default_rng(abs(hash((dtype, kind))) % 2**32)
+    x = long_pattern(kind, 2**18 + 3, dtype, rng)
+    for descending in (False, True):
+        check_sort(x, descending)
+
+
+@pytest.mark.parametrize("kind", ["normal", "duplicates", "one_digit", "heavy"])
+def test_sort_long_lane_2_22(kind):
+    x = long_pattern(kind, 2**22, "float32", np.random.default_rng(3))
+    for descending in (False, True):
+        check_sort(x, descending)
+
+
+def test_sort_long_zeros_keep_their_order():
+    """-0.0 and 0.0 are equal: they keep their input order; so do NaNs with payloads."""
+    rng = np.random.default_rng(11)
+    n = 2**18
+    x = rng.standard_normal(n).astype(np.float32)
+    x[rng.random(n) < 0.2] = 0.0
+    x[rng.random(n) < 0.2] = -0.0
+    payloads = (0x7FC00000 + rng.integers(0, 2**22, n)).astype(np.uint32).view(np.float32)
+    nan_at = rng.random(n) < 0.05
+    x[nan_at] = payloads[nan_at] * np.where(rng.random(n) < 0.5, -1, 1)[nan_at]
+    for descending in (False, True):
+        order = reference_argsort(x, 0, descending)
+        got = ops.sort(x, descending=descending)
+        np.testing.assert_array_equal(got.view(np.uint32), x[order].view(np.uint32))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_sort_long_lane_threads(threads):
+    saved = ctensor.get_num_threads()
+    ctensor.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(threads)
+        for dtype in ("float32", "int64"):
+            check_sort(long_pattern("normal", 2**18 + 17, dtype, rng), False)
+    finally:
+        ctensor.set_num_threads(saved)
+
+
+def test_sort_long_strided_and_many_lanes():
+    """Lanes that are not contiguous (the buckets go to the workspace, not the output), and
+    several long lanes at once (one thread each)."""
+    rng = np.random.default_rng(5)
+    x = long_pattern("normal", 2**19, "float32", rng)
+    check_sort(x[::2], False)
+    check_sort(x[::-2], True)
+    two = long_pattern("normal", 2**19, "float64", rng).reshape(2**18, 2)
+    check_sort(two, False, axis=0)
+    check_sort(np.ascontiguousarray(two.T), True, axis=1)
+    out = np.empty_like(x)
+    ops.sort(x, out=out)
+    np.testing.assert_array_equal(out, np.sort(x))
+
+
+def check_topk(x: np.ndarray, k: int, largest: bool, axis: int = -1) -> None:
+    order = np.take(reference_argsort(x, axis, largest), np.arange(k), axis=axis)
+    values, indices = ops.topk(x, k=k, axis=axis, largest=largest)
+    assert_exact(indices, order, "int64")
+    assert_exact(values, np.take_along_axis(x, order, axis=axis), str(x.dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int8", "uint16", "float16"])
+@pytest.mark.parametrize("kind", ["normal", "equal", "sorted", "reversed", "duplicates", "heavy"])
+def test_topk_long_lane(dtype, kind):
+    rng = np.random.default_rng(abs(hash((dtype, kind))) % 2**32)
+    n = 50_000
+    base = long_pattern(kind, n, "float64", rng)
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = base.astype(dtype) if dtype.startswith("float") else np.nan_to_num(base).astype(dtype)
+    for k in (1, 2, 100, n // 64, n // 64 + 1, n // 2 + 1, n):
+        for largest in (True, False):
+            check_topk(x, k, largest)
+
+
+def test_topk_long_ties_nan_and_threads():
+    rng = np.random.default_rng(9)
+    n = 2**17
+    x = rng.integers(0, 3, n).astype(np.float32)  # ties everywhere: the lower index wins
+    x[rng.random(n) < 0.001] = np.nan
+    x[rng.random(n) < 0.3] = -0.0
+    saved = ctensor.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            ctensor.set_num_threads(threads)
+            for k in (1, 50, 500, n // 64):
+                for largest in (True, False):
+                    check_topk(x, k, largest)
+    finally:
+        ctensor.set_num_threads(saved)
+    two = rng.standard_normal((3, 40_000)).astype(np.float32)
+    check_topk(two, 7, True, axis=1)
+    check_topk(np.ascontiguousarray(two.T), 7, False, axis=0)
+    check_topk(two[:, ::-2], 9, True, axis=1)
+
+
+_LONG_ISA_SCRIPT = r"""
+import sys
+import numpy as np
+from ctensor import ops
+
+rng = np.random.default_rng(13)
+results = {}
+for dtype in ("float32", "float64", "int16", "uint8", "float16"):
+    x = (rng.standard_normal(40_000) * 50).astype(dtype)
+    if dtype.startswith("float"):
+        x[rng.random(x.size) < 0.01] = np.nan
+    for largest in (True, False):
+        values, indices = ops.topk(x, k=100, largest=largest)
+        results[f"{dtype}_{largest}"] = indices
+for dtype in ("float32", "float64", "int32", "uint64"):
+    x = (rng.standard_normal(2**18 + 5) * 1e3).astype(dtype)
+    if dtype.startswith("float"):
+        x[rng.random(x.size) < 0.01] = np.nan
+        x[rng.random(x.size) < 0.01] = -0.0
+    results[f"sort_{dtype}"] = ops.sort(x, descending=True)
+    results[f"sort_strided_{dtype}"] = ops.sort(x[::-3])
+np.savez(sys.argv[1], **results)
+"""
+
+
+def test_every_isa_copy(tmp_path):
+    """topk's threshold test and the bucket sort's key and value loops have a copy per
+    instruction set: each gives the stable order."""
+    from arrays import results_under_isa
+
+    rng = np.random.default_rng(13)
+    expected = {}
+    for dtype in ("float32", "float64", "int16", "uint8", "float16"):
+        x = (rng.standard_normal(40_000) * 50).astype(dtype)
+        if dtype.startswith("float"):
+            x[rng.random(x.size) < 0.01] = np.nan
+        for largest in (True, False):
+            expected[f"{dtype}_{largest}"] = reference_argsort(x, 0, largest)[:100]
+    for dtype in ("float32", "float64", "int32", "uint64"):
+        x = (rng.standard_normal(2**18 + 5) * 1e3).astype(dtype)
+        if dtype.startswith("float"):
+            x[rng.random(x.size) < 0.01] = np.nan
+            x[rng.random(x.size) < 0.01] = -0.0
+        expected[f"sort_{dtype}"] = x[reference_argsort(x, 0, True)]
+        strided = x[::-3]
+        expected[f"sort_strided_{dtype}"] = strided[reference_argsort(strided, 0, False)]
+    for isa in ("generic", "avx2", "avx512"):
+        got = results_under_isa(_LONG_ISA_SCRIPT, tmp_path / f"{isa}.npz", isa)
+        assert got.keys() == expected.keys()
+        for key, value in expected.items():
+            np.testing.assert_array_equal(got[key], value, err_msg=f"{isa}: {key}")
+            if value.dtype.kind == "f":  # -0.0 where the stable order puts it
+                np.testing.assert_array_equal(np.signbit(got[key]), np.signbit(value), key)
