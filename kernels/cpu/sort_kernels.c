@@ -440,8 +440,7 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
       tally[1] = z;                                                                                \
       tally[2] = q;                                                                                \
       tally[3] = lt;                                                                               \
-      _Pragma("omp barrier")                                                                       \
-      _Pragma("omp single") {                                                                      \
+      _Pragma("omp barrier") _Pragma("omp single") {                                               \
         for (int u = 0; u < nt; ++u) {                                                             \
           const int64_t* tu = ct_bucket_tally(per_thread, u);                                      \
           K du;                                                                                    \
@@ -481,7 +480,7 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
           }                                                                                        \
         }                                                                                          \
         _Pragma("omp barrier")                                                                     \
-        _Pragma("omp for schedule(dynamic, 1)") for (int64_t b = 0; b < buckets; ++b) {            \
+            _Pragma("omp for schedule(dynamic, 1)") for (int64_t b = 0; b < buckets; ++b) {        \
           const int64_t s = start[b], m = start[b + 1] - s;                                        \
           const K* sorted = ct_sort_bucket_##K(                                                    \
               keys + s, m <= (int64_t)(CT_BUCKET_BYTES / sizeof(K)) ? tmp : keys2 + s, m, counts); \
@@ -571,8 +570,8 @@ CT_SORT_KEY_SMALL_TYPES(CT_SORT_VALUES_SMALL_X, _)
 #define CT_TOPK_BLOCK 64
 
 typedef void (*ct_topk_fn)(const char* x, int64_t step, int64_t n, int64_t k, int largest,
-                           void* slot, char* values, int64_t v_step, char* indices,
-                           int64_t i_step, int threads);
+                           void* slot, char* values, int64_t v_step, char* indices, int64_t i_step,
+                           int threads);
 
 /* Candidates a thread holds at most, and the bytes of its candidates (keys, then indices). */
 static int64_t ct_topk_cap(int64_t k) {
@@ -623,102 +622,102 @@ CT_TOPK_COMPACT(uint32_t)
 CT_TOPK_COMPACT(uint64_t)
 
 /* ct_topk_find_<SFX>: the first i in [i, end) whose key (xor flip) is above tau, else end. */
-#define CT_TOPK_X(A, SFX, T, C, K, ID)                                                           \
-  static CT_CPU_ISA_BODY int64_t ct_topk_find_##SFX##_body(const char* x, int64_t step,          \
-                                                          int64_t i, int64_t end, K tau,         \
-                                                          K flip) {                              \
-    if (step == (int64_t)sizeof(T)) {                                                            \
-      for (; i + CT_TOPK_BLOCK <= end; i += CT_TOPK_BLOCK) {                                     \
-        int hit = 0;                                                                             \
-        for (int j = 0; j < CT_TOPK_BLOCK; ++j) {                                                \
-          T v;                                                                                   \
-          memcpy(&v, x + (i + j) * (int64_t)sizeof(T), sizeof v);                                \
-          hit |= (K)(ct_uq_key_##SFX(v) ^ flip) > tau;                                           \
-        }                                                                                        \
-        if (hit) break;                                                                          \
-      }                                                                                          \
-    }                                                                                            \
-    for (; i < end; ++i) {                                                                       \
-      T v;                                                                                       \
-      memcpy(&v, x + i * step, sizeof v);                                                        \
-      if ((K)(ct_uq_key_##SFX(v) ^ flip) > tau) return i;                                        \
-    }                                                                                            \
-    return end;                                                                                  \
-  }                                                                                              \
-  CT_CPU_ISA_VARIANTS(int64_t, ct_topk_find_##SFX,                                               \
-                      (const char* x, int64_t step, int64_t i, int64_t end, K tau, K flip),      \
-                      (x, step, i, end, tau, flip))                                              \
-  static void ct_topk_lane_##SFX(const char* x, int64_t step, int64_t n, int64_t k, int largest, \
-                                 void* slot, char* values, int64_t v_step, char* indices,        \
-                                 int64_t i_step, int threads) {                                  \
-    const K flip = largest ? (K)0 : (K) ~(K)0;                                                   \
-    const int64_t cap = ct_topk_cap(k), tb = ct_topk_thread_bytes(k, sizeof(K));                 \
-    /* bytes of cap keys, of threads * k keys, of k keys (rounded as in ct_topk_bytes) */        \
-    const int64_t cap_kb = (cap * (int64_t)sizeof(K) + 63) / 64 * 64;                            \
-    const int64_t all_kb = (threads * k * (int64_t)sizeof(K) + 63) / 64 * 64;                    \
-    const int64_t k_kb = (k * (int64_t)sizeof(K) + 63) / 64 * 64;                                \
-    K* merged = (K*)((char*)slot + threads * tb);                                                \
-    int64_t* merged_idx = (int64_t*)((char*)merged + all_kb);                                    \
-    K* second = (K*)(merged_idx + threads * k);                                                  \
-    int64_t* second_idx = (int64_t*)((char*)second + k_kb);                                      \
-    int64_t kept[CT_SORT_MAX_THREADS];                                                           \
-    _Pragma("omp parallel num_threads(threads)") {                                               \
-      int t = 0, nt = 1;                                                                         \
-      CT_SORT_THREAD_ID(t, nt);                                                                  \
-      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                  \
-      K* s = (K*)((char*)slot + t * tb);                                                         \
-      int64_t* idx = (int64_t*)((char*)s + cap_kb);                                              \
-      int64_t m = 0, i = begin;                                                                  \
-      K tau = 0;                                                                                 \
-      /* the first cap keys all enter; after the first cut only keys above the k-th kept do (an  \
-       * equal key comes after the k kept, so it loses the tie) */                               \
-      for (; i < end && m < cap; ++i) {                                                          \
-        T v;                                                                                     \
-        memcpy(&v, x + i * step, sizeof v);                                                      \
-        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                   \
-        idx[m++] = i;                                                                            \
-      }                                                                                          \
-      if (m == cap) {                                                                            \
-        tau = ct_topk_compact_##K(s, idx, m, k);                                                 \
-        m = k;                                                                                   \
-      }                                                                                          \
-      for (;;) {                                                                                 \
-        i = ct_topk_find_##SFX(x, step, i, end, tau, flip);                                      \
-        if (i >= end) break;                                                                     \
-        T v;                                                                                     \
-        memcpy(&v, x + i * step, sizeof v);                                                      \
-        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                   \
-        idx[m++] = i++;                                                                          \
-        if (m == cap) {                                                                          \
-          tau = ct_topk_compact_##K(s, idx, m, k);                                               \
-          m = k;                                                                                 \
-        }                                                                                        \
-      }                                                                                          \
-      if (m > k) {                                                                               \
-        ct_topk_compact_##K(s, idx, m, k);                                                       \
-        m = k;                                                                                   \
-      }                                                                                          \
-      kept[t] = m;                                                                               \
-      _Pragma("omp barrier")                                                                     \
-      if (t == 0) { /* the threads' candidates in index order, cut to k, sorted */               \
-        int64_t total = 0;                                                                       \
-        for (int u = 0; u < nt; ++u) {                                                           \
-          const K* su = (const K*)((char*)slot + u * tb);                                        \
-          const int64_t* iu = (const int64_t*)((const char*)su + cap_kb);                        \
-          memcpy(merged + total, su, (size_t)kept[u] * sizeof(K));                               \
-          memcpy(merged_idx + total, iu, (size_t)kept[u] * sizeof(int64_t));                     \
-          total += kept[u];                                                                      \
-        }                                                                                        \
-        if (total > k) ct_topk_compact_##K(merged, merged_idx, total, k);                        \
-        /* ascending complements: the largest first, equal keys in index order (stable) */       \
-        for (int64_t j = 0; j < k; ++j) merged[j] = (K)~merged[j];                               \
-        const int64_t* order = ct_sort_pairs_##K(merged, merged_idx, second, second_idx, k);     \
-        for (int64_t j = 0; j < k; ++j) {                                                        \
-          memcpy(values + j * v_step, x + order[j] * step, sizeof(T));                           \
-          memcpy(indices + j * i_step, &order[j], sizeof(int64_t));                              \
-        }                                                                                        \
-      }                                                                                          \
-    }                                                                                            \
+#define CT_TOPK_X(A, SFX, T, C, K, ID)                                                             \
+  static CT_CPU_ISA_BODY int64_t ct_topk_find_##SFX##_body(const char* x, int64_t step, int64_t i, \
+                                                           int64_t end, K tau, K flip) {           \
+    if (step == (int64_t)sizeof(T)) {                                                              \
+      for (; i + CT_TOPK_BLOCK <= end; i += CT_TOPK_BLOCK) {                                       \
+        int hit = 0;                                                                               \
+        for (int j = 0; j < CT_TOPK_BLOCK; ++j) {                                                  \
+          T v;                                                                                     \
+          memcpy(&v, x + (i + j) * (int64_t)sizeof(T), sizeof v);                                  \
+          hit |= (K)(ct_uq_key_##SFX(v) ^ flip) > tau;                                             \
+        }                                                                                          \
+        if (hit) break;                                                                            \
+      }                                                                                            \
+    }                                                                                              \
+    for (; i < end; ++i) {                                                                         \
+      T v;                                                                                         \
+      memcpy(&v, x + i * step, sizeof v);                                                          \
+      if ((K)(ct_uq_key_##SFX(v) ^ flip) > tau) return i;                                          \
+    }                                                                                              \
+    return end;                                                                                    \
+  }                                                                                                \
+  CT_CPU_ISA_VARIANTS(int64_t, ct_topk_find_##SFX,                                                 \
+                      (const char* x, int64_t step, int64_t i, int64_t end, K tau, K flip),        \
+                      (x, step, i, end, tau, flip))                                                \
+  static void ct_topk_lane_##SFX(const char* x, int64_t step, int64_t n, int64_t k, int largest,   \
+                                 void* slot, char* values, int64_t v_step, char* indices,          \
+                                 int64_t i_step, int threads) {                                    \
+    const K flip = largest ? (K)0 : (K) ~(K)0;                                                     \
+    const int64_t cap = ct_topk_cap(k), tb = ct_topk_thread_bytes(k, sizeof(K));                   \
+    /* bytes of cap keys, of threads * k keys, of k keys (rounded as in ct_topk_bytes) */          \
+    const int64_t cap_kb = (cap * (int64_t)sizeof(K) + 63) / 64 * 64;                              \
+    const int64_t all_kb = (threads * k * (int64_t)sizeof(K) + 63) / 64 * 64;                      \
+    const int64_t k_kb = (k * (int64_t)sizeof(K) + 63) / 64 * 64;                                  \
+    K* merged = (K*)((char*)slot + threads * tb);                                                  \
+    int64_t* merged_idx = (int64_t*)((char*)merged + all_kb);                                      \
+    K* second = (K*)(merged_idx + threads * k);                                                    \
+    int64_t* second_idx = (int64_t*)((char*)second + k_kb);                                        \
+    int64_t kept[CT_SORT_MAX_THREADS];                                                             \
+    _Pragma("omp parallel num_threads(threads)") {                                                 \
+      int t = 0, nt = 1;                                                                           \
+      CT_SORT_THREAD_ID(t, nt);                                                                    \
+      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                    \
+      K* s = (K*)((char*)slot + t * tb);                                                           \
+      int64_t* idx = (int64_t*)((char*)s + cap_kb);                                                \
+      int64_t m = 0, i = begin;                                                                    \
+      K tau = 0;                                                                                   \
+      /* the first cap keys all enter; after the first cut only keys above the k-th kept do (an    \
+       * equal key comes after the k kept, so it loses the tie) */                                 \
+      for (; i < end && m < cap; ++i) {                                                            \
+        T v;                                                                                       \
+        memcpy(&v, x + i * step, sizeof v);                                                        \
+        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                     \
+        idx[m++] = i;                                                                              \
+      }                                                                                            \
+      if (m == cap) {                                                                              \
+        tau = ct_topk_compact_##K(s, idx, m, k);                                                   \
+        m = k;                                                                                     \
+      }                                                                                            \
+      for (;;) {                                                                                   \
+        i = ct_topk_find_##SFX(x, step, i, end, tau, flip);                                        \
+        if (i >= end) break;                                                                       \
+        T v;                                                                                       \
+        memcpy(&v, x + i * step, sizeof v);                                                        \
+        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                     \
+        idx[m++] = i++;                                                                            \
+        if (m == cap) {                                                                            \
+          tau = ct_topk_compact_##K(s, idx, m, k);                                                 \
+          m = k;                                                                                   \
+        }                                                                                          \
+      }                                                                                            \
+      if (m > k) {                                                                                 \
+        ct_topk_compact_##K(s, idx, m, k);                                                         \
+        m = k;                                                                                     \
+      }                                                                                            \
+      kept[t] = m;                                                                                 \
+      _Pragma(                                                                                     \
+          "omp barrier") if (t ==                                                                  \
+                             0) { /* the threads' candidates in index order, cut to k, sorted */   \
+        int64_t total = 0;                                                                         \
+        for (int u = 0; u < nt; ++u) {                                                             \
+          const K* su = (const K*)((char*)slot + u * tb);                                          \
+          const int64_t* iu = (const int64_t*)((const char*)su + cap_kb);                          \
+          memcpy(merged + total, su, (size_t)kept[u] * sizeof(K));                                 \
+          memcpy(merged_idx + total, iu, (size_t)kept[u] * sizeof(int64_t));                       \
+          total += kept[u];                                                                        \
+        }                                                                                          \
+        if (total > k) ct_topk_compact_##K(merged, merged_idx, total, k);                          \
+        /* ascending complements: the largest first, equal keys in index order (stable) */         \
+        for (int64_t j = 0; j < k; ++j) merged[j] = (K)~merged[j];                                 \
+        const int64_t* order = ct_sort_pairs_##K(merged, merged_idx, second, second_idx, k);       \
+        for (int64_t j = 0; j < k; ++j) {                                                          \
+          memcpy(values + j * v_step, x + order[j] * step, sizeof(T));                             \
+          memcpy(indices + j * i_step, &order[j], sizeof(int64_t));                                \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
   }
 CT_SORT_KEY_TYPES(CT_TOPK_X, _)
 
@@ -839,9 +838,9 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   int64_t slots = ct_sort_slots(job.lanes, job.n);
   job.lane_threads = ct_sort_lane_threads(job.lanes, job.n);
   /* fewer threads on the lane where the workspace was sized for fewer (the count changed) */
-  while (job.lane_threads > 1 && (uint64_t)ct_sort_slot_bytes(job.n, job.itemsize,
-                                                                job.lane_threads) >
-                                      call->workspace_size) {
+  while (job.lane_threads > 1 &&
+         (uint64_t)ct_sort_slot_bytes(job.n, job.itemsize, job.lane_threads) >
+             call->workspace_size) {
     --job.lane_threads;
   }
   job.slot_bytes = ct_sort_slot_bytes(job.n, job.itemsize, job.lane_threads);
