@@ -67,6 +67,7 @@ struct ct_conv2d_job {
   int64_t staged_bytes;
   int64_t weight_bytes;
   bool has_bias;
+  bool weight_rows_compact;        /* each output channel's weights are contiguous, in order */
   bool weight_in_place;            /* the weight is the GEMM's A as it is: nothing packed */
   int64_t xs[4], ws[4], bs, os[4]; /* element strides of input, weight, bias, output */
   const char *x, *weight, *bias;
@@ -127,8 +128,9 @@ static int ct_conv2d_prepare(const ct_kernel_call* call, int64_t compute_size, i
                         (long long)job->out_channels, (long long)job->k);
   }
   job->weight_bytes = weight_bytes / CT_CONV2D_ALIGNMENT * CT_CONV2D_ALIGNMENT;
-  job->weight_in_place = !job->has_bias && compute_size == out_size && job->ws[3] == 1 &&
-                         job->ws[2] == job->kw && job->ws[1] == job->kh * job->kw;
+  job->weight_rows_compact =
+      job->ws[3] == 1 && job->ws[2] == job->kw && job->ws[1] == job->kh * job->kw;
+  job->weight_in_place = !job->has_bias && compute_size == out_size && job->weight_rows_compact;
   if (job->weight_in_place) job->weight_bytes = 0;
 
   /* The GEMM, flattening (H_out, W_out) into one column index where the output allows. */
@@ -342,8 +344,7 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
     const ct_conv2d_job* job = context;                                                          \
     C* packed = job->packed;                                                                     \
     /* A weight compact per output channel, already of the compute type: a row is one copy. */   \
-    const bool rows_compact = sizeof(T) == sizeof(C) && job->ws[3] == 1 &&                       \
-                              job->ws[2] == job->kw && job->ws[1] == job->kh * job->kw;          \
+    const bool rows_compact = sizeof(T) == sizeof(C) && job->weight_rows_compact;                \
     for (int64_t o = begin; o < end; ++o) {                                                      \
       C* dst = packed + o * job->k;                                                              \
       const T* w = (const T*)job->weight + o * job->ws[0];                                       \
