@@ -116,6 +116,26 @@ CT_SORT_RADIX(uint16_t)
 CT_SORT_RADIX(uint32_t)
 CT_SORT_RADIX(uint64_t)
 
+/* One stable counting pass: keys[0..n) into tmp by the digit (k >> shift) & (bins - 1), bins a
+ * power of two; count holds the digit counts, and is left holding each digit's end. */
+#define CT_RADIX_PASS(K)                                                                          \
+  static inline void ct_radix_pass_##K(const K* keys, K* restrict tmp, int64_t n, int64_t* count, \
+                                       int64_t bins, int shift) {                                 \
+    int64_t sum = 0;                                                                              \
+    for (int64_t b = 0; b < bins; ++b) {                                                          \
+      const int64_t c = count[b];                                                                 \
+      count[b] = sum;                                                                             \
+      sum += c;                                                                                   \
+    }                                                                                             \
+    const K mask = (K)(bins - 1);                                                                 \
+    for (int64_t i = 0; i < n; ++i) {                                                             \
+      const K k = keys[i];                                                                        \
+      tmp[count[(k >> shift) & mask]++] = k;                                                      \
+    }                                                                                             \
+  }
+CT_RADIX_PASS(uint32_t)
+CT_RADIX_PASS(uint64_t)
+
 /* Sorts keys[0..n) alone (stable LSD radix: equal keys keep their order), tmp being the second
  * buffer; hist holds each pass's digit counts of the keys (zeroed and filled by the caller).
  * Passes whose digit is the same for every key are skipped. Returns the sorted buffer. */
@@ -126,16 +146,7 @@ CT_SORT_RADIX(uint64_t)
       int64_t* count = hist + pass * CT_RADIX_BINS;                                \
       const int shift = pass * CT_RADIX_BITS;                                      \
       if (count[(keys[0] >> shift) & (CT_RADIX_BINS - 1)] == n) continue;          \
-      int64_t sum = 0;                                                             \
-      for (int b = 0; b < CT_RADIX_BINS; ++b) {                                    \
-        const int64_t c = count[b];                                                \
-        count[b] = sum;                                                            \
-        sum += c;                                                                  \
-      }                                                                            \
-      for (int64_t i = 0; i < n; ++i) {                                            \
-        const K k = keys[i];                                                       \
-        tmp[count[(k >> shift) & (CT_RADIX_BINS - 1)]++] = k;                      \
-      }                                                                            \
+      ct_radix_pass_##K(keys, tmp, n, count, CT_RADIX_BINS, shift);                \
       K* t = keys;                                                                 \
       keys = tmp;                                                                  \
       tmp = t;                                                                     \
@@ -293,16 +304,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEYS_X, _)
       int64_t* c = counts + p * bins;                                                    \
       const int shift = low + p * width;                                                 \
       if (c[(a[0] >> shift) & mask] == m) continue;                                      \
-      int64_t sum = 0;                                                                   \
-      for (int64_t b = 0; b < bins; ++b) {                                               \
-        const int64_t v = c[b];                                                          \
-        c[b] = sum;                                                                      \
-        sum += v;                                                                        \
-      }                                                                                  \
-      for (int64_t i = 0; i < m; ++i) {                                                  \
-        const K k = a[i];                                                                \
-        tmp[c[(k >> shift) & mask]++] = k;                                               \
-      }                                                                                  \
+      ct_radix_pass_##K(a, tmp, m, c, bins, shift);                                      \
       K* t = a;                                                                          \
       a = tmp;                                                                           \
       tmp = t;                                                                           \
