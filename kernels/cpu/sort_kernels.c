@@ -136,22 +136,34 @@ CT_SORT_RADIX(uint64_t)
 CT_RADIX_PASS(uint32_t)
 CT_RADIX_PASS(uint64_t)
 
+/* Stable LSD radix over `passes` digits of `width` bits from bit `low` up: keys[0..n) with tmp
+ * as the second buffer, counts[p · 2^width ..] holding digit p's counts (filled by the caller).
+ * A pass whose digit is the same for every key is skipped. Returns the sorted buffer. */
+#define CT_RADIX_PASSES(K)                                                               \
+  static K* ct_radix_passes_##K(K* keys, K* tmp, int64_t n, int64_t* counts, int passes, \
+                                int width, int low) {                                    \
+    const int64_t bins = (int64_t)1 << width;                                            \
+    for (int p = 0; p < passes; ++p) {                                                   \
+      int64_t* count = counts + p * bins;                                                \
+      const int shift = low + p * width;                                                 \
+      if (count[(keys[0] >> shift) & (K)(bins - 1)] == n) continue;                      \
+      ct_radix_pass_##K(keys, tmp, n, count, bins, shift);                               \
+      K* t = keys;                                                                       \
+      keys = tmp;                                                                        \
+      tmp = t;                                                                           \
+    }                                                                                    \
+    return keys;                                                                         \
+  }
+CT_RADIX_PASSES(uint32_t)
+CT_RADIX_PASSES(uint64_t)
+
 /* Sorts keys[0..n) alone (stable LSD radix: equal keys keep their order), tmp being the second
  * buffer; hist holds each pass's digit counts of the keys (zeroed and filled by the caller).
  * Passes whose digit is the same for every key are skipped. Returns the sorted buffer. */
 #define CT_SORT_KEYS_RADIX(K)                                                      \
   static K* ct_sort_keys_##K(K* keys, K* tmp, int64_t n, int64_t* hist) {          \
     const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS); \
-    for (int pass = 0; pass < passes; ++pass) {                                    \
-      int64_t* count = hist + pass * CT_RADIX_BINS;                                \
-      const int shift = pass * CT_RADIX_BITS;                                      \
-      if (count[(keys[0] >> shift) & (CT_RADIX_BINS - 1)] == n) continue;          \
-      ct_radix_pass_##K(keys, tmp, n, count, CT_RADIX_BINS, shift);                \
-      K* t = keys;                                                                 \
-      keys = tmp;                                                                  \
-      tmp = t;                                                                     \
-    }                                                                              \
-    return keys;                                                                   \
+    return ct_radix_passes_##K(keys, tmp, n, hist, passes, CT_RADIX_BITS, 0);      \
   }
 CT_SORT_KEYS_RADIX(uint32_t)
 CT_SORT_KEYS_RADIX(uint64_t)
@@ -300,16 +312,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEYS_X, _)
       const K k = (K)(a[i] >> low);                                                      \
       for (int p = 0; p < passes; ++p) ++counts[p * bins + ((k >> (p * width)) & mask)]; \
     }                                                                                    \
-    for (int p = 0; p < passes; ++p) {                                                   \
-      int64_t* c = counts + p * bins;                                                    \
-      const int shift = low + p * width;                                                 \
-      if (c[(a[0] >> shift) & mask] == m) continue;                                      \
-      ct_radix_pass_##K(a, tmp, m, c, bins, shift);                                      \
-      K* t = a;                                                                          \
-      a = tmp;                                                                           \
-      tmp = t;                                                                           \
-    }                                                                                    \
-    return a;                                                                            \
+    return ct_radix_passes_##K(a, tmp, m, counts, passes, width, low);                   \
   }
 CT_SORT_BUCKET(uint32_t)
 CT_SORT_BUCKET(uint64_t)
