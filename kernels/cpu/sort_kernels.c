@@ -484,8 +484,8 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
             keys[pos[bucket_of[(k >> shift) & (CT_BUCKET_BINS - 1)]]++] = k;                       \
           }                                                                                        \
         }                                                                                          \
-        _Pragma("omp barrier")                                                                     \
-            _Pragma("omp for schedule(dynamic, 1)") for (int64_t b = 0; b < buckets; ++b) {        \
+        _Pragma("omp barrier");                                                                    \
+        _Pragma("omp for schedule(dynamic, 1)") for (int64_t b = 0; b < buckets; ++b) {            \
           const int64_t s = start[b], m = start[b + 1] - s;                                        \
           const K* sorted = ct_sort_bucket_##K(                                                    \
               keys + s, m <= (int64_t)(CT_BUCKET_BYTES / sizeof(K)) ? tmp : keys2 + s, m, counts); \
@@ -702,9 +702,9 @@ CT_TOPK_COMPACT(uint64_t)
         m = k;                                                                                     \
       }                                                                                            \
       kept[t] = m;                                                                                 \
-      _Pragma(                                                                                     \
-          "omp barrier") if (t ==                                                                  \
-                             0) { /* the threads' candidates in index order, cut to k, sorted */   \
+      _Pragma("omp barrier");                                                                      \
+      /* thread 0: the threads' candidates in index order, cut to k, sorted */                     \
+      if (t == 0) {                                                                                \
         int64_t total = 0;                                                                         \
         for (int u = 0; u < nt; ++u) {                                                             \
           const K* su = (const K*)((char*)slot + u * tb);                                          \
