@@ -132,7 +132,7 @@ static void ct_conv2d_direct_item(const ct_conv2d_direct_job* job,
   for (int64_t u = 0; u < count; ++u) {
     const int64_t p0 = (t0 + u) * lanes;
     const int64_t used = positions - p0 < lanes ? positions - p0 : lanes;
-    out_masks[u] = used == 64 ? ~(uint64_t)0 : ((uint64_t)1 << used) - 1;
+    out_masks[u] = ct_conv2d_direct_first_lanes(used);
     for (int32_t t = 0; t < taps; ++t) {
       masks[u][t] = ct_conv2d_direct_mask(job, lanes, p0, t / job->kw, t % job->kw);
     }

@@ -24,6 +24,11 @@
 #define CT_CONV2D_DIRECT_MAX_LANES 64
 #define CT_CONV2D_DIRECT_MAX_TAPS 25
 
+/* The lane mask of the first `lanes` lanes (at most CT_CONV2D_DIRECT_MAX_LANES). */
+static inline uint64_t ct_conv2d_direct_first_lanes(int64_t lanes) {
+  return lanes >= CT_CONV2D_DIRECT_MAX_LANES ? ~(uint64_t)0 : ((uint64_t)1 << lanes) - 1;
+}
+
 typedef struct ct_conv2d_direct_tile {
   const float* x;             /* the input at channel 0 and the tile's first position */
   int64_t x_channel_stride;   /* elements between input channels */

@@ -20,7 +20,7 @@ static void CT_DK_NAME(const ct_conv2d_direct_tile* tile) {
       }
     }
   }
-  const uint64_t full = CT_DK_VECS == 4 ? ~(uint64_t)0 : ((uint64_t)1 << (16 * CT_DK_VECS)) - 1;
+  const uint64_t full = ct_conv2d_direct_first_lanes(16 * CT_DK_VECS);
   const float* a = tile->a;
   for (int64_t c = 0; c < tile->channels; ++c) {
     const float* xc = tile->x + c * tile->x_channel_stride;
