@@ -65,6 +65,16 @@
 #define CT_BUCKET_BLOCK 512
 #define CT_SORT_MAX_THREADS 16
 
+/* Turns digit counts into each digit's first position (an exclusive prefix sum). */
+static inline void ct_radix_starts(int64_t* count, int64_t bins) {
+  int64_t sum = 0;
+  for (int64_t b = 0; b < bins; ++b) {
+    const int64_t c = count[b];
+    count[b] = sum;
+    sum += c;
+  }
+}
+
 /* ----- stable sort of (key, index) pairs, per key width ----- */
 
 /* Sorts keys[0..n) with idx[] along, using keys2/idx2 as the second buffer; returns the buffer
@@ -91,12 +101,7 @@
       if (((diff >> shift) & 0xff) == 0) continue;                                               \
       int64_t count[256] = {0};                                                                  \
       for (int64_t i = 0; i < n; ++i) ++count[(keys[i] >> shift) & 0xff];                        \
-      int64_t sum = 0;                                                                           \
-      for (int b = 0; b < 256; ++b) {                                                            \
-        const int64_t c = count[b];                                                              \
-        count[b] = sum;                                                                          \
-        sum += c;                                                                                \
-      }                                                                                          \
+      ct_radix_starts(count, 256);                                                               \
       for (int64_t i = 0; i < n; ++i) {                                                          \
         const int64_t at = count[(keys[i] >> shift) & 0xff]++;                                   \
         keys2[at] = keys[i];                                                                     \
@@ -121,12 +126,7 @@ CT_SORT_RADIX(uint64_t)
 #define CT_RADIX_PASS(K)                                                                          \
   static inline void ct_radix_pass_##K(const K* keys, K* restrict tmp, int64_t n, int64_t* count, \
                                        int64_t bins, int shift) {                                 \
-    int64_t sum = 0;                                                                              \
-    for (int64_t b = 0; b < bins; ++b) {                                                          \
-      const int64_t c = count[b];                                                                 \
-      count[b] = sum;                                                                             \
-      sum += c;                                                                                   \
-    }                                                                                             \
+    ct_radix_starts(count, bins);                                                                 \
     const K mask = (K)(bins - 1);                                                                 \
     for (int64_t i = 0; i < n; ++i) {                                                             \
       const K k = keys[i];                                                                        \
