@@ -292,3 +292,38 @@ def test_float32_sum_error_no_worse_than_numpy(n):
             err = np.abs(ops.sum(m, axis=axis).astype(np.float64) - exact_axis)
             err_np = np.abs(np.sum(m, axis=axis).astype(np.float64) - exact_axis)
             assert (err <= err_np + np.spacing(np.abs(exact_axis).astype(np.float32))).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "complex128"])
+@pytest.mark.parametrize("n", [255, 256, 257, 1000, 4099])
+def test_elementwise_stores_peeled_to_a_line_boundary(dtype, n):
+    """Contiguous element-wise loops of 256+ elements write one by one up to the output's next
+    64-byte line, then by vectors: every start within a line gives NumPy's values, and nothing
+    outside the output is written."""
+    itemsize = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal(n + 64) * 100).astype(dtype)
+    b = (rng.standard_normal(n + 64) * 100).astype(dtype)
+    for start in range(64 // itemsize):
+        guard = np.full(n + 2 * 64, 7, dtype)
+        out = guard[start + 1:start + 1 + n]
+        x, y = a[start:start + n], b[start:start + n]
+        ops.add(x, y, out=out)
+        np.testing.assert_array_equal(out, x + y)
+        ops.multiply(x, y[3:4], out=out)  # a broadcast scalar operand
+        np.testing.assert_array_equal(out, x * y[3])
+        ops.negative(x, out=out)
+        np.testing.assert_array_equal(out, -x)
+        untouched = np.concatenate([guard[:start + 1], guard[start + 1 + n:]])
+        assert (untouched == 7).all()
+
+
+def test_broadcast_rows_peel_each_row():
+    """A (rows, n) + (n,) add calls the loop once per row, each row starting at another offset
+    in its line."""
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((37, 301)).astype(np.float32)
+    row = rng.standard_normal(301).astype(np.float32)
+    out = np.empty_like(m)
+    ops.add(m, row, out=out)
+    np.testing.assert_array_equal(out, m + row)

@@ -57,7 +57,7 @@
 #define CT_BUCKET_MIN_LANE 262144
 #define CT_BUCKET_PREFIX 16
 #define CT_BUCKET_BINS (1 << CT_BUCKET_PREFIX)
-#define CT_BUCKET_BYTES (256 * 1024)
+#define CT_BUCKET_BYTES (512 * 1024)
 #define CT_BUCKET_MAX 4096
 /* Widest digit of a bucket's radix passes. */
 #define CT_BUCKET_DIGIT 11

@@ -19,6 +19,7 @@ from ._device_array import is_pyopencl_array
 from ._dtypes import KEY_NAME, numpy_dtype, torch_dtype
 from ._errors import UnsupportedDeviceError
 from ._lib import ffi, lib
+from ._scratch import host_scratch
 
 __all__ = ["Framework", "NUMPY", "framework_of"]
 
@@ -41,7 +42,7 @@ class Framework:
 
     def scratch(self, nbytes: int, like: Any) -> Any:
         """Scratch memory (workspace) on the same device as ``like``."""
-        return np.empty(nbytes, np.uint8)
+        return host_scratch(nbytes)
 
     def data_ptr(self, array: Any) -> int:
         return array.__array_interface__["data"][0]
@@ -90,6 +91,8 @@ class _Torch(Framework):
 
     def scratch(self, nbytes: int, like: Any) -> Any:
         torch = sys.modules["torch"]
+        if like.device.type == "cpu":
+            return torch.from_numpy(host_scratch(nbytes))
         return torch.empty(nbytes, dtype=torch.uint8, device=like.device)
 
     def data_ptr(self, array: Any) -> int:
