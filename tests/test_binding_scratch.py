@@ -95,5 +95,5 @@ def test_concurrent_sorts_in_threads_do_not_share_scratch():
         t.start()
     for t in threads:
         t.join()
-    for x, r in zip(inputs, results):
+    for x, r in zip(inputs, results, strict=True):
         np.testing.assert_array_equal(r, np.sort(x))
