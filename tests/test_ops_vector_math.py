@@ -280,3 +280,28 @@ def test_rows_of_a_huge_output_stream_with_the_same_bits(op):
     run(x, out)
     pieces = np.concatenate([run(x[i:i + 100]) for i in range(0, rows, 100)])
     np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))
+
+
+@pytest.mark.parametrize("n", [15, 16, 17, 31, 33, 47, 100, 1000])
+def test_maps_peel_to_the_output_vector_boundary(n):
+    """The vectorised maps (exp, softmax's scaling, layer_norm's normalising) write one part
+    vector up to the output's next vector boundary, then whole aligned blocks: every output start
+    within 64 bytes gives the bits of the aligned call, and nothing around the output is written."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((2, n)) * 4).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    ref_exp = ops.exp(x)
+    ref_softmax = ops.softmax(x, axis=-1)
+    ref_norm = ops.layer_norm(x, w, normalized_shape=[n])
+    for start in range(16):
+        for op, ref in (("exp", ref_exp), ("softmax", ref_softmax), ("layer_norm", ref_norm)):
+            guard = np.full(2 * n + 64, -7.0, np.float32)
+            out = guard[start:start + 2 * n].reshape(2, n)
+            if op == "exp":
+                ops.exp(x, out=out)
+            elif op == "softmax":
+                ops.softmax(x, axis=-1, out=out)
+            else:
+                ops.layer_norm(x, w, normalized_shape=[n], out=out)
+            np.testing.assert_array_equal(out, ref, err_msg=f"{op} at offset {start}")
+            assert (guard[:start] == -7.0).all() and (guard[start + 2 * n:] == -7.0).all()
