@@ -9,6 +9,7 @@
 
 #include "cpu_dtypes.h"
 #include "cpu_isa.h"
+#include "store_align.h"
 #include "strided_iter.h"
 
 /* The engine's loop parameters and arguments, for CT_CPU_ISA_LOOP. */
@@ -18,13 +19,10 @@
 #define CT_AT(type, base, index, step) (*(type*)((base) + (index) * (step)))
 
 /* How many of the first n elements (size elem bytes) at dst to write one by one so that the
- * rest of the stores start on a 64-byte line. A vector store that straddles two lines costs
- * two, and NumPy's buffers sit 16 bytes past a line: peeling is worth 10-15% of bandwidth on
- * long loops. Short loops (under 256 elements) and odd addresses get no peel. */
+ * rest of the stores start on a 64-byte line (store_align.h): peeling is worth 10-15% of
+ * bandwidth on long loops; short loops (under 256 elements) get no peel. */
 static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t n) {
-  const int64_t line = 64, misalign = (int64_t)((uintptr_t)dst % (uintptr_t)line);
-  if (n < 256 || misalign % elem != 0) return 0;
-  return ((line - misalign) % line) / elem;
+  return n < 256 ? 0 : ct_elements_to_boundary(dst, elem, 64);
 }
 
 /* for (i = 0; i < n; ++i) BODY, peeled so that the stores to DST after the head are aligned. */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "store_align.h"
 #include "vector_math.h"
 
 /* Vectors pass between CT_VM_INLINE helpers only, so the warning that their calling convention
@@ -301,17 +302,14 @@ CT_VM_INLINE ct_vm_block ct_vm_map_block(ct_vm_map_kind kind, const ct_vm_map* m
  * arithmetic either way. */
 CT_VM_INLINE void ct_vm_map_run(ct_vm_map_kind kind, const ct_vm_map* m, float* dst, int64_t n,
                                 int stream) {
-  /* The first elements up to dst's next vector boundary go alone (a store straddling two cache
-   * lines costs two), then whole aligned blocks, plain or non-temporal. */
+  /* The first elements up to dst's next vector boundary go alone (store_align.h), then whole
+   * aligned blocks, plain or non-temporal. */
   int64_t i = 0;
-  const uintptr_t misaligned = (uintptr_t)dst & (CT_VM_BYTES - 1u);
-  if (misaligned && (misaligned & 3u) == 0) {
-    const int64_t head = (int64_t)((CT_VM_BYTES - misaligned) / 4u);
-    if (head + CT_VM_BLOCK <= n) {
-      const ct_vm_block x = ct_vm_map_block(kind, m, 0, head);
-      ct_vm_store_part(dst, head, &x);
-      i = head;
-    }
+  const int64_t head = ct_elements_to_boundary(dst, (int64_t)sizeof(float), CT_VM_BYTES);
+  if (head > 0 && head + CT_VM_BLOCK <= n) {
+    const ct_vm_block x = ct_vm_map_block(kind, m, 0, head);
+    ct_vm_store_part(dst, head, &x);
+    i = head;
   }
   if (stream && (((uintptr_t)(dst + i)) & (CT_VM_BYTES - 1u)) == 0) {
     for (; i + CT_VM_BLOCK <= n; i += CT_VM_BLOCK) {
