@@ -34,6 +34,16 @@ def test_a_buffer_in_use_is_not_handed_out_again():
     assert (held == 1).all()
 
 
+def test_a_buffer_held_through_a_torch_tensor_stays_in_use():
+    """torch's CPU scratch is torch.from_numpy of the lent view, which keeps the view alive."""
+    held = torch.from_numpy(_scratch.host_scratch(1 << 20))
+    other = _scratch.host_scratch(1 << 20)
+    assert _base(other) != held.data_ptr()
+    held.fill_(1)
+    other[:] = 2
+    assert bool((held == 1).all())
+
+
 def test_a_larger_request_replaces_the_kept_buffer():
     small = _scratch.host_scratch(4096)
     del small
