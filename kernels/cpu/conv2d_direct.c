@@ -27,7 +27,7 @@ const ct_conv2d_direct_shape* ct_conv2d_direct_shape_for(const ct_conv2d_direct_
 #ifdef CT_HAVE_GEMM_AVX512
   if (ct_cpu_isa() == CT_CPU_ISA_AVX512) {
     shapes = ct_conv2d_direct_avx512_shapes;
-    count = 2;
+    count = CT_CONV2D_DIRECT_AVX512_SHAPES;
   }
 #endif
   const int64_t positions = job->oh * job->w;

@@ -53,10 +53,12 @@ typedef struct ct_conv2d_direct_shape {
   ct_conv2d_direct_fn run;
 } ct_conv2d_direct_shape;
 
-#ifdef CT_HAVE_GEMM_AVX512
 /* 12 × 32 (the GEMM micro-kernel's shape) and 8 × 48 (no rows wasted on channel counts that are
  * multiples of 8; fewer broadcasts per multiply-add). */
-CT_INTERNAL extern const ct_conv2d_direct_shape ct_conv2d_direct_avx512_shapes[2];
+#define CT_CONV2D_DIRECT_AVX512_SHAPES 2
+#ifdef CT_HAVE_GEMM_AVX512
+CT_INTERNAL extern const ct_conv2d_direct_shape
+    ct_conv2d_direct_avx512_shapes[CT_CONV2D_DIRECT_AVX512_SHAPES];
 #endif
 
 /* A float32 convolution for the direct path (conv2d_direct.c): input (N, C, H, W) with unit

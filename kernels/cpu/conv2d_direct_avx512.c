@@ -22,7 +22,7 @@ static inline __m512 ct_conv2d_direct_load(const float* p, int64_t offset, __mma
 #define CT_DK_VECS 3
 #include "conv2d_direct_impl.h"
 
-const ct_conv2d_direct_shape ct_conv2d_direct_avx512_shapes[2] = {
+const ct_conv2d_direct_shape ct_conv2d_direct_avx512_shapes[CT_CONV2D_DIRECT_AVX512_SHAPES] = {
     {.rows = 12, .lanes = 32, .run = ct_conv2d_direct_avx512_12x32},
     {.rows = 8, .lanes = 48, .run = ct_conv2d_direct_avx512_8x48},
 };

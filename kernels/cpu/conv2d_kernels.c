@@ -351,11 +351,12 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
       if (rows_compact) {                                                                        \
         memcpy(dst, w, (size_t)job->taps * sizeof(C));                                           \
         dst += job->taps;                                                                        \
-      }                                                                                          \
-      for (int64_t c = 0; c < job->cg && !rows_compact; ++c) {                                   \
-        for (int64_t i = 0; i < job->kh; ++i) {                                                  \
-          const T* src = w + c * job->ws[1] + i * job->ws[2];                                    \
-          for (int64_t j = 0; j < job->kw; ++j) *dst++ = ct_load_##SFX(src[j * job->ws[3]]);     \
+      } else {                                                                                   \
+        for (int64_t c = 0; c < job->cg; ++c) {                                                  \
+          for (int64_t i = 0; i < job->kh; ++i) {                                                \
+            const T* src = w + c * job->ws[1] + i * job->ws[2];                                  \
+            for (int64_t j = 0; j < job->kw; ++j) *dst++ = ct_load_##SFX(src[j * job->ws[3]]);   \
+          }                                                                                      \
         }                                                                                        \
       }                                                                                          \
       if (job->has_bias) *dst = ct_load_##SFX(((const T*)job->bias)[o * job->bs]);               \
