@@ -65,6 +65,14 @@
 #define CT_BUCKET_BLOCK 512
 #define CT_SORT_MAX_THREADS 16
 
+/* Exchanges a and b (of type T): a radix pass's source and destination buffers. */
+#define CT_SORT_SWAP(T, a, b) \
+  do {                        \
+    T ct_swap_ = (a);         \
+    (a) = (b);                \
+    (b) = ct_swap_;           \
+  } while (0)
+
 /* Turns digit counts into each digit's first position (an exclusive prefix sum). */
 static inline void ct_radix_starts(int64_t* count, int64_t bins) {
   int64_t sum = 0;
@@ -95,8 +103,7 @@ static inline void ct_radix_starts(int64_t* count, int64_t bins) {
       }                                                                                          \
       return idx;                                                                                \
     }                                                                                            \
-    K diff = 0;                                                                                  \
-    for (int64_t i = 1; i < n; ++i) diff |= keys[i] ^ keys[0];                                   \
+    const K diff = ct_key_diff_##K(keys, n);                                                     \
     for (int shift = 0; shift < (int)(8 * sizeof(K)); shift += 8) {                              \
       if (((diff >> shift) & 0xff) == 0) continue;                                               \
       int64_t count[256] = {0};                                                                  \
@@ -107,12 +114,8 @@ static inline void ct_radix_starts(int64_t* count, int64_t bins) {
         keys2[at] = keys[i];                                                                     \
         idx2[at] = idx[i];                                                                       \
       }                                                                                          \
-      K* tk = keys;                                                                              \
-      keys = keys2;                                                                              \
-      keys2 = tk;                                                                                \
-      int64_t* ti = idx;                                                                         \
-      idx = idx2;                                                                                \
-      idx2 = ti;                                                                                 \
+      CT_SORT_SWAP(K*, keys, keys2);                                                             \
+      CT_SORT_SWAP(int64_t*, idx, idx2);                                                         \
     }                                                                                            \
     return idx;                                                                                  \
   }
@@ -148,9 +151,7 @@ CT_RADIX_PASS(uint64_t)
       const int shift = low + p * width;                                                 \
       if (count[(keys[0] >> shift) & (K)(bins - 1)] == n) continue;                      \
       ct_radix_pass_##K(keys, tmp, n, count, bins, shift);                               \
-      K* t = keys;                                                                       \
-      keys = tmp;                                                                        \
-      tmp = t;                                                                           \
+      CT_SORT_SWAP(K*, keys, tmp);                                                       \
     }                                                                                    \
     return keys;                                                                         \
   }
@@ -283,6 +284,24 @@ CT_SORT_LOWER_BOUND(uint64_t)
 
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEYS_X, _)
 
+/* The values of x[begin, end) (step bytes apart) whose keys (xor flip) are the zero key or the
+ * NaN key, copied to out from positions *at_zero and *at_nan on, in input order: the keys make
+ * -0.0 and 0.0 one key and every NaN another, so a sorted run of them takes its bits from x. */
+#define CT_SORT_PUT_ALIKE_X(A, SFX, T, C, K, ID)                                               \
+  static void ct_sort_put_alike_##SFX(const char* x, int64_t step, int64_t begin, int64_t end, \
+                                      K flip, char* out, int64_t out_step, int64_t* at_zero,   \
+                                      int64_t* at_nan) {                                       \
+    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                 \
+    for (int64_t i = begin; i < end; ++i) {                                                    \
+      T v;                                                                                     \
+      memcpy(&v, x + i * step, sizeof v);                                                      \
+      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                              \
+      if (k == zero) memcpy(out + ((*at_zero)++) * out_step, &v, sizeof v);                    \
+      if (k == nan) memcpy(out + ((*at_nan)++) * out_step, &v, sizeof v);                      \
+    }                                                                                          \
+  }
+CT_SORT_KEY_WIDE_TYPES(CT_SORT_PUT_ALIKE_X, _)
+
 /* Sorts one bucket a[0..m) with tmp as the second buffer: insertion sort for a few keys, else
  * LSD radix over the bits in which the keys differ (digits of at most CT_BUCKET_DIGIT, all counted
  * in one pass into counts; a digit the same in every key is skipped). Returns the sorted buffer
@@ -298,8 +317,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEYS_X, _)
       }                                                                                  \
       return a;                                                                          \
     }                                                                                    \
-    K diff = 0;                                                                          \
-    for (int64_t i = 1; i < m; ++i) diff |= a[i] ^ a[0];                                 \
+    const K diff = ct_key_diff_##K(a, m);                                                \
     if (diff == 0) return a;                                                             \
     const int low = __builtin_ctzll((unsigned long long)diff);                           \
     const int bits = CT_KEY_BITS(diff) - low;                                            \
@@ -499,13 +517,7 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
           at_zero += tu[1];                                                                        \
           at_nan += tu[2];                                                                         \
         }                                                                                          \
-        for (int64_t i = begin; i < end; ++i) {                                                    \
-          T v;                                                                                     \
-          memcpy(&v, x + i * step, sizeof v);                                                      \
-          const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                              \
-          if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                       \
-          if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                         \
-        }                                                                                          \
+        ct_sort_put_alike_##SFX(x, step, begin, end, flip, out, out_step, &at_zero, &at_nan);      \
       }                                                                                            \
     }                                                                                              \
   }
@@ -546,13 +558,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
     const bool zeros = at_zero < n && sorted[at_zero] == zero;                                \
     const bool nans = at_nan < n && sorted[at_nan] == nan;                                    \
     if (!zeros && !nans) return;                                                              \
-    for (int64_t i = 0; i < n; ++i) {                                                         \
-      T v;                                                                                    \
-      memcpy(&v, x + i * step, sizeof v);                                                     \
-      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
-      if (k == zero) memcpy(out + (at_zero++) * out_step, &v, sizeof v);                      \
-      if (k == nan) memcpy(out + (at_nan++) * out_step, &v, sizeof v);                        \
-    }                                                                                         \
+    ct_sort_put_alike_##SFX(x, step, 0, n, flip, out, out_step, &at_zero, &at_nan);           \
   }
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_X, _)
 /* The values-only sort of each dtype: 1- and 2-byte dtypes have none. */

@@ -80,6 +80,20 @@ CT_UQ_FLOAT_KEYS(bf16, uint16_t, uint16_t, 0x7f80u, 0x7fc0u)
 CT_UQ_FLOAT_KEYS(f32, float, uint32_t, 0x7f800000u, 0x7fc00000u)
 CT_UQ_FLOAT_KEYS(f64, double, uint64_t, 0x7ff0000000000000ull, 0x7ff8000000000000ull)
 
+/* The bits in which keys a[1..n) differ from a[0] (0: all alike), per key type: the radix
+ * sorts skip the digits none of them differ in. */
+#define CT_KEY_DIFF(K)                                        \
+  static inline K ct_key_diff_##K(const K* a, int64_t n) {    \
+    K diff = 0;                                               \
+    for (int64_t i = 1; i < n; ++i) diff |= (K)(a[i] ^ a[0]); \
+    return diff;                                              \
+  }
+CT_KEY_DIFF(uint8_t)
+CT_KEY_DIFF(uint16_t)
+CT_KEY_DIFF(uint32_t)
+CT_KEY_DIFF(uint64_t)
+#undef CT_KEY_DIFF
+
 /* ----- the dtypes with their key types: X(A, SFX, T, C, K, ID), K in the U slot ----- */
 
 /* 1- and 2-byte dtypes (few distinct keys: tables instead of sorts where that pays). */

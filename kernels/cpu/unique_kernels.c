@@ -205,8 +205,7 @@ CT_SORT_KEY_SMALL_TYPES(CT_UQ_TABLE_X, _)
    * several threads when there are many keys. */                                            \
   static void ct_uq_sort_all_##K(K* a, int64_t n) {                                          \
     if (n < 2) return;                                                                       \
-    K diff = 0;                                                                              \
-    for (int64_t i = 1; i < n; ++i) diff |= a[i] ^ a[0];                                     \
+    const K diff = ct_key_diff_##K(a, n);                                                    \
     if (diff == 0) return;                                                                   \
     int shift = (int)(sizeof(K) * 8) - 8;                                                    \
     while (shift > 0 && (diff >> shift) == 0) shift -= 8;                                    \
