@@ -8,6 +8,8 @@
 #define CT_VM_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define CT_VM_MAX(a, b) _mm512_max_ps((a), (b))
 #define CT_VM_MIN(a, b) _mm512_min_ps((a), (b))
+/* y · 2^n for a vector n of whole numbers (vscalefps: one instruction, one rounding) */
+#define CT_VM_SCALE_BY_POW2(y, n) _mm512_scalef_ps((y), (n))
 #define CT_VM_STREAM(p, v) _mm512_stream_ps((p), (v))
 #define CT_VM_FENCE() _mm_sfence()
 #define CT_VM_MASK_LOAD(p, count, live) \
