@@ -404,3 +404,62 @@ def test_conv2d_rejects_bad_shapes():
         ctensor.ops.conv2d(np.ones((1, 4, 5, 5)), np.ones((2, 3, 3, 3)))
     with pytest.raises(ctensor.ShapeMismatchError):
         ctensor.ops.conv2d(np.ones((1, 2, 2, 2)), np.ones((2, 2, 3, 3)))
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "out_channels", "padding", "bias", "sliced"),
+    [
+        ((1, 128, 5, 5), 128, (1, 1), True, False),  # 3 x 3 tiles, the last ones half outside
+        ((2, 128, 7, 9), 136, (0, 0), False, True),
+        ((1, 130, 11, 6), 140, (2, 1), True, False),  # channels off the transforms' blocks
+        ((3, 128, 14, 14), 160, (1, 1), True, True),
+        ((1, 128, 40, 70), 128, (1, 1), False, False),  # tile rows wider than one run
+    ],
+)
+def test_conv2d_winograd(x_shape, out_channels, padding, bias, sliced):
+    """float32 3x3 stride-1 convolutions with enough channels for the Winograd path: odd and even
+    sizes, every padding, and (sliced) every other channel of a reversed input written into every
+    other channel of a larger output."""
+    rng = np.random.default_rng(sum(x_shape) + out_channels)
+    n, c, h, w_ = x_shape
+    if sliced:
+        x = rng.standard_normal((n, 2 * c, h, w_)).astype(np.float32)[:, ::2, :, ::-1]
+    else:
+        x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((out_channels, c, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(out_channels).astype(np.float32) if bias else None
+    attrs = dict(stride=(1, 1), padding=padding, dilation=(1, 1), groups=1)
+    shape = (n, out_channels, h + 2 * padding[0] - 2, w_ + 2 * padding[1] - 2)
+    if sliced:
+        big = np.full((n, 2 * out_channels) + shape[2:], np.float32(7.0))
+        out = big[:, 1::2]
+        result = ctensor.ops.conv2d(x, w, bias=b, out=out, **attrs)
+        assert result is out
+        np.testing.assert_array_equal(big[:, ::2], 7.0)
+    else:
+        result = ctensor.ops.conv2d(x, w, bias=b, **attrs)
+    conv_check(x, w, b, attrs, result, "float32")
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("where", ["input", "weight"])
+def test_conv2d_winograd_nonfinite_as_direct(bad, where):
+    """An infinity or a NaN gives the direct sum's answer at every position (Winograd's transforms
+    would spread it to the neighbours, as NaN): such calls are computed again directly."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 128, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((128, 128, 3, 3)).astype(np.float32)
+    if where == "input":
+        x[0, 3, 4, 5] = bad
+    else:
+        w[7, 3, 1, 1] = bad
+    attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    got = ctensor.ops.conv2d(x, w, **attrs)
+    expected = F.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
+                        **attrs).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    assert np.isinf(expected).any() or np.isnan(expected).any()
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(np.sign(got[np.isinf(got)]), np.sign(expected[np.isinf(expected)]))

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "conv2d_direct.h"
+#include "conv2d_winograd.h"
 #include "cpu_register.h"
 #include "gemm.h"
 #include "gemm_ukernel.h"
@@ -269,6 +270,35 @@ static const ct_conv2d_direct_shape* ct_conv2d_direct_of(const ct_conv2d_job* jo
   return ct_conv2d_direct_shape_for(direct);
 }
 
+/* The Winograd path's description of a float32 job (conv2d_winograd.h): true where it applies
+ * (3 × 3, stride 1, dilation 1, one group) and pays. */
+static bool ct_conv2d_winograd_of(const ct_conv2d_job* job, ct_conv2d_winograd_job* wino) {
+  if (job->kh != 3 || job->kw != 3 || job->groups != 1 || job->stride[0] != 1 ||
+      job->stride[1] != 1 || job->dilation[0] != 1 || job->dilation[1] != 1) {
+    return false;
+  }
+  *wino = (ct_conv2d_winograd_job){
+      .n = job->n,
+      .c = job->channels,
+      .k = job->out_channels,
+      .h = job->h,
+      .w = job->w,
+      .oh = job->oh,
+      .ow = job->ow,
+      .pad_h = job->padding[0],
+      .pad_w = job->padding[1],
+      .x = (const float*)(const void*)job->x,
+      .xs = {job->xs[0], job->xs[1], job->xs[2], job->xs[3]},
+      .weight = (const float*)(const void*)job->weight,
+      .ws = {job->ws[0], job->ws[1], job->ws[2], job->ws[3]},
+      .bias = (const float*)(const void*)job->bias,
+      .bs = job->bs,
+      .out = (float*)(void*)job->out,
+      .os = {job->os[0], job->os[1], job->os[2], job->os[3]},
+  };
+  return ct_conv2d_winograd_pays(wino);
+}
+
 /* Nothing to compute: no image, no output channel or no output position. */
 static bool ct_conv2d_empty(const ct_conv2d_job* job) {
   return job->n == 0 || job->out_channels == 0 || job->p == 0;
@@ -490,17 +520,25 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
     const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
     if (status != CT_OK) return status;                                                          \
     *alignment = CT_CONV2D_ALIGNMENT;                                                            \
+    /* Winograd, with room for the direct methods (its fallback for values not all finite). */   \
+    ct_conv2d_winograd_job wino;                                                                 \
+    const uint64_t wino_bytes =                                                                  \
+        (ID) == CT_DT_F32 && !ct_conv2d_empty(&job) && ct_conv2d_winograd_of(&job, &wino)        \
+            ? ct_conv2d_winograd_workspace(&wino)                                                \
+            : 0;                                                                                 \
     ct_conv2d_direct_job direct;                                                                 \
     const ct_conv2d_direct_shape* shape =                                                        \
         (ID) == CT_DT_F32 && !ct_conv2d_empty(&job) ? ct_conv2d_direct_of(&job, &direct) : NULL; \
     if (shape) {                                                                                 \
       *bytes = ct_conv2d_direct_workspace(&direct, shape);                                       \
+      if (*bytes < wino_bytes) *bytes = wino_bytes;                                              \
       return CT_OK;                                                                              \
     }                                                                                            \
     job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
     *bytes = ct_conv2d_empty(&job) ? 0                                                           \
                                    : (uint64_t)job.weight_bytes + (uint64_t)job.staged_bytes +   \
                                          ct_gemm_workspace_##GEMM(&job.gemm);                    \
+    if (*bytes < wino_bytes) *bytes = wino_bytes;                                                \
     *alignment = CT_CONV2D_ALIGNMENT;                                                            \
     return CT_OK;                                                                                \
   }                                                                                              \
@@ -510,6 +548,11 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
     const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
     if (status != CT_OK) return status;                                                          \
     if (ct_conv2d_empty(&job)) return CT_OK;                                                     \
+    ct_conv2d_winograd_job wino;                                                                 \
+    if ((ID) == CT_DT_F32 && ct_conv2d_winograd_of(&job, &wino) &&                               \
+        ct_conv2d_winograd_run(&wino, call->workspace, call->workspace_size)) {                  \
+      return CT_OK;                                                                              \
+    }                                                                                            \
     ct_conv2d_direct_job direct;                                                                 \
     const ct_conv2d_direct_shape* shape =                                                        \
         (ID) == CT_DT_F32 ? ct_conv2d_direct_of(&job, &direct) : NULL;                           \

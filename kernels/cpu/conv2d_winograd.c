@@ -1,0 +1,396 @@
+/* conv2d_winograd.c - F(2 × 2, 3 × 3) Winograd convolution (see conv2d_winograd.h).
+ *
+ * The matrices (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016):
+ *   Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+ *   G  = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+ *   Aᵀ = [1 1 1 0; 0 1 -1 -1]
+ * Layouts, per chunk of T tiles (tile t: image t / (TH · TW), tile row, tile column):
+ *   U[ξ][c][k], V[ξ][t][c], M[ξ][t][k] = Σ_c V[ξ][t][c] · U[ξ][c][k]   (ξ = 4 · i + j)
+ * so that the 16 products are tiles × C times C × K, row-major, batched over ξ: K, a multiple of
+ * the micro-kernel's 32 columns in the shapes that pay, wastes no columns. The transforms loop
+ * over channels innermost (contiguous in U, V and M), compiled per instruction set. */
+#include "conv2d_winograd.h"
+
+#include "cpu_isa.h"
+#include "gemm.h"
+#include "strided_iter.h"
+
+#define CT_WINOGRAD_ALIGN 64
+/* Bytes of V and M together per chunk of tiles (the products' operands stay in L3). */
+#define CT_WINOGRAD_CHUNK_BYTES ((int64_t)24 << 20)
+/* Fewest tiles a chunk has (when there are that many). */
+#define CT_WINOGRAD_MIN_CHUNK 96
+/* The Winograd path pays from this many input and output channels and tiles per image on. */
+#define CT_WINOGRAD_MIN_CHANNELS 128
+#define CT_WINOGRAD_MIN_TILES 9
+
+static inline int64_t ct_winograd_round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
+
+/* Tiles per image (th rows of tw), all tiles, and the chunk (tiles per product). */
+typedef struct ct_winograd_plan {
+  int64_t th, tw, tiles, chunk;
+  int64_t u_bytes, v_bytes, m_bytes;
+} ct_winograd_plan;
+
+static void ct_winograd_make_plan(const ct_conv2d_winograd_job* job, ct_winograd_plan* plan) {
+  plan->th = (job->oh + 1) / 2;
+  plan->tw = (job->ow + 1) / 2;
+  plan->tiles = job->n * plan->th * plan->tw;
+  const int64_t per_tile = 16 * (job->c + job->k) * (int64_t)sizeof(float);
+  int64_t chunk = CT_WINOGRAD_CHUNK_BYTES / per_tile;
+  if (chunk < CT_WINOGRAD_MIN_CHUNK) chunk = CT_WINOGRAD_MIN_CHUNK;
+  /* whole tile rows, in near-equal chunks */
+  const int64_t tile_rows = job->n * plan->th;
+  int64_t rows = (chunk + plan->tw - 1) / plan->tw;
+  if (rows > tile_rows) rows = tile_rows;
+  if (rows < 1) rows = 1;
+  const int64_t chunks = (tile_rows + rows - 1) / rows;
+  plan->chunk = (tile_rows + chunks - 1) / chunks * plan->tw;
+  const int64_t f = (int64_t)sizeof(float);
+  plan->u_bytes = ct_winograd_round_up(16 * job->k * job->c * f, CT_WINOGRAD_ALIGN);
+  plan->v_bytes = ct_winograd_round_up(16 * plan->chunk * job->c * f, CT_WINOGRAD_ALIGN);
+  plan->m_bytes = ct_winograd_round_up(16 * plan->chunk * job->k * f, CT_WINOGRAD_ALIGN);
+}
+
+/* The 16 batched products M[ξ] = V[ξ] · U[ξ] of a chunk of `tiles` tiles. */
+static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job, const ct_winograd_plan* plan,
+                                  int64_t tiles, const float* u, const float* v, float* m,
+                                  int64_t* batch, ct_gemm_desc* d) {
+  batch[0] = 16;
+  batch[1] = plan->chunk * job->c; /* V */
+  batch[2] = job->c * job->k;      /* U */
+  batch[3] = plan->chunk * job->k; /* M */
+  *d = (ct_gemm_desc){
+      .m = tiles,
+      .n = job->k,
+      .k = job->c,
+      .a = v,
+      .a_rs = job->c,
+      .a_cs = 1,
+      .b = u,
+      .b_rs = job->k,
+      .b_cs = 1,
+      .c = m,
+      .c_rs = job->k,
+      .c_cs = 1,
+      .batch_ndim = 1,
+      .batch_shape = &batch[0],
+      .a_bs = &batch[1],
+      .b_bs = &batch[2],
+      .c_bs = &batch[3],
+  };
+}
+
+bool ct_conv2d_winograd_pays(const ct_conv2d_winograd_job* job) {
+  return job->c >= CT_WINOGRAD_MIN_CHANNELS && job->k >= CT_WINOGRAD_MIN_CHANNELS &&
+         ((job->oh + 1) / 2) * ((job->ow + 1) / 2) >= CT_WINOGRAD_MIN_TILES;
+}
+
+uint64_t ct_conv2d_winograd_workspace(const ct_conv2d_winograd_job* job) {
+  ct_winograd_plan plan;
+  ct_winograd_make_plan(job, &plan);
+  int64_t batch[4];
+  ct_gemm_desc d;
+  ct_winograd_gemm_desc(job, &plan, plan.chunk, NULL, NULL, NULL, batch, &d);
+  return (uint64_t)(plan.u_bytes + plan.v_bytes + plan.m_bytes) + ct_gemm_workspace_f32(&d) +
+         CT_GEMM_WORKSPACE_ALIGNMENT;
+}
+
+/* ----- weight: U[ξ][c][k] = (G g Gᵀ)[i][j] for g = weight[k][c] ----- */
+
+typedef struct ct_winograd_context {
+  const ct_conv2d_winograd_job* job;
+  const ct_winograd_plan* plan;
+  float* u;
+  float* v;
+  float* m;
+  int64_t first; /* the chunk's first tile */
+  int nonfinite; /* set (by any thread) when an infinity or a NaN was met */
+} ct_winograd_context;
+
+/* G's rows applied to (a, b, c): a, (a + b + c) / 2, (a - b + c) / 2, c. */
+#define CT_WINOGRAD_G(a, b, c, r0, r1, r2, r3) \
+  do {                                         \
+    const float s_ = 0.5f * ((a) + (c));       \
+    (r0) = (a);                                \
+    (r1) = s_ + 0.5f * (b);                    \
+    (r2) = s_ - 0.5f * (b);                    \
+    (r3) = (c);                                \
+  } while (0)
+
+/* Output channels transformed together: the weights of a block are first gathered channel-major
+ * (g[c][tap][o], CT_WINOGRAD_O_BLOCK output channels innermost) so that the transform runs on
+ * whole vectors and stores whole cache lines of U. */
+#define CT_WINOGRAD_O_BLOCK 16
+#define CT_WINOGRAD_C_BLOCK 64
+
+static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winograd_job* job,
+                                                         float* u, int64_t o0) {
+  const int64_t k = job->k, plane = job->c * k;
+  const int64_t s0 = job->ws[0], s1 = job->ws[1], s2 = job->ws[2], s3 = job->ws[3];
+  const int64_t width = k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0 : CT_WINOGRAD_O_BLOCK;
+  float g[CT_WINOGRAD_C_BLOCK][9][CT_WINOGRAD_O_BLOCK];
+  int bad = 0;
+  for (int64_t c0 = 0; c0 < job->c; c0 += CT_WINOGRAD_C_BLOCK) {
+    const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
+    for (int64_t o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
+      const float* go = job->weight + (o0 + (o < width ? o : 0)) * s0 + c0 * s1;
+      for (int64_t c = 0; c < cn; ++c) {
+        for (int q = 0; q < 9; ++q) g[c][q][o] = go[c * s1 + (q / 3) * s2 + (q % 3) * s3];
+      }
+    }
+    for (int64_t c = 0; c < cn; ++c) {
+      float out[16][CT_WINOGRAD_O_BLOCK];
+      for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
+        float t[4][3]; /* G g: 4 rows of 3 */
+        for (int col = 0; col < 3; ++col) {
+          CT_WINOGRAD_G(g[c][col][o], g[c][3 + col][o], g[c][6 + col][o], t[0][col], t[1][col],
+                        t[2][col], t[3][col]);
+        }
+        for (int i = 0; i < 4; ++i) {
+          CT_WINOGRAD_G(t[i][0], t[i][1], t[i][2], out[4 * i][o], out[4 * i + 1][o],
+                        out[4 * i + 2][o], out[4 * i + 3][o]);
+        }
+      }
+      for (int x = 0; x < 16; ++x) {
+        for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) bad |= out[x][o] - out[x][o] != 0.0f;
+      }
+      float* dst = u + (c0 + c) * k + o0;
+      if (width == CT_WINOGRAD_O_BLOCK) { /* whole lines, copied as vectors */
+        for (int x = 0; x < 16; ++x) {
+          for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) dst[x * plane + o] = out[x][o];
+        }
+      } else {
+        for (int x = 0; x < 16; ++x) {
+          for (int64_t o = 0; o < width; ++o) dst[x * plane + o] = out[x][o];
+        }
+      }
+    }
+  }
+  return bad;
+}
+CT_CPU_ISA_VARIANTS(int, ct_winograd_weight_block,
+                    (const ct_conv2d_winograd_job* job, float* u, int64_t o0), (job, u, o0))
+
+/* Records that a task met a value that is not finite (v - v != 0: an infinity or a NaN). */
+static void ct_winograd_flag(ct_winograd_context* ctx, int bad) {
+  if (bad) __atomic_store_n(&ctx->nonfinite, 1, __ATOMIC_RELAXED);
+}
+
+static void ct_winograd_weight(int64_t begin, int64_t end, void* context) {
+  ct_winograd_context* ctx = context;
+  int bad = 0;
+  for (int64_t b = begin; b < end; ++b) {
+    bad |= ct_winograd_weight_block(ctx->job, ctx->u, b * CT_WINOGRAD_O_BLOCK);
+  }
+  ct_winograd_flag(ctx, bad);
+}
+
+/* ----- input: V[ξ][t][c] = (Bᵀ d B)[i][j] for the 4 × 4 patch d under tile t ----- */
+
+/* Bᵀ applied to (a, b, c, d): a - c, b + c, c - b, b - d. */
+#define CT_WINOGRAD_BT(a, b, c, d, r0, r1, r2, r3) \
+  do {                                             \
+    (r0) = (a) - (c);                              \
+    (r1) = (b) + (c);                              \
+    (r2) = (c) - (b);                              \
+    (r3) = (b) - (d);                              \
+  } while (0)
+
+/* Tiles and channels transformed together: one tile row's patches of CT_WINOGRAD_X_CHANNELS
+ * channels are transformed from a zero-padded copy of the four input rows under them into a
+ * local buffer, then stored as whole cache lines of V. */
+#define CT_WINOGRAD_X_TILES 32
+#define CT_WINOGRAD_X_CHANNELS 16
+
+/* Where tile t writes: its image, first output row and column. */
+static void ct_winograd_tile(const ct_winograd_plan* plan, int64_t t, int64_t* image, int64_t* oy,
+                             int64_t* ox) {
+  const int64_t per_image = plan->th * plan->tw;
+  *image = t / per_image;
+  const int64_t r = t % per_image;
+  *oy = 2 * (r / plan->tw);
+  *ox = 2 * (r % plan->tw);
+}
+
+/* Tiles [t0, t0 + count) of one tile row (count <= CT_WINOGRAD_X_TILES), whose patches start at
+ * input row y0 and column x0, for channels [c0, c0 + cn) (cn <= CT_WINOGRAD_X_CHANNELS), into V
+ * at tile index v_tile of the chunk. */
+static CT_CPU_ISA_BODY int ct_winograd_input_run_body(const ct_conv2d_winograd_job* job,
+                                                      const float* x, int64_t y0, int64_t x0,
+                                                      int64_t count, int64_t c0, int64_t cn,
+                                                      float* v, int64_t plane) {
+  float rows[4][2 * CT_WINOGRAD_X_TILES + 2];
+  float buf[16][CT_WINOGRAD_X_TILES][CT_WINOGRAD_X_CHANNELS];
+  const int64_t span = 2 * count + 2;
+  int bad = 0;
+  for (int64_t c = 0; c < cn; ++c) {
+    const float* xc = x + (c0 + c) * job->xs[1];
+    for (int r = 0; r < 4; ++r) {
+      const int64_t y = y0 + r;
+      const bool row_inside = y >= 0 && y < job->h;
+      const float* src = xc + y * job->xs[2];
+      for (int64_t q = 0; q < span; ++q) {
+        const int64_t xx = x0 + q;
+        rows[r][q] = row_inside && xx >= 0 && xx < job->w ? src[xx * job->xs[3]] : 0.0f;
+      }
+    }
+    for (int64_t t = 0; t < count; ++t) {
+      float tt[4][4]; /* Bᵀ d */
+      for (int s = 0; s < 4; ++s) {
+        CT_WINOGRAD_BT(rows[0][2 * t + s], rows[1][2 * t + s], rows[2][2 * t + s],
+                       rows[3][2 * t + s], tt[0][s], tt[1][s], tt[2][s], tt[3][s]);
+      }
+      for (int i = 0; i < 4; ++i) {
+        CT_WINOGRAD_BT(tt[i][0], tt[i][1], tt[i][2], tt[i][3], buf[4 * i][t][c],
+                       buf[4 * i + 1][t][c], buf[4 * i + 2][t][c], buf[4 * i + 3][t][c]);
+      }
+    }
+  }
+  for (int xi = 0; xi < 16; ++xi) {
+    for (int64_t t = 0; t < count; ++t) {
+      float* dst = v + xi * plane + t * job->c + c0;
+      if (cn == CT_WINOGRAD_X_CHANNELS) {
+        for (int c = 0; c < CT_WINOGRAD_X_CHANNELS; ++c) {
+          dst[c] = buf[xi][t][c];
+          bad |= buf[xi][t][c] - buf[xi][t][c] != 0.0f;
+        }
+      } else {
+        for (int64_t c = 0; c < cn; ++c) {
+          dst[c] = buf[xi][t][c];
+          bad |= buf[xi][t][c] - buf[xi][t][c] != 0.0f;
+        }
+      }
+    }
+  }
+  return bad;
+}
+CT_CPU_ISA_VARIANTS(int, ct_winograd_input_run,
+                    (const ct_conv2d_winograd_job* job, const float* x, int64_t y0, int64_t x0,
+                     int64_t count, int64_t c0, int64_t cn, float* v, int64_t plane),
+                    (job, x, y0, x0, count, c0, cn, v, plane))
+
+/* Work items of the input transform: (run of at most CT_WINOGRAD_X_TILES tiles of one tile row,
+ * channel block), runs in tile order, channel blocks inside. */
+static int64_t ct_winograd_runs_per_row(const ct_winograd_plan* plan) {
+  return (plan->tw + CT_WINOGRAD_X_TILES - 1) / CT_WINOGRAD_X_TILES;
+}
+static int64_t ct_winograd_channel_blocks(const ct_conv2d_winograd_job* job) {
+  return (job->c + CT_WINOGRAD_X_CHANNELS - 1) / CT_WINOGRAD_X_CHANNELS;
+}
+
+static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
+  const ct_winograd_context* ctx = context;
+  const ct_conv2d_winograd_job* job = ctx->job;
+  const ct_winograd_plan* plan = ctx->plan;
+  const int64_t plane = plan->chunk * job->c, blocks = ct_winograd_channel_blocks(job);
+  const int64_t runs = ct_winograd_runs_per_row(plan), first_row = ctx->first / plan->tw;
+  int bad = 0;
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t block = item % blocks, run = item / blocks;
+    const int64_t row = first_row + run / runs; /* tile row over all images */
+    const int64_t tx0 = run % runs * CT_WINOGRAD_X_TILES;
+    const int64_t count =
+        plan->tw - tx0 < CT_WINOGRAD_X_TILES ? plan->tw - tx0 : CT_WINOGRAD_X_TILES;
+    const int64_t image = row / plan->th, ty = row % plan->th;
+    const int64_t c0 = block * CT_WINOGRAD_X_CHANNELS;
+    const int64_t cn = job->c - c0 < CT_WINOGRAD_X_CHANNELS ? job->c - c0 : CT_WINOGRAD_X_CHANNELS;
+    const int64_t tile = row * plan->tw + tx0 - ctx->first; /* in the chunk */
+    bad |=
+        ct_winograd_input_run(job, job->x + image * job->xs[0], 2 * ty - job->pad_h,
+                              2 * tx0 - job->pad_w, count, c0, cn, ctx->v + tile * job->c, plane);
+  }
+  ct_winograd_flag((ct_winograd_context*)ctx, bad);
+}
+
+/* ----- output: Y = Aᵀ M A (+ bias) per tile and output channel ----- */
+
+static CT_CPU_ISA_BODY int ct_winograd_output_tile_body(const ct_conv2d_winograd_job* job,
+                                                        const float* m, int64_t plane, float* out,
+                                                        const unsigned char* inside,
+                                                        const int64_t* offset) {
+  const int64_t ks = job->os[1];
+  int bad = 0;
+  for (int64_t o = 0; o < job->k; ++o) {
+    float e[4][4];
+    for (int q = 0; q < 16; ++q) e[q / 4][q % 4] = m[q * plane + o];
+    float t[2][4]; /* Aᵀ M: rows 0 + 1 + 2 and 1 - 2 - 3 */
+    for (int s = 0; s < 4; ++s) {
+      t[0][s] = e[0][s] + e[1][s] + e[2][s];
+      t[1][s] = e[1][s] - e[2][s] - e[3][s];
+    }
+    const float b = job->bias ? job->bias[o * job->bs] : 0.0f;
+    float y[4];
+    for (int i = 0; i < 2; ++i) {
+      y[2 * i] = t[i][0] + t[i][1] + t[i][2] + b;
+      y[2 * i + 1] = t[i][1] - t[i][2] - t[i][3] + b;
+    }
+    float* dst = out + o * ks;
+    for (int q = 0; q < 4; ++q) {
+      if (inside[q]) dst[offset[q]] = y[q];
+      bad |= y[q] - y[q] != 0.0f;
+    }
+  }
+  return bad;
+}
+CT_CPU_ISA_VARIANTS(int, ct_winograd_output_tile,
+                    (const ct_conv2d_winograd_job* job, const float* m, int64_t plane, float* out,
+                     const unsigned char* inside, const int64_t* offset),
+                    (job, m, plane, out, inside, offset))
+
+static void ct_winograd_output(int64_t begin, int64_t end, void* context) {
+  const ct_winograd_context* ctx = context;
+  const ct_conv2d_winograd_job* job = ctx->job;
+  const int64_t plane = ctx->plan->chunk * job->k;
+  int bad = 0;
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t image, oy, ox;
+    ct_winograd_tile(ctx->plan, ctx->first + t, &image, &oy, &ox);
+    unsigned char inside[4];
+    int64_t offset[4];
+    for (int q = 0; q < 4; ++q) {
+      const int64_t y = oy + q / 2, xx = ox + q % 2;
+      inside[q] = y < job->oh && xx < job->ow;
+      offset[q] = inside[q] ? y * job->os[2] + xx * job->os[3] : 0;
+    }
+    bad |= ct_winograd_output_tile(job, ctx->m + t * job->k, plane, job->out + image * job->os[0],
+                                   inside, offset);
+  }
+  ct_winograd_flag((ct_winograd_context*)ctx, bad);
+}
+
+bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
+                            uint64_t workspace_size) {
+  ct_winograd_plan plan;
+  ct_winograd_make_plan(job, &plan);
+  char* base = workspace;
+  ct_winograd_context ctx = {
+      .job = job,
+      .plan = &plan,
+      .u = (float*)(void*)base,
+      .v = (float*)(void*)(base + plan.u_bytes),
+      .m = (float*)(void*)(base + plan.u_bytes + plan.v_bytes),
+  };
+  const int64_t used = plan.u_bytes + plan.v_bytes + plan.m_bytes;
+  ct_cpu_parallel_for((job->k + CT_WINOGRAD_O_BLOCK - 1) / CT_WINOGRAD_O_BLOCK,
+                      64 * CT_WINOGRAD_O_BLOCK * job->c, ct_winograd_weight, &ctx);
+  if (ctx.nonfinite) return false;
+  for (int64_t first = 0; first < plan.tiles; first += plan.chunk) {
+    const int64_t tiles = plan.tiles - first < plan.chunk ? plan.tiles - first : plan.chunk;
+    ctx.first = first;
+    const int64_t rows = tiles / plan.tw; /* chunks are whole tile rows */
+    ct_cpu_parallel_for(rows * ct_winograd_runs_per_row(&plan) * ct_winograd_channel_blocks(job),
+                        64 * CT_WINOGRAD_X_CHANNELS * CT_WINOGRAD_X_TILES, ct_winograd_input, &ctx);
+    int64_t batch[4];
+    ct_gemm_desc d;
+    ct_winograd_gemm_desc(job, &plan, tiles, ctx.u, ctx.v, ctx.m, batch, &d);
+    d.workspace = base + used;
+    d.workspace_size = workspace_size - (uint64_t)used;
+    ct_gemm_f32(&d);
+    ct_cpu_parallel_for(tiles, 48 * job->k, ct_winograd_output, &ctx);
+    if (ctx.nonfinite) return false;
+  }
+  return true;
+}
