@@ -71,7 +71,7 @@ static void ct_conv2d_direct_pack(const ct_conv2d_direct_job* job,
                                   float* bias_packed) {
   const int64_t rows = shape->rows, row_tiles = ct_conv2d_direct_row_tiles(job, shape);
   const int64_t group = tile / row_tiles, first = (tile % row_tiles) * rows;
-  const int64_t* ws = job->weight_stride;
+  const int64_t* ws = job->f.ws;
   float* dst = packed + tile * ct_conv2d_direct_tile_floats(job, shape);
   for (int64_t c = 0; c < job->cg; ++c) {
     for (int64_t i = 0; i < job->kh; ++i) {
@@ -80,7 +80,7 @@ static void ct_conv2d_direct_pack(const ct_conv2d_direct_job* job,
           const int64_t o = first + r;
           *dst++ =
               o < job->og
-                  ? job->weight[(group * job->og + o) * ws[0] + c * ws[1] + i * ws[2] + j * ws[3]]
+                  ? job->f.weight[(group * job->og + o) * ws[0] + c * ws[1] + i * ws[2] + j * ws[3]]
                   : 0.0f;
         }
       }
@@ -89,7 +89,7 @@ static void ct_conv2d_direct_pack(const ct_conv2d_direct_job* job,
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t o = first + r;
     bias_packed[tile * rows + r] =
-        job->bias && o < job->og ? job->bias[(group * job->og + o) * job->bias_stride] : 0.0f;
+        job->f.bias && o < job->og ? job->f.bias[(group * job->og + o) * job->f.bs] : 0.0f;
   }
 }
 
@@ -139,8 +139,8 @@ static void ct_conv2d_direct_item(const ct_conv2d_direct_job* job,
   }
   const int64_t row_tiles = ct_conv2d_direct_row_tiles(job, shape);
   const int64_t tile_floats = ct_conv2d_direct_tile_floats(job, shape);
-  const float* x = job->x + image * job->x_image_stride + group * job->cg * job->x_channel_stride;
-  float* out = job->out + image * job->out_image_stride + group * job->og * job->out_channel_stride;
+  const float* x = job->f.x + image * job->f.xs[0] + group * job->cg * job->f.xs[1];
+  float* out = job->f.out + image * job->f.os[0] + group * job->og * job->f.os[1];
   for (int64_t c0 = 0; c0 < job->cg; c0 += CT_CONV2D_DIRECT_CHANNEL_BLOCK) {
     const int64_t channels = job->cg - c0 < CT_CONV2D_DIRECT_CHANNEL_BLOCK
                                  ? job->cg - c0
@@ -151,15 +151,15 @@ static void ct_conv2d_direct_item(const ct_conv2d_direct_job* job,
       for (int64_t u = 0; u < count; ++u) {
         const int64_t p0 = (t0 + u) * lanes;
         const ct_conv2d_direct_tile call = {
-            .x = x + c0 * job->x_channel_stride + p0,
-            .x_channel_stride = job->x_channel_stride,
+            .x = x + c0 * job->f.xs[1] + p0,
+            .x_channel_stride = job->f.xs[1],
             .channels = channels,
             .taps = taps,
             .tap_offset = tap_offset,
             .tap_mask = masks[u],
             .a = packed + tile * tile_floats + c0 * taps * rows,
-            .out = out + first * job->out_channel_stride + p0,
-            .out_channel_stride = job->out_channel_stride,
+            .out = out + first * job->f.os[1] + p0,
+            .out_channel_stride = job->f.os[1],
             .rows = (int32_t)(job->og - first < rows ? job->og - first : rows),
             .out_mask = out_masks[u],
             .bias = bias_packed + tile * rows,

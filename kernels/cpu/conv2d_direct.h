@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "conv2d_operands.h"
 #include "internal.h"
 
 /* The widest tile (positions) and the most taps (kH · kW) the direct path takes. */
@@ -67,14 +68,7 @@ typedef struct ct_conv2d_direct_job {
   int64_t n, groups, cg, og; /* images, groups, input and output channels per group */
   int64_t h, w, oh;          /* input rows, row width (input and output), output rows */
   int64_t kh, kw, pad_h, pad_w, dil_h, dil_w;
-  const float* x;
-  int64_t x_image_stride, x_channel_stride;
-  const float* weight; /* (O, C / groups, kH, kW) */
-  int64_t weight_stride[4];
-  const float* bias; /* (O,) or NULL */
-  int64_t bias_stride;
-  float* out;
-  int64_t out_image_stride, out_channel_stride;
+  ct_conv2d_f32_operands f; /* the input's and output's H and W strides are W and 1 */
 } ct_conv2d_direct_job;
 
 /* The micro-kernel for this CPU (ct_cpu_isa()) whose tiles waste the fewest rows and positions

@@ -229,6 +229,20 @@ static bool ct_conv2d_fold_columns(const ct_conv2d_job* job, int64_t nr, int64_t
   return false;
 }
 
+/* The operands of a float32 job, for the float32-only paths. */
+static ct_conv2d_f32_operands ct_conv2d_f32_operands_of(const ct_conv2d_job* job) {
+  return (ct_conv2d_f32_operands){
+      .x = (const float*)(const void*)job->x,
+      .xs = {job->xs[0], job->xs[1], job->xs[2], job->xs[3]},
+      .weight = (const float*)(const void*)job->weight,
+      .ws = {job->ws[0], job->ws[1], job->ws[2], job->ws[3]},
+      .bias = (const float*)(const void*)job->bias,
+      .bs = job->bs,
+      .out = (float*)(void*)job->out,
+      .os = {job->os[0], job->os[1], job->os[2], job->os[3]},
+  };
+}
+
 /* The direct path's description of a float32 job (conv2d_direct.h) and its tile shape, or NULL
  * where it does not apply: a stride other than 1, output rows narrower or wider than the
  * input's, rows that are not W apart, more taps than it takes, or no shape for this CPU and
@@ -256,16 +270,7 @@ static const ct_conv2d_direct_shape* ct_conv2d_direct_of(const ct_conv2d_job* jo
       .pad_w = job->padding[1],
       .dil_h = job->dilation[0],
       .dil_w = job->dilation[1],
-      .x = (const float*)(const void*)job->x,
-      .x_image_stride = job->xs[0],
-      .x_channel_stride = job->xs[1],
-      .weight = (const float*)(const void*)job->weight,
-      .weight_stride = {job->ws[0], job->ws[1], job->ws[2], job->ws[3]},
-      .bias = (const float*)(const void*)job->bias,
-      .bias_stride = job->bs,
-      .out = (float*)(void*)job->out,
-      .out_image_stride = job->os[0],
-      .out_channel_stride = job->os[1],
+      .f = ct_conv2d_f32_operands_of(job),
   };
   return ct_conv2d_direct_shape_for(direct);
 }
@@ -287,14 +292,7 @@ static bool ct_conv2d_winograd_of(const ct_conv2d_job* job, ct_conv2d_winograd_j
       .ow = job->ow,
       .pad_h = job->padding[0],
       .pad_w = job->padding[1],
-      .x = (const float*)(const void*)job->x,
-      .xs = {job->xs[0], job->xs[1], job->xs[2], job->xs[3]},
-      .weight = (const float*)(const void*)job->weight,
-      .ws = {job->ws[0], job->ws[1], job->ws[2], job->ws[3]},
-      .bias = (const float*)(const void*)job->bias,
-      .bs = job->bs,
-      .out = (float*)(void*)job->out,
-      .os = {job->os[0], job->os[1], job->os[2], job->os[3]},
+      .f = ct_conv2d_f32_operands_of(job),
   };
   return ct_conv2d_winograd_pays(wino);
 }

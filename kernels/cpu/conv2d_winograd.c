@@ -129,14 +129,14 @@ typedef struct ct_winograd_context {
 static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winograd_job* job,
                                                          float* u, int64_t o0) {
   const int64_t k = job->k, plane = job->c * k;
-  const int64_t s0 = job->ws[0], s1 = job->ws[1], s2 = job->ws[2], s3 = job->ws[3];
+  const int64_t s0 = job->f.ws[0], s1 = job->f.ws[1], s2 = job->f.ws[2], s3 = job->f.ws[3];
   const int64_t width = k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0 : CT_WINOGRAD_O_BLOCK;
   float g[CT_WINOGRAD_C_BLOCK][9][CT_WINOGRAD_O_BLOCK];
   int bad = 0;
   for (int64_t c0 = 0; c0 < job->c; c0 += CT_WINOGRAD_C_BLOCK) {
     const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
     for (int64_t o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
-      const float* go = job->weight + (o0 + (o < width ? o : 0)) * s0 + c0 * s1;
+      const float* go = job->f.weight + (o0 + (o < width ? o : 0)) * s0 + c0 * s1;
       for (int64_t c = 0; c < cn; ++c) {
         for (int q = 0; q < 9; ++q) g[c][q][o] = go[c * s1 + (q / 3) * s2 + (q % 3) * s3];
       }
@@ -227,14 +227,14 @@ static CT_CPU_ISA_BODY int ct_winograd_input_run_body(const ct_conv2d_winograd_j
   const int64_t span = 2 * count + 2;
   int bad = 0;
   for (int64_t c = 0; c < cn; ++c) {
-    const float* xc = x + (c0 + c) * job->xs[1];
+    const float* xc = x + (c0 + c) * job->f.xs[1];
     for (int r = 0; r < 4; ++r) {
       const int64_t y = y0 + r;
       const bool row_inside = y >= 0 && y < job->h;
-      const float* src = xc + y * job->xs[2];
+      const float* src = xc + y * job->f.xs[2];
       for (int64_t q = 0; q < span; ++q) {
         const int64_t xx = x0 + q;
-        rows[r][q] = row_inside && xx >= 0 && xx < job->w ? src[xx * job->xs[3]] : 0.0f;
+        rows[r][q] = row_inside && xx >= 0 && xx < job->w ? src[xx * job->f.xs[3]] : 0.0f;
       }
     }
     for (int64_t t = 0; t < count; ++t) {
@@ -282,7 +282,7 @@ static int64_t ct_winograd_channel_blocks(const ct_conv2d_winograd_job* job) {
 }
 
 static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
-  const ct_winograd_context* ctx = context;
+  ct_winograd_context* ctx = context;
   const ct_conv2d_winograd_job* job = ctx->job;
   const ct_winograd_plan* plan = ctx->plan;
   const int64_t plane = plan->chunk * job->c, blocks = ct_winograd_channel_blocks(job);
@@ -299,10 +299,10 @@ static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
     const int64_t cn = job->c - c0 < CT_WINOGRAD_X_CHANNELS ? job->c - c0 : CT_WINOGRAD_X_CHANNELS;
     const int64_t tile = row * plan->tw + tx0 - ctx->first; /* in the chunk */
     bad |=
-        ct_winograd_input_run(job, job->x + image * job->xs[0], 2 * ty - job->pad_h,
+        ct_winograd_input_run(job, job->f.x + image * job->f.xs[0], 2 * ty - job->pad_h,
                               2 * tx0 - job->pad_w, count, c0, cn, ctx->v + tile * job->c, plane);
   }
-  ct_winograd_flag((ct_winograd_context*)ctx, bad);
+  ct_winograd_flag(ctx, bad);
 }
 
 /* ----- output: Y = Aᵀ M A (+ bias) per tile and output channel ----- */
@@ -311,7 +311,7 @@ static CT_CPU_ISA_BODY int ct_winograd_output_tile_body(const ct_conv2d_winograd
                                                         const float* m, int64_t plane, float* out,
                                                         const unsigned char* inside,
                                                         const int64_t* offset) {
-  const int64_t ks = job->os[1];
+  const int64_t ks = job->f.os[1];
   int bad = 0;
   for (int64_t o = 0; o < job->k; ++o) {
     float e[4][4];
@@ -321,7 +321,7 @@ static CT_CPU_ISA_BODY int ct_winograd_output_tile_body(const ct_conv2d_winograd
       t[0][s] = e[0][s] + e[1][s] + e[2][s];
       t[1][s] = e[1][s] - e[2][s] - e[3][s];
     }
-    const float b = job->bias ? job->bias[o * job->bs] : 0.0f;
+    const float b = job->f.bias ? job->f.bias[o * job->f.bs] : 0.0f;
     float y[4];
     for (int i = 0; i < 2; ++i) {
       y[2 * i] = t[i][0] + t[i][1] + t[i][2] + b;
@@ -341,7 +341,7 @@ CT_CPU_ISA_VARIANTS(int, ct_winograd_output_tile,
                     (job, m, plane, out, inside, offset))
 
 static void ct_winograd_output(int64_t begin, int64_t end, void* context) {
-  const ct_winograd_context* ctx = context;
+  ct_winograd_context* ctx = context;
   const ct_conv2d_winograd_job* job = ctx->job;
   const int64_t plane = ctx->plan->chunk * job->k;
   int bad = 0;
@@ -353,12 +353,12 @@ static void ct_winograd_output(int64_t begin, int64_t end, void* context) {
     for (int q = 0; q < 4; ++q) {
       const int64_t y = oy + q / 2, xx = ox + q % 2;
       inside[q] = y < job->oh && xx < job->ow;
-      offset[q] = inside[q] ? y * job->os[2] + xx * job->os[3] : 0;
+      offset[q] = inside[q] ? y * job->f.os[2] + xx * job->f.os[3] : 0;
     }
-    bad |= ct_winograd_output_tile(job, ctx->m + t * job->k, plane, job->out + image * job->os[0],
-                                   inside, offset);
+    bad |= ct_winograd_output_tile(job, ctx->m + t * job->k, plane,
+                                   job->f.out + image * job->f.os[0], inside, offset);
   }
-  ct_winograd_flag((ct_winograd_context*)ctx, bad);
+  ct_winograd_flag(ctx, bad);
 }
 
 bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,

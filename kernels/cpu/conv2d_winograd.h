@@ -20,20 +20,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conv2d_operands.h"
 #include "internal.h"
 
 /* One convolution: input (N, C, H, W), weight (K, C, 3, 3), output (N, K, OH, OW) with
  * OH = H + 2 · pad_h - 2 and OW = W + 2 · pad_w - 2; element strides of every operand. */
 typedef struct ct_conv2d_winograd_job {
   int64_t n, c, k, h, w, oh, ow, pad_h, pad_w;
-  const float* x;
-  int64_t xs[4];
-  const float* weight;
-  int64_t ws[4];
-  const float* bias; /* (K,) or NULL */
-  int64_t bs;
-  float* out;
-  int64_t os[4];
+  ct_conv2d_f32_operands f;
 } ct_conv2d_winograd_job;
 
 /* Whether the Winograd path should run this convolution (it is correct for any, but pays only
