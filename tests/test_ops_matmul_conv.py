@@ -417,7 +417,8 @@ def test_conv2d_rejects_bad_shapes():
     ],
 )
 def test_conv2d_winograd(x_shape, out_channels, padding, bias, sliced):
-    """float32 3x3 stride-1 convolutions with enough channels for the Winograd path: odd and even
+    """float32 3x3 stride-1 convolutions with enough channels for the Winograd path (128 and 9
+    tiles: CT_WINOGRAD_MIN_CHANNELS and CT_WINOGRAD_MIN_TILES in conv2d_winograd.c): odd and even
     sizes, every padding, and (sliced) every other channel of a reversed input written into every
     other channel of a larger output."""
     rng = np.random.default_rng(sum(x_shape) + out_channels)

@@ -13,6 +13,7 @@
 
 #include "cpu_isa.h"
 #include "gemm.h"
+#include "int_div.h"
 #include "strided_iter.h"
 
 #define CT_WINOGRAD_ALIGN 64
@@ -20,13 +21,11 @@
 #define CT_WINOGRAD_CHUNK_BYTES ((int64_t)24 << 20)
 /* Fewest tiles a chunk has (when there are that many). */
 #define CT_WINOGRAD_MIN_CHUNK 96
-/* The Winograd path pays from this many input and output channels and tiles per image on. */
+/* The Winograd path pays from this many input and output channels and tiles per image on
+ * (tests/test_ops_matmul_conv.py's Winograd cases sit at these bounds: raising them would send
+ * those cases to the direct paths). */
 #define CT_WINOGRAD_MIN_CHANNELS 128
 #define CT_WINOGRAD_MIN_TILES 9
-
-static inline int64_t ct_winograd_round_up(int64_t a, int64_t b) {
-  return (a + b - 1) / b * b;
-}
 
 /* Tiles per image (th rows of tw), all tiles, and the chunk (tiles per product). */
 typedef struct ct_winograd_plan {
@@ -35,23 +34,23 @@ typedef struct ct_winograd_plan {
 } ct_winograd_plan;
 
 static void ct_winograd_make_plan(const ct_conv2d_winograd_job* job, ct_winograd_plan* plan) {
-  plan->th = (job->oh + 1) / 2;
-  plan->tw = (job->ow + 1) / 2;
+  plan->th = ct_div_up(job->oh, 2);
+  plan->tw = ct_div_up(job->ow, 2);
   plan->tiles = job->n * plan->th * plan->tw;
   const int64_t per_tile = 16 * (job->c + job->k) * (int64_t)sizeof(float);
   int64_t chunk = CT_WINOGRAD_CHUNK_BYTES / per_tile;
   if (chunk < CT_WINOGRAD_MIN_CHUNK) chunk = CT_WINOGRAD_MIN_CHUNK;
   /* whole tile rows, in near-equal chunks */
   const int64_t tile_rows = job->n * plan->th;
-  int64_t rows = (chunk + plan->tw - 1) / plan->tw;
+  int64_t rows = ct_div_up(chunk, plan->tw);
   if (rows > tile_rows) rows = tile_rows;
   if (rows < 1) rows = 1;
-  const int64_t chunks = (tile_rows + rows - 1) / rows;
-  plan->chunk = (tile_rows + chunks - 1) / chunks * plan->tw;
+  const int64_t chunks = ct_div_up(tile_rows, rows);
+  plan->chunk = ct_div_up(tile_rows, chunks) * plan->tw;
   const int64_t f = (int64_t)sizeof(float);
-  plan->u_bytes = ct_winograd_round_up(16 * job->k * job->c * f, CT_WINOGRAD_ALIGN);
-  plan->v_bytes = ct_winograd_round_up(16 * plan->chunk * job->c * f, CT_WINOGRAD_ALIGN);
-  plan->m_bytes = ct_winograd_round_up(16 * plan->chunk * job->k * f, CT_WINOGRAD_ALIGN);
+  plan->u_bytes = ct_round_up(16 * job->k * job->c * f, CT_WINOGRAD_ALIGN);
+  plan->v_bytes = ct_round_up(16 * plan->chunk * job->c * f, CT_WINOGRAD_ALIGN);
+  plan->m_bytes = ct_round_up(16 * plan->chunk * job->k * f, CT_WINOGRAD_ALIGN);
 }
 
 /* The 16 batched products M[ξ] = V[ξ] · U[ξ] of a chunk of `tiles` tiles. */
@@ -85,7 +84,7 @@ static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job, const ct_wi
 
 bool ct_conv2d_winograd_pays(const ct_conv2d_winograd_job* job) {
   return job->c >= CT_WINOGRAD_MIN_CHANNELS && job->k >= CT_WINOGRAD_MIN_CHANNELS &&
-         ((job->oh + 1) / 2) * ((job->ow + 1) / 2) >= CT_WINOGRAD_MIN_TILES;
+         ct_div_up(job->oh, 2) * ct_div_up(job->ow, 2) >= CT_WINOGRAD_MIN_TILES;
 }
 
 uint64_t ct_conv2d_winograd_workspace(const ct_conv2d_winograd_job* job) {
@@ -275,10 +274,10 @@ CT_CPU_ISA_VARIANTS(int, ct_winograd_input_run,
 /* Work items of the input transform: (run of at most CT_WINOGRAD_X_TILES tiles of one tile row,
  * channel block), runs in tile order, channel blocks inside. */
 static int64_t ct_winograd_runs_per_row(const ct_winograd_plan* plan) {
-  return (plan->tw + CT_WINOGRAD_X_TILES - 1) / CT_WINOGRAD_X_TILES;
+  return ct_div_up(plan->tw, CT_WINOGRAD_X_TILES);
 }
 static int64_t ct_winograd_channel_blocks(const ct_conv2d_winograd_job* job) {
-  return (job->c + CT_WINOGRAD_X_CHANNELS - 1) / CT_WINOGRAD_X_CHANNELS;
+  return ct_div_up(job->c, CT_WINOGRAD_X_CHANNELS);
 }
 
 static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
@@ -374,8 +373,8 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
       .m = (float*)(void*)(base + plan.u_bytes + plan.v_bytes),
   };
   const int64_t used = plan.u_bytes + plan.v_bytes + plan.m_bytes;
-  ct_cpu_parallel_for((job->k + CT_WINOGRAD_O_BLOCK - 1) / CT_WINOGRAD_O_BLOCK,
-                      64 * CT_WINOGRAD_O_BLOCK * job->c, ct_winograd_weight, &ctx);
+  ct_cpu_parallel_for(ct_div_up(job->k, CT_WINOGRAD_O_BLOCK), 64 * CT_WINOGRAD_O_BLOCK * job->c,
+                      ct_winograd_weight, &ctx);
   if (ctx.nonfinite) return false;
   for (int64_t first = 0; first < plan.tiles; first += plan.chunk) {
     const int64_t tiles = plan.tiles - first < plan.chunk ? plan.tiles - first : plan.chunk;

@@ -37,6 +37,7 @@
 
 #include "cpu_threads.h"
 #include "gemm_ukernel.h"
+#include "int_div.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -60,12 +61,6 @@
 
 static inline int64_t ct_gemm_min(int64_t a, int64_t b) {
   return a < b ? a : b;
-}
-static inline int64_t ct_gemm_div_up(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-static inline int64_t ct_gemm_round_up(int64_t a, int64_t b) {
-  return ct_gemm_div_up(a, b) * b;
 }
 static inline int64_t ct_gemm_abs(int64_t a) {
   return a < 0 ? -a : a;
@@ -133,22 +128,22 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   /* Equal k blocks (576 = 288 + 288, not 512 + 64): a short last block costs a whole pass over
    * C for little work. */
   const int64_t depth = d->k > 0 ? d->k : 1;
-  bk.kc = (int32_t)ct_gemm_div_up(depth, ct_gemm_div_up(depth, bk.kc));
-  bk.mc = (int32_t)ct_gemm_min(bk.mc, ct_gemm_round_up(mn, bk.mr));
-  bk.nc = (int32_t)ct_gemm_min(bk.nc, ct_gemm_round_up(mn, bk.nr));
-  const int64_t staged_nc = ct_gemm_min(bk.nc, ct_gemm_round_up(CT_GEMM_STAGED_NC, bk.nr));
-  plan->a_bytes = ct_gemm_round_up((int64_t)bk.mc * bk.kc * acc_size, CT_GEMM_ALIGN);
-  plan->b_bytes = ct_gemm_round_up((int64_t)bk.kc * bk.nc * acc_size, CT_GEMM_ALIGN);
-  plan->c_bytes = ct_gemm_round_up((int64_t)bk.mc * staged_nc * acc_size, CT_GEMM_ALIGN);
+  bk.kc = (int32_t)ct_div_up(depth, ct_div_up(depth, bk.kc));
+  bk.mc = (int32_t)ct_gemm_min(bk.mc, ct_round_up(mn, bk.mr));
+  bk.nc = (int32_t)ct_gemm_min(bk.nc, ct_round_up(mn, bk.nr));
+  const int64_t staged_nc = ct_gemm_min(bk.nc, ct_round_up(CT_GEMM_STAGED_NC, bk.nr));
+  plan->a_bytes = ct_round_up((int64_t)bk.mc * bk.kc * acc_size, CT_GEMM_ALIGN);
+  plan->b_bytes = ct_round_up((int64_t)bk.kc * bk.nc * acc_size, CT_GEMM_ALIGN);
+  plan->c_bytes = ct_round_up((int64_t)bk.mc * staged_nc * acc_size, CT_GEMM_ALIGN);
   plan->slot_bytes = plan->a_bytes + plan->b_bytes + plan->c_bytes;
   bool a_shared = batch > 1 && d->k > 0;
   for (int32_t q = 0; q < d->batch_ndim; ++q) {
     if (d->batch_shape[q] > 1 && d->a_bs[q] != 0) a_shared = false;
   }
-  plan->m_padded = ct_gemm_round_up(d->m, bk.mr);
+  plan->m_padded = ct_round_up(d->m, bk.mr);
   const int64_t prepack = plan->m_padded * d->k * acc_size;
   plan->prepack_bytes =
-      a_shared && prepack <= CT_GEMM_PREPACK_BYTES ? ct_gemm_round_up(prepack, CT_GEMM_ALIGN) : 0;
+      a_shared && prepack <= CT_GEMM_PREPACK_BYTES ? ct_round_up(prepack, CT_GEMM_ALIGN) : 0;
   plan->prepack = NULL;
   const int threads = ct_cpu_num_threads();
   const double fmas = (double)batch * (double)d->m * (double)d->n * (double)(d->k > 0 ? d->k : 1);
@@ -186,8 +181,8 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   plan->bk = bk;
   plan->l2_nc = CT_GEMM_L2_PANEL_BYTES / ((int64_t)bk.kc * acc_size) / bk.nr * bk.nr;
   if (plan->l2_nc < bk.nr) plan->l2_nc = bk.nr;
-  plan->m_chunks = ct_gemm_div_up(m, plan->m_chunk);
-  plan->n_chunks = ct_gemm_div_up(n, plan->n_chunk);
+  plan->m_chunks = ct_div_up(m, plan->m_chunk);
+  plan->n_chunks = ct_div_up(n, plan->n_chunk);
   plan->items = batch * plan->m_chunks * plan->n_chunks;
   return true;
 }
@@ -352,8 +347,8 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
    * parallel region (the blocks are shared out; the region's next construct waits). */            \
   static void ct_gemm_prepack_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan) {            \
     const int64_t kc_max = plan->bk.kc, mc = plan->bk.mc;                                          \
-    const int64_t row_blocks = ct_gemm_div_up(d->m, mc);                                           \
-    const int64_t blocks = ct_gemm_div_up(d->k, kc_max) * row_blocks;                              \
+    const int64_t row_blocks = ct_div_up(d->m, mc);                                                \
+    const int64_t blocks = ct_div_up(d->k, kc_max) * row_blocks;                                   \
     _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < blocks; ++t) {                 \
       const int64_t pc = t / row_blocks * kc_max, ic = t % row_blocks * mc;                        \
       const int64_t kc = ct_gemm_min(kc_max, d->k - pc), mb = ct_gemm_min(mc, d->m - ic);          \
@@ -406,7 +401,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
         const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, i_begin, mb, pc, kc, abuf);         \
         for (int64_t jc = j_begin; jc < j_end; jc += plan->l2_nc) {                                \
           const int64_t nb = ct_gemm_min(plan->l2_nc, j_end - jc);                                 \
-          const int64_t panels = ct_gemm_div_up(nb, nr);                                           \
+          const int64_t panels = ct_div_up(nb, nr);                                                \
           ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, 0, panels, bbuf);             \
           ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bbuf,                        \
                                (ACC*)(void*)c + i_begin * d->c_rs + jc, d->c_rs,                   \
@@ -417,7 +412,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     }                                                                                              \
     for (int64_t jc = j_begin; jc < j_end; jc += bk->nc) {                                         \
       const int64_t nb = ct_gemm_min(bk->nc, j_end - jc);                                          \
-      const int64_t panels = ct_gemm_div_up(nb, nr);                                               \
+      const int64_t panels = ct_div_up(nb, nr);                                                    \
       /* k == 0 still runs one (empty) block, which writes the zeros. */                           \
       for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                      \
         const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                            \
@@ -468,16 +463,16 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
       ACC* c = (ACC*)(void*)((TOUT*)d->c + c_off);                                                 \
       for (int64_t jc = 0; jc < d->n; jc += bk->nc) {                                              \
         const int64_t nb = ct_gemm_min(bk->nc, d->n - jc);                                         \
-        const int64_t panels = ct_gemm_div_up(nb, nr);                                             \
+        const int64_t panels = ct_div_up(nb, nr);                                                  \
         /* Row blocks: a multiple of the thread count, of near-equal micro-row counts (never more  \
          * than mc rows), so that the threads finish together. */                                  \
-        const int64_t units = ct_gemm_div_up(d->m, bk->mr);                                        \
-        const int64_t blocks = ct_gemm_round_up(ct_gemm_div_up(d->m, bk->mc), threads);            \
+        const int64_t units = ct_div_up(d->m, bk->mr);                                             \
+        const int64_t blocks = ct_round_up(ct_div_up(d->m, bk->mc), threads);                      \
         /* Column groups so that there are a few tiles per thread. */                              \
-        int64_t groups = ct_gemm_div_up((int64_t)threads * CT_GEMM_ITEMS_PER_THREAD, blocks);      \
+        int64_t groups = ct_div_up((int64_t)threads * CT_GEMM_ITEMS_PER_THREAD, blocks);           \
         if (groups > panels) groups = panels;                                                      \
-        const int64_t per_group = ct_gemm_div_up(panels, groups);                                  \
-        groups = ct_gemm_div_up(panels, per_group);                                                \
+        const int64_t per_group = ct_div_up(panels, groups);                                       \
+        groups = ct_div_up(panels, per_group);                                                     \
         for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                    \
           const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                          \
           _Pragma("omp for schedule(static)") for (int q = 0; q < threads; ++q) {                  \
