@@ -308,8 +308,9 @@ def test_conv2d_tiles(dtype, groups):
 @st.composite
 def same_padding_cases(draw):
     """Stride-1 convolutions whose output rows are as wide as the input's, on planes of 32 to 1024
-    positions (whole and partial last tiles of 32): the AVX-512 direct path's cases, on more
-    input channels than one of its channel blocks (32) and output channels off its 12-row tile."""
+    positions (whole and partial last tiles of 16 to 48): the direct path's cases (AVX2, AVX-512),
+    on more input channels than one of its channel blocks (32) and output channels off its tiles'
+    rows (4, 6, 8, 12)."""
     h, w = draw(st.sampled_from([(4, 8), (8, 8), (2, 16), (32, 1), (1, 32), (16, 6), (20, 20),
                                  (33, 31), (12, 8)]))
     kh, kw = draw(st.sampled_from([1, 3, 5])), draw(st.sampled_from([1, 3]))
@@ -331,7 +332,7 @@ def same_padding_cases(draw):
 @given(case=same_padding_cases(), seed=st.integers(0, 2**32 - 1),
        sliced_input=st.booleans(), sliced_output=st.booleans())
 def test_conv2d_same_padding_float32(case, seed, sliced_input, sliced_output):
-    """float32 same-padding convolutions (the direct path where the CPU has AVX-512), also reading
+    """float32 same-padding convolutions (the direct path where the CPU has AVX2), also reading
     every other channel of a larger input and writing every other channel of a larger output."""
     rng = np.random.default_rng(seed)
     n, c, h, w = case["x_shape"]

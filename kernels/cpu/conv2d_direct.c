@@ -30,6 +30,12 @@ const ct_conv2d_direct_shape* ct_conv2d_direct_shape_for(const ct_conv2d_direct_
     count = CT_CONV2D_DIRECT_AVX512_SHAPES;
   }
 #endif
+#ifdef CT_HAVE_GEMM_AVX2
+  if (ct_cpu_isa() == CT_CPU_ISA_AVX2) {
+    shapes = ct_conv2d_direct_avx2_shapes;
+    count = CT_CONV2D_DIRECT_AVX2_SHAPES;
+  }
+#endif
   const int64_t positions = job->oh * job->w;
   const ct_conv2d_direct_shape* best = NULL;
   double best_used = 0.0;
@@ -64,8 +70,9 @@ uint64_t ct_conv2d_direct_workspace(const ct_conv2d_direct_job* job,
   return (uint64_t)(floats * (int64_t)sizeof(float) + 63) / 64 * 64;
 }
 
-/* Weight tile `tile` (over groups × row tiles): packed[(c · taps + t) · rows + r], zero rows
- * past the group's channels; its bias values (zeros without a bias) go to bias_packed. */
+/* Weight tile `tile` (over groups × row tiles), in blocks of CT_CONV2D_DIRECT_CHANNEL_BLOCK input
+ * channels: block[(t · channels + c) · rows + r] for the block's channels, zero rows past the
+ * group's channels; its bias values (zeros without a bias) go to bias_packed. */
 static void ct_conv2d_direct_pack(const ct_conv2d_direct_job* job,
                                   const ct_conv2d_direct_shape* shape, int64_t tile, float* packed,
                                   float* bias_packed) {
@@ -73,15 +80,18 @@ static void ct_conv2d_direct_pack(const ct_conv2d_direct_job* job,
   const int64_t group = tile / row_tiles, first = (tile % row_tiles) * rows;
   const int64_t* ws = job->f.ws;
   float* dst = packed + tile * ct_conv2d_direct_tile_floats(job, shape);
-  for (int64_t c = 0; c < job->cg; ++c) {
+  for (int64_t c0 = 0; c0 < job->cg; c0 += CT_CONV2D_DIRECT_CHANNEL_BLOCK) {
+    const int64_t channels = job->cg - c0 < CT_CONV2D_DIRECT_CHANNEL_BLOCK
+                                 ? job->cg - c0
+                                 : CT_CONV2D_DIRECT_CHANNEL_BLOCK;
     for (int64_t i = 0; i < job->kh; ++i) {
       for (int64_t j = 0; j < job->kw; ++j) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t o = first + r;
-          *dst++ =
-              o < job->og
-                  ? job->f.weight[(group * job->og + o) * ws[0] + c * ws[1] + i * ws[2] + j * ws[3]]
-                  : 0.0f;
+        for (int64_t c = c0; c < c0 + channels; ++c) {
+          const float* tap = job->f.weight + c * ws[1] + i * ws[2] + j * ws[3];
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t o = first + r;
+            *dst++ = o < job->og ? tap[(group * job->og + o) * ws[0]] : 0.0f;
+          }
         }
       }
     }
@@ -129,12 +139,16 @@ static void ct_conv2d_direct_item(const ct_conv2d_direct_job* job,
   const int32_t taps = (int32_t)(job->kh * job->kw);
   uint64_t masks[CT_CONV2D_DIRECT_ITEM_TILES][CT_CONV2D_DIRECT_MAX_TAPS];
   uint64_t out_masks[CT_CONV2D_DIRECT_ITEM_TILES];
+  uint32_t inside[CT_CONV2D_DIRECT_ITEM_TILES];
   for (int64_t u = 0; u < count; ++u) {
     const int64_t p0 = (t0 + u) * lanes;
     const int64_t used = positions - p0 < lanes ? positions - p0 : lanes;
     out_masks[u] = ct_conv2d_direct_first_lanes(used);
+    inside[u] = 0;
     for (int32_t t = 0; t < taps; ++t) {
       masks[u][t] = ct_conv2d_direct_mask(job, lanes, p0, t / job->kw, t % job->kw);
+      const int64_t start = p0 + tap_offset[t]; /* the tap's first lane, in the channel's plane */
+      if (start >= 0 && start + lanes <= job->h * job->w) inside[u] |= (uint32_t)1 << t;
     }
   }
   const int64_t row_tiles = ct_conv2d_direct_row_tiles(job, shape);
@@ -157,6 +171,7 @@ static void ct_conv2d_direct_item(const ct_conv2d_direct_job* job,
             .taps = taps,
             .tap_offset = tap_offset,
             .tap_mask = masks[u],
+            .tap_inside = inside[u],
             .a = packed + tile * tile_floats + c0 * taps * rows,
             .out = out + first * job->f.os[1] + p0,
             .out_channel_stride = job->f.os[1],

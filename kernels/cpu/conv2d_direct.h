@@ -1,4 +1,4 @@
-/* conv2d_direct.h - the direct float32 convolution (AVX-512), for stride-1 convolutions whose
+/* conv2d_direct.h - the direct float32 convolution (AVX2, AVX-512), for stride-1 convolutions whose
  * output rows are as wide as the input rows (same padding: ResNet's 3 × 3).
  *
  * There, output position p (flattened over the output plane) reads, for kernel tap (i, j), the
@@ -10,7 +10,8 @@
  *
  * A micro-kernel computes a tile of `rows` output channels × `lanes` positions (a shape, below)
  * over `channels` input channels and `taps` taps. `a` is the weight of the tile's channels
- * packed tap after tap: a[(c · taps + t) · rows + r] (rows past the tile's `rows` are zeros).
+ * packed channel after channel for each tap: a[(t · channels + c) · rows + r] (rows past the
+ * tile's `rows` are zeros).
  * The accumulators start from the output (accumulate != 0), from bias[r] (bias != NULL), or
  * from zero; only the first `rows` rows and the lanes of out_mask are stored. */
 #ifndef CTENSOR_CPU_CONV2D_DIRECT_H_
@@ -23,7 +24,7 @@
 
 /* The widest tile (positions) and the most taps (kH · kW) the direct path takes. */
 #define CT_CONV2D_DIRECT_MAX_LANES 64
-#define CT_CONV2D_DIRECT_MAX_TAPS 25
+#define CT_CONV2D_DIRECT_MAX_TAPS 25 /* at most 32: tap_inside is a bit per tap */
 
 /* The lane mask of the first `lanes` lanes (at most CT_CONV2D_DIRECT_MAX_LANES). */
 static inline uint64_t ct_conv2d_direct_first_lanes(int64_t lanes) {
@@ -37,7 +38,9 @@ typedef struct ct_conv2d_direct_tile {
   int32_t taps;               /* kernel taps per channel */
   const int64_t* tap_offset;  /* taps flat offsets, in elements, from the tile's position */
   const uint64_t* tap_mask;   /* taps lane masks (bit l: lane l reads the input) */
-  const float* a;             /* packed weights: channels · taps · the shape's rows */
+  uint32_t tap_inside;        /* bit t: all lanes of tap t, masked or not, lie in the channel's
+                                 plane, so a plain load there is safe (and then masked) */
+  const float* a;             /* packed weights: taps · channels · the shape's rows */
   float* out;                 /* the output at the first row's channel and first position */
   int64_t out_channel_stride; /* elements between output channels */
   int32_t rows;               /* output channels stored (at most the shape's rows) */
@@ -54,12 +57,19 @@ typedef struct ct_conv2d_direct_shape {
   ct_conv2d_direct_fn run;
 } ct_conv2d_direct_shape;
 
-/* 12 × 32 (the GEMM micro-kernel's shape) and 8 × 48 (no rows wasted on channel counts that are
- * multiples of 8; fewer broadcasts per multiply-add). */
+/* AVX-512: 12 × 32 (the GEMM micro-kernel's shape) and 8 × 48 (no rows wasted on channel counts
+ * that are multiples of 8; fewer broadcasts per multiply-add). */
 #define CT_CONV2D_DIRECT_AVX512_SHAPES 2
 #ifdef CT_HAVE_GEMM_AVX512
 CT_INTERNAL extern const ct_conv2d_direct_shape
     ct_conv2d_direct_avx512_shapes[CT_CONV2D_DIRECT_AVX512_SHAPES];
+#endif
+/* AVX2: 6 × 16 (the GEMM micro-kernel's shape) and 4 × 24 (no rows wasted on channel counts that
+ * are multiples of 4; fewer broadcasts per multiply-add). */
+#define CT_CONV2D_DIRECT_AVX2_SHAPES 2
+#ifdef CT_HAVE_GEMM_AVX2
+CT_INTERNAL extern const ct_conv2d_direct_shape
+    ct_conv2d_direct_avx2_shapes[CT_CONV2D_DIRECT_AVX2_SHAPES];
 #endif
 
 /* A float32 convolution for the direct path (conv2d_direct.c): input (N, C, H, W) with unit

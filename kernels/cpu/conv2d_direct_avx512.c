@@ -5,12 +5,24 @@
 
 #include "conv2d_direct.h"
 
-/* The input at `p` + `offset` elements; masked-off lanes are never accessed, so the address may
- * lie outside the input (the padding): computed on integers, not as a pointer. */
-static inline __m512 ct_conv2d_direct_load(const float* p, int64_t offset, __mmask16 mask) {
+/* The lanes `bits` of the input at `p` + `offset` elements; masked-off lanes are never accessed,
+ * so the address may lie outside the input (the padding): computed on integers, not as a
+ * pointer. */
+static inline __m512 ct_conv2d_direct_load(const float* p, int64_t offset, uint64_t bits) {
   const float* at = (const float*)((uintptr_t)p + (uintptr_t)(offset * (int64_t)sizeof(float)));
-  return _mm512_maskz_loadu_ps(mask, at);
+  return _mm512_maskz_loadu_ps((__mmask16)bits, at);
 }
+
+#define CT_DK_V __m512
+#define CT_DK_LANES 16
+#define CT_DK_SET1(f) _mm512_set1_ps(f)
+#define CT_DK_ZERO() _mm512_setzero_ps()
+#define CT_DK_LOADU(p) _mm512_loadu_ps(p)
+#define CT_DK_STOREU(p, v) _mm512_storeu_ps(p, v)
+#define CT_DK_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define CT_DK_LOAD_LANES(p, offset, bits) ct_conv2d_direct_load(p, offset, bits)
+#define CT_DK_LOAD_INSIDE(p, bits) _mm512_maskz_loadu_ps((__mmask16)(bits), p)
+#define CT_DK_STORE_LANES(p, bits, v) _mm512_mask_storeu_ps(p, (__mmask16)(bits), v)
 
 #define CT_DK_NAME ct_conv2d_direct_avx512_12x32
 #define CT_DK_ROWS 12
