@@ -31,6 +31,14 @@ EPS_C = {
     "float32": float(np.finfo(np.float32).eps),
     "float64": float(np.finfo(np.float64).eps),
 }
+# The spacing of each dtype's subnormals: a result that underflows into them is rounded to a
+# multiple of it (float32: 1e-5 * 1.2e-38 is 83.9 of them, rounded to 84).
+SUBNORMAL = {
+    "float16": 2.0**-24,
+    "bfloat16": 2.0**-133,
+    "float32": 2.0**-149,
+    "float64": 2.0**-1074,
+}
 
 
 def finite(dtype: str, bound: float = 4.0):
@@ -490,7 +498,7 @@ def test_conv_transpose2d(dtype, data):
         t64(x).abs(), t64(w).abs(), None if bias is None else t64(bias).abs(), **attrs
     ).numpy()
     k = w.shape[0] // attrs["groups"] * w.shape[2] * w.shape[3] + 1
-    atol = k * EPS_C[dtype] * float(np.max(magnitude, initial=0)) + 1e-300
+    atol = k * EPS_C[dtype] * float(np.max(magnitude, initial=0)) + SUBNORMAL[dtype]
     assert_close(result, expected, dtype, atol=atol)
 
 
