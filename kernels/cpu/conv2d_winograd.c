@@ -11,6 +11,8 @@
  * over channels innermost (contiguous in U, V and M), compiled per instruction set. */
 #include "conv2d_winograd.h"
 
+#include <string.h>
+
 #include "cpu_isa.h"
 #include "gemm.h"
 #include "int_div.h"
@@ -198,9 +200,10 @@ static void ct_winograd_weight(int64_t begin, int64_t end, void* context) {
     (r3) = (b) - (d);                              \
   } while (0)
 
-/* Tiles and channels transformed together: one tile row's patches of CT_WINOGRAD_X_CHANNELS
- * channels are transformed from a zero-padded copy of the four input rows under them into a
- * local buffer, then stored as whole cache lines of V. */
+/* Tiles and channels transformed together: the four input rows under a run of tiles of one tile
+ * row are copied, zero-padded, for CT_WINOGRAD_X_CHANNELS channels with the channels innermost,
+ * so that each tile's transform runs on whole vectors of channels and stores whole cache lines
+ * of V (its channels are contiguous there). */
 #define CT_WINOGRAD_X_TILES 32
 #define CT_WINOGRAD_X_CHANNELS 16
 
@@ -216,60 +219,60 @@ static void ct_winograd_tile(const ct_winograd_plan* plan, int64_t t, int64_t* i
 
 /* Tiles [t0, t0 + count) of one tile row (count <= CT_WINOGRAD_X_TILES), whose patches start at
  * input row y0 and column x0, for channels [c0, c0 + cn) (cn <= CT_WINOGRAD_X_CHANNELS), into V
- * at tile index v_tile of the chunk. */
-static CT_CPU_ISA_BODY int ct_winograd_input_run_body(const ct_conv2d_winograd_job* job,
-                                                      const float* x, int64_t y0, int64_t x0,
-                                                      int64_t count, int64_t c0, int64_t cn,
-                                                      float* v, int64_t plane) {
-  float rows[4][2 * CT_WINOGRAD_X_TILES + 2];
-  float buf[16][CT_WINOGRAD_X_TILES][CT_WINOGRAD_X_CHANNELS];
+ * at tile index v_tile of the chunk. Values that are not finite are not looked for here: each V
+ * value enters the product of every output channel, and Aᵀ M A adds all 16 products of a tile
+ * into its outputs with nonzero coefficients, so an infinity or a NaN in V makes every output of
+ * its tile not finite, which the output transform checks. */
+static CT_CPU_ISA_BODY void ct_winograd_input_run_body(const ct_conv2d_winograd_job* job,
+                                                       const float* x, int64_t y0, int64_t x0,
+                                                       int64_t count, int64_t c0, int64_t cn,
+                                                       float* v, int64_t plane) {
+  enum { CH = CT_WINOGRAD_X_CHANNELS };
+  float rows[4][2 * CT_WINOGRAD_X_TILES + 2][CH];
   const int64_t span = 2 * count + 2;
-  int bad = 0;
-  for (int64_t c = 0; c < cn; ++c) {
-    const float* xc = x + (c0 + c) * job->f.xs[1];
-    for (int r = 0; r < 4; ++r) {
-      const int64_t y = y0 + r;
-      const bool row_inside = y >= 0 && y < job->h;
-      const float* src = xc + y * job->f.xs[2];
-      for (int64_t q = 0; q < span; ++q) {
-        const int64_t xx = x0 + q;
-        rows[r][q] = row_inside && xx >= 0 && xx < job->w ? src[xx * job->f.xs[3]] : 0.0f;
-      }
-    }
-    for (int64_t t = 0; t < count; ++t) {
-      float tt[4][4]; /* Bᵀ d */
-      for (int s = 0; s < 4; ++s) {
-        CT_WINOGRAD_BT(rows[0][2 * t + s], rows[1][2 * t + s], rows[2][2 * t + s],
-                       rows[3][2 * t + s], tt[0][s], tt[1][s], tt[2][s], tt[3][s]);
-      }
-      for (int i = 0; i < 4; ++i) {
-        CT_WINOGRAD_BT(tt[i][0], tt[i][1], tt[i][2], tt[i][3], buf[4 * i][t][c],
-                       buf[4 * i + 1][t][c], buf[4 * i + 2][t][c], buf[4 * i + 3][t][c]);
-      }
+  /* columns [q0, q1) of the span lie in the input; the others are padding */
+  const int64_t q0 = x0 < 0 ? -x0 : 0;
+  const int64_t q1 = job->w - x0 < span ? job->w - x0 : span;
+  const int64_t xs1 = job->f.xs[1], xs3 = job->f.xs[3];
+  memset(rows, 0, sizeof rows);
+  for (int r = 0; r < 4; ++r) {
+    const int64_t y = y0 + r;
+    if (y < 0 || y >= job->h) continue;
+    const float* src = x + c0 * xs1 + y * job->f.xs[2] + (x0 + q0) * xs3;
+    for (int64_t c = 0; c < cn; ++c) {
+      for (int64_t q = q0; q < q1; ++q) rows[r][q][c] = src[c * xs1 + (q - q0) * xs3];
     }
   }
-  for (int xi = 0; xi < 16; ++xi) {
-    for (int64_t t = 0; t < count; ++t) {
+  for (int64_t t = 0; t < count; ++t) {
+    float tt[4][4][CH]; /* Bᵀ d */
+    for (int col = 0; col < 4; ++col) {
+      const int64_t q = 2 * t + col;
+      for (int c = 0; c < CH; ++c) {
+        CT_WINOGRAD_BT(rows[0][q][c], rows[1][q][c], rows[2][q][c], rows[3][q][c], tt[0][col][c],
+                       tt[1][col][c], tt[2][col][c], tt[3][col][c]);
+      }
+    }
+    float out[16][CH]; /* Bᵀ d B */
+    for (int i = 0; i < 4; ++i) {
+      for (int c = 0; c < CH; ++c) {
+        CT_WINOGRAD_BT(tt[i][0][c], tt[i][1][c], tt[i][2][c], tt[i][3][c], out[4 * i][c],
+                       out[4 * i + 1][c], out[4 * i + 2][c], out[4 * i + 3][c]);
+      }
+    }
+    for (int xi = 0; xi < 16; ++xi) {
       float* dst = v + xi * plane + t * job->c + c0;
-      if (cn == CT_WINOGRAD_X_CHANNELS) {
-        for (int c = 0; c < CT_WINOGRAD_X_CHANNELS; ++c) {
-          dst[c] = buf[xi][t][c];
-          bad |= buf[xi][t][c] - buf[xi][t][c] != 0.0f;
-        }
+      if (cn == CH) {
+        for (int c = 0; c < CH; ++c) dst[c] = out[xi][c];
       } else {
-        for (int64_t c = 0; c < cn; ++c) {
-          dst[c] = buf[xi][t][c];
-          bad |= buf[xi][t][c] - buf[xi][t][c] != 0.0f;
-        }
+        for (int64_t c = 0; c < cn; ++c) dst[c] = out[xi][c];
       }
     }
   }
-  return bad;
 }
-CT_CPU_ISA_VARIANTS(int, ct_winograd_input_run,
-                    (const ct_conv2d_winograd_job* job, const float* x, int64_t y0, int64_t x0,
-                     int64_t count, int64_t c0, int64_t cn, float* v, int64_t plane),
-                    (job, x, y0, x0, count, c0, cn, v, plane))
+CT_CPU_ISA_LOOP(ct_winograd_input_run,
+                (const ct_conv2d_winograd_job* job, const float* x, int64_t y0, int64_t x0,
+                 int64_t count, int64_t c0, int64_t cn, float* v, int64_t plane),
+                (job, x, y0, x0, count, c0, cn, v, plane))
 
 /* Work items of the input transform: (run of at most CT_WINOGRAD_X_TILES tiles of one tile row,
  * channel block), runs in tile order, channel blocks inside. */
@@ -286,7 +289,6 @@ static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
   const ct_winograd_plan* plan = ctx->plan;
   const int64_t plane = plan->chunk * job->c, blocks = ct_winograd_channel_blocks(job);
   const int64_t runs = ct_winograd_runs_per_row(plan), first_row = ctx->first / plan->tw;
-  int bad = 0;
   for (int64_t item = begin; item < end; ++item) {
     const int64_t block = item % blocks, run = item / blocks;
     const int64_t row = first_row + run / runs; /* tile row over all images */
@@ -297,41 +299,66 @@ static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
     const int64_t c0 = block * CT_WINOGRAD_X_CHANNELS;
     const int64_t cn = job->c - c0 < CT_WINOGRAD_X_CHANNELS ? job->c - c0 : CT_WINOGRAD_X_CHANNELS;
     const int64_t tile = row * plan->tw + tx0 - ctx->first; /* in the chunk */
-    bad |=
-        ct_winograd_input_run(job, job->f.x + image * job->f.xs[0], 2 * ty - job->pad_h,
-                              2 * tx0 - job->pad_w, count, c0, cn, ctx->v + tile * job->c, plane);
+    ct_winograd_input_run(job, job->f.x + image * job->f.xs[0], 2 * ty - job->pad_h,
+                          2 * tx0 - job->pad_w, count, c0, cn, ctx->v + tile * job->c, plane);
   }
-  ct_winograd_flag(ctx, bad);
 }
 
 /* ----- output: Y = Aᵀ M A (+ bias) per tile and output channel ----- */
+
+/* Output channels transformed together (whole vectors; the stores to the output are scalar, each
+ * channel's positions lying in its own plane). */
+#define CT_WINOGRAD_Y_CHANNELS 16
 
 static CT_CPU_ISA_BODY int ct_winograd_output_tile_body(const ct_conv2d_winograd_job* job,
                                                         const float* m, int64_t plane, float* out,
                                                         const unsigned char* inside,
                                                         const int64_t* offset) {
+  enum { CH = CT_WINOGRAD_Y_CHANNELS };
   const int64_t ks = job->f.os[1];
-  int bad = 0;
-  for (int64_t o = 0; o < job->k; ++o) {
-    float e[4][4];
-    for (int q = 0; q < 16; ++q) e[q / 4][q % 4] = m[q * plane + o];
-    float t[2][4]; /* Aᵀ M: rows 0 + 1 + 2 and 1 - 2 - 3 */
-    for (int s = 0; s < 4; ++s) {
-      t[0][s] = e[0][s] + e[1][s] + e[2][s];
-      t[1][s] = e[1][s] - e[2][s] - e[3][s];
+  /* (y - y is 0 for finite y, NaN for an infinity or a NaN: the sum is NaN if any was) */
+  float check[CH] = {0.0f};
+  for (int64_t o0 = 0; o0 < job->k; o0 += CH) {
+    const int64_t on = job->k - o0 < CH ? job->k - o0 : CH;
+    float e[16][CH];
+    if (on == CH) {
+      for (int q = 0; q < 16; ++q) {
+        for (int o = 0; o < CH; ++o) e[q][o] = m[q * plane + o0 + o];
+      }
+    } else {
+      memset(e, 0, sizeof e);
+      for (int q = 0; q < 16; ++q) {
+        for (int64_t o = 0; o < on; ++o) e[q][o] = m[q * plane + o0 + o];
+      }
     }
-    const float b = job->f.bias ? job->f.bias[o * job->f.bs] : 0.0f;
-    float y[4];
-    for (int i = 0; i < 2; ++i) {
-      y[2 * i] = t[i][0] + t[i][1] + t[i][2] + b;
-      y[2 * i + 1] = t[i][1] - t[i][2] - t[i][3] + b;
+    float b[CH];
+    for (int o = 0; o < CH; ++o) {
+      b[o] = job->f.bias && o < on ? job->f.bias[(o0 + o) * job->f.bs] : 0.0f;
     }
-    float* dst = out + o * ks;
+    float y[4][CH];
+    for (int o = 0; o < CH; ++o) {
+      float t[2][4]; /* Aᵀ M: rows 0 + 1 + 2 and 1 - 2 - 3 */
+      for (int s = 0; s < 4; ++s) {
+        t[0][s] = e[s][o] + e[4 + s][o] + e[8 + s][o];
+        t[1][s] = e[4 + s][o] - e[8 + s][o] - e[12 + s][o];
+      }
+      for (int i = 0; i < 2; ++i) {
+        y[2 * i][o] = t[i][0] + t[i][1] + t[i][2] + b[o];
+        y[2 * i + 1][o] = t[i][1] - t[i][2] - t[i][3] + b[o];
+      }
+    }
     for (int q = 0; q < 4; ++q) {
-      if (inside[q]) dst[offset[q]] = y[q];
-      bad |= y[q] - y[q] != 0.0f;
+      for (int o = 0; o < CH; ++o) check[o] += y[q][o] - y[q][o];
+    }
+    for (int64_t o = 0; o < on; ++o) {
+      float* dst = out + (o0 + o) * ks;
+      for (int q = 0; q < 4; ++q) {
+        if (inside[q]) dst[offset[q]] = y[q][o];
+      }
     }
   }
+  int bad = 0;
+  for (int o = 0; o < CH; ++o) bad |= check[o] != check[o];
   return bad;
 }
 CT_CPU_ISA_VARIANTS(int, ct_winograd_output_tile,
