@@ -121,25 +121,29 @@ typedef struct ct_winograd_context {
     (r3) = (c);                                \
   } while (0)
 
-/* Output channels transformed together: the weights of a block are first gathered channel-major
- * (g[c][tap][o], CT_WINOGRAD_O_BLOCK output channels innermost) so that the transform runs on
- * whole vectors and stores whole cache lines of U. */
+/* Weights transformed together: a task takes CT_WINOGRAD_C_BLOCK input channels and runs over
+ * the output channels CT_WINOGRAD_O_BLOCK at a time, gathering their weights channel-major
+ * (g[c][tap][o], output channels innermost) so that the transform runs on whole vectors; it then
+ * writes each row U[ξ][c] of its channels from start to end, in whole cache lines. */
 #define CT_WINOGRAD_O_BLOCK 16
-#define CT_WINOGRAD_C_BLOCK 64
+#define CT_WINOGRAD_C_BLOCK 16
 
 static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winograd_job* job,
-                                                         float* u, int64_t o0) {
+                                                         float* u, int64_t c0) {
   const int64_t k = job->k, plane = job->c * k;
   const int64_t s0 = job->f.ws[0], s1 = job->f.ws[1], s2 = job->f.ws[2], s3 = job->f.ws[3];
-  const int64_t width = k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0 : CT_WINOGRAD_O_BLOCK;
+  const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
   float g[CT_WINOGRAD_C_BLOCK][9][CT_WINOGRAD_O_BLOCK];
-  int bad = 0;
-  for (int64_t c0 = 0; c0 < job->c; c0 += CT_WINOGRAD_C_BLOCK) {
-    const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
+  /* (v - v is 0 for finite v, NaN for an infinity or a NaN: the sum is NaN if any was) */
+  float check[CT_WINOGRAD_O_BLOCK] = {0.0f};
+  for (int64_t o0 = 0; o0 < k; o0 += CT_WINOGRAD_O_BLOCK) {
+    const int64_t width = k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0 : CT_WINOGRAD_O_BLOCK;
     for (int64_t o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
       const float* go = job->f.weight + (o0 + (o < width ? o : 0)) * s0 + c0 * s1;
       for (int64_t c = 0; c < cn; ++c) {
-        for (int q = 0; q < 9; ++q) g[c][q][o] = go[c * s1 + (q / 3) * s2 + (q % 3) * s3];
+        for (int i = 0; i < 3; ++i) {
+          for (int j = 0; j < 3; ++j) g[c][3 * i + j][o] = go[c * s1 + i * s2 + j * s3];
+        }
       }
     }
     for (int64_t c = 0; c < cn; ++c) {
@@ -156,7 +160,7 @@ static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winogra
         }
       }
       for (int x = 0; x < 16; ++x) {
-        for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) bad |= out[x][o] - out[x][o] != 0.0f;
+        for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) check[o] += out[x][o] - out[x][o];
       }
       float* dst = u + (c0 + c) * k + o0;
       if (width == CT_WINOGRAD_O_BLOCK) { /* whole lines, copied as vectors */
@@ -170,10 +174,12 @@ static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winogra
       }
     }
   }
+  int bad = 0;
+  for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) bad |= check[o] != check[o];
   return bad;
 }
 CT_CPU_ISA_VARIANTS(int, ct_winograd_weight_block,
-                    (const ct_conv2d_winograd_job* job, float* u, int64_t o0), (job, u, o0))
+                    (const ct_conv2d_winograd_job* job, float* u, int64_t c0), (job, u, c0))
 
 /* Records that a task met a value that is not finite (v - v != 0: an infinity or a NaN). */
 static void ct_winograd_flag(ct_winograd_context* ctx, int bad) {
@@ -184,7 +190,7 @@ static void ct_winograd_weight(int64_t begin, int64_t end, void* context) {
   ct_winograd_context* ctx = context;
   int bad = 0;
   for (int64_t b = begin; b < end; ++b) {
-    bad |= ct_winograd_weight_block(ctx->job, ctx->u, b * CT_WINOGRAD_O_BLOCK);
+    bad |= ct_winograd_weight_block(ctx->job, ctx->u, b * CT_WINOGRAD_C_BLOCK);
   }
   ct_winograd_flag(ctx, bad);
 }
@@ -400,7 +406,7 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
       .m = (float*)(void*)(base + plan.u_bytes + plan.v_bytes),
   };
   const int64_t used = plan.u_bytes + plan.v_bytes + plan.m_bytes;
-  ct_cpu_parallel_for(ct_div_up(job->k, CT_WINOGRAD_O_BLOCK), 64 * CT_WINOGRAD_O_BLOCK * job->c,
+  ct_cpu_parallel_for(ct_div_up(job->c, CT_WINOGRAD_C_BLOCK), 64 * CT_WINOGRAD_C_BLOCK * job->k,
                       ct_winograd_weight, &ctx);
   if (ctx.nonfinite) return false;
   for (int64_t first = 0; first < plan.tiles; first += plan.chunk) {
