@@ -327,3 +327,50 @@ def test_broadcast_rows_peel_each_row():
     out = np.empty_like(m)
     ops.add(m, row, out=out)
     np.testing.assert_array_equal(out, m + row)
+
+
+# ----- huge outputs: non-temporal stores -----
+
+# A thread writes its share of an element-wise output with non-temporal stores from 8 MiB on
+# (stream_store.h); one thread makes the whole output its share.
+_STREAM_BYTES = 8 << 20
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "complex128"])
+def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
+    """Outputs past the streaming size, starting off a line and ending inside a block: NumPy's
+    values, for two inputs, a scalar operand and one input, and nothing outside the output."""
+    itemsize = np.dtype(dtype).itemsize
+    n = threads * _STREAM_BYTES // itemsize + 1000 + 3
+    rng = np.random.default_rng(itemsize)
+    a = (rng.standard_normal(n + 1) * 50).astype(dtype)
+    b = (rng.standard_normal(n + 1) * 50).astype(dtype)
+    guard = np.full(n + 2 * 64, 7, dtype)
+    start = 1 if itemsize < 16 else 0  # a start off the output's first line
+    out = guard[start + 1:start + 1 + n]
+    x, y = a[1:], b[:n]
+    ctensor.set_num_threads(threads)
+    try:
+        assert ops.add(x, y, out=out) is out
+        np.testing.assert_array_equal(out, x + y)
+        ops.multiply(x, y[5:6], out=out)  # a broadcast scalar operand
+        np.testing.assert_array_equal(out, x * y[5])
+        ops.negative(x, out=out)
+        np.testing.assert_array_equal(out, -x)
+    finally:
+        ctensor.set_num_threads(0)
+    untouched = np.concatenate([guard[:start + 1], guard[start + 1 + n:]])
+    assert (untouched == 7).all()
+
+
+def test_huge_broadcast_rows_streamed_give_numpy_values():
+    """A (rows, n) + (n,) add past the streaming size calls the loop once per row, each row
+    starting at another offset in its line and ending inside a block."""
+    rng = np.random.default_rng(9)
+    cols = 1021
+    m = rng.standard_normal((2 * _STREAM_BYTES // 4 // cols + 5, cols)).astype(np.float32)
+    row = rng.standard_normal(cols).astype(np.float32)
+    out = np.empty_like(m)
+    assert ops.add(m, row, out=out) is out
+    np.testing.assert_array_equal(out, m + row)

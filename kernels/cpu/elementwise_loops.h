@@ -10,6 +10,7 @@
 #include "cpu_dtypes.h"
 #include "cpu_isa.h"
 #include "store_align.h"
+#include "stream_store.h"
 #include "strided_iter.h"
 
 /* The engine's loop parameters and arguments, for CT_CPU_ISA_LOOP. */
@@ -25,69 +26,88 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
   return n < 256 ? 0 : ct_elements_to_boundary(dst, elem, 64);
 }
 
-/* for (i = 0; i < n; ++i) BODY, peeled so that the stores to DST after the head are aligned. */
-#define CT_ALIGNED_STORE_LOOP(DST, N, BODY)                                        \
-  do {                                                                             \
-    const int64_t ct_head_ = ct_store_align_head(DST, (int64_t)sizeof(*(DST)), N); \
-    int64_t i = 0;                                                                 \
-    for (; i < ct_head_; ++i) BODY;                                                \
-    for (; i < (N); ++i) BODY;                                                     \
+/* DST[i] = VALUE (an expression of i) for i in [0, N), DST of type T*. Where the engine asks for
+ * streaming (ct_cpu_stream_output: the thread writes a huge output) and DST is on a 16-byte
+ * boundary, the values are computed into a buffer in L1, a block at a time, and written out with
+ * non-temporal stores (stream_store.h), all but the last few bytes that do not fill 16 (the
+ * engine fences them once, after the thread's last loop). Otherwise the loop is peeled so that
+ * the stores after the head are aligned. */
+#define CT_ALIGNED_STORE_LOOP(T, DST, N, VALUE)                                           \
+  do {                                                                                    \
+    int64_t i = 0;                                                                        \
+    if (ct_cpu_stream_output && ct_stream_aligned(DST)) {                                 \
+      enum {                                                                              \
+        ct_block_ = CT_STREAM_BLOCK_BYTES / (int)sizeof(T),                               \
+        ct_piece_ = 16 / (int)sizeof(T)                                                   \
+      };                                                                                  \
+      _Alignas(64) T ct_buffer_[ct_block_];                                               \
+      while ((N) - i >= ct_piece_) {                                                      \
+        const int64_t ct_first_ = i;                                                      \
+        const int64_t ct_count_ =                                                         \
+            (N) - i < ct_block_ ? ((N) - i) / ct_piece_ * ct_piece_ : (int64_t)ct_block_; \
+        for (; i < ct_first_ + ct_count_; ++i) ct_buffer_[i - ct_first_] = (VALUE);       \
+        ct_stream_copy((DST) + ct_first_, ct_buffer_, ct_count_ * (int64_t)sizeof(T));    \
+      }                                                                                   \
+    } else {                                                                              \
+      const int64_t ct_head_ = ct_store_align_head(DST, (int64_t)sizeof(T), N);           \
+      for (; i < ct_head_; ++i) (DST)[i] = (VALUE);                                       \
+    }                                                                                     \
+    for (; i < (N); ++i) (DST)[i] = (VALUE);                                              \
   } while (0)
 
 /* out = op(x), output dtype OSFX/OT. */
-#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                              \
-  static CT_CPU_ISA_BODY void ct_cpu_##NAME##_##SFX##_body(char** data, const int64_t* steps, \
-                                                           int64_t n, const void* extra) {    \
-    (void)extra;                                                                              \
-    char *src = data[0], *dst = data[1];                                                      \
-    const int64_t ss = steps[0], ds = steps[1];                                               \
-    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(OT)) {                              \
-      const T* s = (const T*)src;                                                             \
-      OT* d = (OT*)dst;                                                                       \
-      CT_ALIGNED_STORE_LOOP(d, n,                                                             \
-                            d[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(s[i])))); \
-    } else {                                                                                  \
-      for (int64_t i = 0; i < n; ++i)                                                         \
-        CT_AT(OT, dst, i, ds) =                                                               \
-            ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(CT_AT(T, src, i, ss))));         \
-    }                                                                                         \
-  }                                                                                           \
-  CT_CPU_ISA_LOOP(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                \
+#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                                 \
+  static CT_CPU_ISA_BODY void ct_cpu_##NAME##_##SFX##_body(char** data, const int64_t* steps,    \
+                                                           int64_t n, const void* extra) {       \
+    (void)extra;                                                                                 \
+    char *src = data[0], *dst = data[1];                                                         \
+    const int64_t ss = steps[0], ds = steps[1];                                                  \
+    if (ss == (int64_t)sizeof(T) && ds == (int64_t)sizeof(OT)) {                                 \
+      const T* s = (const T*)src;                                                                \
+      OT* d = (OT*)dst;                                                                          \
+      CT_ALIGNED_STORE_LOOP(OT, d, n, ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(s[i])))); \
+    } else {                                                                                     \
+      for (int64_t i = 0; i < n; ++i)                                                            \
+        CT_AT(OT, dst, i, ds) =                                                                  \
+            ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(CT_AT(T, src, i, ss))));            \
+    }                                                                                            \
+  }                                                                                              \
+  CT_CPU_ISA_LOOP(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                   \
   static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
 
 /* out = op(x1, x2), output dtype OSFX/OT; fast paths for contiguous and scalar operands. */
-#define CT_BINARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                                  \
-  static CT_CPU_ISA_BODY void ct_cpu_##NAME##_##SFX##_body(char** data, const int64_t* steps,      \
-                                                           int64_t n, const void* extra) {         \
-    (void)extra;                                                                                   \
-    char *a = data[0], *b = data[1], *o = data[2];                                                 \
-    const int64_t sa = steps[0], sb = steps[1], so = steps[2];                                     \
-    const int64_t st = (int64_t)sizeof(T);                                                         \
-    if (so == (int64_t)sizeof(OT) && sa == st && sb == st) {                                       \
-      const T *pa = (const T*)a, *pb = (const T*)b;                                                \
-      OT* po = (OT*)o;                                                                             \
-      CT_ALIGNED_STORE_LOOP(po, n,                                                                 \
-                            po[i] = ct_store_##OSFX(                                               \
-                                ct_op_##NAME##_##C(ct_load_##SFX(pa[i]), ct_load_##SFX(pb[i]))));  \
-    } else if (so == (int64_t)sizeof(OT) && sa == 0 && sb == st) {                                 \
-      const C x = ct_load_##SFX(*(const T*)a);                                                     \
-      const T* pb = (const T*)b;                                                                   \
-      OT* po = (OT*)o;                                                                             \
-      CT_ALIGNED_STORE_LOOP(po, n,                                                                 \
-                            po[i] = ct_store_##OSFX(ct_op_##NAME##_##C(x, ct_load_##SFX(pb[i])))); \
-    } else if (so == (int64_t)sizeof(OT) && sa == st && sb == 0) {                                 \
-      const C y = ct_load_##SFX(*(const T*)b);                                                     \
-      const T* pa = (const T*)a;                                                                   \
-      OT* po = (OT*)o;                                                                             \
-      CT_ALIGNED_STORE_LOOP(po, n,                                                                 \
-                            po[i] = ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(pa[i]), y))); \
-    } else {                                                                                       \
-      for (int64_t i = 0; i < n; ++i)                                                              \
-        CT_AT(OT, o, i, so) = ct_store_##OSFX(ct_op_##NAME##_##C(                                  \
-            ct_load_##SFX(CT_AT(T, a, i, sa)), ct_load_##SFX(CT_AT(T, b, i, sb))));                \
-    }                                                                                              \
-  }                                                                                                \
-  CT_CPU_ISA_LOOP(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                     \
+#define CT_BINARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                             \
+  static CT_CPU_ISA_BODY void ct_cpu_##NAME##_##SFX##_body(char** data, const int64_t* steps, \
+                                                           int64_t n, const void* extra) {    \
+    (void)extra;                                                                              \
+    char *a = data[0], *b = data[1], *o = data[2];                                            \
+    const int64_t sa = steps[0], sb = steps[1], so = steps[2];                                \
+    const int64_t st = (int64_t)sizeof(T);                                                    \
+    if (so == (int64_t)sizeof(OT) && sa == st && sb == st) {                                  \
+      const T *pa = (const T*)a, *pb = (const T*)b;                                           \
+      OT* po = (OT*)o;                                                                        \
+      CT_ALIGNED_STORE_LOOP(                                                                  \
+          OT, po, n,                                                                          \
+          ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(pa[i]), ct_load_##SFX(pb[i]))));   \
+    } else if (so == (int64_t)sizeof(OT) && sa == 0 && sb == st) {                            \
+      const C x = ct_load_##SFX(*(const T*)a);                                                \
+      const T* pb = (const T*)b;                                                              \
+      OT* po = (OT*)o;                                                                        \
+      CT_ALIGNED_STORE_LOOP(OT, po, n,                                                        \
+                            ct_store_##OSFX(ct_op_##NAME##_##C(x, ct_load_##SFX(pb[i]))));    \
+    } else if (so == (int64_t)sizeof(OT) && sa == st && sb == 0) {                            \
+      const C y = ct_load_##SFX(*(const T*)b);                                                \
+      const T* pa = (const T*)a;                                                              \
+      OT* po = (OT*)o;                                                                        \
+      CT_ALIGNED_STORE_LOOP(OT, po, n,                                                        \
+                            ct_store_##OSFX(ct_op_##NAME##_##C(ct_load_##SFX(pa[i]), y)));    \
+    } else {                                                                                  \
+      for (int64_t i = 0; i < n; ++i)                                                         \
+        CT_AT(OT, o, i, so) = ct_store_##OSFX(ct_op_##NAME##_##C(                             \
+            ct_load_##SFX(CT_AT(T, a, i, sa)), ct_load_##SFX(CT_AT(T, b, i, sb))));           \
+    }                                                                                         \
+  }                                                                                           \
+  CT_CPU_ISA_LOOP(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                \
   static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
 
 /* X-macro adapters: the same-dtype forms, for use as LIST(CT_UNARY_SAME_X, op). */

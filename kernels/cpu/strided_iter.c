@@ -4,10 +4,13 @@
 #include <string.h>
 
 #include "cpu_threads.h"
+#include "stream_store.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+_Thread_local int ct_cpu_stream_output = 0;
 
 typedef struct ct_iter_plan {
   int32_t num_operands;
@@ -106,6 +109,8 @@ static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
     rows[i] = ptr;
     steps[i] = p->strides[i][inner];
   }
+  const int64_t out_step = steps[nop - 1] < 0 ? -steps[nop - 1] : steps[nop - 1];
+  ct_cpu_stream_output = ct_stream_worth((end - begin) * out_step);
   int64_t position = begin;
   while (position < end) {
     const int64_t count = (run - offset < end - position) ? run - offset : end - position;
@@ -120,6 +125,10 @@ static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
       for (int32_t i = 0; i < nop; ++i) rows[i] -= p->strides[i][k] * p->shape[k];
       index[k] = 0;
     }
+  }
+  if (ct_cpu_stream_output) {
+    ct_stream_fence(); /* the loops' non-temporal stores, before whatever the caller does next */
+    ct_cpu_stream_output = 0;
   }
 }
 

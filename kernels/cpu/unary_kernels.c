@@ -74,7 +74,7 @@ static inline double ct_op_sigmoid_double(double x) {
 }
 
 /* float32 exp: contiguous runs through the vector_math set of the CPU (a run as large as
- * CT_VECTOR_MATH_STREAM_BYTES, a thread's share of a huge array, is written with non-temporal
+ * CT_STREAM_STORE_BYTES, a thread's share of a huge array, is written with non-temporal
  * stores), other runs through its scalar copy (the generic set's arithmetic). */
 static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const void* extra) {
   (void)extra;

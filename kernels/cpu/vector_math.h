@@ -25,6 +25,7 @@
 
 #include "half.h" /* ct_float_bits, ct_bits_float */
 #include "internal.h"
+#include "stream_store.h"
 
 /* One instruction set's loops. Pointers are to contiguous float32 runs of n elements (n >= 0);
  * dst may be src (in place). */
@@ -50,15 +51,11 @@ typedef struct ct_vector_math {
                        int64_t n, int center, double eps);
 } ct_vector_math;
 
-/* exp runs of at least this many bytes (a thread's share of a huge array) are written with
- * non-temporal stores: far larger than a core's L2 and a good part of a shared L3, they would not
- * stay in cache for the next op anyway, and streaming them saves the read for ownership of every
- * line (a third of the traffic of a one-input map). Measured on Zen 3: exp of 2^23 floats on one
- * core 13.4 -> 15 GB/s. softmax and layer_norm rows measured no faster with it (4096 x 1024),
- * so they store normally. */
-#define CT_VECTOR_MATH_STREAM_BYTES ((int64_t)8 << 20)
+/* exp runs of at least CT_STREAM_STORE_BYTES (a thread's share of a huge array) are written with
+ * non-temporal stores (stream_store.h). softmax and layer_norm rows measured no faster with them
+ * (4096 x 1024), so they store normally. */
 static inline int ct_vector_math_stream(int64_t output_bytes) {
-  return output_bytes >= CT_VECTOR_MATH_STREAM_BYTES;
+  return ct_stream_worth(output_bytes);
 }
 
 CT_INTERNAL extern const ct_vector_math ct_vector_math_generic;
