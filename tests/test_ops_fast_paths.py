@@ -331,8 +331,8 @@ def test_broadcast_rows_peel_each_row():
 
 # ----- huge outputs: non-temporal stores -----
 
-# A thread writes its share of an element-wise output with non-temporal stores from 8 MiB on
-# (stream_store.h); one thread makes the whole output its share.
+# A thread writes its share of an element-wise output with non-temporal stores from 8 MiB on,
+# in runs of 64 KiB or more (stream_store.h); one thread makes the whole output its share.
 _STREAM_BYTES = 8 << 20
 
 
@@ -365,10 +365,11 @@ def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
 
 
 def test_huge_broadcast_rows_streamed_give_numpy_values():
-    """A (rows, n) + (n,) add past the streaming size calls the loop once per row, each row
-    starting at another offset in its line and ending inside a block."""
+    """A (rows, n) + (n,) add past the streaming size, with rows long enough to stream (64 KiB and
+    more), calls the loop once per row, each row starting at another offset in its line and
+    ending inside a block."""
     rng = np.random.default_rng(9)
-    cols = 1021
+    cols = (64 << 10) // 4 + 27
     m = rng.standard_normal((2 * _STREAM_BYTES // 4 // cols + 5, cols)).astype(np.float32)
     row = rng.standard_normal(cols).astype(np.float32)
     out = np.empty_like(m)

@@ -17,6 +17,11 @@
 #endif
 
 #define CT_STREAM_STORE_BYTES ((int64_t)8 << 20)
+/* Element-wise loops stream only runs (one loop call's output) of at least this many bytes: with
+ * shorter ones, such as the 16 KB rows of a (4096, 4096) + (4096,) add, streaming measured slower
+ * than plain stores on a 2-core Zen (0.66-0.77 of the STREAM copy against 0.85-0.90; the lines
+ * that straddle two runs, written by two calls, are the likely cause). */
+#define CT_STREAM_MIN_RUN_BYTES ((int64_t)64 << 10)
 
 /* Whether a thread writing output_bytes of one op should stream them. */
 static inline int ct_stream_worth(int64_t output_bytes) {

@@ -110,7 +110,8 @@ static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
     steps[i] = p->strides[i][inner];
   }
   const int64_t out_step = steps[nop - 1] < 0 ? -steps[nop - 1] : steps[nop - 1];
-  ct_cpu_stream_output = ct_stream_worth((end - begin) * out_step);
+  ct_cpu_stream_output =
+      ct_stream_worth((end - begin) * out_step) && run * out_step >= CT_STREAM_MIN_RUN_BYTES;
   int64_t position = begin;
   while (position < end) {
     const int64_t count = (run - offset < end - position) ? run - offset : end - position;

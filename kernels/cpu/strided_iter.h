@@ -25,9 +25,9 @@ typedef struct ct_cpu_loop_entry {
 } ct_cpu_loop_entry;
 
 /* Set on each thread while the engine runs its loops: whether the thread's share of the output
- * (the last operand) is large enough to stream (stream_store.h). Loops that store contiguously
- * through CT_ALIGNED_STORE_LOOP then write with non-temporal stores, which the engine fences after
- * the thread's last loop; loops called otherwise see 0. */
+ * (the last operand) and its runs are large enough to stream (stream_store.h). Loops that store
+ * contiguously through CT_ALIGNED_STORE_LOOP then write with non-temporal stores, which the engine
+ * fences after the thread's last loop; loops called otherwise see 0. */
 CT_INTERNAL extern _Thread_local int ct_cpu_stream_output;
 
 /* Iterates `shape` (ndim dims) over operands given by base pointers and byte strides
