@@ -339,16 +339,20 @@ _STREAM_BYTES = 8 << 20
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "complex128"])
 def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
-    """Outputs past the streaming size, starting off a line and ending inside a block: NumPy's
-    values, for two inputs, a scalar operand and one input, and nothing outside the output."""
+    """Outputs past the streaming size, starting 16 bytes into a line (streamed from there) and
+    ending inside a block: NumPy's values, for two inputs, a scalar operand and one input, and
+    nothing outside the output."""
     itemsize = np.dtype(dtype).itemsize
     n = threads * _STREAM_BYTES // itemsize + 1000 + 3
     rng = np.random.default_rng(itemsize)
     a = (rng.standard_normal(n + 1) * 50).astype(dtype)
     b = (rng.standard_normal(n + 1) * 50).astype(dtype)
     guard = np.full(n + 2 * 64, 7, dtype)
-    start = 1 if itemsize < 16 else 0  # a start off the output's first line
-    out = guard[start + 1:start + 1 + n]
+    base = guard.ctypes.data
+    # the first element on a 16-byte boundary that is not a line boundary
+    first = next(i for i in range(1, 128) if (base + i * itemsize) % 16 == 0
+                 and (base + i * itemsize) % 64 != 0)
+    out = guard[first:first + n]
     x, y = a[1:], b[:n]
     ctensor.set_num_threads(threads)
     try:
@@ -360,7 +364,7 @@ def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
         np.testing.assert_array_equal(out, -x)
     finally:
         ctensor.set_num_threads(0)
-    untouched = np.concatenate([guard[:start + 1], guard[start + 1 + n:]])
+    untouched = np.concatenate([guard[:first], guard[first + n:]])
     assert (untouched == 7).all()
 
 
