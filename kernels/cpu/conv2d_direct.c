@@ -52,6 +52,13 @@ const ct_conv2d_direct_shape* ct_conv2d_direct_shape_for(const ct_conv2d_direct_
   return best;
 }
 
+/* Input channels in the block starting at channel c0: the packed weight and the work items cut
+ * the channels into the same blocks. */
+static int64_t ct_conv2d_direct_block_channels(const ct_conv2d_direct_job* job, int64_t c0) {
+  return job->cg - c0 < CT_CONV2D_DIRECT_CHANNEL_BLOCK ? job->cg - c0
+                                                       : CT_CONV2D_DIRECT_CHANNEL_BLOCK;
+}
+
 static int64_t ct_conv2d_direct_row_tiles(const ct_conv2d_direct_job* job,
                                           const ct_conv2d_direct_shape* shape) {
   return (job->og + shape->rows - 1) / shape->rows;
@@ -81,9 +88,7 @@ static void ct_conv2d_direct_pack(const ct_conv2d_direct_job* job,
   const int64_t* ws = job->f.ws;
   float* dst = packed + tile * ct_conv2d_direct_tile_floats(job, shape);
   for (int64_t c0 = 0; c0 < job->cg; c0 += CT_CONV2D_DIRECT_CHANNEL_BLOCK) {
-    const int64_t channels = job->cg - c0 < CT_CONV2D_DIRECT_CHANNEL_BLOCK
-                                 ? job->cg - c0
-                                 : CT_CONV2D_DIRECT_CHANNEL_BLOCK;
+    const int64_t channels = ct_conv2d_direct_block_channels(job, c0);
     for (int64_t i = 0; i < job->kh; ++i) {
       for (int64_t j = 0; j < job->kw; ++j) {
         for (int64_t c = c0; c < c0 + channels; ++c) {
@@ -156,9 +161,7 @@ static void ct_conv2d_direct_item(const ct_conv2d_direct_job* job,
   const float* x = job->f.x + image * job->f.xs[0] + group * job->cg * job->f.xs[1];
   float* out = job->f.out + image * job->f.os[0] + group * job->og * job->f.os[1];
   for (int64_t c0 = 0; c0 < job->cg; c0 += CT_CONV2D_DIRECT_CHANNEL_BLOCK) {
-    const int64_t channels = job->cg - c0 < CT_CONV2D_DIRECT_CHANNEL_BLOCK
-                                 ? job->cg - c0
-                                 : CT_CONV2D_DIRECT_CHANNEL_BLOCK;
+    const int64_t channels = ct_conv2d_direct_block_channels(job, c0);
     for (int64_t rt = 0; rt < row_tiles; ++rt) {
       const int64_t tile = group * row_tiles + rt;
       const int64_t first = rt * rows;

@@ -16,6 +16,10 @@
  * CT_DK_LOAD_INSIDE where the tap's lanes all lie in the channel's plane. Whole vectors of the
  * output are loaded and stored plainly too. */
 
+/* The lanes of vector v (of CT_DK_LANES) in a tile's lane mask. */
+#define CT_DK_VEC_BITS(mask, v) \
+  (((mask) >> (CT_DK_LANES * (v))) & ct_conv2d_direct_first_lanes(CT_DK_LANES))
+
 static void CT_DK_NAME(const ct_conv2d_direct_tile* tile) {
   const uint64_t vec_bits = ct_conv2d_direct_first_lanes(CT_DK_LANES);
   CT_DK_V acc[CT_DK_ROWS][CT_DK_VECS];
@@ -23,7 +27,7 @@ static void CT_DK_NAME(const ct_conv2d_direct_tile* tile) {
   for (int r = 0; r < CT_DK_ROWS; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < CT_DK_VECS; ++v) {
-      const uint64_t lanes = (tile->out_mask >> (CT_DK_LANES * v)) & vec_bits;
+      const uint64_t lanes = CT_DK_VEC_BITS(tile->out_mask, v);
       if (tile->accumulate && r < tile->rows) {
         const float* o = tile->out + r * tile->out_channel_stride;
         acc[r][v] = lanes == vec_bits ? CT_DK_LOADU(o + CT_DK_LANES * v)
@@ -61,13 +65,13 @@ static void CT_DK_NAME(const ct_conv2d_direct_tile* tile) {
     } else if (tile->tap_inside >> t & 1) {
       const float* xt = tile->x + offset;
       for (int64_t c = 0; c < channels; ++c) {
-        CT_DK_CHANNEL(CT_DK_LOAD_INSIDE(xt + c * x_step + CT_DK_LANES * v,
-                                        (mask >> (CT_DK_LANES * v)) & vec_bits));
+        CT_DK_CHANNEL(
+            CT_DK_LOAD_INSIDE(xt + c * x_step + CT_DK_LANES * v, CT_DK_VEC_BITS(mask, v)));
       }
     } else {
       for (int64_t c = 0; c < channels; ++c) {
         CT_DK_CHANNEL(CT_DK_LOAD_LANES(tile->x + c * x_step, offset + CT_DK_LANES * v,
-                                       (mask >> (CT_DK_LANES * v)) & vec_bits));
+                                       CT_DK_VEC_BITS(mask, v)));
       }
     }
   }
@@ -78,7 +82,7 @@ static void CT_DK_NAME(const ct_conv2d_direct_tile* tile) {
       float* o = tile->out + r * tile->out_channel_stride;
 #pragma GCC unroll 4
       for (int v = 0; v < CT_DK_VECS; ++v) {
-        const uint64_t lanes = (tile->out_mask >> (CT_DK_LANES * v)) & vec_bits;
+        const uint64_t lanes = CT_DK_VEC_BITS(tile->out_mask, v);
         if (lanes == vec_bits) {
           CT_DK_STOREU(o + CT_DK_LANES * v, acc[r][v]);
         } else if (lanes != 0) {
@@ -89,6 +93,7 @@ static void CT_DK_NAME(const ct_conv2d_direct_tile* tile) {
   }
 }
 
+#undef CT_DK_VEC_BITS
 #undef CT_DK_NAME
 #undef CT_DK_ROWS
 #undef CT_DK_VECS
