@@ -121,6 +121,15 @@ typedef struct ct_winograd_context {
     (r3) = (c);                                \
   } while (0)
 
+/* Non-finite tallies of the transforms, lane by lane: check[l] += v - v adds 0 for a finite v and
+ * NaN for an infinity or a NaN (a sum that vectorises, where a comparison per value does not), so
+ * a lane ends NaN if any of its values was not finite. Whether any of the n lanes did. */
+static CT_CPU_ISA_BODY int ct_winograd_nonfinite(const float* check, int n) {
+  int bad = 0;
+  for (int l = 0; l < n; ++l) bad |= check[l] != check[l];
+  return bad;
+}
+
 /* Weights transformed together: a task takes CT_WINOGRAD_C_BLOCK input channels and runs over
  * the output channels CT_WINOGRAD_O_BLOCK at a time, gathering their weights channel-major
  * (g[c][tap][o], output channels innermost) so that the transform runs on whole vectors; it then
@@ -134,8 +143,7 @@ static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winogra
   const int64_t s0 = job->f.ws[0], s1 = job->f.ws[1], s2 = job->f.ws[2], s3 = job->f.ws[3];
   const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
   float g[CT_WINOGRAD_C_BLOCK][9][CT_WINOGRAD_O_BLOCK];
-  /* (v - v is 0 for finite v, NaN for an infinity or a NaN: the sum is NaN if any was) */
-  float check[CT_WINOGRAD_O_BLOCK] = {0.0f};
+  float check[CT_WINOGRAD_O_BLOCK] = {0.0f}; /* ct_winograd_nonfinite */
   for (int64_t o0 = 0; o0 < k; o0 += CT_WINOGRAD_O_BLOCK) {
     const int64_t width = k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0 : CT_WINOGRAD_O_BLOCK;
     for (int64_t o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
@@ -174,9 +182,7 @@ static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winogra
       }
     }
   }
-  int bad = 0;
-  for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) bad |= check[o] != check[o];
-  return bad;
+  return ct_winograd_nonfinite(check, CT_WINOGRAD_O_BLOCK);
 }
 CT_CPU_ISA_VARIANTS(int, ct_winograd_weight_block,
                     (const ct_conv2d_winograd_job* job, float* u, int64_t c0), (job, u, c0))
@@ -322,8 +328,7 @@ static CT_CPU_ISA_BODY int ct_winograd_output_tile_body(const ct_conv2d_winograd
                                                         const int64_t* offset) {
   enum { CH = CT_WINOGRAD_Y_CHANNELS };
   const int64_t ks = job->f.os[1];
-  /* (y - y is 0 for finite y, NaN for an infinity or a NaN: the sum is NaN if any was) */
-  float check[CH] = {0.0f};
+  float check[CH] = {0.0f}; /* ct_winograd_nonfinite */
   for (int64_t o0 = 0; o0 < job->k; o0 += CH) {
     const int64_t on = job->k - o0 < CH ? job->k - o0 : CH;
     float e[16][CH];
@@ -363,9 +368,7 @@ static CT_CPU_ISA_BODY int ct_winograd_output_tile_body(const ct_conv2d_winograd
       }
     }
   }
-  int bad = 0;
-  for (int o = 0; o < CH; ++o) bad |= check[o] != check[o];
-  return bad;
+  return ct_winograd_nonfinite(check, CH);
 }
 CT_CPU_ISA_VARIANTS(int, ct_winograd_output_tile,
                     (const ct_conv2d_winograd_job* job, const float* m, int64_t plane, float* out,
