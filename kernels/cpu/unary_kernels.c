@@ -3,6 +3,7 @@
 
 #include "cpu_register.h"
 #include "elementwise_loops.h"
+#include "stream_store.h"
 #include "vector_math.h"
 
 /* ----- operator functions per compute type ----- */
@@ -82,7 +83,7 @@ static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const v
   const int64_t ss = steps[0], ds = steps[1];
   if (ss == (int64_t)sizeof(float) && ds == (int64_t)sizeof(float)) {
     ct_vector_math_get()->exp_f32((const float*)src, (float*)dst, n,
-                                  ct_vector_math_stream(n * (int64_t)sizeof(float)));
+                                  ct_stream_worth(n * (int64_t)sizeof(float)));
     return;
   }
   for (int64_t i = 0; i < n; ++i) CT_AT(float, dst, i, ds) = ct_exp_f32(CT_AT(float, src, i, ss));

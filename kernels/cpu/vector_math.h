@@ -25,14 +25,14 @@
 
 #include "half.h" /* ct_float_bits, ct_bits_float */
 #include "internal.h"
-#include "stream_store.h"
 
 /* One instruction set's loops. Pointers are to contiguous float32 runs of n elements (n >= 0);
  * dst may be src (in place). */
 typedef struct ct_vector_math {
   const char* isa; /* "generic", "avx2" or "avx512" */
   /* dst = exp(src); with stream != 0, dst is written with non-temporal stores (the same
-   * results; see ct_vector_math_stream) */
+   * results; stream_store.h says when that pays). softmax and layer_norm rows measured no faster
+   * with them (4096 x 1024), so they store normally. */
   void (*exp_f32)(const float* src, float* dst, int64_t n, int stream);
   /* The largest element, nan if any is nan; -inf for n == 0. */
   float (*max_f32)(const float* src, int64_t n);
@@ -50,13 +50,6 @@ typedef struct ct_vector_math {
   void (*norm_row_f32)(const float* src, float* dst, const float* weight, const float* bias,
                        int64_t n, int center, double eps);
 } ct_vector_math;
-
-/* exp runs of at least CT_STREAM_STORE_BYTES (a thread's share of a huge array) are written with
- * non-temporal stores (stream_store.h). softmax and layer_norm rows measured no faster with them
- * (4096 x 1024), so they store normally. */
-static inline int ct_vector_math_stream(int64_t output_bytes) {
-  return ct_stream_worth(output_bytes);
-}
 
 CT_INTERNAL extern const ct_vector_math ct_vector_math_generic;
 #ifdef CT_HAVE_VECTOR_MATH_AVX2
