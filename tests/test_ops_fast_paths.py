@@ -55,6 +55,19 @@ for n in (1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 4099):
     results[f"sum_axis0_f32_{n}"] = ops.sum(t, axis=0).view(np.uint32)
     results[f"sum_axis1_f32_{n}"] = ops.sum(t, axis=1).view(np.uint32)
     results[f"mean_axis0_f32_{n}"] = ops.mean(t[::2], axis=0).view(np.uint32)
+    # max/min runs: signed zeros (which zero wins depends on the lane order) and two nans with
+    # different payloads (the first one wins), one in the vector part and one in the tail
+    z = np.where(rng.random((5, n)) < 0.5, np.float32(0.0), np.float32(-0.0))
+    z[1] += t[1]
+    z[2, n // 3] = np.uint32(0x7FC00001).view(np.float32)
+    z[2, -1] = np.uint32(0x7FC00002).view(np.float32)
+    # the extremum is a zero in two lanes (9 and 17 of each block of 32) with opposite signs:
+    # which of them wins tells the order in which the lanes are merged
+    z[3] = -np.abs(t[2]) - 1
+    z[3, 9::32], z[3, 17::32] = -0.0, 0.0
+    z[4] = -z[3]
+    for name in ("max", "min"):
+        results[f"{name}_f32_{n}"] = getattr(ops, name)(z, axis=1).view(np.uint32)
     if n >= 3:
         results[f"max_pool2d_{n}"] = ops.max_pool2d(
             x.reshape(1, 3, 1, n), kernel_size=[1, 3], stride=[1, 2]).view(np.uint32)
@@ -292,6 +305,34 @@ def test_float32_sum_error_no_worse_than_numpy(n):
             err = np.abs(ops.sum(m, axis=axis).astype(np.float64) - exact_axis)
             err_np = np.abs(np.sum(m, axis=axis).astype(np.float64) - exact_axis)
             assert (err <= err_np + np.spacing(np.abs(exact_axis).astype(np.float32))).all()
+
+
+def _nan_positions(n: int) -> list[int | None]:
+    """No nan, then a nan in each part of the float32 max/min loop: the first block (its first
+    and last vector), the main loop (first lane of a vector, last lane of the last full block)
+    and the tail after the last block of 32."""
+    blocks_end = n - n % 32 if n >= 64 else 0
+    picks = [None, 0, 31, 40, blocks_end - 1, n - 1, n // 2]
+    return [p for p in picks if p is None or 0 <= p < n]
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("n", [63, 64, 65, 95, 96, 127, 1000, 4099, 300_001])
+def test_float32_max_min_runs_match_numpy(name, n):
+    """Contiguous float32 max/min runs (reduce_f32.c's vector loop, with its nan check per pair
+    of vectors): every value and every nan position, whole arrays and per row."""
+    rng = np.random.default_rng(n)
+    numpy_op, op = getattr(np, name), getattr(ops, name)
+    for position in _nan_positions(n):
+        x = (rng.standard_normal(n) * 100).astype(np.float32)
+        x[rng.integers(0, n)] = np.inf if name == "max" else -np.inf
+        if position is not None:
+            x[position] = np.nan
+        got, want = op(x), numpy_op(x)
+        assert (np.isnan(got) and np.isnan(want)) or got == want, (position, got, want)
+        rows = np.stack([x, x[::-1].copy(), np.roll(x, 33)])
+        np.testing.assert_array_equal(op(rows, axis=1), numpy_op(rows, axis=1),
+                                      err_msg=str(position))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "complex128"])

@@ -1,4 +1,4 @@
-/* reduce_f32.c - float32 sum loops of the reduction engine (see reduce_f32.h). */
+/* reduce_f32.c - float32 sum, max and min loops of the reduction engine (see reduce_f32.h). */
 #include "reduce_f32.h"
 
 #include "cpu_isa.h"
@@ -6,7 +6,7 @@
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
 #include <immintrin.h>
-#define CT_SUM_F32_AVX2 1
+#define CT_REDUCE_F32_AVX2 1
 #endif
 
 /* Lanes of the contiguous sum: lane k adds the elements at k, k + 32, k + 64, ... */
@@ -27,7 +27,6 @@ static inline double ct_sum_f32_fold(const double* r) {
 static double ct_sum_f32_lanes_generic(const float* x, int64_t n) {
   double r[CT_SUM_F32_LANES] = {0.0};
   for (int64_t i = 0; i < n; i += CT_SUM_F32_LANES) {
-    CT_REDUCE_PREFETCH_AHEAD(x + i, CT_SUM_F32_LANES * sizeof(float));
     for (int k = 0; k < CT_SUM_F32_LANES; ++k) r[k] += (double)x[i + k];
   }
   return ct_sum_f32_fold(r);
@@ -62,12 +61,11 @@ static void ct_sum_rows_f32_generic(const char* x, int64_t row_step, int64_t row
   }
 }
 
-#ifdef CT_SUM_F32_AVX2
+#ifdef CT_REDUCE_F32_AVX2
 CT_CPU_TARGET_AVX2 static double ct_sum_f32_lanes_avx2(const float* x, int64_t n) {
   __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   for (int64_t i = 0; i < n; i += CT_SUM_F32_LANES) {
     const float* p = x + i;
-    CT_REDUCE_PREFETCH_AHEAD(p, CT_SUM_F32_LANES * sizeof(float));
     a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
     a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
     a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
@@ -118,10 +116,52 @@ CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_s
     ct_sum_rows_f32_generic(x + j * step, row_step, rows, step, n - j, acc + j);
   }
 }
+
+/* One contiguous max (IS_MAX 1) or min (0) run, CT_NANPICK_LOOP's lanes and order: vector j of a
+ * 32-element block holds lanes 8j .. 8j + 7, MAXPS/MINPS are CT_LANE_MAX/MIN, and a nan is
+ * remembered for whole pairs of vectors (one unordered compare per two vectors), which keeps the
+ * loop to three instructions per vector: few enough for the core to keep the memory stream busy. */
+#define CT_PICK_F32_AVX2(NAME, VPICK, PICK)                                                       \
+  CT_CPU_TARGET_AVX2 static float NAME(const float* x, int64_t n, float m) {                      \
+    int64_t b = 0;                                                                                \
+    if (n >= 2 * CT_NANMAX_WIDTH) {                                                               \
+      __m256 r0 = _mm256_loadu_ps(x), r1 = _mm256_loadu_ps(x + 8);                                \
+      __m256 r2 = _mm256_loadu_ps(x + 16), r3 = _mm256_loadu_ps(x + 24);                          \
+      __m256 nan =                                                                                \
+          _mm256_or_ps(_mm256_cmp_ps(r0, r1, _CMP_UNORD_Q), _mm256_cmp_ps(r2, r3, _CMP_UNORD_Q)); \
+      for (b = CT_NANMAX_WIDTH; b + CT_NANMAX_WIDTH <= n; b += CT_NANMAX_WIDTH) {                 \
+        const __m256 v0 = _mm256_loadu_ps(x + b), v1 = _mm256_loadu_ps(x + b + 8);                \
+        const __m256 v2 = _mm256_loadu_ps(x + b + 16), v3 = _mm256_loadu_ps(x + b + 24);          \
+        r0 = VPICK(r0, v0);                                                                       \
+        r1 = VPICK(r1, v1);                                                                       \
+        r2 = VPICK(r2, v2);                                                                       \
+        r3 = VPICK(r3, v3);                                                                       \
+        nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q),                 \
+                                             _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q)));               \
+      }                                                                                           \
+      float r[CT_NANMAX_WIDTH];                                                                   \
+      _mm256_storeu_ps(r, r0);                                                                    \
+      _mm256_storeu_ps(r + 8, r1);                                                                \
+      _mm256_storeu_ps(r + 16, r2);                                                               \
+      _mm256_storeu_ps(r + 24, r3);                                                               \
+      for (int k = 0; k < CT_NANMAX_WIDTH; ++k) m = PICK(m, r[k]);                                \
+      for (int64_t i = 0; _mm256_movemask_ps(nan) && i < b; ++i) {                                \
+        if (x[i] != x[i]) {                                                                       \
+          m = PICK(m, x[i]);                                                                      \
+          break;                                                                                  \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    for (int64_t i = b; i < n; ++i) m = PICK(m, x[i]);                                            \
+    return m;                                                                                     \
+  }
+CT_PICK_F32_AVX2(ct_max_f32_avx2, _mm256_max_ps, CT_NAN_MAX)
+CT_PICK_F32_AVX2(ct_min_f32_avx2, _mm256_min_ps, CT_NAN_MIN)
+#undef CT_PICK_F32_AVX2
 #endif
 
-static int ct_sum_f32_use_avx2(void) {
-#ifdef CT_SUM_F32_AVX2
+static int ct_reduce_f32_use_avx2(void) {
+#ifdef CT_REDUCE_F32_AVX2
   return ct_cpu_isa() >= CT_CPU_ISA_AVX2;
 #else
   return 0;
@@ -130,8 +170,8 @@ static int ct_sum_f32_use_avx2(void) {
 
 double ct_cpu_sum_f32(const float* x, int64_t n) {
   double (*lanes)(const float*, int64_t) = ct_sum_f32_lanes_generic;
-#ifdef CT_SUM_F32_AVX2
-  if (ct_sum_f32_use_avx2()) lanes = ct_sum_f32_lanes_avx2;
+#ifdef CT_REDUCE_F32_AVX2
+  if (ct_reduce_f32_use_avx2()) lanes = ct_sum_f32_lanes_avx2;
 #endif
   const int64_t vectorised = n - n % CT_SUM_F32_LANES;
   double total = 0.0;
@@ -145,11 +185,27 @@ double ct_cpu_sum_f32(const float* x, int64_t n) {
 
 void ct_cpu_sum_rows_f32(const char* x, int64_t row_step, int64_t rows, int64_t step, int64_t n,
                          double* acc) {
-#ifdef CT_SUM_F32_AVX2
-  if (ct_sum_f32_use_avx2()) {
+#ifdef CT_REDUCE_F32_AVX2
+  if (ct_reduce_f32_use_avx2()) {
     ct_sum_rows_f32_avx2(x, row_step, rows, step, n, acc);
     return;
   }
 #endif
   ct_sum_rows_f32_generic(x, row_step, rows, step, n, acc);
+}
+
+float ct_cpu_max_f32(const float* x, int64_t n, float m) {
+#ifdef CT_REDUCE_F32_AVX2
+  if (ct_reduce_f32_use_avx2()) return ct_max_f32_avx2(x, n, m);
+#endif
+  CT_NANMAX_LOOP(float, n, x[ct_i], m);
+  return m;
+}
+
+float ct_cpu_min_f32(const float* x, int64_t n, float m) {
+#ifdef CT_REDUCE_F32_AVX2
+  if (ct_reduce_f32_use_avx2()) return ct_min_f32_avx2(x, n, m);
+#endif
+  CT_NANMIN_LOOP(float, n, x[ct_i], m);
+  return m;
 }

@@ -1,6 +1,7 @@
-/* reduce_f32.h - float32 sum loops of the reduction engine, fast enough to run at memory speed.
+/* reduce_f32.h - float32 sum, max and min loops of the reduction engine, fast enough to run at
+ * memory speed.
  *
- * Both accumulate in double, so the result, rounded once to float32, carries the error of that
+ * The sums accumulate in double, so the result, rounded once to float32, carries the error of that
  * rounding only (NumPy's pairwise float32 sum adds its own on top). The AVX2 copies (cpu_isa.h)
  * convert four floats per instruction and keep eight independent vector accumulators; the generic
  * copies do the same additions in the same order in plain C, so every ISA level gives bitwise the
@@ -28,5 +29,10 @@ CT_INTERNAL double ct_cpu_sum_f32(const float* x, int64_t n);
  * j < n: bitwise what `rows` separate one-row additions give. */
 CT_INTERNAL void ct_cpu_sum_rows_f32(const char* x, int64_t row_step, int64_t rows, int64_t step,
                                      int64_t n, double* acc);
+
+/* m merged with the largest (smallest) of x[0..n), a nan winning: bitwise what CT_NANMAX_LOOP
+ * (CT_NANMIN_LOOP) of reduce_plan.h gives, on every ISA level. */
+CT_INTERNAL float ct_cpu_max_f32(const float* x, int64_t n, float m);
+CT_INTERNAL float ct_cpu_min_f32(const float* x, int64_t n, float m);
 
 #endif /* CTENSOR_CPU_REDUCE_F32_H_ */

@@ -202,6 +202,11 @@ static void ct_fsum_rows_many_f32(const char* x, int64_t row_step, int64_t rows,
 
 /* ----- max, min: compute-type accumulator, nan propagates ----- */
 
+/* Contiguous float32 runs take the loops of reduce_f32.h (bitwise CT_NANPICK_LOOP's result). */
+#define CT_PICK_F32_CT_NAN_MAX ct_cpu_max_f32
+#define CT_PICK_F32_CT_NAN_MIN ct_cpu_min_f32
+#define CT_PICK_F32(PICK) CT_PICK_F32_##PICK
+
 #define CT_PICK_FAMILY(OP, SFX, T, C, OSFX, OT, IDENTITY, PICK, LANE)                             \
   static void ct_##OP##_##SFX##_init(void* acc, int64_t n) {                                      \
     C* a = acc;                                                                                   \
@@ -210,10 +215,11 @@ static void ct_fsum_rows_many_f32(const char* x, int64_t row_step, int64_t rows,
   CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
                                                int64_t index, void* acc) {                        \
     C m = *(C*)acc;                                                                               \
-    if (step == (int64_t)sizeof(T)) {                                                             \
+    if (CT_IS_F32(T) && step == (int64_t)sizeof(T)) {                                             \
+      m = CT_PICK_F32(PICK)((const float*)x, n, m);                                               \
+    } else if (step == (int64_t)sizeof(T)) {                                                      \
       const T* p = (const T*)x;                                                                   \
-      CT_NANPICK_LOOP_AHEAD(C, n, ct_load_##SFX(p[ct_i]), m, PICK, LANE,                          \
-                            CT_REDUCE_PREFETCH_AHEAD(p + ct_b, CT_NANMAX_WIDTH * sizeof(T)));     \
+      CT_NANPICK_LOOP(C, n, ct_load_##SFX(p[ct_i]), m, PICK, LANE);                               \
     } else {                                                                                      \
       CT_NANPICK_LOOP(C, n, ct_load_##SFX(CT_REDUCE_AT(T, x, ct_i, step)), m, PICK, LANE);        \
     }                                                                                             \
