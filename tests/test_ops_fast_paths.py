@@ -380,9 +380,9 @@ _STREAM_BYTES = 8 << 20
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "complex128"])
 def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
-    """Outputs past the streaming size, starting 16 bytes into a line (streamed from there) and
-    ending inside a block: NumPy's values, for two inputs, a scalar operand and one input, and
-    nothing outside the output."""
+    """Outputs past the streaming size, starting 16 bytes into a line (stored one by one up to the
+    next line, streamed from there) and ending inside a block: NumPy's values, for two inputs, a
+    scalar operand and one input, and nothing outside the output."""
     itemsize = np.dtype(dtype).itemsize
     n = threads * _STREAM_BYTES // itemsize + 1000 + 3
     rng = np.random.default_rng(itemsize)
@@ -409,12 +409,12 @@ def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
     assert (untouched == 7).all()
 
 
-def test_huge_broadcast_rows_streamed_give_numpy_values():
-    """A (rows, n) + (n,) add past the streaming size, with rows long enough to stream (64 KiB and
-    more), calls the loop once per row, each row starting at another offset in its line and
-    ending inside a block."""
-    rng = np.random.default_rng(9)
-    cols = (64 << 10) // 4 + 27
+@pytest.mark.parametrize("cols", [(4 << 10) // 4 - 1, (4 << 10) // 4 + 27, (64 << 10) // 4 + 27])
+def test_huge_broadcast_rows_streamed_give_numpy_values(cols):
+    """A (rows, n) + (n,) add past the streaming size calls the loop once per row: rows just
+    short of the streamed length (4 KiB), and rows long enough, each starting at another offset
+    in its line (so that two rows share a line) and ending inside a block."""
+    rng = np.random.default_rng(cols)
     m = rng.standard_normal((2 * _STREAM_BYTES // 4 // cols + 5, cols)).astype(np.float32)
     row = rng.standard_normal(cols).astype(np.float32)
     out = np.empty_like(m)

@@ -28,25 +28,30 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
 
 /* DST[i] = VALUE (an expression of i) for i in [0, N), DST of type T*. Where the engine asks for
  * streaming (ct_cpu_stream_output: the thread writes a huge output) and DST is on a 16-byte
- * boundary, the values are computed into a buffer in L1, a block at a time, and written out with
- * non-temporal stores (stream_store.h), all but the last few bytes that do not fill 16 (the
- * engine fences them once, after the thread's last loop). Otherwise the loop is peeled so that
- * the stores after the head are aligned. */
+ * boundary, the elements up to the first cache-line boundary are stored one by one, then values
+ * are computed into a buffer in L1, a block at a time, and written out whole lines at a time with
+ * non-temporal stores (stream_store.h; the engine fences them once, after the thread's last
+ * loop), and the last partial line is stored one by one. Otherwise the loop is peeled so that the
+ * stores after the head are aligned. */
 #define CT_ALIGNED_STORE_LOOP(T, DST, N, VALUE)                                           \
   do {                                                                                    \
     int64_t i = 0;                                                                        \
     if (ct_cpu_stream_output && ct_stream_aligned(DST)) {                                 \
       enum {                                                                              \
         ct_block_ = CT_STREAM_BLOCK_BYTES / (int)sizeof(T),                               \
-        ct_piece_ = 16 / (int)sizeof(T)                                                   \
+        ct_piece_ = CT_STREAM_LINE_BYTES / (int)sizeof(T)                                 \
       };                                                                                  \
       _Alignas(64) T ct_buffer_[ct_block_];                                               \
+      const int64_t ct_head_ =                                                            \
+          ct_elements_to_boundary(DST, (int64_t)sizeof(T), CT_STREAM_LINE_BYTES);         \
+      for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                            \
       while ((N) - i >= ct_piece_) {                                                      \
         const int64_t ct_first_ = i;                                                      \
         const int64_t ct_count_ =                                                         \
             (N) - i < ct_block_ ? ((N) - i) / ct_piece_ * ct_piece_ : (int64_t)ct_block_; \
         for (; i < ct_first_ + ct_count_; ++i) ct_buffer_[i - ct_first_] = (VALUE);       \
-        ct_stream_copy((DST) + ct_first_, ct_buffer_, ct_count_ * (int64_t)sizeof(T));    \
+        ct_stream_copy((DST) + ct_first_, ct_buffer_, ct_count_ * (int64_t)sizeof(T),     \
+                       ct_cpu_stream_output);                                             \
       }                                                                                   \
     } else {                                                                              \
       const int64_t ct_head_ = ct_store_align_head(DST, (int64_t)sizeof(T), N);           \

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "cpu_isa.h"
 #include "cpu_threads.h"
 #include "stream_store.h"
 
@@ -111,7 +112,9 @@ static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
   }
   const int64_t out_step = steps[nop - 1] < 0 ? -steps[nop - 1] : steps[nop - 1];
   ct_cpu_stream_output =
-      ct_stream_worth((end - begin) * out_step) && run * out_step >= CT_STREAM_MIN_RUN_BYTES;
+      ct_stream_worth((end - begin) * out_step) && run * out_step >= CT_STREAM_MIN_RUN_BYTES
+          ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)
+          : CT_STREAM_OFF;
   int64_t position = begin;
   while (position < end) {
     const int64_t count = (run - offset < end - position) ? run - offset : end - position;

@@ -24,10 +24,11 @@ typedef struct ct_cpu_loop_entry {
   int64_t copy_itemsize; /* copy loops (copy_loops.h): bytes per element moved; else 0 */
 } ct_cpu_loop_entry;
 
-/* Set on each thread while the engine runs its loops: whether the thread's share of the output
- * (the last operand) and its runs are large enough to stream (stream_store.h). Loops that store
- * contiguously through CT_ALIGNED_STORE_LOOP then write with non-temporal stores, which the engine
- * fences after the thread's last loop; loops called otherwise see 0. */
+/* Set on each thread while the engine runs its loops: how the thread streams its output
+ * (stream_store.h's CT_STREAM_NARROW or CT_STREAM_WIDE), when its share of the output (the last
+ * operand) and its runs are large enough. Loops that store contiguously through
+ * CT_ALIGNED_STORE_LOOP then write with non-temporal stores, which the engine fences after the
+ * thread's last loop; loops called otherwise see CT_STREAM_OFF (0). */
 CT_INTERNAL extern _Thread_local int ct_cpu_stream_output;
 
 /* Iterates `shape` (ndim dims) over operands given by base pointers and byte strides
