@@ -77,6 +77,27 @@ def test_exp_special_values_in_body_and_tail(n):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
 
 
+# exp's fast path (a vector whose every 2^n is a normal float, n in [-126, 127]) meets the
+# values it hands back to the full path: n = 127 and n = -126 at the edges, then n = 128,
+# n = -127 and below, overflow, underflow to subnormals and zero, nan and infinities.
+EDGES = np.array([88.0, 87.9, -87.3, -87.33, 88.3, 88.5, 88.72, -88.0, -95.0, -103.9, -110.0,
+                  np.nan, np.inf, -np.inf], np.float32)
+
+
+@pytest.mark.parametrize("lane", range(16))
+def test_exp_one_lane_off_the_fast_path(lane):
+    """Each vector holds ordinary values and one value at `lane` of every 16 (every lane of an
+    AVX2 block of two vectors, and of an SSE2 block of four) that the fast path cannot scale:
+    every result within an ulp, overflow inf, underflow 0, nan nan."""
+    rng = np.random.default_rng(lane)
+    x = rng.uniform(-80, 80, 16 * 64).astype(np.float32)
+    x[lane::16] = np.resize(EDGES, len(x[lane::16]))
+    got = ops.exp(x)
+    err = exp_ulp_error(x, got)
+    assert err.max() <= 1.02, (x[np.argmax(err)], got[np.argmax(err)])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
+
+
 @pytest.mark.parametrize("step", [2, 3, -1])
 def test_exp_strided_matches_contiguous_within_one_ulp(step):
     rng = np.random.default_rng(5)

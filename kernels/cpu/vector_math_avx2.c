@@ -10,6 +10,8 @@
 #define CT_VM_MIN(a, b) _mm256_min_ps((a), (b))
 #define CT_VM_STREAM(p, v) _mm256_stream_ps((p), (v))
 #define CT_VM_FENCE() _mm_sfence()
+/* Whether any lane of an integer vector has its sign bit set. */
+#define CT_VM_ANY_SIGN(v) _mm256_movemask_ps((__m256)(v))
 #define CT_VM_MASK_LOAD(p, count, live) _mm256_maskload_ps((p), (__m256i)(live))
 #define CT_VM_MASK_STORE(p, count, live, v) _mm256_maskstore_ps((p), (__m256i)(live), (v))
 #define CT_VM_WIDEN_LOW(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
