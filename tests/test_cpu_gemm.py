@@ -5,7 +5,7 @@ threaded paths, and each instruction set's micro-kernels.
 CTENSOR_CPU_ISA=generic|avx2|avx512 (read once, at the first GEMM) caps the micro-kernel set;
 a set the CPU lacks falls back to the widest one it has, so every value runs on every machine.
 Each set runs the same cases in a fresh interpreter. Tile shapes: generic 4 × 8 (float32) and
-4 × 4 (float64), AVX2 6 × 16 and 6 × 8, AVX-512 12 × 32 and 12 × 16; blocks of 256 in k.
+4 × 4 (float64), AVX2 6 × 16 and 6 × 8, AVX-512 12 × 32 and 12 × 16; blocks of 256 or 512 in k.
 """
 
 from __future__ import annotations
