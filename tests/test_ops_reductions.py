@@ -192,6 +192,17 @@ def test_softmax_registered_for_floats_only():
 # ----- sum, mean, max ---------------------------------------------------------------------------
 
 
+def rounded_to(want, dtype: str) -> np.ndarray:
+    """A float64 reference rounded once to `dtype` and back (overflow gives inf, as ours does);
+    bfloat16 through torch, NumPy having no bfloat16 (a product of 64 fours is 2^128: inf in
+    bfloat16, although float64 holds it)."""
+    want = np.asarray(want, dtype=np.float64)
+    if dtype == "bfloat16":
+        return torch.from_numpy(want.copy()).to(torch.bfloat16).double().numpy()
+    with np.errstate(all="ignore"):
+        return want.astype(dtype).astype(np.float64)
+
+
 def check_reduction(op, dtype, x, axis, keepdims, out):
     x_np_shape = tuple(x.shape)
     if op in NO_IDENTITY and any(x_np_shape[k] == 0 for k in normalized(axis, len(x_np_shape))):
@@ -237,15 +248,10 @@ def check_reduction(op, dtype, x, axis, keepdims, out):
         order_dependent = np.isnan(want) != np.isnan(flipped)
         take = order_dependent & (np.isnan(got64) == np.isnan(flipped))
         want[take] = flipped[take]
-        if want_dtype != "bfloat16":
-            with np.errstate(all="ignore"):
-                want = want.astype(want_dtype).astype(np.float64)
-        assert_close(got, want, want_dtype)
+        assert_close(got, rounded_to(want, want_dtype), want_dtype)
         return
     # the float64 result rounded once to the output dtype (overflow -> inf, like ours)
-    if want_dtype != "bfloat16":
-        with np.errstate(all="ignore"):
-            want = np.asarray(want).astype(want_dtype).astype(np.float64)
+    want = rounded_to(want, want_dtype)
     assert_close(got, want, want_dtype, atol=float_atol(op, x64, axis, want_dtype))
 
 
@@ -330,6 +336,16 @@ def test_min_any_all_specials():
     t = torch.tensor([[2.0, math.nan], [1.0, -1.0]], dtype=torch.bfloat16)
     assert ctensor.ops.min(t, axis=1).float().isnan().tolist() == [True, False]
     assert ctensor.ops.any(t).dtype == torch.bool
+
+
+def test_bfloat16_results_past_its_range_are_inf():
+    """2^128 (a product of 64 fours, the example hypothesis found) fits float64 but not bfloat16:
+    inf, and the reference of check_reduction agrees."""
+    x = torch.full((4, 4, 4), 4.0, dtype=torch.bfloat16)
+    assert math.isinf(float(ctensor.ops.prod(x)))
+    check_reduction("prod", "bfloat16", x, None, False, None)
+    check_reduction("sum", "bfloat16", torch.full((2,), 3e38, dtype=torch.bfloat16), None, False,
+                    None)
 
 
 def test_empty_reductions():
