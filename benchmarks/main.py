@@ -42,9 +42,11 @@ def _matches(name: str, patterns: list[str] | None) -> bool:
 
 def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2,
         repeats: int | None = None, min_sample_s: float | None = None, log: Any = sys.stderr,
-        seed: int = 0) -> dict:
+        seed: int = 0, settle_s: float | None = None) -> dict:
     """Runs the cases whose names contain (or glob-match) one of ``patterns`` and returns the
-    JSON document. Machine-limit cases always run when a case of theirs is selected."""
+    JSON document. Machine-limit cases always run when a case of theirs is selected. Each sample
+    waits ``settle_s`` first (default: 0.1 s with more than one thread, none with one thread or
+    ``quick``), so that no other library's threads are still spinning (timing.py)."""
     from . import peers
 
     how = peers.configure(threads)
@@ -76,12 +78,15 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
               quick=quick, rng=np.random.default_rng(seed), opencl=opencl)
     repeats = repeats or (3 if quick else 11)
     min_sample_s = min_sample_s if min_sample_s is not None else (0.002 if quick else 0.05)
+    if settle_s is None:
+        settle_s = 0.1 if threads > 1 and not quick else 0.0
     document: dict = {
         "meta": {
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": platform.machine(), "cpu": _cpu_model(), "cpus": os.cpu_count(),
             "load_average_start": _load(), "threads": threads, "thread_settings": how,
             "quick": quick, "repeats": repeats, "min_sample_s": min_sample_s,
+            "settle_s": settle_s,
             "python": platform.python_version(), "ctensor": ctensor.__version__,
             "numpy": np.__version__,
             "torch": getattr(torch, "__version__", None),
@@ -104,7 +109,7 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
     cases = [c for c, _ in cases if not c.limit or selected]
     for case in cases:
         print(f"{case.name} ...", file=log, flush=True)
-        record = runner.run_case(case, repeats, min_sample_s, log)
+        record = runner.run_case(case, repeats, min_sample_s, log, settle_s)
         if case.limit and "machine" in record["results"]:
             document["limits"][case.limit] = record["results"]["machine"].get("throughput")
         document["cases"].append(record)
@@ -136,11 +141,15 @@ def main(argv: list[str] | None = None) -> int:
                         "quick 3)")
     parser.add_argument("--min-sample", type=float, metavar="SECONDS",
                         help="least duration of one sample (default 0.05, quick 0.002)")
+    parser.add_argument("--settle", type=float, metavar="SECONDS",
+                        help="pause before each sample, so that the previous library's threads "
+                        "stop spinning (default 0.1 with more than one thread, else 0)")
     parser.add_argument("--list", action="store_true", help="list the case names and exit")
     args = parser.parse_args(argv)
     if args.list:
         return _list(args)
-    document = run(args.cases, args.quick, args.threads, args.repeats, args.min_sample)
+    document = run(args.cases, args.quick, args.threads, args.repeats, args.min_sample,
+                   settle_s=args.settle)
     from . import report
 
     print(report.table(document))

@@ -78,8 +78,10 @@ def _check(case: Case, results: dict) -> dict[str, dict]:
     return checks
 
 
-def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stderr) -> dict:
-    """Checks and times one case; returns its JSON record."""
+def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stderr,
+             settle_s: float = 0.0) -> dict:
+    """Checks and times one case (pausing ``settle_s`` before each sample, see timing.py);
+    returns its JSON record."""
     results: dict[str, dict] = {}
     checks = _check(case, results)
     items = []
@@ -90,7 +92,7 @@ def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stder
             continue
         items.append(Timed(name, impl.expr, impl.namespace))
     try:
-        interleaved(items, repeats, min_sample_s)
+        interleaved(items, repeats, min_sample_s, settle_s)
     except Exception as e:  # noqa: BLE001 - one failing case does not end the run
         print(f"  {case.name}: timing failed: {type(e).__name__}: {e}", file=log)
         for item in items:

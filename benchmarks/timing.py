@@ -6,14 +6,19 @@ call itself, not a wrapper around it). A sample runs the statement ``number`` ti
 chosen per implementation so that one sample takes at least ``min_sample_s``; the result is the
 median over ``repeats`` samples of the time per call.
 
-Interleaving is per sample, not per call: OpenMP runtimes (ctensor's, torch's, OpenBLAS's
-threads) keep spinning for a moment after a parallel region, which would slow whichever library
-runs next; with samples of 50 ms (the default) that moment is a small part of one sample.
+Interleaving is per sample, not per call. Thread pools keep spinning for a while after a
+parallel region, and that slows whichever library runs next on the same cores: OpenBLAS's
+threads spin for about 0.1 s (2^28 cycles) after each call, and on a 2-core machine ctensor's
+1024 x 1024 matmul ran at 93 GFLOP/s right after a NumPy sample, against 149-155 after a pause
+of 0.1-0.2 s (and NumPy's at 118 right after ctensor's, against 142-166). So with more than one
+thread each sample starts after a pause (``settle_s``, 0.1 s by default) in which every other
+library's threads go idle: each implementation is timed on cores the others have let go.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 import timeit
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,9 +57,10 @@ def calibrate(item: Timed, min_sample_s: float) -> None:
     item.number = number
 
 
-def interleaved(items: list[Timed], repeats: int, min_sample_s: float) -> None:
+def interleaved(items: list[Timed], repeats: int, min_sample_s: float,
+                settle_s: float = 0.0) -> None:
     """Fills each item's ``samples`` (seconds per call), in a round-robin that starts one item
-    later on every repetition."""
+    later on every repetition, pausing ``settle_s`` seconds before each sample."""
     for item in items:
         item.prepare()
         item.timer.timeit(1)  # warm-up: first-call caches, page faults
@@ -64,4 +70,6 @@ def interleaved(items: list[Timed], repeats: int, min_sample_s: float) -> None:
     for rep in range(repeats):
         for k in range(count):
             item = items[(rep + k) % count]
+            if settle_s > 0:
+                time.sleep(settle_s)
             item.samples.append(item.timer.timeit(item.number) / item.number)

@@ -46,6 +46,7 @@ def test_quick_run_writes_the_selected_cases_and_the_machine_limits(quick_run):
     assert all(v > 0 for v in document["limits"].values())
     meta = document["meta"]
     assert meta["threads"] == 1 and meta["quick"] is True
+    assert meta["settle_s"] == 0.0  # one thread: nothing spins between samples
     assert meta["ctensor"] and meta["numpy"] == np.__version__
     assert "targets met:" in stdout and "overhead/add/numpy/out" in stdout
 
@@ -170,6 +171,19 @@ def test_a_right_answer_is_timed():
     record = runner.run_case(_case("ops.add(a, a)"), repeats=3, min_sample_s=0.0)
     assert record["checks"]["ctensor"]["status"] == "ok"
     assert len(record["results"]["ctensor"]["samples_s"]) == 3
+
+
+def test_every_sample_waits_for_other_threads_to_settle(monkeypatch):
+    """With settle_s, each timed sample follows a pause of that length (timing.py: other
+    libraries' thread pools spin after their calls); calibration samples do not."""
+    from ctensor.bench import timing
+
+    pauses: list[float] = []
+    monkeypatch.setattr(timing.time, "sleep", pauses.append)
+    record = runner.run_case(_case("ops.add(a, a)"), repeats=3, min_sample_s=0.0,
+                             settle_s=0.125)
+    assert len(record["results"]["ctensor"]["samples_s"]) == 3
+    assert pauses == [0.125] * 3 * len(record["results"])
 
 
 def test_charts_are_drawn_when_matplotlib_is_installed(quick_run, tmp_path):
