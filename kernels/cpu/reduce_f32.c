@@ -194,18 +194,18 @@ void ct_cpu_sum_rows_f32(const char* x, int64_t row_step, int64_t rows, int64_t 
   ct_sum_rows_f32_generic(x, row_step, rows, step, n, acc);
 }
 
-float ct_cpu_max_f32(const float* x, int64_t n, float m) {
+/* ct_cpu_max_f32 / ct_cpu_min_f32: the AVX2 loop where the CPU has it, else the generic one. */
 #ifdef CT_REDUCE_F32_AVX2
-  if (ct_reduce_f32_use_avx2()) return ct_max_f32_avx2(x, n, m);
+#define CT_PICK_F32_AVX2_FIRST(AVX2_NAME) \
+  if (ct_reduce_f32_use_avx2()) return AVX2_NAME(x, n, m);
+#else
+#define CT_PICK_F32_AVX2_FIRST(AVX2_NAME)
 #endif
-  CT_NANMAX_LOOP(float, n, x[ct_i], m);
-  return m;
-}
-
-float ct_cpu_min_f32(const float* x, int64_t n, float m) {
-#ifdef CT_REDUCE_F32_AVX2
-  if (ct_reduce_f32_use_avx2()) return ct_min_f32_avx2(x, n, m);
-#endif
-  CT_NANMIN_LOOP(float, n, x[ct_i], m);
-  return m;
-}
+#define CT_PICK_F32_DEFINE(NAME, AVX2_NAME, LOOP)  \
+  float NAME(const float* x, int64_t n, float m) { \
+    CT_PICK_F32_AVX2_FIRST(AVX2_NAME)              \
+    LOOP(float, n, x[ct_i], m);                    \
+    return m;                                      \
+  }
+CT_PICK_F32_DEFINE(ct_cpu_max_f32, ct_max_f32_avx2, CT_NANMAX_LOOP)
+CT_PICK_F32_DEFINE(ct_cpu_min_f32, ct_min_f32_avx2, CT_NANMIN_LOOP)
