@@ -12,7 +12,9 @@ threads spin for about 0.1 s (2^28 cycles) after each call, and on a 2-core mach
 1024 x 1024 matmul ran at 93 GFLOP/s right after a NumPy sample, against 149-155 after a pause
 of 0.1-0.2 s (and NumPy's at 118 right after ctensor's, against 142-166). So with more than one
 thread each sample starts after a pause (``settle_s``, 0.1 s by default) in which every other
-library's threads go idle: each implementation is timed on cores the others have let go.
+library's threads go idle, then one untimed call of the implementation itself (its own threads
+awake again, as in back-to-back use): each implementation is timed warm, on cores the others
+have let go.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def calibrate(item: Timed, min_sample_s: float) -> None:
 def interleaved(items: list[Timed], repeats: int, min_sample_s: float,
                 settle_s: float = 0.0) -> None:
     """Fills each item's ``samples`` (seconds per call), in a round-robin that starts one item
-    later on every repetition, pausing ``settle_s`` seconds before each sample."""
+    later on every repetition, pausing ``settle_s`` seconds and making one untimed call before
+    each sample."""
     for item in items:
         item.prepare()
         item.timer.timeit(1)  # warm-up: first-call caches, page faults
@@ -72,4 +75,5 @@ def interleaved(items: list[Timed], repeats: int, min_sample_s: float,
             item = items[(rep + k) % count]
             if settle_s > 0:
                 time.sleep(settle_s)
+                item.timer.timeit(1)
             item.samples.append(item.timer.timeit(item.number) / item.number)
