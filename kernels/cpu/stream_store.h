@@ -47,8 +47,8 @@ static inline int ct_stream_aligned(const void* dst) {
 }
 
 /* How a thread streams its output (ct_cpu_stream_output): not at all, 16 bytes a store (SSE2),
- * or 32 bytes a store (AVX: measured 1.9x the bandwidth of 16-byte stores on Zen 3 when the
- * stores alternate with computing the next block). */
+ * or 32 bytes a store (AVX: 1.4-1.9x the bandwidth of 16-byte stores on Zen 3, one core, when
+ * the stores alternate with computing the next block). */
 enum { CT_STREAM_OFF = 0, CT_STREAM_NARROW = 1, CT_STREAM_WIDE = 2 };
 
 #if defined(CT_STREAM_STORES) && defined(__GNUC__) && defined(__x86_64__) && \
