@@ -45,8 +45,9 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
         seed: int = 0, settle_s: float | None = None) -> dict:
     """Runs the cases whose names contain (or glob-match) one of ``patterns`` and returns the
     JSON document. Machine-limit cases always run when a case of theirs is selected. Each sample
-    waits ``settle_s`` first (default: 0.1 s with more than one thread, none with one thread or
-    ``quick``), so that no other library's threads are still spinning (timing.py)."""
+    waits ``settle_s`` first, then makes one untimed call (default: 0.1 s with more than one
+    thread, no pause with one thread or ``quick``), so that no other library's threads are still
+    spinning (timing.py)."""
     from . import peers
 
     how = peers.configure(threads)
