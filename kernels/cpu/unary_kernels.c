@@ -74,16 +74,16 @@ static inline double ct_op_sigmoid_double(double x) {
   return 1.0 / (1.0 + exp(-x));
 }
 
-/* float32 exp: contiguous runs through the vector_math set of the CPU (a run as large as
- * CT_STREAM_STORE_BYTES, a thread's share of a huge array, is written with non-temporal
- * stores), other runs through its scalar copy (the generic set's arithmetic). */
+/* float32 exp: contiguous runs through the vector_math set of the CPU (written with
+ * non-temporal stores where the engine streams this thread's output, ct_cpu_stream_output),
+ * other runs through its scalar copy (the generic set's arithmetic). */
 static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const void* extra) {
   (void)extra;
   char *src = data[0], *dst = data[1];
   const int64_t ss = steps[0], ds = steps[1];
   if (ss == (int64_t)sizeof(float) && ds == (int64_t)sizeof(float)) {
     ct_vector_math_get()->exp_f32((const float*)src, (float*)dst, n,
-                                  ct_stream_worth(n * (int64_t)sizeof(float)));
+                                  ct_cpu_stream_output != CT_STREAM_OFF);
     return;
   }
   for (int64_t i = 0; i < n; ++i) CT_AT(float, dst, i, ds) = ct_exp_f32(CT_AT(float, src, i, ss));
