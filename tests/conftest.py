@@ -4,8 +4,13 @@
 count as errors) makes Hypothesis reject a share of float16 draws; that share varies from run to
 run, so the filter health check would fail at random. Large conv2d/matmul/reduction draws are
 slow to generate on a 2-core machine for the same kind of reason. Both are expected here, not
-signs of a broken strategy, so those two checks are turned off; every other one stays on."""
+signs of a broken strategy, so those two checks are turned off; every other one stays on.
 
+test_cuda_device.py needs a CUDA GPU with CuPy and PyTorch: where there is none it is not
+collected, and pytest's header says why (test_cuda_plugin.py, which runs everywhere, checks that
+the plugin is built and says why it is unavailable)."""
+
+from cuda_arrays import cuda_unavailable_reason
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -14,3 +19,12 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("ctensor")
+
+_CUDA_UNAVAILABLE = cuda_unavailable_reason()
+collect_ignore = ["test_cuda_device.py"] if _CUDA_UNAVAILABLE else []
+
+
+def pytest_report_header() -> str:
+    if _CUDA_UNAVAILABLE:
+        return f"CUDA device tests (test_cuda_device.py): not collected, {_CUDA_UNAVAILABLE}"
+    return "CUDA device tests (test_cuda_device.py): collected"

@@ -49,8 +49,9 @@ def _input_text(param: dict) -> str:
     return name
 
 
-def markdown_ops() -> str:
-    """The operator table as Markdown: op, category, inputs, attributes, dtypes, devices."""
+def markdown_ops(devices: list[str] | None = None) -> str:
+    """The operator table as Markdown: op, category, inputs, attributes, dtypes, devices (of the
+    loaded backends; only those in ``devices`` when given)."""
     rows = [
         "| op | category | inputs | attributes | dtypes (cpu) | devices |",
         "|---|---|---|---|---|---|",
@@ -60,9 +61,10 @@ def markdown_ops() -> str:
         inputs = ", ".join(_input_text(p) for p in info["inputs"])
         attrs = "<br>".join(f"`{_attr_text(a)}`" for a in info["attrs"]) or "—"
         dtypes = _dtypes_text(info["dtypes"].get("cpu", [])) or "—"
-        devices = ", ".join(info["devices"]) or "—"
+        shown = [d for d in info["devices"] if devices is None or d in devices]
         rows.append(
-            f"| `{name}` | {info['category']} | {inputs} | {attrs} | {dtypes} | {devices} |"
+            f"| `{name}` | {info['category']} | {inputs} | {attrs} | {dtypes} | "
+            f"{', '.join(shown) or '—'} |"
         )
     return "\n".join(rows)
 
@@ -130,12 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     _dir_flags(parser)
     parser.add_argument("--markdown-ops", action="store_true",
                         help="print the operator table as Markdown (for the README)")
+    parser.add_argument("--devices", metavar="LIST",
+                        help="with --markdown-ops: show only these devices (comma-separated)")
     args = parser.parse_args(argv)
     answer = _dir_answer(args)
     if answer is not None:
         print(answer)
     elif args.markdown_ops:
-        print(markdown_ops())
+        print(markdown_ops(args.devices.split(",") if args.devices else None))
     else:
         print(summary())
     return 0

@@ -1,0 +1,54 @@
+/* cu_call.h - where one call runs: the device of its tensors (made current for the call and
+ * restored after, as the frameworks' device guards do), the caller's stream, and checks that
+ * every tensor's data is device memory of that device before a kernel touches it. */
+#ifndef CTENSOR_CU_CALL_H_
+#define CTENSOR_CU_CALL_H_
+
+#include "cu_plugin.h"
+
+/* Makes `device_id` the current device until destroyed; restores the caller's. */
+class ct_cu_device_guard {
+ public:
+  ct_cu_device_guard() = default;
+  ~ct_cu_device_guard();
+  ct_cu_device_guard(const ct_cu_device_guard&) = delete;
+  ct_cu_device_guard& operator=(const ct_cu_device_guard&) = delete;
+  /* CT_OK, or CT_ERROR_UNSUPPORTED_DEVICE for an index out of range. */
+  int enter(int32_t device_id);
+
+ private:
+  int previous_ = -1;
+};
+
+/* One call's device and stream. */
+struct ct_cu_exec {
+  int32_t device_id = 0;
+  cudaStream_t stream = nullptr;
+  ct_cu_device_guard guard;
+};
+
+/* Enters the device of the call's tensors and checks that each tensor's data (when it has
+ * elements) is memory that device can read: device or managed memory, or host memory
+ * registered with CUDA, or any host memory where the device reads pageable memory (HMM, ATS).
+ * Refuses other host pointers, which would fault in the kernel. */
+int ct_cu_exec_for_call(const ct_kernel_call* call, ct_cu_exec* exec);
+
+/* Enters `device_id` with `stream` (allocation, copies, synchronisation). */
+int ct_cu_exec_for_device(int32_t device_id, void* stream, ct_cu_exec* exec);
+
+/* Reports a failed launch (or an earlier asynchronous fault surfacing now) for `what`. */
+int ct_cu_launch_status(const char* what);
+
+/* Number of elements of `t`. */
+int64_t ct_cu_tensor_elements(const ct_tensor* t);
+
+/* First byte of `t`'s data (data + byte_offset). */
+inline char* ct_cu_tensor_bytes(const ct_tensor* t) {
+  return static_cast<char*>(t->data) + t->byte_offset;
+}
+
+/* A grid of `threads`-thread blocks for a grid-stride loop over `n` items: enough blocks to
+ * fill the device, no more than the items need. */
+unsigned ct_cu_grid(const ct_cu_exec& exec, int64_t n, int threads);
+
+#endif /* CTENSOR_CU_CALL_H_ */

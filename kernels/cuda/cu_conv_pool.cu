@@ -1,0 +1,377 @@
+/* cu_conv_pool.cu - conv2d (NCHW input, OIHW weight, stride/padding/dilation/groups, optional
+ * bias) and max_pool2d / avg_pool2d / adaptive_avg_pool2d over (N, C, H, W) or (C, H, W), with
+ * windows and divisors exactly as the CPU backend (torch's). conv2d is an implicit GEMM per group
+ * (output channels x output positions, contracting over input channels x kernel taps) in
+ * shared-memory tiles, or a direct kernel (one thread per output) when a group has few output
+ * channels (depthwise convolutions); neither needs a workspace. Pooling is one thread per output.
+ * float16 computes and accumulates in float, float32 in float, float64 in double. */
+#include <math.h>
+
+#include "cu_call.h"
+#include "cu_layout.h"
+#include "cu_types.cuh"
+
+namespace {
+
+constexpr int ct_cu_threads = 256;
+
+/* A 4-D view of a tensor (a 3-D one gets a leading dim of 1): shape and byte strides. */
+struct ct_cu_nchw {
+  int64_t shape[4];
+  int64_t strides[4];
+};
+
+ct_cu_nchw ct_cu_nchw_of(const ct_tensor* t) {
+  int64_t all[CT_MAX_NDIM];
+  ct_cu_tensor_strides(t, all);
+  const int32_t size = (t->dtype.bits + 7) / 8;
+  const int32_t lead = 4 - t->ndim;
+  ct_cu_nchw view;
+  for (int32_t d = 0; d < 4; ++d) {
+    view.shape[d] = d < lead ? 1 : t->shape[d - lead];
+    view.strides[d] = d < lead ? 0 : all[d - lead] * size;
+  }
+  return view;
+}
+
+/* An (H, W) attribute pair: one value serves both, an absent or empty list takes `fallback`. */
+void ct_cu_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
+  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
+    out[0] = fallback[0];
+    out[1] = fallback[1];
+  } else {
+    out[0] = value->value.ints[0];
+    out[1] = value->value.ints[value->count - 1];
+  }
+}
+
+/* ----- conv2d ----- */
+
+struct ct_cu_conv_params {
+  ct_cu_nchw out, x, w;
+  int64_t bias_stride; /* bytes */
+  int64_t stride[2], padding[2], dilation[2];
+  int64_t groups;
+};
+
+/* The input value at (b, ic, ih, iw), or 0 in the padding. Padding zeros still multiply the
+ * weight (0 * nan is nan, as im2col and torch). */
+template <ct_cu_type Tag>
+__device__ __forceinline__ ct_cu_compute_t<Tag> ct_cu_conv_input(const ct_cu_conv_params& p,
+                                                                 const char* x, int64_t base,
+                                                                 int64_t ih, int64_t iw) {
+  using T = ct_cu_compute_t<Tag>;
+  const bool inside = ih >= 0 && ih < p.x.shape[2] && iw >= 0 && iw < p.x.shape[3];
+  return inside ? ct_cu_load<Tag>(x + base + ih * p.x.strides[2] + iw * p.x.strides[3]) : T(0);
+}
+
+/* One thread per output element; for groups with few output channels. */
+template <ct_cu_type Tag>
+__global__ void __launch_bounds__(256)
+    ct_cu_conv2d_direct_kernel(const ct_cu_conv_params p, char* out, const char* x, const char* w,
+                               const char* bias) {
+  using T = ct_cu_compute_t<Tag>;
+  const int64_t ow_n = p.out.shape[3], oh_n = p.out.shape[2], oc_n = p.out.shape[1];
+  const int64_t n = p.out.shape[0] * oc_n * oh_n * ow_n;
+  const int64_t cin = p.w.shape[1], kh_n = p.w.shape[2], kw_n = p.w.shape[3];
+  const int64_t oc_per_group = oc_n / p.groups;
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t ow = i % ow_n, oh = (i / ow_n) % oh_n, oc = (i / (ow_n * oh_n)) % oc_n;
+    const int64_t b = i / (ow_n * oh_n * oc_n), g = oc / oc_per_group;
+    T acc = 0;
+    for (int64_t c = 0; c < cin; ++c) {
+      const int64_t base = b * p.x.strides[0] + (g * cin + c) * p.x.strides[1];
+      const char* wc = w + oc * p.w.strides[0] + c * p.w.strides[1];
+      for (int64_t kh = 0; kh < kh_n; ++kh) {
+        const int64_t ih = oh * p.stride[0] - p.padding[0] + kh * p.dilation[0];
+        for (int64_t kw = 0; kw < kw_n; ++kw) {
+          const int64_t iw = ow * p.stride[1] - p.padding[1] + kw * p.dilation[1];
+          acc += ct_cu_conv_input<Tag>(p, x, base, ih, iw) *
+                 ct_cu_load<Tag>(wc + kh * p.w.strides[2] + kw * p.w.strides[3]);
+        }
+      }
+    }
+    if (bias) acc += ct_cu_load<Tag>(bias + oc * p.bias_stride);
+    ct_cu_store<Tag>(out + b * p.out.strides[0] + oc * p.out.strides[1] + oh * p.out.strides[2] +
+                         ow * p.out.strides[3],
+                     acc);
+  }
+}
+
+/* Implicit GEMM tiles: a block computes TM output channels x TN output positions of one group,
+ * contracting TK taps (input channel, kh, kw) at a time through shared memory; each of its
+ * 16 x 16 threads owns a 4 x 4 grid of outputs spaced 16 apart. */
+constexpr int ct_cu_tm = 64, ct_cu_tn = 64, ct_cu_tk = 16;
+
+template <ct_cu_type Tag>
+__global__ void __launch_bounds__(256)
+    ct_cu_conv2d_tiled_kernel(const ct_cu_conv_params p, char* out, const char* x, const char* w,
+                              const char* bias) {
+  using T = ct_cu_compute_t<Tag>;
+  __shared__ T ws[ct_cu_tk][ct_cu_tm + 2]; /* padded: the stores below go to distinct banks */
+  __shared__ T xs[ct_cu_tk][ct_cu_tn];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int64_t ow_n = p.out.shape[3], oh_n = p.out.shape[2];
+  const int64_t positions = p.out.shape[0] * oh_n * ow_n;
+  const int64_t cin = p.w.shape[1], kh_n = p.w.shape[2], kw_n = p.w.shape[3];
+  const int64_t taps = kh_n * kw_n, depth = cin * taps;
+  const int64_t oc_per_group = p.out.shape[1] / p.groups;
+  const int64_t tiles_m = (oc_per_group + ct_cu_tm - 1) / ct_cu_tm;
+  const int64_t tiles_n = (positions + ct_cu_tn - 1) / ct_cu_tn;
+  const int64_t tiles = p.groups * tiles_m * tiles_n;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t g = tile / (tiles_m * tiles_n);
+    const int64_t m0 = (tile / tiles_n) % tiles_m * ct_cu_tm, n0 = tile % tiles_n * ct_cu_tn;
+    /* This thread loads weight rows ty + 16 r at tap column tx, and input taps tid / 64 + 4 r
+     * at position column tid % 64. */
+    const int wk = tx, xn = tid % ct_cu_tn, xk = tid / ct_cu_tn;
+    const int64_t position = n0 + xn;
+    const bool position_ok = position < positions;
+    int64_t x_base = 0, ih0 = 0, iw0 = 0;
+    if (position_ok) {
+      const int64_t ow = position % ow_n, oh = position / ow_n % oh_n, b = position / ow_n / oh_n;
+      x_base = b * p.x.strides[0] + g * cin * p.x.strides[1];
+      ih0 = oh * p.stride[0] - p.padding[0];
+      iw0 = ow * p.stride[1] - p.padding[1];
+    }
+    const char* w_group = w + g * oc_per_group * p.w.strides[0];
+    T acc[4][4] = {};
+    for (int64_t k0 = 0; k0 < depth; k0 += ct_cu_tk) {
+      {
+        /* Taps past the depth load 0 on both sides, so they add 0 (never 0 * garbage). */
+        const int64_t k = k0 + wk;
+        int64_t w_off = 0;
+        if (k < depth) {
+          const int64_t c = k / taps, kh = k % taps / kw_n, kw = k % kw_n;
+          w_off = c * p.w.strides[1] + kh * p.w.strides[2] + kw * p.w.strides[3];
+        }
+        for (int r = 0; r < 4; ++r) {
+          const int64_t m = m0 + ty + 16 * r;
+          ws[wk][ty + 16 * r] = k < depth && m < oc_per_group
+                                    ? ct_cu_load<Tag>(w_group + m * p.w.strides[0] + w_off)
+                                    : T(0);
+        }
+      }
+      for (int r = 0; r < 4; ++r) {
+        const int64_t k = k0 + xk + 4 * r;
+        T v = 0;
+        if (k < depth && position_ok) {
+          const int64_t c = k / taps, kh = k % taps / kw_n, kw = k % kw_n;
+          v = ct_cu_conv_input<Tag>(p, x, x_base + c * p.x.strides[1], ih0 + kh * p.dilation[0],
+                                    iw0 + kw * p.dilation[1]);
+        }
+        xs[xk + 4 * r][xn] = v;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int kk = 0; kk < ct_cu_tk; ++kk) {
+        T a[4], bv[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = ws[kk][ty + 16 * i];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) bv[j] = xs[kk][tx + 16 * j];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * bv[j];
+        }
+      }
+      __syncthreads();
+    }
+    for (int j = 0; j < 4; ++j) {
+      const int64_t pos = n0 + tx + 16 * j;
+      if (pos >= positions) break;
+      const int64_t ow = pos % ow_n, oh = pos / ow_n % oh_n, b = pos / ow_n / oh_n;
+      const int64_t out_base = b * p.out.strides[0] + oh * p.out.strides[2] + ow * p.out.strides[3];
+      for (int i = 0; i < 4; ++i) {
+        const int64_t m = m0 + ty + 16 * i;
+        if (m >= oc_per_group) break;
+        const int64_t oc = g * oc_per_group + m;
+        T v = acc[i][j];
+        if (bias) v += ct_cu_load<Tag>(bias + oc * p.bias_stride);
+        ct_cu_store<Tag>(out + out_base + oc * p.out.strides[1], v);
+      }
+    }
+  }
+}
+
+/* Groups with at least this many output channels use the tiled kernel. */
+constexpr int64_t ct_cu_tiled_min_channels = 16;
+
+template <ct_cu_type Tag>
+int ct_cu_conv2d_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* weight = call->inputs[1];
+  const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : nullptr;
+  const ct_tensor* out = call->outputs[0];
+  const int64_t n = ct_cu_tensor_elements(out);
+  if (n == 0) return CT_OK;
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  ct_cu_conv_params p;
+  p.out = ct_cu_nchw_of(out);
+  p.x = ct_cu_nchw_of(x);
+  p.w = ct_cu_nchw_of(weight);
+  p.bias_stride = bias ? ct_cu_byte_stride(bias, 0) : 0;
+  ct_cu_pair(&call->attrs[0], ones, p.stride);
+  ct_cu_pair(&call->attrs[1], zeros, p.padding);
+  ct_cu_pair(&call->attrs[2], ones, p.dilation);
+  p.groups = call->attrs[3].value.i;
+  const char* b = bias ? ct_cu_tensor_bytes(bias) : nullptr;
+  const int64_t oc_per_group = p.out.shape[1] / p.groups;
+  if (oc_per_group >= ct_cu_tiled_min_channels) {
+    const int64_t positions = p.out.shape[0] * p.out.shape[2] * p.out.shape[3];
+    const int64_t tiles = p.groups * ((oc_per_group + ct_cu_tm - 1) / ct_cu_tm) *
+                          ((positions + ct_cu_tn - 1) / ct_cu_tn);
+    ct_cu_conv2d_tiled_kernel<Tag><<<ct_cu_grid(exec, tiles, 1), ct_cu_threads, 0, exec.stream>>>(
+        p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x), ct_cu_tensor_bytes(weight), b);
+  } else {
+    ct_cu_conv2d_direct_kernel<Tag>
+        <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+            p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x), ct_cu_tensor_bytes(weight), b);
+  }
+  return ct_cu_launch_status("conv2d");
+}
+
+/* ----- pooling ----- */
+
+enum ct_cu_pool_mode { CT_CU_POOL_MAX = 0, CT_CU_POOL_AVG, CT_CU_POOL_ADAPTIVE };
+
+struct ct_cu_pool_params {
+  ct_cu_nchw out, x;
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+  bool count_include_pad;
+  bool has_divisor;
+  int64_t divisor;
+};
+
+/* One thread per output element. max: the largest value of the window's taps inside the input
+ * (padding is -inf), NaN as soon as any tap is NaN. avg: the sum of the window clipped to the
+ * input over divisor_override, the window counted with its padding (clipped to input + padding,
+ * for ceil_mode) or without. adaptive: the window [floor(i H / Ho), ceil((i + 1) H / Ho)). */
+template <ct_cu_type Tag, int Mode>
+__global__ void __launch_bounds__(256)
+    ct_cu_pool_kernel(const ct_cu_pool_params p, char* out, const char* x) {
+  using T = ct_cu_compute_t<Tag>;
+  const int64_t ow_n = p.out.shape[3], oh_n = p.out.shape[2], c_n = p.out.shape[1];
+  const int64_t n = p.out.shape[0] * c_n * oh_n * ow_n;
+  const int64_t h = p.x.shape[2], w = p.x.shape[3];
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t ow = i % ow_n, oh = (i / ow_n) % oh_n, c = (i / (ow_n * oh_n)) % c_n;
+    const int64_t b = i / (ow_n * oh_n * c_n);
+    const char* plane = x + b * p.x.strides[0] + c * p.x.strides[1];
+    T result;
+    if constexpr (Mode == CT_CU_POOL_MAX) {
+      const int64_t dh = p.dilation[0], dw = p.dilation[1];
+      int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
+      const int64_t h1 = min(h0 + (p.kernel[0] - 1) * dh + 1, h);
+      const int64_t w1 = min(w0 + (p.kernel[1] - 1) * dw + 1, w);
+      while (h0 < 0) h0 += dh;
+      while (w0 < 0) w0 += dw;
+      result = -INFINITY;
+      for (int64_t ih = h0; ih < h1; ih += dh) {
+        for (int64_t iw = w0; iw < w1; iw += dw) {
+          const T v = ct_cu_load<Tag>(plane + ih * p.x.strides[2] + iw * p.x.strides[3]);
+          if (v > result || isnan(v)) result = v;
+        }
+      }
+    } else {
+      int64_t h0, h1, w0, w1, divide;
+      if constexpr (Mode == CT_CU_POOL_ADAPTIVE) {
+        h0 = oh * h / oh_n;
+        h1 = ((oh + 1) * h + oh_n - 1) / oh_n;
+        w0 = ow * w / ow_n;
+        w1 = ((ow + 1) * w + ow_n - 1) / ow_n;
+        divide = (h1 - h0) * (w1 - w0);
+      } else {
+        h0 = oh * p.stride[0] - p.padding[0];
+        w0 = ow * p.stride[1] - p.padding[1];
+        h1 = min(h0 + p.kernel[0], h + p.padding[0]);
+        w1 = min(w0 + p.kernel[1], w + p.padding[1]);
+        const int64_t pool_size = (h1 - h0) * (w1 - w0);
+        h0 = max(h0, (int64_t)0);
+        w0 = max(w0, (int64_t)0);
+        h1 = min(h1, h);
+        w1 = min(w1, w);
+        divide = p.has_divisor         ? p.divisor
+                 : p.count_include_pad ? pool_size
+                                       : (h1 - h0) * (w1 - w0);
+      }
+      T sum = 0;
+      for (int64_t ih = h0; ih < h1; ++ih) {
+        for (int64_t iw = w0; iw < w1; ++iw) {
+          sum += ct_cu_load<Tag>(plane + ih * p.x.strides[2] + iw * p.x.strides[3]);
+        }
+      }
+      result = (h0 >= h1 || w0 >= w1) ? T(0) : sum / (T)divide;
+    }
+    ct_cu_store<Tag>(out + b * p.out.strides[0] + c * p.out.strides[1] + oh * p.out.strides[2] +
+                         ow * p.out.strides[3],
+                     result);
+  }
+}
+
+template <ct_cu_type Tag, int Mode>
+int ct_cu_pool_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  const int64_t n = ct_cu_tensor_elements(out);
+  if (n == 0) return CT_OK;
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  ct_cu_pool_params p = {};
+  p.out = ct_cu_nchw_of(out);
+  p.x = ct_cu_nchw_of(x);
+  p.dilation[0] = p.dilation[1] = 1;
+  if (Mode != CT_CU_POOL_ADAPTIVE) {
+    ct_cu_pair(&call->attrs[0], ones, p.kernel);
+    ct_cu_pair(&call->attrs[1], p.kernel, p.stride);
+    ct_cu_pair(&call->attrs[2], zeros, p.padding);
+  }
+  if (Mode == CT_CU_POOL_MAX) ct_cu_pair(&call->attrs[3], ones, p.dilation);
+  if (Mode == CT_CU_POOL_AVG) {
+    p.count_include_pad = call->attrs[4].value.b != 0;
+    p.has_divisor = call->attrs[5].type == CT_ATTR_INT;
+    p.divisor = p.has_divisor ? call->attrs[5].value.i : 0;
+  }
+  ct_cu_pool_kernel<Tag, Mode>
+      <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+          p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x));
+  return ct_cu_launch_status(Mode == CT_CU_POOL_MAX   ? "max_pool2d"
+                             : Mode == CT_CU_POOL_AVG ? "avg_pool2d"
+                                                      : "adaptive_avg_pool2d");
+}
+
+template <ct_cu_type Tag>
+int ct_cu_register_conv_pool_type() {
+  const ct_cu_type signature[4] = {Tag, Tag, Tag, Tag};
+  int status = ct_cu_register("conv2d", signature, 4, ct_cu_conv2d_run<Tag>, nullptr, nullptr);
+  if (status == CT_OK) {
+    status = ct_cu_register("max_pool2d", signature, 2, ct_cu_pool_run<Tag, CT_CU_POOL_MAX>,
+                            nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("avg_pool2d", signature, 2, ct_cu_pool_run<Tag, CT_CU_POOL_AVG>,
+                            nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("adaptive_avg_pool2d", signature, 2,
+                            ct_cu_pool_run<Tag, CT_CU_POOL_ADAPTIVE>, nullptr, nullptr);
+  }
+  return status;
+}
+
+}  // namespace
+
+int ct_cu_register_conv_pool(void) {
+  int status = ct_cu_register_conv_pool_type<CT_CU_F16>();
+  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_CU_F32>();
+  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_CU_F64>();
+  return status;
+}

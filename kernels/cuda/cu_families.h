@@ -1,0 +1,10 @@
+/* cu_families.h - the CUDA backend's kernel families, one line each (X-macro). */
+CT_CU_FAMILY(elementwise)
+CT_CU_FAMILY(shape)
+CT_CU_FAMILY(conv_pool)
+CT_CU_FAMILY(matmul)
+CT_CU_FAMILY(softmax)
+CT_CU_FAMILY(norm)
+CT_CU_FAMILY(sort)
+CT_CU_FAMILY(dynamic)
+CT_CU_FAMILY(reduce)

@@ -1,0 +1,451 @@
+/* cu_reduce.cu - reductions (sum, prod, mean, max, min, any, all, argmax, argmin). Each output
+ * element's lane (its reduced sub-space, flattened row-major, so argmax's index is NumPy's
+ * flattened index) is reduced by a group of 1, 8, 32 (a warp) or 256 (a block) threads: each
+ * thread folds a strided share of the lane, then the group combines with warp shuffles and
+ * shared memory. A few outputs with long lanes split each lane into segments whose partial
+ * states a second kernel combines. Float sums and means accumulate in double, integer sums and
+ * products wrap in 64 bits; max/min propagate nan; argmax/argmin take the first nan, else the
+ * first extremum. Every choice depends only on shapes, strides and the device, so results are
+ * reproducible run to run. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include <type_traits>
+
+#include "cu_call.h"
+#include "cu_layout.h"
+#include "cu_types.cuh"
+
+namespace {
+
+enum ct_cu_reduce_kind {
+  CT_CU_SUM,
+  CT_CU_PROD,
+  CT_CU_MEAN,
+  CT_CU_MAX,
+  CT_CU_MIN,
+  CT_CU_ANY,
+  CT_CU_ALL,
+  CT_CU_ARGMAX,
+  CT_CU_ARGMIN,
+  CT_CU_REDUCE_KINDS
+};
+
+constexpr const char* ct_cu_reduce_names[CT_CU_REDUCE_KINDS] = {
+    "sum", "prod", "mean", "max", "min", "any", "all", "argmax", "argmin"};
+
+constexpr int ct_cu_threads = 256;
+
+/* Whether a kind looks for the largest value (max, argmax) rather than the smallest. */
+template <int K>
+inline constexpr bool ct_cu_upward = K == CT_CU_MAX || K == CT_CU_ARGMAX;
+
+/* One reduction over inputs of tag V: its accumulator, partial state, output tag and steps. */
+template <int K, ct_cu_type V>
+struct ct_cu_reducer {
+  using T = ct_cu_compute_t<V>;
+  static constexpr ct_cu_type input = V;
+  static constexpr const char* name = ct_cu_reduce_names[K];
+  static constexpr bool is_float = ct_cu_is_float_v<V>;
+  static constexpr bool indexed = K == CT_CU_ARGMAX || K == CT_CU_ARGMIN;
+  static constexpr bool extremum = indexed || K == CT_CU_MAX || K == CT_CU_MIN;
+  static constexpr bool logical = K == CT_CU_ANY || K == CT_CU_ALL;
+  /* Float (and every mean) accumulates in double; integer sums and products wrap in 64 bits. */
+  using A = std::conditional_t<logical, int,
+                               std::conditional_t<extremum, T,
+                                                  std::conditional_t<is_float || K == CT_CU_MEAN,
+                                                                     double, unsigned long long>>>;
+  static constexpr ct_cu_type out = indexed           ? CT_CU_I64
+                                    : logical         ? CT_CU_B8
+                                    : is_float        ? V
+                                    : K == CT_CU_MEAN ? CT_CU_F64
+                                    : extremum        ? V
+                                                      : CT_CU_I64;
+
+  /* A partial result; `index` is the lane index of an arg extremum (-1: none seen yet). */
+  struct State {
+    A value;
+    long long index;
+  };
+
+  __device__ static State identity() {
+    constexpr bool wide = sizeof(T) == 8;
+    if constexpr (K == CT_CU_PROD || K == CT_CU_ALL) {
+      return {A(1), 0};
+    } else if constexpr ((K == CT_CU_MAX || K == CT_CU_MIN) && is_float) {
+      return {ct_cu_upward<K> ? -T(INFINITY) : T(INFINITY), 0};
+    } else if constexpr (K == CT_CU_MAX || K == CT_CU_MIN) {
+      return {ct_cu_upward<K> ? T(wide ? LLONG_MIN : INT_MIN) : T(wide ? LLONG_MAX : INT_MAX), 0};
+    } else {
+      return {A(0), indexed ? -1 : 0};
+    }
+  }
+
+  /* Whether b (an arg candidate) replaces a: the first nan, else the first extremum. */
+  __device__ static bool replaces(const State& a, const State& b) {
+    if (b.index < 0) return false;
+    if (a.index < 0) return true;
+    const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
+    if (a_nan || b_nan) return b_nan && (!a_nan || b.index < a.index);
+    if (b.value == a.value) return b.index < a.index;
+    return ct_cu_upward<K> ? b.value > a.value : b.value < a.value;
+  }
+
+  __device__ static void combine(State& a, const State& b) {
+    if constexpr (K == CT_CU_SUM || K == CT_CU_MEAN) {
+      a.value += b.value;
+    } else if constexpr (K == CT_CU_PROD) {
+      a.value *= b.value;
+    } else if constexpr (K == CT_CU_ANY) {
+      a.value |= b.value;
+    } else if constexpr (K == CT_CU_ALL) {
+      a.value &= b.value;
+    } else if constexpr (indexed) {
+      if (replaces(a, b)) a = b;
+    } else if (a.value == a.value &&
+               (b.value != b.value || (ct_cu_upward<K> ? b.value > a.value : b.value < a.value))) {
+      a.value = b.value; /* a nan, once in, stays */
+    }
+  }
+
+  /* Folds element `j` of the lane, of value v; one thread's j increase. */
+  __device__ static void step(State& s, T v, int64_t j) {
+    if constexpr (logical) {
+      combine(s, {v != T(0), 0});
+    } else if constexpr (indexed) {
+      if (s.index < 0 ||
+          (s.value == s.value && (v != v || (ct_cu_upward<K> ? v > s.value : v < s.value)))) {
+        s = {v, j};
+      }
+    } else {
+      combine(s, {static_cast<A>(v), j});
+    }
+  }
+
+  __device__ static auto result(const State& s, int64_t count) {
+    if constexpr (K == CT_CU_MEAN) {
+      return s.value / static_cast<double>(count);
+    } else if constexpr (indexed) {
+      return s.index;
+    } else {
+      return s.value;
+    }
+  }
+};
+
+/* Combines the states of each W consecutive lanes of a warp (W a power of two up to 32) into the
+ * first's. Every lane of the warp takes part. */
+template <class R, int W>
+__device__ __forceinline__ void ct_cu_warp_reduce(typename R::State& s) {
+  for (int delta = W / 2; delta > 0; delta /= 2) {
+    typename R::State other;
+    other.value = __shfl_down_sync(0xffffffffu, s.value, delta, W);
+    other.index = 0;
+    if constexpr (R::indexed) other.index = __shfl_down_sync(0xffffffffu, s.index, delta, W);
+    R::combine(s, other);
+  }
+}
+
+/* Combines the states of each group of G threads (a power of two up to the block) into the
+ * group's first. Every thread of the block takes part. */
+template <class R, int G>
+__device__ __forceinline__ void ct_cu_group_reduce(typename R::State& s) {
+  constexpr int width = G < 32 ? G : 32;
+  ct_cu_warp_reduce<R, width>(s);
+  if constexpr (G > 32) {
+    static_assert(G == ct_cu_threads, "a group larger than a warp is the whole block");
+    __shared__ typename R::State warps[G / 32];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads(); /* the previous item's reads of `warps` are done */
+    if (lane == 0) warps[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+      s = lane < G / 32 ? warps[lane] : R::identity();
+      ct_cu_warp_reduce<R, 32>(s);
+    }
+  }
+}
+
+/* Byte offsets of output `o` in out and x (a one-dim layout without divisions). */
+__device__ __forceinline__ void ct_cu_kept_offsets(const ct_cu_layout& kept, int64_t o,
+                                                   int64_t* off) {
+  if (kept.ndim == 1) {
+    off[0] = o * kept.strides[0][0];
+    off[1] = o * kept.strides[1][0];
+  } else {
+    ct_cu_offsets<2>(kept, o, off);
+  }
+}
+
+/* Item = (output o, segment): groups of G threads fold elements [begin, end) of o's lane, then
+ * store the result (one segment) or the partial state at partial[item]. Items run o fastest, so
+ * with G = 1 neighbouring threads read neighbouring outputs. The loop runs block by block so
+ * that every thread reaches the group's shuffles and barriers. */
+template <class R, int G>
+__global__ void __launch_bounds__(ct_cu_threads)
+    ct_cu_reduce_kernel(const ct_cu_layout kept, const ct_cu_layout reduced, char* out,
+                        const char* x, int64_t n, int64_t count, int64_t segments, int64_t segment,
+                        typename R::State* partial) {
+  constexpr ct_cu_type V = R::input;
+  constexpr int per_block = ct_cu_threads / G;
+  const int lane = threadIdx.x % G;
+  const int64_t items = n * segments;
+  for (int64_t first = (int64_t)blockIdx.x * per_block; first < items;
+       first += (int64_t)gridDim.x * per_block) {
+    const int64_t item = first + threadIdx.x / G;
+    const int64_t o = item % n, begin = item / n * segment;
+    const int64_t end = item >= items ? begin : begin + segment < count ? begin + segment : count;
+    int64_t off[2];
+    ct_cu_kept_offsets(kept, o, off);
+    const char* base = x + off[1];
+    typename R::State s = R::identity();
+    if (reduced.ndim == 1) {
+      const int64_t stride = reduced.strides[0][0];
+#pragma unroll 4
+      for (int64_t j = begin + lane; j < end; j += G) {
+        R::step(s, ct_cu_load<V>(base + j * stride), j);
+      }
+    } else {
+      for (int64_t j = begin + lane; j < end; j += G) {
+        int64_t at[1];
+        ct_cu_offsets<1>(reduced, j, at);
+        R::step(s, ct_cu_load<V>(base + at[0]), j);
+      }
+    }
+    ct_cu_group_reduce<R, G>(s);
+    if (lane != 0 || item >= items) continue;
+    if (partial) {
+      partial[item] = s;
+    } else {
+      ct_cu_store<R::out>(out + off[0], R::result(s, count));
+    }
+  }
+}
+
+/* A warp per output combines its segments' partial states (partial[segment * n + o]). */
+template <class R>
+__global__ void __launch_bounds__(ct_cu_threads)
+    ct_cu_reduce_segments_kernel(const ct_cu_layout kept, char* out,
+                                 const typename R::State* partial, int64_t n, int64_t count,
+                                 int64_t segments) {
+  const int lane = threadIdx.x % 32;
+  const int64_t step = (int64_t)gridDim.x * (ct_cu_threads / 32);
+  for (int64_t o = ((int64_t)blockIdx.x * ct_cu_threads + threadIdx.x) / 32; o < n; o += step) {
+    typename R::State s = R::identity();
+    for (int64_t k = lane; k < segments; k += 32) R::combine(s, partial[k * n + o]);
+    ct_cu_warp_reduce<R, 32>(s);
+    if (lane != 0) continue;
+    int64_t off[2];
+    ct_cu_kept_offsets(kept, o, off);
+    ct_cu_store<R::out>(out + off[0], R::result(s, count));
+  }
+}
+
+/* How one call runs: kept dims (operands out, x) and reduced dims (x) as byte-strided layouts,
+ * the group size, and the segments each lane is cut into. */
+struct ct_cu_reduce_plan {
+  ct_cu_layout kept;
+  ct_cu_layout reduced;
+  int64_t n;        /* outputs */
+  int64_t count;    /* elements per lane */
+  int64_t segments; /* per lane; 1: no partial states */
+  int64_t segment;  /* elements per segment */
+  int group;        /* threads per item: 1, 8, 32 or 256 */
+};
+
+using ct_cu_reduce_launch_fn = int (*)(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan,
+                                       char* out, const char* x);
+
+/* What a registered kernel hands its run function. */
+struct ct_cu_reduce_entry {
+  bool indexed; /* argmax/argmin: the axis attribute is one int and reduced dims keep order */
+  ct_cu_reduce_launch_fn launch;
+};
+
+template <class R, int G>
+void ct_cu_reduce_lanes(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char* out,
+                        const char* x, typename R::State* partial) {
+  const unsigned grid = ct_cu_grid(exec, p.n * p.segments * G, ct_cu_threads);
+  ct_cu_reduce_kernel<R, G><<<grid, ct_cu_threads, 0, exec.stream>>>(
+      p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, partial);
+}
+
+template <int K, ct_cu_type V>
+int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char* out,
+                        const char* x) {
+  using R = ct_cu_reducer<K, V>;
+  using State = typename R::State;
+  State* partial = nullptr;
+  int status = CT_OK;
+  if (p.segments > 1) {
+    const size_t bytes = sizeof(State) * (size_t)(p.n * p.segments);
+    status = ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&partial), bytes, exec.stream),
+                         "cudaMallocAsync");
+    if (status != CT_OK) return status;
+  }
+  if (p.group == 1) {
+    ct_cu_reduce_lanes<R, 1>(exec, p, out, x, partial);
+  } else if (p.group == 8) {
+    ct_cu_reduce_lanes<R, 8>(exec, p, out, x, partial);
+  } else if (p.group == 32) {
+    ct_cu_reduce_lanes<R, 32>(exec, p, out, x, partial);
+  } else {
+    ct_cu_reduce_lanes<R, ct_cu_threads>(exec, p, out, x, partial);
+  }
+  status = ct_cu_launch_status(R::name);
+  if (partial) {
+    if (status == CT_OK) {
+      ct_cu_reduce_segments_kernel<R>
+          <<<ct_cu_grid(exec, p.n * 32, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+              p.kept, out, partial, p.n, p.count, p.segments);
+      status = ct_cu_launch_status(R::name);
+    }
+    const int freed = ct_cu_check(cudaFreeAsync(partial, exec.stream), "cudaFreeAsync");
+    if (status == CT_OK) status = freed;
+  }
+  return status;
+}
+
+/* Reduced-axis mask from the axis attribute (None: all). */
+void ct_cu_reduced_axes(const ct_kernel_call* call, bool indexed, int32_t ndim, bool* mask) {
+  const ct_attr_value* axis = &call->attrs[0];
+  for (int32_t d = 0; d < ndim; ++d) mask[d] = axis->type == CT_ATTR_NONE;
+  if (axis->type == CT_ATTR_NONE) return;
+  if (indexed || axis->type == CT_ATTR_INT) {
+    const int64_t a = axis->type == CT_ATTR_INT ? axis->value.i : axis->value.ints[0];
+    mask[a < 0 ? a + ndim : a] = true;
+    return;
+  }
+  for (int64_t k = 0; k < axis->count; ++k) {
+    const int64_t a = axis->value.ints[k];
+    mask[a < 0 ? a + ndim : a] = true;
+  }
+}
+
+/* Splits x's dims into kept (out and x byte strides) and reduced (x byte strides) layouts. The
+ * reduced dims keep their logical order for argmax/argmin (the index is the flattened one);
+ * the others walk them smallest stride innermost. */
+void ct_cu_reduce_layouts(const ct_kernel_call* call, bool indexed, ct_cu_reduce_plan* p) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  bool mask[CT_MAX_NDIM];
+  ct_cu_reduced_axes(call, indexed, x->ndim, mask);
+  const bool keepdims = call->attrs[1].value.b != 0;
+  const int32_t in_size = (x->dtype.bits + 7) / 8, out_size = (out->dtype.bits + 7) / 8;
+  int64_t x_strides[CT_MAX_NDIM], out_strides[CT_MAX_NDIM];
+  ct_cu_tensor_strides(x, x_strides);
+  ct_cu_tensor_strides(out, out_strides);
+
+  int64_t kept_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
+  int64_t kept_strides[2][CT_MAX_NDIM], reduced_strides[CT_MAX_NDIM];
+  int32_t kept = 0, reduced = 0, out_dim = 0;
+  p->count = 1;
+  for (int32_t d = 0; d < x->ndim; ++d) {
+    const int64_t x_step = x_strides[d] * in_size;
+    if (mask[d]) {
+      reduced_shape[reduced] = x->shape[d];
+      reduced_strides[reduced++] = x_step;
+      p->count *= x->shape[d];
+      if (keepdims) ++out_dim;
+    } else {
+      kept_shape[kept] = x->shape[d];
+      kept_strides[0][kept] = out_strides[out_dim++] * out_size;
+      kept_strides[1][kept++] = x_step;
+    }
+  }
+  for (int32_t d = 1; d < reduced && !indexed; ++d) { /* insertion sort, |stride| descending */
+    const int64_t shape = reduced_shape[d], stride = reduced_strides[d];
+    int32_t k = d;
+    for (; k > 0 && llabs(reduced_strides[k - 1]) < llabs(stride); --k) {
+      reduced_shape[k] = reduced_shape[k - 1];
+      reduced_strides[k] = reduced_strides[k - 1];
+    }
+    reduced_shape[k] = shape;
+    reduced_strides[k] = stride;
+  }
+  const int32_t kept_sizes[2] = {out_size, in_size};
+  ct_cu_layout_begin(&p->kept, kept, kept_shape);
+  ct_cu_layout_add_strides(&p->kept, kept_strides[0]);
+  ct_cu_layout_add_strides(&p->kept, kept_strides[1]);
+  ct_cu_layout_collapse(&p->kept, kept_sizes);
+  ct_cu_layout_begin(&p->reduced, reduced, reduced_shape);
+  ct_cu_layout_add_strides(&p->reduced, reduced_strides);
+  ct_cu_layout_collapse(&p->reduced, &in_size);
+}
+
+/* Group size and segments: one thread per output for short lanes, or when neighbouring outputs
+ * lie closer in memory than neighbouring lane elements and there are enough of them; otherwise
+ * 8 threads, a warp or a block per lane as it grows, reading it coalesced. Lanes are cut into
+ * segments while the outputs alone leave the device idle, down to 64 elements a thread. */
+void ct_cu_reduce_schedule(const ct_cu_exec& exec, ct_cu_reduce_plan* p) {
+  const ct_cu_layout& r = p->reduced;
+  const ct_cu_layout& k = p->kept;
+  const int64_t lane_step = llabs(r.strides[0][r.ndim - 1]);
+  const int64_t output_step = llabs(k.strides[1][k.ndim - 1]);
+  if (p->count < 32 || (output_step < lane_step && p->n >= 256)) {
+    p->group = 1;
+  } else {
+    p->group = p->count >= 8192 ? ct_cu_threads : p->count >= 256 ? 32 : 8;
+  }
+  const int64_t wanted = (int64_t)ct_cu_multiprocessors(exec.device_id) * 2048 / p->group;
+  const int64_t shortest = (int64_t)p->group * 64;
+  p->segments = 1;
+  if (p->n < wanted && p->count > shortest) {
+    const int64_t by_width = (wanted + p->n - 1) / p->n;
+    const int64_t by_length = (p->count + shortest - 1) / shortest;
+    p->segments = by_width < by_length ? by_width : by_length;
+    if (p->segments > 1024) p->segments = 1024;
+  }
+  p->segment = (p->count + p->segments - 1) / p->segments;
+  if (p->segment > 0) p->segments = (p->count + p->segment - 1) / p->segment;
+}
+
+int ct_cu_reduce_run(const ct_kernel_call* call) {
+  const auto* entry = static_cast<const ct_cu_reduce_entry*>(call->kernel_data);
+  const ct_tensor* out = call->outputs[0];
+  const int64_t n = ct_cu_tensor_elements(out);
+  if (n == 0) return CT_OK;
+  ct_cu_exec exec;
+  const int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  ct_cu_reduce_plan plan;
+  plan.n = n;
+  ct_cu_reduce_layouts(call, entry->indexed, &plan);
+  ct_cu_reduce_schedule(exec, &plan);
+  return entry->launch(exec, plan, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(call->inputs[0]));
+}
+
+template <int K, ct_cu_type V>
+int ct_cu_register_reduction() {
+  using R = ct_cu_reducer<K, V>;
+  static const ct_cu_reduce_entry entry = {R::indexed, &ct_cu_reduce_launch<K, V>};
+  const ct_cu_type signature[2] = {V, R::out};
+  return ct_cu_register(R::name, signature, 2, ct_cu_reduce_run, nullptr, &entry);
+}
+
+template <int K>
+int ct_cu_register_kind() {
+  int status = ct_cu_register_reduction<K, CT_CU_B8>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_I32>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_I64>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_F16>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_F32>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_F64>();
+  return status;
+}
+
+}  // namespace
+
+int ct_cu_register_reduce(void) {
+  int status = ct_cu_register_kind<CT_CU_SUM>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_PROD>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_MEAN>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_MAX>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_MIN>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_ANY>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_ALL>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_ARGMAX>();
+  if (status == CT_OK) status = ct_cu_register_kind<CT_CU_ARGMIN>();
+  return status;
+}

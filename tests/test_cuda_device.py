@@ -1,0 +1,154 @@
+"""The CUDA backend on a real GPU, through CuPy and PyTorch buffers: zero-copy in and out
+(pointer identity), strided views read in place, results against NumPy, the caller's stream,
+clear errors for memory that is not the device's, 64-bit indexing, and the whole conformance
+suite. Collected only where ctensor's cuda plugin has a device (tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import cupy
+import numpy as np
+import pytest
+import torch
+
+import ctensor
+from ctensor._device_array import _capsule
+
+
+def test_cupy_in_cupy_out_and_out_is_written_in_place() -> None:
+    a = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)
+    b = cupy.arange(4, dtype=cupy.float32)
+    c = ctensor.ops.add(a, b)
+    assert isinstance(c, cupy.ndarray) and c.device.id == 0
+    np.testing.assert_array_equal(cupy.asnumpy(c), cupy.asnumpy(a) + cupy.asnumpy(b))
+    out = cupy.full((3, 4), -1, dtype=cupy.float32)
+    result = ctensor.ops.multiply(a, b, out=out)
+    assert result.data.ptr == out.data.ptr
+    np.testing.assert_array_equal(cupy.asnumpy(out), cupy.asnumpy(a) * cupy.asnumpy(b))
+
+
+def test_torch_cuda_in_torch_out_and_out_is_written_in_place() -> None:
+    x = torch.randn(257, 129, device="cuda")
+    y = ctensor.ops.exp(x)
+    assert isinstance(y, torch.Tensor) and y.device == x.device
+    torch.testing.assert_close(y, torch.exp(x))
+    out = torch.empty_like(x)
+    result = ctensor.ops.negative(x, out=out)
+    assert result.data_ptr() == out.data_ptr()
+    assert torch.equal(out, -x)
+
+
+def test_strided_and_broadcast_views_are_read_in_place() -> None:
+    base = cupy.random.standard_normal((64, 96)).astype(cupy.float32)
+    for view in [base[:, ::3], base.T, base[::2, 5:], base[3]]:
+        got = ctensor.ops.multiply(view, view)
+        np.testing.assert_array_equal(cupy.asnumpy(got), cupy.asnumpy(view) ** 2)
+    row = cupy.arange(96, dtype=cupy.float32)
+    np.testing.assert_array_equal(cupy.asnumpy(ctensor.ops.subtract(base, row)),
+                                  cupy.asnumpy(base) - cupy.asnumpy(row))
+
+
+def test_negative_strides_are_read_in_place() -> None:
+    # CuPy releases before the fix of cupy/cupy#10172 export negative strides wrongly, so the
+    # view is described by a capsule of ctensor's own: base[::-2, 5:] as element strides.
+    base = cupy.random.standard_normal((64, 96)).astype(cupy.float32)
+    view = _capsule(base.data.ptr, (2, 0), (32, 91), "float32", (-192, 1), (63 * 96 + 5) * 4,
+                    base)
+    got = ctensor.ops.negative(view)
+    np.testing.assert_array_equal(np.asarray(got), -cupy.asnumpy(base)[::-2, 5:])
+
+
+def test_float16_and_integer_semantics_match_numpy() -> None:
+    host = np.linspace(-70000, 70000, 1001).astype(np.float64)
+    got = ctensor.ops.astype(cupy.asarray(host), dtype="float16")
+    np.testing.assert_array_equal(cupy.asnumpy(got), host.astype(np.float16))
+    a = np.array([7, -7, 7, -7, np.iinfo(np.int32).min], np.int32)
+    b = np.array([2, 2, -2, -2, -1], np.int32)
+    for op, ref in [("floor_divide", np.floor_divide), ("remainder", np.remainder)]:
+        got = getattr(ctensor.ops, op)(cupy.asarray(a), cupy.asarray(b))
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(cupy.asnumpy(got), ref(a, b))
+
+
+def test_kernels_run_on_the_callers_stream() -> None:
+    # A long CuPy kernel writes x on a non-blocking stream, then ctensor reads x on that same
+    # stream without waiting: right only if ctensor's kernel is ordered after CuPy's.
+    stream = cupy.cuda.Stream(non_blocking=True)
+    x = cupy.zeros(1 << 26, dtype=cupy.float32)
+    with stream:
+        for _ in range(20):
+            x += 1
+        y = ctensor.ops.multiply(x, x)
+    stream.synchronize()
+    assert float(y.min()) == 400.0 and float(y.max()) == 400.0
+
+
+def test_host_memory_claimed_as_cuda_is_refused_unless_the_gpu_reads_it() -> None:
+    host = np.arange(16, dtype=np.float32)
+    out = cupy.zeros(16, dtype=cupy.float32)
+    fake = _capsule(host.ctypes.data, (2, 0), (16,), "float32", None, 0, host)
+    if cupy.cuda.Device(0).attributes["PageableMemoryAccess"]:
+        # HMM/ATS: the device reads pageable host memory, so the kernel may.
+        ctensor.ops.negative(fake, out=out)
+        np.testing.assert_array_equal(cupy.asnumpy(out), -host)
+    else:
+        with pytest.raises(ctensor.InvalidArgumentError, match="not CUDA"):
+            ctensor.ops.negative(fake, out=out)
+        assert not cupy.asnumpy(out).any()
+
+
+def test_unknown_device_index_is_refused() -> None:
+    x = cupy.arange(4, dtype=cupy.float32)
+    source = _capsule(x.data.ptr, (2, 7), (4,), "float32", None, 0, x)
+    target = _capsule(x.data.ptr, (2, 7), (4,), "float32", None, 0, x)
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.negative(source, out=target)
+
+
+def test_cpu_and_cuda_inputs_together_are_refused() -> None:
+    with pytest.raises(ctensor.DeviceMismatchError):
+        ctensor.ops.add(cupy.ones(3, cupy.float32), np.ones(3, np.float32))
+
+
+def test_integer_pow_error_leaves_the_output_untouched() -> None:
+    out = cupy.full(3, 7, dtype=cupy.int64)
+    with pytest.raises(ctensor.InvalidArgumentError, match="negative integer powers"):
+        ctensor.ops.pow(cupy.array([2, 3, 4]), cupy.array([1, -1, 2]), out=out)
+    assert cupy.asnumpy(out).tolist() == [7, 7, 7]
+
+
+def test_more_than_2_to_the_31_elements() -> None:
+    n = (1 << 31) + 5
+    x = cupy.zeros(n, dtype=cupy.bool_)
+    x[-1] = True
+    y = ctensor.ops.logical_not(x)
+    assert int(cupy.count_nonzero(y)) == n - 1 and not bool(y[-1]) and bool(y[-2])
+
+
+def test_conformance_suite_passes_on_cuda(tmp_path) -> None:  # noqa: ANN001
+    report = tmp_path / "cuda.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "ctensor.conformance", "--backend", "cuda", "--device", "cuda:0",
+         "--quick", "--report", str(report)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    results = json.loads(report.read_text())
+    text = json.dumps(results)
+    assert '"FAIL"' not in text
+    assert text.count('"PASS"') >= 100
+
+
+def test_registers_the_opencl_backends_kernel_set() -> None:
+    # README's op table shows the devices CI has; it promises that cuda registers the same
+    # (op, signature) set as opencl.
+    opencl = next(b for b in ctensor.backends() if b.name == "opencl")
+    assert opencl.state == "loaded", f"this check compares with the opencl plugin: {opencl}"
+    for name in ctensor.list_ops():
+        signatures = ctensor.op_info(name)["signatures"]
+        cuda = {tuple(s) for s in signatures.get("cuda", [])}
+        reference = {tuple(s) for s in signatures.get("opencl", [])}
+        assert cuda == reference, f"{name}: cuda {sorted(cuda)} != opencl {sorted(reference)}"
