@@ -21,7 +21,7 @@ int ct_cu_device_guard::enter(int32_t device_id) {
 
 static int ct_cu_check_pointer(const ct_tensor* t, int32_t device_id, const char* role,
                                int32_t index) {
-  if (ct_cu_tensor_elements(t) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(t) == 0) return CT_OK;
   cudaPointerAttributes attributes;
   const cudaError_t code = cudaPointerGetAttributes(&attributes, ct_cu_tensor_bytes(t));
   if (code != cudaSuccess) {
@@ -73,12 +73,6 @@ int ct_cu_exec_for_device(int32_t device_id, void* stream, ct_cu_exec* exec) {
 
 int ct_cu_launch_status(const char* what) {
   return ct_cu_check(cudaGetLastError(), what);
-}
-
-int64_t ct_cu_tensor_elements(const ct_tensor* t) {
-  int64_t count = 1;
-  for (int32_t d = 0; d < t->ndim; ++d) count *= t->shape[d];
-  return count;
 }
 
 unsigned ct_cu_grid(const ct_cu_exec& exec, int64_t n, int threads) {

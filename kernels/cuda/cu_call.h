@@ -5,6 +5,7 @@
 #define CTENSOR_CU_CALL_H_
 
 #include "cu_plugin.h"
+#include "plugin_layout.h"
 
 /* Makes `device_id` the current device until destroyed; restores the caller's. */
 class ct_cu_device_guard {
@@ -38,9 +39,6 @@ int ct_cu_exec_for_device(int32_t device_id, void* stream, ct_cu_exec* exec);
 
 /* Reports a failed launch (or an earlier asynchronous fault surfacing now) for `what`. */
 int ct_cu_launch_status(const char* what);
-
-/* Number of elements of `t`. */
-int64_t ct_cu_tensor_elements(const ct_tensor* t);
 
 /* First byte of `t`'s data (data + byte_offset). */
 inline char* ct_cu_tensor_bytes(const ct_tensor* t) {

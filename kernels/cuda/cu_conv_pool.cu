@@ -9,6 +9,7 @@
 
 #include "cu_call.h"
 #include "cu_layout.h"
+#include "plugin_geometry.h"
 #include "cu_types.cuh"
 
 namespace {
@@ -22,27 +23,10 @@ struct ct_cu_nchw {
 };
 
 ct_cu_nchw ct_cu_nchw_of(const ct_tensor* t) {
-  int64_t all[CT_MAX_NDIM];
-  ct_cu_tensor_strides(t, all);
-  const int32_t size = (t->dtype.bits + 7) / 8;
-  const int32_t lead = 4 - t->ndim;
   ct_cu_nchw view;
-  for (int32_t d = 0; d < 4; ++d) {
-    view.shape[d] = d < lead ? 1 : t->shape[d - lead];
-    view.strides[d] = d < lead ? 0 : all[d - lead] * size;
-  }
+  ct_pl_nchw(t, view.shape, view.strides);
+  for (int64_t& stride : view.strides) stride *= (t->dtype.bits + 7) / 8;
   return view;
-}
-
-/* An (H, W) attribute pair: one value serves both, an absent or empty list takes `fallback`. */
-void ct_cu_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
-  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
-    out[0] = fallback[0];
-    out[1] = fallback[1];
-  } else {
-    out[0] = value->value.ints[0];
-    out[1] = value->value.ints[value->count - 1];
-  }
 }
 
 /* ----- conv2d ----- */
@@ -205,7 +189,7 @@ int ct_cu_conv2d_run(const ct_kernel_call* call) {
   const ct_tensor* weight = call->inputs[1];
   const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : nullptr;
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_cu_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
@@ -215,10 +199,10 @@ int ct_cu_conv2d_run(const ct_kernel_call* call) {
   p.out = ct_cu_nchw_of(out);
   p.x = ct_cu_nchw_of(x);
   p.w = ct_cu_nchw_of(weight);
-  p.bias_stride = bias ? ct_cu_byte_stride(bias, 0) : 0;
-  ct_cu_pair(&call->attrs[0], ones, p.stride);
-  ct_cu_pair(&call->attrs[1], zeros, p.padding);
-  ct_cu_pair(&call->attrs[2], ones, p.dilation);
+  p.bias_stride = bias ? ct_pl_byte_stride(bias, 0) : 0;
+  ct_pl_attr_pair(&call->attrs[0], ones, p.stride);
+  ct_pl_attr_pair(&call->attrs[1], zeros, p.padding);
+  ct_pl_attr_pair(&call->attrs[2], ones, p.dilation);
   p.groups = call->attrs[3].value.i;
   const char* b = bias ? ct_cu_tensor_bytes(bias) : nullptr;
   const int64_t oc_per_group = p.out.shape[1] / p.groups;
@@ -319,7 +303,7 @@ template <ct_cu_type Tag, int Mode>
 int ct_cu_pool_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_cu_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
@@ -330,11 +314,11 @@ int ct_cu_pool_run(const ct_kernel_call* call) {
   p.x = ct_cu_nchw_of(x);
   p.dilation[0] = p.dilation[1] = 1;
   if (Mode != CT_CU_POOL_ADAPTIVE) {
-    ct_cu_pair(&call->attrs[0], ones, p.kernel);
-    ct_cu_pair(&call->attrs[1], p.kernel, p.stride);
-    ct_cu_pair(&call->attrs[2], zeros, p.padding);
+    ct_pl_attr_pair(&call->attrs[0], ones, p.kernel);
+    ct_pl_attr_pair(&call->attrs[1], p.kernel, p.stride);
+    ct_pl_attr_pair(&call->attrs[2], zeros, p.padding);
   }
-  if (Mode == CT_CU_POOL_MAX) ct_cu_pair(&call->attrs[3], ones, p.dilation);
+  if (Mode == CT_CU_POOL_MAX) ct_pl_attr_pair(&call->attrs[3], ones, p.dilation);
   if (Mode == CT_CU_POOL_AVG) {
     p.count_include_pad = call->attrs[4].value.b != 0;
     p.has_divisor = call->attrs[5].type == CT_ATTR_INT;

@@ -150,7 +150,7 @@ using ct_cu_storage_t = typename ct_cu_traits<Tag>::storage;
 /* Items: the elements of x in row-major order; emits the index along every dim. */
 template <ct_cu_type Tag>
 struct ct_cu_nonzero_select {
-  ct_cu_layout layout; /* x, collapsed */
+  ct_pl_layout layout; /* x, collapsed */
   const char* x;
   int32_t ndim;
   int64_t shape[CT_MAX_NDIM];
@@ -176,16 +176,16 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   ct_cu_nonzero_select<Tag> select = {};
-  ct_cu_layout_begin(&select.layout, x->ndim, x->shape);
-  ct_cu_layout_add(&select.layout, x);
+  ct_pl_layout_begin(&select.layout, x->ndim, x->shape);
+  ct_pl_layout_add(&select.layout, x);
   const int32_t sizes[1] = {ct_cu_type_size(Tag)};
-  ct_cu_layout_collapse(&select.layout, sizes);
+  ct_pl_layout_collapse(&select.layout, sizes);
   select.x = ct_cu_tensor_bytes(x);
   select.ndim = x->ndim;
   for (int32_t d = 0; d < x->ndim; ++d) select.shape[d] = x->shape[d];
   ct_cu_compaction compaction;
   int64_t count = 0;
-  status = ct_cu_compaction_count(exec, select, ct_cu_tensor_elements(x), "nonzero", &compaction,
+  status = ct_cu_compaction_count(exec, select, ct_pl_tensor_elements(x), "nonzero", &compaction,
                                   &count);
   ct_tensor_info info = {};
   info.dtype = ct_cu_dtype(CT_CU_I64);
@@ -209,7 +209,7 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
  * and copied by ct_cu_mask_rows_kernel. */
 template <ct_cu_type Tag>
 struct ct_cu_mask_select {
-  ct_cu_layout lead; /* operands: mask, x (its leading dims) */
+  ct_pl_layout lead; /* operands: mask, x (its leading dims) */
   const char* mask;
   const char* x;
   char* out;       /* rows of one element: the output */
@@ -236,7 +236,7 @@ struct ct_cu_mask_select {
  * walks a row of x. */
 template <ct_cu_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_mask_rows_kernel(const ct_cu_layout tail, const char* x, const long long* rows, char* out,
+    ct_cu_mask_rows_kernel(const ct_pl_layout tail, const char* x, const long long* rows, char* out,
                            int64_t row, int64_t total) {
   using S = ct_cu_storage_t<Tag>;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -257,21 +257,21 @@ int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
   const int32_t lead = mask->ndim, tail = x->ndim - mask->ndim;
   const int32_t size = ct_cu_type_size(Tag);
   int64_t x_strides[CT_MAX_NDIM], x_lead[CT_MAX_NDIM], x_tail[CT_MAX_NDIM];
-  ct_cu_tensor_strides(x, x_strides);
+  ct_pl_tensor_strides(x, x_strides);
   for (int32_t d = 0; d < lead; ++d) x_lead[d] = x_strides[d] * size;
   for (int32_t d = 0; d < tail; ++d) x_tail[d] = x_strides[lead + d] * size;
   ct_cu_mask_select<Tag> select = {};
-  ct_cu_layout_begin(&select.lead, lead, mask->shape);
-  ct_cu_layout_add(&select.lead, mask);
-  ct_cu_layout_add_strides(&select.lead, x_lead);
+  ct_pl_layout_begin(&select.lead, lead, mask->shape);
+  ct_pl_layout_add(&select.lead, mask);
+  ct_pl_layout_add_strides(&select.lead, x_lead);
   const int32_t lead_sizes[2] = {1, size};
   const int64_t lead_total = select.lead.elements;
-  ct_cu_layout_collapse(&select.lead, lead_sizes);
-  ct_cu_layout tail_layout;
-  ct_cu_layout_begin(&tail_layout, tail, x->shape + lead);
-  ct_cu_layout_add_strides(&tail_layout, x_tail);
+  ct_pl_layout_collapse(&select.lead, lead_sizes);
+  ct_pl_layout tail_layout;
+  ct_pl_layout_begin(&tail_layout, tail, x->shape + lead);
+  ct_pl_layout_add_strides(&tail_layout, x_tail);
   const int64_t row = tail_layout.elements;
-  ct_cu_layout_collapse(&tail_layout, &size);
+  ct_pl_layout_collapse(&tail_layout, &size);
   select.mask = ct_cu_tensor_bytes(mask);
   select.x = ct_cu_tensor_bytes(x);
 
@@ -319,7 +319,7 @@ struct ct_cu_key_less {
 /* keys[i] = element i of x, row-major. */
 template <ct_cu_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_gather_kernel(const ct_cu_layout layout, const char* x, ct_cu_storage_t<Tag>* keys) {
+    ct_cu_gather_kernel(const ct_pl_layout layout, const char* x, ct_cu_storage_t<Tag>* keys) {
   using S = ct_cu_storage_t<Tag>;
   const int64_t n = layout.elements;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -352,11 +352,11 @@ struct ct_cu_unique_select {
 template <ct_cu_type Tag>
 int ct_cu_sorted_keys(const ct_cu_exec& exec, const ct_tensor* x, int64_t n,
                       ct_cu_storage_t<Tag>* keys) {
-  ct_cu_layout layout;
-  ct_cu_layout_begin(&layout, x->ndim, x->shape);
-  ct_cu_layout_add(&layout, x);
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, x->ndim, x->shape);
+  ct_pl_layout_add(&layout, x);
   const int32_t sizes[1] = {ct_cu_type_size(Tag)};
-  ct_cu_layout_collapse(&layout, sizes);
+  ct_pl_layout_collapse(&layout, sizes);
   ct_cu_gather_kernel<Tag><<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
       layout, ct_cu_tensor_bytes(x), keys);
   int status = ct_cu_launch_status("unique_values");
@@ -382,7 +382,7 @@ int ct_cu_unique_values_run(const ct_kernel_call* call) {
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  const int64_t n = ct_cu_tensor_elements(x);
+  const int64_t n = ct_pl_tensor_elements(x);
   ct_cu_unique_select<Tag> select = {};
   ct_cu_storage_t<Tag>* keys = nullptr;
   if (n > 0) {

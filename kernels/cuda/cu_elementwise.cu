@@ -14,7 +14,7 @@
 namespace {
 
 /* Launches one (op, dtypes) kernel over `layout` (operand 0 the output, then the inputs). */
-using ct_cu_elementwise_launch_fn = int (*)(const ct_cu_exec& exec, const ct_cu_layout& layout,
+using ct_cu_elementwise_launch_fn = int (*)(const ct_cu_exec& exec, const ct_pl_layout& layout,
                                             char* out, const char* const* in, double p0, double p1);
 
 /* What a registered kernel hands its run function. */
@@ -73,7 +73,7 @@ CT_CU_ELEMENTWISE_OPS(CT_CU_OP_STRUCT)
 
 template <class Op, ct_cu_type V, ct_cu_type O>
 __global__ void __launch_bounds__(256)
-    ct_cu_elementwise_kernel(const ct_cu_layout layout, char* out, const char* in0, const char* in1,
+    ct_cu_elementwise_kernel(const ct_pl_layout layout, char* out, const char* in0, const char* in1,
                              const char* in2, double p0, double p1) {
   constexpr ct_cu_type A = Op::out == CT_CU_OUT_WHERE ? CT_CU_B8 : V;
   using T = ct_cu_compute_t<V>;
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(256)
 constexpr int ct_cu_threads = 256;
 
 template <class Op, ct_cu_type V, ct_cu_type O>
-int ct_cu_elementwise_launch(const ct_cu_exec& exec, const ct_cu_layout& layout, char* out,
+int ct_cu_elementwise_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* out,
                              const char* const* in, double p0, double p1) {
   ct_cu_elementwise_kernel<Op, V, O>
       <<<ct_cu_grid(exec, layout.elements, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
@@ -104,7 +104,7 @@ int ct_cu_elementwise_launch(const ct_cu_exec& exec, const ct_cu_layout& layout,
 
 template <ct_cu_type From, ct_cu_type To>
 __global__ void __launch_bounds__(256)
-    ct_cu_astype_kernel(const ct_cu_layout layout, char* out, const char* in) {
+    ct_cu_astype_kernel(const ct_pl_layout layout, char* out, const char* in) {
   const int64_t n = layout.elements;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(256)
 }
 
 template <ct_cu_type From, ct_cu_type To>
-int ct_cu_astype_launch(const ct_cu_exec& exec, const ct_cu_layout& layout, char* out,
+int ct_cu_astype_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* out,
                         const char* const* in, double, double) {
   ct_cu_astype_kernel<From, To>
       <<<ct_cu_grid(exec, layout.elements, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
@@ -126,7 +126,7 @@ int ct_cu_astype_launch(const ct_cu_exec& exec, const ct_cu_layout& layout, char
 /* Integer pow refuses negative exponents (as NumPy and the CPU backend): the exponents are
  * scanned on the device before anything is written. */
 template <ct_cu_type V>
-__global__ void ct_cu_negative_scan_kernel(const ct_cu_layout layout, const char* x, int* found) {
+__global__ void ct_cu_negative_scan_kernel(const ct_pl_layout layout, const char* x, int* found) {
   const int64_t n = layout.elements;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -137,11 +137,11 @@ __global__ void ct_cu_negative_scan_kernel(const ct_cu_layout layout, const char
 }
 
 int ct_cu_check_exponents(const ct_cu_exec& exec, const ct_tensor* x2) {
-  ct_cu_layout layout;
-  ct_cu_layout_begin(&layout, x2->ndim, x2->shape);
-  ct_cu_layout_add(&layout, x2);
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, x2->ndim, x2->shape);
+  ct_pl_layout_add(&layout, x2);
   const int32_t sizes[1] = {(x2->dtype.bits + 7) / 8};
-  ct_cu_layout_collapse(&layout, sizes);
+  ct_pl_layout_collapse(&layout, sizes);
   int* found = nullptr;
   int status =
       ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&found), sizeof(int), exec.stream),
@@ -199,23 +199,23 @@ int ct_cu_elementwise_run(const ct_kernel_call* call) {
   const ct_tensor* out = call->outputs[0];
   double params[2];
   int status = ct_cu_elementwise_params(call, entry, params);
-  if (status != CT_OK || ct_cu_tensor_elements(out) == 0) return status;
+  if (status != CT_OK || ct_pl_tensor_elements(out) == 0) return status;
   ct_cu_exec exec;
   status = ct_cu_exec_for_call(call, &exec);
   if (status == CT_OK && entry->integer_pow) status = ct_cu_check_exponents(exec, call->inputs[1]);
   if (status != CT_OK) return status;
 
-  ct_cu_layout layout;
-  int32_t sizes[CT_CU_MAX_OPERANDS] = {(out->dtype.bits + 7) / 8};
-  ct_cu_layout_begin(&layout, out->ndim, out->shape);
-  ct_cu_layout_add(&layout, out);
+  ct_pl_layout layout;
+  int32_t sizes[CT_PL_MAX_OPERANDS] = {(out->dtype.bits + 7) / 8};
+  ct_pl_layout_begin(&layout, out->ndim, out->shape);
+  ct_pl_layout_add(&layout, out);
   const char* in[3] = {nullptr, nullptr, nullptr};
   for (int32_t k = 0; k < call->num_inputs; ++k) {
     sizes[k + 1] = (call->inputs[k]->dtype.bits + 7) / 8;
-    ct_cu_layout_add(&layout, call->inputs[k]);
+    ct_pl_layout_add(&layout, call->inputs[k]);
     in[k] = ct_cu_tensor_bytes(call->inputs[k]);
   }
-  ct_cu_layout_collapse(&layout, sizes);
+  ct_pl_layout_collapse(&layout, sizes);
   return entry->launch(exec, layout, ct_cu_tensor_bytes(out), in, params[0], params[1]);
 }
 

@@ -114,7 +114,7 @@ __device__ __forceinline__ void ct_cu_matmul_stage(Acc (*slice)[ct_cu_tile + 1],
  * warp reads shared memory without conflicts and writes 16 neighbouring columns. */
 template <ct_cu_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_matmul_kernel(const ct_cu_layout batch, const ct_cu_matmul_args p, char* out,
+    ct_cu_matmul_kernel(const ct_pl_layout batch, const ct_cu_matmul_args p, char* out,
                         const char* a, const char* b) {
   using Acc = ct_cu_acc_t<Tag>;
   __shared__ Acc a_slice[ct_cu_depth][ct_cu_tile + 1];
@@ -192,7 +192,7 @@ __device__ __forceinline__ void ct_cu_matvec_operands(const ct_cu_matvec_args& p
  * there are few outputs) per output. */
 template <ct_cu_type Tag, int Width>
 __global__ void __launch_bounds__(ct_cu_group_block(Width))
-    ct_cu_matvec_rows(const ct_cu_layout batch, const ct_cu_matvec_args p, char* out, const char* a,
+    ct_cu_matvec_rows(const ct_pl_layout batch, const ct_cu_matvec_args p, char* out, const char* a,
                       const char* b) {
   using Acc = ct_cu_acc_t<Tag>;
   constexpr int groups = ct_cu_group_block(Width) / Width;
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
  * neighbouring outputs. */
 template <ct_cu_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_matvec_columns(const ct_cu_layout batch, const ct_cu_matvec_args p, char* out,
+    ct_cu_matvec_columns(const ct_pl_layout batch, const ct_cu_matvec_args p, char* out,
                          const char* a, const char* b) {
   using Acc = ct_cu_acc_t<Tag>;
   __shared__ Acc part[ct_cu_threads];
@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
 }
 
 template <ct_cu_type Tag>
-int ct_cu_matvec_launch(const ct_cu_exec& exec, const ct_cu_layout& batch,
+int ct_cu_matvec_launch(const ct_cu_exec& exec, const ct_pl_layout& batch,
                         const ct_cu_matmul_args& mm, char* out, const char* a, const char* b) {
   ct_cu_matvec_args p;
   p.p_is_b = mm.n != 1;
@@ -281,7 +281,7 @@ int ct_cu_matvec_launch(const ct_cu_exec& exec, const ct_cu_layout& batch,
 }
 
 template <ct_cu_type Tag>
-int ct_cu_matmul_launch(const ct_cu_exec& exec, const ct_cu_layout& batch,
+int ct_cu_matmul_launch(const ct_cu_exec& exec, const ct_pl_layout& batch,
                         const ct_cu_matmul_args& p, char* out, const char* a, const char* b) {
   if (p.m == 1 || p.n == 1) return ct_cu_matvec_launch<Tag>(exec, batch, p, out, a, b);
   const dim3 grid((unsigned)(p.tiles < INT32_MAX ? p.tiles : INT32_MAX),
@@ -292,7 +292,7 @@ int ct_cu_matmul_launch(const ct_cu_exec& exec, const ct_cu_layout& batch,
 
 /* What a registered kernel hands its run function: the launch of its dtype. */
 struct ct_cu_matmul_entry {
-  int (*launch)(const ct_cu_exec& exec, const ct_cu_layout& batch, const ct_cu_matmul_args& p,
+  int (*launch)(const ct_cu_exec& exec, const ct_pl_layout& batch, const ct_cu_matmul_args& p,
                 char* out, const char* a, const char* b);
 };
 
@@ -301,16 +301,16 @@ int ct_cu_matmul_run(const ct_kernel_call* call) {
   const ct_tensor* a = call->inputs[0];
   const ct_tensor* b = call->inputs[1];
   const ct_tensor* out = call->outputs[0];
-  if (ct_cu_tensor_elements(out) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cu_exec exec;
   const int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
 
   const int64_t size = (out->dtype.bits + 7) / 8;
   int64_t as[CT_MAX_NDIM], bs[CT_MAX_NDIM], os[CT_MAX_NDIM];
-  ct_cu_tensor_strides(a, as);
-  ct_cu_tensor_strides(b, bs);
-  ct_cu_tensor_strides(out, os);
+  ct_pl_tensor_strides(a, as);
+  ct_pl_tensor_strides(b, bs);
+  ct_pl_tensor_strides(out, os);
   const bool a_vector = a->ndim == 1, b_vector = b->ndim == 1;
   const int32_t batch = out->ndim - (a_vector ? 0 : 1) - (b_vector ? 0 : 1);
   ct_cu_matmul_args p;
@@ -337,10 +337,10 @@ int ct_cu_matmul_run(const ct_kernel_call* call) {
     strides[1][d] = (a_vector || ka < 0 || a->shape[ka] == 1) ? 0 : as[ka] * size;
     strides[2][d] = (b_vector || kb < 0 || b->shape[kb] == 1) ? 0 : bs[kb] * size;
   }
-  ct_cu_layout layout;
-  ct_cu_layout_begin(&layout, batch, shape);
-  for (int k = 0; k < 3; ++k) ct_cu_layout_add_strides(&layout, strides[k]);
-  ct_cu_layout_collapse(&layout, nullptr);
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, batch, shape);
+  for (int k = 0; k < 3; ++k) ct_pl_layout_add_strides(&layout, strides[k]);
+  ct_pl_layout_collapse(&layout, nullptr);
   p.batches = layout.elements;
   return entry->launch(exec, layout, p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(a),
                        ct_cu_tensor_bytes(b));

@@ -20,7 +20,7 @@ constexpr int64_t ct_cu_warp_row = 1024; /* the longest row a warp handles alone
  * the normalised dims (stride 0 for an absent weight or bias, whose pointer is null). */
 template <ct_cu_type Tag, int Width>
 __global__ void __launch_bounds__(ct_cu_group_block(Width))
-    ct_cu_layer_norm_kernel(const ct_cu_layout rows, const ct_cu_layout row, char* out,
+    ct_cu_layer_norm_kernel(const ct_pl_layout rows, const ct_pl_layout row, char* out,
                             const char* x, const char* w, const char* b, double eps) {
   using C = ct_cu_compute_t<Tag>;
   constexpr int groups = ct_cu_group_block(Width) / Width;
@@ -60,8 +60,8 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
 }
 
 template <ct_cu_type Tag, int Width>
-void ct_cu_layer_norm_rows_launch(const ct_cu_exec& exec, const ct_cu_layout& rows,
-                                  const ct_cu_layout& row, char* out, const char* x, const char* w,
+void ct_cu_layer_norm_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
+                                  const ct_pl_layout& row, char* out, const char* x, const char* w,
                                   const char* b, double eps) {
   constexpr int threads = ct_cu_group_block(Width);
   ct_cu_layer_norm_kernel<Tag, Width>
@@ -70,8 +70,8 @@ void ct_cu_layer_norm_rows_launch(const ct_cu_exec& exec, const ct_cu_layout& ro
 }
 
 template <ct_cu_type Tag>
-int ct_cu_layer_norm_launch(const ct_cu_exec& exec, const ct_cu_layout& rows,
-                            const ct_cu_layout& row, char* out, const char* x, const char* w,
+int ct_cu_layer_norm_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
+                            const ct_pl_layout& row, char* out, const char* x, const char* w,
                             const char* b, double eps) {
   if (row.elements <= ct_cu_warp_row) {
     ct_cu_layer_norm_rows_launch<Tag, 32>(exec, rows, row, out, x, w, b, eps);
@@ -85,7 +85,7 @@ int ct_cu_layer_norm_launch(const ct_cu_exec& exec, const ct_cu_layout& rows,
 
 /* What a registered kernel hands its run function: the launch of its dtype. */
 struct ct_cu_norm_entry {
-  int (*launch)(const ct_cu_exec& exec, const ct_cu_layout& rows, const ct_cu_layout& row,
+  int (*launch)(const ct_cu_exec& exec, const ct_pl_layout& rows, const ct_pl_layout& row,
                 char* out, const char* x, const char* w, const char* b, double eps);
 };
 
@@ -95,7 +95,7 @@ int ct_cu_layer_norm_run(const ct_kernel_call* call) {
   const ct_tensor* weight = call->inputs[1];
   const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : nullptr;
   const ct_tensor* out = call->outputs[0];
-  if (ct_cu_tensor_elements(out) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cu_exec exec;
   const int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
@@ -106,12 +106,12 @@ int ct_cu_layer_norm_run(const ct_kernel_call* call) {
   /* Rows: the leading dims of (out, x). Row elements: the trailing dims of (out, x, w, b). */
   int64_t shape[CT_MAX_NDIM];
   for (int32_t d = 0; d < x->ndim; ++d) shape[d] = d < outer_ndim ? x->shape[d] : 1;
-  ct_cu_layout rows, row;
-  ct_cu_layout_begin(&rows, x->ndim, shape);
-  ct_cu_layout_add(&rows, out);
-  ct_cu_layout_add(&rows, x);
-  ct_cu_layout_collapse(&rows, nullptr);
-  ct_cu_layout_begin(&row, inner_ndim, x->shape + outer_ndim);
+  ct_pl_layout rows, row;
+  ct_pl_layout_begin(&rows, x->ndim, shape);
+  ct_pl_layout_add(&rows, out);
+  ct_pl_layout_add(&rows, x);
+  ct_pl_layout_collapse(&rows, nullptr);
+  ct_pl_layout_begin(&row, inner_ndim, x->shape + outer_ndim);
   const ct_tensor* row_operands[4] = {out, x, weight, bias};
   int32_t sizes[4];
   for (int k = 0; k < 4; ++k) {
@@ -120,12 +120,12 @@ int ct_cu_layer_norm_run(const ct_kernel_call* call) {
     sizes[k] = t ? size : 0; /* an absent operand is a "dense run" of stride 0 */
     if (t) {
       int64_t all[CT_MAX_NDIM];
-      ct_cu_tensor_strides(t, all);
+      ct_pl_tensor_strides(t, all);
       for (int32_t d = 0; d < inner_ndim; ++d) strides[d] = all[t->ndim - inner_ndim + d] * size;
     }
-    ct_cu_layout_add_strides(&row, strides);
+    ct_pl_layout_add_strides(&row, strides);
   }
-  ct_cu_layout_collapse(&row, sizes);
+  ct_pl_layout_collapse(&row, sizes);
   return entry->launch(exec, rows, row, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x),
                        weight ? ct_cu_tensor_bytes(weight) : nullptr,
                        bias ? ct_cu_tensor_bytes(bias) : nullptr, call->attrs[1].value.f);

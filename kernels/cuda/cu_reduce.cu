@@ -15,6 +15,7 @@
 
 #include "cu_call.h"
 #include "cu_layout.h"
+#include "plugin_geometry.h"
 #include "cu_types.cuh"
 
 namespace {
@@ -168,7 +169,7 @@ __device__ __forceinline__ void ct_cu_group_reduce(typename R::State& s) {
 }
 
 /* Byte offsets of output `o` in out and x (a one-dim layout without divisions). */
-__device__ __forceinline__ void ct_cu_kept_offsets(const ct_cu_layout& kept, int64_t o,
+__device__ __forceinline__ void ct_cu_kept_offsets(const ct_pl_layout& kept, int64_t o,
                                                    int64_t* off) {
   if (kept.ndim == 1) {
     off[0] = o * kept.strides[0][0];
@@ -184,7 +185,7 @@ __device__ __forceinline__ void ct_cu_kept_offsets(const ct_cu_layout& kept, int
  * that every thread reaches the group's shuffles and barriers. */
 template <class R, int G>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_reduce_kernel(const ct_cu_layout kept, const ct_cu_layout reduced, char* out,
+    ct_cu_reduce_kernel(const ct_pl_layout kept, const ct_pl_layout reduced, char* out,
                         const char* x, int64_t n, int64_t count, int64_t segments, int64_t segment,
                         typename R::State* partial) {
   constexpr ct_cu_type V = R::input;
@@ -226,7 +227,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
 /* A warp per output combines its segments' partial states (partial[segment * n + o]). */
 template <class R>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_reduce_segments_kernel(const ct_cu_layout kept, char* out,
+    ct_cu_reduce_segments_kernel(const ct_pl_layout kept, char* out,
                                  const typename R::State* partial, int64_t n, int64_t count,
                                  int64_t segments) {
   const int lane = threadIdx.x % 32;
@@ -245,8 +246,8 @@ __global__ void __launch_bounds__(ct_cu_threads)
 /* How one call runs: kept dims (operands out, x) and reduced dims (x) as byte-strided layouts,
  * the group size, and the segments each lane is cut into. */
 struct ct_cu_reduce_plan {
-  ct_cu_layout kept;
-  ct_cu_layout reduced;
+  ct_pl_layout kept;
+  ct_pl_layout reduced;
   int64_t n;        /* outputs */
   int64_t count;    /* elements per lane */
   int64_t segments; /* per lane; 1: no partial states */
@@ -307,22 +308,6 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
   return status;
 }
 
-/* Reduced-axis mask from the axis attribute (None: all). */
-void ct_cu_reduced_axes(const ct_kernel_call* call, bool indexed, int32_t ndim, bool* mask) {
-  const ct_attr_value* axis = &call->attrs[0];
-  for (int32_t d = 0; d < ndim; ++d) mask[d] = axis->type == CT_ATTR_NONE;
-  if (axis->type == CT_ATTR_NONE) return;
-  if (indexed || axis->type == CT_ATTR_INT) {
-    const int64_t a = axis->type == CT_ATTR_INT ? axis->value.i : axis->value.ints[0];
-    mask[a < 0 ? a + ndim : a] = true;
-    return;
-  }
-  for (int64_t k = 0; k < axis->count; ++k) {
-    const int64_t a = axis->value.ints[k];
-    mask[a < 0 ? a + ndim : a] = true;
-  }
-}
-
 /* Splits x's dims into kept (out and x byte strides) and reduced (x byte strides) layouts. The
  * reduced dims keep their logical order for argmax/argmin (the index is the flattened one);
  * the others walk them smallest stride innermost. */
@@ -330,12 +315,12 @@ void ct_cu_reduce_layouts(const ct_kernel_call* call, bool indexed, ct_cu_reduce
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
   bool mask[CT_MAX_NDIM];
-  ct_cu_reduced_axes(call, indexed, x->ndim, mask);
+  ct_pl_reduced_axes(&call->attrs[0], indexed, x->ndim, mask);
   const bool keepdims = call->attrs[1].value.b != 0;
   const int32_t in_size = (x->dtype.bits + 7) / 8, out_size = (out->dtype.bits + 7) / 8;
   int64_t x_strides[CT_MAX_NDIM], out_strides[CT_MAX_NDIM];
-  ct_cu_tensor_strides(x, x_strides);
-  ct_cu_tensor_strides(out, out_strides);
+  ct_pl_tensor_strides(x, x_strides);
+  ct_pl_tensor_strides(out, out_strides);
 
   int64_t kept_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
   int64_t kept_strides[2][CT_MAX_NDIM], reduced_strides[CT_MAX_NDIM];
@@ -365,13 +350,13 @@ void ct_cu_reduce_layouts(const ct_kernel_call* call, bool indexed, ct_cu_reduce
     reduced_strides[k] = stride;
   }
   const int32_t kept_sizes[2] = {out_size, in_size};
-  ct_cu_layout_begin(&p->kept, kept, kept_shape);
-  ct_cu_layout_add_strides(&p->kept, kept_strides[0]);
-  ct_cu_layout_add_strides(&p->kept, kept_strides[1]);
-  ct_cu_layout_collapse(&p->kept, kept_sizes);
-  ct_cu_layout_begin(&p->reduced, reduced, reduced_shape);
-  ct_cu_layout_add_strides(&p->reduced, reduced_strides);
-  ct_cu_layout_collapse(&p->reduced, &in_size);
+  ct_pl_layout_begin(&p->kept, kept, kept_shape);
+  ct_pl_layout_add_strides(&p->kept, kept_strides[0]);
+  ct_pl_layout_add_strides(&p->kept, kept_strides[1]);
+  ct_pl_layout_collapse(&p->kept, kept_sizes);
+  ct_pl_layout_begin(&p->reduced, reduced, reduced_shape);
+  ct_pl_layout_add_strides(&p->reduced, reduced_strides);
+  ct_pl_layout_collapse(&p->reduced, &in_size);
 }
 
 /* Group size and segments: one thread per output for short lanes, or when neighbouring outputs
@@ -379,8 +364,8 @@ void ct_cu_reduce_layouts(const ct_kernel_call* call, bool indexed, ct_cu_reduce
  * 8 threads, a warp or a block per lane as it grows, reading it coalesced. Lanes are cut into
  * segments while the outputs alone leave the device idle, down to 64 elements a thread. */
 void ct_cu_reduce_schedule(const ct_cu_exec& exec, ct_cu_reduce_plan* p) {
-  const ct_cu_layout& r = p->reduced;
-  const ct_cu_layout& k = p->kept;
+  const ct_pl_layout& r = p->reduced;
+  const ct_pl_layout& k = p->kept;
   const int64_t lane_step = llabs(r.strides[0][r.ndim - 1]);
   const int64_t output_step = llabs(k.strides[1][k.ndim - 1]);
   if (p->count < 32 || (output_step < lane_step && p->n >= 256)) {
@@ -404,7 +389,7 @@ void ct_cu_reduce_schedule(const ct_cu_exec& exec, ct_cu_reduce_plan* p) {
 int ct_cu_reduce_run(const ct_kernel_call* call) {
   const auto* entry = static_cast<const ct_cu_reduce_entry*>(call->kernel_data);
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_cu_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
   ct_cu_exec exec;
   const int status = ct_cu_exec_for_call(call, &exec);

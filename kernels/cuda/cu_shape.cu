@@ -4,6 +4,7 @@
  * walking the destination in order. */
 #include "cu_call.h"
 #include "cu_layout.h"
+#include "plugin_geometry.h"
 
 namespace {
 
@@ -12,7 +13,7 @@ constexpr int ct_cu_threads = 256;
 /* Copies layout operand 1 (source) into operand 0 (destination), one E per element. */
 template <class E>
 __global__ void __launch_bounds__(256)
-    ct_cu_copy_kernel(const ct_cu_layout layout, char* dst, const char* src) {
+    ct_cu_copy_kernel(const ct_pl_layout layout, char* dst, const char* src) {
   const int64_t n = layout.elements;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -23,7 +24,7 @@ __global__ void __launch_bounds__(256)
 }
 
 template <class E>
-int ct_cu_copy_launch(const ct_cu_exec& exec, const ct_cu_layout& layout, char* dst,
+int ct_cu_copy_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* dst,
                       const char* src, const char* what) {
   ct_cu_copy_kernel<E>
       <<<ct_cu_grid(exec, layout.elements, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
@@ -33,10 +34,10 @@ int ct_cu_copy_launch(const ct_cu_exec& exec, const ct_cu_layout& layout, char* 
 
 /* Collapses `layout` (operand 0 the destination, 1 the source) and copies its elements of
  * `size` bytes. */
-int ct_cu_copy(const ct_cu_exec& exec, ct_cu_layout* layout, int32_t size, char* dst,
+int ct_cu_copy(const ct_cu_exec& exec, ct_pl_layout* layout, int32_t size, char* dst,
                const char* src, const char* what) {
   const int32_t sizes[2] = {size, size};
-  ct_cu_layout_collapse(layout, sizes);
+  ct_pl_layout_collapse(layout, sizes);
   if (layout->elements == 0) return CT_OK;
   if (layout->contiguous) {
     return ct_cu_check(cudaMemcpyAsync(dst, src, (size_t)(layout->elements * size),
@@ -58,65 +59,38 @@ int ct_cu_copy(const ct_cu_exec& exec, ct_cu_layout* layout, int32_t size, char*
 int ct_cu_permute_dims_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
-  if (ct_cu_tensor_elements(out) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cu_exec exec;
-  int status = ct_cu_exec_for_call(call, &exec);
+  const int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  const int32_t size = (x->dtype.bits + 7) / 8;
-  int64_t x_strides[CT_MAX_NDIM], permuted[CT_MAX_NDIM];
-  ct_cu_tensor_strides(x, x_strides);
-  const ct_attr_value* axes = &call->attrs[0];
-  for (int32_t d = 0; d < out->ndim; ++d) {
-    int64_t a = axes->type == CT_ATTR_INT_LIST ? axes->value.ints[d] : out->ndim - 1 - d;
-    if (a < 0) a += x->ndim;
-    permuted[d] = out->shape[d] == 1 ? 0 : x_strides[a] * size;
-  }
-  ct_cu_layout layout;
-  ct_cu_layout_begin(&layout, out->ndim, out->shape);
-  ct_cu_layout_add(&layout, out);
-  ct_cu_layout_add_strides(&layout, permuted);
-  return ct_cu_copy(exec, &layout, size, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x),
-                    "permute_dims");
+  ct_pl_layout layout;
+  ct_pl_permute_layout(call, &layout);
+  return ct_cu_copy(exec, &layout, (x->dtype.bits + 7) / 8, ct_cu_tensor_bytes(out),
+                    ct_cu_tensor_bytes(x), "permute_dims");
+}
+
+/* One input's slab of a concat (ct_pl_concat_each). */
+struct ct_cu_concat_target {
+  const ct_cu_exec* exec;
+  char* out;
+};
+
+int ct_cu_concat_copy(void* context, ct_pl_layout* layout, int64_t dst_offset, const ct_tensor* x) {
+  const auto* target = static_cast<const ct_cu_concat_target*>(context);
+  return ct_cu_copy(*target->exec, layout, (x->dtype.bits + 7) / 8, target->out + dst_offset,
+                    ct_cu_tensor_bytes(x), "concat");
 }
 
 /* Each input is copied into its slab of the output along `axis`, or (axis None) into its run
  * of the flat output. */
 int ct_cu_concat_run(const ct_kernel_call* call) {
   const ct_tensor* out = call->outputs[0];
-  if (ct_cu_tensor_elements(out) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cu_exec exec;
-  int status = ct_cu_exec_for_call(call, &exec);
+  const int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  const int32_t size = (out->dtype.bits + 7) / 8;
-  int64_t out_strides[CT_MAX_NDIM];
-  ct_cu_tensor_strides(out, out_strides);
-  const bool flat = call->attrs[0].type == CT_ATTR_NONE;
-  int64_t axis = flat ? 0 : call->attrs[0].value.i;
-  if (axis < 0) axis += out->ndim;
-  int64_t position = 0;
-  for (int32_t k = 0; k < call->num_inputs && status == CT_OK; ++k) {
-    const ct_tensor* x = call->inputs[k];
-    const int64_t elements = ct_cu_tensor_elements(x);
-    if (elements == 0) continue;
-    int64_t dst_strides[CT_MAX_NDIM];
-    if (flat) {
-      int64_t step = out_strides[0] * size;
-      for (int32_t d = x->ndim - 1; d >= 0; --d) {
-        dst_strides[d] = step;
-        step *= x->shape[d];
-      }
-    } else {
-      for (int32_t d = 0; d < x->ndim; ++d) dst_strides[d] = out_strides[d] * size;
-    }
-    ct_cu_layout layout;
-    ct_cu_layout_begin(&layout, x->ndim, x->shape);
-    ct_cu_layout_add_strides(&layout, dst_strides);
-    ct_cu_layout_add(&layout, x);
-    char* dst = ct_cu_tensor_bytes(out) + position * out_strides[flat ? 0 : axis] * size;
-    status = ct_cu_copy(exec, &layout, size, dst, ct_cu_tensor_bytes(x), "concat");
-    position += flat ? elements : x->shape[axis];
-  }
-  return status;
+  ct_cu_concat_target target = {&exec, ct_cu_tensor_bytes(out)};
+  return ct_pl_concat_each(call, ct_cu_concat_copy, &target);
 }
 
 }  // namespace

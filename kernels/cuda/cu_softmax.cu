@@ -55,7 +55,7 @@ __device__ __forceinline__ C ct_cu_softmax_scale(double total) {
  * block for long ones: 256 threads, or 1024 when lanes are few). */
 template <ct_cu_type Tag, int Width, bool Log>
 __global__ void __launch_bounds__(ct_cu_group_block(Width))
-    ct_cu_softmax_rows(const ct_cu_layout layout, const ct_cu_softmax_args p, char* out,
+    ct_cu_softmax_rows(const ct_pl_layout layout, const ct_cu_softmax_args p, char* out,
                        const char* x) {
   using C = ct_cu_compute_t<Tag>;
   constexpr int groups = ct_cu_group_block(Width) / Width;
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
  * lanes. */
 template <ct_cu_type Tag, bool Log>
 __global__ void __launch_bounds__(ct_cu_big_block)
-    ct_cu_softmax_columns(const ct_cu_layout layout, const ct_cu_softmax_args p, int shift,
+    ct_cu_softmax_columns(const ct_pl_layout layout, const ct_cu_softmax_args p, int shift,
                           char* out, const char* x) {
   using C = ct_cu_compute_t<Tag>;
   __shared__ C maxima[ct_cu_big_block];
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(ct_cu_big_block)
 }
 
 template <ct_cu_type Tag, int Width, bool Log>
-void ct_cu_softmax_rows_launch(const ct_cu_exec& exec, const ct_cu_layout& layout,
+void ct_cu_softmax_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
                                const ct_cu_softmax_args& p, char* out, const char* x) {
   constexpr int threads = ct_cu_group_block(Width);
   ct_cu_softmax_rows<Tag, Width, Log>
@@ -131,7 +131,7 @@ void ct_cu_softmax_rows_launch(const ct_cu_exec& exec, const ct_cu_layout& layou
 }
 
 template <ct_cu_type Tag, bool Log>
-int ct_cu_softmax_launch(const ct_cu_exec& exec, const ct_cu_layout& layout,
+int ct_cu_softmax_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
                          const ct_cu_softmax_args& p, char* out, const char* x) {
   const int64_t size = sizeof(typename ct_cu_traits<Tag>::storage);
   const int64_t enough = 2 * (int64_t)ct_cu_multiprocessors(exec.device_id); /* blocks */
@@ -159,7 +159,7 @@ int ct_cu_softmax_launch(const ct_cu_exec& exec, const ct_cu_layout& layout,
 
 /* What a registered kernel hands its run function: the launch of its (dtype, form). */
 struct ct_cu_softmax_entry {
-  int (*launch)(const ct_cu_exec& exec, const ct_cu_layout& layout, const ct_cu_softmax_args& p,
+  int (*launch)(const ct_cu_exec& exec, const ct_pl_layout& layout, const ct_cu_softmax_args& p,
                 char* out, const char* x);
 };
 
@@ -167,7 +167,7 @@ int ct_cu_softmax_run(const ct_kernel_call* call) {
   const auto* entry = static_cast<const ct_cu_softmax_entry*>(call->kernel_data);
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
-  if (ct_cu_tensor_elements(out) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cu_exec exec;
   const int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
@@ -175,13 +175,13 @@ int ct_cu_softmax_run(const ct_kernel_call* call) {
   if (axis < 0) axis += x->ndim;
   ct_cu_softmax_args p;
   p.extent = x->ndim ? x->shape[axis] : 1;
-  p.x_step = ct_cu_byte_stride(x, (int32_t)axis);
-  p.out_step = ct_cu_byte_stride(out, (int32_t)axis);
-  ct_cu_layout layout;
-  ct_cu_lane_layout(&layout, x, (int32_t)axis);
-  ct_cu_layout_add(&layout, out);
-  ct_cu_layout_add(&layout, x);
-  ct_cu_layout_collapse(&layout, nullptr);
+  p.x_step = ct_pl_byte_stride(x, (int32_t)axis);
+  p.out_step = ct_pl_byte_stride(out, (int32_t)axis);
+  ct_pl_layout layout;
+  ct_pl_lane_layout(&layout, x, (int32_t)axis);
+  ct_pl_layout_add(&layout, out);
+  ct_pl_layout_add(&layout, x);
+  ct_pl_layout_collapse(&layout, nullptr);
   p.lanes = layout.elements;
   return entry->launch(exec, layout, p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x));
 }

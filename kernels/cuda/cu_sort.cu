@@ -30,7 +30,7 @@ __device__ __forceinline__ bool ct_cu_before(T a, T b) {
  * `layout`: values, indices, x. */
 template <ct_cu_type Tag, bool Descending>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_rank_kernel(const ct_cu_layout layout, char* values, char* indices, const char* x,
+    ct_cu_rank_kernel(const ct_pl_layout layout, char* values, char* indices, const char* x,
                       int64_t extent, int64_t value_step, int64_t index_step, int64_t x_step,
                       int64_t limit) {
   using T = ct_cu_compute_t<Tag>;
@@ -66,22 +66,22 @@ int ct_cu_rank_run(const ct_kernel_call* call, const ct_tensor* values, const ct
                    int64_t axis, bool descending, int64_t limit, const char* name) {
   const ct_tensor* x = call->inputs[0];
   const int64_t extent = x->ndim ? x->shape[axis] : 1;
-  if (ct_cu_tensor_elements(x) == 0 || limit == 0) return CT_OK;
+  if (ct_pl_tensor_elements(x) == 0 || limit == 0) return CT_OK;
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   const ct_tensor* index_layout = indices ? indices : values;
-  ct_cu_layout layout;
-  ct_cu_lane_layout(&layout, x, (int32_t)axis);
-  ct_cu_layout_add(&layout, values);
-  ct_cu_layout_add(&layout, index_layout);
-  ct_cu_layout_add(&layout, x);
+  ct_pl_layout layout;
+  ct_pl_lane_layout(&layout, x, (int32_t)axis);
+  ct_pl_layout_add(&layout, values);
+  ct_pl_layout_add(&layout, index_layout);
+  ct_pl_layout_add(&layout, x);
   const int32_t sizes[3] = {ct_cu_type_size(Tag), (index_layout->dtype.bits + 7) / 8,
                             ct_cu_type_size(Tag)};
-  ct_cu_layout_collapse(&layout, sizes);
-  const int64_t value_step = ct_cu_byte_stride(values, (int32_t)axis);
-  const int64_t index_step = indices ? ct_cu_byte_stride(indices, (int32_t)axis) : 0;
-  const int64_t x_step = ct_cu_byte_stride(x, (int32_t)axis);
+  ct_pl_layout_collapse(&layout, sizes);
+  const int64_t value_step = ct_pl_byte_stride(values, (int32_t)axis);
+  const int64_t index_step = indices ? ct_pl_byte_stride(indices, (int32_t)axis) : 0;
+  const int64_t x_step = ct_pl_byte_stride(x, (int32_t)axis);
   char* index_data = indices ? ct_cu_tensor_bytes(indices) : nullptr;
   const unsigned grid = ct_cu_grid(exec, layout.elements * extent, ct_cu_threads);
   if (descending) {

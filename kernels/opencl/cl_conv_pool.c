@@ -3,6 +3,7 @@
  * work item per output element, windows and divisors exactly as the CPU backend (torch's). The
  * direct convolution needs no workspace. float16 computes in float. */
 #include "cl_layout.h"
+#include "plugin_geometry.h"
 #include "cl_types.h"
 
 typedef enum ct_cl_pool_mode {
@@ -10,27 +11,6 @@ typedef enum ct_cl_pool_mode {
   CT_CL_POOL_AVG,
   CT_CL_POOL_ADAPTIVE
 } ct_cl_pool_mode;
-
-static void ct_cl_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
-  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
-    out[0] = fallback[0];
-    out[1] = fallback[1];
-  } else {
-    out[0] = value->value.ints[0];
-    out[1] = value->value.ints[value->count - 1];
-  }
-}
-
-/* Shapes and element strides of a 4-D view of `t` (a 3-D one gets a leading dim of 1). */
-static void ct_cl_nchw(const ct_tensor* t, int64_t shape[4], int64_t strides[4]) {
-  int64_t all[CT_MAX_NDIM];
-  ct_cl_tensor_strides(t, all);
-  const int32_t lead = 4 - t->ndim;
-  for (int32_t d = 0; d < 4; ++d) {
-    shape[d] = d < lead ? 1 : t->shape[d - lead];
-    strides[d] = d < lead ? 0 : all[d - lead];
-  }
-}
 
 static const char ct_cl_conv_source[] =
     "__kernel void ct_conv2d(__global char* out, long off_out, __global const char* x, long "
@@ -109,22 +89,22 @@ static int ct_cl_conv2d_run(const ct_kernel_call* call) {
   const ct_tensor* weight = call->inputs[1];
   const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : NULL;
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_cl_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   int64_t p[32];
-  ct_cl_nchw(out, p, p + 4);
-  ct_cl_nchw(x, p + 8, p + 12);
-  ct_cl_nchw(weight, p + 16, p + 20);
+  ct_pl_nchw(out, p, p + 4);
+  ct_pl_nchw(x, p + 8, p + 12);
+  ct_pl_nchw(weight, p + 16, p + 20);
   int64_t bias_strides[CT_MAX_NDIM] = {0};
-  if (bias) ct_cl_tensor_strides(bias, bias_strides);
+  if (bias) ct_pl_tensor_strides(bias, bias_strides);
   p[24] = bias_strides[0];
-  ct_cl_pair(&call->attrs[0], ones, p + 25);
-  ct_cl_pair(&call->attrs[1], zeros, p + 27);
-  ct_cl_pair(&call->attrs[2], ones, p + 29);
+  ct_pl_attr_pair(&call->attrs[0], ones, p + 25);
+  ct_pl_attr_pair(&call->attrs[1], zeros, p + 27);
+  ct_pl_attr_pair(&call->attrs[2], ones, p + 29);
   p[31] = call->attrs[3].value.i;
 
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
@@ -155,23 +135,23 @@ static int ct_cl_pool_run(const ct_kernel_call* call) {
   const ct_cl_pool_mode mode = (ct_cl_pool_mode)(intptr_t)call->kernel_data;
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_cl_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   int64_t p[27] = {0};
-  ct_cl_nchw(out, p, p + 4);
-  ct_cl_nchw(x, p + 8, p + 12);
+  ct_pl_nchw(out, p, p + 4);
+  ct_pl_nchw(x, p + 8, p + 12);
   p[22] = p[23] = 1;
   p[24] = 1;
   if (mode != CT_CL_POOL_ADAPTIVE) {
-    ct_cl_pair(&call->attrs[0], ones, p + 16);
-    ct_cl_pair(&call->attrs[1], p + 16, p + 18);
-    ct_cl_pair(&call->attrs[2], zeros, p + 20);
+    ct_pl_attr_pair(&call->attrs[0], ones, p + 16);
+    ct_pl_attr_pair(&call->attrs[1], p + 16, p + 18);
+    ct_pl_attr_pair(&call->attrs[2], zeros, p + 20);
   }
-  if (mode == CT_CL_POOL_MAX) ct_cl_pair(&call->attrs[3], ones, p + 22);
+  if (mode == CT_CL_POOL_MAX) ct_pl_attr_pair(&call->attrs[3], ones, p + 22);
   if (mode == CT_CL_POOL_AVG) {
     p[24] = call->attrs[4].value.b != 0;
     p[25] = call->attrs[5].type == CT_ATTR_INT;

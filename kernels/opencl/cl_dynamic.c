@@ -37,9 +37,9 @@ static int ct_cl_nonzero_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
-  ct_cl_layout layout;
-  ct_cl_layout_begin(&layout, x->ndim, x->shape);
-  ct_cl_layout_add(&layout, x);
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, x->ndim, x->shape);
+  ct_pl_layout_add(&layout, x);
   /* not collapsed: the kernel needs the index along every dim */
   const int64_t total = layout.elements;
   ct_cl_source source;
@@ -102,26 +102,26 @@ static int ct_cl_boolean_mask_run(const ct_kernel_call* call) {
   const int32_t lead = mask->ndim, tail = x->ndim - mask->ndim;
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
   int64_t x_strides[CT_MAX_NDIM], tail_strides[CT_MAX_NDIM];
-  ct_cl_tensor_strides(x, x_strides);
+  ct_pl_tensor_strides(x, x_strides);
   /* Lead layout: (mask, x) over mask's shape; tail layout: (out row, x) over the rest. */
-  ct_cl_layout lead_layout, tail_layout;
-  ct_cl_layout_begin(&lead_layout, lead, mask->shape);
-  ct_cl_layout_add(&lead_layout, mask);
+  ct_pl_layout lead_layout, tail_layout;
+  ct_pl_layout_begin(&lead_layout, lead, mask->shape);
+  ct_pl_layout_add(&lead_layout, mask);
   int64_t x_lead[CT_MAX_NDIM];
   for (int32_t d = 0; d < lead; ++d) x_lead[d] = x_strides[d] * t->size;
-  ct_cl_layout_add_strides(&lead_layout, x_lead);
-  ct_cl_layout_begin(&tail_layout, tail, x->shape + lead);
+  ct_pl_layout_add_strides(&lead_layout, x_lead);
+  ct_pl_layout_begin(&tail_layout, tail, x->shape + lead);
   int64_t step = t->size, x_tail[CT_MAX_NDIM];
   for (int32_t d = tail - 1; d >= 0; --d) {
     tail_strides[d] = step;
     step *= x->shape[lead + d];
     x_tail[d] = x_strides[lead + d] * t->size;
   }
-  ct_cl_layout_add_strides(&tail_layout, tail_strides);
-  ct_cl_layout_add_strides(&tail_layout, x_tail);
+  ct_pl_layout_add_strides(&tail_layout, tail_strides);
+  ct_pl_layout_add_strides(&tail_layout, x_tail);
   const int64_t lead_total = lead_layout.elements, row = tail_layout.elements;
-  ct_cl_layout_collapse(&lead_layout);
-  ct_cl_layout_collapse(&tail_layout);
+  ct_pl_layout_collapse(&lead_layout, NULL);
+  ct_pl_layout_collapse(&tail_layout, NULL);
 
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
@@ -221,11 +221,11 @@ static int ct_cl_unique_values_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
-  const int64_t n = ct_cl_tensor_elements(x);
-  ct_cl_layout layout;
-  ct_cl_layout_begin(&layout, x->ndim, x->shape);
-  ct_cl_layout_add(&layout, x);
-  ct_cl_layout_collapse(&layout);
+  const int64_t n = ct_pl_tensor_elements(x);
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, x->ndim, x->shape);
+  ct_pl_layout_add(&layout, x);
+  ct_pl_layout_collapse(&layout, NULL);
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define SZ %d\n%s", t->compute, t->tag,

@@ -67,12 +67,12 @@ static const char ct_cl_int_helpers[] =
 /* Integer pow refuses negative exponents (as NumPy and the CPU backend): x2 is scanned on the
  * device before anything is written. */
 static int ct_cl_check_exponents(const ct_cl_exec* exec, const ct_tensor* x2) {
-  const int64_t n = ct_cl_tensor_elements(x2);
+  const int64_t n = ct_pl_tensor_elements(x2);
   if (n == 0) return CT_OK;
-  ct_cl_layout layout;
-  ct_cl_layout_begin(&layout, x2->ndim, x2->shape);
-  ct_cl_layout_add(&layout, x2);
-  ct_cl_layout_collapse(&layout);
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, x2->ndim, x2->shape);
+  ct_pl_layout_add(&layout, x2);
+  ct_pl_layout_collapse(&layout, NULL);
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x2->dtype)];
   ct_cl_source source;
   ct_cl_source_begin(&source, exec);
@@ -152,7 +152,7 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   double params[2];
   int status = ct_cl_elementwise_params(call, op, params);
   if (status != CT_OK) return status;
-  const int64_t n = ct_cl_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
 
   ct_cl_exec exec;
@@ -163,19 +163,19 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
     if (status != CT_OK) return status;
   }
 
-  ct_cl_type types[CT_CL_MAX_OPERANDS];
+  ct_cl_type types[CT_PL_MAX_OPERANDS];
   types[0] = (ct_cl_type)ct_cl_type_of(out->dtype);
-  int32_t sizes[CT_CL_MAX_OPERANDS] = {ct_cl_types[types[0]].size};
-  ct_cl_layout layout;
-  ct_cl_layout_begin(&layout, out->ndim, out->shape);
-  ct_cl_layout_add(&layout, out);
+  int32_t sizes[CT_PL_MAX_OPERANDS] = {ct_cl_types[types[0]].size};
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, out->ndim, out->shape);
+  ct_pl_layout_add(&layout, out);
   for (int32_t k = 0; k < arity; ++k) {
     types[k + 1] = (ct_cl_type)ct_cl_type_of(call->inputs[k]->dtype);
     sizes[k + 1] = ct_cl_types[types[k + 1]].size;
-    ct_cl_layout_add(&layout, call->inputs[k]);
+    ct_pl_layout_add(&layout, call->inputs[k]);
   }
-  ct_cl_layout_collapse(&layout);
-  const bool contiguous = ct_cl_layout_contiguous(&layout, sizes);
+  ct_pl_layout_collapse(&layout, sizes);
+  const bool contiguous = layout.contiguous;
 
   /* The value input decides the expression class and T (where: x1, after the condition). */
   const ct_cl_type value = types[op->out == CT_CL_OUT_WHERE ? 2 : 1];
@@ -228,8 +228,8 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   cl_mem meta = NULL;
   status = ct_cl_layout_meta(&exec, &layout, &meta);
   if (status != CT_OK) return status;
-  cl_mem buffers[CT_CL_MAX_OPERANDS];
-  int64_t offsets[CT_CL_MAX_OPERANDS];
+  cl_mem buffers[CT_PL_MAX_OPERANDS];
+  int64_t offsets[CT_PL_MAX_OPERANDS];
   buffers[0] = (cl_mem)out->data;
   offsets[0] = (int64_t)out->byte_offset;
   for (int32_t k = 0; k < arity; ++k) {

@@ -8,7 +8,7 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   const ct_tensor* a = call->inputs[0];
   const ct_tensor* b = call->inputs[1];
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_cl_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
@@ -17,9 +17,9 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   const ct_cl_type type = (ct_cl_type)ct_cl_type_of(out->dtype);
   const int64_t size = ct_cl_types[type].size;
   int64_t as[CT_MAX_NDIM], bs[CT_MAX_NDIM], os[CT_MAX_NDIM];
-  ct_cl_tensor_strides(a, as);
-  ct_cl_tensor_strides(b, bs);
-  ct_cl_tensor_strides(out, os);
+  ct_pl_tensor_strides(a, as);
+  ct_pl_tensor_strides(b, bs);
+  ct_pl_tensor_strides(out, os);
   const bool a_vector = a->ndim == 1, b_vector = b->ndim == 1;
   const int64_t m = a_vector ? 1 : a->shape[a->ndim - 2];
   const int64_t k_extent = a->shape[a->ndim - 1];
@@ -45,10 +45,10 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   strides[1][batch + 1] = 0;
   strides[2][batch] = 0;
   strides[2][batch + 1] = b_vector ? 0 : bs[b->ndim - 1] * size;
-  ct_cl_layout layout;
-  ct_cl_layout_begin(&layout, batch + 2, shape);
-  for (int k = 0; k < 3; ++k) ct_cl_layout_add_strides(&layout, strides[k]);
-  ct_cl_layout_collapse(&layout);
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, batch + 2, shape);
+  for (int k = 0; k < 3; ++k) ct_pl_layout_add_strides(&layout, strides[k]);
+  ct_pl_layout_collapse(&layout, NULL);
 
   const ct_cl_type_info* t = &ct_cl_types[type];
   const char* step = type == CT_CL_B8 ? "acc |= (x & y);"

@@ -9,7 +9,7 @@ static int ct_cl_layer_norm_run(const ct_kernel_call* call) {
   const ct_tensor* weight = call->inputs[1];
   const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : NULL;
   const ct_tensor* out = call->outputs[0];
-  if (ct_cl_tensor_elements(out) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
@@ -18,29 +18,29 @@ static int ct_cl_layer_norm_run(const ct_kernel_call* call) {
   const double eps = call->attrs[1].value.f;
 
   /* Rows: the leading dims of (out, x). Row elements: the trailing dims of (out, x, w, b). */
-  ct_cl_layout rows, row;
-  ct_cl_layout_begin(&rows, x->ndim, x->shape);
+  ct_pl_layout rows, row;
+  ct_pl_layout_begin(&rows, x->ndim, x->shape);
   for (int32_t d = outer_ndim; d < x->ndim; ++d) rows.shape[d] = 1;
-  ct_cl_layout_add(&rows, out);
-  ct_cl_layout_add(&rows, x);
+  ct_pl_layout_add(&rows, out);
+  ct_pl_layout_add(&rows, x);
   rows.elements = 1;
   for (int32_t d = 0; d < outer_ndim; ++d) rows.elements *= x->shape[d];
-  ct_cl_layout_collapse(&rows);
-  ct_cl_layout_begin(&row, inner_ndim, x->shape + outer_ndim);
+  ct_pl_layout_collapse(&rows, NULL);
+  ct_pl_layout_begin(&row, inner_ndim, x->shape + outer_ndim);
   const ct_tensor* row_operands[4] = {out, x, weight, bias};
   for (int k = 0; k < 4; ++k) {
     int64_t strides[CT_MAX_NDIM] = {0};
     const ct_tensor* t = row_operands[k];
     if (t) {
       int64_t all[CT_MAX_NDIM];
-      ct_cl_tensor_strides(t, all);
+      ct_pl_tensor_strides(t, all);
       for (int32_t d = 0; d < inner_ndim; ++d) {
         strides[d] = all[t->ndim - inner_ndim + d] * ((t->dtype.bits + 7) / 8);
       }
     }
-    ct_cl_layout_add_strides(&row, strides);
+    ct_pl_layout_add_strides(&row, strides);
   }
-  ct_cl_layout_collapse(&row);
+  ct_pl_layout_collapse(&row, NULL);
   const int64_t count = row.elements;
 
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];

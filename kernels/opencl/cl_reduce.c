@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cl_layout.h"
+#include "plugin_geometry.h"
 #include "cl_types.h"
 
 /* One reduction: accumulator type per input class ("V" = the input's compute type, "ACCF" =
@@ -35,41 +36,24 @@ static const ct_cl_reduction ct_cl_reductions[] = {
      "if (j == 0 || (acc == acc && (v < acc || v != v))) { acc = v; idx = j; }", "idx", true},
 };
 
-/* Reduced-axis mask from the axis attribute (None: all). */
-static void ct_cl_reduced_axes(const ct_kernel_call* call, const ct_cl_reduction* r, int32_t ndim,
-                               bool* mask) {
-  const ct_attr_value* axis = &call->attrs[0];
-  for (int32_t d = 0; d < ndim; ++d) mask[d] = axis->type == CT_ATTR_NONE;
-  if (axis->type == CT_ATTR_NONE) return;
-  if (r->index_attr || axis->type == CT_ATTR_INT) {
-    const int64_t a = axis->type == CT_ATTR_INT ? axis->value.i : axis->value.ints[0];
-    mask[a < 0 ? a + ndim : a] = true;
-    return;
-  }
-  for (int64_t k = 0; k < axis->count; ++k) {
-    const int64_t a = axis->value.ints[k];
-    mask[a < 0 ? a + ndim : a] = true;
-  }
-}
-
 static int ct_cl_reduce_run(const ct_kernel_call* call) {
   const ct_cl_reduction* r = call->kernel_data;
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_cl_tensor_elements(out);
+  const int64_t n = ct_pl_tensor_elements(out);
   if (n == 0) return CT_OK;
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
 
   bool mask[CT_MAX_NDIM];
-  ct_cl_reduced_axes(call, r, x->ndim, mask);
+  ct_pl_reduced_axes(&call->attrs[0], r->index_attr, x->ndim, mask);
   const bool keepdims = call->attrs[1].value.b != 0;
   const ct_cl_type in_type = (ct_cl_type)ct_cl_type_of(x->dtype);
   const ct_cl_type out_type = (ct_cl_type)ct_cl_type_of(out->dtype);
   int64_t x_strides[CT_MAX_NDIM], out_strides[CT_MAX_NDIM];
-  ct_cl_tensor_strides(x, x_strides);
-  ct_cl_tensor_strides(out, out_strides);
+  ct_pl_tensor_strides(x, x_strides);
+  ct_pl_tensor_strides(out, out_strides);
 
   /* Kept dims: (out, x) byte strides; reduced dims: x byte strides, in order. */
   int64_t kept_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
@@ -89,14 +73,14 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
       kept_strides[1][kept++] = x_step;
     }
   }
-  ct_cl_layout kept_layout, reduced_layout;
-  ct_cl_layout_begin(&kept_layout, kept, kept_shape);
-  ct_cl_layout_add_strides(&kept_layout, kept_strides[0]);
-  ct_cl_layout_add_strides(&kept_layout, kept_strides[1]);
-  ct_cl_layout_collapse(&kept_layout);
-  ct_cl_layout_begin(&reduced_layout, reduced, reduced_shape);
-  ct_cl_layout_add_strides(&reduced_layout, reduced_strides);
-  ct_cl_layout_collapse(&reduced_layout);
+  ct_pl_layout kept_layout, reduced_layout;
+  ct_pl_layout_begin(&kept_layout, kept, kept_shape);
+  ct_pl_layout_add_strides(&kept_layout, kept_strides[0]);
+  ct_pl_layout_add_strides(&kept_layout, kept_strides[1]);
+  ct_pl_layout_collapse(&kept_layout, NULL);
+  ct_pl_layout_begin(&reduced_layout, reduced, reduced_shape);
+  ct_pl_layout_add_strides(&reduced_layout, reduced_strides);
+  ct_pl_layout_collapse(&reduced_layout, NULL);
 
   const ct_cl_type_info* in = &ct_cl_types[in_type];
   const char* acc_float = exec.device->has_fp64 ? "double" : "float";

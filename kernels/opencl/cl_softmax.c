@@ -8,20 +8,20 @@ static int ct_cl_softmax_run(const ct_kernel_call* call) {
   const bool log_form = call->kernel_data != NULL;
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
-  if (ct_cl_tensor_elements(out) == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   int64_t axis = x->ndim ? call->attrs[0].value.i : 0;
   if (axis < 0) axis += x->ndim;
   const int64_t extent = x->ndim ? x->shape[axis] : 1;
-  const int64_t out_step = ct_cl_byte_stride(out, (int32_t)axis);
-  const int64_t x_step = ct_cl_byte_stride(x, (int32_t)axis);
-  ct_cl_layout layout;
-  ct_cl_lane_layout(&layout, x, (int32_t)axis);
-  ct_cl_layout_add(&layout, out);
-  ct_cl_layout_add(&layout, x);
-  ct_cl_layout_collapse(&layout);
+  const int64_t out_step = ct_pl_byte_stride(out, (int32_t)axis);
+  const int64_t x_step = ct_pl_byte_stride(x, (int32_t)axis);
+  ct_pl_layout layout;
+  ct_pl_lane_layout(&layout, x, (int32_t)axis);
+  ct_pl_layout_add(&layout, out);
+  ct_pl_layout_add(&layout, x);
+  ct_pl_layout_collapse(&layout, NULL);
   const int64_t lanes = layout.elements;
 
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];

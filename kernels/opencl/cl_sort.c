@@ -28,20 +28,20 @@ static int ct_cl_rank_run(const ct_kernel_call* call, const ct_tensor* a, const 
                           int64_t axis, bool descending, int64_t limit, const char* store) {
   const ct_tensor* x = call->inputs[0];
   const int64_t extent = x->ndim ? x->shape[axis] : 1;
-  if (ct_cl_tensor_elements(x) == 0 || limit == 0) return CT_OK;
+  if (ct_pl_tensor_elements(x) == 0 || limit == 0) return CT_OK;
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  ct_cl_layout layout;
-  ct_cl_lane_layout(&layout, x, (int32_t)axis);
-  ct_cl_layout_add(&layout, a);
-  ct_cl_layout_add(&layout, b ? b : a);
-  ct_cl_layout_add(&layout, x);
-  ct_cl_layout_collapse(&layout);
+  ct_pl_layout layout;
+  ct_pl_lane_layout(&layout, x, (int32_t)axis);
+  ct_pl_layout_add(&layout, a);
+  ct_pl_layout_add(&layout, b ? b : a);
+  ct_pl_layout_add(&layout, x);
+  ct_pl_layout_collapse(&layout, NULL);
   const int64_t n = layout.elements * extent;
-  const int64_t a_step = ct_cl_byte_stride(a, (int32_t)axis);
-  const int64_t b_step = b ? ct_cl_byte_stride(b, (int32_t)axis) : 0;
-  const int64_t x_step = ct_cl_byte_stride(x, (int32_t)axis);
+  const int64_t a_step = ct_pl_byte_stride(a, (int32_t)axis);
+  const int64_t b_step = b ? ct_pl_byte_stride(b, (int32_t)axis) : 0;
+  const int64_t x_step = ct_pl_byte_stride(x, (int32_t)axis);
 
   const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
   ct_cl_source loop, source;

@@ -1,0 +1,45 @@
+/* plugin_geometry.h - what device plugins read from an op's attributes and shapes the same way
+ * on every device: (H, W) attribute pairs, 4-D views, reduced-axis masks, and the copies that
+ * permute_dims and concat make. Compiled into each plugin (hidden symbols). */
+#ifndef CTENSOR_PLUGIN_GEOMETRY_H_
+#define CTENSOR_PLUGIN_GEOMETRY_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plugin_layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An (H, W) attribute pair: one value serves both, an absent or empty list takes `fallback`. */
+void ct_pl_attr_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]);
+
+/* Shape and element strides of a 4-D view of `t` (a 3-D one gets a leading dim of 1). */
+void ct_pl_nchw(const ct_tensor* t, int64_t shape[4], int64_t strides[4]);
+
+/* Which of `ndim` dims the axis attribute reduces: None all of them, an int or (when `single`,
+ * as argmax takes) the first of a list one, a list each listed one; negative axes count from
+ * the end. */
+void ct_pl_reduced_axes(const ct_attr_value* axis, bool single, int32_t ndim, bool* mask);
+
+/* The copy permute_dims makes: a layout over the output's shape, operand 0 the output, operand
+ * 1 the input walked in the order of the axes attribute (None: reversed). */
+void ct_pl_permute_layout(const ct_kernel_call* call, ct_pl_layout* layout);
+
+/* Copies layout operand 1 (elements of `x`, from its first byte) into operand 0 (the output,
+ * from `dst_offset` bytes past its first byte). */
+typedef int (*ct_pl_copy_fn)(void* context, ct_pl_layout* layout, int64_t dst_offset,
+                             const ct_tensor* x);
+
+/* concat: calls `copy` for each non-empty input, in order, with the layout and destination of
+ * its slab of the output along the axis attribute (None: its run of the flat output). Stops at
+ * the first status other than CT_OK and returns it. */
+int ct_pl_concat_each(const ct_kernel_call* call, ct_pl_copy_fn copy, void* context);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CTENSOR_PLUGIN_GEOMETRY_H_ */
