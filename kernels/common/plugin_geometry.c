@@ -86,3 +86,18 @@ int ct_pl_concat_each(const ct_kernel_call* call, ct_pl_copy_fn copy, void* cont
   }
   return status;
 }
+
+int ct_pl_allocate_output(const ct_host_api* host, const ct_kernel_call* call, int32_t index,
+                          const ct_tensor_info* info, int32_t device_type, int32_t device_id,
+                          void** data) {
+  *data = NULL;
+  int status = call->allocator->allocate(call->allocator->user_data, index, info, device_type,
+                                         device_id, data);
+  int64_t numel = 1;
+  for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
+  if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
+  if (status == CT_OK) return CT_OK;
+  if (status > 0) status = CT_ERROR_OUT_OF_MEMORY;
+  return host->set_error(status, "%s: the caller's allocator failed for output %d (%lld elements)",
+                         call->schema->name, index, (long long)numel);
+}

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ctensor_plugin.h"
 #include "plugin_layout.h"
 
 #ifdef __cplusplus
@@ -37,6 +38,13 @@ typedef int (*ct_pl_copy_fn)(void* context, ct_pl_layout* layout, int64_t dst_of
  * its slab of the output along the axis attribute (None: its run of the flat output). Stops at
  * the first status other than CT_OK and returns it. */
 int ct_pl_concat_each(const ct_kernel_call* call, ct_pl_copy_fn copy, void* context);
+
+/* A dynamic op's output `index` from the caller's allocator (call->allocator) on the given
+ * device. A failed allocation, or none for a non-empty output, is CT_ERROR_OUT_OF_MEMORY (or the
+ * allocator's own negative status) with a message recorded through `host`. */
+int ct_pl_allocate_output(const ct_host_api* host, const ct_kernel_call* call, int32_t index,
+                          const ct_tensor_info* info, int32_t device_type, int32_t device_id,
+                          void** data);
 
 #ifdef __cplusplus
 } /* extern "C" */

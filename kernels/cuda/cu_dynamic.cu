@@ -15,6 +15,7 @@
 
 #include "cu_call.h"
 #include "cu_layout.h"
+#include "plugin_geometry.h"
 #include "cu_types.cuh"
 
 namespace {
@@ -127,21 +128,6 @@ int ct_cu_compaction_fill(const ct_cu_exec& exec, const Select& select, const ct
   return ct_cu_launch_status(name);
 }
 
-/* The caller's allocator, for output `index` on the call's CUDA device. */
-int ct_cu_allocate_output(const ct_kernel_call* call, int32_t index, const ct_tensor_info* info,
-                          int32_t device_id, void** data) {
-  *data = nullptr;
-  int status = call->allocator->allocate(call->allocator->user_data, index, info, CT_DEVICE_CUDA,
-                                         device_id, data);
-  int64_t numel = 1;
-  for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
-  if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  if (status == CT_OK) return CT_OK;
-  if (status > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  return ct_cu_error(status, "%s: the caller's allocator failed for output %d (%lld elements)",
-                     call->schema->name, index, (long long)numel);
-}
-
 template <ct_cu_type Tag>
 using ct_cu_storage_t = typename ct_cu_traits<Tag>::storage;
 
@@ -193,7 +179,8 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
   info.shape[0] = count;
   for (int32_t k = 0; k < x->ndim && status == CT_OK; ++k) {
     void* data = nullptr;
-    status = ct_cu_allocate_output(call, k, &info, exec.device_id, &data);
+    status =
+        ct_pl_allocate_output(ct_cu_host, call, k, &info, CT_DEVICE_CUDA, exec.device_id, &data);
     select.indices[k] = static_cast<long long*>(data);
   }
   if (status == CT_OK && count > 0) {
@@ -284,7 +271,9 @@ int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
   info.shape[0] = count;
   for (int32_t d = 0; d < tail; ++d) info.shape[1 + d] = x->shape[lead + d];
   void* out = nullptr;
-  if (status == CT_OK) status = ct_cu_allocate_output(call, 0, &info, exec.device_id, &out);
+  if (status == CT_OK)
+    status =
+        ct_pl_allocate_output(ct_cu_host, call, 0, &info, CT_DEVICE_CUDA, exec.device_id, &out);
   select.out = static_cast<char*>(out);
   if (status == CT_OK && count > 0 && row > 0) {
     if (row > 1) {
@@ -400,7 +389,9 @@ int ct_cu_unique_values_run(const ct_kernel_call* call) {
   info.ndim = 1;
   info.shape[0] = count;
   void* out = nullptr;
-  if (status == CT_OK) status = ct_cu_allocate_output(call, 0, &info, exec.device_id, &out);
+  if (status == CT_OK)
+    status =
+        ct_pl_allocate_output(ct_cu_host, call, 0, &info, CT_DEVICE_CUDA, exec.device_id, &out);
   select.out = static_cast<char*>(out);
   if (status == CT_OK && count > 0) {
     status = ct_cu_compaction_fill(exec, select, compaction, "unique_values");

@@ -5,22 +5,8 @@
  * first occurrences and places them by rank in parallel (quadratic work). Their small counters
  * and flags are device buffers of the plugin's own. */
 #include "cl_layout.h"
+#include "plugin_geometry.h"
 #include "cl_types.h"
-
-/* The caller's allocator, for output `index` on the call's OpenCL device. */
-static int ct_cl_allocate_output(const ct_kernel_call* call, int32_t index,
-                                 const ct_tensor_info* info, int32_t device_id, void** data) {
-  *data = NULL;
-  int status = call->allocator->allocate(call->allocator->user_data, index, info, CT_DEVICE_OPENCL,
-                                         device_id, data);
-  int64_t numel = 1;
-  for (int32_t k = 0; k < info->ndim; ++k) numel *= info->shape[k];
-  if (status == CT_OK && !*data && numel > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  if (status == CT_OK) return CT_OK;
-  if (status > 0) status = CT_ERROR_OUT_OF_MEMORY;
-  return ct_cl_error(status, "%s: the caller's allocator failed for output %d (%lld elements)",
-                     call->schema->name, index, (long long)numel);
-}
 
 /* Runs `kernel` of `source` in one work item with the arguments given, then reads the int64
  * the kernel stored at counter[0]. */
@@ -80,7 +66,8 @@ static int ct_cl_nonzero_run(const ct_kernel_call* call) {
     }
     ct_tensor_info info = {{CT_DTYPE_INT, 64, 1}, 1, {count}};
     for (int32_t k = 0; k < x->ndim && status == CT_OK; ++k) {
-      status = ct_cl_allocate_output(call, k, &info, x->device.device_id, &outputs[k]);
+      status = ct_pl_allocate_output(ct_cl_host, call, k, &info, CT_DEVICE_OPENCL,
+                                     x->device.device_id, &outputs[k]);
       args[7 + k] = CT_CL_ARG(outputs[k]);
     }
     if (status == CT_OK && count > 0) {
@@ -177,7 +164,8 @@ static int ct_cl_boolean_mask_run(const ct_kernel_call* call) {
     info.shape[0] = count;
     for (int32_t d = 0; d < tail; ++d) info.shape[1 + d] = x->shape[lead + d];
     if (status == CT_OK) {
-      status = ct_cl_allocate_output(call, 0, &info, x->device.device_id, &out_data);
+      status = ct_pl_allocate_output(ct_cl_host, call, 0, &info, CT_DEVICE_OPENCL,
+                                     x->device.device_id, &out_data);
     }
     if (status == CT_OK && count > 0 && row > 0) {
       fill = 1;
@@ -257,7 +245,8 @@ static int ct_cl_unique_values_run(const ct_kernel_call* call) {
   }
   ct_tensor_info info = {x->dtype, 1, {count}};
   if (status == CT_OK) {
-    status = ct_cl_allocate_output(call, 0, &info, x->device.device_id, &out_data);
+    status = ct_pl_allocate_output(ct_cl_host, call, 0, &info, CT_DEVICE_OPENCL,
+                                   x->device.device_id, &out_data);
   }
   if (status == CT_OK && count > 0) {
     const ct_cl_arg args[] = {CT_CL_ARG(x_buffer), CT_CL_ARG(off_x), CT_CL_ARG(meta),
