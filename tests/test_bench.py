@@ -199,3 +199,21 @@ def test_charts_are_drawn_when_matplotlib_is_installed(quick_run, tmp_path):
     for path in paths:
         with open(path, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_cuda_benchmark_runs_or_says_why_not():
+    sys.path.insert(0, os.path.dirname(__file__))
+    from cuda_arrays import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    run = subprocess.run(
+        [sys.executable, "-m", "ctensor.bench.cuda", "--quick", "--cases", "add", "--repeats", "1",
+         "--json", os.devnull],
+        capture_output=True, text=True, timeout=600,
+    )
+    if reason is None:
+        assert run.returncode == 0, run.stderr
+        assert "add" in run.stdout and "GB/s" in run.stdout
+    else:
+        assert run.returncode == 2 and run.stdout == ""
+        assert "needs CuPy and PyTorch" in run.stderr or "cuda backend is not running" in run.stderr
