@@ -90,7 +90,8 @@ def test_host_memory_claimed_as_cuda_is_refused_unless_the_gpu_reads_it() -> Non
     host = np.arange(16, dtype=np.float32)
     out = cupy.zeros(16, dtype=cupy.float32)
     fake = _capsule(host.ctypes.data, (2, 0), (16,), "float32", None, 0, host)
-    if cupy.cuda.Device(0).attributes["PageableMemoryAccess"]:
+    pageable_memory_access = 88  # cudaDevAttrPageableMemoryAccess
+    if cupy.cuda.runtime.deviceGetAttribute(pageable_memory_access, 0):
         # HMM/ATS: the device reads pageable host memory, so the kernel may.
         ctensor.ops.negative(fake, out=out)
         np.testing.assert_array_equal(cupy.asnumpy(out), -host)
