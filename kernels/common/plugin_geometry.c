@@ -2,6 +2,8 @@
  * plugins. */
 #include "plugin_geometry.h"
 
+#include <stdlib.h>
+
 void ct_pl_attr_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
   if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
     out[0] = fallback[0];
@@ -33,6 +35,86 @@ void ct_pl_reduced_axes(const ct_attr_value* axis, bool single, int32_t ndim, bo
   for (int64_t k = 0; k < axis->count; ++k) {
     const int64_t a = axis->value.ints[k];
     mask[a < 0 ? a + ndim : a] = true;
+  }
+}
+
+int64_t ct_pl_reduce_layouts(const ct_kernel_call* call, bool single, bool innermost_densest,
+                             ct_pl_layout* kept_layout, ct_pl_layout* reduced_layout) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  bool mask[CT_MAX_NDIM];
+  ct_pl_reduced_axes(&call->attrs[0], single, x->ndim, mask);
+  const bool keepdims = call->attrs[1].value.b != 0;
+  const int32_t in_size = (x->dtype.bits + 7) / 8, out_size = (out->dtype.bits + 7) / 8;
+  int64_t x_strides[CT_MAX_NDIM], out_strides[CT_MAX_NDIM];
+  ct_pl_tensor_strides(x, x_strides);
+  ct_pl_tensor_strides(out, out_strides);
+
+  int64_t kept_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
+  int64_t kept_strides[2][CT_MAX_NDIM], reduced_strides[CT_MAX_NDIM];
+  int32_t kept = 0, reduced = 0, out_dim = 0;
+  int64_t count = 1;
+  for (int32_t d = 0; d < x->ndim; ++d) {
+    const int64_t x_step = x_strides[d] * in_size;
+    if (mask[d]) {
+      reduced_shape[reduced] = x->shape[d];
+      reduced_strides[reduced++] = x_step;
+      count *= x->shape[d];
+      if (keepdims) ++out_dim;
+    } else {
+      kept_shape[kept] = x->shape[d];
+      kept_strides[0][kept] = out_strides[out_dim++] * out_size;
+      kept_strides[1][kept++] = x_step;
+    }
+  }
+  for (int32_t d = 1; d < reduced && innermost_densest; ++d) { /* insertion sort */
+    const int64_t shape = reduced_shape[d], stride = reduced_strides[d];
+    int32_t k = d;
+    for (; k > 0 && llabs(reduced_strides[k - 1]) < llabs(stride); --k) {
+      reduced_shape[k] = reduced_shape[k - 1];
+      reduced_strides[k] = reduced_strides[k - 1];
+    }
+    reduced_shape[k] = shape;
+    reduced_strides[k] = stride;
+  }
+  const int32_t kept_sizes[2] = {out_size, in_size};
+  ct_pl_layout_begin(kept_layout, kept, kept_shape);
+  ct_pl_layout_add_strides(kept_layout, kept_strides[0]);
+  ct_pl_layout_add_strides(kept_layout, kept_strides[1]);
+  ct_pl_layout_collapse(kept_layout, kept_sizes);
+  ct_pl_layout_begin(reduced_layout, reduced, reduced_shape);
+  ct_pl_layout_add_strides(reduced_layout, reduced_strides);
+  ct_pl_layout_collapse(reduced_layout, &in_size);
+  return count;
+}
+
+void ct_pl_matmul_plan(const ct_kernel_call* call, ct_pl_matmul* plan) {
+  const ct_tensor* a = call->inputs[0];
+  const ct_tensor* b = call->inputs[1];
+  const ct_tensor* out = call->outputs[0];
+  const int64_t size = (out->dtype.bits + 7) / 8;
+  int64_t as[CT_MAX_NDIM], bs[CT_MAX_NDIM], os[CT_MAX_NDIM];
+  ct_pl_tensor_strides(a, as);
+  ct_pl_tensor_strides(b, bs);
+  ct_pl_tensor_strides(out, os);
+  const bool a_vector = a->ndim == 1, b_vector = b->ndim == 1;
+  const int32_t batch = out->ndim - (a_vector ? 0 : 1) - (b_vector ? 0 : 1);
+  plan->m = a_vector ? 1 : a->shape[a->ndim - 2];
+  plan->k = a->shape[a->ndim - 1];
+  plan->n = b_vector ? 1 : b->shape[b->ndim - 1];
+  plan->a_m = a_vector ? 0 : as[a->ndim - 2] * size;
+  plan->a_k = as[a->ndim - 1] * size;
+  plan->b_k = (b_vector ? bs[0] : bs[b->ndim - 2]) * size;
+  plan->b_n = b_vector ? 0 : bs[b->ndim - 1] * size;
+  plan->out_m = a_vector ? 0 : os[batch] * size;
+  plan->out_n = b_vector ? 0 : os[out->ndim - 1] * size;
+  plan->batch = batch;
+  for (int32_t d = 0; d < batch; ++d) {
+    plan->batch_shape[d] = out->shape[d];
+    plan->batch_strides[0][d] = os[d] * size;
+    const int32_t ka = d - (batch - (a->ndim - 2)), kb = d - (batch - (b->ndim - 2));
+    plan->batch_strides[1][d] = (a_vector || ka < 0 || a->shape[ka] == 1) ? 0 : as[ka] * size;
+    plan->batch_strides[2][d] = (b_vector || kb < 0 || b->shape[kb] == 1) ? 0 : bs[kb] * size;
   }
 }
 

@@ -25,6 +25,29 @@ void ct_pl_nchw(const ct_tensor* t, int64_t shape[4], int64_t strides[4]);
  * the end. */
 void ct_pl_reduced_axes(const ct_attr_value* axis, bool single, int32_t ndim, bool* mask);
 
+/* Splits the input's dims of a reduction (the axis attribute, then keepdims) into `kept`, over
+ * the output's elements with operands (output, input), and `reduced`, over one lane with the
+ * input's strides; byte strides, collapsed (a run of one where nothing is left). With
+ * `innermost_densest` the reduced dims are ordered by |stride| descending (for coalesced or
+ * streaming reads); without, they keep their logical order (the flat index of argmax). `single`
+ * as in ct_pl_reduced_axes. Returns the lane length. */
+int64_t ct_pl_reduce_layouts(const ct_kernel_call* call, bool single, bool innermost_densest,
+                             ct_pl_layout* kept, ct_pl_layout* reduced);
+
+/* The geometry of matmul under NumPy's rules (1-D operands as a row or a column, broadcast
+ * batch dims): extents, byte strides of the matrix dims (0 for a vector's missing one), and the
+ * batch dims of the output with each operand's byte strides (out, a, b), not collapsed; the
+ * arrays have room for two more dims. */
+typedef struct ct_pl_matmul {
+  int64_t m, k, n;
+  int64_t a_m, a_k, b_k, b_n, out_m, out_n;
+  int32_t batch;
+  int64_t batch_shape[CT_MAX_NDIM + 2];
+  int64_t batch_strides[3][CT_MAX_NDIM + 2];
+} ct_pl_matmul;
+
+void ct_pl_matmul_plan(const ct_kernel_call* call, ct_pl_matmul* plan);
+
 /* The copy permute_dims makes: a layout over the output's shape, operand 0 the output, operand
  * 1 the input walked in the order of the axes attribute (None: reversed). */
 void ct_pl_permute_layout(const ct_kernel_call* call, ct_pl_layout* layout);

@@ -12,6 +12,7 @@
 #include "cu_call.h"
 #include "cu_group_reduce.cuh"
 #include "cu_layout.h"
+#include "plugin_geometry.h"
 #include "cu_types.cuh"
 
 namespace {
@@ -306,40 +307,25 @@ int ct_cu_matmul_run(const ct_kernel_call* call) {
   const int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
 
-  const int64_t size = (out->dtype.bits + 7) / 8;
-  int64_t as[CT_MAX_NDIM], bs[CT_MAX_NDIM], os[CT_MAX_NDIM];
-  ct_pl_tensor_strides(a, as);
-  ct_pl_tensor_strides(b, bs);
-  ct_pl_tensor_strides(out, os);
-  const bool a_vector = a->ndim == 1, b_vector = b->ndim == 1;
-  const int32_t batch = out->ndim - (a_vector ? 0 : 1) - (b_vector ? 0 : 1);
+  ct_pl_matmul plan;
+  ct_pl_matmul_plan(call, &plan);
   ct_cu_matmul_args p;
-  p.m = a_vector ? 1 : a->shape[a->ndim - 2];
-  p.k = a->shape[a->ndim - 1];
-  p.n = b_vector ? 1 : b->shape[b->ndim - 1];
-  p.a_m = a_vector ? 0 : as[a->ndim - 2] * size;
-  p.a_k = as[a->ndim - 1] * size;
-  p.b_k = (b_vector ? bs[0] : bs[b->ndim - 2]) * size;
-  p.b_n = b_vector ? 0 : bs[b->ndim - 1] * size;
-  p.out_m = a_vector ? 0 : os[batch] * size;
-  p.out_n = b_vector ? 0 : os[out->ndim - 1] * size;
+  p.m = plan.m;
+  p.k = plan.k;
+  p.n = plan.n;
+  p.a_m = plan.a_m;
+  p.a_k = plan.a_k;
+  p.b_k = plan.b_k;
+  p.b_n = plan.b_n;
+  p.out_m = plan.out_m;
+  p.out_n = plan.out_n;
   p.a_m_dense = p.m > 1 && ct_cu_abs(p.a_m) < ct_cu_abs(p.a_k);
   p.b_k_dense = p.n == 1 || ct_cu_abs(p.b_k) < ct_cu_abs(p.b_n);
   p.tiles_n = (p.n + ct_cu_tile - 1) / ct_cu_tile;
   p.tiles = (p.m + ct_cu_tile - 1) / ct_cu_tile * p.tiles_n;
-
-  /* The batch dims of out, broadcast over a's and b's (1-D operands have none). */
-  int64_t shape[CT_MAX_NDIM], strides[3][CT_MAX_NDIM];
-  for (int32_t d = 0; d < batch; ++d) {
-    shape[d] = out->shape[d];
-    strides[0][d] = os[d] * size;
-    const int32_t ka = d - (batch - (a->ndim - 2)), kb = d - (batch - (b->ndim - 2));
-    strides[1][d] = (a_vector || ka < 0 || a->shape[ka] == 1) ? 0 : as[ka] * size;
-    strides[2][d] = (b_vector || kb < 0 || b->shape[kb] == 1) ? 0 : bs[kb] * size;
-  }
   ct_pl_layout layout;
-  ct_pl_layout_begin(&layout, batch, shape);
-  for (int k = 0; k < 3; ++k) ct_pl_layout_add_strides(&layout, strides[k]);
+  ct_pl_layout_begin(&layout, plan.batch, plan.batch_shape);
+  for (int k = 0; k < 3; ++k) ct_pl_layout_add_strides(&layout, plan.batch_strides[k]);
   ct_pl_layout_collapse(&layout, nullptr);
   p.batches = layout.elements;
   return entry->launch(exec, layout, p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(a),

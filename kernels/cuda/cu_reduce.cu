@@ -308,57 +308,6 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
   return status;
 }
 
-/* Splits x's dims into kept (out and x byte strides) and reduced (x byte strides) layouts. The
- * reduced dims keep their logical order for argmax/argmin (the index is the flattened one);
- * the others walk them smallest stride innermost. */
-void ct_cu_reduce_layouts(const ct_kernel_call* call, bool indexed, ct_cu_reduce_plan* p) {
-  const ct_tensor* x = call->inputs[0];
-  const ct_tensor* out = call->outputs[0];
-  bool mask[CT_MAX_NDIM];
-  ct_pl_reduced_axes(&call->attrs[0], indexed, x->ndim, mask);
-  const bool keepdims = call->attrs[1].value.b != 0;
-  const int32_t in_size = (x->dtype.bits + 7) / 8, out_size = (out->dtype.bits + 7) / 8;
-  int64_t x_strides[CT_MAX_NDIM], out_strides[CT_MAX_NDIM];
-  ct_pl_tensor_strides(x, x_strides);
-  ct_pl_tensor_strides(out, out_strides);
-
-  int64_t kept_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
-  int64_t kept_strides[2][CT_MAX_NDIM], reduced_strides[CT_MAX_NDIM];
-  int32_t kept = 0, reduced = 0, out_dim = 0;
-  p->count = 1;
-  for (int32_t d = 0; d < x->ndim; ++d) {
-    const int64_t x_step = x_strides[d] * in_size;
-    if (mask[d]) {
-      reduced_shape[reduced] = x->shape[d];
-      reduced_strides[reduced++] = x_step;
-      p->count *= x->shape[d];
-      if (keepdims) ++out_dim;
-    } else {
-      kept_shape[kept] = x->shape[d];
-      kept_strides[0][kept] = out_strides[out_dim++] * out_size;
-      kept_strides[1][kept++] = x_step;
-    }
-  }
-  for (int32_t d = 1; d < reduced && !indexed; ++d) { /* insertion sort, |stride| descending */
-    const int64_t shape = reduced_shape[d], stride = reduced_strides[d];
-    int32_t k = d;
-    for (; k > 0 && llabs(reduced_strides[k - 1]) < llabs(stride); --k) {
-      reduced_shape[k] = reduced_shape[k - 1];
-      reduced_strides[k] = reduced_strides[k - 1];
-    }
-    reduced_shape[k] = shape;
-    reduced_strides[k] = stride;
-  }
-  const int32_t kept_sizes[2] = {out_size, in_size};
-  ct_pl_layout_begin(&p->kept, kept, kept_shape);
-  ct_pl_layout_add_strides(&p->kept, kept_strides[0]);
-  ct_pl_layout_add_strides(&p->kept, kept_strides[1]);
-  ct_pl_layout_collapse(&p->kept, kept_sizes);
-  ct_pl_layout_begin(&p->reduced, reduced, reduced_shape);
-  ct_pl_layout_add_strides(&p->reduced, reduced_strides);
-  ct_pl_layout_collapse(&p->reduced, &in_size);
-}
-
 /* Group size and segments: one thread per output for short lanes, or when neighbouring outputs
  * lie closer in memory than neighbouring lane elements and there are enough of them; otherwise
  * 8 threads, a warp or a block per lane as it grows, reading it coalesced. Lanes are cut into
@@ -396,7 +345,9 @@ int ct_cu_reduce_run(const ct_kernel_call* call) {
   if (status != CT_OK) return status;
   ct_cu_reduce_plan plan;
   plan.n = n;
-  ct_cu_reduce_layouts(call, entry->indexed, &plan);
+  /* argmax/argmin keep the lane's logical order: their index is the flat one. */
+  plan.count =
+      ct_pl_reduce_layouts(call, entry->indexed, !entry->indexed, &plan.kept, &plan.reduced);
   ct_cu_reduce_schedule(exec, &plan);
   return entry->launch(exec, plan, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(call->inputs[0]));
 }

@@ -2,6 +2,7 @@
  * column): one work item per output element, the contraction as a strided loop. float16
  * accumulates in float, integers wrap, bool is or-of-ands. */
 #include "cl_layout.h"
+#include "plugin_geometry.h"
 #include "cl_types.h"
 
 static int ct_cl_matmul_run(const ct_kernel_call* call) {
@@ -15,36 +16,22 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   if (status != CT_OK) return status;
 
   const ct_cl_type type = (ct_cl_type)ct_cl_type_of(out->dtype);
-  const int64_t size = ct_cl_types[type].size;
-  int64_t as[CT_MAX_NDIM], bs[CT_MAX_NDIM], os[CT_MAX_NDIM];
-  ct_pl_tensor_strides(a, as);
-  ct_pl_tensor_strides(b, bs);
-  ct_pl_tensor_strides(out, os);
-  const bool a_vector = a->ndim == 1, b_vector = b->ndim == 1;
-  const int64_t m = a_vector ? 1 : a->shape[a->ndim - 2];
-  const int64_t k_extent = a->shape[a->ndim - 1];
-  const int64_t cols = b_vector ? 1 : b->shape[b->ndim - 1];
-  const int64_t a_k = as[a->ndim - 1] * size;
-  const int64_t b_k = (b_vector ? bs[0] : bs[b->ndim - 2]) * size;
-  const int32_t batch = out->ndim - (a_vector ? 0 : 1) - (b_vector ? 0 : 1);
+  ct_pl_matmul plan;
+  ct_pl_matmul_plan(call, &plan);
+  const int64_t m = plan.m, k_extent = plan.k, cols = plan.n, a_k = plan.a_k, b_k = plan.b_k;
+  const int32_t batch = plan.batch;
 
   /* Iteration space: out's batch dims, then (m, cols). */
-  int64_t shape[CT_MAX_NDIM + 2], strides[3][CT_MAX_NDIM + 2];
-  for (int32_t d = 0; d < batch; ++d) {
-    shape[d] = out->shape[d];
-    strides[0][d] = os[d] * size;
-    const int32_t ka = d - (batch - (a->ndim - 2)), kb = d - (batch - (b->ndim - 2));
-    strides[1][d] = (a_vector || ka < 0 || a->shape[ka] == 1) ? 0 : as[ka] * size;
-    strides[2][d] = (b_vector || kb < 0 || b->shape[kb] == 1) ? 0 : bs[kb] * size;
-  }
+  int64_t* shape = plan.batch_shape;
+  int64_t(*strides)[CT_MAX_NDIM + 2] = plan.batch_strides;
   shape[batch] = m;
   shape[batch + 1] = cols;
-  strides[0][batch] = a_vector ? 0 : os[batch] * size;
-  strides[0][batch + 1] = b_vector ? 0 : os[out->ndim - 1] * size;
-  strides[1][batch] = a_vector ? 0 : as[a->ndim - 2] * size;
+  strides[0][batch] = plan.out_m;
+  strides[0][batch + 1] = plan.out_n;
+  strides[1][batch] = plan.a_m;
   strides[1][batch + 1] = 0;
   strides[2][batch] = 0;
-  strides[2][batch + 1] = b_vector ? 0 : bs[b->ndim - 1] * size;
+  strides[2][batch + 1] = plan.b_n;
   ct_pl_layout layout;
   ct_pl_layout_begin(&layout, batch + 2, shape);
   for (int k = 0; k < 3; ++k) ct_pl_layout_add_strides(&layout, strides[k]);

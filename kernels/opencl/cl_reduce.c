@@ -46,41 +46,11 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
 
-  bool mask[CT_MAX_NDIM];
-  ct_pl_reduced_axes(&call->attrs[0], r->index_attr, x->ndim, mask);
-  const bool keepdims = call->attrs[1].value.b != 0;
   const ct_cl_type in_type = (ct_cl_type)ct_cl_type_of(x->dtype);
   const ct_cl_type out_type = (ct_cl_type)ct_cl_type_of(out->dtype);
-  int64_t x_strides[CT_MAX_NDIM], out_strides[CT_MAX_NDIM];
-  ct_pl_tensor_strides(x, x_strides);
-  ct_pl_tensor_strides(out, out_strides);
-
-  /* Kept dims: (out, x) byte strides; reduced dims: x byte strides, in order. */
-  int64_t kept_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
-  int64_t kept_strides[2][CT_MAX_NDIM], reduced_strides[CT_MAX_NDIM];
-  int32_t kept = 0, reduced = 0, out_dim = 0;
-  int64_t count = 1;
-  for (int32_t d = 0; d < x->ndim; ++d) {
-    const int64_t x_step = x_strides[d] * ct_cl_types[in_type].size;
-    if (mask[d]) {
-      reduced_shape[reduced] = x->shape[d];
-      reduced_strides[reduced++] = x_step;
-      count *= x->shape[d];
-      if (keepdims) ++out_dim;
-    } else {
-      kept_shape[kept] = x->shape[d];
-      kept_strides[0][kept] = out_strides[out_dim++] * ct_cl_types[out_type].size;
-      kept_strides[1][kept++] = x_step;
-    }
-  }
   ct_pl_layout kept_layout, reduced_layout;
-  ct_pl_layout_begin(&kept_layout, kept, kept_shape);
-  ct_pl_layout_add_strides(&kept_layout, kept_strides[0]);
-  ct_pl_layout_add_strides(&kept_layout, kept_strides[1]);
-  ct_pl_layout_collapse(&kept_layout, NULL);
-  ct_pl_layout_begin(&reduced_layout, reduced, reduced_shape);
-  ct_pl_layout_add_strides(&reduced_layout, reduced_strides);
-  ct_pl_layout_collapse(&reduced_layout, NULL);
+  const int64_t count =
+      ct_pl_reduce_layouts(call, r->index_attr, false, &kept_layout, &reduced_layout);
 
   const ct_cl_type_info* in = &ct_cl_types[in_type];
   const char* acc_float = exec.device->has_fp64 ? "double" : "float";
