@@ -40,7 +40,7 @@ struct ct_cu_conv_params {
 
 /* The input value at (b, ic, ih, iw), or 0 in the padding. Padding zeros still multiply the
  * weight (0 * nan is nan, as im2col and torch). */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __device__ __forceinline__ ct_cu_compute_t<Tag> ct_cu_conv_input(const ct_cu_conv_params& p,
                                                                  const char* x, int64_t base,
                                                                  int64_t ih, int64_t iw) {
@@ -50,7 +50,7 @@ __device__ __forceinline__ ct_cu_compute_t<Tag> ct_cu_conv_input(const ct_cu_con
 }
 
 /* One thread per output element; for groups with few output channels. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __global__ void __launch_bounds__(256)
     ct_cu_conv2d_direct_kernel(const ct_cu_conv_params p, char* out, const char* x, const char* w,
                                const char* bias) {
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(256)
  * 16 x 16 threads owns a 4 x 4 grid of outputs spaced 16 apart. */
 constexpr int ct_cu_tm = 64, ct_cu_tn = 64, ct_cu_tk = 16;
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __global__ void __launch_bounds__(256)
     ct_cu_conv2d_tiled_kernel(const ct_cu_conv_params p, char* out, const char* x, const char* w,
                               const char* bias) {
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(256)
 /* Groups with at least this many output channels use the tiled kernel. */
 constexpr int64_t ct_cu_tiled_min_channels = 16;
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_conv2d_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* weight = call->inputs[1];
@@ -236,7 +236,7 @@ struct ct_cu_pool_params {
  * (padding is -inf), NaN as soon as any tap is NaN. avg: the sum of the window clipped to the
  * input over divisor_override, the window counted with its padding (clipped to input + padding,
  * for ceil_mode) or without. adaptive: the window [floor(i H / Ho), ceil((i + 1) H / Ho)). */
-template <ct_cu_type Tag, int Mode>
+template <ct_pl_type Tag, int Mode>
 __global__ void __launch_bounds__(256)
     ct_cu_pool_kernel(const ct_cu_pool_params p, char* out, const char* x) {
   using T = ct_cu_compute_t<Tag>;
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-template <ct_cu_type Tag, int Mode>
+template <ct_pl_type Tag, int Mode>
 int ct_cu_pool_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
@@ -332,9 +332,9 @@ int ct_cu_pool_run(const ct_kernel_call* call) {
                                                       : "adaptive_avg_pool2d");
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_register_conv_pool_type() {
-  const ct_cu_type signature[4] = {Tag, Tag, Tag, Tag};
+  const ct_pl_type signature[4] = {Tag, Tag, Tag, Tag};
   int status = ct_cu_register("conv2d", signature, 4, ct_cu_conv2d_run<Tag>, nullptr, nullptr);
   if (status == CT_OK) {
     status = ct_cu_register("max_pool2d", signature, 2, ct_cu_pool_run<Tag, CT_CU_POOL_MAX>,
@@ -354,8 +354,8 @@ int ct_cu_register_conv_pool_type() {
 }  // namespace
 
 int ct_cu_register_conv_pool(void) {
-  int status = ct_cu_register_conv_pool_type<CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_CU_F64>();
+  int status = ct_cu_register_conv_pool_type<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_PL_F64>();
   return status;
 }

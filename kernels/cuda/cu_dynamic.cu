@@ -128,13 +128,13 @@ int ct_cu_compaction_fill(const ct_cu_exec& exec, const Select& select, const ct
   return ct_cu_launch_status(name);
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 using ct_cu_storage_t = typename ct_cu_traits<Tag>::storage;
 
 /* ----- nonzero ----- */
 
 /* Items: the elements of x in row-major order; emits the index along every dim. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 struct ct_cu_nonzero_select {
   ct_pl_layout layout; /* x, collapsed */
   const char* x;
@@ -155,7 +155,7 @@ struct ct_cu_nonzero_select {
   }
 };
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_nonzero_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   ct_cu_exec exec;
@@ -164,7 +164,7 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
   ct_cu_nonzero_select<Tag> select = {};
   ct_pl_layout_begin(&select.layout, x->ndim, x->shape);
   ct_pl_layout_add(&select.layout, x);
-  const int32_t sizes[1] = {ct_cu_type_size(Tag)};
+  const int32_t sizes[1] = {ct_pl_type_size(Tag)};
   ct_pl_layout_collapse(&select.layout, sizes);
   select.x = ct_cu_tensor_bytes(x);
   select.ndim = x->ndim;
@@ -174,7 +174,7 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
   status = ct_cu_compaction_count(exec, select, ct_pl_tensor_elements(x), "nonzero", &compaction,
                                   &count);
   ct_tensor_info info = {};
-  info.dtype = ct_cu_dtype(CT_CU_I64);
+  info.dtype = ct_pl_dtype(CT_PL_I64);
   info.ndim = 1;
   info.shape[0] = count;
   for (int32_t k = 0; k < x->ndim && status == CT_OK; ++k) {
@@ -194,7 +194,7 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
 /* Items: the elements of mask in row-major order, each selecting a row of x (the dims after
  * mask's). Rows of one element are copied here; longer rows are listed by their byte offset in x
  * and copied by ct_cu_mask_rows_kernel. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 struct ct_cu_mask_select {
   ct_pl_layout lead; /* operands: mask, x (its leading dims) */
   const char* mask;
@@ -205,7 +205,7 @@ struct ct_cu_mask_select {
   __device__ bool test(int64_t i) const {
     int64_t off[2];
     ct_cu_offsets<2>(lead, i, off);
-    return ct_cu_load<CT_CU_B8>(mask + off[0]) != 0;
+    return ct_cu_load<CT_PL_B8>(mask + off[0]) != 0;
   }
   __device__ void emit(int64_t i, int64_t position) const {
     using S = ct_cu_storage_t<Tag>;
@@ -221,7 +221,7 @@ struct ct_cu_mask_select {
 
 /* out (compact, `total` elements) gets element o % row of the row at x + rows[o / row]; `tail`
  * walks a row of x. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_mask_rows_kernel(const ct_pl_layout tail, const char* x, const long long* rows, char* out,
                            int64_t row, int64_t total) {
@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
   }
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* mask = call->inputs[1];
@@ -242,7 +242,7 @@ int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   const int32_t lead = mask->ndim, tail = x->ndim - mask->ndim;
-  const int32_t size = ct_cu_type_size(Tag);
+  const int32_t size = ct_pl_type_size(Tag);
   int64_t x_strides[CT_MAX_NDIM], x_lead[CT_MAX_NDIM], x_tail[CT_MAX_NDIM];
   ct_pl_tensor_strides(x, x_strides);
   for (int32_t d = 0; d < lead; ++d) x_lead[d] = x_strides[d] * size;
@@ -296,7 +296,7 @@ int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
 /* ----- unique_values ----- */
 
 /* The ascending order: nan after everything, -0.0 equal to 0.0. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 struct ct_cu_key_less {
   __device__ bool operator()(const ct_cu_storage_t<Tag>& a, const ct_cu_storage_t<Tag>& b) const {
     const auto u = ct_cu_load<Tag>(reinterpret_cast<const char*>(&a));
@@ -306,7 +306,7 @@ struct ct_cu_key_less {
 };
 
 /* keys[i] = element i of x, row-major. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_gather_kernel(const ct_pl_layout layout, const char* x, ct_cu_storage_t<Tag>* keys) {
   using S = ct_cu_storage_t<Tag>;
@@ -320,7 +320,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
 }
 
 /* Items: the sorted keys; selects the first of each run of equal values (nan equals nan). */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 struct ct_cu_unique_select {
   const ct_cu_storage_t<Tag>* keys;
   char* out;
@@ -338,13 +338,13 @@ struct ct_cu_unique_select {
 };
 
 /* Gathers x into `keys` (n elements) and sorts them stably. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_sorted_keys(const ct_cu_exec& exec, const ct_tensor* x, int64_t n,
                       ct_cu_storage_t<Tag>* keys) {
   ct_pl_layout layout;
   ct_pl_layout_begin(&layout, x->ndim, x->shape);
   ct_pl_layout_add(&layout, x);
-  const int32_t sizes[1] = {ct_cu_type_size(Tag)};
+  const int32_t sizes[1] = {ct_pl_type_size(Tag)};
   ct_pl_layout_collapse(&layout, sizes);
   ct_cu_gather_kernel<Tag><<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
       layout, ct_cu_tensor_bytes(x), keys);
@@ -365,7 +365,7 @@ int ct_cu_sorted_keys(const ct_cu_exec& exec, const ct_tensor* x, int64_t n,
   return ct_cu_release(exec, temp, status);
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_unique_values_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   ct_cu_exec exec;
@@ -375,7 +375,7 @@ int ct_cu_unique_values_run(const ct_kernel_call* call) {
   ct_cu_unique_select<Tag> select = {};
   ct_cu_storage_t<Tag>* keys = nullptr;
   if (n > 0) {
-    status = ct_cu_scratch(exec, n * ct_cu_type_size(Tag), reinterpret_cast<void**>(&keys));
+    status = ct_cu_scratch(exec, n * ct_pl_type_size(Tag), reinterpret_cast<void**>(&keys));
     if (status == CT_OK) status = ct_cu_sorted_keys<Tag>(exec, x, n, keys);
   }
   select.keys = keys;
@@ -400,11 +400,11 @@ int ct_cu_unique_values_run(const ct_kernel_call* call) {
   return ct_cu_release(exec, keys, status);
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_register_dynamic_type() {
-  const ct_cu_type nonzero[2] = {Tag, CT_CU_I64};
-  const ct_cu_type mask[3] = {Tag, CT_CU_B8, Tag};
-  const ct_cu_type unique[2] = {Tag, Tag};
+  const ct_pl_type nonzero[2] = {Tag, CT_PL_I64};
+  const ct_pl_type mask[3] = {Tag, CT_PL_B8, Tag};
+  const ct_pl_type unique[2] = {Tag, Tag};
   int status = ct_cu_register("nonzero", nonzero, 2, ct_cu_nonzero_run<Tag>, nullptr, nullptr);
   if (status == CT_OK) {
     status = ct_cu_register("boolean_mask", mask, 3, ct_cu_boolean_mask_run<Tag>, nullptr, nullptr);
@@ -419,11 +419,11 @@ int ct_cu_register_dynamic_type() {
 }  // namespace
 
 int ct_cu_register_dynamic(void) {
-  int status = ct_cu_register_dynamic_type<CT_CU_B8>();
-  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_CU_I32>();
-  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_CU_I64>();
-  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_CU_F64>();
+  int status = ct_cu_register_dynamic_type<CT_PL_B8>();
+  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_PL_I32>();
+  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_PL_I64>();
+  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_dynamic_type<CT_PL_F64>();
   return status;
 }

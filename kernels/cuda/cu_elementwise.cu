@@ -39,9 +39,9 @@ struct ct_cu_unsigned {
 
 enum { CT_CU_CLASS_FLOAT = 0, CT_CU_CLASS_INT = 1, CT_CU_CLASS_BOOL = 2 };
 
-template <ct_cu_type V>
+template <ct_pl_type V>
 inline constexpr int ct_cu_class_of = ct_cu_is_float_v<V> ? CT_CU_CLASS_FLOAT
-                                      : V == CT_CU_B8     ? CT_CU_CLASS_BOOL
+                                      : V == CT_PL_B8     ? CT_CU_CLASS_BOOL
                                                           : CT_CU_CLASS_INT;
 
 #define CT_CU_NA T(0)
@@ -71,11 +71,11 @@ CT_CU_ELEMENTWISE_OPS(CT_CU_OP_STRUCT)
 #undef CT_CU_OP_STRUCT
 #undef CT_CU_NA
 
-template <class Op, ct_cu_type V, ct_cu_type O>
+template <class Op, ct_pl_type V, ct_pl_type O>
 __global__ void __launch_bounds__(256)
     ct_cu_elementwise_kernel(const ct_pl_layout layout, char* out, const char* in0, const char* in1,
                              const char* in2, double p0, double p1) {
-  constexpr ct_cu_type A = Op::out == CT_CU_OUT_WHERE ? CT_CU_B8 : V;
+  constexpr ct_pl_type A = Op::out == CT_CU_OUT_WHERE ? CT_PL_B8 : V;
   using T = ct_cu_compute_t<V>;
   const T P0 = (T)p0, P1 = (T)p1;
   const int64_t n = layout.elements;
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(256)
 
 constexpr int ct_cu_threads = 256;
 
-template <class Op, ct_cu_type V, ct_cu_type O>
+template <class Op, ct_pl_type V, ct_pl_type O>
 int ct_cu_elementwise_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* out,
                              const char* const* in, double p0, double p1) {
   ct_cu_elementwise_kernel<Op, V, O>
@@ -102,7 +102,7 @@ int ct_cu_elementwise_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
   return ct_cu_launch_status(Op::name);
 }
 
-template <ct_cu_type From, ct_cu_type To>
+template <ct_pl_type From, ct_pl_type To>
 __global__ void __launch_bounds__(256)
     ct_cu_astype_kernel(const ct_pl_layout layout, char* out, const char* in) {
   const int64_t n = layout.elements;
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-template <ct_cu_type From, ct_cu_type To>
+template <ct_pl_type From, ct_pl_type To>
 int ct_cu_astype_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* out,
                         const char* const* in, double, double) {
   ct_cu_astype_kernel<From, To>
@@ -125,7 +125,7 @@ int ct_cu_astype_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char
 
 /* Integer pow refuses negative exponents (as NumPy and the CPU backend): the exponents are
  * scanned on the device before anything is written. */
-template <ct_cu_type V>
+template <ct_pl_type V>
 __global__ void ct_cu_negative_scan_kernel(const ct_pl_layout layout, const char* x, int* found) {
   const int64_t n = layout.elements;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -152,10 +152,10 @@ int ct_cu_check_exponents(const ct_cu_exec& exec, const ct_tensor* x2) {
   if (status == CT_OK) {
     const unsigned grid = ct_cu_grid(exec, layout.elements, ct_cu_threads);
     if (x2->dtype.bits == 32) {
-      ct_cu_negative_scan_kernel<CT_CU_I32>
+      ct_cu_negative_scan_kernel<CT_PL_I32>
           <<<grid, ct_cu_threads, 0, exec.stream>>>(layout, ct_cu_tensor_bytes(x2), found);
     } else {
-      ct_cu_negative_scan_kernel<CT_CU_I64>
+      ct_cu_negative_scan_kernel<CT_PL_I64>
           <<<grid, ct_cu_threads, 0, exec.stream>>>(layout, ct_cu_tensor_bytes(x2), found);
     }
     status = ct_cu_launch_status("pow (exponent scan)");
@@ -219,23 +219,23 @@ int ct_cu_elementwise_run(const ct_kernel_call* call) {
   return entry->launch(exec, layout, ct_cu_tensor_bytes(out), in, params[0], params[1]);
 }
 
-template <class Op, ct_cu_type V>
-constexpr ct_cu_type ct_cu_output_type() {
-  if constexpr (Op::out == CT_CU_OUT_BOOL) return CT_CU_B8;
-  if constexpr (Op::out == CT_CU_OUT_F64_FOR_INTS && !ct_cu_is_float_v<V>) return CT_CU_F64;
-  if constexpr (Op::out == CT_CU_OUT_F16_FOR_BOOL && V == CT_CU_B8) return CT_CU_F16;
+template <class Op, ct_pl_type V>
+constexpr ct_pl_type ct_cu_output_type() {
+  if constexpr (Op::out == CT_CU_OUT_BOOL) return CT_PL_B8;
+  if constexpr (Op::out == CT_CU_OUT_F64_FOR_INTS && !ct_cu_is_float_v<V>) return CT_PL_F64;
+  if constexpr (Op::out == CT_CU_OUT_F16_FOR_BOOL && V == CT_PL_B8) return CT_PL_F16;
   return V;
 }
 
-template <class Op, ct_cu_type V>
+template <class Op, ct_pl_type V>
 int ct_cu_register_value() {
-  constexpr ct_cu_type O = ct_cu_output_type<Op, V>();
+  constexpr ct_pl_type O = ct_cu_output_type<Op, V>();
   static const ct_cu_elementwise_entry entry = {
       Op::name, Op::params, strcmp(Op::name, "pow") == 0 && !ct_cu_is_float_v<V>,
       &ct_cu_elementwise_launch<Op, V, O>};
-  ct_cu_type signature[4];
+  ct_pl_type signature[4];
   int32_t length = 0;
-  if (Op::out == CT_CU_OUT_WHERE) signature[length++] = CT_CU_B8;
+  if (Op::out == CT_CU_OUT_WHERE) signature[length++] = CT_PL_B8;
   const int values = Op::out == CT_CU_OUT_WHERE ? 2 : Op::arity;
   for (int k = 0; k < values; ++k) signature[length++] = V;
   signature[length++] = O;
@@ -246,36 +246,36 @@ template <class Op>
 int ct_cu_register_op() {
   int status = CT_OK;
   if constexpr (Op::has_float) {
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_CU_F16>();
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_CU_F32>();
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_CU_F64>();
+    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_F16>();
+    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_F32>();
+    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_F64>();
   }
   if constexpr (Op::has_int) {
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_CU_I32>();
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_CU_I64>();
+    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_I32>();
+    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_I64>();
   }
   if constexpr (Op::has_bool) {
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_CU_B8>();
+    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_B8>();
   }
   return status;
 }
 
-template <ct_cu_type From, ct_cu_type To>
+template <ct_pl_type From, ct_pl_type To>
 int ct_cu_register_astype_pair() {
   static const ct_cu_elementwise_entry entry = {"astype", CT_CU_PARAMS_NONE, false,
                                                 &ct_cu_astype_launch<From, To>};
-  const ct_cu_type signature[2] = {From, To};
+  const ct_pl_type signature[2] = {From, To};
   return ct_cu_register("astype", signature, 2, ct_cu_elementwise_run, nullptr, &entry);
 }
 
-template <ct_cu_type From>
+template <ct_pl_type From>
 int ct_cu_register_astype_from() {
-  int status = ct_cu_register_astype_pair<From, CT_CU_B8>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_CU_I32>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_CU_I64>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_CU_F64>();
+  int status = ct_cu_register_astype_pair<From, CT_PL_B8>();
+  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_I32>();
+  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_I64>();
+  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_F64>();
   return status;
 }
 
@@ -287,11 +287,11 @@ int ct_cu_register_elementwise(void) {
   if (status == CT_OK) status = ct_cu_register_op<ct_cu_op_##NAME>();
   CT_CU_ELEMENTWISE_OPS(CT_CU_REGISTER_ROW)
 #undef CT_CU_REGISTER_ROW
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_CU_B8>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_CU_I32>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_CU_I64>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_CU_F64>();
+  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_B8>();
+  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_I32>();
+  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_I64>();
+  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_F64>();
   return status;
 }

@@ -28,7 +28,7 @@ static_assert(ct_cu_spread * ct_cu_spread == ct_cu_threads, "one register block 
 
 /* The accumulator: float for float16/float32, double for float64, the unsigned type of the
  * width for integers (wrapping) and bool (0/1, or-of-ands). */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 using ct_cu_acc_t = std::conditional_t<ct_cu_is_float_v<Tag>, ct_cu_compute_t<Tag>,
                                        typename ct_cu_traits<Tag>::unsigned_type>;
 
@@ -45,9 +45,9 @@ int64_t ct_cu_abs(int64_t v) {
   return v < 0 ? -v : v;
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __device__ __forceinline__ ct_cu_acc_t<Tag> ct_cu_matmul_load(const char* p) {
-  if constexpr (Tag == CT_CU_B8) {
+  if constexpr (Tag == CT_PL_B8) {
     return ct_cu_load<Tag>(p) != 0;
   } else {
     return static_cast<ct_cu_acc_t<Tag>>(ct_cu_load<Tag>(p));
@@ -55,9 +55,9 @@ __device__ __forceinline__ ct_cu_acc_t<Tag> ct_cu_matmul_load(const char* p) {
 }
 
 /* acc += x * y, or acc |= x & y for bool. */
-template <ct_cu_type Tag, class Acc>
+template <ct_pl_type Tag, class Acc>
 __device__ __forceinline__ void ct_cu_matmul_step(Acc& acc, Acc x, Acc y) {
-  if constexpr (Tag == CT_CU_B8) {
+  if constexpr (Tag == CT_PL_B8) {
     acc |= x & y;
   } else {
     acc += x * y;
@@ -65,11 +65,11 @@ __device__ __forceinline__ void ct_cu_matmul_step(Acc& acc, Acc x, Acc y) {
 }
 
 /* Joins two partial accumulators: a sum, or an or for bool. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 struct ct_cu_matmul_join {
   template <class Acc>
   __device__ __forceinline__ Acc operator()(Acc x, Acc y) const {
-    if constexpr (Tag == CT_CU_B8) {
+    if constexpr (Tag == CT_PL_B8) {
       return x | y;
     } else {
       return x + y;
@@ -80,7 +80,7 @@ struct ct_cu_matmul_join {
 /* Fetches this thread's elements of the (tile x depth) slice of an operand at contraction
  * offset k0: `outer` the tile dim (rows of a, columns of b), from `outer0`, stride
  * `outer_step`, `outer_extent` long; the slice is walked along outer when `outer_dense`. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __device__ __forceinline__ void ct_cu_matmul_fetch(ct_cu_acc_t<Tag>* values, const char* p,
                                                    int64_t outer0, int64_t outer_extent,
                                                    int64_t outer_step, int64_t k0, int64_t k_extent,
@@ -113,7 +113,7 @@ __device__ __forceinline__ void ct_cu_matmul_stage(Acc (*slice)[ct_cu_tile + 1],
 
 /* Thread (ty, tx) computes rows ty + 16 i and columns tx + 16 j of its block's tile, so that a
  * warp reads shared memory without conflicts and writes 16 neighbouring columns. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_matmul_kernel(const ct_pl_layout batch, const ct_cu_matmul_args p, char* out,
                         const char* a, const char* b) {
@@ -191,7 +191,7 @@ __device__ __forceinline__ void ct_cu_matvec_operands(const ct_cu_matvec_args& p
 
 /* p walked along k in memory: a group of Width threads (a warp, or a 1024-thread block when
  * there are few outputs) per output. */
-template <ct_cu_type Tag, int Width>
+template <ct_pl_type Tag, int Width>
 __global__ void __launch_bounds__(ct_cu_group_block(Width))
     ct_cu_matvec_rows(const ct_pl_layout batch, const ct_cu_matvec_args p, char* out, const char* a,
                       const char* b) {
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
 /* p walked along its outputs in memory: a block takes 2^shift neighbouring outputs, each
  * summed by the remaining threads taking every so many k, so that a warp's loads fall on
  * neighbouring outputs. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_matvec_columns(const ct_pl_layout batch, const ct_cu_matvec_args p, char* out,
                          const char* a, const char* b) {
@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
   }
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_matvec_launch(const ct_cu_exec& exec, const ct_pl_layout& batch,
                         const ct_cu_matmul_args& mm, char* out, const char* a, const char* b) {
   ct_cu_matvec_args p;
@@ -281,7 +281,7 @@ int ct_cu_matvec_launch(const ct_cu_exec& exec, const ct_pl_layout& batch,
   return ct_cu_launch_status("matmul");
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_matmul_launch(const ct_cu_exec& exec, const ct_pl_layout& batch,
                         const ct_cu_matmul_args& p, char* out, const char* a, const char* b) {
   if (p.m == 1 || p.n == 1) return ct_cu_matvec_launch<Tag>(exec, batch, p, out, a, b);
@@ -332,21 +332,21 @@ int ct_cu_matmul_run(const ct_kernel_call* call) {
                        ct_cu_tensor_bytes(b));
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_register_matmul_type() {
   static const ct_cu_matmul_entry entry = {&ct_cu_matmul_launch<Tag>};
-  const ct_cu_type signature[3] = {Tag, Tag, Tag};
+  const ct_pl_type signature[3] = {Tag, Tag, Tag};
   return ct_cu_register("matmul", signature, 3, ct_cu_matmul_run, nullptr, &entry);
 }
 
 }  // namespace
 
 int ct_cu_register_matmul(void) {
-  int status = ct_cu_register_matmul_type<CT_CU_B8>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_CU_I32>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_CU_I64>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_CU_F64>();
+  int status = ct_cu_register_matmul_type<CT_PL_B8>();
+  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_I32>();
+  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_I64>();
+  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_F64>();
   return status;
 }

@@ -18,7 +18,7 @@ constexpr int64_t ct_cu_warp_row = 1024; /* the longest row a warp handles alone
 
 /* `rows`: operands (out, x) over the leading dims; `row`: operands (out, x, weight, bias) over
  * the normalised dims (stride 0 for an absent weight or bias, whose pointer is null). */
-template <ct_cu_type Tag, int Width>
+template <ct_pl_type Tag, int Width>
 __global__ void __launch_bounds__(ct_cu_group_block(Width))
     ct_cu_layer_norm_kernel(const ct_pl_layout rows, const ct_pl_layout row, char* out,
                             const char* x, const char* w, const char* b, double eps) {
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
   }
 }
 
-template <ct_cu_type Tag, int Width>
+template <ct_pl_type Tag, int Width>
 void ct_cu_layer_norm_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
                                   const ct_pl_layout& row, char* out, const char* x, const char* w,
                                   const char* b, double eps) {
@@ -69,7 +69,7 @@ void ct_cu_layer_norm_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& ro
           rows, row, out, x, w, b, eps);
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_layer_norm_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
                             const ct_pl_layout& row, char* out, const char* x, const char* w,
                             const char* b, double eps) {
@@ -131,18 +131,18 @@ int ct_cu_layer_norm_run(const ct_kernel_call* call) {
                        bias ? ct_cu_tensor_bytes(bias) : nullptr, call->attrs[1].value.f);
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_register_layer_norm() {
   static const ct_cu_norm_entry entry = {&ct_cu_layer_norm_launch<Tag>};
-  const ct_cu_type signature[4] = {Tag, Tag, Tag, Tag};
+  const ct_pl_type signature[4] = {Tag, Tag, Tag, Tag};
   return ct_cu_register("layer_norm", signature, 4, ct_cu_layer_norm_run, nullptr, &entry);
 }
 
 }  // namespace
 
 int ct_cu_register_norm(void) {
-  int status = ct_cu_register_layer_norm<CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_layer_norm<CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_layer_norm<CT_CU_F64>();
+  int status = ct_cu_register_layer_norm<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_layer_norm<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_layer_norm<CT_PL_F64>();
   return status;
 }

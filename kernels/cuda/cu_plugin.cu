@@ -44,44 +44,11 @@ bool ct_cu_pageable_memory_access(int32_t index) {
   return index >= 0 && index < ct_cu_devices_found && ct_cu_pageable_access[index];
 }
 
-static const struct {
-  ct_dtype dtype;
-  int32_t size;
-  bool is_float;
-} ct_cu_types[CT_CU_TYPE_COUNT] = {
-    {{CT_DTYPE_BOOL, 8, 1}, 1, false},  {{CT_DTYPE_INT, 32, 1}, 4, false},
-    {{CT_DTYPE_INT, 64, 1}, 8, false},  {{CT_DTYPE_FLOAT, 16, 1}, 2, true},
-    {{CT_DTYPE_FLOAT, 32, 1}, 4, true}, {{CT_DTYPE_FLOAT, 64, 1}, 8, true},
-};
-
-ct_dtype ct_cu_dtype(ct_cu_type type) {
-  return ct_cu_types[type].dtype;
-}
-int32_t ct_cu_type_size(ct_cu_type type) {
-  return ct_cu_types[type].size;
-}
-bool ct_cu_type_is_float(ct_cu_type type) {
-  return ct_cu_types[type].is_float;
-}
-
-int ct_cu_type_of(ct_dtype dtype) {
-  for (int i = 0; i < CT_CU_TYPE_COUNT; ++i) {
-    const ct_dtype t = ct_cu_types[i].dtype;
-    if (t.code == dtype.code && t.bits == dtype.bits && dtype.lanes == 1) return i;
-  }
-  return -1;
-}
-
-int ct_cu_register(const char* op, const ct_cu_type* signature, int32_t length,
+int ct_cu_register(const char* op, const ct_pl_type* signature, int32_t length,
                    ct_kernel_run_fn run, ct_kernel_workspace_fn workspace,
                    const void* kernel_data) {
-  ct_dtype dtypes[16];
-  if (length > 16) return ct_cu_error(CT_ERROR_INVALID_ARGUMENT, "%s: signature too long", op);
-  for (int32_t i = 0; i < length; ++i) dtypes[i] = ct_cu_types[signature[i]].dtype;
-  const ct_kernel_def def = {
-      sizeof(ct_kernel_def), op, CT_CU_BACKEND_NAME, CT_DEVICE_CUDA, length, dtypes, run, workspace,
-      (void*)kernel_data};
-  return ct_cu_host->kernel_register(&def);
+  return ct_pl_register(ct_cu_host, CT_CU_BACKEND_NAME, CT_DEVICE_CUDA, op, signature, length, run,
+                        workspace, kernel_data);
 }
 
 /* Counts the devices; CT_ERROR_BACKEND_UNAVAILABLE (quietly skipped by the host) without a

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ctensor_plugin.h"
+#include "plugin_dtypes.h"
 
 /* Backend name, as kernels register under it and ctensor.backends() shows it. */
 #define CT_CU_BACKEND_NAME "cuda"
@@ -38,27 +39,8 @@ int32_t ct_cu_multiprocessors(int32_t index);
  * tensor in plain host memory is valid CUDA memory for it. */
 bool ct_cu_pageable_memory_access(int32_t index);
 
-/* The dtypes the CUDA kernels handle; kernels are instantiated per tag. */
-typedef enum ct_cu_type {
-  CT_CU_B8 = 0,
-  CT_CU_I32,
-  CT_CU_I64,
-  CT_CU_F16,
-  CT_CU_F32,
-  CT_CU_F64,
-  CT_CU_TYPE_COUNT
-} ct_cu_type;
-
-/* The DLPack dtype of a tag, its size in bytes, and whether it is a float type. */
-ct_dtype ct_cu_dtype(ct_cu_type type);
-int32_t ct_cu_type_size(ct_cu_type type);
-bool ct_cu_type_is_float(ct_cu_type type);
-
-/* The tag of a dtype, or -1 when the CUDA kernels do not handle it. */
-int ct_cu_type_of(ct_dtype dtype);
-
 /* Registers one kernel for CUDA devices: a tag per signature slot (inputs, then outputs). */
-int ct_cu_register(const char* op, const ct_cu_type* signature, int32_t length,
+int ct_cu_register(const char* op, const ct_pl_type* signature, int32_t length,
                    ct_kernel_run_fn run, ct_kernel_workspace_fn workspace, const void* kernel_data);
 
 /* Each family file defines ct_cu_register_<family>(); cu_families.h lists them. */

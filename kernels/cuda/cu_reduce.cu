@@ -43,10 +43,10 @@ template <int K>
 inline constexpr bool ct_cu_upward = K == CT_CU_MAX || K == CT_CU_ARGMAX;
 
 /* One reduction over inputs of tag V: its accumulator, partial state, output tag and steps. */
-template <int K, ct_cu_type V>
+template <int K, ct_pl_type V>
 struct ct_cu_reducer {
   using T = ct_cu_compute_t<V>;
-  static constexpr ct_cu_type input = V;
+  static constexpr ct_pl_type input = V;
   static constexpr const char* name = ct_cu_reduce_names[K];
   static constexpr bool is_float = ct_cu_is_float_v<V>;
   static constexpr bool indexed = K == CT_CU_ARGMAX || K == CT_CU_ARGMIN;
@@ -57,12 +57,12 @@ struct ct_cu_reducer {
                                std::conditional_t<extremum, T,
                                                   std::conditional_t<is_float || K == CT_CU_MEAN,
                                                                      double, unsigned long long>>>;
-  static constexpr ct_cu_type out = indexed           ? CT_CU_I64
-                                    : logical         ? CT_CU_B8
+  static constexpr ct_pl_type out = indexed           ? CT_PL_I64
+                                    : logical         ? CT_PL_B8
                                     : is_float        ? V
-                                    : K == CT_CU_MEAN ? CT_CU_F64
+                                    : K == CT_CU_MEAN ? CT_PL_F64
                                     : extremum        ? V
-                                                      : CT_CU_I64;
+                                                      : CT_PL_I64;
 
   /* A partial result; `index` is the lane index of an arg extremum (-1: none seen yet). */
   struct State {
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_reduce_kernel(const ct_pl_layout kept, const ct_pl_layout reduced, char* out,
                         const char* x, int64_t n, int64_t count, int64_t segments, int64_t segment,
                         typename R::State* partial) {
-  constexpr ct_cu_type V = R::input;
+  constexpr ct_pl_type V = R::input;
   constexpr int per_block = ct_cu_threads / G;
   const int lane = threadIdx.x % G;
   const int64_t items = n * segments;
@@ -272,7 +272,7 @@ void ct_cu_reduce_lanes(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
       p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, partial);
 }
 
-template <int K, ct_cu_type V>
+template <int K, ct_pl_type V>
 int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char* out,
                         const char* x) {
   using R = ct_cu_reducer<K, V>;
@@ -352,22 +352,22 @@ int ct_cu_reduce_run(const ct_kernel_call* call) {
   return entry->launch(exec, plan, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(call->inputs[0]));
 }
 
-template <int K, ct_cu_type V>
+template <int K, ct_pl_type V>
 int ct_cu_register_reduction() {
   using R = ct_cu_reducer<K, V>;
   static const ct_cu_reduce_entry entry = {R::indexed, &ct_cu_reduce_launch<K, V>};
-  const ct_cu_type signature[2] = {V, R::out};
+  const ct_pl_type signature[2] = {V, R::out};
   return ct_cu_register(R::name, signature, 2, ct_cu_reduce_run, nullptr, &entry);
 }
 
 template <int K>
 int ct_cu_register_kind() {
-  int status = ct_cu_register_reduction<K, CT_CU_B8>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_I32>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_I64>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_CU_F64>();
+  int status = ct_cu_register_reduction<K, CT_PL_B8>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_I32>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_I64>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_F64>();
   return status;
 }
 

@@ -96,8 +96,8 @@ int ct_cu_concat_run(const ct_kernel_call* call) {
 }  // namespace
 
 int ct_cu_register_shape(void) {
-  for (int t = 0; t < CT_CU_TYPE_COUNT; ++t) {
-    const ct_cu_type signature[2] = {(ct_cu_type)t, (ct_cu_type)t};
+  for (int t = 0; t < CT_PL_TYPE_COUNT; ++t) {
+    const ct_pl_type signature[2] = {(ct_pl_type)t, (ct_pl_type)t};
     int status =
         ct_cu_register("permute_dims", signature, 2, ct_cu_permute_dims_run, nullptr, nullptr);
     if (status == CT_OK) {

@@ -53,7 +53,7 @@ __device__ __forceinline__ C ct_cu_softmax_scale(double total) {
 
 /* Lanes along a contiguous axis: a group of Width threads per lane (a warp for short axes, a
  * block for long ones: 256 threads, or 1024 when lanes are few). */
-template <ct_cu_type Tag, int Width, bool Log>
+template <ct_pl_type Tag, int Width, bool Log>
 __global__ void __launch_bounds__(ct_cu_group_block(Width))
     ct_cu_softmax_rows(const ct_pl_layout layout, const ct_cu_softmax_args p, char* out,
                        const char* x) {
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
 /* Lanes along a strided axis: a block takes 2^shift neighbouring lanes, each read by the
  * remaining threads taking every so many elements, so that a warp's loads fall on neighbouring
  * lanes. */
-template <ct_cu_type Tag, bool Log>
+template <ct_pl_type Tag, bool Log>
 __global__ void __launch_bounds__(ct_cu_big_block)
     ct_cu_softmax_columns(const ct_pl_layout layout, const ct_cu_softmax_args p, int shift,
                           char* out, const char* x) {
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(ct_cu_big_block)
   }
 }
 
-template <ct_cu_type Tag, int Width, bool Log>
+template <ct_pl_type Tag, int Width, bool Log>
 void ct_cu_softmax_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
                                const ct_cu_softmax_args& p, char* out, const char* x) {
   constexpr int threads = ct_cu_group_block(Width);
@@ -130,7 +130,7 @@ void ct_cu_softmax_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& layou
       <<<ct_cu_grid(exec, p.lanes * Width, threads), threads, 0, exec.stream>>>(layout, p, out, x);
 }
 
-template <ct_cu_type Tag, bool Log>
+template <ct_pl_type Tag, bool Log>
 int ct_cu_softmax_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
                          const ct_cu_softmax_args& p, char* out, const char* x) {
   const int64_t size = sizeof(typename ct_cu_traits<Tag>::storage);
@@ -186,11 +186,11 @@ int ct_cu_softmax_run(const ct_kernel_call* call) {
   return entry->launch(exec, layout, p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x));
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_register_softmax_type() {
   static const ct_cu_softmax_entry softmax = {&ct_cu_softmax_launch<Tag, false>};
   static const ct_cu_softmax_entry log_softmax = {&ct_cu_softmax_launch<Tag, true>};
-  const ct_cu_type signature[2] = {Tag, Tag};
+  const ct_pl_type signature[2] = {Tag, Tag};
   int status = ct_cu_register("softmax", signature, 2, ct_cu_softmax_run, nullptr, &softmax);
   if (status == CT_OK) {
     status = ct_cu_register("log_softmax", signature, 2, ct_cu_softmax_run, nullptr, &log_softmax);
@@ -201,8 +201,8 @@ int ct_cu_register_softmax_type() {
 }  // namespace
 
 int ct_cu_register_softmax(void) {
-  int status = ct_cu_register_softmax_type<CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_softmax_type<CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_softmax_type<CT_CU_F64>();
+  int status = ct_cu_register_softmax_type<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_softmax_type<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_softmax_type<CT_PL_F64>();
   return status;
 }

@@ -28,7 +28,7 @@ __device__ __forceinline__ bool ct_cu_before(T a, T b) {
 /* Element k of lane `lane` goes to position rank (the elements before it, equal ones with a lower
  * index included) of `values` (and its index k to `indices`) when rank < limit. Operands of
  * `layout`: values, indices, x. */
-template <ct_cu_type Tag, bool Descending>
+template <ct_pl_type Tag, bool Descending>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_rank_kernel(const ct_pl_layout layout, char* values, char* indices, const char* x,
                       int64_t extent, int64_t value_step, int64_t index_step, int64_t x_step,
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
     }
     if (rank < limit) {
       ct_cu_store<Tag>(values + off[0] + rank * value_step, v);
-      if (indices) ct_cu_store<CT_CU_I64>(indices + off[1] + rank * index_step, k);
+      if (indices) ct_cu_store<CT_PL_I64>(indices + off[1] + rank * index_step, k);
     }
   }
 }
@@ -61,7 +61,7 @@ int64_t ct_cu_axis(const ct_tensor* x, int64_t axis) {
 
 /* Places the first `limit` elements of every lane of x along `axis`, in order, in `values`, and
  * their indices along the axis in `indices` (when not NULL). */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_rank_run(const ct_kernel_call* call, const ct_tensor* values, const ct_tensor* indices,
                    int64_t axis, bool descending, int64_t limit, const char* name) {
   const ct_tensor* x = call->inputs[0];
@@ -76,8 +76,8 @@ int ct_cu_rank_run(const ct_kernel_call* call, const ct_tensor* values, const ct
   ct_pl_layout_add(&layout, values);
   ct_pl_layout_add(&layout, index_layout);
   ct_pl_layout_add(&layout, x);
-  const int32_t sizes[3] = {ct_cu_type_size(Tag), (index_layout->dtype.bits + 7) / 8,
-                            ct_cu_type_size(Tag)};
+  const int32_t sizes[3] = {ct_pl_type_size(Tag), (index_layout->dtype.bits + 7) / 8,
+                            ct_pl_type_size(Tag)};
   ct_pl_layout_collapse(&layout, sizes);
   const int64_t value_step = ct_pl_byte_stride(values, (int32_t)axis);
   const int64_t index_step = indices ? ct_pl_byte_stride(indices, (int32_t)axis) : 0;
@@ -96,14 +96,14 @@ int ct_cu_rank_run(const ct_kernel_call* call, const ct_tensor* values, const ct
   return ct_cu_launch_status(name);
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_sort_run(const ct_kernel_call* call) {
   const int64_t axis = ct_cu_axis(call->inputs[0], call->attrs[0].value.i);
   const bool descending = call->attrs[1].value.b != 0;
   return ct_cu_rank_run<Tag>(call, call->outputs[0], nullptr, axis, descending, INT64_MAX, "sort");
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_topk_run(const ct_kernel_call* call) {
   const int64_t k = call->attrs[0].value.i;
   const int64_t axis = ct_cu_axis(call->inputs[0], call->attrs[1].value.i);
@@ -111,10 +111,10 @@ int ct_cu_topk_run(const ct_kernel_call* call) {
   return ct_cu_rank_run<Tag>(call, call->outputs[0], call->outputs[1], axis, largest, k, "topk");
 }
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 int ct_cu_register_sort_type() {
-  const ct_cu_type sort_signature[2] = {Tag, Tag};
-  const ct_cu_type topk_signature[3] = {Tag, Tag, CT_CU_I64};
+  const ct_pl_type sort_signature[2] = {Tag, Tag};
+  const ct_pl_type topk_signature[3] = {Tag, Tag, CT_PL_I64};
   int status = ct_cu_register("sort", sort_signature, 2, ct_cu_sort_run<Tag>, nullptr, nullptr);
   if (status == CT_OK) {
     status = ct_cu_register("topk", topk_signature, 3, ct_cu_topk_run<Tag>, nullptr, nullptr);
@@ -125,11 +125,11 @@ int ct_cu_register_sort_type() {
 }  // namespace
 
 int ct_cu_register_sort(void) {
-  int status = ct_cu_register_sort_type<CT_CU_B8>();
-  if (status == CT_OK) status = ct_cu_register_sort_type<CT_CU_I32>();
-  if (status == CT_OK) status = ct_cu_register_sort_type<CT_CU_I64>();
-  if (status == CT_OK) status = ct_cu_register_sort_type<CT_CU_F16>();
-  if (status == CT_OK) status = ct_cu_register_sort_type<CT_CU_F32>();
-  if (status == CT_OK) status = ct_cu_register_sort_type<CT_CU_F64>();
+  int status = ct_cu_register_sort_type<CT_PL_B8>();
+  if (status == CT_OK) status = ct_cu_register_sort_type<CT_PL_I32>();
+  if (status == CT_OK) status = ct_cu_register_sort_type<CT_PL_I64>();
+  if (status == CT_OK) status = ct_cu_register_sort_type<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_sort_type<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_sort_type<CT_PL_F64>();
   return status;
 }

@@ -11,7 +11,7 @@
 
 #include "cu_plugin.h"
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 struct ct_cu_traits;
 
 #define CT_CU_TRAITS(tag, storage_type, compute_type, unsigned_of_compute) \
@@ -21,22 +21,22 @@ struct ct_cu_traits;
     using compute = compute_type;                                          \
     using unsigned_type = unsigned_of_compute;                             \
   };
-CT_CU_TRAITS(CT_CU_B8, uint8_t, int, unsigned)
-CT_CU_TRAITS(CT_CU_I32, int32_t, int, unsigned)
-CT_CU_TRAITS(CT_CU_I64, long long, long long, unsigned long long)
-CT_CU_TRAITS(CT_CU_F16, __half, float, unsigned)
-CT_CU_TRAITS(CT_CU_F32, float, float, unsigned)
-CT_CU_TRAITS(CT_CU_F64, double, double, unsigned long long)
+CT_CU_TRAITS(CT_PL_B8, uint8_t, int, unsigned)
+CT_CU_TRAITS(CT_PL_I32, int32_t, int, unsigned)
+CT_CU_TRAITS(CT_PL_I64, long long, long long, unsigned long long)
+CT_CU_TRAITS(CT_PL_F16, __half, float, unsigned)
+CT_CU_TRAITS(CT_PL_F32, float, float, unsigned)
+CT_CU_TRAITS(CT_PL_F64, double, double, unsigned long long)
 #undef CT_CU_TRAITS
 
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 using ct_cu_compute_t = typename ct_cu_traits<Tag>::compute;
 
 /* The value at byte address `p`, in its compute type. */
-template <ct_cu_type Tag>
+template <ct_pl_type Tag>
 __device__ __forceinline__ ct_cu_compute_t<Tag> ct_cu_load(const char* p) {
   using S = typename ct_cu_traits<Tag>::storage;
-  if constexpr (Tag == CT_CU_F16) {
+  if constexpr (Tag == CT_PL_F16) {
     return __half2float(*reinterpret_cast<const __half*>(p));
   } else {
     return static_cast<ct_cu_compute_t<Tag>>(*reinterpret_cast<const S*>(p));
@@ -56,12 +56,12 @@ __device__ __forceinline__ S ct_cu_float_to_int(V v) {
 
 /* Stores `v` (any arithmetic type) at byte address `p` as `Tag`. Float to integer conversions
  * truncate toward zero, saturate at the range and take NaN to 0. */
-template <ct_cu_type Tag, class V>
+template <ct_pl_type Tag, class V>
 __device__ __forceinline__ void ct_cu_store(char* p, V v) {
   using S = typename ct_cu_traits<Tag>::storage;
-  if constexpr (Tag == CT_CU_B8) {
+  if constexpr (Tag == CT_PL_B8) {
     *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(v != V(0));
-  } else if constexpr (Tag == CT_CU_F16) {
+  } else if constexpr (Tag == CT_PL_F16) {
     if constexpr (std::is_same_v<V, float>) {
       *reinterpret_cast<__half*>(p) = __float2half_rn(v);
     } else {
@@ -75,7 +75,7 @@ __device__ __forceinline__ void ct_cu_store(char* p, V v) {
 }
 
 /* Whether a tag computes as a float. */
-template <ct_cu_type Tag>
-inline constexpr bool ct_cu_is_float_v = Tag == CT_CU_F16 || Tag == CT_CU_F32 || Tag == CT_CU_F64;
+template <ct_pl_type Tag>
+inline constexpr bool ct_cu_is_float_v = Tag == CT_PL_F16 || Tag == CT_PL_F32 || Tag == CT_PL_F64;
 
 #endif /* CTENSOR_CU_TYPES_CUH_ */

@@ -107,11 +107,12 @@ static int ct_cl_conv2d_run(const ct_kernel_call* call) {
   ct_pl_attr_pair(&call->attrs[2], ones, p + 29);
   p[31] = call->attrs[3].value.i;
 
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
+  const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
+  const int32_t x_size = ct_pl_type_size(ct_pl_type_of(x->dtype));
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define SZ %d\n#define ACC %s\n%s",
-                   t->compute, t->tag, t->size, t->compute, ct_cl_conv_source);
+                   t->compute, t->tag, x_size, t->compute, ct_cl_conv_source);
   cl_mem params = NULL;
   status = ct_cl_meta_buffer(&exec, p, 32, &params);
   if (status != CT_OK) return status;
@@ -157,11 +158,12 @@ static int ct_cl_pool_run(const ct_kernel_call* call) {
     p[25] = call->attrs[5].type == CT_ATTR_INT;
     p[26] = p[25] ? call->attrs[5].value.i : 0;
   }
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
+  const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
+  const int32_t x_size = ct_pl_type_size(ct_pl_type_of(x->dtype));
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define SZ %d\n#define MODE %d\n%s",
-                   t->compute, t->tag, t->size, (int)mode, ct_cl_pool_source);
+                   t->compute, t->tag, x_size, (int)mode, ct_cl_pool_source);
   cl_mem params = NULL;
   status = ct_cl_meta_buffer(&exec, p, 27, &params);
   if (status != CT_OK) return status;
@@ -176,10 +178,10 @@ static int ct_cl_pool_run(const ct_kernel_call* call) {
 }
 
 int ct_cl_register_conv_pool(void) {
-  const ct_cl_type floats[] = {CT_CL_F16, CT_CL_F32, CT_CL_F64};
+  const ct_pl_type floats[] = {CT_PL_F16, CT_PL_F32, CT_PL_F64};
   static const char* pools[] = {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"};
   for (int t = 0; t < 3; ++t) {
-    const ct_cl_type signature[4] = {floats[t], floats[t], floats[t], floats[t]};
+    const ct_pl_type signature[4] = {floats[t], floats[t], floats[t], floats[t]};
     int status = ct_cl_register("conv2d", signature, 4, ct_cl_conv2d_run, NULL, NULL);
     for (intptr_t m = 0; m < 3 && status == CT_OK; ++m) {
       status = ct_cl_register(pools[m], signature, 2, ct_cl_pool_run, NULL, (const void*)m);

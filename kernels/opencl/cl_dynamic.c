@@ -22,7 +22,7 @@ static int ct_cl_nonzero_run(const ct_kernel_call* call) {
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
+  const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
   ct_pl_layout layout;
   ct_pl_layout_begin(&layout, x->ndim, x->shape);
   ct_pl_layout_add(&layout, x);
@@ -87,7 +87,7 @@ static int ct_cl_boolean_mask_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   const int32_t lead = mask->ndim, tail = x->ndim - mask->ndim;
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
+  const int32_t x_size = ct_pl_type_size(ct_pl_type_of(x->dtype));
   int64_t x_strides[CT_MAX_NDIM], tail_strides[CT_MAX_NDIM];
   ct_pl_tensor_strides(x, x_strides);
   /* Lead layout: (mask, x) over mask's shape; tail layout: (out row, x) over the rest. */
@@ -95,14 +95,14 @@ static int ct_cl_boolean_mask_run(const ct_kernel_call* call) {
   ct_pl_layout_begin(&lead_layout, lead, mask->shape);
   ct_pl_layout_add(&lead_layout, mask);
   int64_t x_lead[CT_MAX_NDIM];
-  for (int32_t d = 0; d < lead; ++d) x_lead[d] = x_strides[d] * t->size;
+  for (int32_t d = 0; d < lead; ++d) x_lead[d] = x_strides[d] * x_size;
   ct_pl_layout_add_strides(&lead_layout, x_lead);
   ct_pl_layout_begin(&tail_layout, tail, x->shape + lead);
-  int64_t step = t->size, x_tail[CT_MAX_NDIM];
+  int64_t step = x_size, x_tail[CT_MAX_NDIM];
   for (int32_t d = tail - 1; d >= 0; --d) {
     tail_strides[d] = step;
     step *= x->shape[lead + d];
-    x_tail[d] = x_strides[lead + d] * t->size;
+    x_tail[d] = x_strides[lead + d] * x_size;
   }
   ct_pl_layout_add_strides(&tail_layout, tail_strides);
   ct_pl_layout_add_strides(&tail_layout, x_tail);
@@ -124,19 +124,19 @@ static int ct_cl_boolean_mask_run(const ct_kernel_call* call) {
                    "    if (LD_b8(m, off0) == 0) continue;\n"
                    "    if (fill) {\n      for (long j = 0; j < row; ++j) {\n"
                    "        long t0 = off_out + count * row * %d, t1 = off1;\n",
-                   t->size);
+                   x_size);
   ct_cl_source_index_loop_named(&source, "j", "tmeta", "tdim", "t", 2);
   ct_cl_source_add(&source,
                    "        *AT(%s, out, t0) = *AT(const %s, x, t1);\n      }\n    }\n"
                    "    ++count;\n  }\n  counter[0] = count;\n}\n",
-                   t->size == 1   ? "uchar"
-                   : t->size == 2 ? "ushort"
-                   : t->size == 4 ? "uint"
-                                  : "ulong",
-                   t->size == 1   ? "uchar"
-                   : t->size == 2 ? "ushort"
-                   : t->size == 4 ? "uint"
-                                  : "ulong");
+                   x_size == 1   ? "uchar"
+                   : x_size == 2 ? "ushort"
+                   : x_size == 4 ? "uint"
+                                 : "ulong",
+                   x_size == 1   ? "uchar"
+                   : x_size == 2 ? "ushort"
+                   : x_size == 4 ? "uint"
+                                 : "ulong");
   cl_mem meta = NULL, tmeta = NULL, counter = NULL;
   status = ct_cl_layout_meta(&exec, &lead_layout, &meta);
   if (status == CT_OK) status = ct_cl_layout_meta(&exec, &tail_layout, &tmeta);
@@ -208,7 +208,8 @@ static int ct_cl_unique_values_run(const ct_kernel_call* call) {
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
+  const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
+  const int32_t x_size = ct_pl_type_size(ct_pl_type_of(x->dtype));
   const int64_t n = ct_pl_tensor_elements(x);
   ct_pl_layout layout;
   ct_pl_layout_begin(&layout, x->ndim, x->shape);
@@ -217,7 +218,7 @@ static int ct_cl_unique_values_run(const ct_kernel_call* call) {
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define SZ %d\n%s", t->compute, t->tag,
-                   t->size, ct_cl_unique_source);
+                   x_size, ct_cl_unique_source);
   int64_t count = 0;
   void* out_data = NULL;
   cl_mem first = NULL, counter = NULL, meta = NULL;
@@ -261,11 +262,11 @@ static int ct_cl_unique_values_run(const ct_kernel_call* call) {
 }
 
 int ct_cl_register_dynamic(void) {
-  for (int t = 0; t < CT_CL_TYPE_COUNT; ++t) {
-    const ct_cl_type type = (ct_cl_type)t;
-    const ct_cl_type nonzero[2] = {type, CT_CL_I64};
-    const ct_cl_type mask[3] = {type, CT_CL_B8, type};
-    const ct_cl_type unique[2] = {type, type};
+  for (int t = 0; t < CT_PL_TYPE_COUNT; ++t) {
+    const ct_pl_type type = (ct_pl_type)t;
+    const ct_pl_type nonzero[2] = {type, CT_PL_I64};
+    const ct_pl_type mask[3] = {type, CT_PL_B8, type};
+    const ct_pl_type unique[2] = {type, type};
     int status = ct_cl_register("nonzero", nonzero, 2, ct_cl_nonzero_run, NULL, NULL);
     if (status == CT_OK) {
       status = ct_cl_register("boolean_mask", mask, 3, ct_cl_boolean_mask_run, NULL, NULL);

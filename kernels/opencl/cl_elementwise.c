@@ -73,7 +73,7 @@ static int ct_cl_check_exponents(const ct_cl_exec* exec, const ct_tensor* x2) {
   ct_pl_layout_begin(&layout, x2->ndim, x2->shape);
   ct_pl_layout_add(&layout, x2);
   ct_pl_layout_collapse(&layout, NULL);
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x2->dtype)];
+  const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x2->dtype)];
   ct_cl_source source;
   ct_cl_source_begin(&source, exec);
   ct_cl_source_add(&source,
@@ -109,10 +109,10 @@ static int ct_cl_check_exponents(const ct_cl_exec* exec, const ct_tensor* x2) {
   return status;
 }
 
-static const char* ct_cl_astype_expression(ct_cl_type from, ct_cl_type to, char* buffer,
+static const char* ct_cl_astype_expression(ct_pl_type from, ct_pl_type to, char* buffer,
                                            size_t capacity) {
-  if (to == CT_CL_B8) return "(a != 0)";
-  if ((to == CT_CL_I32 || to == CT_CL_I64) && ct_cl_types[from].is_float) {
+  if (to == CT_PL_B8) return "(a != 0)";
+  if ((to == CT_PL_I32 || to == CT_PL_I64) && ct_pl_type_is_float(from)) {
     /* Truncation toward zero, nan to 0, saturation at the range: OpenCL's _sat conversion. */
     snprintf(buffer, capacity, "convert_%s_sat(a)", ct_cl_types[to].compute);
     return buffer;
@@ -121,8 +121,8 @@ static const char* ct_cl_astype_expression(ct_cl_type from, ct_cl_type to, char*
 }
 
 /* The scalar parameter type: the value input's compute type, or long for integers. */
-static const char* ct_cl_param_type(ct_cl_type value) {
-  return ct_cl_types[value].is_float ? ct_cl_types[value].compute : "long";
+static const char* ct_cl_param_type(ct_pl_type value) {
+  return ct_pl_type_is_float(value) ? ct_cl_types[value].compute : "long";
 }
 
 static int ct_cl_elementwise_params(const ct_kernel_call* call, const ct_cl_elementwise_op* op,
@@ -158,45 +158,45 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   ct_cl_exec exec;
   status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  if (strcmp(op->name, "pow") == 0 && !ct_cl_types[ct_cl_type_of(out->dtype)].is_float) {
+  if (strcmp(op->name, "pow") == 0 && !ct_pl_type_is_float(ct_pl_type_of(out->dtype))) {
     status = ct_cl_check_exponents(&exec, call->inputs[1]);
     if (status != CT_OK) return status;
   }
 
-  ct_cl_type types[CT_PL_MAX_OPERANDS];
-  types[0] = (ct_cl_type)ct_cl_type_of(out->dtype);
-  int32_t sizes[CT_PL_MAX_OPERANDS] = {ct_cl_types[types[0]].size};
+  ct_pl_type types[CT_PL_MAX_OPERANDS];
+  types[0] = (ct_pl_type)ct_pl_type_of(out->dtype);
+  int32_t sizes[CT_PL_MAX_OPERANDS] = {ct_pl_type_size(types[0])};
   ct_pl_layout layout;
   ct_pl_layout_begin(&layout, out->ndim, out->shape);
   ct_pl_layout_add(&layout, out);
   for (int32_t k = 0; k < arity; ++k) {
-    types[k + 1] = (ct_cl_type)ct_cl_type_of(call->inputs[k]->dtype);
-    sizes[k + 1] = ct_cl_types[types[k + 1]].size;
+    types[k + 1] = (ct_pl_type)ct_pl_type_of(call->inputs[k]->dtype);
+    sizes[k + 1] = ct_pl_type_size(types[k + 1]);
     ct_pl_layout_add(&layout, call->inputs[k]);
   }
   ct_pl_layout_collapse(&layout, sizes);
   const bool contiguous = layout.contiguous;
 
   /* The value input decides the expression class and T (where: x1, after the condition). */
-  const ct_cl_type value = types[op->out == CT_CL_OUT_WHERE ? 2 : 1];
+  const ct_pl_type value = types[op->out == CT_CL_OUT_WHERE ? 2 : 1];
   char astype_buffer[64];
   const char* expression =
       op == &ct_cl_astype_op
           ? ct_cl_astype_expression(value, types[0], astype_buffer, sizeof astype_buffer)
-      : ct_cl_types[value].is_float ? op->float_expr
-      : value == CT_CL_B8           ? op->bool_expr
-                                    : op->int_expr;
+      : ct_pl_type_is_float(value) ? op->float_expr
+      : value == CT_PL_B8          ? op->bool_expr
+                                   : op->int_expr;
   bool uses_double = false;
-  for (int32_t k = 1; k <= arity; ++k) uses_double |= types[k] == CT_CL_F64;
+  for (int32_t k = 1; k <= arity; ++k) uses_double |= types[k] == CT_PL_F64;
 
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define U %s\n", ct_cl_types[value].compute,
                    ct_cl_types[value].unsigned_type);
   ct_cl_source_add(&source, "%s",
-                   ct_cl_types[value].is_float ? ct_cl_float_helpers
-                   : value == CT_CL_B8         ? ""
-                                               : ct_cl_int_helpers);
+                   ct_pl_type_is_float(value) ? ct_cl_float_helpers
+                   : value == CT_PL_B8        ? ""
+                                              : ct_cl_int_helpers);
   ct_cl_source_add(&source, "__kernel void ct_elementwise(__global char* out, long off_out");
   for (int32_t k = 0; k < arity; ++k) {
     ct_cl_source_add(&source, ", __global const char* in%d, long off_in%d", k, k);
@@ -221,7 +221,7 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
                      ct_cl_types[types[k + 1]].compute, names[k], ct_cl_types[types[k + 1]].tag, k,
                      k + 1);
   }
-  const char* cast = types[0] == CT_CL_F16 ? (uses_double ? "(double)" : "(float)") : "";
+  const char* cast = types[0] == CT_PL_F16 ? (uses_double ? "(double)" : "(float)") : "";
   ct_cl_source_add(&source, "  ST_%s(out, off0, %s(%s));\n}\n", ct_cl_types[types[0]].tag, cast,
                    expression);
 
@@ -249,9 +249,9 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   args[count++] = CT_CL_ARG(ndim);
   args[count++] = CT_CL_ARG(n);
   for (int k = 0; k < 2; ++k) {
-    args[count++] = !ct_cl_types[value].is_float ? CT_CL_ARG(params_i[k])
-                    : value == CT_CL_F64         ? CT_CL_ARG(params[k])
-                                                 : CT_CL_ARG(params_f[k]);
+    args[count++] = !ct_pl_type_is_float(value) ? CT_CL_ARG(params_i[k])
+                    : value == CT_PL_F64        ? CT_CL_ARG(params[k])
+                                                : CT_CL_ARG(params_f[k]);
   }
   status = ct_cl_launch(&exec, &source, "ct_elementwise", (size_t)n, args, count);
   ct_cl.clReleaseMemObject(meta);
@@ -260,27 +260,27 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
 
 /* Registers `op` for every dtype of a class that has an expression. */
 static int ct_cl_register_elementwise_op(const ct_cl_elementwise_op* op) {
-  static const ct_cl_type floats[] = {CT_CL_F16, CT_CL_F32, CT_CL_F64};
-  static const ct_cl_type ints[] = {CT_CL_I32, CT_CL_I64};
-  static const ct_cl_type bools[] = {CT_CL_B8};
+  static const ct_pl_type floats[] = {CT_PL_F16, CT_PL_F32, CT_PL_F64};
+  static const ct_pl_type ints[] = {CT_PL_I32, CT_PL_I64};
+  static const ct_pl_type bools[] = {CT_PL_B8};
   const struct {
     const char* expr;
-    const ct_cl_type* types;
+    const ct_pl_type* types;
     int count;
   } classes[] = {{op->float_expr, floats, 3}, {op->int_expr, ints, 2}, {op->bool_expr, bools, 1}};
   for (int c = 0; c < 3; ++c) {
     if (!classes[c].expr) continue;
     for (int t = 0; t < classes[c].count; ++t) {
-      const ct_cl_type value = classes[c].types[t];
-      ct_cl_type signature[4];
+      const ct_pl_type value = classes[c].types[t];
+      ct_pl_type signature[4];
       int32_t length = 0;
-      if (op->out == CT_CL_OUT_WHERE) signature[length++] = CT_CL_B8;
+      if (op->out == CT_CL_OUT_WHERE) signature[length++] = CT_PL_B8;
       const int32_t values = op->out == CT_CL_OUT_WHERE ? 2 : op->arity;
       for (int32_t k = 0; k < values; ++k) signature[length++] = value;
-      ct_cl_type out = value;
-      if (op->out == CT_CL_OUT_BOOL) out = CT_CL_B8;
-      if (op->out == CT_CL_OUT_F64_FOR_INTS && !ct_cl_types[value].is_float) out = CT_CL_F64;
-      if (op->out == CT_CL_OUT_F16_FOR_BOOL && value == CT_CL_B8) out = CT_CL_F16;
+      ct_pl_type out = value;
+      if (op->out == CT_CL_OUT_BOOL) out = CT_PL_B8;
+      if (op->out == CT_CL_OUT_F64_FOR_INTS && !ct_pl_type_is_float(value)) out = CT_PL_F64;
+      if (op->out == CT_CL_OUT_F16_FOR_BOOL && value == CT_PL_B8) out = CT_PL_F16;
       signature[length++] = out;
       const int status =
           ct_cl_register(op->name, signature, length, ct_cl_elementwise_run, NULL, op);
@@ -296,9 +296,9 @@ int ct_cl_register_elementwise(void) {
     const int status = ct_cl_register_elementwise_op(&ct_cl_elementwise_table[i]);
     if (status != CT_OK) return status;
   }
-  for (int from = 0; from < CT_CL_TYPE_COUNT; ++from) {
-    for (int to = 0; to < CT_CL_TYPE_COUNT; ++to) {
-      const ct_cl_type signature[2] = {(ct_cl_type)from, (ct_cl_type)to};
+  for (int from = 0; from < CT_PL_TYPE_COUNT; ++from) {
+    for (int to = 0; to < CT_PL_TYPE_COUNT; ++to) {
+      const ct_pl_type signature[2] = {(ct_pl_type)from, (ct_pl_type)to};
       const int status =
           ct_cl_register("astype", signature, 2, ct_cl_elementwise_run, NULL, &ct_cl_astype_op);
       if (status != CT_OK) return status;

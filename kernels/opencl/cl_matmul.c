@@ -15,7 +15,7 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
 
-  const ct_cl_type type = (ct_cl_type)ct_cl_type_of(out->dtype);
+  const ct_pl_type type = (ct_pl_type)ct_pl_type_of(out->dtype);
   ct_pl_matmul plan;
   ct_pl_matmul_plan(call, &plan);
   const int64_t m = plan.m, k_extent = plan.k, cols = plan.n, a_k = plan.a_k, b_k = plan.b_k;
@@ -38,9 +38,9 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   ct_pl_layout_collapse(&layout, NULL);
 
   const ct_cl_type_info* t = &ct_cl_types[type];
-  const char* step = type == CT_CL_B8 ? "acc |= (x & y);"
-                     : t->is_float    ? "acc += x * y;"
-                                      : "acc = (T)((U)acc + (U)x * (U)y);";
+  const char* step = type == CT_PL_B8            ? "acc |= (x & y);"
+                     : ct_pl_type_is_float(type) ? "acc += x * y;"
+                                                 : "acc = (T)((U)acc + (U)x * (U)y);";
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define U %s\n", t->compute, t->unsigned_type);
@@ -74,8 +74,8 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
 }
 
 int ct_cl_register_matmul(void) {
-  for (int t = 0; t < CT_CL_TYPE_COUNT; ++t) {
-    const ct_cl_type signature[3] = {(ct_cl_type)t, (ct_cl_type)t, (ct_cl_type)t};
+  for (int t = 0; t < CT_PL_TYPE_COUNT; ++t) {
+    const ct_pl_type signature[3] = {(ct_pl_type)t, (ct_pl_type)t, (ct_pl_type)t};
     const int status = ct_cl_register("matmul", signature, 3, ct_cl_matmul_run, NULL, NULL);
     if (status != CT_OK) return status;
   }

@@ -43,7 +43,7 @@ static int ct_cl_layer_norm_run(const ct_kernel_call* call) {
   ct_pl_layout_collapse(&row, NULL);
   const int64_t count = row.elements;
 
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
+  const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define ACC %s\n", t->compute, t->tag,
@@ -121,9 +121,9 @@ static int ct_cl_layer_norm_run(const ct_kernel_call* call) {
 }
 
 int ct_cl_register_norm(void) {
-  const ct_cl_type floats[] = {CT_CL_F16, CT_CL_F32, CT_CL_F64};
+  const ct_pl_type floats[] = {CT_PL_F16, CT_PL_F32, CT_PL_F64};
   for (int t = 0; t < 3; ++t) {
-    const ct_cl_type signature[4] = {floats[t], floats[t], floats[t], floats[t]};
+    const ct_pl_type signature[4] = {floats[t], floats[t], floats[t], floats[t]};
     const int status = ct_cl_register("layer_norm", signature, 4, ct_cl_layer_norm_run, NULL, NULL);
     if (status != CT_OK) return status;
   }

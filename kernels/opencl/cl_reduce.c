@@ -46,8 +46,8 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
 
-  const ct_cl_type in_type = (ct_cl_type)ct_cl_type_of(x->dtype);
-  const ct_cl_type out_type = (ct_cl_type)ct_cl_type_of(out->dtype);
+  const ct_pl_type in_type = (ct_pl_type)ct_pl_type_of(x->dtype);
+  const ct_pl_type out_type = (ct_pl_type)ct_pl_type_of(out->dtype);
   ct_pl_layout kept_layout, reduced_layout;
   const int64_t count =
       ct_pl_reduce_layouts(call, r->index_attr, false, &kept_layout, &reduced_layout);
@@ -58,8 +58,10 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define V %s\n#define ACCF %s\n", in->compute, acc_float);
   ct_cl_source_add(&source, "#define ACC_ADD(a, v) %s\n#define ACC_MUL(a, v) %s\n",
-                   in->is_float ? "((a) + (ACCF)(v))" : "((long)((ulong)(a) + (ulong)(long)(v)))",
-                   in->is_float ? "((a) * (ACCF)(v))" : "((long)((ulong)(a) * (ulong)(long)(v)))");
+                   ct_pl_type_is_float(in_type) ? "((a) + (ACCF)(v))"
+                                                : "((long)((ulong)(a) + (ulong)(long)(v)))",
+                   ct_pl_type_is_float(in_type) ? "((a) * (ACCF)(v))"
+                                                : "((long)((ulong)(a) * (ulong)(long)(v)))");
   ct_cl_source_add(&source,
                    "__kernel void ct_reduce(__global char* out, long off_out, __global const char* "
                    "in, long off_in, __global const long* meta, int ndim, __global const long* "
@@ -67,7 +69,7 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
                    "  const long i = get_global_id(0);\n  if (i >= n) return;\n"
                    "  long off0 = off_out, off1 = off_in;\n");
   ct_cl_source_index_loop(&source, 2);
-  const char* acc_type = in->is_float ? r->float_acc : r->int_acc;
+  const char* acc_type = ct_pl_type_is_float(in_type) ? r->float_acc : r->int_acc;
   ct_cl_source_add(&source,
                    "  %s acc = %s;\n  long idx = 0;\n"
                    "  for (long j = 0; j < count; ++j) {\n"
@@ -77,7 +79,7 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
                    "      o += (rem %% extent) * rmeta[rdim + d];\n      rem /= extent;\n    }\n"
                    "    const V v = LD_%s(in, o);\n    %s\n  }\n",
                    acc_type, r->init, in->tag, r->step);
-  const char* cast = out_type == CT_CL_F16 ? "(float)" : "";
+  const char* cast = out_type == CT_PL_F16 ? "(float)" : "";
   ct_cl_source_add(&source, "  ST_%s(out, off0, %s(%s));\n}\n", ct_cl_types[out_type].tag, cast,
                    r->result);
 
@@ -101,23 +103,23 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
 }
 
 int ct_cl_register_reduce(void) {
-  static const ct_cl_type all[] = {CT_CL_B8, CT_CL_I32, CT_CL_I64, CT_CL_F16, CT_CL_F32, CT_CL_F64};
+  static const ct_pl_type all[] = {CT_PL_B8, CT_PL_I32, CT_PL_I64, CT_PL_F16, CT_PL_F32, CT_PL_F64};
   for (size_t k = 0; k < sizeof ct_cl_reductions / sizeof *ct_cl_reductions; ++k) {
     const ct_cl_reduction* r = &ct_cl_reductions[k];
     for (int t = 0; t < 6; ++t) {
-      const ct_cl_type in = all[t];
-      const bool is_float = ct_cl_types[in].is_float;
-      ct_cl_type out = in;
+      const ct_pl_type in = all[t];
+      const bool is_float = ct_pl_type_is_float(in);
+      ct_pl_type out = in;
       if (strcmp(r->name, "sum") == 0 || strcmp(r->name, "prod") == 0) {
-        out = is_float ? in : CT_CL_I64;
+        out = is_float ? in : CT_PL_I64;
       } else if (strcmp(r->name, "mean") == 0) {
-        out = is_float ? in : CT_CL_F64;
+        out = is_float ? in : CT_PL_F64;
       } else if (strcmp(r->name, "any") == 0 || strcmp(r->name, "all") == 0) {
-        out = CT_CL_B8;
+        out = CT_PL_B8;
       } else if (r->index_attr) {
-        out = CT_CL_I64;
+        out = CT_PL_I64;
       }
-      const ct_cl_type signature[2] = {in, out};
+      const ct_pl_type signature[2] = {in, out};
       const int status = ct_cl_register(r->name, signature, 2, ct_cl_reduce_run, NULL, r);
       if (status != CT_OK) return status;
     }

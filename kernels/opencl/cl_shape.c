@@ -78,8 +78,8 @@ static int ct_cl_concat_run(const ct_kernel_call* call) {
 }
 
 int ct_cl_register_shape(void) {
-  for (int t = 0; t < CT_CL_TYPE_COUNT; ++t) {
-    const ct_cl_type signature[2] = {(ct_cl_type)t, (ct_cl_type)t};
+  for (int t = 0; t < CT_PL_TYPE_COUNT; ++t) {
+    const ct_pl_type signature[2] = {(ct_pl_type)t, (ct_pl_type)t};
     int status = ct_cl_register("permute_dims", signature, 2, ct_cl_permute_dims_run, NULL, NULL);
     if (status == CT_OK) {
       status = ct_cl_register("concat", signature, 2, ct_cl_concat_run, NULL, NULL);

@@ -43,7 +43,7 @@ static int ct_cl_rank_run(const ct_kernel_call* call, const ct_tensor* a, const 
   const int64_t b_step = b ? ct_pl_byte_stride(b, (int32_t)axis) : 0;
   const int64_t x_step = ct_pl_byte_stride(x, (int32_t)axis);
 
-  const ct_cl_type_info* t = &ct_cl_types[ct_cl_type_of(x->dtype)];
+  const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
   ct_cl_source loop, source;
   ct_cl_source_begin(&loop, &exec);
   loop.length = 0;
@@ -101,9 +101,9 @@ static int ct_cl_topk_run(const ct_kernel_call* call) {
 }
 
 int ct_cl_register_sort(void) {
-  for (int t = 0; t < CT_CL_TYPE_COUNT; ++t) {
-    const ct_cl_type sort_signature[2] = {(ct_cl_type)t, (ct_cl_type)t};
-    const ct_cl_type topk_signature[3] = {(ct_cl_type)t, (ct_cl_type)t, CT_CL_I64};
+  for (int t = 0; t < CT_PL_TYPE_COUNT; ++t) {
+    const ct_pl_type sort_signature[2] = {(ct_pl_type)t, (ct_pl_type)t};
+    const ct_pl_type topk_signature[3] = {(ct_pl_type)t, (ct_pl_type)t, CT_PL_I64};
     int status = ct_cl_register("sort", sort_signature, 2, ct_cl_sort_run, NULL, NULL);
     if (status == CT_OK) {
       status = ct_cl_register("topk", topk_signature, 3, ct_cl_topk_run, NULL, NULL);
