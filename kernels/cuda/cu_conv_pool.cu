@@ -354,8 +354,7 @@ int ct_cu_register_conv_pool_type() {
 }  // namespace
 
 int ct_cu_register_conv_pool(void) {
-  int status = ct_cu_register_conv_pool_type<CT_PL_F16>();
-  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_PL_F32>();
-  if (status == CT_OK) status = ct_cu_register_conv_pool_type<CT_PL_F64>();
-  return status;
+  return ct_cu_for_each_tag(ct_cu_float_tags{}, [](auto tag) {
+    return ct_cu_register_conv_pool_type<decltype(tag)::value>();
+  });
 }

@@ -244,18 +244,14 @@ int ct_cu_register_value() {
 
 template <class Op>
 int ct_cu_register_op() {
+  const auto add = [](auto tag) { return ct_cu_register_value<Op, decltype(tag)::value>(); };
   int status = CT_OK;
-  if constexpr (Op::has_float) {
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_F16>();
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_F32>();
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_F64>();
-  }
+  if constexpr (Op::has_float) status = ct_cu_for_each_tag(ct_cu_float_tags{}, add);
   if constexpr (Op::has_int) {
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_I32>();
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_I64>();
+    if (status == CT_OK) status = ct_cu_for_each_tag(ct_cu_int_tags{}, add);
   }
   if constexpr (Op::has_bool) {
-    if (status == CT_OK) status = ct_cu_register_value<Op, CT_PL_B8>();
+    if (status == CT_OK) status = ct_cu_for_each_tag(ct_cu_tags<CT_PL_B8>{}, add);
   }
   return status;
 }
@@ -270,13 +266,9 @@ int ct_cu_register_astype_pair() {
 
 template <ct_pl_type From>
 int ct_cu_register_astype_from() {
-  int status = ct_cu_register_astype_pair<From, CT_PL_B8>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_I32>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_I64>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_F16>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_F32>();
-  if (status == CT_OK) status = ct_cu_register_astype_pair<From, CT_PL_F64>();
-  return status;
+  return ct_cu_for_each_tag(ct_cu_all_tags{}, [](auto tag) {
+    return ct_cu_register_astype_pair<From, decltype(tag)::value>();
+  });
 }
 
 }  // namespace
@@ -287,11 +279,8 @@ int ct_cu_register_elementwise(void) {
   if (status == CT_OK) status = ct_cu_register_op<ct_cu_op_##NAME>();
   CT_CU_ELEMENTWISE_OPS(CT_CU_REGISTER_ROW)
 #undef CT_CU_REGISTER_ROW
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_B8>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_I32>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_I64>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_F16>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_F32>();
-  if (status == CT_OK) status = ct_cu_register_astype_from<CT_PL_F64>();
-  return status;
+  if (status != CT_OK) return status;
+  return ct_cu_for_each_tag(ct_cu_all_tags{}, [](auto from) {
+    return ct_cu_register_astype_from<decltype(from)::value>();
+  });
 }

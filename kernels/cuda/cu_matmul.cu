@@ -342,11 +342,7 @@ int ct_cu_register_matmul_type() {
 }  // namespace
 
 int ct_cu_register_matmul(void) {
-  int status = ct_cu_register_matmul_type<CT_PL_B8>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_I32>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_I64>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_F16>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_F32>();
-  if (status == CT_OK) status = ct_cu_register_matmul_type<CT_PL_F64>();
-  return status;
+  return ct_cu_for_each_tag(ct_cu_all_tags{}, [](auto tag) {
+    return ct_cu_register_matmul_type<decltype(tag)::value>();
+  });
 }

@@ -362,13 +362,9 @@ int ct_cu_register_reduction() {
 
 template <int K>
 int ct_cu_register_kind() {
-  int status = ct_cu_register_reduction<K, CT_PL_B8>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_I32>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_I64>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_F16>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_F32>();
-  if (status == CT_OK) status = ct_cu_register_reduction<K, CT_PL_F64>();
-  return status;
+  return ct_cu_for_each_tag(ct_cu_all_tags{}, [](auto tag) {
+    return ct_cu_register_reduction<K, decltype(tag)::value>();
+  });
 }
 
 }  // namespace

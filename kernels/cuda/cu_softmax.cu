@@ -201,8 +201,7 @@ int ct_cu_register_softmax_type() {
 }  // namespace
 
 int ct_cu_register_softmax(void) {
-  int status = ct_cu_register_softmax_type<CT_PL_F16>();
-  if (status == CT_OK) status = ct_cu_register_softmax_type<CT_PL_F32>();
-  if (status == CT_OK) status = ct_cu_register_softmax_type<CT_PL_F64>();
-  return status;
+  return ct_cu_for_each_tag(ct_cu_float_tags{}, [](auto tag) {
+    return ct_cu_register_softmax_type<decltype(tag)::value>();
+  });
 }

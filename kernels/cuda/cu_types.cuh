@@ -78,4 +78,20 @@ __device__ __forceinline__ void ct_cu_store(char* p, V v) {
 template <ct_pl_type Tag>
 inline constexpr bool ct_cu_is_float_v = Tag == CT_PL_F16 || Tag == CT_PL_F32 || Tag == CT_PL_F64;
 
+/* Tag lists that families register their kernels for. */
+template <ct_pl_type... Tags>
+struct ct_cu_tags {};
+using ct_cu_all_tags = ct_cu_tags<CT_PL_B8, CT_PL_I32, CT_PL_I64, CT_PL_F16, CT_PL_F32, CT_PL_F64>;
+using ct_cu_float_tags = ct_cu_tags<CT_PL_F16, CT_PL_F32, CT_PL_F64>;
+using ct_cu_int_tags = ct_cu_tags<CT_PL_I32, CT_PL_I64>;
+
+/* Calls add(std::integral_constant<ct_pl_type, Tag>{}) for each tag in order (the callee reads
+ * decltype(tag)::value) until one returns a status other than CT_OK, and returns that. */
+template <class Add, ct_pl_type... Tags>
+int ct_cu_for_each_tag(ct_cu_tags<Tags...>, Add add) {
+  int status = CT_OK;
+  ((status = status == CT_OK ? add(std::integral_constant<ct_pl_type, Tags>{}) : status), ...);
+  return status;
+}
+
 #endif /* CTENSOR_CU_TYPES_CUH_ */
