@@ -572,6 +572,33 @@ def test_large_inputs_are_deterministic_across_threads(dtype):
         ctensor.set_num_threads(0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_axis0_rows_are_the_same_whatever_lanes_a_thread_takes(dtype):
+    """An axis-0 reduction of 4096 columns reads 1024 columns a task, or 2048 where that still
+    gives every thread a task (1 thread: yes; 3 threads: no): same bits either way, and right."""
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((300, 4096)) * 1e3).astype(dtype)
+    default = ctensor.get_num_threads()
+    try:
+        results = {}
+        for threads in [1, 3]:
+            ctensor.set_num_threads(threads)
+            results[threads] = [run(op, x, axis=0) for op in ["sum", "mean", "max", "argmin"]]
+    finally:
+        ctensor.set_num_threads(default)
+    for a, b in zip(results[1], results[3], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(results[1][2], np.max(x, axis=0))
+    np.testing.assert_array_equal(results[1][3], np.argmin(x, axis=0))
+    x64 = x.astype(np.float64)
+    want = expected_float("sum", x64, 0, False)
+    out = sum_dtype(dtype)
+    if dtype == "int64":
+        np.testing.assert_array_equal(results[1][0], np.sum(x, axis=0))
+    else:
+        assert_close(results[1][0], want.astype(out), out, atol=float_atol("sum", x64, 0, out))
+
+
 # ----- var, std ---------------------------------------------------------------------------------
 
 

@@ -1,12 +1,13 @@
 /* reduce_plan.c - planning, looping and threading of reductions (see reduce_plan.h). */
 #include "reduce_plan.h"
 
+#include "cpu_threads.h"
 #include "strided_iter.h"
 
-/* Rows mode reads a chunk of each row (at most CT_REDUCE_ACC_BYTES of accumulators' worth), one
- * row after another: short streams in distant pages, which hardware prefetchers pick up late.
- * The chunk CT_REDUCE_PREFETCH_ROWS rows ahead is prefetched, when lanes are at most a cache line
- * apart. */
+/* Rows mode reads a chunk of each row (CT_REDUCE_ACC_BYTES of accumulators' worth, or up to
+ * CT_REDUCE_WIDE_ACC_BYTES), one row after another: short streams in distant pages, which hardware
+ * prefetchers pick up late. The chunk CT_REDUCE_PREFETCH_ROWS rows ahead is prefetched, when lanes
+ * are at most a cache line apart. */
 #define CT_REDUCE_PREFETCH_ROWS 2
 #define CT_REDUCE_LINE 64
 /* Rows a rows_many call takes: several input streams at once, read without software prefetch
@@ -48,7 +49,7 @@ typedef struct ct_reduce_plan {
 
 /* An accumulator vector on the stack, aligned for any accumulator type. */
 typedef union ct_reduce_accs {
-  unsigned char bytes[CT_REDUCE_ACC_BYTES];
+  unsigned char bytes[CT_REDUCE_WIDE_ACC_BYTES];
   double d;
   int64_t i;
 } ct_reduce_accs;
@@ -207,6 +208,19 @@ static void ct_reduce_pieces(int64_t begin, int64_t end, void* context) {
   }
 }
 
+/* Rows mode with whole tasks: chunks of up to CT_REDUCE_WIDE_ACC_BYTES of accumulators where
+ * that still makes a task for every thread (`outer`: the tasks per chunk of lanes). The split
+ * into tasks and pieces was decided before, on shapes alone, and a task's lanes never change
+ * its sums, so results stay the same for every thread count. */
+static void ct_reduce_widen_lanes(ct_reduce_plan* p, int64_t outer) {
+  ct_cpu_lanes wide = p->lane;
+  ct_cpu_chunk_lanes(&wide, CT_REDUCE_WIDE_ACC_BYTES / p->vt->acc_size);
+  if (wide.chunks < p->lane.chunks && outer * wide.chunks >= ct_cpu_num_threads()) {
+    p->lane = wide;
+    p->ntasks = outer * wide.chunks;
+  }
+}
+
 void ct_cpu_sort_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t nstrides) {
   for (int32_t k = 1; k < n; ++k) {
     for (int32_t j = k; j > 0; --j) {
@@ -346,6 +360,8 @@ int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bo
   int64_t task_cost = p.lane.chunk * (p.red_count > 0 ? p.red_count : 1);
 
   if (p.ntasks >= CT_REDUCE_FEW_TASKS || task_cost < 2 * CT_REDUCE_PIECE) {
+    if (p.rows_mode) ct_reduce_widen_lanes(&p, outer);
+    task_cost = p.lane.chunk * (p.red_count > 0 ? p.red_count : 1);
     ct_cpu_parallel_for(p.ntasks, task_cost, ct_reduce_tasks, &p);
     return CT_OK;
   }

@@ -17,7 +17,7 @@
  * in parallel; with few tasks and a large reduction, each task's reduction is cut into pieces
  * reduced in parallel and combined in order. Every choice depends on shapes and strides only,
  * never on the thread count, so results are bitwise reproducible across thread counts. The
- * engine never allocates: accumulators live in bounded stack buffers (16 KB a thread). */
+ * engine never allocates: accumulators live in bounded stack buffers (32 KB a thread). */
 #ifndef CTENSOR_CPU_REDUCE_PLAN_H_
 #define CTENSOR_CPU_REDUCE_PLAN_H_
 
@@ -26,12 +26,18 @@
 #include "cpu_dtypes.h"
 #include "internal.h"
 
-/* Bytes of one rows-mode task's accumulator vector: lanes = CT_REDUCE_ACC_BYTES / acc_size
- * (whole rows up to that length, so that the input streams through memory in order). A thread
- * holds two such vectors (total and blocked partial) on its stack. 1024 double lanes: on a
- * float32 4096 x 4096 axis-0 sum, 4 KB row chunks stream 1.3x faster than the 2.7 KB chunks of
- * 768 lanes, and 4096 columns still make 4 tasks. */
+/* Bytes of one rows-mode task's accumulator vector as planned: lanes = CT_REDUCE_ACC_BYTES /
+ * acc_size (whole rows up to that length, so that the input streams through memory in order).
+ * 1024 double lanes: on a float32 4096 x 4096 axis-0 sum, 4 KB row chunks stream 1.3x faster
+ * than the 2.7 KB chunks of 768 lanes, and 4096 columns still make 4 tasks. */
 #define CT_REDUCE_ACC_BYTES 8192
+/* Where whole tasks run and wider chunks still give every thread one, rows mode widens them up
+ * to this many bytes of accumulators: 2048 double lanes read 8 KB of each row, two pages instead
+ * of one, which took that axis-0 sum from 0.77 to 0.90 of the full sum's bandwidth on 2 threads
+ * (each page read as a new stream costs the prefetchers their start-up). Which lanes a task
+ * holds never changes a result. A thread holds two such vectors (total and blocked partial) on
+ * its stack. */
+#define CT_REDUCE_WIDE_ACC_BYTES 16384
 /* With `blocked`, this many run/rows calls go into a partial accumulator before it is added to
  * the total: a two-level sum (error ~ (BLOCK + calls / BLOCK) ulps, not calls ulps). */
 #define CT_REDUCE_BLOCK 128
