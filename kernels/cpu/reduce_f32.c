@@ -89,6 +89,22 @@ CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_s
     ct_sum_rows_f32_generic(x, row_step, rows, step, n, acc);
     return;
   }
+  if (row_step < CT_SUM_F32_SEQUENTIAL_STEP && row_step > -CT_SUM_F32_SEQUENTIAL_STEP) {
+    /* Short rows: one after another (each lane still adds its rows in order). */
+    const int64_t vectorised = n - n % 4;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* p = (const float*)(x + r * row_step);
+      for (int64_t j = 0; j < vectorised; j += 4) {
+        _mm256_storeu_pd(
+            acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), _mm256_cvtps_pd(_mm_loadu_ps(p + j))));
+      }
+    }
+    if (vectorised < n) {
+      ct_sum_rows_f32_generic(x + vectorised * step, row_step, rows, step, n - vectorised,
+                              acc + vectorised);
+    }
+    return;
+  }
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
     __m256d a0 = _mm256_loadu_pd(acc + j), a1 = _mm256_loadu_pd(acc + j + 4);
