@@ -98,3 +98,44 @@ def test_a_damaged_cache_file_is_recompiled(tmp_path: Path) -> None:
         path.write_bytes(b"not a program binary")
     assert _run(_COMPILE, CTENSOR_OPENCL_CACHE_DIR=str(cache)) == first
     assert all(p.stat().st_size > 100 for p in cache.iterdir())
+
+
+def test_plugin_init_refuses_a_smaller_host_table_and_describes_itself_otherwise() -> None:
+    """ct_plugin_init's first step (kernels/common/plugin_entry.c, shared with the CUDA plugin):
+    NULL pointers and a host table smaller than the plugin's are refused before anything is
+    touched; the message goes through the host's set_error."""
+    import ctypes
+
+    import ctensor
+    from ctensor._lib import lib
+
+    path = [b for b in ctensor.backends() if b.name == "opencl"][0].path
+    plugin = ctypes.CDLL(path)
+    set_error_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_char_p)
+    messages: list[bytes] = []
+
+    def set_error(status: int, text: bytes) -> int:  # the format only: it is variadic
+        messages.append(text)
+        return status
+
+    class Host(ctypes.Structure):
+        _fields_ = [("struct_size", ctypes.c_size_t), ("abi_version", ctypes.c_uint32),
+                    ("library_version", ctypes.c_char_p), ("kernel_register", ctypes.c_void_p),
+                    ("set_error", set_error_type), ("last_error", ctypes.c_void_p),
+                    ("op_find", ctypes.c_void_p), ("op_get_schema", ctypes.c_void_p)]
+
+    class Info(ctypes.Structure):
+        _fields_ = [("struct_size", ctypes.c_size_t), ("name", ctypes.c_char_p),
+                    ("version", ctypes.c_char_p), ("device_type", ctypes.c_int32),
+                    ("device_count", ctypes.c_int32), ("memory", ctypes.c_void_p),
+                    ("plugin_data", ctypes.c_void_p)]
+
+    init = plugin.ct_plugin_init
+    init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    info = Info(struct_size=ctypes.sizeof(Info))
+    assert init(None, ctypes.addressof(info)) == lib.CT_ERROR_NULL_POINTER
+    host = Host(struct_size=ctypes.sizeof(Host) - 8, set_error=set_error_type(set_error))
+    assert init(ctypes.addressof(host), None) == lib.CT_ERROR_NULL_POINTER
+    assert init(ctypes.addressof(host), ctypes.addressof(info)) == lib.CT_ERROR_ABI_MISMATCH
+    assert messages and b"needs a host table of %zu bytes" in messages[-1]
+    assert info.name is None and info.version is None and info.memory is None

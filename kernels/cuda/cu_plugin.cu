@@ -5,6 +5,7 @@
 
 #include "cu_plugin.h"
 #include "cu_memory.h"
+#include "plugin_entry.h"
 
 const ct_host_api* ct_cu_host;
 
@@ -81,21 +82,10 @@ static int ct_cu_devices_open(void) {
 }
 
 extern "C" CT_PLUGIN_EXPORT int ct_plugin_init(const ct_host_api* host, ct_plugin_info* info) {
-  if (!host || !info) return CT_ERROR_NULL_POINTER;
+  int status = ct_pl_describe(host, info, CT_CU_BACKEND_NAME, CT_DEVICE_CUDA, &ct_cu_memory_api);
+  if (status != CT_OK) return status;
   ct_cu_host = host;
-  if (host->struct_size < sizeof(ct_host_api) || info->struct_size < sizeof(ct_plugin_info)) {
-    return host->set_error(CT_ERROR_ABI_MISMATCH,
-                           "the cuda plugin needs a host table of %zu bytes and an info "
-                           "struct of %zu bytes",
-                           sizeof(ct_host_api), sizeof(ct_plugin_info));
-  }
-  info->name = CT_CU_BACKEND_NAME;
-  info->version = CT_VERSION_STRING;
-  info->device_type = CT_DEVICE_CUDA;
-  info->device_count = 0;
-  info->memory = &ct_cu_memory_api;
-  info->plugin_data = NULL;
-  int status = ct_cu_devices_open();
+  status = ct_cu_devices_open();
   if (status != CT_OK) return status;
   info->device_count = ct_cu_device_count();
 #define CT_CU_FAMILY(name) \

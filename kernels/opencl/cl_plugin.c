@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "cl_memory.h"
+#include "plugin_entry.h"
 
 const ct_host_api* ct_cl_host;
 
@@ -30,21 +31,10 @@ int ct_cl_check(cl_int code, const char* what) {
 }
 
 CT_PLUGIN_EXPORT int ct_plugin_init(const ct_host_api* host, ct_plugin_info* info) {
-  if (!host || !info) return CT_ERROR_NULL_POINTER;
+  int status = ct_pl_describe(host, info, CT_CL_BACKEND_NAME, CT_DEVICE_OPENCL, &ct_cl_memory_api);
+  if (status != CT_OK) return status;
   ct_cl_host = host;
-  if (host->struct_size < sizeof(ct_host_api) || info->struct_size < sizeof(ct_plugin_info)) {
-    return host->set_error(CT_ERROR_ABI_MISMATCH,
-                           "the opencl plugin needs a host table of %zu bytes and an info "
-                           "struct of %zu bytes",
-                           sizeof(ct_host_api), sizeof(ct_plugin_info));
-  }
-  info->name = CT_CL_BACKEND_NAME;
-  info->version = CT_VERSION_STRING;
-  info->device_type = CT_DEVICE_OPENCL;
-  info->device_count = 0;
-  info->memory = &ct_cl_memory_api;
-  info->plugin_data = NULL;
-  int status = ct_cl_runtime_load();
+  status = ct_cl_runtime_load();
   if (status == CT_OK) status = ct_cl_devices_open();
   if (status != CT_OK) return status;
   info->device_count = ct_cl_device_count();
