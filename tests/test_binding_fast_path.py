@@ -3,8 +3,12 @@ back to the general path (unaligned, byte-swapped, read-only, optional inputs)."
 
 from __future__ import annotations
 
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
+import torch
 from arrays import assert_close, snapshot, unchanged
 from hypothesis import given
 from hypothesis import strategies as st
@@ -165,3 +169,93 @@ def test_the_fast_form_hands_everything_else_to_the_python_function():
         ops.add(a, a, out=np.empty((3, 2), np.float32))
     with pytest.raises(TypeError):
         ops.add(a, out=np.empty_like(a))  # too few inputs: the Python signature says so
+
+
+# ----------------------------------------------------------------------------------------------
+# ops.<name>(...) without out=: new outputs allocated from C too
+# ----------------------------------------------------------------------------------------------
+
+
+def _ops_functions_entered(call):
+    """(call(), names of the ctensor.ops Python functions that ran during it)."""
+    entered = []
+
+    def profile(frame, event, arg):  # noqa: ANN001, ANN202, ARG001
+        if event == "call" and frame.f_code.co_filename.startswith("<ctensor.ops."):
+            entered.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        result = call()
+    finally:
+        sys.setprofile(None)
+    return result, entered
+
+
+def _framework_arrays(framework, *arrays):
+    if framework == "torch":
+        return tuple(torch.from_numpy(a) for a in arrays)
+    return arrays
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_new_outputs_are_allocated_from_c_once_a_type_was_seen(framework):
+    a, b = _framework_arrays(
+        framework, np.arange(6, dtype=np.float32).reshape(2, 3), np.full(3, 0.5, np.float32)
+    )
+    ops.add(a, b)  # the first call of an array type registers its allocator (Python path)
+    result, entered = _ops_functions_entered(lambda: ops.add(a, b))
+    assert entered == []  # no Python frame of ops.add: FastOp ran the whole call
+    assert type(result) is type(a) and tuple(result.shape) == (2, 3)
+    assert_close(np.asarray(result), np.asarray(a) + np.asarray(b))
+    again = ops.add(a, b)  # a cached layout, new buffers
+    assert again is not result
+    assert np.asarray(again).ctypes.data != np.asarray(result).ctypes.data
+    assert_close(np.asarray(again), np.asarray(result))
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_calls_the_c_path_declines_still_get_their_answer_or_error(framework):
+    a32, a64 = _framework_arrays(
+        framework, np.linspace(-1, 1, 12, dtype=np.float32), np.linspace(0, 2, 12)
+    )
+    ops.add(a32, a32)
+    # dtypes that need a cast: promoted on the Python path, as NumPy does
+    result, entered = _ops_functions_entered(lambda: ops.add(a32, a64))
+    assert entered == ["add"]
+    assert np.asarray(result).dtype == np.float64
+    assert_close(np.asarray(result), np.asarray(a32).astype(np.float64) + np.asarray(a64))
+    # a shape error is raised by the Python path, with its message
+    with pytest.raises(ctensor.ShapeMismatchError):
+        ops.add(a32, a64[:5])
+    # a Python scalar is an input the C path does not read
+    assert_close(np.asarray(ops.multiply(a32, 2.0)), np.asarray(a32) * 2)
+
+
+def test_torch_views_with_lazy_bits_are_resolved_without_out():
+    x = torch.linspace(-1, 1, 8)
+    ops.add(x, x)
+    negated = x._neg_view()  # memory holds x; torch reads -x
+    assert_close(ops.add(negated, torch.zeros(8)).numpy(), -x.numpy())
+    grad = torch.ones(8, requires_grad=True)
+    result = ops.add(grad, x)
+    assert not result.requires_grad
+    assert_close(result.numpy(), 1 + x.numpy())
+
+
+@pytest.mark.parametrize("size", [7, 1 << 16])
+def test_new_outputs_from_several_threads(size):
+    # Small calls keep the GIL, large ones let it go; a thread that finds the C path busy takes
+    # the Python path. Every result must be its own call's.
+    rng = np.random.default_rng(11)
+    inputs = [rng.standard_normal(size) for _ in range(8)]
+    ops.exp(inputs[0])
+
+    def work(x):
+        return [ops.exp(x) for _ in range(20)]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, inputs))
+    for x, outs in zip(inputs, results, strict=True):
+        for out in outs:
+            assert_close(out, np.exp(x))

@@ -179,6 +179,8 @@ int ctpy_fast_call_held(ctpy_frame* frame, const ct_op* op, intptr_t args, intpt
 int ctpy_fast_new(ctpy_frame* frame, const ct_op* op, intptr_t args, const ct_attr* attrs,
                   int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
                   intptr_t results);
+int ctpy_fast_new_held(ctpy_frame* frame, const ct_op* op, intptr_t args, int32_t capacity,
+                       intptr_t allocate, intptr_t dtypes, intptr_t results);
 int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count);
 #define CTPY_LAYOUT_MISMATCH 2000000
 int ctpy_bound_run(ctpy_frame* frame, ct_tensor* const* bound, const ct_op* op, int32_t num_inputs,
@@ -1027,40 +1029,20 @@ static int ctpy_bound_run(ctpy_frame* f, ct_tensor* const* bound, const ct_op* o
   return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, context);
 }
 
-/* A whole call without out= in one crossing: reads the inputs (`args`, a tuple) in C and checks
- * that they are in host memory, infers, allocates every output by calling allocate(shape, dtype)
- * with dtype = dtypes[dtype key] (a dict: key -> the framework's dtype object), appends each new
- * array to the list `results`, runs without a context and lets the capsules go. Returns the
- * ct_status of infer or run, or CTPY_FAST_NEED_PYTHON (nothing run, nothing held) for anything
- * it does not handle (another input type, a device, a dtype not in `dtypes`, an allocation that
- * raised): the Python path then does it again and reports what went wrong. */
-static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct_attr* attrs,
-                         int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
-                         intptr_t results) {
-  if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
-  PyGILState_STATE gil = PyGILState_Ensure();
-  const int32_t n = ctpy_collect(f, (PyObject*)args, 0, 0);
-  int rc = (n < 0 || n + capacity > CTPY_MAX_TENSORS - 8) ? CTPY_FAST_NEED_PYTHON : 0;
-  for (int32_t i = 0; rc == 0 && i < n; ++i) {
-    if (f->tensors[i]->device.device_type != CT_DEVICE_CPU) rc = CTPY_FAST_NEED_PYTHON;
-  }
-  if (rc) {
-    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
-    PyGILState_Release(gil);
-    return rc;
-  }
-  PyGILState_Release(gil);
-  f->num_outputs = 0;
-  int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, n, attrs, num_attrs,
-                           f->infos, capacity, &f->num_outputs);
-  const int32_t n_out = status == CT_OK ? f->num_outputs : 0;
-  gil = PyGILState_Ensure();
-  for (int32_t j = 0; status == CT_OK && rc == 0 && j < n_out; ++j) {
+/* Allocates the n_out outputs inferred into f->infos, with the GIL: calls allocate(shape,
+ * dtype) with dtype = dtypes[dtype key] (a dict: key -> the framework's dtype object), appends
+ * each new array to the list `results` and reads it into slot n + j. Returns 0, or
+ * CTPY_FAST_NEED_PYTHON (a dtype not in `dtypes`, an allocation that raised, an array the fast
+ * path cannot read), leaving no exception. */
+static int ctpy_allocate_locked(ctpy_frame* f, int32_t n, int32_t n_out, PyObject* allocate,
+                                PyObject* dtypes, PyObject* results) {
+  int rc = 0;
+  for (int32_t j = 0; rc == 0 && j < n_out; ++j) {
     const ct_tensor_info* info = &f->infos[j];
     const long key = (long)info->dtype.code | ((long)info->dtype.bits << 8) |
                      ((long)info->dtype.lanes << 16);
     PyObject* key_obj = PyLong_FromLong(key);
-    PyObject* dtype = key_obj ? PyDict_GetItem((PyObject*)dtypes, key_obj) : NULL; /* borrowed */
+    PyObject* dtype = key_obj ? PyDict_GetItem(dtypes, key_obj) : NULL; /* borrowed */
     Py_XDECREF(key_obj);
     PyObject* shape = dtype ? PyTuple_New(info->ndim) : NULL;
     for (int32_t d = 0; shape && d < info->ndim; ++d) {
@@ -1070,24 +1052,93 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
         shape = NULL;
       }
     }
-    PyObject* array = shape ? PyObject_CallFunctionObjArgs((PyObject*)allocate, shape, dtype, NULL)
-                            : NULL;
+    PyObject* array = shape ? PyObject_CallFunctionObjArgs(allocate, shape, dtype, NULL) : NULL;
     Py_XDECREF(shape);
-    if (!array || PyList_Append((PyObject*)results, array) != 0 ||
+    if (!array || PyList_Append(results, array) != 0 ||
         ctpy_view_locked(f, n + j, array, 1) != 0) {
       rc = CTPY_FAST_NEED_PYTHON;
     }
-    Py_XDECREF(array);  /* `results` holds it */
+    Py_XDECREF(array); /* `results` holds it */
   }
   if (PyErr_Occurred()) PyErr_Clear();
+  return rc;
+}
+
+/* Reads the inputs (`args`, a tuple) for the paths without out=, with the GIL: returns their
+ * count, or -1 (everything let go) when one is not a host array the fast path reads, or when
+ * `capacity` more outputs would not fit the frame. */
+static int32_t ctpy_collect_new(ctpy_frame* f, intptr_t args, int32_t capacity) {
+  const int32_t n = ctpy_collect(f, (PyObject*)args, 0, 0);
+  int ok = n >= 0 && n + capacity <= CTPY_MAX_TENSORS - 8;
+  for (int32_t i = 0; ok && i < n; ++i) ok = f->tensors[i]->device.device_type == CT_DEVICE_CPU;
+  if (ok) return n;
+  ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+  return -1;
+}
+
+/* A whole call without out= in one crossing: reads the inputs (`args`, a tuple) in C and checks
+ * that they are in host memory, infers, allocates every output (ctpy_allocate_locked, with
+ * `allocate` and `dtypes`; the new arrays go to the list `results`), runs without a context and
+ * lets the capsules go. Returns the ct_status of infer or run, or CTPY_FAST_NEED_PYTHON (nothing
+ * run, nothing held) for anything it does not handle (another input type, a device, a dtype not
+ * in `dtypes`, an allocation that raised): the Python path then does it again and reports what
+ * went wrong. */
+static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct_attr* attrs,
+                         int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
+                         intptr_t results) {
+  if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  const int32_t n = ctpy_collect_new(f, args, capacity);
+  PyGILState_Release(gil);
+  if (n < 0) return CTPY_FAST_NEED_PYTHON;
+  f->num_outputs = 0;
+  int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, n, attrs, num_attrs,
+                           f->infos, capacity, &f->num_outputs);
+  const int32_t n_out = status == CT_OK ? f->num_outputs : 0;
+  gil = PyGILState_Ensure();
+  const int rc = status == CT_OK ? ctpy_allocate_locked(f, n, n_out, (PyObject*)allocate,
+                                                        (PyObject*)dtypes, (PyObject*)results)
+                                 : 0;
   PyGILState_Release(gil);
   if (status == CT_OK && rc == 0) {
     status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
                        (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs, NULL);
   }
   gil = PyGILState_Ensure();
-  ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+  ctpy_drop_owned(f, n + n_out);
   PyGILState_Release(gil);
+  return rc ? rc : status;
+}
+
+/* ctpy_fast_new without attributes for a caller that already holds the GIL (FastOp called
+ * without out=), through the plan cache of ctpy_fast_call_held: a layout seen before skips
+ * ct_op_run's checks; the GIL is let go only around runs with enough work. */
+static int ctpy_fast_new_held(ctpy_frame* f, const ct_op* op, intptr_t args, int32_t capacity,
+                              intptr_t allocate, intptr_t dtypes, intptr_t results) {
+  if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
+  const int32_t n = ctpy_collect_new(f, args, capacity);
+  if (n < 0) return CTPY_FAST_NEED_PYTHON;
+  f->num_outputs = 0;
+  int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, n, NULL, 0, f->infos,
+                           capacity, &f->num_outputs);
+  const int32_t n_out = status == CT_OK ? f->num_outputs : 0;
+  const int rc = status == CT_OK ? ctpy_allocate_locked(f, n, n_out, (PyObject*)allocate,
+                                                        (PyObject*)dtypes, (PyObject*)results)
+                                 : 0;
+  if (status == CT_OK && rc == 0) {
+    const ct_plan* plan = ctpy_plan_for(f, op, n + n_out, &status);
+    if (status == CT_OK) {
+      PyThreadState* state = ctpy_is_small(f, n, n_out) ? NULL : PyEval_SaveThread();
+      if (plan) {
+        status = ct_plan_run(plan);
+      } else {
+        status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
+                           (const ct_tensor* const*)f->tensors + n, n_out, NULL, 0, NULL);
+      }
+      if (state) PyEval_RestoreThread(state);
+    }
+  }
+  ctpy_drop_owned(f, n + n_out);
   return rc ? rc : status;
 }
 

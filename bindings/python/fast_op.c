@@ -1,10 +1,11 @@
-/* fast_op.c - ctensor._replay.FastOp: the type of the ctensor.ops functions whose commonest call
- * (arrays only, every input positional, out= given, no attributes) runs from C.
+/* fast_op.c - ctensor._replay.FastOp: the type of the ctensor.ops functions whose commonest calls
+ * (arrays only, every input positional, no attributes; out= given or not) run from C.
  *
- * That call reaches the cffi module's ctpy_fast_call_held through a function pointer, with the
- * GIL held: no Python frame, no cffi argument conversion, no GIL round trip for tiny tensors.
- * Every other call, and any call the fast path declines or that fails, goes to the operator's
- * Python function (`fallback`), which handles every case and raises every error. */
+ * Those calls reach the cffi module's ctpy_fast_call_held (out=) or ctpy_fast_new_held (new
+ * outputs) through function pointers, with the GIL held: no Python frame, no cffi argument
+ * conversion, no GIL round trip for tiny tensors. Every other call, and any call the fast path
+ * declines or that fails, goes to the operator's Python function (`fallback`), which handles
+ * every case and raises every error. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -12,10 +13,16 @@
 #include "replay_types.h"
 
 typedef int (*ctpy_fast_fn)(void* frame, const void* op, intptr_t args, intptr_t outs);
+typedef int (*ctpy_fast_new_fn)(void* frame, const void* op, intptr_t args, int32_t capacity,
+                                intptr_t allocate, intptr_t dtypes, intptr_t results);
 
 /* The fast path, set once by ctensor._ops (set_fast_path): one frame for every operator, used by
  * one call at a time (`busy`: a call that finds it taken goes the Python way). */
 static ctpy_fast_fn g_fast_fn = NULL;
+static ctpy_fast_new_fn g_fast_new_fn = NULL;
+/* type of the first input -> (allocate(shape, dtype), {dtype key: dtype}), filled by the Python
+ * path the first time it allocates for arrays of that type in host memory */
+static PyObject* g_allocators = NULL;
 static void* g_fast_frame = NULL;
 static PyObject* g_fast_keep = NULL; /* owns the frame's memory */
 static int g_fast_busy = 0;
@@ -25,22 +32,29 @@ typedef struct {
   PyObject_HEAD const void* op;
   PyObject* fallback;    /* the operator's Python function */
   Py_ssize_t num_inputs; /* inputs of the fast form: all of them, positional */
-  int single_output;     /* out=(array,) returns the array */
+  int single_output;     /* out=(array,) returns the array; one new output is returned alone */
+  int capacity;          /* outputs the operator may return (its declared ones, or the most) */
   vectorcallfunc vectorcall;
   PyObject* dict; /* __name__, __doc__, __signature__, spec... (set by ctensor._ops) */
 } FastOpObject;
 
 PyObject* ctpy_set_fast_path(PyObject* module, PyObject* args) {
-  unsigned long long fn, frame;
-  PyObject* keep;
-  if (!PyArg_ParseTuple(args, "KKO:set_fast_path", &fn, &frame, &keep)) return NULL;
+  unsigned long long fn, new_fn, frame;
+  PyObject *allocators, *keep;
+  if (!PyArg_ParseTuple(args, "KKO!KO:set_fast_path", &fn, &new_fn, &PyDict_Type, &allocators,
+                        &frame, &keep)) {
+    return NULL;
+  }
   if (g_fast_busy) {
     PyErr_SetString(PyExc_RuntimeError, "the fast path is in use");
     return NULL;
   }
   Py_INCREF(keep);
   Py_XSETREF(g_fast_keep, keep);
+  Py_INCREF(allocators);
+  Py_XSETREF(g_allocators, allocators);
   g_fast_fn = (ctpy_fast_fn)(uintptr_t)fn;
+  g_fast_new_fn = (ctpy_fast_new_fn)(uintptr_t)new_fn;
   g_fast_frame = (void*)(uintptr_t)frame;
   Py_RETURN_NONE;
 }
@@ -54,31 +68,84 @@ static PyObject* fast_op_only_out(PyObject* const* args, Py_ssize_t nargs, PyObj
   return out == Py_None ? NULL : out;
 }
 
+/* The inputs as a new tuple, or NULL with an exception. */
+static PyObject* fast_op_inputs(PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* inputs = PyTuple_New(nargs);
+  if (!inputs) return NULL;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    Py_INCREF(args[i]);
+    PyTuple_SET_ITEM(inputs, i, args[i]);
+  }
+  return inputs;
+}
+
+/* The call with out=: the outputs (or the single one), or NULL (no exception) when the Python
+ * function must take the call. */
+static PyObject* fast_op_call_out(FastOpObject* f, PyObject* const* args, Py_ssize_t nargs,
+                                  PyObject* out) {
+  PyObject* inputs = fast_op_inputs(args, nargs);
+  if (!inputs) return NULL;
+  g_fast_busy = 1;
+  const int status = g_fast_fn(g_fast_frame, f->op, (intptr_t)inputs, (intptr_t)out);
+  g_fast_busy = 0;
+  Py_DECREF(inputs);
+  if (status != 0) return NULL;
+  if (f->single_output && (PyTuple_CheckExact(out) || PyList_CheckExact(out)) &&
+      PySequence_Size(out) == 1) {
+    return PySequence_GetItem(out, 0);
+  }
+  Py_INCREF(out);
+  return out;
+}
+
+/* The call without out=, for inputs whose type has an allocator: the new output (one, for an
+ * operator with a single output) or a tuple of them, or NULL (no exception) when the Python
+ * function must take the call. */
+static PyObject* fast_op_call_new(FastOpObject* f, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* allocator = PyDict_GetItemWithError(g_allocators, (PyObject*)Py_TYPE(args[0]));
+  if (!allocator || !PyTuple_CheckExact(allocator) || PyTuple_GET_SIZE(allocator) != 2) {
+    return NULL;
+  }
+  Py_INCREF(allocator); /* allocating runs Python code, which may change the dict */
+  PyObject* inputs = fast_op_inputs(args, nargs);
+  PyObject* results = inputs ? PyList_New(0) : NULL;
+  int status = -1;
+  if (results) {
+    g_fast_busy = 1;
+    status = g_fast_new_fn(g_fast_frame, f->op, (intptr_t)inputs, f->capacity,
+                           (intptr_t)PyTuple_GET_ITEM(allocator, 0),
+                           (intptr_t)PyTuple_GET_ITEM(allocator, 1), (intptr_t)results);
+    g_fast_busy = 0;
+  }
+  Py_XDECREF(inputs);
+  Py_DECREF(allocator);
+  PyObject* value = NULL;
+  if (status == 0) {
+    if (f->single_output && PyList_GET_SIZE(results) == 1) {
+      value = PyList_GET_ITEM(results, 0);
+      Py_INCREF(value);
+    } else {
+      value = PyList_AsTuple(results);
+    }
+  }
+  Py_XDECREF(results);
+  return value;
+}
+
 static PyObject* fast_op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                                     PyObject* kwnames) {
   FastOpObject* f = (FastOpObject*)self;
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  PyObject* out = nargs == f->num_inputs ? fast_op_only_out(args, nargs, kwnames) : NULL;
-  if (out && g_fast_fn && !g_fast_busy) {
-    PyObject* inputs = PyTuple_New(nargs);
-    if (!inputs) return NULL;
-    for (Py_ssize_t i = 0; i < nargs; ++i) {
-      Py_INCREF(args[i]);
-      PyTuple_SET_ITEM(inputs, i, args[i]);
+  if (nargs == f->num_inputs && nargs > 0 && g_fast_fn && !g_fast_busy) {
+    PyObject* value = NULL;
+    if (!kwnames || PyTuple_GET_SIZE(kwnames) == 0) {
+      if (g_fast_new_fn && g_allocators) value = fast_op_call_new(f, args, nargs);
+    } else {
+      PyObject* out = fast_op_only_out(args, nargs, kwnames);
+      if (out) value = fast_op_call_out(f, args, nargs, out);
     }
-    g_fast_busy = 1;
-    const int status = g_fast_fn(g_fast_frame, f->op, (intptr_t)inputs, (intptr_t)out);
-    g_fast_busy = 0;
-    Py_DECREF(inputs);
+    if (value) return value;
     if (PyErr_Occurred()) PyErr_Clear(); /* the fallback below reads the arrays again */
-    if (status == 0) {
-      if (f->single_output && (PyTuple_CheckExact(out) || PyList_CheckExact(out)) &&
-          PySequence_Size(out) == 1) {
-        return PySequence_GetItem(out, 0);
-      }
-      Py_INCREF(out);
-      return out;
-    }
   }
   return PyObject_Vectorcall(f->fallback, args, nargsf, kwnames);
 }
@@ -87,8 +154,9 @@ static PyObject* fast_op_new(PyTypeObject* type, PyObject* args, PyObject* kwarg
   unsigned long long op;
   PyObject* fallback;
   Py_ssize_t num_inputs;
-  int single_output;
-  if (!PyArg_ParseTuple(args, "KOnp:FastOp", &op, &fallback, &num_inputs, &single_output)) {
+  int single_output, capacity;
+  if (!PyArg_ParseTuple(args, "KOnpi:FastOp", &op, &fallback, &num_inputs, &single_output,
+                        &capacity)) {
     return NULL;
   }
   if (!PyCallable_Check(fallback)) {
@@ -103,6 +171,7 @@ static PyObject* fast_op_new(PyTypeObject* type, PyObject* args, PyObject* kwarg
   f->fallback = fallback;
   f->num_inputs = num_inputs;
   f->single_output = single_output;
+  f->capacity = capacity;
   f->vectorcall = fast_op_vectorcall;
   return (PyObject*)f;
 }
@@ -164,8 +233,9 @@ static PyMethodDef fast_op_methods[] = {
 
 static PyType_Slot fast_op_slots[] = {
     {Py_tp_doc,
-     "A ctensor operator: ctensor.ops.<name>. Arrays passed positionally with out= and no "
-     "attributes run from C; every other call goes through `fallback`, the operator's Python "
+     "A ctensor operator: ctensor.ops.<name>. Arrays passed positionally, with or without out=, "
+     "and no attributes run from C; every other call goes through `fallback`, the operator's "
+     "Python "
      "function. Each instance carries the operator's own docstring and signature."},
     {Py_tp_new, fast_op_new},
     {Py_tp_dealloc, fast_op_dealloc},

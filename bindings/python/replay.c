@@ -176,8 +176,9 @@ static int replay_exec(PyObject* module) {
 
 static PyMethodDef replay_module_methods[] = {
     {"set_fast_path", ctpy_set_fast_path, METH_VARARGS,
-     "set_fast_path(function_address, frame_address, keepalive): the cffi module's "
-     "ctpy_fast_call_held and the frame that FastOp calls use."},
+     "set_fast_path(call_address, new_address, allocators, frame_address, keepalive): the "
+     "cffi module's ctpy_fast_call_held and ctpy_fast_new_held, the allocators by input type "
+     "and the frame that FastOp calls use."},
     {NULL, NULL, 0, NULL},
 };
 

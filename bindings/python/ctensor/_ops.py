@@ -1211,8 +1211,9 @@ def make_op(spec: OpSpec):  # noqa: ANN201
     if fast_names:
         # The commonest call runs from C (FastOp); the Python function takes every other.
         _describe_function(function, spec)
+        capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
         function = FastOp(int(ffi.cast("uintptr_t", spec.op)), function, len(call_args),
-                          spec.single_output)
+                          spec.single_output, capacity)
     return _describe_function(function, spec)
 
 
@@ -1227,10 +1228,13 @@ def _describe_function(function: Any, spec: OpSpec) -> Any:
 
 
 def _configure_fast_path() -> None:
-    """Points FastOp at the cffi module's ctpy_fast_call_held and gives it its frame."""
+    """Points FastOp at the cffi module's ctpy_fast_call_held and ctpy_fast_new_held, and gives
+    it its frame and the allocators by input type (_FAST_ALLOCATORS, which _call fills)."""
     frame = _Frame()
     held = ffi.addressof(lib, "ctpy_fast_call_held")
-    set_fast_path(int(ffi.cast("uintptr_t", held)), int(ffi.cast("uintptr_t", frame.c)), frame)
+    new_held = ffi.addressof(lib, "ctpy_fast_new_held")
+    set_fast_path(int(ffi.cast("uintptr_t", held)), int(ffi.cast("uintptr_t", new_held)),
+                  _FAST_ALLOCATORS, int(ffi.cast("uintptr_t", frame.c)), frame)
 
 
 _configure_fast_path()
