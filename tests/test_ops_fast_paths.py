@@ -55,6 +55,12 @@ for n in (1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 4099):
     results[f"sum_axis0_f32_{n}"] = ops.sum(t, axis=0).view(np.uint32)
     results[f"sum_axis1_f32_{n}"] = ops.sum(t, axis=1).view(np.uint32)
     results[f"mean_axis0_f32_{n}"] = ops.mean(t[::2], axis=0).view(np.uint32)
+    # 100 rows of 1000 or 1024 columns: one task cut into pieces (3 of 34 rows), each reading
+    # its rows one after another (back to back for 1024: 4 KB apart)
+    for cols in (1000, 1024):
+        if n == 7:
+            tall = rng.standard_normal((100, cols)).astype(np.float32)
+            results[f"sum_axis0_split_f32_{cols}"] = ops.sum(tall, axis=0).view(np.uint32)
     # max/min runs: signed zeros (which zero wins depends on the lane order) and two nans with
     # different payloads (the first one wins), one in the vector part and one in the tail
     z = np.where(rng.random((5, n)) < 0.5, np.float32(0.0), np.float32(-0.0))

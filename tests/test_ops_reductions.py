@@ -599,6 +599,27 @@ def test_axis0_rows_are_the_same_whatever_lanes_a_thread_takes(dtype):
         assert_close(results[1][0], want.astype(out), out, atol=float_atol("sum", x64, 0, out))
 
 
+@pytest.mark.parametrize("shape", [(2000, 1024), (3000, 700), (700, 2048)])
+def test_split_axis0_sums_are_the_same_for_every_thread_count(shape):
+    """Few wide tasks are cut into pieces of rows, reduced in parallel and combined in order:
+    the pieces depend on the shape only, so 1, 2 and 3 threads give the same bits."""
+    rng = np.random.default_rng(shape[1])
+    x = (rng.standard_normal(shape) * 1e3).astype(np.float32)
+    default = ctensor.get_num_threads()
+    try:
+        results = []
+        for threads in [1, 2, 3]:
+            ctensor.set_num_threads(threads)
+            results.append((run("sum", x, axis=0), run("mean", x, axis=0)))
+    finally:
+        ctensor.set_num_threads(default)
+    for sums, means in results[1:]:
+        np.testing.assert_array_equal(sums, results[0][0])
+        np.testing.assert_array_equal(means, results[0][1])
+    want = x.astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(results[0][0], want.astype(np.float32), rtol=1.2e-7, atol=1e-3)
+
+
 # ----- var, std ---------------------------------------------------------------------------------
 
 

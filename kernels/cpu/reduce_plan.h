@@ -17,7 +17,8 @@
  * in parallel; with few tasks and a large reduction, each task's reduction is cut into pieces
  * reduced in parallel and combined in order. Every choice depends on shapes and strides only,
  * never on the thread count, so results are bitwise reproducible across thread counts. The
- * engine never allocates: accumulators live in bounded stack buffers (32 KB a thread). */
+ * engine never allocates: accumulators live in bounded stack buffers (32 KB a thread, 48 KB on
+ * the calling thread of a split reduction, which also holds the pieces' partial results). */
 #ifndef CTENSOR_CPU_REDUCE_PLAN_H_
 #define CTENSOR_CPU_REDUCE_PLAN_H_
 
