@@ -43,26 +43,30 @@ CT_INTERNAL const char* ct_cpu_isa_name(ct_cpu_isa_level level);
 #define CT_CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,f16c")))
 #endif
 #define CT_CPU_ISA_DISPATCH(RET, NAME, PARAMS, ARGS, RETURN) \
-  CT_CPU_TARGET_AVX2 static RET NAME##_avx2 PARAMS {         \
-    RETURN NAME##_body ARGS;                                 \
-  }                                                          \
-  CT_CPU_TARGET_AVX512 static RET NAME##_avx512 PARAMS {     \
-    RETURN NAME##_body ARGS;                                 \
-  }                                                          \
-  static RET NAME##_generic PARAMS {                         \
-    RETURN NAME##_body ARGS;                                 \
-  }                                                          \
-  static RET NAME PARAMS {                                   \
-    switch (ct_cpu_isa()) {                                  \
-      case CT_CPU_ISA_AVX512:                                \
-        RETURN NAME##_avx512 ARGS;                           \
-        break;                                               \
-      case CT_CPU_ISA_AVX2:                                  \
-        RETURN NAME##_avx2 ARGS;                             \
-        break;                                               \
-      default:                                               \
-        RETURN NAME##_generic ARGS;                          \
-    }                                                        \
+  CT_CPU_ISA_DISPATCH_BODIES(RET, NAME, PARAMS, ARGS, RETURN, NAME##_body, NAME##_body)
+/* The same with the AVX2 and AVX-512 copies inlining WIDE_BODY (which may use AVX intrinsics
+ * through always_inline helpers with target("avx")) and the generic copy BODY. */
+#define CT_CPU_ISA_DISPATCH_BODIES(RET, NAME, PARAMS, ARGS, RETURN, BODY, WIDE_BODY) \
+  CT_CPU_TARGET_AVX2 static RET NAME##_avx2 PARAMS {                                 \
+    RETURN WIDE_BODY ARGS;                                                           \
+  }                                                                                  \
+  CT_CPU_TARGET_AVX512 static RET NAME##_avx512 PARAMS {                             \
+    RETURN WIDE_BODY ARGS;                                                           \
+  }                                                                                  \
+  static RET NAME##_generic PARAMS {                                                 \
+    RETURN BODY ARGS;                                                                \
+  }                                                                                  \
+  static RET NAME PARAMS {                                                           \
+    switch (ct_cpu_isa()) {                                                          \
+      case CT_CPU_ISA_AVX512:                                                        \
+        RETURN NAME##_avx512 ARGS;                                                   \
+        break;                                                                       \
+      case CT_CPU_ISA_AVX2:                                                          \
+        RETURN NAME##_avx2 ARGS;                                                     \
+        break;                                                                       \
+      default:                                                                       \
+        RETURN NAME##_generic ARGS;                                                  \
+    }                                                                                \
   }
 #else
 #define CT_CPU_ISA_BODY inline
@@ -72,9 +76,16 @@ CT_INTERNAL const char* ct_cpu_isa_name(ct_cpu_isa_level level);
   static RET NAME PARAMS {                                   \
     RETURN NAME##_body ARGS;                                 \
   }
+#define CT_CPU_ISA_DISPATCH_BODIES(RET, NAME, PARAMS, ARGS, RETURN, BODY, WIDE_BODY) \
+  static RET NAME PARAMS {                                                           \
+    RETURN BODY ARGS;                                                                \
+  }
 #endif
 #define CT_CPU_ISA_VARIANTS(RET, NAME, PARAMS, ARGS) \
   CT_CPU_ISA_DISPATCH(RET, NAME, PARAMS, ARGS, return)
 #define CT_CPU_ISA_LOOP(NAME, PARAMS, ARGS) CT_CPU_ISA_DISPATCH(void, NAME, PARAMS, ARGS, )
+/* CT_CPU_ISA_LOOP with `NAME##_wide_body` in the AVX2 and AVX-512 copies. */
+#define CT_CPU_ISA_LOOP_WIDE(NAME, PARAMS, ARGS) \
+  CT_CPU_ISA_DISPATCH_BODIES(void, NAME, PARAMS, ARGS, , NAME##_body, NAME##_wide_body)
 
 #endif /* CTENSOR_CPU_ISA_H_ */

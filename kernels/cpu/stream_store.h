@@ -33,7 +33,9 @@ static inline int ct_stream_worth(int64_t output_bytes) {
  * and partly by plain ones (or by two calls) costs a partial write and a read. */
 #define CT_STREAM_LINE_BYTES 64
 
-/* Bytes a streamed loop computes at a time into a buffer in L1 before writing them out. */
+/* Bytes a streamed loop computes at a time into a buffer in L1 before writing them out, in the
+ * generic copies of the loops and with 16-byte stores; the AVX2 and AVX-512 copies stream a line
+ * at a time from registers (ct_stream_line_wide). */
 #define CT_STREAM_BLOCK_BYTES 1024
 
 /* Whether dst can take ct_stream_copy (a 16-byte boundary) on this target. */
@@ -64,6 +66,14 @@ __attribute__((target("avx"))) static inline void ct_stream_copy_wide(void* dst,
     _mm256_stream_ps((float*)(void*)((char*)dst + b),
                      _mm256_load_ps((const float*)(const void*)((const char*)src + b)));
   }
+}
+/* One 64-byte line from src (64-byte aligned) to dst (on a line boundary), 32 bytes a store,
+ * inlined: only for the AVX2 and AVX-512 copies of a loop (CT_CPU_ISA_LOOP_WIDE), where GCC
+ * keeps a line computed into a local buffer in registers and stores it from there. */
+__attribute__((target("avx"), always_inline)) static inline void ct_stream_line_wide(
+    void* dst, const void* src) {
+  _mm256_stream_ps((float*)dst, _mm256_load_ps((const float*)src));
+  _mm256_stream_ps((float*)dst + 8, _mm256_load_ps((const float*)src + 8));
 }
 #endif
 
