@@ -953,16 +953,10 @@ static ct_plan* ctpy_plan_for(ctpy_frame* f, const ct_op* op, int32_t count, int
   return plan;
 }
 
-/* ctpy_fast_call without attributes for a caller that already holds the GIL (the C operator
- * objects of ctensor._replay, which call it through a function pointer rather than through
- * cffi), through the plan cache above: the GIL is let go only around runs with enough work. */
-static int ctpy_fast_call_held(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_t outs) {
-  int32_t n, n_out;
-  const int rc = ctpy_collect_call(f, args, outs, &n, &n_out);
-  if (rc) {
-    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
-    return rc;
-  }
+/* Runs the collected call (n inputs, n_out outputs, no attributes, no context) for a caller that
+ * holds the GIL, through the plan cache above, letting the GIL go only around runs with enough
+ * work, then lets the frame's capsules go. Returns the ct_status. */
+static int ctpy_run_held(ctpy_frame* f, const ct_op* op, int32_t n, int32_t n_out) {
   f->num_outputs = n_out;
   int status;
   const ct_plan* plan = ctpy_plan_for(f, op, n + n_out, &status);
@@ -978,6 +972,19 @@ static int ctpy_fast_call_held(ctpy_frame* f, const ct_op* op, intptr_t args, in
   }
   ctpy_drop_owned(f, n + n_out);
   return status;
+}
+
+/* ctpy_fast_call without attributes for a caller that already holds the GIL (the C operator
+ * objects of ctensor._replay, which call it through a function pointer rather than through
+ * cffi). */
+static int ctpy_fast_call_held(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_t outs) {
+  int32_t n, n_out;
+  const int rc = ctpy_collect_call(f, args, outs, &n, &n_out);
+  if (rc) {
+    ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
+    return rc;
+  }
+  return ctpy_run_held(f, op, n, n_out);
 }
 
 
@@ -1111,35 +1118,24 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
 }
 
 /* ctpy_fast_new without attributes for a caller that already holds the GIL (FastOp called
- * without out=), through the plan cache of ctpy_fast_call_held: a layout seen before skips
- * ct_op_run's checks; the GIL is let go only around runs with enough work. */
+ * without out=), run as ctpy_fast_call_held runs (ctpy_run_held). */
 static int ctpy_fast_new_held(ctpy_frame* f, const ct_op* op, intptr_t args, int32_t capacity,
                               intptr_t allocate, intptr_t dtypes, intptr_t results) {
   if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
   const int32_t n = ctpy_collect_new(f, args, capacity);
   if (n < 0) return CTPY_FAST_NEED_PYTHON;
   f->num_outputs = 0;
-  int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, n, NULL, 0, f->infos,
-                           capacity, &f->num_outputs);
+  const int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, n, NULL, 0, f->infos,
+                                 capacity, &f->num_outputs);
   const int32_t n_out = status == CT_OK ? f->num_outputs : 0;
   const int rc = status == CT_OK ? ctpy_allocate_locked(f, n, n_out, (PyObject*)allocate,
                                                         (PyObject*)dtypes, (PyObject*)results)
                                  : 0;
-  if (status == CT_OK && rc == 0) {
-    const ct_plan* plan = ctpy_plan_for(f, op, n + n_out, &status);
-    if (status == CT_OK) {
-      PyThreadState* state = ctpy_is_small(f, n, n_out) ? NULL : PyEval_SaveThread();
-      if (plan) {
-        status = ct_plan_run(plan);
-      } else {
-        status = ct_op_run(op, (const ct_tensor* const*)f->tensors, n,
-                           (const ct_tensor* const*)f->tensors + n, n_out, NULL, 0, NULL);
-      }
-      if (state) PyEval_RestoreThread(state);
-    }
+  if (status != CT_OK || rc != 0) {
+    ctpy_drop_owned(f, n + n_out);
+    return rc ? rc : status;
   }
-  ctpy_drop_owned(f, n + n_out);
-  return rc ? rc : status;
+  return ctpy_run_held(f, op, n, n_out);
 }
 
 /* For bound calls replayed on new buffers: the index of the first of `count` tensors whose

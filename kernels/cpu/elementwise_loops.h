@@ -110,13 +110,19 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
     }                                                                                   \
   }
 
-/* out = op(x), output dtype OSFX/OT: the loop ct_cpu_<NAME>_<SFX> and its entry. */
-#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                                  \
-  CT_UNARY_BODY(NAME, SFX, T, C, OSFX, OT, , ct_cpu_##NAME##_##SFX##_body, CT_ALIGNED_STORE_LOOP) \
-  CT_UNARY_BODY(NAME, SFX, T, C, OSFX, OT, CT_CPU_TARGET_AVX2, ct_cpu_##NAME##_##SFX##_wide_body, \
-                CT_ALIGNED_STORE_LOOP_WIDE)                                                       \
-  CT_CPU_ISA_LOOP_WIDE(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)               \
+/* The loop ct_cpu_<NAME>_<SFX> and its entry from a body macro (CT_UNARY_BODY, CT_BINARY_BODY):
+ * the generic copy runs the body with CT_ALIGNED_STORE_LOOP, the AVX2 and AVX-512 copies a wide
+ * body with CT_ALIGNED_STORE_LOOP_WIDE. */
+#define CT_ELEMENTWISE_LOOP(BODY_MACRO, NAME, SFX, T, C, OSFX, OT)                             \
+  BODY_MACRO(NAME, SFX, T, C, OSFX, OT, , ct_cpu_##NAME##_##SFX##_body, CT_ALIGNED_STORE_LOOP) \
+  BODY_MACRO(NAME, SFX, T, C, OSFX, OT, CT_CPU_TARGET_AVX2, ct_cpu_##NAME##_##SFX##_wide_body, \
+             CT_ALIGNED_STORE_LOOP_WIDE)                                                       \
+  CT_CPU_ISA_LOOP_WIDE(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)            \
   static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
+
+/* out = op(x), output dtype OSFX/OT. */
+#define CT_UNARY_LOOP(NAME, SFX, T, C, OSFX, OT) \
+  CT_ELEMENTWISE_LOOP(CT_UNARY_BODY, NAME, SFX, T, C, OSFX, OT)
 
 /* out = op(x1, x2), output dtype OSFX/OT; fast paths for contiguous and scalar operands (a body,
  * as CT_UNARY_BODY). */
@@ -149,13 +155,9 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
     }                                                                                              \
   }
 
-/* out = op(x1, x2), output dtype OSFX/OT: the loop ct_cpu_<NAME>_<SFX> and its entry. */
-#define CT_BINARY_LOOP(NAME, SFX, T, C, OSFX, OT)                                                  \
-  CT_BINARY_BODY(NAME, SFX, T, C, OSFX, OT, , ct_cpu_##NAME##_##SFX##_body, CT_ALIGNED_STORE_LOOP) \
-  CT_BINARY_BODY(NAME, SFX, T, C, OSFX, OT, CT_CPU_TARGET_AVX2, ct_cpu_##NAME##_##SFX##_wide_body, \
-                 CT_ALIGNED_STORE_LOOP_WIDE)                                                       \
-  CT_CPU_ISA_LOOP_WIDE(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                \
-  static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_entry = {ct_cpu_##NAME##_##SFX};
+/* out = op(x1, x2), output dtype OSFX/OT. */
+#define CT_BINARY_LOOP(NAME, SFX, T, C, OSFX, OT) \
+  CT_ELEMENTWISE_LOOP(CT_BINARY_BODY, NAME, SFX, T, C, OSFX, OT)
 
 /* X-macro adapters: the same-dtype forms, for use as LIST(CT_UNARY_SAME_X, op). */
 #define CT_UNARY_SAME_X(NAME, SFX, T, C, U, ID) CT_UNARY_LOOP(NAME, SFX, T, C, SFX, T)
