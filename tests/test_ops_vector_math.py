@@ -326,3 +326,22 @@ def test_maps_peel_to_the_output_vector_boundary(n):
                 ops.layer_norm(x, w, normalized_shape=[n], out=out)
             np.testing.assert_array_equal(out, ref, err_msg=f"{op} at offset {start}")
             assert (guard[:start] == -7.0).all() and (guard[start + 2 * n:] == -7.0).all()
+
+
+@pytest.mark.parametrize("n", [16, 17, 31, 100, 1000, 4099])
+def test_in_place_maps_read_no_output(n):
+    """An in-place map computes its first and last (unaligned) blocks before storing anything:
+    exp in place gives the out-of-place bits at every start within 64 bytes, as does softmax,
+    whose last pass scales its output in place."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((3, n)) * 4).astype(np.float32)
+    want_exp, want_softmax = ops.exp(x), ops.softmax(x, axis=-1)
+    for start in range(16):
+        guard = np.full(3 * n + 32, -7.0, np.float32)
+        y = guard[start:start + 3 * n].reshape(3, n)
+        y[...] = x
+        ops.exp(y, out=y)
+        np.testing.assert_array_equal(y.view(np.uint32), want_exp.view(np.uint32))
+        ops.softmax(x, axis=-1, out=y)
+        np.testing.assert_array_equal(y.view(np.uint32), want_softmax.view(np.uint32))
+        assert (guard[:start] == -7.0).all() and (guard[start + 3 * n:] == -7.0).all()

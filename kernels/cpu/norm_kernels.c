@@ -20,6 +20,7 @@
 #include "cpu_dtypes.h"
 #include "cpu_isa.h"
 #include "cpu_register.h"
+#include "stream_store.h"
 #include "strided_iter.h"
 #include "vector_math.h"
 
@@ -287,15 +288,17 @@ static inline void ct_norm_row_next(const ct_norm_job* job, int64_t* index, int6
     const T* ws = (const T*)job->base[CT_NORM_W];                                              \
     const T* bs = (const T*)job->base[CT_NORM_B];                                              \
     const bool contiguous = ct_norm_rows_contiguous(job);                                      \
+    /* a huge share of the output skips the caches (stream_store.h) */                         \
+    const int stream = ct_stream_worth((end - begin) * job->inner * (int64_t)sizeof(T));       \
     int64_t index[CT_MAX_NDIM], off[CT_NORM_OPERANDS];                                         \
     ct_norm_row_start(job, begin, index, off);                                                 \
     for (int64_t r = begin; r < end; ++r, ct_norm_row_next(job, index, off)) {                 \
       if (contiguous && CT_NORM_VECTOR_##SFX) {                                                \
-        ct_vector_math_get()->norm_row_f32((const float*)(xs + off[CT_NORM_X]),                \
-                                           (float*)(ys + off[CT_NORM_OUT]),                    \
-                                           ws ? (const float*)(ws + off[CT_NORM_W]) : NULL,    \
-                                           bs ? (const float*)(bs + off[CT_NORM_B]) : NULL,    \
-                                           job->inner, job->mode == CT_NORM_LAYER, job->eps);  \
+        ct_vector_math_get()->norm_row_f32(                                                    \
+            (const float*)(xs + off[CT_NORM_X]), (float*)(ys + off[CT_NORM_OUT]),              \
+            ws ? (const float*)(ws + off[CT_NORM_W]) : NULL,                                   \
+            bs ? (const float*)(bs + off[CT_NORM_B]) : NULL, job->inner,                       \
+            job->mode == CT_NORM_LAYER, job->eps, stream);                                     \
         continue;                                                                              \
       }                                                                                        \
       if (contiguous) {                                                                        \
@@ -329,6 +332,7 @@ static inline void ct_norm_row_next(const ct_norm_job* job, int64_t* index, int6
         ys[y] = ct_store_##SFX(v);                                                             \
       });                                                                                      \
     }                                                                                          \
+    if (stream) ct_stream_fence(); /* the rows' non-temporal stores, once */                   \
   }                                                                                            \
                                                                                                \
   static int ct_cpu_norm_run_##SFX(const ct_kernel_call* call, ct_norm_mode mode) {            \

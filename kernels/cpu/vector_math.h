@@ -30,9 +30,10 @@
  * dst may be src (in place). */
 typedef struct ct_vector_math {
   const char* isa; /* "generic", "avx2" or "avx512" */
-  /* dst = exp(src); with stream != 0, dst is written with non-temporal stores (the same
-   * results; stream_store.h says when that pays). softmax and layer_norm rows measured no faster
-   * with them (4096 x 1024), so they store normally. */
+  /* dst = exp(src); with stream != 0, dst's whole lines are written with non-temporal stores
+   * (the same results; stream_store.h says when that pays), which the caller fences
+   * (ct_stream_fence) after its last call. softmax rows store normally: their last pass rescales
+   * a row still in cache. */
   void (*exp_f32)(const float* src, float* dst, int64_t n, int stream);
   /* The largest element, nan if any is nan; -inf for n == 0. */
   float (*max_f32)(const float* src, int64_t n);
@@ -46,9 +47,10 @@ typedef struct ct_vector_math {
   /* One layer_norm (center != 0) or rms_norm (center == 0) row: the mean, then the sum of
    * squared deviations corrected by their sum (partial sums in float over 8 blocks of 16
    * elements, totals in double), then dst = (src - mean) * rstd * weight + bias; weight and
-   * bias may be NULL. Prefetches the n elements after src and dst (the next row) meanwhile. */
+   * bias may be NULL. Prefetches the n elements after src (the next row) meanwhile. With stream,
+   * dst is written with non-temporal stores as exp_f32's. */
   void (*norm_row_f32)(const float* src, float* dst, const float* weight, const float* bias,
-                       int64_t n, int center, double eps);
+                       int64_t n, int center, double eps, int stream);
 } ct_vector_math;
 
 CT_INTERNAL extern const ct_vector_math ct_vector_math_generic;

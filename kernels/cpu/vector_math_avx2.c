@@ -9,7 +9,6 @@
 #define CT_VM_MAX(a, b) _mm256_max_ps((a), (b))
 #define CT_VM_MIN(a, b) _mm256_min_ps((a), (b))
 #define CT_VM_STREAM(p, v) _mm256_stream_ps((p), (v))
-#define CT_VM_FENCE() _mm_sfence()
 /* Whether any lane of an integer vector has its sign bit set. */
 #define CT_VM_ANY_SIGN(v) _mm256_movemask_ps((__m256)(v))
 #define CT_VM_MASK_LOAD(p, count, live) _mm256_maskload_ps((p), (__m256i)(live))

@@ -11,7 +11,6 @@
 /* y · 2^n for a vector n of whole numbers (vscalefps: one instruction, one rounding) */
 #define CT_VM_SCALE_BY_POW2(y, n) _mm512_scalef_ps((y), (n))
 #define CT_VM_STREAM(p, v) _mm512_stream_ps((p), (v))
-#define CT_VM_FENCE() _mm_sfence()
 #define CT_VM_MASK_LOAD(p, count, live) \
   _mm512_maskz_loadu_ps((__mmask16)((1u << (count)) - 1u), (p))
 #define CT_VM_MASK_STORE(p, count, live, v) \

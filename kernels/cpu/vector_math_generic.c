@@ -13,14 +13,12 @@
 #define CT_VM_MAX(a, b) _mm_max_ps((a), (b))
 #define CT_VM_MIN(a, b) _mm_min_ps((a), (b))
 #define CT_VM_STREAM(p, v) _mm_stream_ps((p), (v))
-#define CT_VM_FENCE() _mm_sfence()
 /* Whether any lane of an integer vector has its sign bit set. */
 #define CT_VM_ANY_SIGN(v) _mm_movemask_ps((__m128)(v))
 #else
 #define CT_VM_MAX(a, b) ct_vm_select((a) > (b), (a), (b))
 #define CT_VM_MIN(a, b) ct_vm_select((a) < (b), (a), (b))
 #define CT_VM_STREAM(p, v) memcpy((p), &(v), sizeof(v))
-#define CT_VM_FENCE() ((void)0)
 #endif
 #include "vector_math_impl.h"
 
