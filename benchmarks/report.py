@@ -92,6 +92,9 @@ def table(document: dict) -> str:
 
 
 def write_json(document: dict, path: str) -> None:
+    """Writes the run to path, making its directory first (a run takes minutes: a missing
+    directory must not lose it)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1)
         f.write("\n")
