@@ -82,6 +82,12 @@ CT_CPU_TARGET_AVX2 static double ct_sum_f32_lanes_avx2(const float* x, int64_t n
   return (r[0] + r[1]) + (r[2] + r[3]);
 }
 
+/* a[k] += the four floats at p + 4k, widened (k < 4): one 16-column step of both row loops. */
+CT_CPU_TARGET_AVX2 __attribute__((always_inline)) static inline void ct_sum_f32_add16(
+    __m256d* a, const float* p) {
+  for (int k = 0; k < 4; ++k) a[k] = _mm256_add_pd(a[k], _mm256_cvtps_pd(_mm_loadu_ps(p + 4 * k)));
+}
+
 /* Four column vectors (16 columns) at a time: independent addition chains. */
 CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_step, int64_t rows,
                                                     int64_t step, int64_t n, double* acc) {
@@ -100,16 +106,10 @@ CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_s
       const float* p = (const float*)(x + r * row_step);
       int64_t j = 0;
       for (; j < wide; j += 16) {
-        __m256d a0 = _mm256_loadu_pd(acc + j), a1 = _mm256_loadu_pd(acc + j + 4);
-        __m256d a2 = _mm256_loadu_pd(acc + j + 8), a3 = _mm256_loadu_pd(acc + j + 12);
-        a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p + j)));
-        a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + j + 4)));
-        a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + j + 8)));
-        a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(p + j + 12)));
-        _mm256_storeu_pd(acc + j, a0);
-        _mm256_storeu_pd(acc + j + 4, a1);
-        _mm256_storeu_pd(acc + j + 8, a2);
-        _mm256_storeu_pd(acc + j + 12, a3);
+        __m256d a[4];
+        for (int k = 0; k < 4; ++k) a[k] = _mm256_loadu_pd(acc + j + 4 * k);
+        ct_sum_f32_add16(a, p + j);
+        for (int k = 0; k < 4; ++k) _mm256_storeu_pd(acc + j + 4 * k, a[k]);
       }
       for (; j < vectorised; j += 4) {
         _mm256_storeu_pd(
@@ -124,19 +124,10 @@ CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_s
   }
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
-    __m256d a0 = _mm256_loadu_pd(acc + j), a1 = _mm256_loadu_pd(acc + j + 4);
-    __m256d a2 = _mm256_loadu_pd(acc + j + 8), a3 = _mm256_loadu_pd(acc + j + 12);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* p = (const float*)(x + r * row_step) + j;
-      a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
-      a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
-      a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
-      a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(p + 12)));
-    }
-    _mm256_storeu_pd(acc + j, a0);
-    _mm256_storeu_pd(acc + j + 4, a1);
-    _mm256_storeu_pd(acc + j + 8, a2);
-    _mm256_storeu_pd(acc + j + 12, a3);
+    __m256d a[4];
+    for (int k = 0; k < 4; ++k) a[k] = _mm256_loadu_pd(acc + j + 4 * k);
+    for (int64_t r = 0; r < rows; ++r) ct_sum_f32_add16(a, (const float*)(x + r * row_step) + j);
+    for (int k = 0; k < 4; ++k) _mm256_storeu_pd(acc + j + 4 * k, a[k]);
   }
   for (; j + 4 <= n; j += 4) {
     __m256d a = _mm256_loadu_pd(acc + j);

@@ -57,23 +57,22 @@ enum { CT_STREAM_OFF = 0, CT_STREAM_NARROW = 1, CT_STREAM_WIDE = 2 };
     !defined(CT_NO_ISA_VARIANTS)
 #include <immintrin.h>
 #define CT_STREAM_WIDE_STORES 1
-/* ct_stream_copy's 32-byte stores, called only where the CPU has AVX2 (CT_STREAM_WIDE). GCC
- * keeps it out of line (the loops that call it are compiled for several targets): one call per
- * block of CT_STREAM_BLOCK_BYTES. */
-__attribute__((target("avx"))) static inline void ct_stream_copy_wide(void* dst, const void* src,
-                                                                      int64_t bytes) {
-  for (int64_t b = 0; b < bytes; b += 32) {
-    _mm256_stream_ps((float*)(void*)((char*)dst + b),
-                     _mm256_load_ps((const float*)(const void*)((const char*)src + b)));
-  }
-}
-/* One 64-byte line from src (64-byte aligned) to dst (on a line boundary), 32 bytes a store,
- * inlined: only for the AVX2 and AVX-512 copies of a loop (CT_CPU_ISA_LOOP_WIDE), where GCC
- * keeps a line computed into a local buffer in registers and stores it from there. */
+/* One 64-byte line from src (64-byte aligned) to dst (on a line boundary), 32 bytes a store.
+ * Inlined into the AVX2 and AVX-512 copies of a loop (CT_CPU_ISA_LOOP_WIDE), where GCC keeps a
+ * line computed into a local buffer in registers and stores it from there. */
 __attribute__((target("avx"), always_inline)) static inline void ct_stream_line_wide(
     void* dst, const void* src) {
   _mm256_stream_ps((float*)dst, _mm256_load_ps((const float*)src));
   _mm256_stream_ps((float*)dst + 8, _mm256_load_ps((const float*)src + 8));
+}
+/* ct_stream_copy's 32-byte stores, called only where the CPU has AVX2 (CT_STREAM_WIDE), line by
+ * line. GCC keeps it out of line (the loops that call it are compiled for several targets): one
+ * call per block of CT_STREAM_BLOCK_BYTES. */
+__attribute__((target("avx"))) static inline void ct_stream_copy_wide(void* dst, const void* src,
+                                                                      int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += CT_STREAM_LINE_BYTES) {
+    ct_stream_line_wide((char*)dst + b, (const char*)src + b);
+  }
 }
 #endif
 

@@ -90,6 +90,14 @@ CT_VM_INLINE ct_vm_block ct_vm_load_block(const float* p) {
 CT_VM_INLINE void ct_vm_store_block(float* p, const ct_vm_block* b) {
   for (int k = 0; k < CT_VM_VECS; ++k) memcpy(p + k * CT_VM_LANES, &b->v[k], sizeof b->v[k]);
 }
+/* Elements [first, first + count) of block b to p[0, count), through a buffer (plain stores that
+ * never touch the rest of the block's span). */
+CT_VM_INLINE void ct_vm_store_slice(float* p, const ct_vm_block* b, int64_t first, int64_t count) {
+  float buffer[CT_VM_BLOCK];
+  ct_vm_store_block(buffer, b);
+  memcpy(p, buffer + first, (size_t)count * sizeof(float));
+}
+
 /* The first n (< CT_VM_BLOCK) floats of p, the rest `fill`; and the matching store. Sets with
  * masked loads and stores (CT_VM_MASK_LOAD(p, count, live), CT_VM_MASK_STORE(p, count, live, v):
  * the first `count` lanes, `live` their mask) touch only those elements; the others go through
@@ -128,9 +136,7 @@ CT_VM_INLINE ct_vm_block ct_vm_load_part(const float* p, int64_t n, float fill) 
   return ct_vm_load_block(buffer);
 }
 CT_VM_INLINE void ct_vm_store_part(float* p, int64_t n, const ct_vm_block* b) {
-  float buffer[CT_VM_BLOCK];
-  ct_vm_store_block(buffer, b);
-  memcpy(p, buffer, (size_t)n * sizeof(float));
+  ct_vm_store_slice(p, b, 0, n);
 }
 #endif
 CT_VM_INLINE void ct_vm_sums_zero(ct_vm_sums* s) {
@@ -323,14 +329,6 @@ CT_VM_INLINE ct_vm_block ct_vm_map_block(ct_vm_map_kind kind, const ct_vm_map* m
     }
   }
   return x;
-}
-
-/* Elements [first, first + count) of block b to p[0, count), through a buffer (plain stores that
- * never touch the rest of the block's span). */
-CT_VM_INLINE void ct_vm_store_slice(float* p, const ct_vm_block* b, int64_t first, int64_t count) {
-  float buffer[CT_VM_BLOCK];
-  ct_vm_store_block(buffer, b);
-  memcpy(p, buffer + first, (size_t)count * sizeof(float));
 }
 
 /* dst[0, n) = the map. With stream (and dst float-aligned), the whole 64-byte lines of dst go out
