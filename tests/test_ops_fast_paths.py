@@ -74,6 +74,8 @@ for n in (1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 4099):
     z[4] = -z[3]
     for name in ("max", "min"):
         results[f"{name}_f32_{n}"] = getattr(ops, name)(z, axis=1).view(np.uint32)
+    for name in ("argmax", "argmin"):
+        results[f"{name}_f32_{n}"] = getattr(ops, name)(z, axis=1)
     if n >= 3:
         results[f"max_pool2d_{n}"] = ops.max_pool2d(
             x.reshape(1, 3, 1, n), kernel_size=[1, 3], stride=[1, 2]).view(np.uint32)

@@ -750,6 +750,40 @@ def test_argmin_first_occurrence_and_nan():
     assert ctensor.ops.argmin(t, axis=1).tolist() == [1]
 
 
+@pytest.mark.parametrize("n", [63, 64, 65, 1023, 1024, 1025, 2500])
+def test_float32_argmax_rows_match_numpy(n):
+    """float32 rows take the vector extremum of each 1024-element block, then a vector search
+    for the winner inside the winning block: ties (the first wins, within a 32-element step,
+    across steps and across blocks), signed zeros, infinities and nans as NumPy has them."""
+    rng = np.random.default_rng(n)
+    rows = []
+    for _ in range(40):
+        row = rng.standard_normal(n).astype(np.float32)
+        kind = rng.integers(6)
+        if kind == 1:  # the maximum (minimum) repeated, possibly in the same step
+            top = np.float32(9.0) if rng.random() < 0.5 else np.float32(-9.0)
+            row[rng.choice(n, size=min(n, 4), replace=False)] = top
+        elif kind == 2:  # only zeros of both signs at the extremum
+            row = -np.abs(row) - 1
+            row[rng.choice(n, size=min(n, 3), replace=False)] = [-0.0, 0.0, -0.0][: min(n, 3)]
+            if rng.random() < 0.5:
+                row = -row
+        elif kind == 3:  # nans, the first wins
+            row[rng.choice(n, size=2, replace=False)] = np.nan
+        elif kind == 4:
+            row[rng.integers(n)] = np.inf
+            row[rng.integers(n)] = -np.inf
+        elif kind == 5:  # all equal
+            row[:] = np.float32(rng.standard_normal())
+        rows.append(row)
+    x = np.stack(rows)
+    for view in (x, x[:, 1:]):  # aligned and unaligned rows
+        np.testing.assert_array_equal(ctensor.ops.argmax(view, axis=1), np.argmax(view, axis=1))
+        np.testing.assert_array_equal(ctensor.ops.argmin(view, axis=1), np.argmin(view, axis=1))
+    for row in rows[:8]:
+        assert ctensor.ops.argmax(row) == np.argmax(row)
+
+
 # ----- softmax ----------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@
 
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
+#include "reduce_f32.h"
 #include "reduce_plan.h"
 
 /* nan test per compute type (integers and bool have none). */
@@ -37,6 +38,15 @@ static inline int ct_isnan_double(double v) {
 #define CT_ARGMAX_BETTER(C, v, best) ((v) > (best) || (ct_isnan_##C(v) && !ct_isnan_##C(best)))
 #define CT_ARGMIN_BETTER(C, v, best) ((v) < (best) || (ct_isnan_##C(v) && !ct_isnan_##C(best)))
 
+/* The block extremum and the search inside the winning block: float32 takes reduce_f32.h's
+ * vector loops (bitwise the same results), other types the families' own. */
+#define CT_ARG_PICK_F32_argmax ct_cpu_max_f32
+#define CT_ARG_PICK_F32_argmin ct_cpu_min_f32
+#define CT_ARG_BLOCK_PICK(OP, SFX, T) \
+  _Generic((T*)0, float*: CT_ARG_PICK_F32_##OP, default: ct_##OP##_##SFX##_pick)
+#define CT_ARG_FIND(OP, SFX, T) \
+  _Generic((T*)0, float*: ct_cpu_find_f32, default: ct_##OP##_##SFX##_find)
+
 #define CT_ARG_FAMILY(OP, SFX, T, C, BETTER, LOOP)                                                \
   typedef struct ct_##OP##_##SFX##_acc {                                                          \
     C value;                                                                                      \
@@ -47,6 +57,28 @@ static inline int ct_isnan_double(double v) {
     for (int64_t j = 0; j < n; ++j) {                                                             \
       a[j].value = (C)0;                                                                          \
       a[j].index = -1;                                                                            \
+    }                                                                                             \
+  }                                                                                               \
+  /* m merged with the best of q[0..len) (a nan wins) */                                          \
+  CT_CPU_HOT static C ct_##OP##_##SFX##_pick(const T* q, int64_t len, C m) {                      \
+    LOOP(C, len, ct_load_##SFX(q[ct_i]), m);                                                      \
+    return m;                                                                                     \
+  }                                                                                               \
+  /* the first i < len with q[i] == best (a nan best: the first nan); one is there */             \
+  CT_CPU_HOT static int64_t ct_##OP##_##SFX##_find(const T* q, int64_t len, C best) {             \
+    const int best_nan = ct_isnan_##C(best);                                                      \
+    int64_t at = 0;                                                                               \
+    for (; at + CT_NANMAX_WIDTH <= len; at += CT_NANMAX_WIDTH) {                                  \
+      int hit = 0;                                                                                \
+      for (int k = 0; k < CT_NANMAX_WIDTH; ++k) {                                                 \
+        const C v = ct_load_##SFX(q[at + k]);                                                     \
+        hit |= (v == best) | (ct_isnan_##C(v) & best_nan);                                        \
+      }                                                                                           \
+      if (hit) break;                                                                             \
+    }                                                                                             \
+    for (;; ++at) {                                                                               \
+      const C v = ct_load_##SFX(q[at]);                                                           \
+      if ((v == best) | (ct_isnan_##C(v) & best_nan)) return at;                                  \
     }                                                                                             \
   }                                                                                               \
   CT_CPU_HOT static void ct_##OP##_##SFX##_run(const char* x, int64_t step, int64_t n,            \
@@ -61,8 +93,7 @@ static inline int ct_isnan_double(double v) {
       for (int64_t b = 0; b < n && !ct_isnan_##C(best); b += CT_ARGMAX_BLOCK) {                   \
         const int64_t len = n - b < CT_ARGMAX_BLOCK ? n - b : CT_ARGMAX_BLOCK;                    \
         const T* q = p + b;                                                                       \
-        C m = ct_load_##SFX(q[0]);                                                                \
-        LOOP(C, len, ct_load_##SFX(q[ct_i]), m);                                                  \
+        const C m = CT_ARG_BLOCK_PICK(OP, SFX, T)(q, len, ct_load_##SFX(q[0]));                   \
         if ((a->index < 0 && block < 0) || BETTER(C, m, best)) {                                  \
           best = m;                                                                               \
           block = b;                                                                              \
@@ -70,20 +101,7 @@ static inline int ct_isnan_double(double v) {
       }                                                                                           \
       if (block < 0) return;                                                                      \
       const int64_t end = n - block < CT_ARGMAX_BLOCK ? n : block + CT_ARGMAX_BLOCK;              \
-      const int best_nan = ct_isnan_##C(best);                                                    \
-      int64_t at = block;                                                                         \
-      for (; at + CT_NANMAX_WIDTH <= end; at += CT_NANMAX_WIDTH) {                                \
-        int hit = 0;                                                                              \
-        for (int k = 0; k < CT_NANMAX_WIDTH; ++k) {                                               \
-          const C v = ct_load_##SFX(p[at + k]);                                                   \
-          hit |= (v == best) | (ct_isnan_##C(v) & best_nan);                                      \
-        }                                                                                         \
-        if (hit) break;                                                                           \
-      }                                                                                           \
-      for (;; ++at) {                                                                             \
-        const C v = ct_load_##SFX(p[at]);                                                         \
-        if ((v == best) | (ct_isnan_##C(v) & best_nan)) break;                                    \
-      }                                                                                           \
+      const int64_t at = block + CT_ARG_FIND(OP, SFX, T)(p + block, end - block, best);           \
       a->value = best;                                                                            \
       a->index = index + at;                                                                      \
       return;                                                                                     \

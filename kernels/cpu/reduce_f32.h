@@ -41,4 +41,8 @@ CT_INTERNAL void ct_cpu_sum_rows_f32(const char* x, int64_t row_step, int64_t ro
 CT_INTERNAL float ct_cpu_max_f32(const float* x, int64_t n, float m);
 CT_INTERNAL float ct_cpu_min_f32(const float* x, int64_t n, float m);
 
+/* The first i < n with x[i] == value (where value is a nan: the first nan), or n: argmax's and
+ * argmin's search for the winner inside its block. */
+CT_INTERNAL int64_t ct_cpu_find_f32(const float* x, int64_t n, float value);
+
 #endif /* CTENSOR_CPU_REDUCE_F32_H_ */
