@@ -428,3 +428,42 @@ def test_huge_broadcast_rows_streamed_give_numpy_values(cols):
     out = np.empty_like(m)
     assert ops.add(m, row, out=out) is out
     np.testing.assert_array_equal(out, m + row)
+
+
+# ----- strided inputs gathered into contiguous buffers -----
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "complex128"])
+@pytest.mark.parametrize("step", [2, 3, -2])
+@pytest.mark.parametrize("n", [63, 64, 1023, 1024, 1025, 5000])
+def test_strided_input_gathered_gives_numpy_values(dtype, step, n):
+    """A contiguous output with one strided input (elements at most a line apart) and otherwise
+    broadcast inputs: the engine gathers the input 4 KB at a time (strided_iter.c) so the loop
+    runs its contiguous path; runs under 64 elements, wide steps and two strided inputs are
+    left to the loop. Values as NumPy's, nothing outside the output written."""
+    rng = np.random.default_rng(n)
+    base = (rng.standard_normal(abs(step) * n + 5) * 4).astype(dtype)
+    x = base[::step][:n] if step > 0 else base[::step][:n]
+    guard = np.full(n + 2, 7, dtype)
+    out = guard[1:-1]
+    scalar = base[4:5]
+    np.testing.assert_array_equal(ops.negative(x, out=out), -x)
+    np.testing.assert_array_equal(ops.multiply(x, scalar, out=out), x * scalar)
+    np.testing.assert_array_equal(ops.subtract(scalar, x, out=out), scalar - x)
+    if dtype in ("float32", "float64", "complex128"):
+        assert_close(ops.exp(x, out=out), np.exp(x.astype(np.complex128 if dtype == "complex128"
+                                                           else np.float64)), dtype)
+    y = base[1::step][:n] if step > 0 else base[-2::step][:n]  # two strided inputs
+    np.testing.assert_array_equal(ops.add(x, y, out=out), x + y)
+    assert guard[0] == 7 and guard[-1] == 7
+
+
+def test_strided_column_blocks_and_wide_steps():
+    rng = np.random.default_rng(9)
+    m = rng.standard_normal((300, 2 * 777)).astype(np.float32)
+    np.testing.assert_array_equal(ops.multiply(m[:, ::2], 3.0), m[:, ::2] * np.float32(3.0))
+    np.testing.assert_array_equal(ops.sqrt(np.abs(m[:, 1::2])), np.sqrt(np.abs(m[:, 1::2])))
+    wide = rng.standard_normal(40 * 1000).astype(np.float32)[::40]  # 160 bytes apart: not gathered
+    assert_close(ops.exp(wide), np.exp(wide.astype(np.float64)), "float32")
+    short = m[0, :120:2]  # 60 elements: under the gathered run length
+    np.testing.assert_array_equal(ops.negative(short), -short)

@@ -13,13 +13,98 @@
 
 _Thread_local int ct_cpu_stream_output = 0;
 
+/* Inner runs at least this long whose output is contiguous, with one strided input (its elements
+ * at most a cache line apart) and every other input broadcast, gather that input into a buffer
+ * on the thread's stack, CT_ITER_STAGE_BYTES at a time (elements of at most a 64th of that), so
+ * that the loop runs its contiguous (vectorised) path. Measured on 2 threads, float32 stride 2:
+ * exp 3.5 -> 20-25 GB/s, negative +20%, a strided column block times a scalar +20%. Where another
+ * input is read contiguously or is strided too, the loop's own strided path kept more memory
+ * streams in flight (float32 add of two stride-2 inputs: 19 against 14 GB/s gathered), so those
+ * are left as they are. */
+#define CT_ITER_STAGE_MIN_RUN 64
+#define CT_ITER_STAGE_MAX_STEP 64
+#define CT_ITER_STAGE_BYTES 4096
+
 typedef struct ct_iter_plan {
   int32_t num_operands;
   int32_t ndim;
   int64_t shape[CT_MAX_NDIM];
   int64_t strides[CT_CPU_MAX_OPERANDS][CT_MAX_NDIM];
   char* bases[CT_CPU_MAX_OPERANDS];
+  /* bytes per element of each operand, where the loop is element-wise and may be handed
+   * gathered inputs (ct_cpu_elementwise_run); 0: run the loop on the operands as they are */
+  int64_t itemsizes[CT_CPU_MAX_OPERANDS];
 } ct_iter_plan;
+
+/* dst[0 .. n) = the n elements of `size` bytes at src, src + step, ...; the common sizes with
+ * constant-size copies (and stride 2 with a constant step, which compilers vectorise). */
+#define CT_ITER_GATHER_SIZED(UT)                                                           \
+  do {                                                                                     \
+    UT* d = (UT*)(void*)dst;                                                               \
+    if (step == 2 * (int64_t)sizeof(UT)) {                                                 \
+      for (int64_t i = 0; i < n; ++i) memcpy(&d[i], src + 2 * i * sizeof(UT), sizeof(UT)); \
+    } else {                                                                               \
+      for (int64_t i = 0; i < n; ++i) memcpy(&d[i], src + i * step, sizeof(UT));           \
+    }                                                                                      \
+  } while (0)
+static void ct_iter_gather(char* restrict dst, const char* restrict src, int64_t step, int64_t size,
+                           int64_t n) {
+  switch (size) {
+    case 1:
+      CT_ITER_GATHER_SIZED(uint8_t);
+      break;
+    case 2:
+      CT_ITER_GATHER_SIZED(uint16_t);
+      break;
+    case 4:
+      CT_ITER_GATHER_SIZED(uint32_t);
+      break;
+    case 8:
+      CT_ITER_GATHER_SIZED(uint64_t);
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) memcpy(dst + i * size, src + i * step, (size_t)size);
+  }
+}
+#undef CT_ITER_GATHER_SIZED
+
+/* The input that runs of `run` elements with these steps gather (see CT_ITER_STAGE_BYTES), or
+ * -1 for none. */
+static int32_t ct_iter_gathered_input(const ct_iter_plan* p, const int64_t* steps, int64_t run) {
+  const int32_t out = p->num_operands - 1;
+  if (run < CT_ITER_STAGE_MIN_RUN || p->itemsizes[out] <= 0 || steps[out] != p->itemsizes[out]) {
+    return -1;
+  }
+  int32_t gathered = -1;
+  for (int32_t i = 0; i < out; ++i) {
+    if (steps[i] == 0) continue;
+    const int64_t step = steps[i] < 0 ? -steps[i] : steps[i];
+    if (gathered >= 0 || step == p->itemsizes[i] || step > CT_ITER_STAGE_MAX_STEP ||
+        p->itemsizes[i] <= 0 || p->itemsizes[i] > CT_ITER_STAGE_BYTES / 64) {
+      return -1;
+    }
+    gathered = i;
+  }
+  return gathered;
+}
+
+/* loop over n elements at data/steps, input g gathered into a contiguous buffer chunk by chunk. */
+static void ct_iter_staged_call(const ct_iter_plan* p, char* const* data, const int64_t* steps,
+                                int64_t n, int32_t g, ct_cpu_strided_loop loop, const void* extra) {
+  _Alignas(64) char buffer[CT_ITER_STAGE_BYTES];
+  char* chunk_data[CT_CPU_MAX_OPERANDS];
+  int64_t chunk_steps[CT_CPU_MAX_OPERANDS];
+  for (int32_t i = 0; i < p->num_operands; ++i) chunk_steps[i] = steps[i];
+  chunk_steps[g] = p->itemsizes[g];
+  const int64_t chunk = CT_ITER_STAGE_BYTES / p->itemsizes[g];
+  for (int64_t done = 0; done < n; done += chunk) {
+    const int64_t count = n - done < chunk ? n - done : chunk;
+    for (int32_t i = 0; i < p->num_operands; ++i) chunk_data[i] = data[i] + done * steps[i];
+    ct_iter_gather(buffer, chunk_data[g], steps[g], p->itemsizes[g], count);
+    chunk_data[g] = buffer;
+    loop(chunk_data, chunk_steps, count, extra);
+  }
+}
 
 void ct_cpu_broadcast_strides(const ct_tensor* t, int32_t ndim, const int64_t* shape,
                               int64_t* byte_strides) {
@@ -115,11 +200,16 @@ static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
       ct_stream_worth((end - begin) * out_step) && run * out_step >= CT_STREAM_MIN_RUN_BYTES
           ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)
           : CT_STREAM_OFF;
+  const int32_t gathered = ct_iter_gathered_input(p, steps, run);
   int64_t position = begin;
   while (position < end) {
     const int64_t count = (run - offset < end - position) ? run - offset : end - position;
     for (int32_t i = 0; i < nop; ++i) data[i] = rows[i] + offset * steps[i];
-    loop(data, steps, count, extra);
+    if (gathered >= 0) {
+      ct_iter_staged_call(p, data, steps, count, gathered, loop, extra);
+    } else {
+      loop(data, steps, count, extra);
+    }
     position += count;
     offset = 0;
     /* advance the outer odometer */
@@ -136,11 +226,14 @@ static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
   }
 }
 
-void ct_cpu_iterate_raw(int32_t num_operands, char* const* bases, const int64_t* byte_strides,
-                        int32_t ndim, const int64_t* shape, ct_cpu_strided_loop loop,
-                        const void* extra) {
+/* ct_cpu_iterate_raw, with the operands' element sizes where the loop is element-wise (NULL: the
+ * loop sees the operands as they are). */
+static void ct_iterate(int32_t num_operands, char* const* bases, const int64_t* byte_strides,
+                       int32_t ndim, const int64_t* shape, const int64_t* itemsizes,
+                       ct_cpu_strided_loop loop, const void* extra) {
   ct_iter_plan plan;
   plan.num_operands = num_operands;
+  for (int32_t i = 0; i < num_operands; ++i) plan.itemsizes[i] = itemsizes ? itemsizes[i] : 0;
   plan.ndim = ndim;
   int64_t total = 1;
   for (int32_t k = 0; k < ndim; ++k) {
@@ -171,16 +264,32 @@ void ct_cpu_iterate_raw(int32_t num_operands, char* const* bases, const int64_t*
   }
 }
 
-void ct_cpu_iterate(int32_t num_operands, const ct_tensor* const* operands,
-                    ct_cpu_strided_loop loop, const void* extra) {
+void ct_cpu_iterate_raw(int32_t num_operands, char* const* bases, const int64_t* byte_strides,
+                        int32_t ndim, const int64_t* shape, ct_cpu_strided_loop loop,
+                        const void* extra) {
+  ct_iterate(num_operands, bases, byte_strides, ndim, shape, NULL, loop, extra);
+}
+
+/* ct_cpu_iterate; `elementwise`: the loop computes each output element from the inputs' elements
+ * at the same position only, so it may be handed gathered copies of strided inputs. */
+static void ct_iterate_tensors(int32_t num_operands, const ct_tensor* const* operands,
+                               bool elementwise, ct_cpu_strided_loop loop, const void* extra) {
   const ct_tensor* out = operands[num_operands - 1];
   char* bases[CT_CPU_MAX_OPERANDS];
   int64_t strides[CT_CPU_MAX_OPERANDS * CT_MAX_NDIM];
+  int64_t itemsizes[CT_CPU_MAX_OPERANDS];
   for (int32_t i = 0; i < num_operands; ++i) {
     bases[i] = ct_tensor_base(operands[i]);
+    itemsizes[i] = ct_dtype_size(operands[i]->dtype);
     ct_cpu_broadcast_strides(operands[i], out->ndim, out->shape, &strides[i * out->ndim]);
   }
-  ct_cpu_iterate_raw(num_operands, bases, strides, out->ndim, out->shape, loop, extra);
+  ct_iterate(num_operands, bases, strides, out->ndim, out->shape, elementwise ? itemsizes : NULL,
+             loop, extra);
+}
+
+void ct_cpu_iterate(int32_t num_operands, const ct_tensor* const* operands,
+                    ct_cpu_strided_loop loop, const void* extra) {
+  ct_iterate_tensors(num_operands, operands, false, loop, extra);
 }
 
 int ct_cpu_elementwise_run(const ct_kernel_call* call) {
@@ -193,7 +302,10 @@ int ct_cpu_elementwise_run(const ct_kernel_call* call) {
     operands[n++] = call->outputs[i];
   }
   const ct_cpu_loop_entry* entry = call->kernel_data;
-  ct_cpu_iterate(n, operands, entry->loop, NULL);
+  /* Copy loops read strided inputs themselves (gathering first would copy twice); with several
+   * outputs, the operands before the last are not all inputs. */
+  ct_iterate_tensors(n, operands, entry->copy_itemsize == 0 && call->num_outputs == 1, entry->loop,
+                     NULL);
   return CT_OK;
 }
 
