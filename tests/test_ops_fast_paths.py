@@ -467,3 +467,46 @@ def test_strided_column_blocks_and_wide_steps():
     assert_close(ops.exp(wide), np.exp(wide.astype(np.float64)), "float32")
     short = m[0, :120:2]  # 60 elements: under the gathered run length
     np.testing.assert_array_equal(ops.negative(short), -short)
+
+
+def _lanes_then_in_order(row: np.ndarray, pick_max: bool) -> float:
+    """CT_NANPICK_LOOP's order (no nans): 32 lanes (lane k takes elements k, k + 32, ...; a later
+    equal element replaces the lane's), merged into the identity in lane order (an earlier equal
+    one stays), then the tail in order."""
+    better = (lambda v, m: v > m) if pick_max else (lambda v, m: v < m)
+    m = -np.inf if pick_max else np.inf
+    n, b = len(row), 0
+    if n >= 64:
+        lanes = list(row[:32])
+        for b in range(32, n - 31, 32):
+            block = row[b:b + 32]
+            lanes = [lane if better(lane, v) else v for lane, v in zip(lanes, block, strict=True)]
+        b = 32 * (n // 32)
+        for lane in lanes:
+            m = lane if better(lane, m) else m
+    for v in row[b:]:
+        m = v if better(v, m) else m
+    return m
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("n", [64, 100, 1000])
+def test_max_min_merge_lanes_in_order_when_the_extremum_is_zero(dtype, n):
+    """The lanes are merged pairwise (vector max/min) unless the result is a zero, where the
+    order decides between -0 and +0: each row's winning zero has the sign the in-order merge
+    gives."""
+    rng = np.random.default_rng(n)
+    rows = []
+    for _ in range(30):
+        row = -np.abs(rng.standard_normal(n)) - 1
+        zeros = rng.choice(n, size=4, replace=False)
+        row[zeros] = rng.choice([0.0, -0.0], size=4)
+        rows.append(row)
+    x = np.array(rows, dtype=dtype)
+    got_max = ops.max(x, axis=1)
+    got_min = ops.min(-x, axis=1)
+    for i, row in enumerate(x):
+        want = _lanes_then_in_order(row, True)
+        assert np.signbit(got_max[i]) == np.signbit(want) and got_max[i] == want, i
+        want = _lanes_then_in_order(-row, False)
+        assert np.signbit(got_min[i]) == np.signbit(want) and got_min[i] == want, i

@@ -111,44 +111,57 @@ typedef struct ct_reduce_vtable {
 /* M = PICK(M, LOAD) over ct_i in [0, N), LOAD an expression of ct_i, PICK CT_NAN_MAX or
  * CT_NAN_MIN, LANE the matching CT_LANE_MAX or CT_LANE_MIN. Long runs keep CT_NANMAX_WIDTH
  * independent extrema updated with LANE (one vector max/min) and, apart, whether a lane saw a nan;
- * if one did, the run's first nan is looked up again and becomes M (a nan wins, as in NumPy). */
+ * if one did, the run's first nan is looked up again and becomes M (a nan wins, as in NumPy). The
+ * result is the same as merging the lanes into M in order (which reduce_f32.c's loops match). */
 #define CT_NANMAX_WIDTH 32
-#define CT_NANPICK_LOOP(C, N, LOAD, M, PICK, LANE)                                           \
-  do {                                                                                       \
-    int64_t ct_b = 0;                                                                        \
-    if ((N) >= 2 * CT_NANMAX_WIDTH) {                                                        \
-      C ct_r[CT_NANMAX_WIDTH];                                                               \
-      int ct_nan[CT_NANMAX_WIDTH];                                                           \
-      for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {                                   \
-        const int64_t ct_i = ct_k;                                                           \
-        ct_r[ct_k] = (LOAD);                                                                 \
-        ct_nan[ct_k] = ct_r[ct_k] != ct_r[ct_k];                                             \
-      }                                                                                      \
-      for (ct_b = CT_NANMAX_WIDTH; ct_b + CT_NANMAX_WIDTH <= (N); ct_b += CT_NANMAX_WIDTH) { \
-        for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {                                 \
-          const int64_t ct_i = ct_b + ct_k;                                                  \
-          const C ct_v = (LOAD);                                                             \
-          ct_r[ct_k] = LANE(ct_r[ct_k], ct_v);                                               \
-          ct_nan[ct_k] |= ct_v != ct_v;                                                      \
-        }                                                                                    \
-      }                                                                                      \
-      int ct_any_nan = 0;                                                                    \
-      for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {                                   \
-        (M) = PICK((M), ct_r[ct_k]);                                                         \
-        ct_any_nan |= ct_nan[ct_k];                                                          \
-      }                                                                                      \
-      for (int64_t ct_i = 0; ct_any_nan && ct_i < ct_b; ++ct_i) {                            \
-        const C ct_v = (LOAD);                                                               \
-        if (ct_v != ct_v) {                                                                  \
-          (M) = PICK((M), ct_v);                                                             \
-          break;                                                                             \
-        }                                                                                    \
-      }                                                                                      \
-    }                                                                                        \
-    for (int64_t ct_i = ct_b; ct_i < (N); ++ct_i) {                                          \
-      const C ct_v = (LOAD);                                                                 \
-      (M) = PICK((M), ct_v);                                                                 \
-    }                                                                                        \
+#define CT_NANPICK_LOOP(C, N, LOAD, M, PICK, LANE)                                                \
+  do {                                                                                            \
+    int64_t ct_b = 0;                                                                             \
+    if ((N) >= 2 * CT_NANMAX_WIDTH) {                                                             \
+      C ct_r[CT_NANMAX_WIDTH];                                                                    \
+      int ct_nan[CT_NANMAX_WIDTH];                                                                \
+      for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {                                        \
+        const int64_t ct_i = ct_k;                                                                \
+        ct_r[ct_k] = (LOAD);                                                                      \
+        ct_nan[ct_k] = ct_r[ct_k] != ct_r[ct_k];                                                  \
+      }                                                                                           \
+      for (ct_b = CT_NANMAX_WIDTH; ct_b + CT_NANMAX_WIDTH <= (N); ct_b += CT_NANMAX_WIDTH) {      \
+        for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) {                                      \
+          const int64_t ct_i = ct_b + ct_k;                                                       \
+          const C ct_v = (LOAD);                                                                  \
+          ct_r[ct_k] = LANE(ct_r[ct_k], ct_v);                                                    \
+          ct_nan[ct_k] |= ct_v != ct_v;                                                           \
+        }                                                                                         \
+      }                                                                                           \
+      int ct_any_nan = 0;                                                                         \
+      for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) ct_any_nan |= ct_nan[ct_k];              \
+      /* The lanes pairwise (vector max/min), which gives what merging them in order gives        \
+       * except for which zero wins between -0 and +0 (nans are dealt with below): a zero         \
+       * result merges them in order. Merging in order always cost a branch per lane. */          \
+      C ct_t[CT_NANMAX_WIDTH / 2];                                                                \
+      for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH / 2; ++ct_k) {                                    \
+        ct_t[ct_k] = LANE(ct_r[ct_k], ct_r[ct_k + CT_NANMAX_WIDTH / 2]);                          \
+      }                                                                                           \
+      for (int ct_w = CT_NANMAX_WIDTH / 4; ct_w > 0; ct_w /= 2) {                                 \
+        for (int ct_k = 0; ct_k < ct_w; ++ct_k) ct_t[ct_k] = LANE(ct_t[ct_k], ct_t[ct_k + ct_w]); \
+      }                                                                                           \
+      if (ct_t[0] != (C)0) {                                                                      \
+        (M) = PICK((M), ct_t[0]);                                                                 \
+      } else {                                                                                    \
+        for (int ct_k = 0; ct_k < CT_NANMAX_WIDTH; ++ct_k) (M) = PICK((M), ct_r[ct_k]);           \
+      }                                                                                           \
+      for (int64_t ct_i = 0; ct_any_nan && ct_i < ct_b; ++ct_i) {                                 \
+        const C ct_v = (LOAD);                                                                    \
+        if (ct_v != ct_v) {                                                                       \
+          (M) = PICK((M), ct_v);                                                                  \
+          break;                                                                                  \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    for (int64_t ct_i = ct_b; ct_i < (N); ++ct_i) {                                               \
+      const C ct_v = (LOAD);                                                                      \
+      (M) = PICK((M), ct_v);                                                                      \
+    }                                                                                             \
   } while (0)
 #define CT_NANMAX_LOOP(C, N, LOAD, M) CT_NANPICK_LOOP(C, N, LOAD, M, CT_NAN_MAX, CT_LANE_MAX)
 #define CT_NANMIN_LOOP(C, N, LOAD, M) CT_NANPICK_LOOP(C, N, LOAD, M, CT_NAN_MIN, CT_LANE_MIN)
