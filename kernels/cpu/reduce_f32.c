@@ -1,4 +1,5 @@
-/* reduce_f32.c - float32 sum, max and min loops of the reduction engine (see reduce_f32.h). */
+/* reduce_f32.c - float32 sum, max and min loops of the reduction engine and argmax's search (see
+ * reduce_f32.h). */
 #include "reduce_f32.h"
 
 #include "cpu_isa.h"

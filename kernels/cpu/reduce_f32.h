@@ -1,5 +1,5 @@
-/* reduce_f32.h - float32 sum, max and min loops of the reduction engine, fast enough to run at
- * memory speed.
+/* reduce_f32.h - float32 sum, max and min loops of the reduction engine, and the search for
+ * argmax's winner, fast enough to run at memory speed.
  *
  * The sums accumulate in double, so the result, rounded once to float32, carries the error of that
  * rounding only (NumPy's pairwise float32 sum adds its own on top). The AVX2 copies (cpu_isa.h)
