@@ -262,6 +262,11 @@ _MAX_OUTPUTS = lib.CTPY_MAX_OUTPUTS
 _FRAME_SIZE = ffi.sizeof("ctpy_frame")
 
 
+def _output_capacity(spec: OpSpec) -> int:
+    """Output slots a call of this op needs: its outputs, or the most a variadic one may have."""
+    return _MAX_OUTPUTS if spec.variadic_output else len(spec.outputs)
+
+
 class _Frame:
     """A ``ctpy_frame`` and the Python objects that must outlive one call. Frames are taken from
     a pool for one call by one thread (list.pop/append are atomic), so calls share nothing."""
@@ -452,7 +457,7 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: _Frame
                 if fast is None:
                     status = _NEED_PYTHON
                 else:
-                    capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+                    capacity = _output_capacity(spec)
                     results: list = []
                     status = _fast_new(frame.c, spec.op, id(fast_args), attr_array, num_attrs,
                                        capacity, id(fast[0]), id(fast[1]), id(results))
@@ -592,7 +597,7 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: _Frame
             device = frame.meta[first] >> 40 if first >= 0 else _CPU
             fw = _FW_CACHE.get((type(like), device)) if device & 0xFF == _CPU else None
             if fw is not None:
-                capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+                capacity = _output_capacity(spec)
                 length = _ctpy_infer(frame.c, spec.op, n, attr_array, num_attrs, capacity)
                 if length >= 0:
                     results = _execute(spec, frame, n, fw, None, like, device, attr_array,
@@ -714,7 +719,7 @@ def _execute(spec: OpSpec, frame: _Frame, n: int, fw: Framework | None,
     op = spec.op
     tensors = frame.tensors
     if length < 0:  # not inferred yet
-        capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+        capacity = _output_capacity(spec)
         length = _ctpy_infer(frame.c, op, n, attr_array, num_attrs, capacity)
         if length < 0:
             raise _fail(length)
@@ -1211,7 +1216,7 @@ def make_op(spec: OpSpec):  # noqa: ANN201
     if fast_names:
         # The commonest call runs from C (FastOp); the Python function takes every other.
         _describe_function(function, spec)
-        capacity = len(spec.outputs) if not spec.variadic_output else _MAX_OUTPUTS
+        capacity = _output_capacity(spec)
         function = FastOp(int(ffi.cast("uintptr_t", spec.op)), function, len(call_args),
                           spec.single_output, capacity)
     return _describe_function(function, spec)
