@@ -443,7 +443,7 @@ def test_strided_input_gathered_gives_numpy_values(dtype, step, n):
     left to the loop. Values as NumPy's, nothing outside the output written."""
     rng = np.random.default_rng(n)
     base = (rng.standard_normal(abs(step) * n + 5) * 4).astype(dtype)
-    x = base[::step][:n] if step > 0 else base[::step][:n]
+    x = base[::step][:n]
     guard = np.full(n + 2, 7, dtype)
     out = guard[1:-1]
     scalar = base[4:5]

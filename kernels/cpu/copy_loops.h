@@ -21,6 +21,9 @@ CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_32_entry;
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_64_entry;
 CT_INTERNAL extern const ct_cpu_loop_entry ct_cpu_copy_128_entry; /* complex128 */
 
+/* The copy loop entry for elements of `itemsize` bytes, or NULL where there is none. */
+CT_INTERNAL const ct_cpu_loop_entry* ct_cpu_copy_entry_of_size(int64_t itemsize);
+
 /* The copy loop entry for storage type T (a constant expression, for registration tables). */
 #define CT_CPU_COPY_ENTRY(T)                \
   (sizeof(T) == 1   ? &ct_cpu_copy_8_entry  \

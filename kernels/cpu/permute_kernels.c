@@ -34,6 +34,9 @@
       const word v = *(const word*)src;                                                        \
       word* d = (word*)dst;                                                                    \
       for (int64_t i = 0; i < n; ++i) d[i] = v;                                                \
+    } else if (ds == w && ss == 2 * w) { /* a constant step, which compilers vectorise */      \
+      word* d = (word*)dst;                                                                    \
+      for (int64_t i = 0; i < n; ++i) d[i] = ((const word*)src)[2 * i];                        \
     } else if (ds == w) {                                                                      \
       word* d = (word*)dst;                                                                    \
       for (int64_t i = 0; i < n; ++i) d[i] = CT_AT(const word, src, i, ss);                    \
@@ -48,6 +51,23 @@ CT_COPY_LOOP(16, uint16_t)
 CT_COPY_LOOP(32, uint32_t)
 CT_COPY_LOOP(64, uint64_t)
 CT_COPY_LOOP(128, ct_cpu_word128)
+
+const ct_cpu_loop_entry* ct_cpu_copy_entry_of_size(int64_t itemsize) {
+  switch (itemsize) {
+    case 1:
+      return &ct_cpu_copy_8_entry;
+    case 2:
+      return &ct_cpu_copy_16_entry;
+    case 4:
+      return &ct_cpu_copy_32_entry;
+    case 8:
+      return &ct_cpu_copy_64_entry;
+    case 16:
+      return &ct_cpu_copy_128_entry;
+    default:
+      return NULL;
+  }
+}
 
 const uint64_t ct_cpu_zero_word[2] = {0, 0};
 

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "copy_loops.h"
 #include "cpu_isa.h"
 #include "cpu_threads.h"
 #include "stream_store.h"
@@ -15,12 +16,12 @@ _Thread_local int ct_cpu_stream_output = 0;
 
 /* Inner runs at least this long whose output is contiguous, with one strided input (its elements
  * at most a cache line apart) and every other input broadcast, gather that input into a buffer
- * on the thread's stack, CT_ITER_STAGE_BYTES at a time (elements of at most a 64th of that), so
- * that the loop runs its contiguous (vectorised) path. Measured on 2 threads, float32 stride 2:
- * exp 3.5 -> 20-25 GB/s, negative +20%, a strided column block times a scalar +20%. Where another
- * input is read contiguously or is strided too, the loop's own strided path kept more memory
- * streams in flight (float32 add of two stride-2 inputs: 19 against 14 GB/s gathered), so those
- * are left as they are. */
+ * on the thread's stack, CT_ITER_STAGE_BYTES at a time, with the copy loop of its element size
+ * (copy_loops.h), so that the loop runs its contiguous (vectorised) path. Measured on 2 threads,
+ * float32 stride 2: exp 3.5 -> 20-25 GB/s, negative +20%, a strided column block times a scalar
+ * +20%. Where another input is read contiguously or is strided too, the loop's own strided path
+ * kept more memory streams in flight (float32 add of two stride-2 inputs: 19 against 14 GB/s
+ * gathered), so those are left as they are. */
 #define CT_ITER_STAGE_MIN_RUN 64
 #define CT_ITER_STAGE_MAX_STEP 64
 #define CT_ITER_STAGE_BYTES 4096
@@ -36,38 +37,6 @@ typedef struct ct_iter_plan {
   int64_t itemsizes[CT_CPU_MAX_OPERANDS];
 } ct_iter_plan;
 
-/* dst[0 .. n) = the n elements of `size` bytes at src, src + step, ...; the common sizes with
- * constant-size copies (and stride 2 with a constant step, which compilers vectorise). */
-#define CT_ITER_GATHER_SIZED(UT)                                                           \
-  do {                                                                                     \
-    UT* d = (UT*)(void*)dst;                                                               \
-    if (step == 2 * (int64_t)sizeof(UT)) {                                                 \
-      for (int64_t i = 0; i < n; ++i) memcpy(&d[i], src + 2 * i * sizeof(UT), sizeof(UT)); \
-    } else {                                                                               \
-      for (int64_t i = 0; i < n; ++i) memcpy(&d[i], src + i * step, sizeof(UT));           \
-    }                                                                                      \
-  } while (0)
-static void ct_iter_gather(char* restrict dst, const char* restrict src, int64_t step, int64_t size,
-                           int64_t n) {
-  switch (size) {
-    case 1:
-      CT_ITER_GATHER_SIZED(uint8_t);
-      break;
-    case 2:
-      CT_ITER_GATHER_SIZED(uint16_t);
-      break;
-    case 4:
-      CT_ITER_GATHER_SIZED(uint32_t);
-      break;
-    case 8:
-      CT_ITER_GATHER_SIZED(uint64_t);
-      break;
-    default:
-      for (int64_t i = 0; i < n; ++i) memcpy(dst + i * size, src + i * step, (size_t)size);
-  }
-}
-#undef CT_ITER_GATHER_SIZED
-
 /* The input that runs of `run` elements with these steps gather (see CT_ITER_STAGE_BYTES), or
  * -1 for none. */
 static int32_t ct_iter_gathered_input(const ct_iter_plan* p, const int64_t* steps, int64_t run) {
@@ -80,7 +49,7 @@ static int32_t ct_iter_gathered_input(const ct_iter_plan* p, const int64_t* step
     if (steps[i] == 0) continue;
     const int64_t step = steps[i] < 0 ? -steps[i] : steps[i];
     if (gathered >= 0 || step == p->itemsizes[i] || step > CT_ITER_STAGE_MAX_STEP ||
-        p->itemsizes[i] <= 0 || p->itemsizes[i] > CT_ITER_STAGE_BYTES / 64) {
+        !ct_cpu_copy_entry_of_size(p->itemsizes[i])) {
       return -1;
     }
     gathered = i;
@@ -88,9 +57,13 @@ static int32_t ct_iter_gathered_input(const ct_iter_plan* p, const int64_t* step
   return gathered;
 }
 
-/* loop over n elements at data/steps, input g gathered into a contiguous buffer chunk by chunk. */
+/* loop over n elements at data/steps, input g gathered into a contiguous buffer chunk by chunk
+ * (by the engine's copy loop for its element size). */
 static void ct_iter_staged_call(const ct_iter_plan* p, char* const* data, const int64_t* steps,
                                 int64_t n, int32_t g, ct_cpu_strided_loop loop, const void* extra) {
+  const ct_cpu_strided_loop copy = ct_cpu_copy_entry_of_size(p->itemsizes[g])->loop;
+  const int64_t copy_steps[2] = {steps[g], p->itemsizes[g]};
+  char* copy_data[2];
   _Alignas(64) char buffer[CT_ITER_STAGE_BYTES];
   char* chunk_data[CT_CPU_MAX_OPERANDS];
   int64_t chunk_steps[CT_CPU_MAX_OPERANDS];
@@ -100,7 +73,9 @@ static void ct_iter_staged_call(const ct_iter_plan* p, char* const* data, const 
   for (int64_t done = 0; done < n; done += chunk) {
     const int64_t count = n - done < chunk ? n - done : chunk;
     for (int32_t i = 0; i < p->num_operands; ++i) chunk_data[i] = data[i] + done * steps[i];
-    ct_iter_gather(buffer, chunk_data[g], steps[g], p->itemsizes[g], count);
+    copy_data[0] = chunk_data[g];
+    copy_data[1] = buffer;
+    copy(copy_data, copy_steps, count, NULL);
     chunk_data[g] = buffer;
     loop(chunk_data, chunk_steps, count, extra);
   }
