@@ -155,3 +155,77 @@ def test_lazy_conjugate_and_negative_views_are_read_as_torch_shows_them():
     assert torch.equal(z, before)
     with pytest.raises(ctensor.InputTypeError, match="resolve_conj"):
         ctensor.bind(ops.add, conj, conj, out=torch.empty(3, dtype=torch.complex64))
+
+
+class _Sub(torch.Tensor):
+    """A torch subclass: the C fast paths leave it to the Python path."""
+
+
+def _bound_replay(c: torch.Tensor) -> None:
+    ctensor.bind(ops.add, torch.ones(3), torch.ones(3), out=c)  # binding runs the call once
+
+
+def _replay_with_out(c: torch.Tensor) -> None:
+    bound = ctensor.bind(ops.add, torch.ones(3), torch.ones(3), out=torch.empty(3))
+    bound(torch.ones(3), torch.ones(3), out=c)
+
+
+def _replay_in_python(c: torch.Tensor) -> None:
+    bound = ctensor.bind(ops.add, torch.ones(3), torch.ones(3), out=torch.empty(3))
+    bound(torch.ones(3), torch.ones(3), out=c.as_subclass(_Sub))
+
+
+# Each writes torch.full((3,), 2.0) into c, through one path of the binding.
+WRITES = {
+    "fast path (FastOp)": lambda c: ops.add(torch.ones(3), torch.ones(3), out=c),
+    "out tuple": lambda c: ops.add(torch.ones(3), torch.ones(3), out=(c,)),
+    "NumPy inputs": lambda c: ops.add(np.ones(3, np.float32), np.ones(3, np.float32), out=c),
+    "attributes (one crossing)": lambda c: ops.sum(torch.ones(2, 3), axis=0, out=c),
+    "Python scalar": lambda c: ops.add(torch.ones(3), 1.0, out=c),
+    "cast inputs (general path)": lambda c: ops.add(
+        torch.ones(3, dtype=torch.int16), torch.ones(3), out=c),
+    "torch subclass (general path)": lambda c: ops.add(
+        torch.ones(3), torch.ones(3), out=c.as_subclass(_Sub)),
+    "bind": _bound_replay,
+    "bound call, other out=": _replay_with_out,
+    "bound call, Python path": _replay_in_python,
+}
+
+
+@pytest.mark.parametrize("write", WRITES.values(), ids=list(WRITES))
+def test_writing_a_saved_tensor_makes_backward_refuse_as_torch_does(write):
+    """Like torch's own out= ops, a write advances the tensor's autograd version counter, so a
+    graph that saved the old values refuses to backpropagate instead of using the new ones."""
+    w = torch.ones(3, requires_grad=True)
+    c = torch.full((3,), 5.0)
+    loss = (w * c).sum()  # saves c for backward
+    version = c._version
+    write(c)
+    assert torch.equal(c, torch.full((3,), 2.0))
+    assert c._version > version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_replays_of_a_bound_call_mark_its_torch_outputs_written():
+    a = torch.ones(3)
+    bound = ctensor.bind(ops.add, a, a)  # allocates its torch output
+    result = bound.result
+    for replay in (bound, bound.run):
+        w = torch.ones(3, requires_grad=True)
+        loss = (w * result).sum()
+        version = result._version
+        replay()
+        assert result._version > version
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+    numpy_bound = ctensor.bind(ops.add, np.ones(3), np.ones(3))
+    assert np.array_equal(numpy_bound(), np.full(3, 2.0))
+
+
+def test_inputs_and_inference_tensors_keep_their_versions():
+    a = torch.ones(3)
+    with torch.inference_mode():
+        frozen = torch.empty(3)
+    ops.add(a, a, out=frozen)  # no version counter to advance: no error
+    assert torch.equal(frozen, torch.full((3,), 2.0)) and a._version == 0

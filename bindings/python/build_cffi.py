@@ -172,7 +172,8 @@ int ctpy_open_run(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_
 int ctpy_run_fast(ctpy_frame* frame, const ct_op* op, int32_t num_inputs, int32_t num_outputs,
                   const ct_attr* attrs, int32_t num_attrs);
 #define CTPY_FAST_NEED_PYTHON 1000002
-int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack);
+int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack,
+                   intptr_t increment_version);
 int ctpy_fast_call(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t outs,
                    const ct_attr* attrs, int32_t num_attrs);
 int ctpy_fast_call_held(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t outs);
@@ -473,6 +474,8 @@ static int ctpy_run_fast(ctpy_frame* f, const ct_op* op, int32_t num_inputs, int
 static PyObject* ctpy_ndarray_type = NULL;   /* numpy.ndarray (exact type only) */
 static PyObject* ctpy_tensor_type = NULL;    /* torch.Tensor (exact type only) */
 static PyObject* ctpy_to_dlpack = NULL;      /* torch.utils.dlpack.to_dlpack */
+/* torch's autograd version bump: called with a tuple of tensors (see ctpy_mark_written_locked) */
+static PyObject* ctpy_increment_version = NULL;
 static PyObject* ctpy_str_dlpack = NULL;
 static PyObject* ctpy_str_requires_grad = NULL;
 static PyObject* ctpy_str_is_neg = NULL;
@@ -538,7 +541,8 @@ static ctpy_dltensor_reader ctpy_exchange_reader(PyObject* type) {
   return reader;
 }
 
-static int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack) {
+static int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t to_dlpack,
+                          intptr_t increment_version) {
   PyGILState_STATE gil = PyGILState_Ensure();
   int rc = 0;
   if (!ctpy_str_dlpack) {
@@ -558,10 +562,42 @@ static int ctpy_configure(intptr_t ndarray_type, intptr_t tensor_type, intptr_t 
     ctpy_replace(&ctpy_ndarray_type, ndarray_type);
     ctpy_replace(&ctpy_tensor_type, tensor_type);
     ctpy_replace(&ctpy_to_dlpack, to_dlpack);
+    ctpy_replace(&ctpy_increment_version, increment_version);
     if (tensor_type) ctpy_tensor_reader = ctpy_exchange_reader((PyObject*)tensor_type);
   }
   PyGILState_Release(gil);
   return rc;
+}
+
+/* After a run wrote into `outs` (one object, or a tuple or list of them): advances the autograd
+ * version counter of the torch tensors among them, as torch's own out= and in-place ops do, so
+ * that autograd refuses a backward pass that needs their old values instead of computing it
+ * from the new ones. With the GIL. Never leaves an exception: the write has happened and the
+ * call succeeded, so a failure here (which torch gives only for objects that are not tensors,
+ * never passed) is cleared rather than reported as a failed call. */
+static void ctpy_mark_written_locked(PyObject* outs) {
+  if (!ctpy_increment_version || !ctpy_tensor_type) return;
+  const int is_tuple = PyTuple_CheckExact(outs), is_list = PyList_CheckExact(outs);
+  const Py_ssize_t n = is_tuple ? PyTuple_Size(outs) : (is_list ? PyList_Size(outs) : 1);
+  PyObject* group = NULL;
+  for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* o =
+          is_tuple ? PyTuple_GetItem(outs, i) : (is_list ? PyList_GetItem(outs, i) : outs);
+      if (!o || !PyObject_TypeCheck(o, (PyTypeObject*)ctpy_tensor_type)) continue;
+      if (group) {
+        Py_INCREF(o);
+        PyTuple_SetItem(group, count, o);
+      }
+      ++count;
+    }
+    if (pass == 0 && (count == 0 || !(group = PyTuple_New(count)))) break;
+  }
+  PyObject* done = group ? PyObject_CallFunctionObjArgs(ctpy_increment_version, group, NULL) : NULL;
+  Py_XDECREF(done);
+  Py_XDECREF(group);
+  if (PyErr_Occurred()) PyErr_Clear();
 }
 
 /* A new reference to a capsule of `o`, or NULL when the Python path must handle it (another
@@ -797,7 +833,7 @@ static int ctpy_is_small(const ctpy_frame* f, int32_t n, int32_t n_out) {
  * taking it again costs more than their work. */
 static int ctpy_run_collected(ctpy_frame* f, PyGILState_STATE gil, int rc, const ct_op* op,
                               int32_t n, int32_t n_out, const ct_attr* attrs, int32_t num_attrs,
-                              const ct_context* context) {
+                              const ct_context* context, PyObject* written) {
   if (rc) {
     ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
     PyGILState_Release(gil);
@@ -809,6 +845,7 @@ static int ctpy_run_collected(ctpy_frame* f, PyGILState_STATE gil, int rc, const
                                (const ct_tensor* const*)f->tensors + n, n_out, attrs, num_attrs,
                                context);
   if (!hold) gil = PyGILState_Ensure();
+  if (status == CT_OK && written) ctpy_mark_written_locked(written);
   ctpy_drop_owned(f, n + n_out);
   PyGILState_Release(gil);
   return status;
@@ -839,7 +876,7 @@ static int ctpy_fast_call(ctpy_frame* f, const ct_op* op, intptr_t args, intptr_
   PyGILState_STATE gil = PyGILState_Ensure();
   int32_t n, n_out;
   const int rc = ctpy_collect_call(f, args, outs, &n, &n_out);
-  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, NULL);
+  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, NULL, (PyObject*)outs);
 }
 
 /* ----- plans of recent fast calls, by layout -----
@@ -984,7 +1021,9 @@ static int ctpy_fast_call_held(ctpy_frame* f, const ct_op* op, intptr_t args, in
     ctpy_drop_owned(f, CTPY_MAX_TENSORS - 8);
     return rc;
   }
-  return ctpy_run_held(f, op, n, n_out);
+  const int status = ctpy_run_held(f, op, n, n_out);
+  if (status == CT_OK) ctpy_mark_written_locked((PyObject*)outs);
+  return status;
 }
 
 
@@ -1033,7 +1072,9 @@ static int ctpy_bound_run(ctpy_frame* f, ct_tensor* const* bound, const ct_op* o
     const int32_t diff = ctpy_layout_diff(bound, f->tensors, n + n_out);
     if (diff >= 0) rc = CTPY_LAYOUT_MISMATCH + diff;
   }
-  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, context);
+  /* Bound outputs (out None) are marked by the caller, which holds their objects. */
+  return ctpy_run_collected(f, gil, rc, op, n, n_out, attrs, num_attrs, context,
+                            out == Py_None ? NULL : out);
 }
 
 /* Allocates the n_out outputs inferred into f->infos, with the GIL: calls allocate(shape,

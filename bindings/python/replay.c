@@ -15,8 +15,12 @@
 typedef struct {
   PyObject_HEAD ct_plan* plan;
   PyObject* result; /* what a replay returns (the bound outputs) */
-  int release_gil;  /* run without the GIL: plans with enough work for other threads */
-  int running;      /* a run is in progress (only observable while the GIL is released) */
+  /* Called as mark(written) after each replay that succeeded, or NULL: torch's autograd version
+   * bump and the bound outputs that are torch tensors (ctensor._bind sets them). */
+  PyObject* mark;
+  PyObject* written;
+  int release_gil; /* run without the GIL: plans with enough work for other threads */
+  int running;     /* a run is in progress (only observable while the GIL is released) */
   vectorcallfunc vectorcall;
 } ReplayObject;
 
@@ -28,6 +32,15 @@ static PyObject* replay_raise_status(PyObject* self, int status) {
     PyErr_Format(PyExc_RuntimeError, "ctensor bound call failed with status %d", status);
   }
   return NULL;
+}
+
+/* After a replay wrote the bound outputs: mark(written), whose failure (a torch error, which it
+ * gives only for objects that are not tensors) is cleared, as the write has happened. */
+static void replay_mark_written(ReplayObject* r) {
+  if (!r->mark) return;
+  PyObject* done = PyObject_CallOneArg(r->mark, r->written);
+  Py_XDECREF(done);
+  if (!done) PyErr_Clear();
 }
 
 /* Runs the plan; returns its status, or 1 with a Python error set. */
@@ -50,6 +63,7 @@ static int replay_run_plan(ReplayObject* r) {
   } else {
     status = ct_plan_run(r->plan);
   }
+  if (status == CT_OK) replay_mark_written(r);
   return status;
 }
 
@@ -82,7 +96,11 @@ static PyObject* replay_set_plan(PyObject* self, PyObject* args) {
   unsigned long long address;
   PyObject* result;
   int release_gil;
-  if (!PyArg_ParseTuple(args, "KOp:_set_plan", &address, &result, &release_gil)) return NULL;
+  PyObject *mark = Py_None, *written = Py_None;
+  if (!PyArg_ParseTuple(args, "KOp|OO:_set_plan", &address, &result, &release_gil, &mark,
+                        &written)) {
+    return NULL;
+  }
   if (r->running) {
     PyErr_SetString(PyExc_RuntimeError, "cannot replace the plan of a running bound call");
     return NULL;
@@ -92,6 +110,15 @@ static PyObject* replay_set_plan(PyObject* self, PyObject* args) {
   Py_INCREF(result);
   Py_XSETREF(r->result, result);
   r->release_gil = release_gil;
+  if (mark == Py_None) {
+    Py_CLEAR(r->mark);
+    Py_CLEAR(r->written);
+  } else {
+    Py_INCREF(mark);
+    Py_XSETREF(r->mark, mark);
+    Py_INCREF(written);
+    Py_XSETREF(r->written, written);
+  }
   Py_RETURN_NONE;
 }
 
@@ -101,18 +128,24 @@ static PyObject* replay_new(PyTypeObject* type, PyObject* args, PyObject* kwargs
   r->plan = NULL;
   Py_INCREF(Py_None);
   r->result = Py_None;
+  r->mark = NULL;
+  r->written = NULL;
   r->vectorcall = replay_vectorcall;
   return (PyObject*)r;
 }
 
 static int replay_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(((ReplayObject*)self)->result);
+  Py_VISIT(((ReplayObject*)self)->mark);
+  Py_VISIT(((ReplayObject*)self)->written);
   Py_VISIT(Py_TYPE(self));
   return 0;
 }
 
 static int replay_clear(PyObject* self) {
   Py_CLEAR(((ReplayObject*)self)->result);
+  Py_CLEAR(((ReplayObject*)self)->mark);
+  Py_CLEAR(((ReplayObject*)self)->written);
   return 0;
 }
 
@@ -131,8 +164,9 @@ static PyMethodDef replay_methods[] = {
      "Replays the call and returns its ct_status (0 on success) instead of raising; the "
      "result is the bound output(s)."},
     {"_set_plan", replay_set_plan, METH_VARARGS,
-     "_set_plan(address, result, release_gil): takes ownership of the ct_plan at `address` "
-     "(from ct_plan_create) and the object a replay returns."},
+     "_set_plan(address, result, release_gil, mark=None, written=None): takes ownership of the "
+     "ct_plan at `address` (from ct_plan_create) and the object a replay returns; mark(written) "
+     "is called after each replay that succeeded."},
     {NULL, NULL, 0, NULL},
 };
 

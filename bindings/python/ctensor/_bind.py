@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _ops
+from . import _dlpack, _ops
 from ._dlpack import CAPSULE as _K_CAPSULE
 from ._dlpack import NONE as _K_NONE
 from ._dlpack import NUMPY_SCALAR as _K_NUMPY_SCALAR
@@ -32,8 +32,10 @@ from ._dlpack import (
     capsule_of,
     has_lazy_bits,
     kind_of,
+    mark_written,
     open_error,
     output_capsule_of,
+    torch_tensors,
 )
 from ._errors import (
     InvalidArgumentError,
@@ -200,7 +202,7 @@ class BoundCall(Replay):
     (0 on success) instead of raising, and the result is ``call.result``."""
 
     __slots__ = ("spec", "result", "_frame", "_keep", "_n", "_n_out", "_many", "_context",
-                 "_attrs", "_variadic", "__weakref__")
+                 "_attrs", "_variadic", "_written", "__weakref__")
 
     def __init__(self, spec: OpSpec, args: tuple, out: Any, attrs: dict):
         if spec.is_dynamic:
@@ -243,7 +245,12 @@ class BoundCall(Replay):
         self.spec = spec
         self.result = outs[0] if (not many or (n_out == 1 and spec.single_output)) else out
         release = _tensor_bytes(tensors, n + n_out) >= _RELEASE_GIL_BYTES
-        self._set_plan(int(ffi.cast("uintptr_t", plan[0])), self.result, release)
+        # Every replay writes the bound outputs: the torch tensors among them are marked
+        # written each time (see mark_written), by the C type or by _run_on.
+        self._written = torch_tensors(outs)
+        increment = _dlpack.increment_version if self._written else None
+        self._set_plan(int(ffi.cast("uintptr_t", plan[0])), self.result, release, increment,
+                       self._written)
         status = self.run()
         if status:
             raise _bind_error(status)
@@ -315,6 +322,7 @@ class BoundCall(Replay):
                                 num_attrs, self._context)
             if status == 0:
                 if outs is None:
+                    mark_written(self._written)  # ctpy_bound_run marks given outputs only
                     return self.result
                 return outs[0] if (not many or (n_out == 1 and spec.single_output)) else out
             if status >= _LAYOUT_MISMATCH:
@@ -363,6 +371,7 @@ class BoundCall(Replay):
                       self._context)
         if status:
             raise error_for_status(status, last_error())
+        mark_written(outs if outs is not None else self._written)
         if outs is None:
             return self.result
         return outs[0] if (not many or (n_out == 1 and spec.single_output)) else out

@@ -40,6 +40,7 @@ __all__ = [
     "TORCH",
     "capsule_of",
     "kind_of",
+    "mark_written",
     "open_error",
     "output_capsule_of",
 ]
@@ -66,7 +67,10 @@ _KINDS: dict[type, int] = {
     np.ndarray: NUMPY,
 }
 _to_dlpack: Any = None
-lib.ctpy_configure(id(np.ndarray), 0, 0)
+#: torch's autograd version bump (``torch._C._increment_version``, which
+#: ``torch.autograd.graph.increment_version`` wraps), once a torch tensor has been seen.
+increment_version: Any = None
+lib.ctpy_configure(id(np.ndarray), 0, 0, 0)
 
 
 def kind_of(tp: type) -> int:
@@ -74,14 +78,20 @@ def kind_of(tp: type) -> int:
     kind = _KINDS.get(tp)
     if kind is not None:
         return kind
-    global _to_dlpack
+    global _to_dlpack, increment_version
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(tp, torch.Tensor):
+        import torch.autograd.graph
         import torch.utils.dlpack
 
         _to_dlpack = torch.utils.dlpack.to_dlpack
-        # Let the C fast paths read plain tensors themselves.
-        lib.ctpy_configure(0, id(torch.Tensor), id(_to_dlpack))
+        # The wrapper costs three times the bump itself (an isinstance through torch's
+        # metaclass); it is the fallback where torch._C lacks the bump.
+        increment_version = getattr(torch._C, "_increment_version", None) or getattr(
+            torch.autograd.graph, "increment_version", None)
+        # Let the C fast paths read plain tensors themselves and mark the ones they write.
+        lib.ctpy_configure(0, id(torch.Tensor), id(_to_dlpack),
+                           id(increment_version) if increment_version else 0)
         kind = TORCH
     elif issubclass(tp, np.ndarray):
         kind = NUMPY
@@ -122,6 +132,23 @@ def has_lazy_bits(tensor: Any) -> bool:
     ``z.conj().imag``): DLPack exports the raw memory, so such tensors are resolved (inputs) or
     refused (outputs)."""
     return bool(tensor.is_conj() or tensor.is_neg())
+
+
+def torch_tensors(objs: Any) -> tuple:
+    """The PyTorch tensors among ``objs`` (a sequence)."""
+    return tuple(o for o in objs if kind_of(type(o)) == TORCH)
+
+
+def mark_written(objs: Any) -> None:
+    """Advances the autograd version counter of the PyTorch tensors among ``objs`` (a sequence),
+    which a call has just written into, as torch's own ``out=`` and in-place ops do: autograd
+    then refuses a backward pass that needs their old values (``one of the variables needed for
+    gradient computation has been modified by an inplace operation``) instead of computing it
+    from the new ones. The C fast paths do the same for the tensors they write."""
+    if increment_version is not None:
+        tensors = torch_tensors(objs)
+        if tensors:
+            increment_version(tensors)
 
 
 def capsule_of(obj: Any, kind: int, what: Any) -> Any:

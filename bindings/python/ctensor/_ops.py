@@ -32,6 +32,7 @@ from ._dlpack import (
     InputTypeError,
     capsule_of,
     kind_of,
+    mark_written,
     open_error,
     output_capsule_of,
 )
@@ -581,6 +582,7 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: _Frame
         if out is not None:
             status = _run_fast(frame.c, spec.op, n, n_out, attr_array, num_attrs)
             if status == 0:
+                mark_written(outs)
                 return outs[0] if many and n_out == 1 and spec.single_output else out
             if 0 < status < _FAST_READ_ONLY:
                 index = status - 1
@@ -671,6 +673,7 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: _Frame
             if n_out != 1:
                 raise WrongArityError(f"{spec.name} produces 1 output; out= gives {n_out}",
                                       lib.CT_ERROR_WRONG_ARITY)
+            mark_written(outs)
             return outs[0] if many else out
         if targets is not None:
             slot = _MAX_TENSORS - 1
@@ -702,6 +705,7 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: _Frame
         status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
     if status:
         raise _fail(status)
+    mark_written(outs)
     return outs[0] if many and n_out == 1 and spec.single_output else out
 
 
