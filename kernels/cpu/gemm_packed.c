@@ -54,8 +54,8 @@
 #define CT_GEMM_L2_PANEL_BYTES (160 * 1024)
 /* Largest A packed once for all batch entries. */
 #define CT_GEMM_PREPACK_BYTES (64 << 20)
-/* Rows ahead that packing B prefetches. */
-#define CT_GEMM_PACK_B_AHEAD 8
+/* Rows of B that packing reads at once, across the whole panel (see ct_gemm_pack_b_rows). */
+#define CT_GEMM_PACK_B_ROWS 8
 /* Widest C block of a staged item (float16/bfloat16 or strided outputs). */
 #define CT_GEMM_STAGED_NC 512
 
@@ -212,17 +212,24 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  /* Rows [0, kc) of one whole micro-panel of B with unit column stride: NR consecutive elements   \
-   * each; inlined with a constant NR (a fixed-size copy, no call to memcpy). */                   \
+  /* `panels` whole micro-panels of B with unit column stride, side by side, rows [0, kc):         \
+   * CT_GEMM_PACK_B_ROWS rows at a time across every panel, so that B is read a few rows at a      \
+   * time from start to end (sequential streams the prefetchers follow) rather than a column       \
+   * strip at a time (a cache line per row, each on another page once rows are 4 KB apart,         \
+   * which ran at 2-5 GB/s); inlined with a constant NR. */                                        \
   static inline __attribute__((always_inline)) void ct_gemm_pack_b_rows_##NAME(                    \
-      const TIN* b, int64_t rs, int64_t kc, const int NR, ACC* restrict dst) {                     \
-    for (int64_t p = 0; p < kc; ++p, dst += NR) {                                                  \
-      const TIN* row = b + p * rs;                                                                 \
-      /* Rows a stride apart, each read once: fetched ahead, which the stride prefetchers do       \
-       * only in part. */                                                                          \
-      __builtin_prefetch((const void*)((uintptr_t)row + (uintptr_t)(CT_GEMM_PACK_B_AHEAD * rs *    \
-                                                                    (int64_t)sizeof(TIN))));       \
-      _Pragma("GCC unroll 32") for (int j = 0; j < NR; ++j) dst[j] = ct_load_##IN(row[j]);         \
+      const TIN* b, int64_t rs, int64_t kc, int64_t panels, const int NR, ACC* restrict dst) {     \
+    for (int64_t p0 = 0; p0 < kc; p0 += CT_GEMM_PACK_B_ROWS) {                                     \
+      const int64_t rows = ct_gemm_min(CT_GEMM_PACK_B_ROWS, kc - p0);                              \
+      for (int64_t j = 0; j < panels; ++j) {                                                       \
+        const TIN* src = b + p0 * rs + j * NR;                                                     \
+        ACC* out = dst + j * kc * NR + p0 * NR;                                                    \
+        for (int64_t r = 0; r < rows; ++r) {                                                       \
+          _Pragma("GCC unroll 32") for (int c = 0; c < NR; ++c) {                                  \
+            out[r * NR + c] = ct_load_##IN(src[r * rs + c]);                                       \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
@@ -262,18 +269,23 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   /* B[0:kc, 0:nb] -> micro-panels of nr columns: dst[panel][p][j], zero columns past nb. */       \
   static void ct_gemm_pack_b_##NAME(const TIN* b, int64_t rs, int64_t cs, int64_t kc, int64_t nb,  \
                                     int64_t nr, ACC* restrict dst) {                               \
-    for (int64_t j0 = 0; j0 < nb; j0 += nr, dst += nr * kc) {                                      \
+    int64_t j0 = 0;                                                                                \
+    if (cs == 1 && (nr == 8 || nr == 16 || nr == 32)) { /* the whole panels, together */           \
+      const int64_t whole = nb / nr;                                                               \
+      if (nr == 16) {                                                                              \
+        ct_gemm_pack_b_rows_##NAME(b, rs, kc, whole, 16, dst);                                     \
+      } else if (nr == 8) {                                                                        \
+        ct_gemm_pack_b_rows_##NAME(b, rs, kc, whole, 8, dst);                                      \
+      } else {                                                                                     \
+        ct_gemm_pack_b_rows_##NAME(b, rs, kc, whole, 32, dst);                                     \
+      }                                                                                            \
+      j0 = whole * nr;                                                                             \
+      dst += whole * nr * kc;                                                                      \
+    }                                                                                              \
+    for (; j0 < nb; j0 += nr, dst += nr * kc) {                                                    \
       const int64_t cols = ct_gemm_min(nr, nb - j0);                                               \
       const TIN* src = b + j0 * cs;                                                                \
-      if (cs == 1 && cols == nr && (nr == 8 || nr == 16 || nr == 32)) {                            \
-        if (nr == 16) {                                                                            \
-          ct_gemm_pack_b_rows_##NAME(src, rs, kc, 16, dst);                                        \
-        } else if (nr == 8) {                                                                      \
-          ct_gemm_pack_b_rows_##NAME(src, rs, kc, 8, dst);                                         \
-        } else {                                                                                   \
-          ct_gemm_pack_b_rows_##NAME(src, rs, kc, 32, dst);                                        \
-        }                                                                                          \
-      } else if (cs == 1) {                                                                        \
+      if (cs == 1) {                                                                               \
         for (int64_t p = 0; p < kc; ++p) {                                                         \
           const TIN* row = src + p * rs;                                                           \
           ACC* out = dst + p * nr;                                                                 \
@@ -476,7 +488,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
         for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                    \
           const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                          \
           _Pragma("omp for schedule(static)") for (int q = 0; q < threads; ++q) {                  \
-            ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, panels * q / threads,       \
+            ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, panels* q / threads,        \
                                          panels * (q + 1) / threads, bbuf);                        \
           }                                                                                        \
           int64_t packed = -1; /* the row block in abuf */                                         \
@@ -489,7 +501,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
               ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);                   \
             }                                                                                      \
             packed = block;                                                                        \
-            ct_gemm_macro_##NAME(uk, bk, mb, nb, group * per_group, (group + 1) * per_group, kc,   \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, group* per_group, (group + 1) * per_group, kc,    \
                                  ablock, bbuf, c + ic * d->c_rs + jc, d->c_rs,                     \
                                  pc > 0 || d->accumulate);                                         \
           }                                                                                        \
