@@ -76,6 +76,10 @@ for n in (1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 4099):
         results[f"{name}_f32_{n}"] = getattr(ops, name)(z, axis=1).view(np.uint32)
     for name in ("argmax", "argmin"):
         results[f"{name}_f32_{n}"] = getattr(ops, name)(z, axis=1)
+        # the one-pass searches of the other types, ties from truncation included
+        for dt, d in (("f64", z.astype(np.float64)), ("i32", (t[:5] * 3).astype(np.int32)),
+                      ("i64", (t[:5] * 3).astype(np.int64))):
+            results[f"{name}_{dt}_{n}"] = getattr(ops, name)(d, axis=1)
     if n >= 3:
         results[f"max_pool2d_{n}"] = ops.max_pool2d(
             x.reshape(1, 3, 1, n), kernel_size=[1, 3], stride=[1, 2]).view(np.uint32)

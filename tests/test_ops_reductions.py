@@ -750,38 +750,56 @@ def test_argmin_first_occurrence_and_nan():
     assert ctensor.ops.argmin(t, axis=1).tolist() == [1]
 
 
-@pytest.mark.parametrize("n", [63, 64, 65, 1023, 1024, 1025, 2500])
-def test_float32_argmax_rows_match_numpy(n):
-    """float32 rows take the vector extremum of each 1024-element block, then a vector search
-    for the winner inside the winning block: ties (the first wins, within a 32-element step,
-    across steps and across blocks), signed zeros, infinities and nans as NumPy has them."""
+ARG_ROW_LENGTHS = [1, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 4095,
+                   4096, 4097]
+
+
+@pytest.mark.parametrize("n", ARG_ROW_LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "int16", "uint32"])
+def test_argmax_rows_match_numpy(dtype, n):
+    """Contiguous rows take a one-pass vector search (float32, float64, int32 and int64; float32
+    and int32 rows shorter than 4096), whose last step may overlap the one before, or the vector
+    extremum of each 1024-element block and then a search inside the winning block: ties (the
+    first wins, within a vector, across vectors and steps, in the overlap, across blocks),
+    signed zeros, infinities and nans as NumPy has them, on the lengths around each bound."""
     rng = np.random.default_rng(n)
+    floating = np.dtype(dtype).kind == "f"
+    info = np.finfo(dtype) if floating else np.iinfo(dtype)
     rows = []
     for _ in range(40):
-        row = rng.standard_normal(n).astype(np.float32)
-        kind = rng.integers(6)
-        if kind == 1:  # the maximum (minimum) repeated, possibly in the same step
-            top = np.float32(9.0) if rng.random() < 0.5 else np.float32(-9.0)
-            row[rng.choice(n, size=min(n, 4), replace=False)] = top
-        elif kind == 2:  # only zeros of both signs at the extremum
+        if floating:
+            row = rng.standard_normal(n).astype(dtype)
+        else:
+            row = rng.integers(max(info.min, -1000), min(info.max, 1000), n).astype(dtype)
+        kind = rng.integers(7 if floating else 4)
+        if kind == 1:  # the extremes repeated, possibly in the same vector
+            for top in (info.max, info.min):
+                row[rng.choice(n, size=min(n, 4), replace=False)] = top
+        elif kind == 2:  # all equal
+            row[:] = row[0]
+        elif kind == 3:  # few values: ties everywhere
+            row = rng.integers(0, 3, n).astype(dtype)
+        elif kind == 4:  # only zeros of both signs at the extremum
             row = -np.abs(row) - 1
             row[rng.choice(n, size=min(n, 3), replace=False)] = [-0.0, 0.0, -0.0][: min(n, 3)]
             if rng.random() < 0.5:
                 row = -row
-        elif kind == 3:  # nans, the first wins
-            row[rng.choice(n, size=2, replace=False)] = np.nan
-        elif kind == 4:
+        elif kind == 5:  # nans, the first wins (one may be in the last, overlapping step)
+            row[rng.choice(n, size=min(n, 2), replace=False)] = np.nan
+            if rng.random() < 0.5:
+                row[-1] = np.nan
+        elif kind == 6:
             row[rng.integers(n)] = np.inf
             row[rng.integers(n)] = -np.inf
-        elif kind == 5:  # all equal
-            row[:] = np.float32(rng.standard_normal())
         rows.append(row)
     x = np.stack(rows)
-    for view in (x, x[:, 1:]):  # aligned and unaligned rows
+    views = (x, x[:, 1:]) if n > 1 else (x,)  # aligned and unaligned rows
+    for view in views:
         np.testing.assert_array_equal(ctensor.ops.argmax(view, axis=1), np.argmax(view, axis=1))
         np.testing.assert_array_equal(ctensor.ops.argmin(view, axis=1), np.argmin(view, axis=1))
     for row in rows[:8]:
         assert ctensor.ops.argmax(row) == np.argmax(row)
+        assert ctensor.ops.argmin(row) == np.argmin(row)
 
 
 # ----- softmax ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "arg_search.h"
 #include "cpu_dtypes.h"
 #include "cpu_register.h"
 #include "reduce_f32.h"
@@ -47,6 +48,19 @@ static inline int ct_isnan_double(double v) {
 #define CT_ARG_FIND(OP, SFX, T) \
   _Generic((T*)0, float*: ct_cpu_find_f32, default: ct_##OP##_##SFX##_find)
 
+/* The one-pass search of a contiguous run (arg_search.h) where there is one for the type; the
+ * others (and machines without AVX2) get -1 and take the block loop. */
+static inline int64_t ct_arg_no_search(const void* x, int64_t n, void* value) {
+  return -1;
+}
+#define CT_ARG_SEARCH(OP, T)              \
+  _Generic((T*)0,                         \
+      float*: ct_cpu_##OP##_search_f32,   \
+      double*: ct_cpu_##OP##_search_f64,  \
+      int32_t*: ct_cpu_##OP##_search_i32, \
+      int64_t*: ct_cpu_##OP##_search_i64, \
+      default: ct_arg_no_search)
+
 #define CT_ARG_FAMILY(OP, SFX, T, C, BETTER, LOOP)                                                \
   typedef struct ct_##OP##_##SFX##_acc {                                                          \
     C value;                                                                                      \
@@ -85,6 +99,17 @@ static inline int ct_isnan_double(double v) {
                                                int64_t index, void* acc) {                        \
     ct_##OP##_##SFX##_acc* a = acc;                                                               \
     if (n <= 0 || (a->index >= 0 && ct_isnan_##C(a->value))) return;                              \
+    if (step == (int64_t)sizeof(T)) {                                                             \
+      C found;                                                                                    \
+      const int64_t at = CT_ARG_SEARCH(OP, T)((const T*)x, n, &found);                            \
+      if (at >= 0) {                                                                              \
+        if (a->index < 0 || BETTER(C, found, a->value)) {                                         \
+          a->value = found;                                                                       \
+          a->index = index + at;                                                                  \
+        }                                                                                         \
+        return;                                                                                   \
+      }                                                                                           \
+    }                                                                                             \
     if (step == (int64_t)sizeof(T) && n >= 2 * CT_NANMAX_WIDTH) {                                 \
       /* one pass of vectorised block maxima; then the first match inside the winning block */    \
       const T* p = (const T*)x;                                                                   \
