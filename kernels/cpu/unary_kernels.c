@@ -4,6 +4,7 @@
 #include "cpu_register.h"
 #include "elementwise_loops.h"
 #include "stream_store.h"
+#include "sleef_math.h"
 #include "vector_math.h"
 
 /* ----- operator functions per compute type ----- */
@@ -102,20 +103,30 @@ static const ct_cpu_loop_entry ct_cpu_exp_f32_entry = {ct_cpu_exp_f32};
   K(abs, CT_CPU_ALL_TYPES)          \
   K(relu, CT_CPU_NUMERIC_TYPES)     \
   K(exp, CT_EXP_TEMPLATE_TYPES)     \
-  K(log, CT_CPU_FLOAT_TYPES)        \
   K(sqrt, CT_CPU_FLOAT_TYPES)       \
-  K(tanh, CT_CPU_FLOAT_TYPES)       \
   K(sigmoid, CT_CPU_FLOAT_TYPES)
+
+/* float32 and float64 through SLEEF where it runs (sleef_math.h), the template loop otherwise and
+ * for float16 and bfloat16. */
+#define CT_UNARY_SLEEF_KERNELS(K) \
+  K(log)                          \
+  K(tanh)
 
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_X, NAME)
 CT_UNARY_KERNELS(K)
+#undef K
+#define K(NAME) CT_CPU_FLOAT_TYPES(CT_UNARY_SAME_X, NAME) CT_SLEEF_UNARY_LOOPS(NAME)
+CT_UNARY_SLEEF_KERNELS(K)
 #undef K
 
 static const ct_cpu_kernel ct_cpu_unary_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_REG_X, NAME)
     CT_UNARY_KERNELS(K)
 #undef K
-        CT_UNARY_SAME_REG_X(exp, f32, float, float, float, CT_DT_F32)};
+#define K(NAME) CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, NAME) CT_SLEEF_UNARY_REG(NAME)
+        CT_UNARY_SLEEF_KERNELS(K)
+#undef K
+            CT_UNARY_SAME_REG_X(exp, f32, float, float, float, CT_DT_F32)};
 
 int ct_cpu_register_unary(void) {
   return ct_cpu_register_all(ct_cpu_unary_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_unary_kernels));

@@ -8,6 +8,7 @@
 #include "cpu_register.h"
 #include "elementwise_loops.h"
 #include "logical_ops.h"
+#include "sleef_math.h"
 
 /* Attribute values of the activations that take some, in schema order (strings: 1 for "tanh"),
  * handed to the loops as `extra`. */
@@ -243,33 +244,37 @@ static int ct_cpu_unary_param_run(const ct_kernel_call* call) {
 #define CT_UNARY_MATH_KERNELS(K)      \
   K(positive, CT_CPU_NUMERIC_TYPES)   \
   K(sign, CT_CPU_NUMERIC_TYPES)       \
-  K(expm1, CT_CPU_FLOAT_TYPES)        \
-  K(log1p, CT_CPU_FLOAT_TYPES)        \
-  K(log2, CT_CPU_FLOAT_TYPES)         \
-  K(log10, CT_CPU_FLOAT_TYPES)        \
   K(square, CT_CPU_NUMERIC_TYPES)     \
   K(reciprocal, CT_CPU_FLOAT_TYPES)   \
-  K(sin, CT_CPU_FLOAT_TYPES)          \
-  K(cos, CT_CPU_FLOAT_TYPES)          \
-  K(tan, CT_CPU_FLOAT_TYPES)          \
-  K(asin, CT_CPU_FLOAT_TYPES)         \
-  K(acos, CT_CPU_FLOAT_TYPES)         \
-  K(atan, CT_CPU_FLOAT_TYPES)         \
-  K(sinh, CT_CPU_FLOAT_TYPES)         \
-  K(cosh, CT_CPU_FLOAT_TYPES)         \
-  K(asinh, CT_CPU_FLOAT_TYPES)        \
-  K(acosh, CT_CPU_FLOAT_TYPES)        \
-  K(atanh, CT_CPU_FLOAT_TYPES)        \
   K(floor, CT_CPU_ALL_TYPES)          \
   K(ceil, CT_CPU_ALL_TYPES)           \
   K(trunc, CT_CPU_ALL_TYPES)          \
   K(round, CT_CPU_NUMERIC_TYPES)      \
   K(bitwise_invert, CT_CPU_BOOL_TYPE) \
   K(bitwise_invert, CT_CPU_INT_TYPES) \
-  K(erf, CT_CPU_FLOAT_TYPES)          \
   K(selu, CT_CPU_FLOAT_TYPES)         \
   K(silu, CT_CPU_FLOAT_TYPES)         \
   K(hardswish, CT_CPU_FLOAT_TYPES)
+
+/* float32 and float64 through SLEEF where it runs (sleef_math.h), the template loop otherwise and
+ * for float16 and bfloat16. */
+#define CT_UNARY_MATH_SLEEF_KERNELS(K) \
+  K(expm1)                             \
+  K(log1p)                             \
+  K(log2)                              \
+  K(log10)                             \
+  K(sin)                               \
+  K(cos)                               \
+  K(tan)                               \
+  K(asin)                              \
+  K(acos)                              \
+  K(atan)                              \
+  K(sinh)                              \
+  K(cosh)                              \
+  K(asinh)                             \
+  K(acosh)                             \
+  K(atanh)                             \
+  K(erf)
 
 /* bool output. */
 #define CT_UNARY_MATH_BOOL_KERNELS(K) \
@@ -288,6 +293,9 @@ static int ct_cpu_unary_param_run(const ct_kernel_call* call) {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_X, NAME)
 CT_UNARY_MATH_KERNELS(K)
 #undef K
+#define K(NAME) CT_CPU_FLOAT_TYPES(CT_UNARY_SAME_X, NAME) CT_SLEEF_UNARY_LOOPS(NAME)
+CT_UNARY_MATH_SLEEF_KERNELS(K)
+#undef K
 #define K(NAME, TYPES) TYPES(CT_UNARY_BOOL_X, NAME)
 CT_UNARY_MATH_BOOL_KERNELS(K)
 #undef K
@@ -300,18 +308,21 @@ static const ct_cpu_kernel ct_cpu_unary_math_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_REG_X, NAME)
     CT_UNARY_MATH_KERNELS(K)
 #undef K
+#define K(NAME) CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, NAME) CT_SLEEF_UNARY_REG(NAME)
+        CT_UNARY_MATH_SLEEF_KERNELS(K)
+#undef K
 #define K(NAME, TYPES) TYPES(CT_UNARY_BOOL_REG_X, NAME)
-        CT_UNARY_MATH_BOOL_KERNELS(K)
+            CT_UNARY_MATH_BOOL_KERNELS(K)
 #undef K
 #define K(NAME, TYPES) TYPES(CT_UNARY_PARAM_REG_X, NAME)
-            CT_UNARY_MATH_PARAM_KERNELS(K)
+                CT_UNARY_MATH_PARAM_KERNELS(K)
 #undef K
-                {"round",
-                 2,
-                 {CT_DT_BOOL, CT_DT_F16},
-                 ct_cpu_elementwise_run,
-                 NULL,
-                 &ct_cpu_round_b8_entry},
+                    {"round",
+                     2,
+                     {CT_DT_BOOL, CT_DT_F16},
+                     ct_cpu_elementwise_run,
+                     NULL,
+                     &ct_cpu_round_b8_entry},
 };
 
 int ct_cpu_register_unary_math(void) {
