@@ -277,6 +277,35 @@ def test_clip_scalars_nan_and_keywords():
     assert got.dtype == np.int32 and got.tolist() == [-5, 0, 5]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.float16])
+def test_clip_vector_loops_match_numpy(dtype):
+    """Long runs take the vectorised loops (scalar bounds, contiguous bounds, one bound): nans
+    in x and in the bounds anywhere in a vector, bounds crossed (min > max gives max), every
+    tail length, and out= in place."""
+    rng = np.random.default_rng(3)
+    floating = np.dtype(dtype).kind == "f"
+    for n in (7, 8, 9, 31, 64, 1001):
+        x = (rng.standard_normal(n) * 50).astype(dtype) if floating else \
+            rng.integers(0, 200, n).astype(dtype)
+        lo = (rng.standard_normal(n) * 20).astype(dtype) if floating else \
+            rng.integers(0, 100, n).astype(dtype)
+        hi = lo + dtype(30) if floating else (lo + rng.integers(0, 60, n)).astype(dtype)
+        if floating:
+            x[::13] = np.nan
+            lo[5::17] = np.nan
+            hi[3::19] = np.nan
+        hi[::11] = lo[::11] - dtype(1)  # crossed
+        lo_s, hi_s = dtype(10), dtype(60)
+        np.testing.assert_array_equal(call("clip", x, lo_s, hi_s), np.clip(x, lo_s, hi_s))
+        np.testing.assert_array_equal(call("clip", x, lo, hi),
+                                      np.minimum(np.maximum(x, lo), hi))
+        np.testing.assert_array_equal(call("clip", x, lo_s, None), np.maximum(x, lo_s))
+        np.testing.assert_array_equal(call("clip", x, None, hi), np.minimum(x, hi))
+        inplace = x.copy()
+        call("clip", inplace, lo_s, hi_s, out=inplace)
+        np.testing.assert_array_equal(inplace, np.clip(x, lo_s, hi_s))
+
+
 def test_clip_torch_bfloat16():
     x = bfloat16_tensor(np.linspace(-4, 4, 24).reshape(4, 6)).T
     lo = bfloat16_tensor(np.array([-1.0, -2.0, -3.0, np.nan]))

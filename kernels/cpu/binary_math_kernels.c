@@ -141,56 +141,67 @@ CT_DEF(double, )
 
 /* ----- clip: one loop per set of bounds present ----- */
 
+/* clip(x, lo, hi) with both bounds, for CT_ELEMENTWISE_LOOP (a body as CT_BINARY_BODY): x and the
+ * output contiguous with scalar bounds (the common call) or contiguous bounds get indexed loops
+ * the compiler vectorises, the bounds' comparisons becoming selects; other runs step by bytes.
+ * The branchy loop this replaces ran at 10-14 ns an element on random data (mispredictions). */
+#define CT_CLIP_BODY(NAME, SFX, T, C, OSFX, OT, TARGET, BODY, STORE_LOOP)                       \
+  TARGET static CT_CPU_ISA_BODY void BODY(char** data, const int64_t* steps, int64_t n,         \
+                                          const void* extra) {                                  \
+    (void)extra;                                                                                \
+    char *x = data[0], *lo = data[1], *hi = data[2], *o = data[3];                              \
+    const int64_t sx = steps[0], sl = steps[1], sh = steps[2], so = steps[3];                   \
+    const int64_t st = (int64_t)sizeof(T);                                                      \
+    if (sx == st && so == st && sl == 0 && sh == 0) {                                           \
+      const C l = ct_load_##SFX(*(const T*)lo), h = ct_load_##SFX(*(const T*)hi);               \
+      const T* px = (const T*)x;                                                                \
+      T* po = (T*)o;                                                                            \
+      STORE_LOOP(                                                                               \
+          T, po, n,                                                                             \
+          ct_store_##SFX(ct_op_clip_max_##C(ct_op_clip_min_##C(ct_load_##SFX(px[i]), l), h)));  \
+    } else if (sx == st && so == st && sl == st && sh == st) {                                  \
+      const T *px = (const T*)x, *pl = (const T*)lo, *ph = (const T*)hi;                        \
+      T* po = (T*)o;                                                                            \
+      STORE_LOOP(T, po, n,                                                                      \
+                 ct_store_##SFX(ct_op_clip_max_##C(                                             \
+                     ct_op_clip_min_##C(ct_load_##SFX(px[i]), ct_load_##SFX(pl[i])),            \
+                     ct_load_##SFX(ph[i]))));                                                   \
+    } else {                                                                                    \
+      for (int64_t i = 0; i < n; ++i) {                                                         \
+        const C v = ct_load_##SFX(CT_AT(T, x, i, sx));                                          \
+        const C l = ct_load_##SFX(CT_AT(T, lo, i, sl)), h = ct_load_##SFX(CT_AT(T, hi, i, sh)); \
+        CT_AT(T, o, i, so) = ct_store_##SFX(ct_op_clip_max_##C(ct_op_clip_min_##C(v, l), h));   \
+      }                                                                                         \
+    }                                                                                           \
+  }
+
 typedef struct ct_clip_entries {
-  ct_cpu_loop_entry both, min, max, none;
+  const ct_cpu_loop_entry *both, *min, *max, *none;
 } ct_clip_entries;
 
-#define CT_CLIP_X(NAME, SFX, T, C, U, ID)                                                    \
-  static void ct_cpu_clip_both_##SFX(char** data, const int64_t* steps, int64_t n,           \
-                                     const void* extra) {                                    \
-    (void)extra;                                                                             \
-    for (int64_t i = 0; i < n; ++i) {                                                        \
-      const C x = ct_load_##SFX(CT_AT(T, data[0], i, steps[0]));                             \
-      const C lo = ct_load_##SFX(CT_AT(T, data[1], i, steps[1]));                            \
-      const C hi = ct_load_##SFX(CT_AT(T, data[2], i, steps[2]));                            \
-      CT_AT(T, data[3], i, steps[3]) =                                                       \
-          ct_store_##SFX(ct_op_clip_max_##C(ct_op_clip_min_##C(x, lo), hi));                 \
-    }                                                                                        \
-  }                                                                                          \
-  static void ct_cpu_clip_min_##SFX(char** data, const int64_t* steps, int64_t n,            \
-                                    const void* extra) {                                     \
-    (void)extra;                                                                             \
-    for (int64_t i = 0; i < n; ++i)                                                          \
-      CT_AT(T, data[2], i, steps[2]) =                                                       \
-          ct_store_##SFX(ct_op_clip_min_##C(ct_load_##SFX(CT_AT(T, data[0], i, steps[0])),   \
-                                            ct_load_##SFX(CT_AT(T, data[1], i, steps[1])))); \
-  }                                                                                          \
-  static void ct_cpu_clip_max_##SFX(char** data, const int64_t* steps, int64_t n,            \
-                                    const void* extra) {                                     \
-    (void)extra;                                                                             \
-    for (int64_t i = 0; i < n; ++i)                                                          \
-      CT_AT(T, data[2], i, steps[2]) =                                                       \
-          ct_store_##SFX(ct_op_clip_max_##C(ct_load_##SFX(CT_AT(T, data[0], i, steps[0])),   \
-                                            ct_load_##SFX(CT_AT(T, data[1], i, steps[1])))); \
-  }                                                                                          \
-  static void ct_cpu_clip_none_##SFX(char** data, const int64_t* steps, int64_t n,           \
-                                     const void* extra) {                                    \
-    (void)extra;                                                                             \
-    for (int64_t i = 0; i < n; ++i)                                                          \
-      CT_AT(T, data[1], i, steps[1]) = CT_AT(T, data[0], i, steps[0]);                       \
-  }                                                                                          \
-  static const ct_clip_entries ct_cpu_clip_##SFX##_entries = {{ct_cpu_clip_both_##SFX},      \
-                                                              {ct_cpu_clip_min_##SFX},       \
-                                                              {ct_cpu_clip_max_##SFX},       \
-                                                              {ct_cpu_clip_none_##SFX}};
+/* Both bounds: CT_CLIP_BODY; one bound: the binary template over clip_min or clip_max. */
+#define CT_CLIP_X(NAME, SFX, T, C, U, ID)                                                         \
+  CT_ELEMENTWISE_LOOP(CT_CLIP_BODY, clip, SFX, T, C, SFX, T)                                      \
+  CT_BINARY_LOOP(clip_min, SFX, T, C, SFX, T)                                                     \
+  CT_BINARY_LOOP(clip_max, SFX, T, C, SFX, T)                                                     \
+  static void ct_cpu_clip_none_##SFX(char** data, const int64_t* steps, int64_t n,                \
+                                     const void* extra) {                                         \
+    (void)extra;                                                                                  \
+    for (int64_t i = 0; i < n; ++i)                                                               \
+      CT_AT(T, data[1], i, steps[1]) = CT_AT(T, data[0], i, steps[0]);                            \
+  }                                                                                               \
+  static const ct_cpu_loop_entry ct_cpu_clip_none_##SFX##_entry = {ct_cpu_clip_none_##SFX};       \
+  static const ct_clip_entries ct_cpu_clip_##SFX##_entries = {                                    \
+      &ct_cpu_clip_##SFX##_entry, &ct_cpu_clip_min_##SFX##_entry, &ct_cpu_clip_max_##SFX##_entry, \
+      &ct_cpu_clip_none_##SFX##_entry};
 
 static int ct_cpu_clip_run(const ct_kernel_call* call) {
   const ct_clip_entries* entries = call->kernel_data;
   const ct_tensor *lo = call->inputs[1], *hi = call->inputs[2];
-  const ct_cpu_loop_entry* entry = lo && hi ? &entries->both
-                                   : lo     ? &entries->min
-                                   : hi     ? &entries->max
-                                            : &entries->none;
+  const ct_cpu_loop_entry* entry = lo && hi ? entries->both
+                                   : lo     ? entries->min
+                                   : hi     ? entries->max
+                                            : entries->none;
   const ct_tensor* operands[4];
   int32_t n = 0;
   operands[n++] = call->inputs[0];
