@@ -23,59 +23,15 @@ typedef struct ct_sleef_f64_fn {
   double limit;
 } ct_sleef_f64_fn;
 
-/* SLEEF's documented range for asinh and acosh, past which they return infinity; measured (2
- * million random bit patterns per type against the C library in a wider precision): sinh and cosh
- * overflow to infinity early, from 88.7 (709.8), and log1p from 1e38 (1e307). The trigonometric
- * functions measured within 1 ulp over the whole range (older SLEEF documentation bounds them to
- * 5e9 in float32, 1e14 in float64). */
-#define CT_AHYP_LIMIT_F32 1.84e19f
-#define CT_AHYP_LIMIT_F64 1.34e154
-#define CT_HYP_LIMIT_F32 88.5f
-#define CT_HYP_LIMIT_F64 709.0
-#define CT_LOG1P_LIMIT_F32 1e38f
-#define CT_LOG1P_LIMIT_F64 1e307
-
+/* The tables, from sleef_math.h's list: SLEEF's AVX2 function, the C library's, the limit. */
+#define CT_SLEEF_F32_ROW(NAME, LIMIT_F32, LIMIT_F64) \
+  [CT_SLEEF_##NAME] = {Sleef_##NAME##f8_u10avx2, NAME##f, LIMIT_F32},
+#define CT_SLEEF_F64_ROW(NAME, LIMIT_F32, LIMIT_F64) \
+  [CT_SLEEF_##NAME] = {Sleef_##NAME##d4_u10avx2, NAME, LIMIT_F64},
 static const ct_sleef_f32_fn ct_sleef_f32_fns[CT_SLEEF_COUNT] = {
-    [CT_SLEEF_sin] = {Sleef_sinf8_u10avx2, sinf, INFINITY},
-    [CT_SLEEF_cos] = {Sleef_cosf8_u10avx2, cosf, INFINITY},
-    [CT_SLEEF_tan] = {Sleef_tanf8_u10avx2, tanf, INFINITY},
-    [CT_SLEEF_asin] = {Sleef_asinf8_u10avx2, asinf, INFINITY},
-    [CT_SLEEF_acos] = {Sleef_acosf8_u10avx2, acosf, INFINITY},
-    [CT_SLEEF_atan] = {Sleef_atanf8_u10avx2, atanf, INFINITY},
-    [CT_SLEEF_sinh] = {Sleef_sinhf8_u10avx2, sinhf, CT_HYP_LIMIT_F32},
-    [CT_SLEEF_cosh] = {Sleef_coshf8_u10avx2, coshf, CT_HYP_LIMIT_F32},
-    [CT_SLEEF_tanh] = {Sleef_tanhf8_u10avx2, tanhf, INFINITY},
-    [CT_SLEEF_asinh] = {Sleef_asinhf8_u10avx2, asinhf, CT_AHYP_LIMIT_F32},
-    [CT_SLEEF_acosh] = {Sleef_acoshf8_u10avx2, acoshf, CT_AHYP_LIMIT_F32},
-    [CT_SLEEF_atanh] = {Sleef_atanhf8_u10avx2, atanhf, INFINITY},
-    [CT_SLEEF_log] = {Sleef_logf8_u10avx2, logf, INFINITY},
-    [CT_SLEEF_log2] = {Sleef_log2f8_u10avx2, log2f, INFINITY},
-    [CT_SLEEF_log10] = {Sleef_log10f8_u10avx2, log10f, INFINITY},
-    [CT_SLEEF_log1p] = {Sleef_log1pf8_u10avx2, log1pf, CT_LOG1P_LIMIT_F32},
-    [CT_SLEEF_expm1] = {Sleef_expm1f8_u10avx2, expm1f, INFINITY},
-    [CT_SLEEF_erf] = {Sleef_erff8_u10avx2, erff, INFINITY},
-};
-
+    CT_SLEEF_UNARY_FUNCTIONS(CT_SLEEF_F32_ROW)};
 static const ct_sleef_f64_fn ct_sleef_f64_fns[CT_SLEEF_COUNT] = {
-    [CT_SLEEF_sin] = {Sleef_sind4_u10avx2, sin, INFINITY},
-    [CT_SLEEF_cos] = {Sleef_cosd4_u10avx2, cos, INFINITY},
-    [CT_SLEEF_tan] = {Sleef_tand4_u10avx2, tan, INFINITY},
-    [CT_SLEEF_asin] = {Sleef_asind4_u10avx2, asin, INFINITY},
-    [CT_SLEEF_acos] = {Sleef_acosd4_u10avx2, acos, INFINITY},
-    [CT_SLEEF_atan] = {Sleef_atand4_u10avx2, atan, INFINITY},
-    [CT_SLEEF_sinh] = {Sleef_sinhd4_u10avx2, sinh, CT_HYP_LIMIT_F64},
-    [CT_SLEEF_cosh] = {Sleef_coshd4_u10avx2, cosh, CT_HYP_LIMIT_F64},
-    [CT_SLEEF_tanh] = {Sleef_tanhd4_u10avx2, tanh, INFINITY},
-    [CT_SLEEF_asinh] = {Sleef_asinhd4_u10avx2, asinh, CT_AHYP_LIMIT_F64},
-    [CT_SLEEF_acosh] = {Sleef_acoshd4_u10avx2, acosh, CT_AHYP_LIMIT_F64},
-    [CT_SLEEF_atanh] = {Sleef_atanhd4_u10avx2, atanh, INFINITY},
-    [CT_SLEEF_log] = {Sleef_logd4_u10avx2, log, INFINITY},
-    [CT_SLEEF_log2] = {Sleef_log2d4_u10avx2, log2, INFINITY},
-    [CT_SLEEF_log10] = {Sleef_log10d4_u10avx2, log10, INFINITY},
-    [CT_SLEEF_log1p] = {Sleef_log1pd4_u10avx2, log1p, CT_LOG1P_LIMIT_F64},
-    [CT_SLEEF_expm1] = {Sleef_expm1d4_u10avx2, expm1, INFINITY},
-    [CT_SLEEF_erf] = {Sleef_erfd4_u10avx2, erf, INFINITY},
-};
+    CT_SLEEF_UNARY_FUNCTIONS(CT_SLEEF_F64_ROW)};
 
 /* The loop, for LANES elements of T a vector: whole vectors of a contiguous run are loaded and
  * stored in place; other elements (strided runs, the tail) go through a vector-sized buffer.
@@ -91,13 +47,13 @@ static const ct_sleef_f64_fn ct_sleef_f64_fns[CT_SLEEF_COUNT] = {
     const int64_t size = (int64_t)sizeof(T);                                                 \
     for (int64_t i = 0; i < n; i += LANES) {                                                 \
       const int64_t m = n - i < LANES ? n - i : LANES;                                       \
-      T in[LANES] = {0}, out[LANES];                                                         \
+      T in[LANES], out[LANES];                                                               \
       const int whole = m == LANES;                                                          \
       V x;                                                                                   \
       if (whole && ss == size) {                                                             \
         x = LOADU((const T*)(src + i * ss));                                                 \
       } else {                                                                               \
-        for (int64_t k = 0; k < m; ++k) in[k] = *(const T*)(src + (i + k) * ss);             \
+        for (int k = 0; k < LANES; ++k) in[k] = k < m ? *(const T*)(src + (i + k) * ss) : 0; \
         x = LOADU(in);                                                                       \
       }                                                                                      \
       V y = vector(x);                                                                       \
