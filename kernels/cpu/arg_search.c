@@ -91,8 +91,6 @@ _Static_assert(CT_ARG_SEARCH_LONG < INT32_MAX, "runs searched with 32-bit indice
 /* Argmax takes a > b, argmin b > a. */
 #define CT_BETTER_argmax(TS, v, best) CT_GT_##TS(v, best)
 #define CT_BETTER_argmin(TS, v, best) CT_GT_##TS(best, v)
-#define CT_SCALAR_BETTER_argmax(v, best) ((v) > (best))
-#define CT_SCALAR_BETTER_argmin(v, best) ((v) < (best))
 
 /* A compare mask passed through an empty asm, so that GCC (12) emits blendv on it as it is:
  * otherwise it re-derives the sign bits with one more compare before each blend. */
@@ -228,19 +226,13 @@ _Static_assert(CT_ARG_SEARCH_LONG < INT32_MAX, "runs searched with 32-bit indice
 CT_ARG_SEARCH_ALL(CT_ARG_SEARCH_DEF_LOOPS)
 #undef CT_ARG_SEARCH_DEF_LOOPS
 
-/* The public function: runs shorter than a vector element by element, then one vector a step
- * up to four, then four. */
+/* The public function: one vector a step up to four, then four; runs shorter than a vector are
+ * left to the caller's element-by-element loop. */
 #define CT_ARG_SEARCH_DEFINE(OP, TS, T, W, LONGEST)                         \
   int64_t ct_cpu_##OP##_search_##TS(const T* x, int64_t n, T* value) {      \
-    if (n < 1 || n >= LONGEST || ct_cpu_isa() < CT_CPU_ISA_AVX2) return -1; \
-    if (n >= 4 * W) return ct_##OP##_search_##TS##_wide(x, n, value);       \
-    if (n >= W) return ct_##OP##_search_##TS##_short(x, n, value);          \
-    int64_t best = 0;                                                       \
-    for (int64_t i = 1; i < n && x[best] == x[best]; ++i) {                 \
-      if (CT_SCALAR_BETTER_##OP(x[i], x[best]) || x[i] != x[i]) best = i;   \
-    }                                                                       \
-    *value = x[best];                                                       \
-    return best;                                                            \
+    if (n < W || n >= LONGEST || ct_cpu_isa() < CT_CPU_ISA_AVX2) return -1; \
+    return n >= 4 * W ? ct_##OP##_search_##TS##_wide(x, n, value)           \
+                      : ct_##OP##_search_##TS##_short(x, n, value);         \
   }
 CT_ARG_SEARCH_ALL(CT_ARG_SEARCH_DEFINE)
 #undef CT_ARG_SEARCH_DEFINE

@@ -10,8 +10,9 @@
  * the run is read once, where taking the block extremum and then searching the winning block
  * for it read the run twice and cost three times as much on 64-element rows.
  *
- * They return -1 (nothing read) where the CPU lacks AVX2, where n < 1, and for float32 and int32
- * runs of 4096 elements or more (arg_search.c says why); the caller's own loops then run, and
+ * They return -1 (nothing read) where the CPU lacks AVX2, for runs shorter than a vector (8
+ * float32/int32 or 4 float64/int64 elements), and for float32 and int32 runs of 4096 elements
+ * or more (arg_search.c says why); the caller's own loops then run, and
  * give the same answers. */
 #ifndef CTENSOR_CPU_ARG_SEARCH_H_
 #define CTENSOR_CPU_ARG_SEARCH_H_
