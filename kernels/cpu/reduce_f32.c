@@ -8,6 +8,9 @@
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
 #include <immintrin.h>
 #define CT_REDUCE_F32_AVX2 1
+/* The AVX2 sums (AVX2 level: FMA too, cpu_isa.h); -ffp-contract=off keeps every other
+ * operation as written. */
+#define CT_SUM_F32_TARGET __attribute__((target("avx2,fma,f16c")))
 #endif
 
 /* Lanes of the contiguous sum: lane k adds the elements at k, k + 32, k + 64, ... */
@@ -63,18 +66,28 @@ static void ct_sum_rows_f32_generic(const char* x, int64_t row_step, int64_t row
 }
 
 #ifdef CT_REDUCE_F32_AVX2
-CT_CPU_TARGET_AVX2 static double ct_sum_f32_lanes_avx2(const float* x, int64_t n) {
+/* Four floats at p widened and added to a. The addition runs as a multiply-add by one (bitwise the
+ * same sum: x * 1 is exact, and the one rounding is the addition's), which executes on the FMA
+ * pipes: on AMD Zen the conversions and plain vector additions share the other two pipes, which
+ * held the loops below to about 3 floats a cycle. One thread, Zen 4: a 256 KB sum (in L2) 35.5 ->
+ * 52.6 GB/s, a 64 MB sum 29.6 -> 31.4 GB/s; results bitwise unchanged. */
+CT_SUM_F32_TARGET __attribute__((always_inline)) static inline __m256d ct_sum_f32_add4(
+    __m256d a, const float* p) {
+  return _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(p)), _mm256_set1_pd(1.0), a);
+}
+
+CT_SUM_F32_TARGET static double ct_sum_f32_lanes_avx2(const float* x, int64_t n) {
   __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   for (int64_t i = 0; i < n; i += CT_SUM_F32_LANES) {
     const float* p = x + i;
-    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
-    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
-    a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(p + 8)));
-    a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(p + 12)));
-    a4 = _mm256_add_pd(a4, _mm256_cvtps_pd(_mm_loadu_ps(p + 16)));
-    a5 = _mm256_add_pd(a5, _mm256_cvtps_pd(_mm_loadu_ps(p + 20)));
-    a6 = _mm256_add_pd(a6, _mm256_cvtps_pd(_mm_loadu_ps(p + 24)));
-    a7 = _mm256_add_pd(a7, _mm256_cvtps_pd(_mm_loadu_ps(p + 28)));
+    a0 = ct_sum_f32_add4(a0, p);
+    a1 = ct_sum_f32_add4(a1, p + 4);
+    a2 = ct_sum_f32_add4(a2, p + 8);
+    a3 = ct_sum_f32_add4(a3, p + 12);
+    a4 = ct_sum_f32_add4(a4, p + 16);
+    a5 = ct_sum_f32_add4(a5, p + 20);
+    a6 = ct_sum_f32_add4(a6, p + 24);
+    a7 = ct_sum_f32_add4(a7, p + 28);
   }
   const __m256d v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
                                   _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7)));
@@ -84,14 +97,14 @@ CT_CPU_TARGET_AVX2 static double ct_sum_f32_lanes_avx2(const float* x, int64_t n
 }
 
 /* a[k] += the four floats at p + 4k, widened (k < 4): one 16-column step of both row loops. */
-CT_CPU_TARGET_AVX2 __attribute__((always_inline)) static inline void ct_sum_f32_add16(
+CT_SUM_F32_TARGET __attribute__((always_inline)) static inline void ct_sum_f32_add16(
     __m256d* a, const float* p) {
-  for (int k = 0; k < 4; ++k) a[k] = _mm256_add_pd(a[k], _mm256_cvtps_pd(_mm_loadu_ps(p + 4 * k)));
+  for (int k = 0; k < 4; ++k) a[k] = ct_sum_f32_add4(a[k], p + 4 * k);
 }
 
 /* Four column vectors (16 columns) at a time: independent addition chains. */
-CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_step, int64_t rows,
-                                                    int64_t step, int64_t n, double* acc) {
+CT_SUM_F32_TARGET static void ct_sum_rows_f32_avx2(const char* x, int64_t row_step, int64_t rows,
+                                                   int64_t step, int64_t n, double* acc) {
   if (step != (int64_t)sizeof(float)) {
     ct_sum_rows_f32_generic(x, row_step, rows, step, n, acc);
     return;
@@ -113,8 +126,7 @@ CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_s
         for (int k = 0; k < 4; ++k) _mm256_storeu_pd(acc + j + 4 * k, a[k]);
       }
       for (; j < vectorised; j += 4) {
-        _mm256_storeu_pd(
-            acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), _mm256_cvtps_pd(_mm_loadu_ps(p + j))));
+        _mm256_storeu_pd(acc + j, ct_sum_f32_add4(_mm256_loadu_pd(acc + j), p + j));
       }
     }
     if (vectorised < n) {
@@ -133,7 +145,7 @@ CT_CPU_TARGET_AVX2 static void ct_sum_rows_f32_avx2(const char* x, int64_t row_s
   for (; j + 4 <= n; j += 4) {
     __m256d a = _mm256_loadu_pd(acc + j);
     for (int64_t r = 0; r < rows; ++r) {
-      a = _mm256_add_pd(a, _mm256_cvtps_pd(_mm_loadu_ps((const float*)(x + r * row_step) + j)));
+      a = ct_sum_f32_add4(a, (const float*)(x + r * row_step) + j);
     }
     _mm256_storeu_pd(acc + j, a);
   }
