@@ -312,6 +312,76 @@ def test_topk_long_ties_nan_and_threads():
     check_topk(two[:, ::-2], 9, True, axis=1)
 
 
+# ----- the vector sort of 32-bit keys (sort_vector.c, AVX2): sort (values only) of float32, int32
+# and uint32 lanes shorter than the bucket sort's; a sorting network up to 256 keys, quicksort
+# with vector partitions above. Lengths around every power of two the network pads to. -----
+
+VECTOR_DTYPES = ["float32", "int32", "uint32"]
+VECTOR_LENGTHS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 256, 257, 258]
+VECTOR_LENGTHS += [300, 511, 512, 513, 1000, 4097, 70_001]
+
+
+@pytest.mark.parametrize("dtype", VECTOR_DTYPES)
+@pytest.mark.parametrize("n", VECTOR_LENGTHS)
+def test_sort_vector_lengths(dtype, n):
+    rng = np.random.default_rng(n)
+    rows = max(1, 3000 // n)
+    for kind in ("normal", "equal", "sorted", "reversed", "duplicates", "heavy", "wide"):
+        x = np.stack([long_pattern(kind, n, dtype, rng) for _ in range(rows)])
+        for descending in (False, True):
+            check_sort(x, descending)
+
+
+@pytest.mark.parametrize("dtype", VECTOR_DTYPES)
+def test_sort_vector_extremes_and_layouts(dtype):
+    """The type's extreme keys (0 and all ones, where the network's padding sits), nan payloads
+    and signed zeros in their input order, lanes along axis 0 and reversed, and a strided out."""
+    rng = np.random.default_rng(5)
+    n = 700
+    if dtype == "float32":
+        x = rng.standard_normal((6, n)).astype(np.float32)
+        x[rng.random(x.shape) < 0.2] = 0.0
+        x[rng.random(x.shape) < 0.2] = -0.0
+        x[rng.random(x.shape) < 0.05] = np.inf
+        x[rng.random(x.shape) < 0.05] = -np.inf
+        payloads = (0x7FC00000 + rng.integers(0, 2**22, x.shape)).astype(np.uint32)
+        nan_at = rng.random(x.shape) < 0.1
+        x[nan_at] = (
+            payloads.view(np.float32)[nan_at] * np.where(rng.random(x.shape) < 0.5, -1, 1)[nan_at]
+        )
+        bits = np.uint32
+    else:
+        info = np.iinfo(dtype)
+        extremes = np.array([info.min, info.max, info.min + 1, info.max - 1, 0, 1], dtype)
+        x = rng.choice(extremes, (6, n))
+        bits = np.dtype(dtype)
+    for descending in (False, True):
+        for lanes, axis in ((x, 1), (np.ascontiguousarray(x.T), 0), (x[:, ::-1], 1)):
+            order = reference_argsort(lanes, axis, descending)
+            expected = np.take_along_axis(lanes, order, axis=axis)
+            got = ops.sort(lanes, axis=axis, descending=descending)
+            np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+        out = np.zeros((6, 2 * n), dtype)
+        ops.sort(x, axis=1, descending=descending, out=out[:, ::2])
+        expected = np.take_along_axis(x, reference_argsort(x, 1, descending), axis=1)
+        np.testing.assert_array_equal(out[:, ::2].view(bits), expected.view(bits))
+        assert not out[:, 1::2].any()  # the gaps of the strided out are left alone
+
+
+def test_sort_vector_many_equal_keys():
+    """Runs whose pivot is often the largest key (the pass that splits off equal keys), and
+    keys all alike but for one."""
+    rng = np.random.default_rng(9)
+    for n in (257, 1024, 5000):
+        x = np.full((4, n), 2.0, np.float32)
+        x[0, rng.integers(0, n)] = 1.0
+        x[1, rng.integers(0, n)] = 3.0
+        x[2] = rng.integers(0, 2, n)
+        x[3, : n // 2] = -0.0
+        for descending in (False, True):
+            check_sort(x, descending)
+
+
 _LONG_ISA_SCRIPT = r"""
 import sys
 import numpy as np
@@ -335,6 +405,13 @@ for dtype in ("float32", "float64", "int32", "uint64"):
     results[f"in_sort_{dtype}"] = x
     results[f"sort_{dtype}"] = ops.sort(x, descending=True)
     results[f"sort_strided_{dtype}"] = ops.sort(x[::-3])
+for dtype in ("float32", "int32"):
+    x = (rng.standard_normal(3 * 700) * 1e3).astype(dtype)
+    if dtype == "float32":
+        x[rng.random(x.size) < 0.05] = np.nan
+        x[rng.random(x.size) < 0.05] = -0.0
+    results[f"in_rows_{dtype}"] = x
+    results[f"rows_{dtype}"] = ops.sort(x.reshape(3, 700), axis=1, descending=True)
 np.savez(sys.argv[1], **results)
 """
 
@@ -353,18 +430,25 @@ def _long_isa_expected(saved: dict) -> dict:
             expected[f"sort_{dtype}"] = x[reference_argsort(x, 0, True)]
             strided = x[::-3]
             expected[f"sort_strided_{dtype}"] = strided[reference_argsort(strided, 0, False)]
+        elif key.startswith("in_rows_"):
+            dtype = key.removeprefix("in_rows_")
+            rows = x.reshape(3, 700)
+            order = reference_argsort(rows, 1, True)
+            expected[f"rows_{dtype}"] = np.take_along_axis(rows, order, axis=1)
     return expected
 
 
 def test_every_isa_copy(tmp_path):
-    """topk's threshold test and the bucket sort's key and value loops have a copy per
+    """topk's threshold test, the bucket sort's key and value loops and the short lanes' sort
+    (the vector sort from AVX2 on, (key, index) passes on the generic level) have a copy per
     instruction set: each gives the stable order."""
     from arrays import results_under_isa
 
     for isa in ("generic", "avx2", "avx512"):
         got = results_under_isa(_LONG_ISA_SCRIPT, tmp_path / f"{isa}.npz", isa)
         expected = _long_isa_expected(got)
-        assert len(expected) == 18  # 5 topk dtypes x 2 directions, 4 sort dtypes x 2 layouts
+        # 5 topk dtypes x 2 directions, 4 sort dtypes x 2 layouts, 2 dtypes of short rows
+        assert len(expected) == 20
         assert {k for k in got if not k.startswith("in_")} == expected.keys()
         for key, value in expected.items():
             np.testing.assert_array_equal(got[key], value, err_msg=f"{isa}: {key}")

@@ -7,11 +7,12 @@
  * workspace: one counting pass per key byte in which the keys differ, insertion sort for short
  * lanes. The sorted indices then gather the values (sort, topk values: the original bits, so
  * -0.0 stays -0.0) or are written out (argsort, topk indices). Lanes run in parallel, each thread
- * on its own slot of the workspace. sort (values only) of 4- and 8-byte dtypes on lanes of at
- * least CT_RADIX_MIN_LANE elements moves the keys alone and maps them back to values, rewriting
- * the keys that stand for several bit patterns (-0.0 and 0.0, NaNs) from x in their stable
- * order: 11-bit LSD passes, and from CT_BUCKET_MIN_LANE on (all threads on a single long lane)
- * one MSD split into buckets that each sort in cache. topk of long lanes with a small k makes
+ * on its own slot of the workspace. sort (values only) of 4- and 8-byte dtypes moves the keys
+ * alone and maps them back to values, rewriting the keys that stand for several bit patterns
+ * (-0.0 and 0.0, NaNs) from x in their stable order: 32-bit keys of lanes shorter than
+ * CT_BUCKET_MIN_LANE through the vector sort of sort_vector.c where the CPU has AVX2, other lanes
+ * of at least CT_RADIX_MIN_LANE elements through 11-bit LSD passes, and from CT_BUCKET_MIN_LANE
+ * on (all threads on a single long lane) one MSD split into buckets that each sort in cache. topk of long lanes with a small k makes
  * one pass over x against a rising threshold instead of sorting (CT_TOPK_MIN_LANE).
  * searchsorted binary-searches the same keys. */
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "dynamic_output.h"
 #include "cpu_threads.h"
 #include "sort_keys.h"
+#include "sort_vector.h"
 #include "strided_iter.h"
 
 #ifdef _OPENMP
@@ -40,9 +42,10 @@
 
 /* Lanes shorter than this are insertion-sorted. */
 #define CT_SORT_INSERTION 24
-/* sort (values only) of 4- and 8-byte dtypes on lanes this long moves keys alone; lanes shorter
- * than CT_BUCKET_MIN_LANE go through radix passes of CT_RADIX_BITS-bit digits (3 passes for
- * 32-bit keys, 6 for 64-bit), all histograms counted in the pass that makes the keys. */
+/* sort (values only) of 4- and 8-byte dtypes on lanes this long moves keys alone (32-bit keys at
+ * any length, where the vector sort runs); lanes shorter than CT_BUCKET_MIN_LANE go through radix
+ * passes of CT_RADIX_BITS-bit digits (3 passes for 32-bit keys, 6 for 64-bit), all histograms
+ * counted in the pass that makes the keys, or through the vector sort. */
 #define CT_RADIX_MIN_LANE 2048
 #define CT_RADIX_BITS 11
 #define CT_RADIX_BINS (1 << CT_RADIX_BITS)
@@ -523,42 +526,82 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
   }
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
 
-#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                 \
-  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,    \
-                                   void* slot, char* out, int64_t out_step, int threads) {    \
-    if (n >= CT_BUCKET_MIN_LANE) {                                                            \
-      ct_sort_buckets_##SFX(x, step, n, descending, slot, out, out_step, threads);            \
-      return;                                                                                 \
-    }                                                                                         \
-    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                               \
-    K* keys = (K*)slot;                                                                       \
-    K* keys2 = (K*)((char*)slot + kb);                                                        \
-    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                         \
-    const K flip = descending ? (K) ~(K)0 : (K)0;                                             \
-    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);            \
-    memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                        \
-    for (int64_t i = 0; i < n; ++i) {                                                         \
-      T v;                                                                                    \
-      memcpy(&v, x + i * step, sizeof v);                                                     \
-      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
-      keys[i] = k;                                                                            \
-      for (int pass = 0; pass < passes; ++pass) {                                             \
-        ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))]; \
-      }                                                                                       \
-    }                                                                                         \
-    const K* sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                 \
-    for (int64_t i = 0; i < n; ++i) {                                                         \
-      const T v = ct_uq_value_##SFX((K)(sorted[i] ^ flip));                                   \
-      memcpy(out + i * out_step, &v, sizeof v);                                               \
-    }                                                                                         \
-    if ((T)0.5 == (T)0) return; /* an integer dtype */                                        \
-    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                \
-    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                               \
-    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                 \
-    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                \
-    const bool nans = at_nan < n && sorted[at_nan] == nan;                                    \
-    if (!zeros && !nans) return;                                                              \
-    ct_sort_put_alike_##SFX(x, step, 0, n, flip, out, out_step, &at_zero, &at_nan);           \
+/* The keys (xor flip) of x[0..n) (step bytes apart) into keys, and the values of keys[0..n)
+ * (xor flip) into out (out_step bytes apart); contiguous runs in plain loops the compiler
+ * vectorises, per ISA level. */
+#define CT_SORT_KEY_LOOPS_X(A, SFX, T, C, K, ID)                                                \
+  static CT_CPU_ISA_BODY void ct_sort_make_keys_##SFX##_body(const char* x, int64_t step,       \
+                                                             int64_t n, K flip, K* keys) {      \
+    if (step == (int64_t)sizeof(T)) {                                                           \
+      const T* v = (const T*)(const void*)x;                                                    \
+      for (int64_t i = 0; i < n; ++i) keys[i] = (K)(ct_uq_key_##SFX(v[i]) ^ flip);              \
+      return;                                                                                   \
+    }                                                                                           \
+    for (int64_t i = 0; i < n; ++i) {                                                           \
+      T v;                                                                                      \
+      memcpy(&v, x + i * step, sizeof v);                                                       \
+      keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                 \
+    }                                                                                           \
+  }                                                                                             \
+  CT_CPU_ISA_LOOP(ct_sort_make_keys_##SFX,                                                      \
+                  (const char* x, int64_t step, int64_t n, K flip, K* keys),                    \
+                  (x, step, n, flip, keys))                                                     \
+  static CT_CPU_ISA_BODY void ct_sort_put_values_##SFX##_body(const K* keys, int64_t n, K flip, \
+                                                              char* out, int64_t out_step) {    \
+    if (out_step == (int64_t)sizeof(T)) {                                                       \
+      T* v = (T*)(void*)out;                                                                    \
+      for (int64_t i = 0; i < n; ++i) v[i] = ct_uq_value_##SFX((K)(keys[i] ^ flip));            \
+      return;                                                                                   \
+    }                                                                                           \
+    for (int64_t i = 0; i < n; ++i) {                                                           \
+      const T v = ct_uq_value_##SFX((K)(keys[i] ^ flip));                                       \
+      memcpy(out + i * out_step, &v, sizeof v);                                                 \
+    }                                                                                           \
+  }                                                                                             \
+  CT_CPU_ISA_LOOP(ct_sort_put_values_##SFX,                                                     \
+                  (const K* keys, int64_t n, K flip, char* out, int64_t out_step),              \
+                  (keys, n, flip, out, out_step))
+CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEY_LOOPS_X, _)
+
+#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                   \
+  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,      \
+                                   void* slot, char* out, int64_t out_step, int threads) {      \
+    if (n >= CT_BUCKET_MIN_LANE) {                                                              \
+      ct_sort_buckets_##SFX(x, step, n, descending, slot, out, out_step, threads);              \
+      return;                                                                                   \
+    }                                                                                           \
+    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                 \
+    K* keys = (K*)slot;                                                                         \
+    K* keys2 = (K*)((char*)slot + kb);                                                          \
+    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                           \
+    const K flip = descending ? (K) ~(K)0 : (K)0;                                               \
+    const K* sorted = keys;                                                                     \
+    if (sizeof(K) == 4 && ct_sort_vector_available()) {                                         \
+      ct_sort_make_keys_##SFX(x, step, n, flip, keys);                                          \
+      ct_sort_vector_u32((uint32_t*)(void*)keys, (uint32_t*)(void*)keys2, n);                   \
+    } else {                                                                                    \
+      const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);            \
+      memset(hist, 0, (size_t)passes* CT_RADIX_BINS * sizeof(int64_t));                         \
+      for (int64_t i = 0; i < n; ++i) {                                                         \
+        T v;                                                                                    \
+        memcpy(&v, x + i * step, sizeof v);                                                     \
+        const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
+        keys[i] = k;                                                                            \
+        for (int pass = 0; pass < passes; ++pass) {                                             \
+          ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))]; \
+        }                                                                                       \
+      }                                                                                         \
+      sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                          \
+    }                                                                                           \
+    ct_sort_put_values_##SFX(sorted, n, flip, out, out_step);                                   \
+    if ((T)0.5 == (T)0) return; /* an integer dtype */                                          \
+    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                  \
+    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                                 \
+    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                   \
+    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                  \
+    const bool nans = at_nan < n && sorted[at_nan] == nan;                                      \
+    if (!zeros && !nans) return;                                                                \
+    ct_sort_put_alike_##SFX(x, step, 0, n, flip, out, out_step, &at_zero, &at_nan);             \
   }
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_X, _)
 /* The values-only sort of each dtype: 1- and 2-byte dtypes have none. */
@@ -845,7 +888,10 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
     ct_sort_outer(indices, axis, 8, job.i_strides, &job.i_step);
   }
   if (job.lanes == 0 || job.n == 0 || k == 0) return CT_OK;
-  if (values && !indices && k == job.n && job.n >= CT_RADIX_MIN_LANE) job.values_lane = values_lane;
+  if (values && !indices && k == job.n &&
+      (job.n >= CT_RADIX_MIN_LANE || (job.itemsize == 4 && ct_sort_vector_available()))) {
+    job.values_lane = values_lane;
+  }
   int64_t slots = ct_sort_slots(job.lanes, job.n);
   job.lane_threads = ct_sort_lane_threads(job.lanes, job.n);
   /* fewer threads on the lane where the workspace was sized for fewer (the count changed) */
