@@ -12,8 +12,9 @@
  * (-0.0 and 0.0, NaNs) from x in their stable order: 32-bit keys of lanes shorter than
  * CT_BUCKET_MIN_LANE through the vector sort of sort_vector.c where the CPU has AVX2, other lanes
  * of at least CT_RADIX_MIN_LANE elements through 11-bit LSD passes, and from CT_BUCKET_MIN_LANE
- * on (all threads on a single long lane) one MSD split into buckets that each sort in cache. topk of long lanes with a small k makes
- * one pass over x against a rising threshold instead of sorting (CT_TOPK_MIN_LANE).
+ * on (all threads on a single long lane) one MSD split into buckets that each sort in cache. topk
+ * of long lanes with a small k makes one pass over x against a rising threshold instead of sorting
+ * (CT_TOPK_MIN_LANE).
  * searchsorted binary-searches the same keys. */
 #include <string.h>
 
