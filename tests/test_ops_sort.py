@@ -312,13 +312,15 @@ def test_topk_long_ties_nan_and_threads():
     check_topk(two[:, ::-2], 9, True, axis=1)
 
 
-# ----- the vector sort of 32-bit keys (sort_vector.c, AVX2): sort (values only) of float32, int32
-# and uint32 lanes shorter than the bucket sort's; a sorting network up to 256 keys, quicksort
-# with vector partitions above. Lengths around every power of two the network pads to. -----
+# ----- the vector sort (sort_vector.c, AVX2) of 32- and 64-bit keys: sort (values only) of 4- and
+# 8-byte dtypes on lanes shorter than the bucket sort's (64-bit: up to 8192), and argsort/topk of
+# 32-bit keys on lanes up to 256 (each key above its index, one 64-bit key); a sorting network up
+# to 256 keys, quicksort with vector partitions above. Lengths around every power of two the
+# network pads to. -----
 
-VECTOR_DTYPES = ["float32", "int32", "uint32"]
+VECTOR_DTYPES = ["float32", "int32", "uint32", "float64", "int64", "uint64"]
 VECTOR_LENGTHS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 256, 257, 258]
-VECTOR_LENGTHS += [300, 511, 512, 513, 1000, 4097, 70_001]
+VECTOR_LENGTHS += [300, 511, 512, 513, 1000, 4097, 8192, 8193, 70_001]
 
 
 @pytest.mark.parametrize("dtype", VECTOR_DTYPES)
@@ -330,6 +332,13 @@ def test_sort_vector_lengths(dtype, n):
         x = np.stack([long_pattern(kind, n, dtype, rng) for _ in range(rows)])
         for descending in (False, True):
             check_sort(x, descending)
+            if n <= 300:  # the paired keys of argsort and topk, ties in index order
+                order = reference_argsort(x, 1, descending)
+                np.testing.assert_array_equal(ops.argsort(x, axis=1, descending=descending), order)
+                k = (n + 1) // 2
+                values, indices = ops.topk(x, k=k, axis=1, largest=descending)
+                np.testing.assert_array_equal(indices, order[:, :k])
+                np.testing.assert_array_equal(values, np.take_along_axis(x, order[:, :k], axis=1))
 
 
 @pytest.mark.parametrize("dtype", VECTOR_DTYPES)
@@ -338,7 +347,7 @@ def test_sort_vector_extremes_and_layouts(dtype):
     and signed zeros in their input order, lanes along axis 0 and reversed, and a strided out."""
     rng = np.random.default_rng(5)
     n = 700
-    if dtype == "float32":
+    if dtype.startswith("float"):
         x = rng.standard_normal((6, n)).astype(np.float32)
         x[rng.random(x.shape) < 0.2] = 0.0
         x[rng.random(x.shape) < 0.2] = -0.0
@@ -355,6 +364,9 @@ def test_sort_vector_extremes_and_layouts(dtype):
         extremes = np.array([info.min, info.max, info.min + 1, info.max - 1, 0, 1], dtype)
         x = rng.choice(extremes, (6, n))
         bits = np.dtype(dtype)
+    if dtype == "float64":
+        x = x.astype(np.float64)
+        bits = np.uint64
     for descending in (False, True):
         for lanes, axis in ((x, 1), (np.ascontiguousarray(x.T), 0), (x[:, ::-1], 1)):
             order = reference_argsort(lanes, axis, descending)

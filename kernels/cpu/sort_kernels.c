@@ -5,16 +5,20 @@
  * values to the order-preserving unsigned keys of sort_keys.h (complemented for a descending
  * order, which puts nan first) and sorts (key, index) pairs with a stable LSD radix sort in the
  * workspace: one counting pass per key byte in which the keys differ, insertion sort for short
- * lanes. The sorted indices then gather the values (sort, topk values: the original bits, so
- * -0.0 stays -0.0) or are written out (argsort, topk indices). Lanes run in parallel, each thread
- * on its own slot of the workspace. sort (values only) of 4- and 8-byte dtypes moves the keys
- * alone and maps them back to values, rewriting the keys that stand for several bit patterns
- * (-0.0 and 0.0, NaNs) from x in their stable order: 32-bit keys of lanes shorter than
- * CT_BUCKET_MIN_LANE through the vector sort of sort_vector.c where the CPU has AVX2, other lanes
- * of at least CT_RADIX_MIN_LANE elements through 11-bit LSD passes, and from CT_BUCKET_MIN_LANE
- * on (all threads on a single long lane) one MSD split into buckets that each sort in cache. topk
- * of long lanes with a small k makes one pass over x against a rising threshold instead of sorting
- * (CT_TOPK_MIN_LANE).
+ * lanes. Where the CPU has AVX2, lanes of 32-bit keys up to CT_SORT_PAIRED_MAX long instead sort
+ * each key above its index as one 64-bit key in the vector sort (sort_vector.c), which keeps ties
+ * in order too. The sorted indices then gather the values (sort, topk values: the original bits,
+ * so -0.0 stays -0.0) or are written out (argsort, topk indices). Lanes run in parallel, each
+ * thread on its own slot of the workspace.
+ *
+ * sort (values only) of 4- and 8-byte dtypes moves the keys alone and maps them back to values,
+ * rewriting the keys that stand for several bit patterns (-0.0 and 0.0, NaNs) from x in their
+ * stable order. The keys go through the vector sort where the CPU has AVX2 (32-bit keys of lanes
+ * shorter than CT_BUCKET_MIN_LANE, 64-bit keys of lanes up to CT_SORT_VECTOR64_MAX), through
+ * 11-bit LSD passes on other lanes of at least CT_RADIX_MIN_LANE elements, and from
+ * CT_BUCKET_MIN_LANE on (all threads on a single long lane) through one MSD split into buckets
+ * that each sort in cache. topk of long lanes with a small k makes one pass over x against a
+ * rising threshold instead of sorting (CT_TOPK_MIN_LANE).
  * searchsorted binary-searches the same keys. */
 #include <string.h>
 
@@ -43,6 +47,14 @@
 
 /* Lanes shorter than this are insertion-sorted. */
 #define CT_SORT_INSERTION 24
+/* Longest lane whose (32-bit key, index) pairs sort as single 64-bit keys in the vector sort,
+ * where the CPU has it: float32 argsort of rows of 16-192 took 6-9 ns an element against 17-31
+ * through the radix passes below; from 512 on the radix passes were faster. */
+#define CT_SORT_PAIRED_MAX 256
+/* Longest lane whose 64-bit keys the values-only sort gives the vector sort (float64 rows of
+ * 1024-4096: 11-12 ns an element against 14-18 in radix passes; from 16384 on the radix passes
+ * were faster). 32-bit keys go there up to CT_BUCKET_MIN_LANE. */
+#define CT_SORT_VECTOR64_MAX 8192
 /* sort (values only) of 4- and 8-byte dtypes on lanes this long moves keys alone (32-bit keys at
  * any length, where the vector sort runs); lanes shorter than CT_BUCKET_MIN_LANE go through radix
  * passes of CT_RADIX_BITS-bit digits (3 passes for 32-bit keys, 6 for 64-bit), all histograms
@@ -201,6 +213,43 @@ static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize, int threads) {
   return bytes;
 }
 
+/* The keys (xor flip) of x[0..n) (step bytes apart) into keys, and the values of keys[0..n)
+ * (xor flip) into out (out_step bytes apart); contiguous runs in plain loops the compiler
+ * vectorises, per ISA level. */
+#define CT_SORT_KEY_LOOPS_X(A, SFX, T, C, K, ID)                                                \
+  static CT_CPU_ISA_BODY void ct_sort_make_keys_##SFX##_body(const char* x, int64_t step,       \
+                                                             int64_t n, K flip, K* keys) {      \
+    if (step == (int64_t)sizeof(T)) {                                                           \
+      const T* v = (const T*)(const void*)x;                                                    \
+      for (int64_t i = 0; i < n; ++i) keys[i] = (K)(ct_uq_key_##SFX(v[i]) ^ flip);              \
+      return;                                                                                   \
+    }                                                                                           \
+    for (int64_t i = 0; i < n; ++i) {                                                           \
+      T v;                                                                                      \
+      memcpy(&v, x + i * step, sizeof v);                                                       \
+      keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                 \
+    }                                                                                           \
+  }                                                                                             \
+  CT_CPU_ISA_LOOP(ct_sort_make_keys_##SFX,                                                      \
+                  (const char* x, int64_t step, int64_t n, K flip, K* keys),                    \
+                  (x, step, n, flip, keys))                                                     \
+  static CT_CPU_ISA_BODY void ct_sort_put_values_##SFX##_body(const K* keys, int64_t n, K flip, \
+                                                              char* out, int64_t out_step) {    \
+    if (out_step == (int64_t)sizeof(T)) {                                                       \
+      T* v = (T*)(void*)out;                                                                    \
+      for (int64_t i = 0; i < n; ++i) v[i] = ct_uq_value_##SFX((K)(keys[i] ^ flip));            \
+      return;                                                                                   \
+    }                                                                                           \
+    for (int64_t i = 0; i < n; ++i) {                                                           \
+      const T v = ct_uq_value_##SFX((K)(keys[i] ^ flip));                                       \
+      memcpy(out + i * out_step, &v, sizeof v);                                                 \
+    }                                                                                           \
+  }                                                                                             \
+  CT_CPU_ISA_LOOP(ct_sort_put_values_##SFX,                                                     \
+                  (const K* keys, int64_t n, K flip, char* out, int64_t out_step),              \
+                  (keys, n, flip, out, out_step))
+CT_SORT_KEY_TYPES(CT_SORT_KEY_LOOPS_X, _)
+
 #define CT_SORT_LANE_X(A, SFX, T, C, K, ID)                                                  \
   static int64_t* ct_sort_lane_##SFX(const char* x, int64_t step, int64_t n, int descending, \
                                      void* slot) {                                           \
@@ -210,6 +259,15 @@ static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize, int threads) {
     int64_t* idx = (int64_t*)((char*)slot + 2 * kb);                                         \
     int64_t* idx2 = idx + (n * 8 + 63) / 64 * 8;                                             \
     const K flip = descending ? (K) ~(K)0 : (K)0;                                            \
+    if (sizeof(K) == 4 && n > 1 && n <= CT_SORT_PAIRED_MAX && ct_sort_vector_available()) {  \
+      /* each key above its index: sorted, ties keep their order */                          \
+      uint64_t* both = (uint64_t*)(void*)idx;                                                \
+      ct_sort_make_keys_##SFX(x, step, n, flip, keys);                                       \
+      for (int64_t i = 0; i < n; ++i) both[i] = (uint64_t)keys[i] << 32 | (uint64_t)i;       \
+      ct_sort_vector_u64(both, (uint64_t*)(void*)idx2, n);                                   \
+      for (int64_t i = 0; i < n; ++i) idx[i] = (int64_t)(both[i] & UINT32_MAX);              \
+      return idx;                                                                            \
+    }                                                                                        \
     for (int64_t i = 0; i < n; ++i) {                                                        \
       T v;                                                                                   \
       memcpy(&v, x + i * step, sizeof v);                                                    \
@@ -527,43 +585,6 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
   }
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
 
-/* The keys (xor flip) of x[0..n) (step bytes apart) into keys, and the values of keys[0..n)
- * (xor flip) into out (out_step bytes apart); contiguous runs in plain loops the compiler
- * vectorises, per ISA level. */
-#define CT_SORT_KEY_LOOPS_X(A, SFX, T, C, K, ID)                                                \
-  static CT_CPU_ISA_BODY void ct_sort_make_keys_##SFX##_body(const char* x, int64_t step,       \
-                                                             int64_t n, K flip, K* keys) {      \
-    if (step == (int64_t)sizeof(T)) {                                                           \
-      const T* v = (const T*)(const void*)x;                                                    \
-      for (int64_t i = 0; i < n; ++i) keys[i] = (K)(ct_uq_key_##SFX(v[i]) ^ flip);              \
-      return;                                                                                   \
-    }                                                                                           \
-    for (int64_t i = 0; i < n; ++i) {                                                           \
-      T v;                                                                                      \
-      memcpy(&v, x + i * step, sizeof v);                                                       \
-      keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                 \
-    }                                                                                           \
-  }                                                                                             \
-  CT_CPU_ISA_LOOP(ct_sort_make_keys_##SFX,                                                      \
-                  (const char* x, int64_t step, int64_t n, K flip, K* keys),                    \
-                  (x, step, n, flip, keys))                                                     \
-  static CT_CPU_ISA_BODY void ct_sort_put_values_##SFX##_body(const K* keys, int64_t n, K flip, \
-                                                              char* out, int64_t out_step) {    \
-    if (out_step == (int64_t)sizeof(T)) {                                                       \
-      T* v = (T*)(void*)out;                                                                    \
-      for (int64_t i = 0; i < n; ++i) v[i] = ct_uq_value_##SFX((K)(keys[i] ^ flip));            \
-      return;                                                                                   \
-    }                                                                                           \
-    for (int64_t i = 0; i < n; ++i) {                                                           \
-      const T v = ct_uq_value_##SFX((K)(keys[i] ^ flip));                                       \
-      memcpy(out + i * out_step, &v, sizeof v);                                                 \
-    }                                                                                           \
-  }                                                                                             \
-  CT_CPU_ISA_LOOP(ct_sort_put_values_##SFX,                                                     \
-                  (const K* keys, int64_t n, K flip, char* out, int64_t out_step),              \
-                  (keys, n, flip, out, out_step))
-CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEY_LOOPS_X, _)
-
 #define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                   \
   static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,      \
                                    void* slot, char* out, int64_t out_step, int threads) {      \
@@ -577,9 +598,13 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEY_LOOPS_X, _)
     int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                           \
     const K flip = descending ? (K) ~(K)0 : (K)0;                                               \
     const K* sorted = keys;                                                                     \
-    if (sizeof(K) == 4 && ct_sort_vector_available()) {                                         \
+    if (ct_sort_vector_available() && (sizeof(K) == 4 || n <= CT_SORT_VECTOR64_MAX)) {          \
       ct_sort_make_keys_##SFX(x, step, n, flip, keys);                                          \
-      ct_sort_vector_u32((uint32_t*)(void*)keys, (uint32_t*)(void*)keys2, n);                   \
+      if (sizeof(K) == 4) {                                                                     \
+        ct_sort_vector_u32((uint32_t*)(void*)keys, (uint32_t*)(void*)keys2, n);                 \
+      } else {                                                                                  \
+        ct_sort_vector_u64((uint64_t*)(void*)keys, (uint64_t*)(void*)keys2, n);                 \
+      }                                                                                         \
     } else {                                                                                    \
       const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);            \
       memset(hist, 0, (size_t)passes* CT_RADIX_BINS * sizeof(int64_t));                         \
@@ -889,8 +914,9 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
     ct_sort_outer(indices, axis, 8, job.i_strides, &job.i_step);
   }
   if (job.lanes == 0 || job.n == 0 || k == 0) return CT_OK;
-  if (values && !indices && k == job.n &&
-      (job.n >= CT_RADIX_MIN_LANE || (job.itemsize == 4 && ct_sort_vector_available()))) {
+  const bool vector = ct_sort_vector_available() &&
+                      (job.itemsize == 4 || (job.itemsize == 8 && job.n <= CT_SORT_VECTOR64_MAX));
+  if (values && !indices && k == job.n && (job.n >= CT_RADIX_MIN_LANE || vector)) {
     job.values_lane = values_lane;
   }
   int64_t slots = ct_sort_slots(job.lanes, job.n);
