@@ -291,6 +291,48 @@ def test_topk_long_lane(dtype, kind):
             check_topk(x, k, largest)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int8", "uint16", "float16"])
+@pytest.mark.parametrize(
+    "n,k",
+    [
+        (32, 1),
+        (64, 1),
+        (64, 2),
+        (1024, 1),
+        (1024, 32),
+        (1024, 33),
+        (4096, 64),
+        (4096, 65),
+        (5000, 7),
+    ],
+)
+def test_topk_short_lanes_small_k(dtype, n, k):
+    """Lanes each on one thread, with k <= 64 and k <= n / 32: the k best kept in order (ties by
+    index, nan largest); (1024, 33) and (4096, 65) sort the lane instead."""
+    rng = np.random.default_rng(n + k)
+    for kind in ("normal", "equal", "sorted", "reversed", "duplicates", "heavy", "many"):
+        rows = 2**17 // n if kind == "many" else max(2, 4096 // n)  # parallel over lanes, or not
+        pattern = "duplicates" if kind == "many" else kind
+        base = np.stack([long_pattern(pattern, n, "float64", rng) for _ in range(rows)])
+        with np.errstate(invalid="ignore", over="ignore"):
+            x = (
+                base.astype(dtype)
+                if dtype.startswith("float")
+                else np.nan_to_num(base).astype(dtype)
+            )
+        for largest in (True, False):
+            check_topk(x, k, largest, axis=1)
+            check_topk(np.ascontiguousarray(x.T), k, largest, axis=0)
+    values = np.zeros((2, 3 * k), dtype)
+    indices = np.zeros((2, 2 * k), np.int64)
+    x = x[:2]
+    ops.topk(x, k=k, axis=1, out=(values[:, ::3], indices[:, ::2]))
+    order = reference_argsort(x, 1, True)[:, :k]
+    np.testing.assert_array_equal(indices[:, ::2], order)
+    np.testing.assert_array_equal(values[:, ::3], np.take_along_axis(x, order, axis=1))
+    assert not values[:, 1::3].any() and not indices[:, 1::2].any()
+
+
 def test_topk_long_ties_nan_and_threads():
     rng = np.random.default_rng(9)
     n = 2**17
