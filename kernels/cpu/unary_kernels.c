@@ -91,6 +91,20 @@ static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const v
 }
 static const ct_cpu_loop_entry ct_cpu_exp_f32_entry = {ct_cpu_exp_f32};
 
+/* float32 tanh: computed in double by the vector_math set of the CPU on contiguous runs, by its
+ * scalar copy (the same bits) on others; 1 ulp at most (vector_math.h). */
+static void ct_cpu_tanh_f32(char** data, const int64_t* steps, int64_t n, const void* extra) {
+  (void)extra;
+  char *src = data[0], *dst = data[1];
+  const int64_t ss = steps[0], ds = steps[1];
+  if (ss == (int64_t)sizeof(float) && ds == (int64_t)sizeof(float)) {
+    ct_vector_math_get()->tanh_f32((const float*)src, (float*)dst, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) CT_AT(float, dst, i, ds) = ct_tanh_f32(CT_AT(float, src, i, ss));
+}
+static const ct_cpu_loop_entry ct_cpu_tanh_f32_vector_entry = {ct_cpu_tanh_f32};
+
 /* exp's other dtypes take the template loop. */
 #define CT_EXP_TEMPLATE_TYPES(X, A) \
   CT_CPU_LOWP_TYPES(X, A)           \
@@ -108,9 +122,13 @@ static const ct_cpu_loop_entry ct_cpu_exp_f32_entry = {ct_cpu_exp_f32};
 
 /* float32 and float64 through SLEEF where it runs (sleef_math.h), the template loop otherwise and
  * for float16 and bfloat16. */
-#define CT_UNARY_SLEEF_KERNELS(K) \
-  K(log)                          \
-  K(tanh)
+#define CT_UNARY_SLEEF_KERNELS(K) K(log)
+
+/* tanh: float64 through SLEEF (or the template loop), float32 through ct_cpu_tanh_f32, float16
+ * and bfloat16 through the template loop. */
+#define CT_TANH_TEMPLATE_TYPES(X, A) \
+  CT_CPU_LOWP_TYPES(X, A)            \
+  X(A, f64, double, double, double, CT_DT_F64)
 
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_X, NAME)
 CT_UNARY_KERNELS(K)
@@ -118,6 +136,24 @@ CT_UNARY_KERNELS(K)
 #define K(NAME) CT_CPU_FLOAT_TYPES(CT_UNARY_SAME_X, NAME) CT_SLEEF_UNARY_LOOPS(NAME)
 CT_UNARY_SLEEF_KERNELS(K)
 #undef K
+CT_TANH_TEMPLATE_TYPES(CT_UNARY_SAME_X, tanh)
+CT_SLEEF_UNARY_LOOP_OF(tanh, f64)
+
+/* tanh's float32 and float64 rows of the kernel table. */
+#define CT_TANH_REG                   \
+  {                                   \
+      "tanh",                         \
+      2,                              \
+      {CT_DT_F32, CT_DT_F32},         \
+      ct_cpu_elementwise_run,         \
+      NULL,                           \
+      &ct_cpu_tanh_f32_vector_entry}, \
+      {"tanh",                        \
+       2,                             \
+       {CT_DT_F64, CT_DT_F64},        \
+       ct_cpu_elementwise_run,        \
+       NULL,                          \
+       &ct_cpu_tanh_f64_sleef_entry},
 
 static const ct_cpu_kernel ct_cpu_unary_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_REG_X, NAME)
@@ -126,7 +162,8 @@ static const ct_cpu_kernel ct_cpu_unary_kernels[] = {
 #define K(NAME) CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, NAME) CT_SLEEF_UNARY_REG(NAME)
         CT_UNARY_SLEEF_KERNELS(K)
 #undef K
-            CT_UNARY_SAME_REG_X(exp, f32, float, float, float, CT_DT_F32)};
+            CT_UNARY_SAME_REG_X(exp, f32, float, float, float, CT_DT_F32)
+                CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, tanh) CT_TANH_REG};
 
 int ct_cpu_register_unary(void) {
   return ct_cpu_register_all(ct_cpu_unary_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_unary_kernels));

@@ -1,5 +1,5 @@
-/* vector_math.h - explicitly vectorised float32 loops (exp, softmax rows, norm rows), one set
- * per instruction set, and the run-time choice between them.
+/* vector_math.h - explicitly vectorised float32 loops (exp, tanh, softmax rows, norm rows), one
+ * set per instruction set, and the run-time choice between them.
  *
  * The sets share one body (vector_math_impl.h, GCC vector extensions) compiled three times: the
  * generic set in the main library (16-byte vectors: SSE2 on x86-64), the AVX2 + FMA and AVX-512
@@ -51,6 +51,8 @@ typedef struct ct_vector_math {
    * dst is written with non-temporal stores as exp_f32's. */
   void (*norm_row_f32)(const float* src, float* dst, const float* weight, const float* bias,
                        int64_t n, int center, double eps, int stream);
+  /* dst = tanh(src), computed in double (ct_tanh_f32 below): bitwise the same in every set. */
+  void (*tanh_f32)(const float* src, float* dst, int64_t n);
 } ct_vector_math;
 
 CT_INTERNAL extern const ct_vector_math ct_vector_math_generic;
@@ -97,6 +99,59 @@ static inline float ct_exp_f32(float x) {
   const uint32_t n = ct_float_bits(t) - CT_EXP_F32_SHIFTER_BITS;
   const uint32_t n1 = (uint32_t)((int32_t)n >> 1), n2 = n - n1;
   return y * ct_bits_float((n1 + 127u) << 23) * ct_bits_float((n2 + 127u) << 23);
+}
+
+/* ----- float32 tanh, computed in double -----
+ * For a = |x| (clamped to CT_TANH_F32_SATURATE, past which tanh rounds to 1 in float32; nan
+ * stays): e = expm1(2a) and tanh(a) = e / (e + 2), the sign of x copied onto the result. expm1 in
+ * double: 2a = k ln2 + r with k = rint(2a / ln2) (the shifter's rounding) and a two-constant ln2
+ * whose high part has 32 significant bits (k ln2_hi is exact), so |r| <= ln2 / 2; expm1(r) is its
+ * Taylor polynomial to degree 9 (truncated at below 3e-11 of it); e = 2^k expm1(r) + (2^k - 1),
+ * which for k = 0 is expm1(r) itself (no cancellation near 0). The double quotient is within
+ * 1e-9 of tanh relatively, so the float32 result is tanh correctly rounded except within 0.02 ulp
+ * of a rounding boundary (0.5000 ulp at most over a sweep of the whole range,
+ * tests/test_ops_vector_math.py).
+ * Only additions, multiplications and one division, none fused: every vector set and the scalar
+ * copy give the same bits. */
+#define CT_TANH_F32_SATURATE 9.1
+#define CT_TANH_INV_LN2 1.4426950408889634
+#define CT_TANH_SHIFTER 6755399441055744.0 /* 1.5 * 2^52: adding it rounds to an integer */
+#define CT_TANH_SHIFTER_BITS 0x4338000000000000ull
+#define CT_TANH_LN2_HI 6.93147180369123816490e-01 /* 32 significant bits */
+#define CT_TANH_LN2_LO 1.90821492927058770002e-10
+#define CT_TANH_C2 (1.0 / 2)
+#define CT_TANH_C3 (1.0 / 6)
+#define CT_TANH_C4 (1.0 / 24)
+#define CT_TANH_C5 (1.0 / 120)
+#define CT_TANH_C6 (1.0 / 720)
+#define CT_TANH_C7 (1.0 / 5040)
+#define CT_TANH_C8 (1.0 / 40320)
+#define CT_TANH_C9 (1.0 / 362880)
+
+static inline double ct_tanh_bits_double(uint64_t bits) {
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+/* Scalar float32 tanh for strided runs and tails: the vector sets' arithmetic. */
+static inline float ct_tanh_f32(float x) {
+  double a = (double)(x < 0 ? -x : x);
+  a = a > CT_TANH_F32_SATURATE ? CT_TANH_F32_SATURATE : a; /* nan compares false and stays */
+  const double y = a + a;
+  const double t = y * CT_TANH_INV_LN2 + CT_TANH_SHIFTER;
+  const double k = t - CT_TANH_SHIFTER;
+  const double r = (y - k * CT_TANH_LN2_HI) - k * CT_TANH_LN2_LO;
+  const double r2 = r * r, r4 = r2 * r2; /* Estrin's scheme: a shorter chain than Horner's */
+  const double q = ((r * CT_TANH_C3 + CT_TANH_C2) + r2 * (r * CT_TANH_C5 + CT_TANH_C4)) +
+                   r4 * ((r * CT_TANH_C7 + CT_TANH_C6) + r2 * (r * CT_TANH_C9 + CT_TANH_C8));
+  const double p = q * r2 + r;
+  uint64_t tb;
+  memcpy(&tb, &t, sizeof tb);
+  const double scale = ct_tanh_bits_double((tb - (CT_TANH_SHIFTER_BITS - 1023u)) << 52);
+  const double e = scale * p + (scale - 1.0);
+  const float magnitude = (float)(e / (e + 2.0));
+  return ct_bits_float(ct_float_bits(magnitude) | (ct_float_bits(x) & 0x80000000u));
 }
 
 #endif /* CTENSOR_CPU_VECTOR_MATH_H_ */

@@ -450,7 +450,58 @@ static void ct_vm_norm_row_f32(const float* src, float* dst, const float* weight
   ct_vm_map_run(CT_VM_MAP_NORM, &m, dst, n, stream);
 }
 
+/* ----- tanh: ct_tanh_f32's arithmetic (vector_math.h) on double vectors ----- */
+
+typedef int64_t ct_vl __attribute__((vector_size(CT_VM_BYTES)));
+typedef uint64_t ct_vul __attribute__((vector_size(CT_VM_BYTES)));
+#if CT_VM_BYTES == 16
+#define CT_VM_ALL_LANES 0, 1, 2, 3
+#elif CT_VM_BYTES == 32
+#define CT_VM_ALL_LANES 0, 1, 2, 3, 4, 5, 6, 7
+#else
+#define CT_VM_ALL_LANES 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+#endif
+
+/* tanh(|x|) for the double lanes of a = |x|. */
+CT_VM_INLINE ct_vd ct_vm_tanh_magnitude(ct_vd a) {
+  const ct_vd saturate = (ct_vd){0} + CT_TANH_F32_SATURATE;
+  const ct_vl over = (ct_vl)(a > saturate); /* nan compares false and stays */
+  a = (ct_vd)(((ct_vl)a & ~over) | ((ct_vl)saturate & over));
+  const ct_vd y = a + a;
+  const ct_vd t = y * CT_TANH_INV_LN2 + CT_TANH_SHIFTER;
+  const ct_vd k = t - CT_TANH_SHIFTER;
+  const ct_vd r = (y - k * CT_TANH_LN2_HI) - k * CT_TANH_LN2_LO;
+  const ct_vd r2 = r * r, r4 = r2 * r2;
+  const ct_vd q = ((r * CT_TANH_C3 + CT_TANH_C2) + r2 * (r * CT_TANH_C5 + CT_TANH_C4)) +
+                  r4 * ((r * CT_TANH_C7 + CT_TANH_C6) + r2 * (r * CT_TANH_C9 + CT_TANH_C8));
+  const ct_vd p = q * r2 + r;
+  const ct_vd scale = (ct_vd)(((ct_vul)t - (CT_TANH_SHIFTER_BITS - 1023u)) << 52);
+  const ct_vd e = scale * p + (scale - 1.0);
+  return e / (e + 2.0);
+}
+
+CT_VM_INLINE ct_vf ct_vm_tanh(ct_vf x) {
+  const ct_vf magnitude_f = (ct_vf)((ct_vu)x & 0x7fffffffu);
+  const ct_vh lo =
+      __builtin_convertvector(ct_vm_tanh_magnitude(ct_vm_widen_low(magnitude_f)), ct_vh);
+  const ct_vh hi =
+      __builtin_convertvector(ct_vm_tanh_magnitude(ct_vm_widen_high(magnitude_f)), ct_vh);
+  const ct_vf magnitude = __builtin_shufflevector(lo, hi, CT_VM_ALL_LANES);
+  return (ct_vf)((ct_vu)magnitude | ((ct_vu)x & 0x80000000u));
+}
+
+static void ct_vm_tanh_f32(const float* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + CT_VM_LANES <= n; i += CT_VM_LANES) {
+    ct_vf v;
+    memcpy(&v, src + i, sizeof v);
+    v = ct_vm_tanh(v);
+    memcpy(dst + i, &v, sizeof v);
+  }
+  for (; i < n; ++i) dst[i] = ct_tanh_f32(src[i]);
+}
+
 const ct_vector_math CT_VM_NAME = {
     CT_VM_ISA,       ct_vm_exp_f32,       ct_vm_max_f32,      ct_vm_exp_sum_f32,
-    ct_vm_scale_f32, ct_vm_subtract2_f32, ct_vm_norm_row_f32,
+    ct_vm_scale_f32, ct_vm_subtract2_f32, ct_vm_norm_row_f32, ct_vm_tanh_f32,
 };
