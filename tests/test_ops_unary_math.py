@@ -329,3 +329,36 @@ def test_activation_torch_in_torch_out():
         got = getattr(ctensor.ops, op)(view, **kw)
         assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
         torch.testing.assert_close(got, fn(view, **kw))
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 1000, 4099])
+@pytest.mark.parametrize(
+    "op,kw",
+    [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("softplus", {}),
+     ("softplus", {"beta": 0.5, "threshold": 5.0})],
+)
+def test_float32_activation_chunks(op, kw, n):
+    """float32 gelu and softplus run their elementary function over chunks of 256 elements
+    (erf through SLEEF, tanh and exp through the vector loops): every chunk boundary, special
+    values, against torch in float64; strided, reversed and in-place calls give the same bits."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(2 * n) * 6).astype(np.float32)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 100.0, -100.0, 3e38, -3e38, 1e-30],
+                       np.float32)
+    x[rng.integers(0, 2 * n, min(n, len(special)))] = special[: min(n, len(special))]
+    fn = {"gelu": F.gelu, "softplus": F.softplus}[op]
+    contiguous = getattr(ctensor.ops, op)(x, **kw)
+    reference = fn(torch.from_numpy(x).double(), **kw).numpy()
+    np.testing.assert_array_equal(np.isnan(contiguous), np.isnan(reference))
+    infinite = np.isinf(reference)
+    np.testing.assert_array_equal(contiguous[infinite], reference[infinite])
+    finite = np.isfinite(reference)
+    scale = np.abs(x[finite]).astype(np.float64) if op == "gelu" else np.abs(reference[finite])
+    np.testing.assert_array_less(np.abs(contiguous[finite] - reference[finite]),
+                                 4e-7 * np.maximum(scale, 1e-30) + 1e-37)
+    for view in (x[::2], x[::-1]):
+        np.testing.assert_array_equal(getattr(ctensor.ops, op)(view, **kw).view(np.uint32),
+                                      getattr(ctensor.ops, op)(view.copy(), **kw).view(np.uint32))
+    inplace = x.copy()
+    getattr(ctensor.ops, op)(inplace, out=inplace, **kw)
+    np.testing.assert_array_equal(inplace.view(np.uint32), contiguous.view(np.uint32))

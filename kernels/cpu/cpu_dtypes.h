@@ -41,6 +41,10 @@ typedef uint8_t ct_bool8;
   X(A, f64, double, double, double, CT_DT_F64)
 
 #define CT_CPU_FLOAT_TYPES(X, A) CT_CPU_LOWP_TYPES(X, A) CT_CPU_FULLP_TYPES(X, A)
+/* The floating-point dtypes but float32: for operators whose float32 kernel has its own loop. */
+#define CT_CPU_FLOAT_TYPES_BUT_F32(X, A) \
+  CT_CPU_LOWP_TYPES(X, A)                \
+  X(A, f64, double, double, double, CT_DT_F64)
 
 #define CT_CPU_BOOL_TYPE(X, A) X(A, b8, uint8_t, ct_bool8, uint8_t, CT_DT_BOOL)
 

@@ -105,19 +105,14 @@ static void ct_cpu_tanh_f32(char** data, const int64_t* steps, int64_t n, const 
 }
 static const ct_cpu_loop_entry ct_cpu_tanh_f32_vector_entry = {ct_cpu_tanh_f32};
 
-/* exp's other dtypes take the template loop. */
-#define CT_EXP_TEMPLATE_TYPES(X, A) \
-  CT_CPU_LOWP_TYPES(X, A)           \
-  X(A, f64, double, double, double, CT_DT_F64)
-
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */
 
-#define CT_UNARY_KERNELS(K)         \
-  K(negative, CT_CPU_NUMERIC_TYPES) \
-  K(abs, CT_CPU_ALL_TYPES)          \
-  K(relu, CT_CPU_NUMERIC_TYPES)     \
-  K(exp, CT_EXP_TEMPLATE_TYPES)     \
-  K(sqrt, CT_CPU_FLOAT_TYPES)       \
+#define CT_UNARY_KERNELS(K)          \
+  K(negative, CT_CPU_NUMERIC_TYPES)  \
+  K(abs, CT_CPU_ALL_TYPES)           \
+  K(relu, CT_CPU_NUMERIC_TYPES)      \
+  K(exp, CT_CPU_FLOAT_TYPES_BUT_F32) \
+  K(sqrt, CT_CPU_FLOAT_TYPES)        \
   K(sigmoid, CT_CPU_FLOAT_TYPES)
 
 /* float32 and float64 through SLEEF where it runs (sleef_math.h), the template loop otherwise and
@@ -126,9 +121,6 @@ static const ct_cpu_loop_entry ct_cpu_tanh_f32_vector_entry = {ct_cpu_tanh_f32};
 
 /* tanh: float64 through SLEEF (or the template loop), float32 through ct_cpu_tanh_f32, float16
  * and bfloat16 through the template loop. */
-#define CT_TANH_TEMPLATE_TYPES(X, A) \
-  CT_CPU_LOWP_TYPES(X, A)            \
-  X(A, f64, double, double, double, CT_DT_F64)
 
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_X, NAME)
 CT_UNARY_KERNELS(K)
@@ -136,7 +128,7 @@ CT_UNARY_KERNELS(K)
 #define K(NAME) CT_CPU_FLOAT_TYPES(CT_UNARY_SAME_X, NAME) CT_SLEEF_UNARY_LOOPS(NAME)
 CT_UNARY_SLEEF_KERNELS(K)
 #undef K
-CT_TANH_TEMPLATE_TYPES(CT_UNARY_SAME_X, tanh)
+CT_CPU_FLOAT_TYPES_BUT_F32(CT_UNARY_SAME_X, tanh)
 CT_SLEEF_UNARY_LOOP_OF(tanh, f64)
 
 /* tanh's float32 and float64 rows of the kernel table. */

@@ -9,6 +9,7 @@
 #include "elementwise_loops.h"
 #include "logical_ops.h"
 #include "sleef_math.h"
+#include "vector_math.h"
 
 /* Attribute values of the activations that take some, in schema order (strings: 1 for "tanh"),
  * handed to the loops as `extra`. */
@@ -233,6 +234,62 @@ static int ct_cpu_unary_param_run(const ct_kernel_call* call) {
 #define CT_UNARY_PARAM_REG_X(NAME, SFX, T, C, U, ID) \
   {#NAME, 2, {ID, ID}, ct_cpu_unary_param_run, NULL, &ct_cpu_##NAME##_##SFX##_entry},
 
+/* float32 gelu and softplus: CT_ACTIVATION_CHUNK elements at a time are read into a buffer, their
+ * elementary function runs over the whole chunk (erf through SLEEF, sleef_math.h; tanh and exp
+ * through the vector_math set, vector_math.h), and the activation is finished element by element
+ * with the scalar formula's own operations. One element at a time through the C library, gelu
+ * took 22 ns an element and softplus 28. */
+#define CT_ACTIVATION_CHUNK 256
+
+static void ct_cpu_gelu_f32_chunks(char** data, const int64_t* steps, int64_t n,
+                                   const void* extra) {
+  const ct_math_params* p = (const ct_math_params*)extra;
+  char *src = data[0], *dst = data[1];
+  const int64_t ss = steps[0], ds = steps[1];
+  float x[CT_ACTIVATION_CHUNK], f[CT_ACTIVATION_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += CT_ACTIVATION_CHUNK) {
+    const int64_t m = n - i0 < CT_ACTIVATION_CHUNK ? n - i0 : CT_ACTIVATION_CHUNK;
+    for (int64_t j = 0; j < m; ++j) x[j] = CT_AT(float, src, i0 + j, ss);
+    if (p->v[0] != 0) {
+      for (int64_t j = 0; j < m; ++j) {
+        f[j] = 0.7978845608028654f * (x[j] + 0.044715f * x[j] * x[j] * x[j]);
+      }
+      ct_vector_math_get()->tanh_f32(f, f, m);
+    } else {
+      for (int64_t j = 0; j < m; ++j) f[j] = x[j] * 0.70710678118654752440f;
+      if (!ct_sleef_unary_f32(CT_SLEEF_erf, (char*)f, sizeof(float), (char*)f, sizeof(float), m)) {
+        for (int64_t j = 0; j < m; ++j) f[j] = erff(f[j]);
+      }
+    }
+    for (int64_t j = 0; j < m; ++j) CT_AT(float, dst, i0 + j, ds) = 0.5f * x[j] * (1.0f + f[j]);
+  }
+}
+static const ct_cpu_loop_entry ct_cpu_gelu_f32_chunks_entry = {ct_cpu_gelu_f32_chunks};
+
+static void ct_cpu_softplus_f32_chunks(char** data, const int64_t* steps, int64_t n,
+                                       const void* extra) {
+  const ct_math_params* p = (const ct_math_params*)extra;
+  const float beta = (float)p->v[0], threshold = (float)p->v[1];
+  char *src = data[0], *dst = data[1];
+  const int64_t ss = steps[0], ds = steps[1];
+  float x[CT_ACTIVATION_CHUNK], f[CT_ACTIVATION_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += CT_ACTIVATION_CHUNK) {
+    const int64_t m = n - i0 < CT_ACTIVATION_CHUNK ? n - i0 : CT_ACTIVATION_CHUNK;
+    for (int64_t j = 0; j < m; ++j) {
+      x[j] = CT_AT(float, src, i0 + j, ss);
+      f[j] = x[j] * beta;
+    }
+    ct_vector_math_get()->exp_f32(f, f, m, 0);
+    if (!ct_sleef_unary_f32(CT_SLEEF_log1p, (char*)f, sizeof(float), (char*)f, sizeof(float), m)) {
+      for (int64_t j = 0; j < m; ++j) f[j] = log1pf(f[j]);
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      CT_AT(float, dst, i0 + j, ds) = x[j] * beta > threshold ? x[j] : f[j] / beta;
+    }
+  }
+}
+static const ct_cpu_loop_entry ct_cpu_softplus_f32_chunks_entry = {ct_cpu_softplus_f32_chunks};
+
 /* bool results */
 #define CT_UNARY_BOOL_X(NAME, SFX, T, C, U, ID) CT_UNARY_LOOP(NAME, SFX, T, C, b8, uint8_t)
 #define CT_UNARY_BOOL_REG_X(NAME, SFX, T, C, U, ID) \
@@ -283,12 +340,13 @@ static int ct_cpu_unary_param_run(const ct_kernel_call* call) {
   K(isfinite, CT_CPU_ALL_TYPES)       \
   K(logical_not, CT_CPU_ALL_TYPES)
 
-/* Output dtype equal to the input's; attributes passed to the operator function. */
-#define CT_UNARY_MATH_PARAM_KERNELS(K) \
-  K(leaky_relu, CT_CPU_FLOAT_TYPES)    \
-  K(elu, CT_CPU_FLOAT_TYPES)           \
-  K(softplus, CT_CPU_FLOAT_TYPES)      \
-  K(gelu, CT_CPU_FLOAT_TYPES)
+/* Output dtype equal to the input's; attributes passed to the operator function (float32 gelu and
+ * softplus: the chunked loops above). */
+#define CT_UNARY_MATH_PARAM_KERNELS(K)    \
+  K(leaky_relu, CT_CPU_FLOAT_TYPES)       \
+  K(elu, CT_CPU_FLOAT_TYPES)              \
+  K(softplus, CT_CPU_FLOAT_TYPES_BUT_F32) \
+  K(gelu, CT_CPU_FLOAT_TYPES_BUT_F32)
 
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_X, NAME)
 CT_UNARY_MATH_KERNELS(K)
@@ -323,6 +381,18 @@ static const ct_cpu_kernel ct_cpu_unary_math_kernels[] = {
                      ct_cpu_elementwise_run,
                      NULL,
                      &ct_cpu_round_b8_entry},
+    {"gelu",
+     2,
+     {CT_DT_F32, CT_DT_F32},
+     ct_cpu_unary_param_run,
+     NULL,
+     &ct_cpu_gelu_f32_chunks_entry},
+    {"softplus",
+     2,
+     {CT_DT_F32, CT_DT_F32},
+     ct_cpu_unary_param_run,
+     NULL,
+     &ct_cpu_softplus_f32_chunks_entry},
 };
 
 int ct_cpu_register_unary_math(void) {
