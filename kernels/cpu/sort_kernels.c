@@ -213,42 +213,48 @@ static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize, int threads) {
   return bytes;
 }
 
-/* The keys (xor flip) of x[0..n) (step bytes apart) into keys, and the values of keys[0..n)
- * (xor flip) into out (out_step bytes apart); contiguous runs in plain loops the compiler
- * vectorises, per ISA level. */
-#define CT_SORT_KEY_LOOPS_X(A, SFX, T, C, K, ID)                                                \
-  static CT_CPU_ISA_BODY void ct_sort_make_keys_##SFX##_body(const char* x, int64_t step,       \
-                                                             int64_t n, K flip, K* keys) {      \
-    if (step == (int64_t)sizeof(T)) {                                                           \
-      const T* v = (const T*)(const void*)x;                                                    \
-      for (int64_t i = 0; i < n; ++i) keys[i] = (K)(ct_uq_key_##SFX(v[i]) ^ flip);              \
-      return;                                                                                   \
-    }                                                                                           \
-    for (int64_t i = 0; i < n; ++i) {                                                           \
-      T v;                                                                                      \
-      memcpy(&v, x + i * step, sizeof v);                                                       \
-      keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                 \
-    }                                                                                           \
-  }                                                                                             \
-  CT_CPU_ISA_LOOP(ct_sort_make_keys_##SFX,                                                      \
-                  (const char* x, int64_t step, int64_t n, K flip, K* keys),                    \
-                  (x, step, n, flip, keys))                                                     \
-  static CT_CPU_ISA_BODY void ct_sort_put_values_##SFX##_body(const K* keys, int64_t n, K flip, \
-                                                              char* out, int64_t out_step) {    \
-    if (out_step == (int64_t)sizeof(T)) {                                                       \
-      T* v = (T*)(void*)out;                                                                    \
-      for (int64_t i = 0; i < n; ++i) v[i] = ct_uq_value_##SFX((K)(keys[i] ^ flip));            \
-      return;                                                                                   \
-    }                                                                                           \
-    for (int64_t i = 0; i < n; ++i) {                                                           \
-      const T v = ct_uq_value_##SFX((K)(keys[i] ^ flip));                                       \
-      memcpy(out + i * out_step, &v, sizeof v);                                                 \
-    }                                                                                           \
-  }                                                                                             \
-  CT_CPU_ISA_LOOP(ct_sort_put_values_##SFX,                                                     \
-                  (const K* keys, int64_t n, K flip, char* out, int64_t out_step),              \
-                  (keys, n, flip, out, out_step))
-CT_SORT_KEY_TYPES(CT_SORT_KEY_LOOPS_X, _)
+/* Keys (xor flip) of the count values at x (step bytes apart) into k (every dtype), and values of
+ * keys into out (4- and 8-byte dtypes): loops the compiler vectorises where the values are
+ * contiguous (a copy per instruction set). */
+#define CT_SORT_KEYS_X(A, SFX, T, C, K, ID)                                                    \
+  static CT_CPU_ISA_BODY void ct_keys_##SFX##_body(const char* x, int64_t step, int64_t count, \
+                                                   K flip, K* k) {                             \
+    if (step == (int64_t)sizeof(T)) {                                                          \
+      for (int64_t i = 0; i < count; ++i) {                                                    \
+        T v;                                                                                   \
+        memcpy(&v, x + i * (int64_t)sizeof(T), sizeof v);                                      \
+        k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                 \
+      }                                                                                        \
+      return;                                                                                  \
+    }                                                                                          \
+    for (int64_t i = 0; i < count; ++i) {                                                      \
+      T v;                                                                                     \
+      memcpy(&v, x + i * step, sizeof v);                                                      \
+      k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                   \
+    }                                                                                          \
+  }                                                                                            \
+  CT_CPU_ISA_LOOP(ct_keys_##SFX, (const char* x, int64_t step, int64_t count, K flip, K* k),   \
+                  (x, step, count, flip, k))
+CT_SORT_KEY_TYPES(CT_SORT_KEYS_X, _)
+
+#define CT_SORT_VALUES_LOOP_X(A, SFX, T, C, K, ID)                                                 \
+  static CT_CPU_ISA_BODY void ct_values_##SFX##_body(const K* k, int64_t count, K flip, char* out, \
+                                                     int64_t step) {                               \
+    if (step == (int64_t)sizeof(T)) {                                                              \
+      for (int64_t i = 0; i < count; ++i) {                                                        \
+        const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                           \
+        memcpy(out + i * (int64_t)sizeof(T), &v, sizeof v);                                        \
+      }                                                                                            \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t i = 0; i < count; ++i) {                                                          \
+      const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                             \
+      memcpy(out + i * step, &v, sizeof v);                                                        \
+    }                                                                                              \
+  }                                                                                                \
+  CT_CPU_ISA_LOOP(ct_values_##SFX, (const K* k, int64_t count, K flip, char* out, int64_t step),   \
+                  (k, count, flip, out, step))
+CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_LOOP_X, _)
 
 #define CT_SORT_LANE_X(A, SFX, T, C, K, ID)                                                  \
   static int64_t* ct_sort_lane_##SFX(const char* x, int64_t step, int64_t n, int descending, \
@@ -262,7 +268,7 @@ CT_SORT_KEY_TYPES(CT_SORT_KEY_LOOPS_X, _)
     if (sizeof(K) == 4 && n > 1 && n <= CT_SORT_PAIRED_MAX && ct_sort_vector_available()) {  \
       /* each key above its index: sorted, ties keep their order */                          \
       uint64_t* both = (uint64_t*)(void*)idx;                                                \
-      ct_sort_make_keys_##SFX(x, step, n, flip, keys);                                       \
+      ct_keys_##SFX(x, step, n, flip, keys);                                                 \
       for (int64_t i = 0; i < n; ++i) both[i] = (uint64_t)keys[i] << 32 | (uint64_t)i;       \
       ct_sort_vector_u64(both, (uint64_t*)(void*)idx2, n);                                   \
       for (int64_t i = 0; i < n; ++i) idx[i] = (int64_t)(both[i] & UINT32_MAX);              \
@@ -304,47 +310,6 @@ CT_SORT_LOWER_BOUND(uint64_t)
 
 /* Bit length of a nonzero key. */
 #define CT_KEY_BITS(k) (64 - __builtin_clzll((unsigned long long)(k)))
-
-/* Keys (xor flip) of the count values at x (step bytes apart) into k, and values of keys into
- * out: loops the compiler vectorises where the values are contiguous (a copy per instruction
- * set). */
-#define CT_SORT_KEYS_X(A, SFX, T, C, K, ID)                                                        \
-  static CT_CPU_ISA_BODY void ct_keys_##SFX##_body(const char* x, int64_t step, int64_t count,     \
-                                                   K flip, K* k) {                                 \
-    if (step == (int64_t)sizeof(T)) {                                                              \
-      for (int64_t i = 0; i < count; ++i) {                                                        \
-        T v;                                                                                       \
-        memcpy(&v, x + i * (int64_t)sizeof(T), sizeof v);                                          \
-        k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                     \
-      }                                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
-    for (int64_t i = 0; i < count; ++i) {                                                          \
-      T v;                                                                                         \
-      memcpy(&v, x + i * step, sizeof v);                                                          \
-      k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                       \
-    }                                                                                              \
-  }                                                                                                \
-  static CT_CPU_ISA_BODY void ct_values_##SFX##_body(const K* k, int64_t count, K flip, char* out, \
-                                                     int64_t step) {                               \
-    if (step == (int64_t)sizeof(T)) {                                                              \
-      for (int64_t i = 0; i < count; ++i) {                                                        \
-        const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                           \
-        memcpy(out + i * (int64_t)sizeof(T), &v, sizeof v);                                        \
-      }                                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
-    for (int64_t i = 0; i < count; ++i) {                                                          \
-      const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                             \
-      memcpy(out + i * step, &v, sizeof v);                                                        \
-    }                                                                                              \
-  }                                                                                                \
-  CT_CPU_ISA_LOOP(ct_keys_##SFX, (const char* x, int64_t step, int64_t count, K flip, K* k),       \
-                  (x, step, count, flip, k))                                                       \
-  CT_CPU_ISA_LOOP(ct_values_##SFX, (const K* k, int64_t count, K flip, char* out, int64_t step),   \
-                  (k, count, flip, out, step))
-
-CT_SORT_KEY_WIDE_TYPES(CT_SORT_KEYS_X, _)
 
 /* The values of x[begin, end) (step bytes apart) whose keys (xor flip) are the zero key or the
  * NaN key, copied to out from positions *at_zero and *at_nan on, in input order: the keys make
@@ -599,7 +564,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
     const K flip = descending ? (K) ~(K)0 : (K)0;                                               \
     const K* sorted = keys;                                                                     \
     if (ct_sort_vector_available() && (sizeof(K) == 4 || n <= CT_SORT_VECTOR64_MAX)) {          \
-      ct_sort_make_keys_##SFX(x, step, n, flip, keys);                                          \
+      ct_keys_##SFX(x, step, n, flip, keys);                                                    \
       if (sizeof(K) == 4) {                                                                     \
         ct_sort_vector_u32((uint32_t*)(void*)keys, (uint32_t*)(void*)keys2, n);                 \
       } else {                                                                                  \
@@ -619,7 +584,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
       }                                                                                         \
       sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                          \
     }                                                                                           \
-    ct_sort_put_values_##SFX(sorted, n, flip, out, out_step);                                   \
+    ct_values_##SFX(sorted, n, flip, out, out_step);                                            \
     if ((T)0.5 == (T)0) return; /* an integer dtype */                                          \
     const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                  \
     int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                                 \
