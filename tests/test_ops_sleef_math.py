@@ -78,14 +78,16 @@ def sweep(dtype, count: int, seed: int) -> np.ndarray:
 def test_whole_range_within_the_bound(name, dtype):
     """SLEEF's bound is 1 ulp (1.0001 for float32 tanh and atanh, 1.001 for asinh and acosh);
     2 allows the C library's functions where they take over (glibc's sinhf is 2 ulp off near
-    89) and, for float64 erf, the reference's own rounding."""
+    89) and, for float64 erf, the reference's own rounding. Where SLEEF does not run (a build
+    without it, a CPU without AVX2) every element is the C library's, held to the 2 ulps only
+    (glibc's sinhf is 1.03 ulp off at the 99.9th percentile)."""
     x = sweep(dtype, 200_000 if dtype == np.float32 else 100_000, seed=len(name))
     err = ulp_error(name, x, getattr(ops, name)(x))
     worst = int(np.argmax(err))
     assert err[worst] <= 2.0, f"{name}({x[worst]!r}): {err[worst]} ulp"
     # and within 1.01 ulp in the bulk, away from where the C library takes over
     bulk = np.abs(x) < 80 if name in ("sinh", "cosh") else np.ones(x.shape, bool)
-    if not (name == "erf" and dtype == np.float64):
+    if _sleef_loaded() and not (name == "erf" and dtype == np.float64):
         assert np.percentile(err[bulk], 99.9) <= 1.01
 
 
