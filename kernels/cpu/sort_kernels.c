@@ -55,6 +55,13 @@
  * 1024-4096: 11-12 ns an element against 14-18 in radix passes; from 16384 on the radix passes
  * were faster). 32-bit keys go there up to CT_BUCKET_MIN_LANE. */
 #define CT_SORT_VECTOR64_MAX 8192
+
+/* Whether the values-only sort of a lane of n keys of keysize bytes runs the vector sort: the one
+ * place that decides it, for the driver (which lanes take the values path) and the lane itself. */
+static inline bool ct_sort_values_by_vector(int64_t keysize, int64_t n) {
+  return ct_sort_vector_available() &&
+         (keysize == 4 || (keysize == 8 && n <= CT_SORT_VECTOR64_MAX));
+}
 /* sort (values only) of 4- and 8-byte dtypes on lanes this long moves keys alone (32-bit keys at
  * any length, where the vector sort runs); lanes shorter than CT_BUCKET_MIN_LANE go through radix
  * passes of CT_RADIX_BITS-bit digits (3 passes for 32-bit keys, 6 for 64-bit), all histograms
@@ -563,7 +570,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
     int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                           \
     const K flip = descending ? (K) ~(K)0 : (K)0;                                               \
     const K* sorted = keys;                                                                     \
-    if (ct_sort_vector_available() && (sizeof(K) == 4 || n <= CT_SORT_VECTOR64_MAX)) {          \
+    if (ct_sort_values_by_vector((int64_t)sizeof(K), n)) {                                      \
       ct_keys_##SFX(x, step, n, flip, keys);                                                    \
       if (sizeof(K) == 4) {                                                                     \
         ct_sort_vector_u32((uint32_t*)(void*)keys, (uint32_t*)(void*)keys2, n);                 \
@@ -776,6 +783,11 @@ CT_SORT_KEY_TYPES(CT_TOPK_X, _)
 #define CT_TOPK_SMALL_K 64
 #define CT_TOPK_SMALL_FRACTION 32
 
+/* The small topk's slot: the k best keys (rounded to 64 bytes), then their indices. */
+static inline int64_t ct_topk_small_keys_bytes(int64_t k, int64_t keysize) {
+  return (k * keysize + 63) / 64 * 64;
+}
+
 typedef void (*ct_topk_small_fn)(const char* x, int64_t step, int64_t n, int64_t k, int largest,
                                  void* slot, char* values, int64_t v_step, char* indices,
                                  int64_t i_step);
@@ -786,7 +798,7 @@ typedef void (*ct_topk_small_fn)(const char* x, int64_t step, int64_t n, int64_t
                                   int64_t i_step) {                                               \
     const K flip = largest ? (K)0 : (K) ~(K)0;                                                    \
     K* best = (K*)slot; /* descending; equal keys in index order */                               \
-    int64_t* at = (int64_t*)((char*)slot + (k * (int64_t)sizeof(K) + 63) / 64 * 64);              \
+    int64_t* at = (int64_t*)((char*)slot + ct_topk_small_keys_bytes(k, (int64_t)sizeof(K)));      \
     int64_t kept = 0;                                                                             \
     for (int64_t i = 0;;) {                                                                       \
       if (kept == k) {                                                                            \
@@ -934,9 +946,8 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
     ct_sort_outer(indices, axis, 8, job.i_strides, &job.i_step);
   }
   if (job.lanes == 0 || job.n == 0 || k == 0) return CT_OK;
-  const bool vector = ct_sort_vector_available() &&
-                      (job.itemsize == 4 || (job.itemsize == 8 && job.n <= CT_SORT_VECTOR64_MAX));
-  if (values && !indices && k == job.n && (job.n >= CT_RADIX_MIN_LANE || vector)) {
+  if (values && !indices && k == job.n &&
+      (job.n >= CT_RADIX_MIN_LANE || ct_sort_values_by_vector(job.itemsize, job.n))) {
     job.values_lane = values_lane;
   }
   int64_t slots = ct_sort_slots(job.lanes, job.n);
@@ -955,7 +966,7 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   }
   if (topk_small && !job.topk_lane && values && indices && k < job.n && k <= CT_TOPK_SMALL_K &&
       k <= job.n / CT_TOPK_SMALL_FRACTION &&
-      (k * job.itemsize + 63) / 64 * 64 + k * 8 <= job.slot_bytes) {
+      ct_topk_small_keys_bytes(k, job.itemsize) + k * 8 <= job.slot_bytes) {
     job.topk_small = topk_small;
   }
   const int64_t room = (int64_t)(call->workspace_size / (uint64_t)job.slot_bytes);
