@@ -339,7 +339,7 @@ def test_activation_torch_in_torch_out():
 )
 def test_float32_activation_chunks(op, kw, n):
     """float32 gelu and softplus run their elementary function over chunks of 256 elements
-    (erf through SLEEF, tanh and exp through the vector loops): every chunk boundary, special
+    (erf, tanh and exp through the vector loops): every chunk boundary, special
     values, against torch in float64; strided, reversed and in-place calls give the same bits."""
     rng = np.random.default_rng(n)
     x = (rng.standard_normal(2 * n) * 6).astype(np.float32)

@@ -1,4 +1,4 @@
-"""The explicitly vectorised float32 loops (kernels/cpu/vector_math*.{c,h}): exp and tanh over
+"""The explicitly vectorised float32 loops (kernels/cpu/vector_math*.{c,h}): exp, tanh and erf over
 the whole float32 range against float64 NumPy in ulps, special values, lengths that leave every
 tail (1..70), strided inputs (the scalar copy), softmax/log_softmax rows and layer_norm/rms_norm
 rows against float64 references, and every instruction-set copy (CTENSOR_CPU_ISA, in a child
@@ -215,14 +215,16 @@ def test_layer_norm_float32_large_mean_small_spread():
     np.testing.assert_array_equal(ops.layer_norm(c, normalized_shape=[33]), np.zeros_like(c))
 
 
-# ----- tanh: computed in double (vector_math.h), correctly rounded but within 0.02 ulp of a tie --
+# ----- tanh and erf: computed in double (vector_math.h), correctly rounded but within 0.02 ulp --
+# ----- of a tie ----------------------------------------------------------------------------------
+
+IN_DOUBLE = {"tanh": torch.tanh, "erf": torch.erf}  # float64 references
 
 
-def tanh_ulp_error(x: np.ndarray, got: np.ndarray) -> np.ndarray:
-    """|got - tanh(x)| in ulps of the float32 nearest to tanh(x), computed in float64; nan
+def in_double_ulp_error(name: str, x: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """|got - f(x)| in ulps of the float32 nearest to f(x), f computed in float64 (torch); nan
     references must be matched by nan."""
-    with np.errstate(invalid="ignore"):
-        ref = np.tanh(x.astype(np.float64))
+    ref = IN_DOUBLE[name](torch.from_numpy(x.astype(np.float64))).numpy()
     ref32 = ref.astype(np.float32)
     err = np.zeros(x.shape)
     nan = np.isnan(ref)
@@ -232,37 +234,50 @@ def tanh_ulp_error(x: np.ndarray, got: np.ndarray) -> np.ndarray:
     return err
 
 
-def test_tanh_float32_whole_range_within_half_an_ulp():
+# (x, f(x)) pairs: signed zeros, saturation to +-1 (tanh from about 9.01, erf from 3.9193),
+# the smallest subnormal, and nan last
+IN_DOUBLE_SPECIAL = {
+    "tanh": ([0.0, -0.0, np.inf, -np.inf, 9.02, -9.02, 3e38, -1e-45, np.nan],
+             [0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1e-45, np.nan]),
+    "erf": ([0.0, -0.0, np.inf, -np.inf, 3.92, -3.9, 4.5, -3e38, 1.25, -1e-45, 1e-30, np.nan],
+            [0.0, -0.0, 1.0, -1.0, 1.0, -0.99999994, 1.0, -1.0, 0.92290014, -1e-45, 1.1283791e-30,
+             np.nan]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_DOUBLE))
+def test_in_double_float32_whole_range_within_half_an_ulp(name):
+    fn = getattr(ops, name)
     bits = np.arange(0, 2**32, 997, dtype=np.uint64).astype(np.uint32)
     x = np.concatenate([bits.view(np.float32), np.linspace(-10, 10, 2_000_001, dtype=np.float32)])
-    got = ops.tanh(x)
-    err = tanh_ulp_error(x, got)
+    got = fn(x)
+    err = in_double_ulp_error(name, x, got)
     worst = int(np.argmax(err))
-    assert err[worst] <= 0.501, f"tanh({x[worst]!r}): {err[worst]} ulp"
-    # the sign of x, zeros included; saturation to +-1 from about 9.01 on
-    finite = ~np.isnan(x)
+    assert err[worst] <= 0.501, f"{name}({x[worst]!r}): {err[worst]} ulp"
+    finite = ~np.isnan(x)  # the sign of x, zeros included
     np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(x[finite]))
-    special = np.array([0.0, -0.0, np.inf, -np.inf, 9.02, -9.02, 3e38, -1e-45, np.nan], np.float32)
-    expected = np.array([0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1e-45, np.nan], np.float32)
+    special, expected = (np.array(v, np.float32) for v in IN_DOUBLE_SPECIAL[name])
     for n in (len(special), 64 + len(special)):  # in the scalar tail, and in whole vectors
         y = np.concatenate([np.ones(n - len(special), np.float32), special])
-        got = ops.tanh(y)[-len(special):]
+        got = fn(y)[-len(special):]
         assert np.isnan(got[-1])
         np.testing.assert_array_equal(got[:-1].view(np.uint32), expected[:-1].view(np.uint32))
 
 
+@pytest.mark.parametrize("name", sorted(IN_DOUBLE))
 @pytest.mark.parametrize("step", [1, 3, -1])
-def test_tanh_every_tail_and_strided_bitwise(step):
+def test_in_double_every_tail_and_strided_bitwise(name, step):
     """Contiguous runs (vectors, then the scalar tail) and strided ones (the scalar copy) give
     the same bits: the same double arithmetic, none of it fused."""
+    fn = getattr(ops, name)
     rng = np.random.default_rng(5)
     for n in range(1, 71):
-        x = (rng.standard_normal(3 * n) * 4).astype(np.float32)
+        x = (rng.standard_normal(3 * n) * 2).astype(np.float32)
         view = x[::step][:n]
-        np.testing.assert_array_equal(ops.tanh(view).view(np.uint32),
-                                      ops.tanh(np.ascontiguousarray(view)).view(np.uint32))
-        one_by_one = np.concatenate([ops.tanh(view[i:i + 1]) for i in range(n)])
-        np.testing.assert_array_equal(ops.tanh(view).view(np.uint32), one_by_one.view(np.uint32))
+        np.testing.assert_array_equal(fn(view).view(np.uint32),
+                                      fn(np.ascontiguousarray(view)).view(np.uint32))
+        one_by_one = np.concatenate([fn(view[i:i + 1]) for i in range(n)])
+        np.testing.assert_array_equal(fn(view).view(np.uint32), one_by_one.view(np.uint32))
 
 
 # ----- every instruction-set copy -----
@@ -288,6 +303,7 @@ x = np.concatenate([np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32)
 results["exp_sweep_x"] = x
 results["exp_sweep"] = ops.exp(x)
 results["tanh_sweep"] = ops.tanh(x)
+results["erf_sweep"] = ops.erf(x)
 np.savez(sys.argv[1], **results)
 """
 
@@ -304,7 +320,7 @@ def test_every_isa_copy_agrees_within_an_ulp(tmp_path):
         sweep = forced["exp_sweep_x"]
         assert exp_ulp_error(sweep, forced["exp_sweep"]).max() <= 1.02, isa
         for key, value in best.items():
-            if key.startswith(("layer_norm", "rms_norm", "tanh")):
+            if key.startswith(("layer_norm", "rms_norm", "tanh", "erf")):
                 # the same operations in the same order for every vector width: bitwise equal
                 np.testing.assert_array_equal(forced[key], value, err_msg=f"{isa}: {key}")
             else:

@@ -167,4 +167,31 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
 #define CT_BINARY_SAME_REG_X(NAME, SFX, T, C, U, ID) \
   {#NAME, 3, {ID, ID, ID}, ct_cpu_elementwise_run, NULL, &ct_cpu_##NAME##_##SFX##_entry},
 
+/* The float32 loop ct_cpu_<NAME>_f32_vector of a function computed in double by the vector_math
+ * set (vector_math.h: tanh, erf): the set's loop on contiguous runs, its scalar copy ct_<NAME>_f32
+ * (the same bits) on others; and its entry. */
+#define CT_VECTOR_MATH_F32_LOOP(NAME)                                                  \
+  static void ct_cpu_##NAME##_f32_vector(char** data, const int64_t* steps, int64_t n, \
+                                         const void* extra) {                          \
+    (void)extra;                                                                       \
+    char *src = data[0], *dst = data[1];                                               \
+    const int64_t ss = steps[0], ds = steps[1];                                        \
+    if (ss == (int64_t)sizeof(float) && ds == (int64_t)sizeof(float)) {                \
+      ct_vector_math_get()->NAME##_f32((const float*)src, (float*)dst, n);             \
+      return;                                                                          \
+    }                                                                                  \
+    for (int64_t i = 0; i < n; ++i) {                                                  \
+      CT_AT(float, dst, i, ds) = ct_##NAME##_f32(CT_AT(float, src, i, ss));            \
+    }                                                                                  \
+  }                                                                                    \
+  static const ct_cpu_loop_entry ct_cpu_##NAME##_f32_vector_entry = {ct_cpu_##NAME##_f32_vector};
+/* Its row of a kernel table. */
+#define CT_VECTOR_MATH_F32_REG(NAME) \
+  {#NAME,                            \
+   2,                                \
+   {CT_DT_F32, CT_DT_F32},           \
+   ct_cpu_elementwise_run,           \
+   NULL,                             \
+   &ct_cpu_##NAME##_f32_vector_entry},
+
 #endif /* CTENSOR_CPU_ELEMENTWISE_LOOPS_H_ */

@@ -82,19 +82,10 @@ CT_INTERNAL void ct_sleef_unary_f64_avx2(ct_sleef_fn fn, const char* src, int64_
 #define CT_SLEEF_UNARY_LOOPS(NAME)  \
   CT_SLEEF_UNARY_LOOP_OF(NAME, f32) \
   CT_SLEEF_UNARY_LOOP_OF(NAME, f64)
-/* Their rows of a kernel table. */
-#define CT_SLEEF_UNARY_REG(NAME)      \
-  {#NAME,                             \
-   2,                                 \
-   {CT_DT_F32, CT_DT_F32},            \
-   ct_cpu_elementwise_run,            \
-   NULL,                              \
-   &ct_cpu_##NAME##_f32_sleef_entry}, \
-      {#NAME,                         \
-       2,                             \
-       {CT_DT_F64, CT_DT_F64},        \
-       ct_cpu_elementwise_run,        \
-       NULL,                          \
-       &ct_cpu_##NAME##_f64_sleef_entry},
+/* Their rows of a kernel table: one dtype's, both float types'. */
+#define CT_SLEEF_UNARY_REG_OF(NAME, SFX, ID) \
+  {#NAME, 2, {ID, ID}, ct_cpu_elementwise_run, NULL, &ct_cpu_##NAME##_##SFX##_sleef_entry},
+#define CT_SLEEF_UNARY_REG(NAME) \
+  CT_SLEEF_UNARY_REG_OF(NAME, f32, CT_DT_F32) CT_SLEEF_UNARY_REG_OF(NAME, f64, CT_DT_F64)
 
 #endif /* CTENSOR_CPU_SLEEF_MATH_H_ */

@@ -91,19 +91,8 @@ static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const v
 }
 static const ct_cpu_loop_entry ct_cpu_exp_f32_entry = {ct_cpu_exp_f32};
 
-/* float32 tanh: computed in double by the vector_math set of the CPU on contiguous runs, by its
- * scalar copy (the same bits) on others; 1 ulp at most (vector_math.h). */
-static void ct_cpu_tanh_f32(char** data, const int64_t* steps, int64_t n, const void* extra) {
-  (void)extra;
-  char *src = data[0], *dst = data[1];
-  const int64_t ss = steps[0], ds = steps[1];
-  if (ss == (int64_t)sizeof(float) && ds == (int64_t)sizeof(float)) {
-    ct_vector_math_get()->tanh_f32((const float*)src, (float*)dst, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) CT_AT(float, dst, i, ds) = ct_tanh_f32(CT_AT(float, src, i, ss));
-}
-static const ct_cpu_loop_entry ct_cpu_tanh_f32_vector_entry = {ct_cpu_tanh_f32};
+/* float32 tanh: computed in double by the vector_math set of the CPU (0.5 ulp, vector_math.h). */
+CT_VECTOR_MATH_F32_LOOP(tanh)
 
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */
 
@@ -132,20 +121,7 @@ CT_CPU_FLOAT_TYPES_BUT_F32(CT_UNARY_SAME_X, tanh)
 CT_SLEEF_UNARY_LOOP_OF(tanh, f64)
 
 /* tanh's float32 and float64 rows of the kernel table. */
-#define CT_TANH_REG                   \
-  {                                   \
-      "tanh",                         \
-      2,                              \
-      {CT_DT_F32, CT_DT_F32},         \
-      ct_cpu_elementwise_run,         \
-      NULL,                           \
-      &ct_cpu_tanh_f32_vector_entry}, \
-      {"tanh",                        \
-       2,                             \
-       {CT_DT_F64, CT_DT_F64},        \
-       ct_cpu_elementwise_run,        \
-       NULL,                          \
-       &ct_cpu_tanh_f64_sleef_entry},
+#define CT_TANH_REG CT_VECTOR_MATH_F32_REG(tanh) CT_SLEEF_UNARY_REG_OF(tanh, f64, CT_DT_F64)
 
 static const ct_cpu_kernel ct_cpu_unary_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_REG_X, NAME)

@@ -235,10 +235,10 @@ static int ct_cpu_unary_param_run(const ct_kernel_call* call) {
   {#NAME, 2, {ID, ID}, ct_cpu_unary_param_run, NULL, &ct_cpu_##NAME##_##SFX##_entry},
 
 /* float32 gelu and softplus: CT_ACTIVATION_CHUNK elements at a time are read into a buffer, their
- * elementary function runs over the whole chunk (erf through SLEEF, sleef_math.h; tanh and exp
- * through the vector_math set, vector_math.h), and the activation is finished element by element
- * with the scalar formula's own operations. One element at a time through the C library, gelu
- * took 22 ns an element and softplus 28. */
+ * elementary function runs over the whole chunk (erf, tanh and exp through the vector_math set,
+ * vector_math.h; log1p through SLEEF, sleef_math.h), and the activation is finished element by
+ * element with the scalar formula's own operations. One element at a time through the C library,
+ * gelu took 22 ns an element and softplus 28. */
 #define CT_ACTIVATION_CHUNK 256
 
 static void ct_cpu_gelu_f32_chunks(char** data, const int64_t* steps, int64_t n,
@@ -257,9 +257,7 @@ static void ct_cpu_gelu_f32_chunks(char** data, const int64_t* steps, int64_t n,
       ct_vector_math_get()->tanh_f32(f, f, m);
     } else {
       for (int64_t j = 0; j < m; ++j) f[j] = x[j] * 0.70710678118654752440f;
-      if (!ct_sleef_unary_f32(CT_SLEEF_erf, (char*)f, sizeof(float), (char*)f, sizeof(float), m)) {
-        for (int64_t j = 0; j < m; ++j) f[j] = erff(f[j]);
-      }
+      ct_vector_math_get()->erf_f32(f, f, m);
     }
     for (int64_t j = 0; j < m; ++j) CT_AT(float, dst, i0 + j, ds) = 0.5f * x[j] * (1.0f + f[j]);
   }
@@ -330,8 +328,7 @@ static const ct_cpu_loop_entry ct_cpu_softplus_f32_chunks_entry = {ct_cpu_softpl
   K(cosh)                              \
   K(asinh)                             \
   K(acosh)                             \
-  K(atanh)                             \
-  K(erf)
+  K(atanh)
 
 /* bool output. */
 #define CT_UNARY_MATH_BOOL_KERNELS(K) \
@@ -354,6 +351,11 @@ CT_UNARY_MATH_KERNELS(K)
 #define K(NAME) CT_CPU_FLOAT_TYPES(CT_UNARY_SAME_X, NAME) CT_SLEEF_UNARY_LOOPS(NAME)
 CT_UNARY_MATH_SLEEF_KERNELS(K)
 #undef K
+/* erf: float32 computed in double by the vector_math set (0.5 ulp, vector_math.h), float64
+ * through SLEEF (or the template loop), float16 and bfloat16 through the template loop. */
+CT_CPU_FLOAT_TYPES_BUT_F32(CT_UNARY_SAME_X, erf)
+CT_SLEEF_UNARY_LOOP_OF(erf, f64)
+CT_VECTOR_MATH_F32_LOOP(erf)
 #define K(NAME, TYPES) TYPES(CT_UNARY_BOOL_X, NAME)
 CT_UNARY_MATH_BOOL_KERNELS(K)
 #undef K
@@ -369,18 +371,20 @@ static const ct_cpu_kernel ct_cpu_unary_math_kernels[] = {
 #define K(NAME) CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, NAME) CT_SLEEF_UNARY_REG(NAME)
         CT_UNARY_MATH_SLEEF_KERNELS(K)
 #undef K
+            CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, erf) CT_VECTOR_MATH_F32_REG(erf)
+                CT_SLEEF_UNARY_REG_OF(erf, f64, CT_DT_F64)
 #define K(NAME, TYPES) TYPES(CT_UNARY_BOOL_REG_X, NAME)
-            CT_UNARY_MATH_BOOL_KERNELS(K)
+                    CT_UNARY_MATH_BOOL_KERNELS(K)
 #undef K
 #define K(NAME, TYPES) TYPES(CT_UNARY_PARAM_REG_X, NAME)
-                CT_UNARY_MATH_PARAM_KERNELS(K)
+                        CT_UNARY_MATH_PARAM_KERNELS(K)
 #undef K
-                    {"round",
-                     2,
-                     {CT_DT_BOOL, CT_DT_F16},
-                     ct_cpu_elementwise_run,
-                     NULL,
-                     &ct_cpu_round_b8_entry},
+                            {"round",
+                             2,
+                             {CT_DT_BOOL, CT_DT_F16},
+                             ct_cpu_elementwise_run,
+                             NULL,
+                             &ct_cpu_round_b8_entry},
     {"gelu",
      2,
      {CT_DT_F32, CT_DT_F32},

@@ -1,5 +1,5 @@
-/* vector_math.h - explicitly vectorised float32 loops (exp, tanh, softmax rows, norm rows), one
- * set per instruction set, and the run-time choice between them.
+/* vector_math.h - explicitly vectorised float32 loops (exp, tanh, erf, softmax rows, norm rows),
+ * one set per instruction set, and the run-time choice between them.
  *
  * The sets share one body (vector_math_impl.h, GCC vector extensions) compiled three times: the
  * generic set in the main library (16-byte vectors: SSE2 on x86-64), the AVX2 + FMA and AVX-512
@@ -53,6 +53,8 @@ typedef struct ct_vector_math {
                        int64_t n, int center, double eps, int stream);
   /* dst = tanh(src), computed in double (ct_tanh_f32 below): bitwise the same in every set. */
   void (*tanh_f32)(const float* src, float* dst, int64_t n);
+  /* dst = erf(src), computed in double (ct_erf_f32 below): bitwise the same in every set. */
+  void (*erf_f32)(const float* src, float* dst, int64_t n);
 } ct_vector_math;
 
 CT_INTERNAL extern const ct_vector_math ct_vector_math_generic;
@@ -101,57 +103,119 @@ static inline float ct_exp_f32(float x) {
   return y * ct_bits_float((n1 + 127u) << 23) * ct_bits_float((n2 + 127u) << 23);
 }
 
-/* ----- float32 tanh, computed in double -----
- * For a = |x| (clamped to CT_TANH_F32_SATURATE, past which tanh rounds to 1 in float32; nan
- * stays): e = expm1(2a) and tanh(a) = e / (e + 2), the sign of x copied onto the result. expm1 in
- * double: 2a = k ln2 + r with k = rint(2a / ln2) (the shifter's rounding) and a two-constant ln2
- * whose high part has 32 significant bits (k ln2_hi is exact), so |r| <= ln2 / 2; expm1(r) is its
- * Taylor polynomial to degree 9 (truncated at below 3e-11 of it); e = 2^k expm1(r) + (2^k - 1),
- * which for k = 0 is expm1(r) itself (no cancellation near 0). The double quotient is within
- * 1e-9 of tanh relatively, so the float32 result is tanh correctly rounded except within 0.02 ulp
- * of a rounding boundary (0.5000 ulp at most over a sweep of the whole range,
- * tests/test_ops_vector_math.py).
- * Only additions, multiplications and one division, none fused: every vector set and the scalar
- * copy give the same bits. */
-#define CT_TANH_F32_SATURATE 9.1
-#define CT_TANH_INV_LN2 1.4426950408889634
-#define CT_TANH_SHIFTER 6755399441055744.0 /* 1.5 * 2^52: adding it rounds to an integer */
-#define CT_TANH_SHIFTER_BITS 0x4338000000000000ull
-#define CT_TANH_LN2_HI 6.93147180369123816490e-01 /* 32 significant bits */
-#define CT_TANH_LN2_LO 1.90821492927058770002e-10
-#define CT_TANH_C2 (1.0 / 2)
-#define CT_TANH_C3 (1.0 / 6)
-#define CT_TANH_C4 (1.0 / 24)
-#define CT_TANH_C5 (1.0 / 120)
-#define CT_TANH_C6 (1.0 / 720)
-#define CT_TANH_C7 (1.0 / 5040)
-#define CT_TANH_C8 (1.0 / 40320)
-#define CT_TANH_C9 (1.0 / 362880)
+/* ----- the exponential in double, for the float32 functions computed in double -----
+ * y = k ln2 + r with k = rint(y / ln2) (the shifter's rounding) and a two-constant ln2 whose high
+ * part has 32 significant bits (k ln2_hi is exact), so |r| <= ln2 / 2; expm1(r) is its Taylor
+ * polynomial to degree 9 (truncated at below 3e-11 of it), and 2^k is built from k's bits. Then
+ * exp(y) = 2^k expm1(r) + 2^k and expm1(y) = 2^k expm1(r) + (2^k - 1), which for k = 0 is
+ * expm1(r) itself (no cancellation near 0). For |y| < 700. The polynomial is one expression
+ * (CT_DEXP_EXPM1_POLY) shared by the scalar and vector copies, so both do the same operations. */
+#define CT_DEXP_INV_LN2 1.4426950408889634
+#define CT_DEXP_SHIFTER 6755399441055744.0 /* 1.5 * 2^52: adding it rounds to an integer */
+#define CT_DEXP_SHIFTER_BITS 0x4338000000000000ull
+#define CT_DEXP_LN2_HI 6.93147180369123816490e-01 /* 32 significant bits */
+#define CT_DEXP_LN2_LO 1.90821492927058770002e-10
+/* expm1(r) for |r| <= ln2 / 2, in Estrin's scheme (a shorter chain than Horner's); r2 = r * r,
+ * r4 = r2 * r2. */
+#define CT_DEXP_EXPM1_POLY(r, r2, r4)                                                              \
+  (((((r) * (1.0 / 6) + (1.0 / 2)) + (r2) * ((r) * (1.0 / 120) + (1.0 / 24))) +                    \
+    (r4) * (((r) * (1.0 / 5040) + (1.0 / 720)) + (r2) * ((r) * (1.0 / 362880) + (1.0 / 40320)))) * \
+       (r2) +                                                                                      \
+   (r))
 
-static inline double ct_tanh_bits_double(uint64_t bits) {
+static inline double ct_dexp_bits_double(uint64_t bits) {
   double d;
   memcpy(&d, &bits, sizeof d);
   return d;
 }
 
-/* Scalar float32 tanh for strided runs and tails: the vector sets' arithmetic. */
-static inline float ct_tanh_f32(float x) {
-  double a = (double)(x < 0 ? -x : x);
-  a = a > CT_TANH_F32_SATURATE ? CT_TANH_F32_SATURATE : a; /* nan compares false and stays */
-  const double y = a + a;
-  const double t = y * CT_TANH_INV_LN2 + CT_TANH_SHIFTER;
-  const double k = t - CT_TANH_SHIFTER;
-  const double r = (y - k * CT_TANH_LN2_HI) - k * CT_TANH_LN2_LO;
-  const double r2 = r * r, r4 = r2 * r2; /* Estrin's scheme: a shorter chain than Horner's */
-  const double q = ((r * CT_TANH_C3 + CT_TANH_C2) + r2 * (r * CT_TANH_C5 + CT_TANH_C4)) +
-                   r4 * ((r * CT_TANH_C7 + CT_TANH_C6) + r2 * (r * CT_TANH_C9 + CT_TANH_C8));
-  const double p = q * r2 + r;
+/* expm1(r) for the reduced argument of y, and 2^k in *scale (see above). */
+static inline double ct_dexp_parts(double y, double* scale) {
+  const double t = y * CT_DEXP_INV_LN2 + CT_DEXP_SHIFTER;
+  const double k = t - CT_DEXP_SHIFTER;
+  const double r = (y - k * CT_DEXP_LN2_HI) - k * CT_DEXP_LN2_LO;
+  const double r2 = r * r, r4 = r2 * r2;
   uint64_t tb;
   memcpy(&tb, &t, sizeof tb);
-  const double scale = ct_tanh_bits_double((tb - (CT_TANH_SHIFTER_BITS - 1023u)) << 52);
+  *scale = ct_dexp_bits_double((tb - (CT_DEXP_SHIFTER_BITS - 1023u)) << 52);
+  return CT_DEXP_EXPM1_POLY(r, r2, r4);
+}
+
+/* x's magnitude computed by MAGNITUDE (double to double) with x's sign: the odd functions below. */
+static inline float ct_odd_in_double_f32(float x, double (*magnitude)(double)) {
+  const float m = (float)magnitude((double)ct_bits_float(ct_float_bits(x) & 0x7fffffffu));
+  return ct_bits_float(ct_float_bits(m) | (ct_float_bits(x) & 0x80000000u));
+}
+
+/* ----- float32 tanh, computed in double -----
+ * For a = |x| (clamped to CT_TANH_F32_SATURATE, past which tanh rounds to 1 in float32; nan
+ * stays): e = expm1(2a) (above) and tanh(a) = e / (e + 2), the sign of x copied onto the result.
+ * The double quotient is within 1e-9 of tanh relatively, so the float32 result is tanh correctly
+ * rounded except within 0.02 ulp of a rounding boundary (0.5000 ulp at most over a sweep of the
+ * whole range, tests/test_ops_vector_math.py).
+ * Only additions, multiplications and one division, none fused: every vector set and the scalar
+ * copy give the same bits. */
+#define CT_TANH_F32_SATURATE 9.1
+
+static inline double ct_tanh_magnitude(double a) {
+  a = a > CT_TANH_F32_SATURATE ? CT_TANH_F32_SATURATE : a; /* nan compares false and stays */
+  double scale;
+  const double p = ct_dexp_parts(a + a, &scale);
   const double e = scale * p + (scale - 1.0);
-  const float magnitude = (float)(e / (e + 2.0));
-  return ct_bits_float(ct_float_bits(magnitude) | (ct_float_bits(x) & 0x80000000u));
+  return e / (e + 2.0);
+}
+
+/* Scalar float32 tanh for strided runs and tails: the vector sets' arithmetic. */
+static inline float ct_tanh_f32(float x) {
+  return ct_odd_in_double_f32(x, ct_tanh_magnitude);
+}
+
+/* ----- float32 erf, computed in double -----
+ * For a = |x|:
+ *   - a < CT_ERF_F32_SMALL: erf(a) = a P(a^2), P of degree 9 fitted here for least maximum
+ *     relative error (1.5e-12) on [0, 1.25^2];
+ *   - above: erf(a) = 1 - exp(-a^2) G(a - CT_ERF_F32_MID), G of degree 12 fitted for least
+ *     maximum relative error to erfcx(a) = exp(a^2) erfc(a) on [1.25, 3.92] (8.3e-10, so erf
+ *     within 7e-11 absolutely), a clamped to CT_ERF_F32_SATURATE first (past 3.9193 erf rounds
+ *     to 1 in float32) and a^2 exact in double (a has 24 significant bits);
+ * nan stays nan, and the sign of x is copied onto the result. The float32 result is erf correctly
+ * rounded except within 0.01 ulp of a rounding boundary (tests/test_ops_vector_math.py sweeps
+ * it). As tanh: no fused operations, the same bits in every vector set and the scalar copy. */
+#define CT_ERF_F32_SMALL 1.25
+#define CT_ERF_F32_SATURATE 3.92
+#define CT_ERF_F32_MID 2.585
+/* P(z) for z = a^2, z2 = z^2, z4 = z^4, z8 = z^8 (Estrin's scheme). */
+#define CT_ERF_SMALL_POLY(z, z2, z4, z8)                                      \
+  (((1.1283791670940193 + (z) * -0.37612638884676797) +                       \
+    (z2) * (0.1128379128723887 + (z) * -0.026866139575298282)) +              \
+   (z4) * ((0.005223848998391296 + (z) * -0.0008545245146611147) +            \
+           (z2) * (0.00012009933344388213 + (z) * -1.4505383739538136e-05)) + \
+   (z8) * (1.4044155124681712e-06 + (z) * -8.144462237957839e-08))
+/* G(s) for s = a - CT_ERF_F32_MID, s2 = s^2, s4 = s^4, s8 = s^8 (Estrin's scheme). */
+#define CT_ERF_LARGE_POLY(s, s2, s4, s8)                                     \
+  (((0.2046622282250953 + (s) * -0.07027544542537001) +                      \
+    (s2) * (0.023000198454831602 + (s) * -0.007213316206659081)) +           \
+   (s4) * ((0.002176918952472408 + (s) * -0.0006342652123130562) +           \
+           (s2) * (0.00017900763139480115 + (s) * -4.925581172000697e-05)) + \
+   (s8) * (((1.3095503583901436e-05 + (s) * -3.18999594936184e-06) +         \
+            (s2) * (8.228737089777116e-07 + (s) * -2.986372115744429e-07)) + \
+           (s4) * 6.949906013187235e-08))
+
+static inline double ct_erf_magnitude(double a) {
+  if (a < CT_ERF_F32_SMALL) {
+    const double z = a * a, z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
+    return a * CT_ERF_SMALL_POLY(z, z2, z4, z8);
+  }
+  a = a > CT_ERF_F32_SATURATE ? CT_ERF_F32_SATURATE : a; /* nan compares false and stays */
+  double scale;
+  const double p = ct_dexp_parts(-(a * a), &scale);
+  const double s = a - CT_ERF_F32_MID, s2 = s * s, s4 = s2 * s2, s8 = s4 * s4;
+  return 1.0 - (scale * p + scale) * CT_ERF_LARGE_POLY(s, s2, s4, s8);
+}
+
+/* Scalar float32 erf for strided runs and tails: the vector sets' arithmetic. */
+static inline float ct_erf_f32(float x) {
+  return ct_odd_in_double_f32(x, ct_erf_magnitude);
 }
 
 #endif /* CTENSOR_CPU_VECTOR_MATH_H_ */
