@@ -32,59 +32,61 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
  * are computed into a buffer in L1, a block at a time, and written out whole lines at a time with
  * non-temporal stores (stream_store.h; the engine fences them once, after the thread's last
  * loop), and the last partial line is stored one by one. Otherwise the loop is peeled so that the
- * stores after the head are aligned. */
-#define CT_ALIGNED_STORE_LOOP(T, DST, N, VALUE)                                           \
-  do {                                                                                    \
-    int64_t i = 0;                                                                        \
-    if (ct_cpu_stream_output && ct_stream_aligned(DST)) {                                 \
-      enum {                                                                              \
-        ct_block_ = CT_STREAM_BLOCK_BYTES / (int)sizeof(T),                               \
-        ct_piece_ = CT_STREAM_LINE_BYTES / (int)sizeof(T)                                 \
-      };                                                                                  \
-      _Alignas(64) T ct_buffer_[ct_block_];                                               \
-      const int64_t ct_head_ =                                                            \
-          ct_elements_to_boundary(DST, (int64_t)sizeof(T), CT_STREAM_LINE_BYTES);         \
-      for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                            \
-      while ((N) - i >= ct_piece_) {                                                      \
-        const int64_t ct_first_ = i;                                                      \
-        const int64_t ct_count_ =                                                         \
-            (N) - i < ct_block_ ? ((N) - i) / ct_piece_ * ct_piece_ : (int64_t)ct_block_; \
-        for (; i < ct_first_ + ct_count_; ++i) ct_buffer_[i - ct_first_] = (VALUE);       \
-        ct_stream_copy((DST) + ct_first_, ct_buffer_, ct_count_ * (int64_t)sizeof(T),     \
-                       ct_cpu_stream_output);                                             \
-      }                                                                                   \
-    } else {                                                                              \
-      const int64_t ct_head_ = ct_store_align_head(DST, (int64_t)sizeof(T), N);           \
-      for (; i < ct_head_; ++i) (DST)[i] = (VALUE);                                       \
-    }                                                                                     \
-    for (; i < (N); ++i) (DST)[i] = (VALUE);                                              \
+ * stores after the head are aligned. VALUE appears three times (head, block, the rest): every
+ * copy of it is a loop the compiler vectorises, and the element-wise files are most of the
+ * build's time. */
+#define CT_ALIGNED_STORE_LOOP(T, DST, N, VALUE)                                             \
+  do {                                                                                      \
+    const int ct_stream_ = ct_cpu_stream_output && ct_stream_aligned(DST);                  \
+    const int64_t ct_head_ =                                                                \
+        ct_stream_ ? ct_elements_to_boundary(DST, (int64_t)sizeof(T), CT_STREAM_LINE_BYTES) \
+                   : ct_store_align_head(DST, (int64_t)sizeof(T), N);                       \
+    int64_t i = 0;                                                                          \
+    for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                                \
+    if (ct_stream_) {                                                                       \
+      enum {                                                                                \
+        ct_block_ = CT_STREAM_BLOCK_BYTES / (int)sizeof(T),                                 \
+        ct_piece_ = CT_STREAM_LINE_BYTES / (int)sizeof(T)                                   \
+      };                                                                                    \
+      _Alignas(64) T ct_buffer_[ct_block_];                                                 \
+      while ((N) - i >= ct_piece_) {                                                        \
+        const int64_t ct_first_ = i;                                                        \
+        const int64_t ct_count_ =                                                           \
+            (N) - i < ct_block_ ? ((N) - i) / ct_piece_ * ct_piece_ : (int64_t)ct_block_;   \
+        for (; i < ct_first_ + ct_count_; ++i) ct_buffer_[i - ct_first_] = (VALUE);         \
+        ct_stream_copy((DST) + ct_first_, ct_buffer_, ct_count_ * (int64_t)sizeof(T),       \
+                       ct_cpu_stream_output);                                               \
+      }                                                                                     \
+    }                                                                                       \
+    for (; i < (N); ++i) (DST)[i] = (VALUE);                                                \
   } while (0)
 
-/* CT_ALIGNED_STORE_LOOP for the AVX2 and AVX-512 copies of a loop (CT_CPU_ISA_LOOP_WIDE): where
- * the engine asks for 32-byte streaming, each whole line is computed into a line-sized local
- * buffer, which GCC keeps in registers, and stored from there (ct_stream_line_wide) instead of
- * going through a block in L1. A (4096, 4096) + (4096,) float32 add on one core, in a standalone
- * loop: 26 GB/s through a 1 KB block, 33-34 line by line, 40 for a negation (no second stream);
- * the block's stores and reloads were most of the difference. */
+/* CT_ALIGNED_STORE_LOOP for the AVX2 and AVX-512 copies of a loop (CT_CPU_ISA_LOOP_WIDE), where
+ * streaming is always 32 bytes a store (ct_stream_mode): each whole line is computed into a
+ * line-sized local buffer, which GCC keeps in registers, and stored from there
+ * (ct_stream_line_wide) instead of going through a block in L1. A (4096, 4096) + (4096,) float32
+ * add on one core, in a standalone loop: 26 GB/s through a 1 KB block, 33-34 line by line, 40 for
+ * a negation (no second stream); the block's stores and reloads were most of the difference.
+ * VALUE appears three times, as in CT_ALIGNED_STORE_LOOP. */
 #ifdef CT_STREAM_WIDE_STORES
-#define CT_ALIGNED_STORE_LOOP_WIDE(T, DST, N, VALUE)                                    \
-  do {                                                                                  \
-    if (ct_cpu_stream_output == CT_STREAM_WIDE && ct_stream_aligned(DST)) {             \
-      enum { ct_piece_ = CT_STREAM_LINE_BYTES / (int)sizeof(T) };                       \
-      int64_t i = 0;                                                                    \
-      const int64_t ct_head_ =                                                          \
-          ct_elements_to_boundary(DST, (int64_t)sizeof(T), CT_STREAM_LINE_BYTES);       \
-      for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                          \
-      while ((N) - i >= ct_piece_) {                                                    \
-        _Alignas(64) T ct_line_[ct_piece_];                                             \
-        T* const ct_at_ = (DST) + i;                                                    \
-        for (int ct_k_ = 0; ct_k_ < ct_piece_; ++ct_k_, ++i) ct_line_[ct_k_] = (VALUE); \
-        ct_stream_line_wide(ct_at_, ct_line_);                                          \
-      }                                                                                 \
-      for (; i < (N); ++i) (DST)[i] = (VALUE);                                          \
-    } else {                                                                            \
-      CT_ALIGNED_STORE_LOOP(T, DST, N, VALUE);                                          \
-    }                                                                                   \
+#define CT_ALIGNED_STORE_LOOP_WIDE(T, DST, N, VALUE)                                         \
+  do {                                                                                       \
+    const int ct_stream_ = ct_cpu_stream_output == CT_STREAM_WIDE && ct_stream_aligned(DST); \
+    const int64_t ct_head_ =                                                                 \
+        ct_stream_ ? ct_elements_to_boundary(DST, (int64_t)sizeof(T), CT_STREAM_LINE_BYTES)  \
+                   : ct_store_align_head(DST, (int64_t)sizeof(T), N);                        \
+    int64_t i = 0;                                                                           \
+    for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                                 \
+    if (ct_stream_) {                                                                        \
+      enum { ct_piece_ = CT_STREAM_LINE_BYTES / (int)sizeof(T) };                            \
+      while ((N) - i >= ct_piece_) {                                                         \
+        _Alignas(64) T ct_line_[ct_piece_];                                                  \
+        T* const ct_at_ = (DST) + i;                                                         \
+        for (int ct_k_ = 0; ct_k_ < ct_piece_; ++ct_k_, ++i) ct_line_[ct_k_] = (VALUE);      \
+        ct_stream_line_wide(ct_at_, ct_line_);                                               \
+      }                                                                                      \
+    }                                                                                        \
+    for (; i < (N); ++i) (DST)[i] = (VALUE);                                                 \
   } while (0)
 #else
 #define CT_ALIGNED_STORE_LOOP_WIDE CT_ALIGNED_STORE_LOOP
