@@ -1,4 +1,4 @@
-/* unary_kernels.c - negative, abs, exp, log, sqrt, tanh, sigmoid, relu. */
+/* unary_kernels.c - negative, abs, exp, log, sqrt, tanh, relu. */
 #include <math.h>
 
 #include "cpu_register.h"
@@ -68,12 +68,6 @@ static inline float ct_op_tanh_float(float x) {
 static inline double ct_op_tanh_double(double x) {
   return tanh(x);
 }
-static inline float ct_op_sigmoid_float(float x) {
-  return 1.0f / (1.0f + expf(-x));
-}
-static inline double ct_op_sigmoid_double(double x) {
-  return 1.0 / (1.0 + exp(-x));
-}
 
 /* float32 exp: contiguous runs through the vector_math set of the CPU (written with
  * non-temporal stores where the engine streams this thread's output, ct_cpu_stream_output),
@@ -101,8 +95,7 @@ CT_VECTOR_MATH_F32_LOOP(tanh)
   K(abs, CT_CPU_ALL_TYPES)           \
   K(relu, CT_CPU_NUMERIC_TYPES)      \
   K(exp, CT_CPU_FLOAT_TYPES_BUT_F32) \
-  K(sqrt, CT_CPU_FLOAT_TYPES)        \
-  K(sigmoid, CT_CPU_FLOAT_TYPES)
+  K(sqrt, CT_CPU_FLOAT_TYPES)
 
 /* float32 and float64 through SLEEF where it runs (sleef_math.h), the template loop otherwise and
  * for float16 and bfloat16. */

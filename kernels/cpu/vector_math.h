@@ -83,9 +83,13 @@ CT_INTERNAL const ct_vector_math* ct_vector_math_get(void);
 #define CT_EXP_F32_C5 0.00836874544620514f
 #define CT_EXP_F32_C6 0.0013814540579915047f
 
+/* The scalar functions below are forced inline: loops over them vectorise only with them inlined
+ * (the activations', activation_kernels.c), which GCC's size limits stop in files of many loops. */
+#define CT_VM_SCALAR static inline __attribute__((always_inline))
+
 /* Scalar exp for strided and low-precision paths: the generic vector set's arithmetic (no fused
  * multiply-adds), so results equal that set's bitwise. */
-static inline float ct_exp_f32(float x) {
+CT_VM_SCALAR float ct_exp_f32(float x) {
   x = x < CT_EXP_F32_MIN ? CT_EXP_F32_MIN : x; /* nan compares false and stays */
   x = x > CT_EXP_F32_MAX ? CT_EXP_F32_MAX : x;
   const float t = x * CT_EXP_F32_LOG2E + CT_EXP_F32_SHIFTER;
@@ -123,14 +127,14 @@ static inline float ct_exp_f32(float x) {
        (r2) +                                                                                      \
    (r))
 
-static inline double ct_dexp_bits_double(uint64_t bits) {
+CT_VM_SCALAR double ct_dexp_bits_double(uint64_t bits) {
   double d;
   memcpy(&d, &bits, sizeof d);
   return d;
 }
 
 /* expm1(r) for the reduced argument of y, and 2^k in *scale (see above). */
-static inline double ct_dexp_parts(double y, double* scale) {
+CT_VM_SCALAR double ct_dexp_parts(double y, double* scale) {
   const double t = y * CT_DEXP_INV_LN2 + CT_DEXP_SHIFTER;
   const double k = t - CT_DEXP_SHIFTER;
   const double r = (y - k * CT_DEXP_LN2_HI) - k * CT_DEXP_LN2_LO;
@@ -141,8 +145,20 @@ static inline double ct_dexp_parts(double y, double* scale) {
   return CT_DEXP_EXPM1_POLY(r, r2, r4);
 }
 
+/* Scalar float32 expm1 computed in double (above) and rounded once: within half an ulp but for
+ * 3e-11 of it. x is clamped to [-104, 89] first (past which expm1 rounds to -1, or overflows to
+ * inf); nan stays, and so do signed zeros. Plain arithmetic: loops over it vectorise. */
+CT_VM_SCALAR float ct_expm1_f32(float x) {
+  double y = (double)x < -104.0 ? -104.0 : (double)x; /* nan compares false and stays */
+  y = y > 89.0 ? 89.0 : y;
+  double scale;
+  const double p = ct_dexp_parts(y, &scale);
+  const float e = (float)(scale * p + (scale - 1.0));
+  return x == 0 ? x : e; /* -0 stays -0 (the sum above gives +0) */
+}
+
 /* x's magnitude computed by MAGNITUDE (double to double) with x's sign: the odd functions below. */
-static inline float ct_odd_in_double_f32(float x, double (*magnitude)(double)) {
+CT_VM_SCALAR float ct_odd_in_double_f32(float x, double (*magnitude)(double)) {
   const float m = (float)magnitude((double)ct_bits_float(ct_float_bits(x) & 0x7fffffffu));
   return ct_bits_float(ct_float_bits(m) | (ct_float_bits(x) & 0x80000000u));
 }
@@ -157,7 +173,7 @@ static inline float ct_odd_in_double_f32(float x, double (*magnitude)(double)) {
  * copy give the same bits. */
 #define CT_TANH_F32_SATURATE 9.1
 
-static inline double ct_tanh_magnitude(double a) {
+CT_VM_SCALAR double ct_tanh_magnitude(double a) {
   a = a > CT_TANH_F32_SATURATE ? CT_TANH_F32_SATURATE : a; /* nan compares false and stays */
   double scale;
   const double p = ct_dexp_parts(a + a, &scale);
@@ -166,7 +182,7 @@ static inline double ct_tanh_magnitude(double a) {
 }
 
 /* Scalar float32 tanh for strided runs and tails: the vector sets' arithmetic. */
-static inline float ct_tanh_f32(float x) {
+CT_VM_SCALAR float ct_tanh_f32(float x) {
   return ct_odd_in_double_f32(x, ct_tanh_magnitude);
 }
 
@@ -201,7 +217,7 @@ static inline float ct_tanh_f32(float x) {
             (s2) * (8.228737089777116e-07 + (s) * -2.986372115744429e-07)) + \
            (s4) * 6.949906013187235e-08))
 
-static inline double ct_erf_magnitude(double a) {
+CT_VM_SCALAR double ct_erf_magnitude(double a) {
   if (a < CT_ERF_F32_SMALL) {
     const double z = a * a, z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
     return a * CT_ERF_SMALL_POLY(z, z2, z4, z8);
@@ -214,7 +230,7 @@ static inline double ct_erf_magnitude(double a) {
 }
 
 /* Scalar float32 erf for strided runs and tails: the vector sets' arithmetic. */
-static inline float ct_erf_f32(float x) {
+CT_VM_SCALAR float ct_erf_f32(float x) {
   return ct_odd_in_double_f32(x, ct_erf_magnitude);
 }
 
