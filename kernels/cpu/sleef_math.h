@@ -26,8 +26,8 @@
  * 88.7 and 709.8). The trigonometric functions measured within 1 ulp over the whole range (older
  * SLEEF documentation bounds them to 5e9 in float32, 1e14 in float64). A function added here
  * needs its operator's kernel list to name it (CT_SLEEF_UNARY_LOOPS, CT_SLEEF_UNARY_REG); float32
- * tanh runs vector_math.h's own loop instead (within half an ulp, faster), its entry here serves
- * float64 only. */
+ * tanh and erf run vector_math.h's own loops instead (within half an ulp, faster), their entries
+ * here serve float64 only. */
 #define CT_SLEEF_UNARY_FUNCTIONS(X) \
   X(sin, INFINITY, INFINITY)        \
   X(cos, INFINITY, INFINITY)        \
