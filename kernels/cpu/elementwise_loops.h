@@ -26,6 +26,13 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
   return n < 256 ? 0 : ct_elements_to_boundary(dst, elem, 64);
 }
 
+/* Elements a store loop writes one by one before the rest: up to the first cache line boundary
+ * where it streams (whole lines only), else ct_store_align_head's. */
+static inline int64_t ct_store_loop_head(const void* dst, int64_t elem, int64_t n, int stream) {
+  return stream ? ct_elements_to_boundary(dst, elem, CT_STREAM_LINE_BYTES)
+                : ct_store_align_head(dst, elem, n);
+}
+
 /* DST[i] = VALUE (an expression of i) for i in [0, N), DST of type T*. Where the engine asks for
  * streaming (ct_cpu_stream_output: the thread writes a huge output) and DST is on a 16-byte
  * boundary, the elements up to the first cache-line boundary are stored one by one, then values
@@ -35,30 +42,28 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
  * stores after the head are aligned. VALUE appears three times (head, block, the rest): every
  * copy of it is a loop the compiler vectorises, and the element-wise files are most of the
  * build's time. */
-#define CT_ALIGNED_STORE_LOOP(T, DST, N, VALUE)                                             \
-  do {                                                                                      \
-    const int ct_stream_ = ct_cpu_stream_output && ct_stream_aligned(DST);                  \
-    const int64_t ct_head_ =                                                                \
-        ct_stream_ ? ct_elements_to_boundary(DST, (int64_t)sizeof(T), CT_STREAM_LINE_BYTES) \
-                   : ct_store_align_head(DST, (int64_t)sizeof(T), N);                       \
-    int64_t i = 0;                                                                          \
-    for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                                \
-    if (ct_stream_) {                                                                       \
-      enum {                                                                                \
-        ct_block_ = CT_STREAM_BLOCK_BYTES / (int)sizeof(T),                                 \
-        ct_piece_ = CT_STREAM_LINE_BYTES / (int)sizeof(T)                                   \
-      };                                                                                    \
-      _Alignas(64) T ct_buffer_[ct_block_];                                                 \
-      while ((N) - i >= ct_piece_) {                                                        \
-        const int64_t ct_first_ = i;                                                        \
-        const int64_t ct_count_ =                                                           \
-            (N) - i < ct_block_ ? ((N) - i) / ct_piece_ * ct_piece_ : (int64_t)ct_block_;   \
-        for (; i < ct_first_ + ct_count_; ++i) ct_buffer_[i - ct_first_] = (VALUE);         \
-        ct_stream_copy((DST) + ct_first_, ct_buffer_, ct_count_ * (int64_t)sizeof(T),       \
-                       ct_cpu_stream_output);                                               \
-      }                                                                                     \
-    }                                                                                       \
-    for (; i < (N); ++i) (DST)[i] = (VALUE);                                                \
+#define CT_ALIGNED_STORE_LOOP(T, DST, N, VALUE)                                           \
+  do {                                                                                    \
+    const int ct_stream_ = ct_cpu_stream_output && ct_stream_aligned(DST);                \
+    const int64_t ct_head_ = ct_store_loop_head(DST, (int64_t)sizeof(T), N, ct_stream_);  \
+    int64_t i = 0;                                                                        \
+    for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                              \
+    if (ct_stream_) {                                                                     \
+      enum {                                                                              \
+        ct_block_ = CT_STREAM_BLOCK_BYTES / (int)sizeof(T),                               \
+        ct_piece_ = CT_STREAM_LINE_BYTES / (int)sizeof(T)                                 \
+      };                                                                                  \
+      _Alignas(64) T ct_buffer_[ct_block_];                                               \
+      while ((N) - i >= ct_piece_) {                                                      \
+        const int64_t ct_first_ = i;                                                      \
+        const int64_t ct_count_ =                                                         \
+            (N) - i < ct_block_ ? ((N) - i) / ct_piece_ * ct_piece_ : (int64_t)ct_block_; \
+        for (; i < ct_first_ + ct_count_; ++i) ct_buffer_[i - ct_first_] = (VALUE);       \
+        ct_stream_copy((DST) + ct_first_, ct_buffer_, ct_count_ * (int64_t)sizeof(T),     \
+                       ct_cpu_stream_output);                                             \
+      }                                                                                   \
+    }                                                                                     \
+    for (; i < (N); ++i) (DST)[i] = (VALUE);                                              \
   } while (0)
 
 /* CT_ALIGNED_STORE_LOOP for the AVX2 and AVX-512 copies of a loop (CT_CPU_ISA_LOOP_WIDE), where
@@ -72,9 +77,7 @@ static inline int64_t ct_store_align_head(const void* dst, int64_t elem, int64_t
 #define CT_ALIGNED_STORE_LOOP_WIDE(T, DST, N, VALUE)                                         \
   do {                                                                                       \
     const int ct_stream_ = ct_cpu_stream_output == CT_STREAM_WIDE && ct_stream_aligned(DST); \
-    const int64_t ct_head_ =                                                                 \
-        ct_stream_ ? ct_elements_to_boundary(DST, (int64_t)sizeof(T), CT_STREAM_LINE_BYTES)  \
-                   : ct_store_align_head(DST, (int64_t)sizeof(T), N);                        \
+    const int64_t ct_head_ = ct_store_loop_head(DST, (int64_t)sizeof(T), N, ct_stream_);     \
     int64_t i = 0;                                                                           \
     for (; i < ct_head_ && i < (N); ++i) (DST)[i] = (VALUE);                                 \
     if (ct_stream_) {                                                                        \
