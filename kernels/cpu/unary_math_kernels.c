@@ -1,6 +1,10 @@
 /* unary_math_kernels.c - positive, sign, expm1, log1p, log2, log10, square, reciprocal, the
  * trigonometric and hyperbolic functions, floor, ceil, trunc, round, isnan, isinf, isfinite,
- * logical_not, bitwise_invert and erf (the activations: activation_kernels.c). */
+ * logical_not, bitwise_invert and erf (the activations: activation_kernels.c).
+ *
+ * Built with -fno-trapping-math, as activation_kernels.c: with trapping math GCC keeps floorf,
+ * ceilf and truncf calls (their rounding instruction may raise the inexact flag) and the loops
+ * stay scalar. No value changes; nothing here reads or sets the exception flags. */
 #include <math.h>
 #include <string.h>
 
