@@ -14,8 +14,9 @@
 #include "sleef_math.h"
 #include "vector_math.h"
 
-/* Attribute values of the activations that take some, in schema order (strings: 1 for "tanh"),
- * handed to the loops as `extra`. */
+/* Attribute values of the activations that take some (leaky_relu, elu, softplus: numbers), in
+ * schema order, handed to the loops as `extra`. gelu's string attribute picks its loop instead
+ * (ct_cpu_gelu_run). */
 typedef struct ct_math_params {
   double v[4];
 } ct_math_params;
@@ -120,7 +121,6 @@ static int ct_cpu_unary_param_run(const ct_kernel_call* call) {
     const ct_attr_value* a = &call->attrs[k];
     if (a->type == CT_ATTR_FLOAT) params.v[k] = a->value.f;
     if (a->type == CT_ATTR_INT) params.v[k] = (double)a->value.i;
-    if (a->type == CT_ATTR_STRING) params.v[k] = a->value.s && strcmp(a->value.s, "tanh") == 0;
   }
   const ct_tensor* operands[2] = {call->inputs[0], call->outputs[0]};
   const ct_cpu_loop_entry* entry = call->kernel_data;
@@ -186,6 +186,13 @@ static void ct_cpu_softplus_f32_chunks(char** data, const int64_t* steps, int64_
   }
 }
 static const ct_cpu_loop_entry ct_cpu_softplus_f32_chunks_entry = {ct_cpu_softplus_f32_chunks};
+#define CT_SOFTPLUS_F32_REG \
+  {"softplus",              \
+   2,                       \
+   {CT_DT_F32, CT_DT_F32},  \
+   ct_cpu_unary_param_run,  \
+   NULL,                    \
+   &ct_cpu_softplus_f32_chunks_entry},
 
 /* ----- the kernel lists: (op, dtypes), the only place to edit ----- */
 
@@ -218,13 +225,7 @@ static const ct_cpu_kernel ct_cpu_activation_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_PARAM_REG_X, NAME)
         CT_ACTIVATION_PARAM_KERNELS(K)
 #undef K
-            CT_CPU_FLOAT_TYPES(CT_GELU_REG_X, gelu){"softplus",
-                                                    2,
-                                                    {CT_DT_F32, CT_DT_F32},
-                                                    ct_cpu_unary_param_run,
-                                                    NULL,
-                                                    &ct_cpu_softplus_f32_chunks_entry},
-};
+            CT_CPU_FLOAT_TYPES(CT_GELU_REG_X, gelu) CT_SOFTPLUS_F32_REG};
 
 int ct_cpu_register_activation(void) {
   return ct_cpu_register_all(ct_cpu_activation_kernels,

@@ -88,4 +88,15 @@ CT_INTERNAL void ct_sleef_unary_f64_avx2(ct_sleef_fn fn, const char* src, int64_
 #define CT_SLEEF_UNARY_REG(NAME) \
   CT_SLEEF_UNARY_REG_OF(NAME, f32, CT_DT_F32) CT_SLEEF_UNARY_REG_OF(NAME, f64, CT_DT_F64)
 
+/* An operator whose float32 runs vector_math.h's own loop, computed in double (tanh, erf): that
+ * loop (CT_VECTOR_MATH_F32_LOOP, elementwise_loops.h), SLEEF's float64 one, and the template loops
+ * for the other float types; and their rows of a kernel table. */
+#define CT_DOUBLE_COMPUTED_F32_LOOPS(NAME)          \
+  CT_CPU_FLOAT_TYPES_BUT_F32(CT_UNARY_SAME_X, NAME) \
+  CT_SLEEF_UNARY_LOOP_OF(NAME, f64)                 \
+  CT_VECTOR_MATH_F32_LOOP(NAME)
+#define CT_DOUBLE_COMPUTED_F32_REG(NAME)       \
+  CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, NAME) \
+  CT_VECTOR_MATH_F32_REG(NAME) CT_SLEEF_UNARY_REG_OF(NAME, f64, CT_DT_F64)
+
 #endif /* CTENSOR_CPU_SLEEF_MATH_H_ */

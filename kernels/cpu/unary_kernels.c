@@ -85,9 +85,6 @@ static void ct_cpu_exp_f32(char** data, const int64_t* steps, int64_t n, const v
 }
 static const ct_cpu_loop_entry ct_cpu_exp_f32_entry = {ct_cpu_exp_f32};
 
-/* float32 tanh: computed in double by the vector_math set of the CPU (0.5 ulp, vector_math.h). */
-CT_VECTOR_MATH_F32_LOOP(tanh)
-
 /* ----- the kernel list: (op, dtypes), the only place to edit ----- */
 
 #define CT_UNARY_KERNELS(K)          \
@@ -101,20 +98,15 @@ CT_VECTOR_MATH_F32_LOOP(tanh)
  * for float16 and bfloat16. */
 #define CT_UNARY_SLEEF_KERNELS(K) K(log)
 
-/* tanh: float64 through SLEEF (or the template loop), float32 through ct_cpu_tanh_f32, float16
- * and bfloat16 through the template loop. */
-
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_X, NAME)
 CT_UNARY_KERNELS(K)
 #undef K
 #define K(NAME) CT_CPU_FLOAT_TYPES(CT_UNARY_SAME_X, NAME) CT_SLEEF_UNARY_LOOPS(NAME)
 CT_UNARY_SLEEF_KERNELS(K)
 #undef K
-CT_CPU_FLOAT_TYPES_BUT_F32(CT_UNARY_SAME_X, tanh)
-CT_SLEEF_UNARY_LOOP_OF(tanh, f64)
-
-/* tanh's float32 and float64 rows of the kernel table. */
-#define CT_TANH_REG CT_VECTOR_MATH_F32_REG(tanh) CT_SLEEF_UNARY_REG_OF(tanh, f64, CT_DT_F64)
+/* tanh: float32 computed in double by the vector_math set (0.5 ulp, vector_math.h), float64
+ * through SLEEF (or the template loop), float16 and bfloat16 through the template loop. */
+CT_DOUBLE_COMPUTED_F32_LOOPS(tanh)
 
 static const ct_cpu_kernel ct_cpu_unary_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_UNARY_SAME_REG_X, NAME)
@@ -124,7 +116,7 @@ static const ct_cpu_kernel ct_cpu_unary_kernels[] = {
         CT_UNARY_SLEEF_KERNELS(K)
 #undef K
             CT_UNARY_SAME_REG_X(exp, f32, float, float, float, CT_DT_F32)
-                CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, tanh) CT_TANH_REG};
+                CT_DOUBLE_COMPUTED_F32_REG(tanh)};
 
 int ct_cpu_register_unary(void) {
   return ct_cpu_register_all(ct_cpu_unary_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_unary_kernels));

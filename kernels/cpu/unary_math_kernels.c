@@ -222,9 +222,7 @@ CT_UNARY_MATH_SLEEF_KERNELS(K)
 #undef K
 /* erf: float32 computed in double by the vector_math set (0.5 ulp, vector_math.h), float64
  * through SLEEF (or the template loop), float16 and bfloat16 through the template loop. */
-CT_CPU_FLOAT_TYPES_BUT_F32(CT_UNARY_SAME_X, erf)
-CT_SLEEF_UNARY_LOOP_OF(erf, f64)
-CT_VECTOR_MATH_F32_LOOP(erf)
+CT_DOUBLE_COMPUTED_F32_LOOPS(erf)
 #define K(NAME, TYPES) TYPES(CT_UNARY_BOOL_X, NAME)
 CT_UNARY_MATH_BOOL_KERNELS(K)
 #undef K
@@ -237,17 +235,16 @@ static const ct_cpu_kernel ct_cpu_unary_math_kernels[] = {
 #define K(NAME) CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, NAME) CT_SLEEF_UNARY_REG(NAME)
         CT_UNARY_MATH_SLEEF_KERNELS(K)
 #undef K
-            CT_CPU_LOWP_TYPES(CT_UNARY_SAME_REG_X, erf) CT_VECTOR_MATH_F32_REG(erf)
-                CT_SLEEF_UNARY_REG_OF(erf, f64, CT_DT_F64)
+            CT_DOUBLE_COMPUTED_F32_REG(erf)
 #define K(NAME, TYPES) TYPES(CT_UNARY_BOOL_REG_X, NAME)
-                    CT_UNARY_MATH_BOOL_KERNELS(K)
+                CT_UNARY_MATH_BOOL_KERNELS(K)
 #undef K
-                        {"round",
-                         2,
-                         {CT_DT_BOOL, CT_DT_F16},
-                         ct_cpu_elementwise_run,
-                         NULL,
-                         &ct_cpu_round_b8_entry},
+                    {"round",
+                     2,
+                     {CT_DT_BOOL, CT_DT_F16},
+                     ct_cpu_elementwise_run,
+                     NULL,
+                     &ct_cpu_round_b8_entry},
 };
 
 int ct_cpu_register_unary_math(void) {
