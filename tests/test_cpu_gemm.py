@@ -120,11 +120,26 @@ def conv2d_cases(dtype: str) -> None:
         conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, out=out, **attrs), dtype)
 
 
+def winograd_cases() -> None:
+    """float32 3x3 convolutions on the Winograd path, whose transformed weights are the GEMM's B
+    as it reads it (prepacked, never packed): input channels cut into unequal depth blocks by
+    every set's blocking (601 = 301 + 300, or 201 + 200 + 200 for the generic set's 256), and
+    output channels short of a whole micro-panel (130 of 136, 144 or 160 columns)."""
+    rng = _rng(4)
+    attrs = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1}
+    for x_shape, out_channels in [((1, 601, 6, 6), 136), ((2, 128, 6, 7), 130)]:
+        x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+        w = rng.uniform(-1, 1, (out_channels, x_shape[1], 3, 3)).astype(np.float32)
+        b = rng.uniform(-1, 1, out_channels).astype(np.float32)
+        conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, **attrs), "float32")
+
+
 def all_cases() -> None:
     for dtype in ["float16", "float32", "float64"]:
         matmul_cases(dtype)
         conv2d_cases(dtype)
     bfloat16_cases()
+    winograd_cases()
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
@@ -149,6 +164,18 @@ def test_matmul_thread_counts(threads):
         ctensor.set_num_threads(threads)
         matmul_cases("float32")
         conv2d_cases("float32")
+    finally:
+        ctensor.set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_winograd_prepacked_weights(threads):
+    """The Winograd path's 16 products on one thread, shared out whole (2 threads), and with
+    each product's tiles shared out (5 threads: fewer than 4 products a thread)."""
+    before = ctensor.get_num_threads()
+    try:
+        ctensor.set_num_threads(threads)
+        winograd_cases()
     finally:
         ctensor.set_num_threads(before)
 

@@ -6,9 +6,12 @@
  *   Aᵀ = [1 1 1 0; 0 1 -1 -1]
  * Layouts, per chunk of T tiles (tile t: image t / (TH · TW), tile row, tile column):
  *   U[ξ][c][k], V[ξ][t][c], M[ξ][t][k] = Σ_c V[ξ][t][c] · U[ξ][c][k]   (ξ = 4 · i + j)
- * so that the 16 products are tiles × C times C × K, row-major, batched over ξ: K, a multiple of
- * the micro-kernel's 32 columns in the shapes that pay, wastes no columns. The transforms loop
- * over channels innermost (contiguous in U, V and M), compiled per instruction set. */
+ * so that the 16 products are tiles × C times C × K, batched over ξ: K, a multiple of the
+ * micro-kernel's 32 columns in the shapes that pay, wastes no columns. V and M are row-major; U
+ * is written in the GEMM's packed layout of B (depth blocks of micro-panels of output channels),
+ * which the GEMM then reads in place: packing it again took 11 % of a (8, 512, 7, 7) call. The
+ * transforms loop over channels innermost (contiguous in U, V and M), compiled per instruction
+ * set. */
 #include "conv2d_winograd.h"
 
 #include <string.h>
@@ -29,9 +32,17 @@
 #define CT_WINOGRAD_MIN_CHANNELS 128
 #define CT_WINOGRAD_MIN_TILES 9
 
+/* Where U[ξ][c][k] lies: the weight transform writes U as the GEMM's prepacked B
+ * (ct_gemm_prepacked_b_layout_f32): per ξ, depth blocks of kc input channels, each holding the
+ * output channels as micro-panels of nr, padded with zeros to `cols`. */
+typedef struct ct_winograd_u_layout {
+  int64_t kc, nr, cols;
+} ct_winograd_u_layout;
+
 /* Tiles per image (th rows of tw), all tiles, and the chunk (tiles per product). */
 typedef struct ct_winograd_plan {
   int64_t th, tw, tiles, chunk;
+  ct_winograd_u_layout u;
   int64_t u_bytes, v_bytes, m_bytes;
 } ct_winograd_plan;
 
@@ -50,7 +61,9 @@ static void ct_winograd_make_plan(const ct_conv2d_winograd_job* job, ct_winograd
   const int64_t chunks = ct_div_up(tile_rows, rows);
   plan->chunk = ct_div_up(tile_rows, chunks) * plan->tw;
   const int64_t f = (int64_t)sizeof(float);
-  plan->u_bytes = ct_round_up(16 * job->k * job->c * f, CT_WINOGRAD_ALIGN);
+  ct_gemm_prepacked_b_layout_f32(job->c, &plan->u.kc, &plan->u.nr);
+  plan->u.cols = ct_round_up(job->k, plan->u.nr);
+  plan->u_bytes = ct_round_up(16 * plan->u.cols * job->c * f, CT_WINOGRAD_ALIGN);
   plan->v_bytes = ct_round_up(16 * plan->chunk * job->c * f, CT_WINOGRAD_ALIGN);
   plan->m_bytes = ct_round_up(16 * plan->chunk * job->k * f, CT_WINOGRAD_ALIGN);
 }
@@ -60,9 +73,9 @@ static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job, const ct_wi
                                   int64_t tiles, const float* u, const float* v, float* m,
                                   int64_t* batch, ct_gemm_desc* d) {
   batch[0] = 16;
-  batch[1] = plan->chunk * job->c; /* V */
-  batch[2] = job->c * job->k;      /* U */
-  batch[3] = plan->chunk * job->k; /* M */
+  batch[1] = plan->chunk * job->c;  /* V */
+  batch[2] = job->c * plan->u.cols; /* U */
+  batch[3] = plan->chunk * job->k;  /* M */
   *d = (ct_gemm_desc){
       .m = tiles,
       .n = job->k,
@@ -71,8 +84,7 @@ static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job, const ct_wi
       .a_rs = job->c,
       .a_cs = 1,
       .b = u,
-      .b_rs = job->k,
-      .b_cs = 1,
+      .b_prepacked = true,
       .c = m,
       .c_rs = job->k,
       .c_cs = 1,
@@ -133,21 +145,55 @@ static CT_CPU_ISA_BODY int ct_winograd_nonfinite(const float* check, int n) {
 /* Weights transformed together: a task takes CT_WINOGRAD_C_BLOCK input channels and runs over
  * the output channels CT_WINOGRAD_O_BLOCK at a time, gathering their weights channel-major
  * (g[c][tap][o], output channels innermost) so that the transform runs on whole vectors; it then
- * writes each row U[ξ][c] of its channels from start to end, in whole cache lines. */
+ * writes each row U[ξ][c] of its channels into the GEMM's micro-panels (a whole cache line per
+ * ξ where the panels are 16 or 32 columns wide), zeros in the columns past the last channel. */
 #define CT_WINOGRAD_O_BLOCK 16
 #define CT_WINOGRAD_C_BLOCK 16
 
+/* Writes out[ξ][0 : span) as U[ξ][c][o0 : o0 + span) (span <= CT_WINOGRAD_O_BLOCK), in runs that
+ * stay inside one micro-panel. */
+static CT_CPU_ISA_BODY void ct_winograd_weight_store(const ct_winograd_u_layout* layout,
+                                                     int64_t channels, float* u, int64_t c,
+                                                     int64_t o0, int64_t span,
+                                                     float out[16][CT_WINOGRAD_O_BLOCK]) {
+  const int64_t nr = layout->nr, plane = channels * layout->cols;
+  const int64_t pc = c / layout->kc * layout->kc;
+  const int64_t depth = channels - pc < layout->kc ? channels - pc : layout->kc;
+  float* row = u + pc * layout->cols + (c - pc) * nr;
+  for (int64_t o = 0; o < span;) {
+    const int64_t j = o0 + o;
+    const int64_t run = span - o < nr - j % nr ? span - o : nr - j % nr;
+    float* dst = row + j / nr * depth * nr + j % nr;
+    if (run == CT_WINOGRAD_O_BLOCK) { /* whole lines, copied as vectors */
+      for (int x = 0; x < 16; ++x) {
+        for (int r = 0; r < CT_WINOGRAD_O_BLOCK; ++r) dst[x * plane + r] = out[x][r];
+      }
+    } else {
+      for (int x = 0; x < 16; ++x) {
+        for (int64_t r = 0; r < run; ++r) dst[x * plane + r] = out[x][o + r];
+      }
+    }
+    o += run;
+  }
+}
+
 static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winograd_job* job,
+                                                         const ct_winograd_u_layout* layout,
                                                          float* u, int64_t c0) {
-  const int64_t k = job->k, plane = job->c * k;
+  const int64_t k = job->k;
   const int64_t s0 = job->f.ws[0], s1 = job->f.ws[1], s2 = job->f.ws[2], s3 = job->f.ws[3];
   const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
   float g[CT_WINOGRAD_C_BLOCK][9][CT_WINOGRAD_O_BLOCK];
   float check[CT_WINOGRAD_O_BLOCK] = {0.0f}; /* ct_winograd_nonfinite */
-  for (int64_t o0 = 0; o0 < k; o0 += CT_WINOGRAD_O_BLOCK) {
-    const int64_t width = k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0 : CT_WINOGRAD_O_BLOCK;
+  for (int64_t o0 = 0; o0 < layout->cols; o0 += CT_WINOGRAD_O_BLOCK) {
+    /* channels [o0, o0 + width) are the weight's, [width, span) padding */
+    const int64_t width = k - o0 < 0                     ? 0
+                          : k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0
+                                                         : CT_WINOGRAD_O_BLOCK;
+    const int64_t span =
+        layout->cols - o0 < CT_WINOGRAD_O_BLOCK ? layout->cols - o0 : CT_WINOGRAD_O_BLOCK;
     for (int64_t o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
-      const float* go = job->f.weight + (o0 + (o < width ? o : 0)) * s0 + c0 * s1;
+      const float* go = job->f.weight + (o < width ? o0 + o : 0) * s0 + c0 * s1;
       for (int64_t c = 0; c < cn; ++c) {
         for (int i = 0; i < 3; ++i) {
           for (int j = 0; j < 3; ++j) g[c][3 * i + j][o] = go[c * s1 + i * s2 + j * s3];
@@ -167,25 +213,23 @@ static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winogra
                         out[4 * i + 2][o], out[4 * i + 3][o]);
         }
       }
+      if (width < CT_WINOGRAD_O_BLOCK) {
+        for (int x = 0; x < 16; ++x) {
+          for (int64_t o = width; o < CT_WINOGRAD_O_BLOCK; ++o) out[x][o] = 0.0f;
+        }
+      }
       for (int x = 0; x < 16; ++x) {
         for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) check[o] += out[x][o] - out[x][o];
       }
-      float* dst = u + (c0 + c) * k + o0;
-      if (width == CT_WINOGRAD_O_BLOCK) { /* whole lines, copied as vectors */
-        for (int x = 0; x < 16; ++x) {
-          for (int o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) dst[x * plane + o] = out[x][o];
-        }
-      } else {
-        for (int x = 0; x < 16; ++x) {
-          for (int64_t o = 0; o < width; ++o) dst[x * plane + o] = out[x][o];
-        }
-      }
+      ct_winograd_weight_store(layout, job->c, u, c0 + c, o0, span, out);
     }
   }
   return ct_winograd_nonfinite(check, CT_WINOGRAD_O_BLOCK);
 }
 CT_CPU_ISA_VARIANTS(int, ct_winograd_weight_block,
-                    (const ct_conv2d_winograd_job* job, float* u, int64_t c0), (job, u, c0))
+                    (const ct_conv2d_winograd_job* job, const ct_winograd_u_layout* layout,
+                     float* u, int64_t c0),
+                    (job, layout, u, c0))
 
 /* Records that a task met a value that is not finite (v - v != 0: an infinity or a NaN). */
 static void ct_winograd_flag(ct_winograd_context* ctx, int bad) {
@@ -196,7 +240,7 @@ static void ct_winograd_weight(int64_t begin, int64_t end, void* context) {
   ct_winograd_context* ctx = context;
   int bad = 0;
   for (int64_t b = begin; b < end; ++b) {
-    bad |= ct_winograd_weight_block(ctx->job, ctx->u, b * CT_WINOGRAD_C_BLOCK);
+    bad |= ct_winograd_weight_block(ctx->job, &ctx->plan->u, ctx->u, b * CT_WINOGRAD_C_BLOCK);
   }
   ct_winograd_flag(ctx, bad);
 }

@@ -11,7 +11,9 @@
  * direct sum's rounding error. Tiles run in chunks, so that the transformed input and the
  * products stay bounded (CT_WINOGRAD_CHUNK_BYTES) whatever the image size.
  *
- * Workspace: U (16 · K · C floats), then per chunk V (16 · tiles · C) and M (16 · tiles · K),
+ * Workspace: U (16 · C · K floats, K rounded up to the GEMM's micro-panel width: U is written
+ * as the GEMM reads it, so that it is never packed again), then per chunk V (16 · tiles · C) and
+ * M (16 · tiles · K),
  * then the GEMM's packing buffers. Calls whose values are not all finite are left to the direct
  * methods (ct_conv2d_winograd_run). */
 #ifndef CTENSOR_CPU_CONV2D_WINOGRAD_H_

@@ -57,6 +57,11 @@ typedef struct ct_gemm_desc {
    * unused). Requires the workspace. */
   ct_gemm_pack_b_fn pack_b;
   const void* pack_b_context;
+  /* Optional prepacked B (floating-point instances; requires the workspace): B is already laid
+   * out as the packed path's panels (ct_gemm_prepacked_b_layout_<NAME>), in the accumulator
+   * type, so no B panel is packed. b is batch entry 0's start and b_bs the entries' strides, in
+   * accumulator elements; b_rs and b_cs are unused. */
+  bool b_prepacked;
 } ct_gemm_desc;
 
 /* The instances: X(NAME, TIN, TOUT, ACC) computes TOUT C from TIN A and B, accumulating in ACC.
@@ -100,10 +105,18 @@ CT_GEMM_INSTANCES(CT_GEMM_DECLARE)
 #undef CT_GEMM_DECLARE
 
 /* The packed path of the floating-point instances (gemm_packed.c): false where it did not run
- * (no or too small a workspace, or a product it leaves to the simple path). */
-#define CT_GEMM_DECLARE_PACKED(NAME, TIN, TOUT, ACC)             \
-  CT_INTERNAL bool ct_gemm_packed_##NAME(const ct_gemm_desc* d); \
-  CT_INTERNAL uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d);
+ * (no or too small a workspace, or a product it leaves to the simple path).
+ *
+ * ct_gemm_prepacked_b_layout_<NAME>(k, &kc, &nr) gives the layout of a prepacked B of depth k
+ * (ct_gemm_desc.b_prepacked) for the micro-kernels in use: the depth is cut into blocks of kc
+ * rows (the last one k - pc rows when shorter), and the block starting at row pc holds the
+ * columns as micro-panels of nr, padded with zero columns to n_padded = n rounded up to nr:
+ *   B[pc + p][j] at pc · n_padded + (j / nr) · kcb · nr + p · nr + j % nr,  kcb = min(kc, k - pc)
+ * (k · n_padded elements a batch entry). */
+#define CT_GEMM_DECLARE_PACKED(NAME, TIN, TOUT, ACC)                           \
+  CT_INTERNAL bool ct_gemm_packed_##NAME(const ct_gemm_desc* d);               \
+  CT_INTERNAL uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d); \
+  CT_INTERNAL void ct_gemm_prepacked_b_layout_##NAME(int64_t k, int64_t* kc, int64_t* nr);
 CT_GEMM_PACKED_INSTANCES(CT_GEMM_DECLARE_PACKED)
 #undef CT_GEMM_DECLARE_PACKED
 

@@ -10,7 +10,9 @@
  * An item of at most MC rows (a conv2d's output channels) packs its A once per k block and B in
  * panels small enough to stay in L2. Packing reads the operands through their strides, whatever
  * they are (transposed, negative, zero), so layouts cost nothing beyond the packing itself; an
- * implicit operand (conv2d's input read as an im2col matrix) supplies its own B packer. Trailing
+ * implicit operand (conv2d's input read as an im2col matrix) supplies its own B packer, and a
+ * prepacked one (the Winograd path's transformed weights, written in the panels' layout) is read
+ * where it lies, with nothing packed. Trailing
  * batch dims over which B does not move are folded into the rows; an A that no batch dim moves
  * (a conv2d's weight) is packed once, for every batch entry, at the start of the workspace.
  *
@@ -77,6 +79,7 @@ typedef struct ct_gemm_plan {
   /* A that every batch entry shares (a conv2d's weight) is packed once, for all entries, into
    * prepack_bytes at the start of the workspace: block (pc, ic) at pc · m_padded + ic · kc. */
   int64_t prepack_bytes, m_padded;
+  int64_t n_padded; /* columns of a prepacked B's depth blocks (ct_gemm_prepacked_b_layout) */
   bool prepacked;
   void* prepack;                     /* set by the driver */
   int threads;                       /* slots asked for: threads worth using */
@@ -107,6 +110,13 @@ static void ct_gemm_transpose_desc(ct_gemm_desc* d) {
   d->b_bs = s;
 }
 
+/* Rows of each depth block for a depth of k and blocking kc: equal blocks (576 = 288 + 288, not
+ * 512 + 64), as a short last block costs a whole pass over C for little work. */
+static int64_t ct_gemm_depth_block(int64_t k, int64_t kc) {
+  const int64_t depth = k > 0 ? k : 1;
+  return ct_div_up(depth, ct_div_up(depth, kc));
+}
+
 /* The descriptor the packed path works on (possibly transposed) and its plan. `out_is_acc`:
  * C has the accumulator's type. Returns false where the packed path does not apply (a GEMV or
  * an empty depth without an implicit B, which the simple path does better).
@@ -118,7 +128,9 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
                               int64_t acc_size, bool out_is_acc, ct_gemm_desc* work,
                               ct_gemm_plan* plan) {
   *work = *d;
-  if (!d->pack_b && (d->m == 1 || d->n == 1 || d->k == 0)) return false;
+  /* A B supplied by a packer or prepacked: the packed path must run, as it is, untransposed. */
+  const bool implicit_b = d->pack_b || d->b_prepacked;
+  if (!implicit_b && (d->m == 1 || d->n == 1 || d->k == 0)) return false;
   int64_t batch = 1;
   for (int32_t q = 0; q < d->batch_ndim; ++q) batch *= d->batch_shape[q];
   plan->batch = batch;
@@ -127,13 +139,13 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   ct_gemm_blocking bk = *blocking;
   /* Equal k blocks (576 = 288 + 288, not 512 + 64): a short last block costs a whole pass over
    * C for little work. */
-  const int64_t depth = d->k > 0 ? d->k : 1;
-  bk.kc = (int32_t)ct_div_up(depth, ct_div_up(depth, bk.kc));
+  bk.kc = (int32_t)ct_gemm_depth_block(d->k, bk.kc);
   bk.mc = (int32_t)ct_gemm_min(bk.mc, ct_round_up(mn, bk.mr));
   bk.nc = (int32_t)ct_gemm_min(bk.nc, ct_round_up(mn, bk.nr));
   const int64_t staged_nc = ct_gemm_min(bk.nc, ct_round_up(CT_GEMM_STAGED_NC, bk.nr));
   plan->a_bytes = ct_round_up((int64_t)bk.mc * bk.kc * acc_size, CT_GEMM_ALIGN);
-  plan->b_bytes = ct_round_up((int64_t)bk.kc * bk.nc * acc_size, CT_GEMM_ALIGN);
+  plan->b_bytes =
+      d->b_prepacked ? 0 : ct_round_up((int64_t)bk.kc * bk.nc * acc_size, CT_GEMM_ALIGN);
   plan->c_bytes = ct_round_up((int64_t)bk.mc * staged_nc * acc_size, CT_GEMM_ALIGN);
   plan->slot_bytes = plan->a_bytes + plan->b_bytes + plan->c_bytes;
   bool a_shared = batch > 1 && d->k > 0;
@@ -151,7 +163,7 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   plan->threads = parallel ? threads : 1;
   /* Trailing batch dims over which B does not move and A and C continue their rows are more
    * rows (x (batch, m, k) times a shared weight): one larger product packs B once. */
-  while (!d->pack_b && work->batch_ndim > 0) {
+  while (!implicit_b && work->batch_ndim > 0) {
     const int32_t q = work->batch_ndim - 1;
     if (work->b_bs[q] != 0 || work->a_bs[q] != work->m * work->a_rs ||
         work->c_bs[q] != work->m * work->c_rs) {
@@ -164,7 +176,7 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   for (int32_t q = 0; q < work->batch_ndim; ++q) plan->batch *= work->batch_shape[q];
   batch = plan->batch;
   /* Orientation and chunks. */
-  const bool transposed = !d->pack_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1;
+  const bool transposed = !implicit_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1;
   if (transposed) ct_gemm_transpose_desc(work);
   plan->prepacked = plan->prepack_bytes > 0 && !transposed && work->batch_ndim == d->batch_ndim;
   const int64_t m = work->m, n = work->n;
@@ -179,6 +191,7 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
     plan->n_chunk = n;
   }
   plan->bk = bk;
+  plan->n_padded = ct_round_up(n, bk.nr);
   plan->l2_nc = CT_GEMM_L2_PANEL_BYTES / ((int64_t)bk.kc * acc_size) / bk.nr * bk.nr;
   if (plan->l2_nc < bk.nr) plan->l2_nc = bk.nr;
   plan->m_chunks = ct_div_up(m, plan->m_chunk);
@@ -374,13 +387,23 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
                                            int64_t pc, int64_t kc, int64_t jc, int64_t nb,         \
                                            int64_t nr, int64_t p0, int64_t p1, ACC* bbuf) {        \
     const int64_t j0 = p0 * nr, j1 = ct_gemm_min(nb, p1 * nr);                                     \
-    if (j1 <= j0) return;                                                                          \
+    if (j1 <= j0 || d->b_prepacked) return;                                                        \
     if (d->pack_b) {                                                                               \
       d->pack_b(d->pack_b_context, bi, pc, kc, jc + j0, j1 - j0, nr, bbuf + j0 * kc);              \
     } else if (kc > 0) {                                                                           \
       ct_gemm_pack_b_##NAME(b + pc * d->b_rs + (jc + j0) * d->b_cs, d->b_rs, d->b_cs, kc, j1 - j0, \
                             nr, bbuf + j0 * kc);                                                   \
     }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* The panels of B[pc : pc + kc, jc : jc + nb] as the macro-kernel reads them: where a prepacked \
+   * B holds them (b_off: its batch entry's offset, in accumulator elements), else bbuf, once      \
+   * packed. */                                                                                    \
+  static const ACC* ct_gemm_b_panels_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,       \
+                                            int64_t b_off, int64_t pc, int64_t kc, int64_t jc,     \
+                                            const ACC* bbuf) {                                     \
+    if (!d->b_prepacked) return bbuf;                                                              \
+    return (const ACC*)d->b + b_off + pc * plan->n_padded + jc * kc;                               \
   }                                                                                                \
                                                                                                    \
   /* Work item `item` of the plan (one thread): C[rows, cols] of one batch entry. */               \
@@ -415,7 +438,8 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
           const int64_t nb = ct_gemm_min(plan->l2_nc, j_end - jc);                                 \
           const int64_t panels = ct_div_up(nb, nr);                                                \
           ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, 0, panels, bbuf);             \
-          ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bbuf,                        \
+          const ACC* bpanels = ct_gemm_b_panels_##NAME(d, plan, b_off, pc, kc, jc, bbuf);          \
+          ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bpanels,                     \
                                (ACC*)(void*)c + i_begin * d->c_rs + jc, d->c_rs,                   \
                                pc > 0 || d->accumulate);                                           \
         }                                                                                          \
@@ -429,14 +453,15 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
       for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                      \
         const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                            \
         ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, 0, panels, bbuf);               \
+        const ACC* bpanels = ct_gemm_b_panels_##NAME(d, plan, b_off, pc, kc, jc, bbuf);            \
         for (int64_t ic = i_begin; ic < i_end; ic += bk->mc) {                                     \
           const int64_t mb = ct_gemm_min(bk->mc, i_end - ic);                                      \
           const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);            \
           if (plan->staged) { /* the item is this one block */                                     \
-            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bbuf, cbuf, bk->nc,        \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bpanels, cbuf, bk->nc,     \
                                  pc > 0);                                                          \
           } else {                                                                                 \
-            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bbuf,                      \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bpanels,                   \
                                  (ACC*)(void*)c + ic * d->c_rs + jc, d->c_rs,                      \
                                  pc > 0 || d->accumulate);                                         \
           }                                                                                        \
@@ -487,10 +512,13 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
         groups = ct_div_up(panels, per_group);                                                     \
         for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                    \
           const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                          \
-          _Pragma("omp for schedule(static)") for (int q = 0; q < threads; ++q) {                  \
-            ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, panels* q / threads,        \
-                                         panels * (q + 1) / threads, bbuf);                        \
+          if (!d->b_prepacked) { /* the same on every thread: all meet the loop, or none */        \
+            _Pragma("omp for schedule(static)") for (int q = 0; q < threads; ++q) {                \
+              ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, panels* q / threads,      \
+                                           panels * (q + 1) / threads, bbuf);                      \
+            }                                                                                      \
           }                                                                                        \
+          const ACC* bpanels = ct_gemm_b_panels_##NAME(d, plan, b_off, pc, kc, jc, bbuf);          \
           int64_t packed = -1; /* the row block in abuf */                                         \
           _Pragma("omp for schedule(dynamic, 1)") for (int64_t t = 0; t < blocks * groups; ++t) {  \
             const int64_t block = t / groups, group = t % groups;                                  \
@@ -502,12 +530,18 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
             }                                                                                      \
             packed = block;                                                                        \
             ct_gemm_macro_##NAME(uk, bk, mb, nb, group* per_group, (group + 1) * per_group, kc,    \
-                                 ablock, bbuf, c + ic * d->c_rs + jc, d->c_rs,                     \
+                                 ablock, bpanels, c + ic * d->c_rs + jc, d->c_rs,                  \
                                  pc > 0 || d->accumulate);                                         \
           }                                                                                        \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  void ct_gemm_prepacked_b_layout_##NAME(int64_t k, int64_t* kc, int64_t* nr) {                    \
+    const ct_gemm_blocking* bk = &ct_gemm_ukernels_get()->PREC##_blocking;                         \
+    *kc = ct_gemm_depth_block(k, bk->kc);                                                          \
+    *nr = bk->nr;                                                                                  \
   }                                                                                                \
                                                                                                    \
   uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d) {                                \
