@@ -142,11 +142,15 @@ static CT_CPU_ISA_BODY int ct_winograd_nonfinite(const float* check, int n) {
   return bad;
 }
 
-/* Weights transformed together: a task takes CT_WINOGRAD_C_BLOCK input channels and runs over
- * the output channels CT_WINOGRAD_O_BLOCK at a time, gathering their weights channel-major
- * (g[c][tap][o], output channels innermost) so that the transform runs on whole vectors; it then
- * writes each row U[ξ][c] of its channels into the GEMM's micro-panels (a whole cache line per
- * ξ where the panels are 16 or 32 columns wide), zeros in the columns past the last channel. */
+/* Weights transformed together: a task takes CT_WINOGRAD_O_BLOCK output channels (columns of U)
+ * and runs over the input channels CT_WINOGRAD_C_BLOCK at a time, gathering their weights
+ * channel-major (g[c][tap][o], output channels innermost) so that the transform runs on whole
+ * vectors; it then writes its part of the rows U[ξ][c] into the GEMM's micro-panels (a whole
+ * cache line per ξ and channel where the panels are 16 or 32 columns wide), zeros in the columns
+ * past the last channel. A task reads each of its output channels' weights from start to end,
+ * and where those are compact ((c, i, j) contiguous), whole 16 × 16 blocks at a time through
+ * vector transposes instead of a float at a time: (8, 512, 7, 7), one thread, 18.2 -> 16.5 ms a
+ * call (the scalar gather was half of the transform's time). */
 #define CT_WINOGRAD_O_BLOCK 16
 #define CT_WINOGRAD_C_BLOCK 16
 
@@ -177,26 +181,57 @@ static CT_CPU_ISA_BODY void ct_winograd_weight_store(const ct_winograd_u_layout*
   }
 }
 
+/* Sixteen floats, for the transposes below (generic vectors: each instruction-set copy compiles
+ * them to its own registers). */
+typedef float ct_winograd_v16 __attribute__((vector_size(16 * sizeof(float))));
+#define CT_WINOGRAD_ZIP_LO(a, b) \
+  __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)
+#define CT_WINOGRAD_ZIP_HI(a, b) \
+  __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+
+/* dst[i][r] = src[r · stride + i] for r, i < 16 (dst rows 16 floats apart): four rounds of
+ * interleaving row r with row r + 8 transpose a 16 × 16 block. */
+static CT_CPU_ISA_BODY void ct_winograd_transpose16(const float* src, int64_t stride, float* dst) {
+  ct_winograd_v16 r[16], n[16];
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)
+      memcpy(&r[i], src + i * stride, sizeof r[i]);
+  _Pragma("GCC unroll 4") for (int round = 0; round < 4; ++round) {
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; ++i) {
+      n[2 * i] = CT_WINOGRAD_ZIP_LO(r[i], r[i + 8]);
+      n[2 * i + 1] = CT_WINOGRAD_ZIP_HI(r[i], r[i + 8]);
+    }
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) r[i] = n[i];
+  }
+  _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) memcpy(dst + 16 * i, &r[i], sizeof r[i]);
+}
+
 static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winograd_job* job,
                                                          const ct_winograd_u_layout* layout,
-                                                         float* u, int64_t c0) {
+                                                         float* u, int64_t o0) {
   const int64_t k = job->k;
   const int64_t s0 = job->f.ws[0], s1 = job->f.ws[1], s2 = job->f.ws[2], s3 = job->f.ws[3];
-  const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
-  float g[CT_WINOGRAD_C_BLOCK][9][CT_WINOGRAD_O_BLOCK];
+  /* channels [o0, o0 + width) are the weight's, [width, span) padding */
+  const int64_t width = k - o0 < 0                     ? 0
+                        : k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0
+                                                       : CT_WINOGRAD_O_BLOCK;
+  const int64_t span =
+      layout->cols - o0 < CT_WINOGRAD_O_BLOCK ? layout->cols - o0 : CT_WINOGRAD_O_BLOCK;
+  const bool compact = s1 == 9 && s2 == 3 && s3 == 1; /* (c, i, j) of an output channel */
+  _Alignas(64) float g[CT_WINOGRAD_C_BLOCK][9][CT_WINOGRAD_O_BLOCK];
   float check[CT_WINOGRAD_O_BLOCK] = {0.0f}; /* ct_winograd_nonfinite */
-  for (int64_t o0 = 0; o0 < layout->cols; o0 += CT_WINOGRAD_O_BLOCK) {
-    /* channels [o0, o0 + width) are the weight's, [width, span) padding */
-    const int64_t width = k - o0 < 0                     ? 0
-                          : k - o0 < CT_WINOGRAD_O_BLOCK ? k - o0
-                                                         : CT_WINOGRAD_O_BLOCK;
-    const int64_t span =
-        layout->cols - o0 < CT_WINOGRAD_O_BLOCK ? layout->cols - o0 : CT_WINOGRAD_O_BLOCK;
-    for (int64_t o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
-      const float* go = job->f.weight + (o < width ? o0 + o : 0) * s0 + c0 * s1;
-      for (int64_t c = 0; c < cn; ++c) {
-        for (int i = 0; i < 3; ++i) {
-          for (int j = 0; j < 3; ++j) g[c][3 * i + j][o] = go[c * s1 + i * s2 + j * s3];
+  for (int64_t c0 = 0; c0 < job->c; c0 += CT_WINOGRAD_C_BLOCK) {
+    const int64_t cn = job->c - c0 < CT_WINOGRAD_C_BLOCK ? job->c - c0 : CT_WINOGRAD_C_BLOCK;
+    if (compact && cn == CT_WINOGRAD_C_BLOCK && width == CT_WINOGRAD_O_BLOCK) {
+      /* each output channel's 16 · 9 weights are contiguous: nine 16 × 16 transposes */
+      const float* go = job->f.weight + o0 * s0 + c0 * s1;
+      for (int q = 0; q < 9; ++q) ct_winograd_transpose16(go + 16 * q, s0, &g[0][0][0] + 256 * q);
+    } else {
+      for (int64_t o = 0; o < CT_WINOGRAD_O_BLOCK; ++o) {
+        const float* go = job->f.weight + (o < width ? o0 + o : 0) * s0 + c0 * s1;
+        for (int64_t c = 0; c < cn; ++c) {
+          for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j) g[c][3 * i + j][o] = go[c * s1 + i * s2 + j * s3];
+          }
         }
       }
     }
@@ -228,8 +263,8 @@ static CT_CPU_ISA_BODY int ct_winograd_weight_block_body(const ct_conv2d_winogra
 }
 CT_CPU_ISA_VARIANTS(int, ct_winograd_weight_block,
                     (const ct_conv2d_winograd_job* job, const ct_winograd_u_layout* layout,
-                     float* u, int64_t c0),
-                    (job, layout, u, c0))
+                     float* u, int64_t o0),
+                    (job, layout, u, o0))
 
 /* Records that a task met a value that is not finite (v - v != 0: an infinity or a NaN). */
 static void ct_winograd_flag(ct_winograd_context* ctx, int bad) {
@@ -240,7 +275,7 @@ static void ct_winograd_weight(int64_t begin, int64_t end, void* context) {
   ct_winograd_context* ctx = context;
   int bad = 0;
   for (int64_t b = begin; b < end; ++b) {
-    bad |= ct_winograd_weight_block(ctx->job, &ctx->plan->u, ctx->u, b * CT_WINOGRAD_C_BLOCK);
+    bad |= ct_winograd_weight_block(ctx->job, &ctx->plan->u, ctx->u, b * CT_WINOGRAD_O_BLOCK);
   }
   ct_winograd_flag(ctx, bad);
 }
@@ -453,8 +488,8 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
       .m = (float*)(void*)(base + plan.u_bytes + plan.v_bytes),
   };
   const int64_t used = plan.u_bytes + plan.v_bytes + plan.m_bytes;
-  ct_cpu_parallel_for(ct_div_up(job->c, CT_WINOGRAD_C_BLOCK), 64 * CT_WINOGRAD_C_BLOCK * job->k,
-                      ct_winograd_weight, &ctx);
+  ct_cpu_parallel_for(ct_div_up(plan.u.cols, CT_WINOGRAD_O_BLOCK),
+                      64 * CT_WINOGRAD_O_BLOCK * job->c, ct_winograd_weight, &ctx);
   if (ctx.nonfinite) return false;
   for (int64_t first = 0; first < plan.tiles; first += plan.chunk) {
     const int64_t tiles = plan.tiles - first < plan.chunk ? plan.tiles - first : plan.chunk;
