@@ -73,3 +73,6 @@ class Case:
     # or all ones bits for integers) before each implementation is evaluated for the check, so
     # that an implementation that writes nothing cannot pass on another's result.
     outputs: tuple[str, ...] = OUT_NAMES
+    # The pause before each sample, where it must be longer than the run's (a peer whose idle
+    # threads spin longer than that: see cases_compute.py); None keeps the run's.
+    settle_s: float | None = None

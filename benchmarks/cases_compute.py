@@ -17,6 +17,14 @@ __all__ = ["build"]
 _OPENCL_MAX_SQUARE = 512
 
 
+# The pause before each matmul sample (with more than one thread; the run's default is 0.1 s):
+# OpenBLAS's idle threads spin for 2^28 cycles after each call, which measured 0.1-0.2 s here,
+# and slow whichever library runs next on the same cores. ctensor's 512 x 512 matmul on two
+# threads: 99-100 GFLOP/s 0.1-0.15 s after a NumPy matmul, 178-187 after 0.3 s or more, and
+# 188-204 with no NumPy call before it.
+_MATMUL_SETTLE_S = 0.3
+
+
 def _matmul(env: Env, shape_a: tuple, shape_b: tuple, name: str, description: str,
             targets: list[Target], on_opencl: bool = False) -> Case:
     a, b = env.normal(shape_a), env.normal(shape_b)
@@ -46,7 +54,7 @@ def _matmul(env: Env, shape_a: tuple, shape_b: tuple, name: str, description: st
         rounds = max(1, round(flops / _fma_flops_per_round(env)))
         impls["machine"] = Impl("kernel()", {"kernel": env.machine.fma(rounds)})
     return Case(name, "matmul", "GFLOP/s", flops, impls, description, reference,
-                targets=targets)
+                targets=targets, settle_s=_MATMUL_SETTLE_S)
 
 
 _FMA_ROUNDS_PROBE = 1000

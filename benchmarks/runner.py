@@ -91,6 +91,8 @@ def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stder
         if "error" in results.get(name, {}):
             continue
         items.append(Timed(name, impl.expr, impl.namespace))
+    if settle_s > 0 and case.settle_s is not None:
+        settle_s = max(settle_s, case.settle_s)
     try:
         interleaved(items, repeats, min_sample_s, settle_s)
     except Exception as e:  # noqa: BLE001 - one failing case does not end the run
@@ -116,7 +118,7 @@ def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stder
             ratios[name]["ctensor"] = results["ctensor"]["median_s"] / mine
     return {"name": case.name, "group": case.group, "unit": case.unit, "work": case.work,
             "description": case.description, "limit": case.limit, "results": results,
-            "checks": checks, "speedup": ratios, "targets": []}
+            "checks": checks, "speedup": ratios, "targets": [], "settle_s": settle_s}
 
 
 _UNIT_SCALE = {"GB/s": 1e9, "GFLOP/s": 1e9, "Melem/s": 1e6, "ns": 1.0}

@@ -187,6 +187,22 @@ def test_every_sample_waits_for_other_threads_to_settle(monkeypatch):
     assert pauses == [0.125] * 3 * len(record["results"])
 
 
+def test_a_case_can_ask_for_a_longer_pause(monkeypatch):
+    """A case whose peers spin longer (matmul: OpenBLAS) pauses for its own settle_s, never for
+    less than the run's, and not at all in a run without pauses (one thread)."""
+    from ctensor.bench import timing
+
+    pauses: list[float] = []
+    monkeypatch.setattr(timing.time, "sleep", pauses.append)
+    case = _case("ops.add(a, a)")
+    case.settle_s = 0.25
+    for run_settle, expected in [(0.125, 0.25), (0.5, 0.5), (0.0, None)]:
+        pauses.clear()
+        record = runner.run_case(case, repeats=2, min_sample_s=0.0, settle_s=run_settle)
+        assert pauses == ([expected] * 2 * len(record["results"]) if expected else [])
+        assert record["settle_s"] == (expected or 0.0)
+
+
 def test_charts_are_drawn_when_matplotlib_is_installed(quick_run, tmp_path):
     document, _ = quick_run
     try:
