@@ -200,6 +200,51 @@ def test_integer_division_edges_match_numpy(dtype):
     assert call("remainder", a, b).tolist()[2:6] == [1, 1, -1, -1]
 
 
+def _random_bits(rng, dtype, n):
+    """n values of dtype with uniformly random bit patterns: every magnitude and sign,
+    subnormals, infinities and NaNs."""
+    if dtype == "float32":
+        return rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return rng.integers(0, 2**64, n, dtype=np.uint64).view(np.float64)
+
+
+def _ulps(got, exact, dtype):
+    """|got - exact| in units of the last place of exact rounded to dtype (subnormal spacing at
+    the bottom of the range)."""
+    spacing = np.spacing(np.abs(exact.astype(dtype))).astype(np.longdouble)
+    spacing = np.maximum(spacing, np.longdouble(np.finfo(dtype).smallest_subnormal))
+    return np.abs(got.astype(np.longdouble) - exact) / spacing
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_division_and_sleef_functions_over_random_bits(dtype):
+    """The float32 and float64 vector loops (SLEEF's fmod, atan2 and hypot) over random bit
+    patterns of both operands, and over pairs whose quotient overflows (where SLEEF's fmod gives
+    NaN and the C library's does not), contiguous and strided (vectors, buffered runs, tails):
+    floor_divide and remainder bit for bit as NumPy's, signs of zeros included; atan2 and hypot
+    within 1 ulp of the long-double result, with the C library's non-finite results."""
+    rng = np.random.default_rng(7)
+    n = 100_003
+    tiny = np.asarray(1e-30 if dtype == "float32" else 1e-290, dtype)
+    a, b = _random_bits(rng, dtype, n), _random_bits(rng, dtype, n)
+    with np.errstate(all="ignore"):
+        small = _random_bits(rng, dtype, n) * tiny
+    pairs = [(a, b), (a, small), (small, a), (a[1::3], b[2::3])]
+    for x, y in pairs:
+        with np.errstate(all="ignore"):
+            for op, ref in [("floor_divide", np.floor_divide), ("remainder", np.remainder)]:
+                got, want = call(op, x, y), ref(x, y)
+                np.testing.assert_array_equal(got, want, err_msg=op)
+                assert_signs_of_zeros(got, want, op)
+            wide = np.longdouble
+            for op, ref in [("atan2", np.arctan2), ("hypot", np.hypot)]:
+                got, exact = call(op, x, y), ref(x.astype(wide), y.astype(wide))
+                rounded = exact.astype(dtype)
+                finite = np.isfinite(rounded)
+                np.testing.assert_array_equal(got[~finite], rounded[~finite], err_msg=op)
+                assert _ulps(got[finite], exact[finite], dtype).max() <= 1.0, op
+
+
 @pytest.mark.parametrize("dtype", INTEGER)
 def test_shift_edges_match_numpy(dtype):
     bits = 8 * np.dtype(dtype).itemsize

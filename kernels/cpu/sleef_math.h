@@ -1,6 +1,7 @@
 /* sleef_math.h - float32 and float64 elementary functions eight (four) elements at a time, through
  * SLEEF's AVX2 functions (https://sleef.org; 1.0-ulp bound), where the build found SLEEF (meson
- * option `sleef`, Debian's libsleef-dev) and ct_cpu_isa() is AVX2 or above. The C library's
+ * option `sleef`, Debian's libsleef-dev) and ct_cpu_isa() is AVX2 or above: the one-argument
+ * functions, atan2 and hypot, and floor_divide and remainder over SLEEF's fmod. The C library's
  * functions, one element at a time, took 10-25 ns an element; SLEEF's take about one.
  *
  * Elements past the range over which SLEEF's functions were found right are computed by the C
@@ -55,6 +56,21 @@ typedef enum ct_sleef_fn {
       CT_SLEEF_COUNT
 } ct_sleef_fn;
 
+/* The two-argument functions, each with SLEEF's accuracy suffix (bounds 1 ulp and 0.5001 ulp).
+ * Every element goes through the vector function whatever its magnitude: over random bit
+ * patterns (tests/test_ops_binary_math.py) both stay within 1 ulp of the exact result, with the
+ * special values' results of the C library. */
+#define CT_SLEEF_BINARY_FUNCTIONS(X) \
+  X(atan2, _u10)                     \
+  X(hypot, _u05)
+
+typedef enum ct_sleef_binary_fn {
+#define CT_SLEEF_BINARY_ENUM(NAME, ACCURACY) CT_SLEEF2_##NAME,
+  CT_SLEEF_BINARY_FUNCTIONS(CT_SLEEF_BINARY_ENUM)
+#undef CT_SLEEF_BINARY_ENUM
+      CT_SLEEF_BINARY_COUNT
+} ct_sleef_binary_fn;
+
 /* dst[i · ds] = fn(src[i · ss]) for i < n (steps in bytes; dst may be src), returning true; or
  * false, with nothing written, where SLEEF or AVX2 is not there. */
 CT_INTERNAL bool ct_sleef_unary_f32(ct_sleef_fn fn, const char* src, int64_t ss, char* dst,
@@ -62,11 +78,42 @@ CT_INTERNAL bool ct_sleef_unary_f32(ct_sleef_fn fn, const char* src, int64_t ss,
 CT_INTERNAL bool ct_sleef_unary_f64(ct_sleef_fn fn, const char* src, int64_t ss, char* dst,
                                     int64_t ds, int64_t n);
 
+/* dst[i · ds] = fn(a[i · as], b[i · bs]) for i < n (steps in bytes, 0 for a scalar operand; dst
+ * may be a or b), returning true; or false, with nothing written, where SLEEF or AVX2 is not
+ * there. */
+CT_INTERNAL bool ct_sleef_binary_f32(ct_sleef_binary_fn fn, const char* a, int64_t as,
+                                     const char* b, int64_t bs, char* dst, int64_t ds, int64_t n);
+CT_INTERNAL bool ct_sleef_binary_f64(ct_sleef_binary_fn fn, const char* a, int64_t as,
+                                     const char* b, int64_t bs, char* dst, int64_t ds, int64_t n);
+
+/* dst[i · ds] = NumPy's floor_divide (floor_divide != 0) or remainder of a[i · as] and b[i · bs],
+ * from SLEEF's fmod with NumPy's corrections in vectors; `scalar` (the operator's own scalar
+ * function) computes the elements SLEEF's fmod cannot (a / b overflowing). Returns true; or
+ * false, with nothing written, where SLEEF or AVX2 is not there. */
+CT_INTERNAL bool ct_sleef_divmod_f32(int floor_divide, float (*scalar)(float, float), const char* a,
+                                     int64_t as, const char* b, int64_t bs, char* dst, int64_t ds,
+                                     int64_t n);
+CT_INTERNAL bool ct_sleef_divmod_f64(int floor_divide, double (*scalar)(double, double),
+                                     const char* a, int64_t as, const char* b, int64_t bs,
+                                     char* dst, int64_t ds, int64_t n);
+
 /* The AVX2 loops behind them (sleef_math_avx2.c, built only with SLEEF). */
 CT_INTERNAL void ct_sleef_unary_f32_avx2(ct_sleef_fn fn, const char* src, int64_t ss, char* dst,
                                          int64_t ds, int64_t n);
 CT_INTERNAL void ct_sleef_unary_f64_avx2(ct_sleef_fn fn, const char* src, int64_t ss, char* dst,
                                          int64_t ds, int64_t n);
+CT_INTERNAL void ct_sleef_binary_f32_avx2(ct_sleef_binary_fn fn, const char* a, int64_t as,
+                                          const char* b, int64_t bs, char* dst, int64_t ds,
+                                          int64_t n);
+CT_INTERNAL void ct_sleef_binary_f64_avx2(ct_sleef_binary_fn fn, const char* a, int64_t as,
+                                          const char* b, int64_t bs, char* dst, int64_t ds,
+                                          int64_t n);
+CT_INTERNAL void ct_sleef_divmod_f32_avx2(int floor_divide, float (*scalar)(float, float),
+                                          const char* a, int64_t as, const char* b, int64_t bs,
+                                          char* dst, int64_t ds, int64_t n);
+CT_INTERNAL void ct_sleef_divmod_f64_avx2(int floor_divide, double (*scalar)(double, double),
+                                          const char* a, int64_t as, const char* b, int64_t bs,
+                                          char* dst, int64_t ds, int64_t n);
 
 /* The float32 and float64 loops of unary operator NAME: SLEEF's function where it runs, else
  * the template loop ct_cpu_NAME_f32_entry / _f64_entry (elementwise_loops.h, defined before). */
@@ -87,6 +134,27 @@ CT_INTERNAL void ct_sleef_unary_f64_avx2(ct_sleef_fn fn, const char* src, int64_
   {#NAME, 2, {ID, ID}, ct_cpu_elementwise_run, NULL, &ct_cpu_##NAME##_##SFX##_sleef_entry},
 #define CT_SLEEF_UNARY_REG(NAME) \
   CT_SLEEF_UNARY_REG_OF(NAME, f32, CT_DT_F32) CT_SLEEF_UNARY_REG_OF(NAME, f64, CT_DT_F64)
+
+/* The float32 and float64 loops of binary operator NAME (one of CT_SLEEF_BINARY_FUNCTIONS):
+ * SLEEF's function where it runs, else the template loop ct_cpu_NAME_f32_entry / _f64_entry;
+ * and their rows of a kernel table. */
+#define CT_SLEEF_BINARY_LOOP_OF(NAME, SFX)                                                      \
+  static void ct_cpu_##NAME##_##SFX##_sleef(char** data, const int64_t* steps, int64_t n,       \
+                                            const void* extra) {                                \
+    if (!ct_sleef_binary_##SFX(CT_SLEEF2_##NAME, data[0], steps[0], data[1], steps[1], data[2], \
+                               steps[2], n)) {                                                  \
+      ct_cpu_##NAME##_##SFX##_entry.loop(data, steps, n, extra);                                \
+    }                                                                                           \
+  }                                                                                             \
+  static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_sleef_entry = {                        \
+      ct_cpu_##NAME##_##SFX##_sleef};
+#define CT_SLEEF_BINARY_LOOPS(NAME)  \
+  CT_SLEEF_BINARY_LOOP_OF(NAME, f32) \
+  CT_SLEEF_BINARY_LOOP_OF(NAME, f64)
+#define CT_SLEEF_BINARY_REG_OF(NAME, SFX, ID) \
+  {#NAME, 3, {ID, ID, ID}, ct_cpu_elementwise_run, NULL, &ct_cpu_##NAME##_##SFX##_sleef_entry},
+#define CT_SLEEF_BINARY_REG(NAME) \
+  CT_SLEEF_BINARY_REG_OF(NAME, f32, CT_DT_F32) CT_SLEEF_BINARY_REG_OF(NAME, f64, CT_DT_F64)
 
 /* An operator whose float32 runs vector_math.h's own loop, computed in double (tanh, erf): that
  * loop (CT_VECTOR_MATH_F32_LOOP, elementwise_loops.h), SLEEF's float64 one, and the template loops
