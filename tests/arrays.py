@@ -284,3 +284,15 @@ def results_under_isa(script: str, path, isa: str | None) -> dict[str, np.ndarra
     subprocess.run([sys.executable, "-c", script, str(path)], env=env, check=True)
     with np.load(path) as f:
         return {k: f[k] for k in f.files}
+
+
+def sleef_loaded() -> bool:
+    """Whether this process mapped libsleef (the library was built with it) and the CPU has
+    AVX2 (Linux; False elsewhere)."""
+    import os
+
+    try:
+        with open(f"/proc/{os.getpid()}/maps") as maps, open("/proc/cpuinfo") as cpu:
+            return "libsleef" in maps.read() and " avx2" in cpu.read()
+    except OSError:
+        return False

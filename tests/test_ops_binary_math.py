@@ -10,6 +10,8 @@ exactly."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -26,6 +28,7 @@ from arrays import (
     dtype_name,
     kernel_dtypes,
     round_to_dtype,
+    sleef_loaded,
     snapshot,
     to_float64,
     unchanged,
@@ -222,7 +225,10 @@ def test_float_division_and_sleef_functions_over_random_bits(dtype):
     patterns of both operands, and over pairs whose quotient overflows (where SLEEF's fmod gives
     NaN and the C library's does not), contiguous and strided (vectors, buffered runs, tails):
     floor_divide and remainder bit for bit as NumPy's, signs of zeros included; atan2 and hypot
-    within 1 ulp of the long-double result, with the C library's non-finite results."""
+    within 1 ulp of the long-double result (2 where the C library's run instead: glibc's atan2f
+    measured 1.36), with the C library's non-finite results."""
+    vector = sleef_loaded() and os.environ.get("CTENSOR_CPU_ISA") != "generic"
+    bound = 1.0 if vector else 2.0
     rng = np.random.default_rng(7)
     n = 100_003
     tiny = np.asarray(1e-30 if dtype == "float32" else 1e-290, dtype)
@@ -242,7 +248,7 @@ def test_float_division_and_sleef_functions_over_random_bits(dtype):
                 rounded = exact.astype(dtype)
                 finite = np.isfinite(rounded)
                 np.testing.assert_array_equal(got[~finite], rounded[~finite], err_msg=op)
-                assert _ulps(got[finite], exact[finite], dtype).max() <= 1.0, op
+                assert _ulps(got[finite], exact[finite], dtype).max() <= bound, op
 
 
 @pytest.mark.parametrize("dtype", INTEGER)

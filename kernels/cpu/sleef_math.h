@@ -1,5 +1,5 @@
-/* sleef_math.h - float32 and float64 elementary functions eight (four) elements at a time, through
- * SLEEF's AVX2 functions (https://sleef.org; 1.0-ulp bound), where the build found SLEEF (meson
+/* sleef_math.h - float32 and float64 elementary functions a vector at a time, through SLEEF's
+ * AVX-512F or AVX2 functions (https://sleef.org; 1.0-ulp bound), where the build found SLEEF (meson
  * option `sleef`, Debian's libsleef-dev) and ct_cpu_isa() is AVX2 or above: the one-argument
  * functions, atan2 and hypot, and floor_divide and remainder over SLEEF's fmod. The C library's
  * functions, one element at a time, took 10-25 ns an element; SLEEF's take about one.
@@ -97,23 +97,22 @@ CT_INTERNAL bool ct_sleef_divmod_f64(int floor_divide, double (*scalar)(double, 
                                      const char* a, int64_t as, const char* b, int64_t bs,
                                      char* dst, int64_t ds, int64_t n);
 
-/* The AVX2 loops behind them (sleef_math_avx2.c, built only with SLEEF). */
-CT_INTERNAL void ct_sleef_unary_f32_avx2(ct_sleef_fn fn, const char* src, int64_t ss, char* dst,
-                                         int64_t ds, int64_t n);
-CT_INTERNAL void ct_sleef_unary_f64_avx2(ct_sleef_fn fn, const char* src, int64_t ss, char* dst,
-                                         int64_t ds, int64_t n);
-CT_INTERNAL void ct_sleef_binary_f32_avx2(ct_sleef_binary_fn fn, const char* a, int64_t as,
-                                          const char* b, int64_t bs, char* dst, int64_t ds,
-                                          int64_t n);
-CT_INTERNAL void ct_sleef_binary_f64_avx2(ct_sleef_binary_fn fn, const char* a, int64_t as,
-                                          const char* b, int64_t bs, char* dst, int64_t ds,
-                                          int64_t n);
-CT_INTERNAL void ct_sleef_divmod_f32_avx2(int floor_divide, float (*scalar)(float, float),
-                                          const char* a, int64_t as, const char* b, int64_t bs,
-                                          char* dst, int64_t ds, int64_t n);
-CT_INTERNAL void ct_sleef_divmod_f64_avx2(int floor_divide, double (*scalar)(double, double),
-                                          const char* a, int64_t as, const char* b, int64_t bs,
-                                          char* dst, int64_t ds, int64_t n);
+/* The loops behind them, per instruction set (sleef_math_avx2.c, sleef_math_avx512.c, through
+ * sleef_math_impl.h; built only with SLEEF). */
+#define CT_SLEEF_DECLARE_LOOPS(SFX, T, ISA)                                                        \
+  CT_INTERNAL void ct_sleef_unary_##SFX##_##ISA(ct_sleef_fn fn, const char* src, int64_t ss,       \
+                                                char* dst, int64_t ds, int64_t n);                 \
+  CT_INTERNAL void ct_sleef_binary_##SFX##_##ISA(ct_sleef_binary_fn fn, const char* a, int64_t as, \
+                                                 const char* b, int64_t bs, char* dst, int64_t ds, \
+                                                 int64_t n);                                       \
+  CT_INTERNAL void ct_sleef_divmod_##SFX##_##ISA(int floor_divide, T (*scalar)(T, T),              \
+                                                 const char* a, int64_t as, const char* b,         \
+                                                 int64_t bs, char* dst, int64_t ds, int64_t n);
+CT_SLEEF_DECLARE_LOOPS(f32, float, avx2)
+CT_SLEEF_DECLARE_LOOPS(f64, double, avx2)
+CT_SLEEF_DECLARE_LOOPS(f32, float, avx512)
+CT_SLEEF_DECLARE_LOOPS(f64, double, avx512)
+#undef CT_SLEEF_DECLARE_LOOPS
 
 /* The float32 and float64 loops of unary operator NAME: SLEEF's function where it runs, else
  * the template loop ct_cpu_NAME_f32_entry / _f64_entry (elementwise_loops.h, defined before). */
