@@ -296,3 +296,11 @@ def sleef_loaded() -> bool:
             return "libsleef" in maps.read() and " avx2" in cpu.read()
     except OSError:
         return False
+
+
+def sleef_runs() -> bool:
+    """Whether this process's float32/float64 elementary functions run SLEEF's (sleef_loaded(),
+    and no CTENSOR_CPU_ISA=generic keeping the C library's)."""
+    import os
+
+    return sleef_loaded() and os.environ.get("CTENSOR_CPU_ISA") != "generic"
