@@ -121,13 +121,15 @@ def conv2d_cases(dtype: str) -> None:
 
 
 def winograd_cases() -> None:
-    """float32 3x3 convolutions on the Winograd path, whose transformed weights are the GEMM's B
-    as it reads it (prepacked, never packed): input channels cut into unequal depth blocks by
-    every set's blocking (601 = 301 + 300, or 201 + 200 + 200 for the generic set's 256), and
-    output channels short of a whole micro-panel (130 of 136, 144 or 160 columns)."""
+    """float32 3x3 convolutions on the Winograd path, whose transformed input and weights are the
+    GEMM's A and B as it reads them (prepacked, never packed): input channels cut into unequal
+    depth blocks by every set's blocking (601 = 301 + 300, or 201 + 200 + 200 for the generic
+    set's 256) under tiles filling two micro-panels of rows or more (24), tiles short of a whole
+    micro-panel (2 x 12 = 24 of 36 rows on AVX-512), and output channels short of a whole
+    micro-panel (130 of 136, 144 or 160 columns)."""
     rng = _rng(4)
     attrs = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1}
-    for x_shape, out_channels in [((1, 601, 6, 6), 136), ((2, 128, 6, 7), 130)]:
+    for x_shape, out_channels in [((2, 601, 6, 7), 136), ((2, 128, 6, 7), 130)]:
         x = rng.uniform(-1, 1, x_shape).astype(np.float32)
         w = rng.uniform(-1, 1, (out_channels, x_shape[1], 3, 3)).astype(np.float32)
         b = rng.uniform(-1, 1, out_channels).astype(np.float32)

@@ -39,10 +39,19 @@ typedef struct ct_winograd_u_layout {
   int64_t kc, nr, cols;
 } ct_winograd_u_layout;
 
+/* Where V[ξ][t][c] lies: the input transform writes V as the GEMM's prepacked A
+ * (ct_gemm_prepacked_a_layout_f32): per ξ (`plane` floats apart), depth blocks of kc input
+ * channels, each holding the chunk's tiles as micro-panels of mr, padded with zero rows to the
+ * chunk's tile count rounded up to mr. */
+typedef struct ct_winograd_v_layout {
+  int64_t kc, mr, plane;
+} ct_winograd_v_layout;
+
 /* Tiles per image (th rows of tw), all tiles, and the chunk (tiles per product). */
 typedef struct ct_winograd_plan {
   int64_t th, tw, tiles, chunk;
   ct_winograd_u_layout u;
+  ct_winograd_v_layout v;
   int64_t u_bytes, v_bytes, m_bytes;
 } ct_winograd_plan;
 
@@ -64,7 +73,9 @@ static void ct_winograd_make_plan(const ct_conv2d_winograd_job* job, ct_winograd
   ct_gemm_prepacked_b_layout_f32(job->c, &plan->u.kc, &plan->u.nr);
   plan->u.cols = ct_round_up(job->k, plan->u.nr);
   plan->u_bytes = ct_round_up(16 * plan->u.cols * job->c * f, CT_WINOGRAD_ALIGN);
-  plan->v_bytes = ct_round_up(16 * plan->chunk * job->c * f, CT_WINOGRAD_ALIGN);
+  ct_gemm_prepacked_a_layout_f32(job->c, &plan->v.kc, &plan->v.mr);
+  plan->v.plane = ct_round_up(plan->chunk, plan->v.mr) * job->c;
+  plan->v_bytes = ct_round_up(16 * plan->v.plane * f, CT_WINOGRAD_ALIGN);
   plan->m_bytes = ct_round_up(16 * plan->chunk * job->k * f, CT_WINOGRAD_ALIGN);
 }
 
@@ -73,7 +84,7 @@ static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job, const ct_wi
                                   int64_t tiles, const float* u, const float* v, float* m,
                                   int64_t* batch, ct_gemm_desc* d) {
   batch[0] = 16;
-  batch[1] = plan->chunk * job->c;  /* V */
+  batch[1] = plan->v.plane;         /* V */
   batch[2] = job->c * plan->u.cols; /* U */
   batch[3] = plan->chunk * job->k;  /* M */
   *d = (ct_gemm_desc){
@@ -81,8 +92,7 @@ static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job, const ct_wi
       .n = job->k,
       .k = job->c,
       .a = v,
-      .a_rs = job->c,
-      .a_cs = 1,
+      .a_prepacked = true,
       .b = u,
       .b_prepacked = true,
       .c = m,
@@ -119,8 +129,9 @@ typedef struct ct_winograd_context {
   float* u;
   float* v;
   float* m;
-  int64_t first; /* the chunk's first tile */
-  int nonfinite; /* set (by any thread) when an infinity or a NaN was met */
+  int64_t first;  /* the chunk's first tile */
+  int64_t v_rows; /* the chunk's tiles rounded up to the micro-panels (V's rows) */
+  int nonfinite;  /* set (by any thread) when an infinity or a NaN was met */
 } ct_winograd_context;
 
 /* G's rows applied to (a, b, c): a, (a + b + c) / 2, (a - b + c) / 2, c. */
@@ -310,14 +321,17 @@ static void ct_winograd_tile(const ct_winograd_plan* plan, int64_t t, int64_t* i
 
 /* Tiles [t0, t0 + count) of one tile row (count <= CT_WINOGRAD_X_TILES), whose patches start at
  * input row y0 and column x0, for channels [c0, c0 + cn) (cn <= CT_WINOGRAD_X_CHANNELS), into V
- * at tile index v_tile of the chunk. Values that are not finite are not looked for here: each V
- * value enters the product of every output channel, and Aᵀ M A adds all 16 products of a tile
- * into its outputs with nonzero coefficients, so an infinity or a NaN in V makes every output of
- * its tile not finite, which the output transform checks. */
+ * (ct_winograd_v_layout) from row `row` of the chunk on: channel c0 + c of row r at
+ * v[ξ · plane + channel[c] + r / mr · mr · depth[c] + r % mr]. Values that are not finite are not
+ * looked for here: each V value enters the product of every output channel, and Aᵀ M A adds all 16
+ * products of a tile into its outputs with nonzero coefficients, so an infinity or a NaN in V makes
+ * every output of its tile not finite, which the output transform checks. */
 static CT_CPU_ISA_BODY void ct_winograd_input_run_body(const ct_conv2d_winograd_job* job,
                                                        const float* x, int64_t y0, int64_t x0,
                                                        int64_t count, int64_t c0, int64_t cn,
-                                                       float* v, int64_t plane) {
+                                                       float* v, int64_t plane, int64_t mr,
+                                                       int64_t row, const int64_t* channel,
+                                                       const int64_t* depth) {
   enum { CH = CT_WINOGRAD_X_CHANNELS };
   float rows[4][2 * CT_WINOGRAD_X_TILES + 2][CH];
   const int64_t span = 2 * count + 2;
@@ -350,20 +364,18 @@ static CT_CPU_ISA_BODY void ct_winograd_input_run_body(const ct_conv2d_winograd_
                        out[4 * i + 1][c], out[4 * i + 2][c], out[4 * i + 3][c]);
       }
     }
+    const int64_t r = row + t, panel = r / mr * mr;
+    float* at = v + r % mr;
     for (int xi = 0; xi < 16; ++xi) {
-      float* dst = v + xi * plane + t * job->c + c0;
-      if (cn == CH) {
-        for (int c = 0; c < CH; ++c) dst[c] = out[xi][c];
-      } else {
-        for (int64_t c = 0; c < cn; ++c) dst[c] = out[xi][c];
-      }
+      for (int64_t c = 0; c < cn; ++c) at[xi * plane + channel[c] + panel * depth[c]] = out[xi][c];
     }
   }
 }
 CT_CPU_ISA_LOOP(ct_winograd_input_run,
                 (const ct_conv2d_winograd_job* job, const float* x, int64_t y0, int64_t x0,
-                 int64_t count, int64_t c0, int64_t cn, float* v, int64_t plane),
-                (job, x, y0, x0, count, c0, cn, v, plane))
+                 int64_t count, int64_t c0, int64_t cn, float* v, int64_t plane, int64_t mr,
+                 int64_t row, const int64_t* channel, const int64_t* depth),
+                (job, x, y0, x0, count, c0, cn, v, plane, mr, row, channel, depth))
 
 /* Work items of the input transform: (run of at most CT_WINOGRAD_X_TILES tiles of one tile row,
  * channel block), runs in tile order, channel blocks inside. */
@@ -374,11 +386,20 @@ static int64_t ct_winograd_channel_blocks(const ct_conv2d_winograd_job* job) {
   return ct_div_up(job->c, CT_WINOGRAD_X_CHANNELS);
 }
 
+/* Where channel c of V starts in its depth block (*channel, for rows of `rows`) and that
+ * block's depth (*depth), in ct_winograd_v_layout. */
+static void ct_winograd_v_channel(const ct_conv2d_winograd_job* job, const ct_winograd_plan* plan,
+                                  int64_t rows, int64_t c, int64_t* channel, int64_t* depth) {
+  const int64_t pc = c / plan->v.kc * plan->v.kc;
+  *depth = job->c - pc < plan->v.kc ? job->c - pc : plan->v.kc;
+  *channel = pc * rows + (c - pc) * plan->v.mr;
+}
+
 static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
   ct_winograd_context* ctx = context;
   const ct_conv2d_winograd_job* job = ctx->job;
   const ct_winograd_plan* plan = ctx->plan;
-  const int64_t plane = plan->chunk * job->c, blocks = ct_winograd_channel_blocks(job);
+  const int64_t plane = plan->v.plane, blocks = ct_winograd_channel_blocks(job);
   const int64_t runs = ct_winograd_runs_per_row(plan), first_row = ctx->first / plan->tw;
   for (int64_t item = begin; item < end; ++item) {
     const int64_t block = item % blocks, run = item / blocks;
@@ -390,8 +411,13 @@ static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
     const int64_t c0 = block * CT_WINOGRAD_X_CHANNELS;
     const int64_t cn = job->c - c0 < CT_WINOGRAD_X_CHANNELS ? job->c - c0 : CT_WINOGRAD_X_CHANNELS;
     const int64_t tile = row * plan->tw + tx0 - ctx->first; /* in the chunk */
+    int64_t channel[CT_WINOGRAD_X_CHANNELS], depth[CT_WINOGRAD_X_CHANNELS];
+    for (int64_t c = 0; c < cn; ++c) {
+      ct_winograd_v_channel(job, plan, ctx->v_rows, c0 + c, &channel[c], &depth[c]);
+    }
     ct_winograd_input_run(job, job->f.x + image * job->f.xs[0], 2 * ty - job->pad_h,
-                          2 * tx0 - job->pad_w, count, c0, cn, ctx->v + tile * job->c, plane);
+                          2 * tx0 - job->pad_w, count, c0, cn, ctx->v, plane, plan->v.mr, tile,
+                          channel, depth);
   }
 }
 
@@ -494,9 +520,20 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
   for (int64_t first = 0; first < plan.tiles; first += plan.chunk) {
     const int64_t tiles = plan.tiles - first < plan.chunk ? plan.tiles - first : plan.chunk;
     ctx.first = first;
+    ctx.v_rows = ct_round_up(tiles, plan.v.mr);
     const int64_t rows = tiles / plan.tw; /* chunks are whole tile rows */
     ct_cpu_parallel_for(rows * ct_winograd_runs_per_row(&plan) * ct_winograd_channel_blocks(job),
                         64 * CT_WINOGRAD_X_CHANNELS * CT_WINOGRAD_X_TILES, ct_winograd_input, &ctx);
+    /* the last micro-panel's rows past the chunk's tiles: zeros (the GEMM discards their
+     * products, but reads them) */
+    for (int64_t c = 0; c < job->c; ++c) {
+      int64_t channel, depth;
+      ct_winograd_v_channel(job, &plan, ctx.v_rows, c, &channel, &depth);
+      for (int64_t r = tiles; r < ctx.v_rows; ++r) {
+        float* at = ctx.v + channel + r / plan.v.mr * plan.v.mr * depth + r % plan.v.mr;
+        for (int xi = 0; xi < 16; ++xi) at[xi * plan.v.plane] = 0.0f;
+      }
+    }
     int64_t batch[4];
     ct_gemm_desc d;
     ct_winograd_gemm_desc(job, &plan, tiles, ctx.u, ctx.v, ctx.m, batch, &d);

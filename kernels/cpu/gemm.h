@@ -62,6 +62,9 @@ typedef struct ct_gemm_desc {
    * type, so no B panel is packed. b is batch entry 0's start and b_bs the entries' strides, in
    * accumulator elements; b_rs and b_cs are unused. */
   bool b_prepacked;
+  /* Optional prepacked A, likewise (ct_gemm_prepacked_a_layout_<NAME>): a is batch entry 0's
+   * start and a_bs the entries' strides, in accumulator elements; a_rs and a_cs are unused. */
+  bool a_prepacked;
 } ct_gemm_desc;
 
 /* The instances: X(NAME, TIN, TOUT, ACC) computes TOUT C from TIN A and B, accumulating in ACC.
@@ -112,11 +115,15 @@ CT_GEMM_INSTANCES(CT_GEMM_DECLARE)
  * rows (the last one k - pc rows when shorter), and the block starting at row pc holds the
  * columns as micro-panels of nr, padded with zero columns to n_padded = n rounded up to nr:
  *   B[pc + p][j] at pc · n_padded + (j / nr) · kcb · nr + p · nr + j % nr,  kcb = min(kc, k - pc)
- * (k · n_padded elements a batch entry). */
-#define CT_GEMM_DECLARE_PACKED(NAME, TIN, TOUT, ACC)                           \
-  CT_INTERNAL bool ct_gemm_packed_##NAME(const ct_gemm_desc* d);               \
-  CT_INTERNAL uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d); \
-  CT_INTERNAL void ct_gemm_prepacked_b_layout_##NAME(int64_t k, int64_t* kc, int64_t* nr);
+ * (k · n_padded elements a batch entry).
+ * ct_gemm_prepacked_a_layout_<NAME>(k, &kc, &mr) likewise for a prepacked A (ct_gemm_desc.
+ * a_prepacked) of m rows: micro-panels of mr rows, padded to m_padded = m rounded up to mr:
+ *   A[i][pc + p] at pc · m_padded + (i / mr) · kcb · mr + p · mr + i % mr. */
+#define CT_GEMM_DECLARE_PACKED(NAME, TIN, TOUT, ACC)                                       \
+  CT_INTERNAL bool ct_gemm_packed_##NAME(const ct_gemm_desc* d);                           \
+  CT_INTERNAL uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d);             \
+  CT_INTERNAL void ct_gemm_prepacked_b_layout_##NAME(int64_t k, int64_t* kc, int64_t* nr); \
+  CT_INTERNAL void ct_gemm_prepacked_a_layout_##NAME(int64_t k, int64_t* kc, int64_t* mr);
 CT_GEMM_PACKED_INSTANCES(CT_GEMM_DECLARE_PACKED)
 #undef CT_GEMM_DECLARE_PACKED
 

@@ -11,8 +11,8 @@
  * panels small enough to stay in L2. Packing reads the operands through their strides, whatever
  * they are (transposed, negative, zero), so layouts cost nothing beyond the packing itself; an
  * implicit operand (conv2d's input read as an im2col matrix) supplies its own B packer, and a
- * prepacked one (the Winograd path's transformed weights, written in the panels' layout) is read
- * where it lies, with nothing packed. Trailing
+ * prepacked A or B (the Winograd path's transformed input and weights, written in the panels'
+ * layout) is read where it lies, with nothing packed. Trailing
  * batch dims over which B does not move are folded into the rows; an A that no batch dim moves
  * (a conv2d's weight) is packed once, for every batch entry, at the start of the workspace.
  *
@@ -128,9 +128,10 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
                               int64_t acc_size, bool out_is_acc, ct_gemm_desc* work,
                               ct_gemm_plan* plan) {
   *work = *d;
-  /* A B supplied by a packer or prepacked: the packed path must run, as it is, untransposed. */
-  const bool implicit_b = d->pack_b || d->b_prepacked;
-  if (!implicit_b && (d->m == 1 || d->n == 1 || d->k == 0)) return false;
+  /* An operand supplied by a packer or prepacked: the packed path must run, as it is, without
+   * transposing or folding the product. */
+  const bool given = d->pack_b || d->b_prepacked || d->a_prepacked;
+  if (!given && (d->m == 1 || d->n == 1 || d->k == 0)) return false;
   int64_t batch = 1;
   for (int32_t q = 0; q < d->batch_ndim; ++q) batch *= d->batch_shape[q];
   plan->batch = batch;
@@ -143,12 +144,13 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   bk.mc = (int32_t)ct_gemm_min(bk.mc, ct_round_up(mn, bk.mr));
   bk.nc = (int32_t)ct_gemm_min(bk.nc, ct_round_up(mn, bk.nr));
   const int64_t staged_nc = ct_gemm_min(bk.nc, ct_round_up(CT_GEMM_STAGED_NC, bk.nr));
-  plan->a_bytes = ct_round_up((int64_t)bk.mc * bk.kc * acc_size, CT_GEMM_ALIGN);
+  plan->a_bytes =
+      d->a_prepacked ? 0 : ct_round_up((int64_t)bk.mc * bk.kc * acc_size, CT_GEMM_ALIGN);
   plan->b_bytes =
       d->b_prepacked ? 0 : ct_round_up((int64_t)bk.kc * bk.nc * acc_size, CT_GEMM_ALIGN);
   plan->c_bytes = ct_round_up((int64_t)bk.mc * staged_nc * acc_size, CT_GEMM_ALIGN);
   plan->slot_bytes = plan->a_bytes + plan->b_bytes + plan->c_bytes;
-  bool a_shared = batch > 1 && d->k > 0;
+  bool a_shared = batch > 1 && d->k > 0 && !d->a_prepacked;
   for (int32_t q = 0; q < d->batch_ndim; ++q) {
     if (d->batch_shape[q] > 1 && d->a_bs[q] != 0) a_shared = false;
   }
@@ -163,7 +165,7 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   plan->threads = parallel ? threads : 1;
   /* Trailing batch dims over which B does not move and A and C continue their rows are more
    * rows (x (batch, m, k) times a shared weight): one larger product packs B once. */
-  while (!implicit_b && work->batch_ndim > 0) {
+  while (!given && work->batch_ndim > 0) {
     const int32_t q = work->batch_ndim - 1;
     if (work->b_bs[q] != 0 || work->a_bs[q] != work->m * work->a_rs ||
         work->c_bs[q] != work->m * work->c_rs) {
@@ -176,7 +178,7 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   for (int32_t q = 0; q < work->batch_ndim; ++q) plan->batch *= work->batch_shape[q];
   batch = plan->batch;
   /* Orientation and chunks. */
-  const bool transposed = !implicit_b && out_is_acc && d->c_cs != 1 && d->c_rs == 1;
+  const bool transposed = !given && out_is_acc && d->c_cs != 1 && d->c_rs == 1;
   if (transposed) ct_gemm_transpose_desc(work);
   plan->prepacked = plan->prepack_bytes > 0 && !transposed && work->batch_ndim == d->batch_ndim;
   const int64_t m = work->m, n = work->n;
@@ -355,11 +357,13 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  /* The packed A block of rows [ic, ic + mb), depth [pc, pc + kc): the prepacked one, or packed   \
-   * now into abuf. */                                                                             \
+  /* The packed A block of rows [ic, ic + mb), depth [pc, pc + kc): where a prepacked A holds it   \
+   * (a_off: its batch entry's offset, in accumulator elements), the shared one packed once, or    \
+   * packed now into abuf. */                                                                      \
   static const ACC* ct_gemm_a_block_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,        \
-                                           const TIN* a, int64_t ic, int64_t mb, int64_t pc,       \
-                                           int64_t kc, ACC* abuf) {                                \
+                                           const TIN* a, int64_t a_off, int64_t ic, int64_t mb,    \
+                                           int64_t pc, int64_t kc, ACC* abuf) {                    \
+    if (d->a_prepacked) return (const ACC*)d->a + a_off + pc * plan->m_padded + ic * kc;           \
     if (plan->prepacked) return (const ACC*)plan->prepack + pc * plan->m_padded + ic * kc;         \
     if (kc > 0) {                                                                                  \
       ct_gemm_pack_a_##NAME(a + ic * d->a_rs + pc * d->a_cs, d->a_rs, d->a_cs, mb, kc,             \
@@ -433,7 +437,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
       const int64_t mb = i_end - i_begin;                                                          \
       for (int64_t pc = 0; pc == 0 || pc < k; pc += bk->kc) {                                      \
         const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                            \
-        const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, i_begin, mb, pc, kc, abuf);         \
+        const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, a_off, i_begin, mb, pc, kc, abuf);  \
         for (int64_t jc = j_begin; jc < j_end; jc += plan->l2_nc) {                                \
           const int64_t nb = ct_gemm_min(plan->l2_nc, j_end - jc);                                 \
           const int64_t panels = ct_div_up(nb, nr);                                                \
@@ -456,7 +460,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
         const ACC* bpanels = ct_gemm_b_panels_##NAME(d, plan, b_off, pc, kc, jc, bbuf);            \
         for (int64_t ic = i_begin; ic < i_end; ic += bk->mc) {                                     \
           const int64_t mb = ct_gemm_min(bk->mc, i_end - ic);                                      \
-          const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);            \
+          const ACC* ablock = ct_gemm_a_block_##NAME(d, plan, a, a_off, ic, mb, pc, kc, abuf);     \
           if (plan->staged) { /* the item is this one block */                                     \
             ct_gemm_macro_##NAME(uk, bk, mb, nb, 0, panels, kc, ablock, bpanels, cbuf, bk->nc,     \
                                  pc > 0);                                                          \
@@ -525,8 +529,8 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
             const int64_t ic = units * block / blocks * bk->mr;                                    \
             const int64_t mb = ct_gemm_min(units * (block + 1) / blocks * bk->mr, d->m) - ic;      \
             const ACC* ablock = abuf;                                                              \
-            if (plan->prepacked || block != packed) {                                              \
-              ablock = ct_gemm_a_block_##NAME(d, plan, a, ic, mb, pc, kc, abuf);                   \
+            if (plan->prepacked || d->a_prepacked || block != packed) {                            \
+              ablock = ct_gemm_a_block_##NAME(d, plan, a, a_off, ic, mb, pc, kc, abuf);            \
             }                                                                                      \
             packed = block;                                                                        \
             ct_gemm_macro_##NAME(uk, bk, mb, nb, group* per_group, (group + 1) * per_group, kc,    \
@@ -542,6 +546,11 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     const ct_gemm_blocking* bk = &ct_gemm_ukernels_get()->PREC##_blocking;                         \
     *kc = ct_gemm_depth_block(k, bk->kc);                                                          \
     *nr = bk->nr;                                                                                  \
+  }                                                                                                \
+  void ct_gemm_prepacked_a_layout_##NAME(int64_t k, int64_t* kc, int64_t* mr) {                    \
+    const ct_gemm_blocking* bk = &ct_gemm_ukernels_get()->PREC##_blocking;                         \
+    *kc = ct_gemm_depth_block(k, bk->kc);                                                          \
+    *mr = bk->mr;                                                                                  \
   }                                                                                                \
                                                                                                    \
   uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d) {                                \
