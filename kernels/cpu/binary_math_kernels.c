@@ -145,23 +145,14 @@ CT_DEF(double, )
 /* ----- float32 and float64 floor_divide and remainder: vectors through SLEEF's fmod ----- */
 
 /* The C library's fmod, one element at a time, held these loops at 12-13 ns an element. */
-#define CT_FLOAT_DIVMOD_LOOP(NAME, SFX, C, FLOOR_DIVIDE)                                     \
-  static void ct_cpu_##NAME##_##SFX##_vector(char** data, const int64_t* steps, int64_t n,   \
-                                             const void* extra) {                            \
-    if (!ct_sleef_divmod_##SFX(FLOOR_DIVIDE, ct_op_##NAME##_##C, data[0], steps[0], data[1], \
-                               steps[1], data[2], steps[2], n)) {                            \
-      ct_cpu_##NAME##_##SFX##_entry.loop(data, steps, n, extra);                             \
-    }                                                                                        \
-  }                                                                                          \
-  static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_vector_entry = {                    \
-      ct_cpu_##NAME##_##SFX##_vector};
-#define CT_FLOAT_DIVMOD_X(NAME, SFX, T, C, U, ID) \
-  CT_BINARY_SAME_X(NAME, SFX, T, C, U, ID)        \
-  CT_FLOAT_DIVMOD_LOOP(NAME, SFX, C, CT_FLOAT_DIVMOD_FLOOR_##NAME)
+#define CT_FLOAT_DIVMOD_X(NAME, SFX, T, C, U, ID)                                                \
+  CT_BINARY_SAME_X(NAME, SFX, T, C, U, ID)                                                       \
+  CT_SLEEF_OR_TEMPLATE_LOOP(                                                                     \
+      NAME, SFX,                                                                                 \
+      ct_sleef_divmod_##SFX(CT_FLOAT_DIVMOD_FLOOR_##NAME, ct_op_##NAME##_##C, data[0], steps[0], \
+                            data[1], steps[1], data[2], steps[2], n))
 #define CT_FLOAT_DIVMOD_FLOOR_floor_divide 1
 #define CT_FLOAT_DIVMOD_FLOOR_remainder 0
-#define CT_FLOAT_DIVMOD_REG_X(NAME, SFX, T, C, U, ID) \
-  {#NAME, 3, {ID, ID, ID}, ct_cpu_elementwise_run, NULL, &ct_cpu_##NAME##_##SFX##_vector_entry},
 
 /* ----- clip: one loop per set of bounds present ----- */
 
@@ -305,7 +296,7 @@ static const ct_cpu_kernel ct_cpu_binary_math_kernels[] = {
 #define K(NAME, TYPES) TYPES(CT_BINARY_SAME_REG_X, NAME)
     CT_BINARY_MATH_KERNELS(K)
 #undef K
-#define K(NAME) CT_CPU_FULLP_TYPES(CT_FLOAT_DIVMOD_REG_X, NAME)
+#define K(NAME) CT_SLEEF_BINARY_REG(NAME)
         CT_FLOAT_DIVMOD_KERNELS(K)
 #undef K
 #define K(NAME) CT_SLEEF_BINARY_REG(NAME)

@@ -4,21 +4,20 @@
 
 #include "cpu_isa.h"
 
-#ifdef CT_HAVE_SLEEF_AVX512
-#define CT_SLEEF_RUN_AVX512(CALL)          \
-  if (ct_cpu_isa() >= CT_CPU_ISA_AVX512) { \
-    CALL;                                  \
-    return true;                           \
+/* CALL, then true, where the CPU (and CTENSOR_CPU_ISA) allow LEVEL; a set the build lacks is
+ * never run. */
+#define CT_SLEEF_RUN_IF(LEVEL, CALL) \
+  if (ct_cpu_isa() >= (LEVEL)) {     \
+    CALL;                            \
+    return true;                     \
   }
+#ifdef CT_HAVE_SLEEF_AVX512
+#define CT_SLEEF_RUN_AVX512(CALL) CT_SLEEF_RUN_IF(CT_CPU_ISA_AVX512, CALL)
 #else
 #define CT_SLEEF_RUN_AVX512(CALL)
 #endif
 #ifdef CT_HAVE_SLEEF_AVX2
-#define CT_SLEEF_RUN_AVX2(CALL)          \
-  if (ct_cpu_isa() >= CT_CPU_ISA_AVX2) { \
-    CALL;                                \
-    return true;                         \
-  }
+#define CT_SLEEF_RUN_AVX2(CALL) CT_SLEEF_RUN_IF(CT_CPU_ISA_AVX2, CALL)
 #else
 #define CT_SLEEF_RUN_AVX2(CALL)
 #endif

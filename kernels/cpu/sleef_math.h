@@ -114,17 +114,22 @@ CT_SLEEF_DECLARE_LOOPS(f32, float, avx512)
 CT_SLEEF_DECLARE_LOOPS(f64, double, avx512)
 #undef CT_SLEEF_DECLARE_LOOPS
 
-/* The float32 and float64 loops of unary operator NAME: SLEEF's function where it runs, else
- * the template loop ct_cpu_NAME_f32_entry / _f64_entry (elementwise_loops.h, defined before). */
-#define CT_SLEEF_UNARY_LOOP_OF(NAME, SFX)                                                  \
-  static void ct_cpu_##NAME##_##SFX##_sleef(char** data, const int64_t* steps, int64_t n,  \
-                                            const void* extra) {                           \
-    if (!ct_sleef_unary_##SFX(CT_SLEEF_##NAME, data[0], steps[0], data[1], steps[1], n)) { \
-      ct_cpu_##NAME##_##SFX##_entry.loop(data, steps, n, extra);                           \
-    }                                                                                      \
-  }                                                                                        \
-  static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_sleef_entry = {                   \
+/* A loop ct_cpu_NAME_SFX_sleef (and its entry) that runs RUN, an expression over the loop's
+ * data, steps and n that is false where SLEEF or AVX2 is not there, and then the template loop
+ * ct_cpu_NAME_SFX_entry (elementwise_loops.h, defined before). */
+#define CT_SLEEF_OR_TEMPLATE_LOOP(NAME, SFX, RUN)                                         \
+  static void ct_cpu_##NAME##_##SFX##_sleef(char** data, const int64_t* steps, int64_t n, \
+                                            const void* extra) {                          \
+    if (!(RUN)) ct_cpu_##NAME##_##SFX##_entry.loop(data, steps, n, extra);                \
+  }                                                                                       \
+  static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_sleef_entry = {                  \
       ct_cpu_##NAME##_##SFX##_sleef};
+
+/* The float32 and float64 loops of unary operator NAME: SLEEF's function where it runs, else
+ * the template loop. */
+#define CT_SLEEF_UNARY_LOOP_OF(NAME, SFX) \
+  CT_SLEEF_OR_TEMPLATE_LOOP(              \
+      NAME, SFX, ct_sleef_unary_##SFX(CT_SLEEF_##NAME, data[0], steps[0], data[1], steps[1], n))
 #define CT_SLEEF_UNARY_LOOPS(NAME)  \
   CT_SLEEF_UNARY_LOOP_OF(NAME, f32) \
   CT_SLEEF_UNARY_LOOP_OF(NAME, f64)
@@ -135,18 +140,12 @@ CT_SLEEF_DECLARE_LOOPS(f64, double, avx512)
   CT_SLEEF_UNARY_REG_OF(NAME, f32, CT_DT_F32) CT_SLEEF_UNARY_REG_OF(NAME, f64, CT_DT_F64)
 
 /* The float32 and float64 loops of binary operator NAME (one of CT_SLEEF_BINARY_FUNCTIONS):
- * SLEEF's function where it runs, else the template loop ct_cpu_NAME_f32_entry / _f64_entry;
- * and their rows of a kernel table. */
+ * SLEEF's function where it runs, else the template loop; and their rows of a kernel table (the
+ * rows of any binary CT_SLEEF_OR_TEMPLATE_LOOP). */
 #define CT_SLEEF_BINARY_LOOP_OF(NAME, SFX)                                                      \
-  static void ct_cpu_##NAME##_##SFX##_sleef(char** data, const int64_t* steps, int64_t n,       \
-                                            const void* extra) {                                \
-    if (!ct_sleef_binary_##SFX(CT_SLEEF2_##NAME, data[0], steps[0], data[1], steps[1], data[2], \
-                               steps[2], n)) {                                                  \
-      ct_cpu_##NAME##_##SFX##_entry.loop(data, steps, n, extra);                                \
-    }                                                                                           \
-  }                                                                                             \
-  static const ct_cpu_loop_entry ct_cpu_##NAME##_##SFX##_sleef_entry = {                        \
-      ct_cpu_##NAME##_##SFX##_sleef};
+  CT_SLEEF_OR_TEMPLATE_LOOP(NAME, SFX,                                                          \
+                            ct_sleef_binary_##SFX(CT_SLEEF2_##NAME, data[0], steps[0], data[1], \
+                                                  steps[1], data[2], steps[2], n))
 #define CT_SLEEF_BINARY_LOOPS(NAME)  \
   CT_SLEEF_BINARY_LOOP_OF(NAME, f32) \
   CT_SLEEF_BINARY_LOOP_OF(NAME, f64)
