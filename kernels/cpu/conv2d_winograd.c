@@ -7,11 +7,12 @@
  * Layouts, per chunk of T tiles (tile t: image t / (TH · TW), tile row, tile column):
  *   U[ξ][c][k], V[ξ][t][c], M[ξ][t][k] = Σ_c V[ξ][t][c] · U[ξ][c][k]   (ξ = 4 · i + j)
  * so that the 16 products are tiles × C times C × K, batched over ξ: K, a multiple of the
- * micro-kernel's 32 columns in the shapes that pay, wastes no columns. V and M are row-major; U
- * is written in the GEMM's packed layout of B (depth blocks of micro-panels of output channels),
- * which the GEMM then reads in place: packing it again took 11 % of a (8, 512, 7, 7) call. The
- * transforms loop over channels innermost (contiguous in U, V and M), compiled per instruction
- * set. */
+ * micro-kernel's 32 columns in the shapes that pay, wastes no columns. M is row-major; U and V
+ * are written in the GEMM's packed layouts of B and A (depth blocks of micro-panels of output
+ * channels, of tiles: ct_winograd_u_layout, ct_winograd_v_layout), which the GEMM then reads in
+ * place: packing them again took 11 % of a (8, 512, 7, 7) call and of a (8, 128, 28, 28) one.
+ * The transforms loop over channels innermost (contiguous in U and M; V's channels are a
+ * micro-panel's rows apart), compiled per instruction set. */
 #include "conv2d_winograd.h"
 
 #include <string.h>
@@ -304,8 +305,8 @@ static void ct_winograd_weight(int64_t begin, int64_t end, void* context) {
 
 /* Tiles and channels transformed together: the four input rows under a run of tiles of one tile
  * row are copied, zero-padded, for CT_WINOGRAD_X_CHANNELS channels with the channels innermost,
- * so that each tile's transform runs on whole vectors of channels and stores whole cache lines
- * of V (its channels are contiguous there). */
+ * so that each tile's transform runs on whole vectors of channels; its values go to V one by
+ * one, a micro-panel's rows apart (ct_winograd_v_layout). */
 #define CT_WINOGRAD_X_TILES 32
 #define CT_WINOGRAD_X_CHANNELS 16
 

@@ -11,11 +11,10 @@
  * direct sum's rounding error. Tiles run in chunks, so that the transformed input and the
  * products stay bounded (CT_WINOGRAD_CHUNK_BYTES) whatever the image size.
  *
- * Workspace: U (16 · C · K floats, K rounded up to the GEMM's micro-panel width: U is written
- * as the GEMM reads it, so that it is never packed again), then per chunk V (16 · tiles · C) and
- * M (16 · tiles · K),
- * then the GEMM's packing buffers. Calls whose values are not all finite are left to the direct
- * methods (ct_conv2d_winograd_run). */
+ * Workspace: U (16 · C · K floats, K rounded up to the GEMM's micro-panel width) and V (16 ·
+ * tiles of a chunk · C, the tiles rounded up likewise), both written as the GEMM reads them so
+ * that they are never packed again, M (16 · tiles of a chunk · K), then the GEMM's buffers. Calls
+ * whose values are not all finite are left to the direct methods (ct_conv2d_winograd_run). */
 #ifndef CTENSOR_CPU_CONV2D_WINOGRAD_H_
 #define CTENSOR_CPU_CONV2D_WINOGRAD_H_
 
