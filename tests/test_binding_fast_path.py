@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import pytest
@@ -212,6 +213,66 @@ def test_new_outputs_are_allocated_from_c_once_a_type_was_seen(framework):
     assert again is not result
     assert np.asarray(again).ctypes.data != np.asarray(result).ctypes.data
     assert_close(np.asarray(again), np.asarray(result))
+
+
+def _new_output_calls(rng):
+    """(op name, inputs) pairs whose inputs' layouts differ pairwise: shapes, broadcasting,
+    dtypes, strides, byte offsets, 0-d."""
+    base = rng.standard_normal((4, 6))
+    return [
+        ("add", (base[:, :5], base[:, 1:])),
+        ("add", (base[:3, :1], base[0, :4])),  # broadcast to (3, 4)
+        ("add", (base.T, base.T)),  # strides reversed
+        ("add", (base[:, :5].astype(np.float32), base[:, 1:].astype(np.float32))),
+        ("add", (base[::2, ::3], base[1::2, 1::3])),
+        ("add", (base[1:, 1:], base[:-1, :-1])),  # a byte offset
+        ("multiply", (base[0, :4].copy(), base[1, :4].copy())),
+        ("multiply", ((base * 10).astype(np.int32), (base * 3).astype(np.int32))),
+        ("negative", (np.array(2.5),)),  # 0-d
+        ("exp", (base[:2],)),
+        ("where", (base > 0, base, -base)),
+        ("greater", (base[:, :2], base[:, 2:4])),  # bool output
+    ]
+
+
+def _reference(name, inputs):
+    fn = {"add": np.add, "multiply": np.multiply, "negative": np.negative, "exp": np.exp,
+          "where": np.where, "greater": np.greater}[name]
+    return fn(*inputs)
+
+
+def test_new_output_layouts_seen_before_get_their_own_shape_dtype_and_framework():
+    # Calls without out= keep, per input layout, what infer said and how to allocate: every
+    # call must still get its own result shape and dtype, in the caller's framework, for more
+    # layouts than are kept (hits, misses, evictions), and for NumPy and torch inputs of the
+    # very same layouts one after another.
+    rng = np.random.default_rng(23)
+    calls = _new_output_calls(rng)
+    for framework in ("numpy", "torch"):  # registers each type's allocator (Python path)
+        ops.exp(*_framework_arrays(framework, np.ones(3)))
+    for _ in range(3):
+        for name, inputs in calls:
+            expected = _reference(name, inputs)
+            for framework in ("numpy", "torch", "numpy"):
+                given = _framework_arrays(framework, *inputs)
+                op = getattr(ops, name)
+                result, entered = _ops_functions_entered(partial(op, *given))
+                assert type(result) is type(given[0]), (name, framework)
+                got = np.asarray(result)
+                assert got.shape == expected.shape and got.dtype == expected.dtype, name
+                assert_close(got, expected)
+                assert entered == [], name  # FastOp ran the whole call, from C
+
+
+def test_torch_results_without_out_are_ordinary_tensors():
+    x = torch.linspace(0, 1, 8)
+    for _ in range(3):  # the first call, then calls from the cached recipe
+        result = ops.exp(x)
+        assert not result.requires_grad and not result.is_neg()
+        assert result.untyped_storage().resizable()  # allocated by torch.empty, not wrapped
+        result.resize_(20)  # a caller may grow it, as any tensor torch allocated
+        assert result.shape == (20,)
+        assert_close(result[:8].numpy(), np.exp(x.numpy()))
 
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])

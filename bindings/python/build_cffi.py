@@ -178,10 +178,10 @@ int ctpy_fast_call(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t o
                    const ct_attr* attrs, int32_t num_attrs);
 int ctpy_fast_call_held(ctpy_frame* frame, const ct_op* op, intptr_t args, intptr_t outs);
 int ctpy_fast_new(ctpy_frame* frame, const ct_op* op, intptr_t args, const ct_attr* attrs,
-                  int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
+                  int32_t num_attrs, int32_t capacity, intptr_t prepare, intptr_t dtypes,
                   intptr_t results);
 int ctpy_fast_new_held(ctpy_frame* frame, const ct_op* op, intptr_t args, int32_t capacity,
-                       intptr_t allocate, intptr_t dtypes, intptr_t results);
+                       intptr_t prepare, intptr_t dtypes, intptr_t results);
 int32_t ctpy_layout_diff(ct_tensor* const* bound, ct_tensor* const* given, int32_t count);
 #define CTPY_LAYOUT_MISMATCH 2000000
 int ctpy_bound_run(ctpy_frame* frame, ct_tensor* const* bound, const ct_op* op, int32_t num_inputs,
@@ -733,9 +733,14 @@ static int ctpy_numpy_view(intptr_t array, ct_tensor* view, int64_t* strides, in
   return rc;
 }
 
+/* How ctpy_view_locked reads an array: an input, an output the caller gave, or an output the
+ * fast path has just allocated through the framework (no autograd history, no lazy bits). */
+enum { CTPY_READ_INPUT = 0, CTPY_READ_OUTPUT = 1, CTPY_READ_NEW_OUTPUT = 2 };
+
 /* Reads one array into slot `i` of the frame: an exact numpy.ndarray directly into a frame
  * view when it can (slots below CTPY_MAX_VIEWS), anything else through a capsule the frame
- * owns, opened at once. Returns 0, or -1 when the Python path must take over. */
+ * owns, opened at once. `output` is a CTPY_READ_* value. Returns 0, or -1 when the Python
+ * path must take over. */
 static int ctpy_view_locked(ctpy_frame* f, int32_t i, PyObject* item, int output) {
   f->objects[i] = 0;
   if (i < CTPY_MAX_VIEWS &&
@@ -750,14 +755,15 @@ static int ctpy_view_locked(ctpy_frame* f, int32_t i, PyObject* item, int output
     /* torch: read through the exchange API (no capsule, no allocation). Inputs are read as
      * the Python path reads them (detached); outputs that require grad go the Python way,
      * which refuses them. */
+    const int fresh = output == CTPY_READ_NEW_OUTPUT;
     int plain = 1;
-    if (output) {
+    if (output && !fresh) {
       PyObject* grad = PyObject_GetAttr(item, ctpy_str_requires_grad);
       plain = grad == Py_False;
       Py_XDECREF(grad);
     }
     if (plain && ctpy_tensor_reader(item, &f->views[i]) == 0) {
-      if (ctpy_torch_lazy_bits(item, f->views[i].dtype.code)) return -1;
+      if (!fresh && ctpy_torch_lazy_bits(item, f->views[i].dtype.code)) return -1;
       f->tensors[i] = &f->views[i];
       f->managed[i] = NULL;
       f->meta[i] = ctpy_meta(&f->views[i]);
@@ -1077,33 +1083,62 @@ static int ctpy_bound_run(ctpy_frame* f, ct_tensor* const* bound, const ct_op* o
                             out == Py_None ? NULL : out);
 }
 
-/* Allocates the n_out outputs inferred into f->infos, with the GIL: calls allocate(shape,
- * dtype) with dtype = dtypes[dtype key] (a dict: key -> the framework's dtype object), appends
- * each new array to the list `results` and reads it into slot n + j. Returns 0, or
- * CTPY_FAST_NEED_PYTHON (a dtype not in `dtypes`, an allocation that raised, an array the fast
- * path cannot read), leaving no exception. */
-static int ctpy_allocate_locked(ctpy_frame* f, int32_t n, int32_t n_out, PyObject* allocate,
+/* How to allocate output `info`: `prepare` (the framework's, see Framework.fast_allocator)
+ * called with the shape as a tuple and dtypes[dtype key] gives (callable, args, kwargs or None),
+ * new references in *fn, *args and *kwargs (NULL for None). Returns 0, or -1 (an exception may
+ * be set) when the dtype has no entry, prepare fails, or it answers something else. */
+static int ctpy_allocation_call(const ct_tensor_info* info, PyObject* prepare, PyObject* dtypes,
+                                PyObject** fn, PyObject** args, PyObject** kwargs) {
+  *fn = *args = *kwargs = NULL;
+  const long key = (long)info->dtype.code | ((long)info->dtype.bits << 8) |
+                   ((long)info->dtype.lanes << 16);
+  PyObject* key_obj = PyLong_FromLong(key);
+  PyObject* dtype = key_obj ? PyDict_GetItem(dtypes, key_obj) : NULL; /* borrowed */
+  Py_XDECREF(key_obj);
+  PyObject* shape = dtype ? PyTuple_New(info->ndim) : NULL;
+  for (int32_t d = 0; shape && d < info->ndim; ++d) {
+    PyObject* extent = PyLong_FromLongLong(info->shape[d]);
+    if (!extent || PyTuple_SetItem(shape, d, extent) != 0) Py_CLEAR(shape);
+  }
+  PyObject* how = shape ? PyObject_CallFunctionObjArgs(prepare, shape, dtype, NULL) : NULL;
+  Py_XDECREF(shape);
+  if (how && PyTuple_CheckExact(how) && PyTuple_Size(how) == 3) {
+    *fn = PyTuple_GetItem(how, 0);
+    *args = PyTuple_GetItem(how, 1);
+    *kwargs = PyTuple_GetItem(how, 2);
+    if (*kwargs == Py_None) *kwargs = NULL;
+    if (*fn && *args && PyTuple_CheckExact(*args) && (!*kwargs || PyDict_CheckExact(*kwargs))) {
+      Py_INCREF(*fn);
+      Py_INCREF(*args);
+      Py_XINCREF(*kwargs);
+      Py_DECREF(how);
+      return 0;
+    }
+  }
+  Py_XDECREF(how);
+  *fn = *args = *kwargs = NULL;
+  return -1;
+}
+
+/* Allocates the n_out outputs inferred into f->infos, with the GIL: calls what
+ * ctpy_allocation_call gives (`prepare`, and `dtypes`: a dict, dtype key -> the framework's
+ * dtype object), appends each new array to the list `results` and reads it into slot n + j.
+ * Returns 0, or CTPY_FAST_NEED_PYTHON (a dtype not in `dtypes`, an allocation that raised, an
+ * array the fast path cannot read), leaving no exception. */
+static int ctpy_allocate_locked(ctpy_frame* f, int32_t n, int32_t n_out, PyObject* prepare,
                                 PyObject* dtypes, PyObject* results) {
   int rc = 0;
   for (int32_t j = 0; rc == 0 && j < n_out; ++j) {
-    const ct_tensor_info* info = &f->infos[j];
-    const long key = (long)info->dtype.code | ((long)info->dtype.bits << 8) |
-                     ((long)info->dtype.lanes << 16);
-    PyObject* key_obj = PyLong_FromLong(key);
-    PyObject* dtype = key_obj ? PyDict_GetItem(dtypes, key_obj) : NULL; /* borrowed */
-    Py_XDECREF(key_obj);
-    PyObject* shape = dtype ? PyTuple_New(info->ndim) : NULL;
-    for (int32_t d = 0; shape && d < info->ndim; ++d) {
-      PyObject* extent = PyLong_FromLongLong(info->shape[d]);
-      if (!extent || PyTuple_SetItem(shape, d, extent) != 0) {
-        Py_DECREF(shape);
-        shape = NULL;
-      }
+    PyObject *fn, *args, *kwargs;
+    PyObject* array = NULL;
+    if (ctpy_allocation_call(&f->infos[j], prepare, dtypes, &fn, &args, &kwargs) == 0) {
+      array = PyObject_Call(fn, args, kwargs);
+      Py_DECREF(fn);
+      Py_DECREF(args);
+      Py_XDECREF(kwargs);
     }
-    PyObject* array = shape ? PyObject_CallFunctionObjArgs(allocate, shape, dtype, NULL) : NULL;
-    Py_XDECREF(shape);
     if (!array || PyList_Append(results, array) != 0 ||
-        ctpy_view_locked(f, n + j, array, 1) != 0) {
+        ctpy_view_locked(f, n + j, array, CTPY_READ_NEW_OUTPUT) != 0) {
       rc = CTPY_FAST_NEED_PYTHON;
     }
     Py_XDECREF(array); /* `results` holds it */
@@ -1126,13 +1161,13 @@ static int32_t ctpy_collect_new(ctpy_frame* f, intptr_t args, int32_t capacity) 
 
 /* A whole call without out= in one crossing: reads the inputs (`args`, a tuple) in C and checks
  * that they are in host memory, infers, allocates every output (ctpy_allocate_locked, with
- * `allocate` and `dtypes`; the new arrays go to the list `results`), runs without a context and
+ * `prepare` and `dtypes`; the new arrays go to the list `results`), runs without a context and
  * lets the capsules go. Returns the ct_status of infer or run, or CTPY_FAST_NEED_PYTHON (nothing
  * run, nothing held) for anything it does not handle (another input type, a device, a dtype not
  * in `dtypes`, an allocation that raised): the Python path then does it again and reports what
  * went wrong. */
 static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct_attr* attrs,
-                         int32_t num_attrs, int32_t capacity, intptr_t allocate, intptr_t dtypes,
+                         int32_t num_attrs, int32_t capacity, intptr_t prepare, intptr_t dtypes,
                          intptr_t results) {
   if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
   PyGILState_STATE gil = PyGILState_Ensure();
@@ -1144,7 +1179,7 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
                            f->infos, capacity, &f->num_outputs);
   const int32_t n_out = status == CT_OK ? f->num_outputs : 0;
   gil = PyGILState_Ensure();
-  const int rc = status == CT_OK ? ctpy_allocate_locked(f, n, n_out, (PyObject*)allocate,
+  const int rc = status == CT_OK ? ctpy_allocate_locked(f, n, n_out, (PyObject*)prepare,
                                                         (PyObject*)dtypes, (PyObject*)results)
                                  : 0;
   PyGILState_Release(gil);
@@ -1158,24 +1193,133 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
   return rc ? rc : status;
 }
 
+/* ----- recipes of recent calls without out= -----
+ * ctpy_fast_new_held keeps, for its last few (op, prepare, input layouts), what ct_op_infer
+ * said about the outputs and how to allocate each (ctpy_allocation_call's callable, args and
+ * kwargs, references held): a call whose inputs were seen before skips infer, which depends on
+ * nothing else, and builds no Python object before allocating. Emptied when the registry
+ * changes, as the plan cache is. With the GIL, one call at a time (FastOp's busy flag). */
+#define CTPY_RECIPE_CACHE_SIZE 8
+#define CTPY_RECIPE_MAX_OUTPUTS 4
+typedef struct ctpy_new_recipe {
+  const ct_op* op;
+  PyObject* prepare; /* held, so that no other object takes its address */
+  int32_t words;
+  int64_t key[CTPY_PLAN_KEY_WORDS];
+  int32_t n_out;
+  ct_tensor_info infos[CTPY_RECIPE_MAX_OUTPUTS];
+  PyObject* fn[CTPY_RECIPE_MAX_OUTPUTS];     /* held */
+  PyObject* args[CTPY_RECIPE_MAX_OUTPUTS];   /* held */
+  PyObject* kwargs[CTPY_RECIPE_MAX_OUTPUTS]; /* held, or NULL */
+} ctpy_new_recipe;
+static ctpy_new_recipe ctpy_recipes[CTPY_RECIPE_CACHE_SIZE];
+static int32_t ctpy_recipe_next = 0;
+static uint64_t ctpy_recipe_generation = 0;
+
+static void ctpy_recipe_clear(ctpy_new_recipe* r) {
+  for (int32_t j = 0; j < r->n_out; ++j) {
+    Py_CLEAR(r->fn[j]);
+    Py_CLEAR(r->args[j]);
+    Py_CLEAR(r->kwargs[j]);
+  }
+  Py_CLEAR(r->prepare);
+  r->op = NULL;
+  r->n_out = 0;
+}
+
+/* The recipe for (op, prepare, key), or NULL. */
+static const ctpy_new_recipe* ctpy_recipe_find(const ct_op* op, PyObject* prepare,
+                                               const int64_t* key, int32_t words) {
+  const uint64_t generation = ct_registry_generation();
+  if (generation != ctpy_recipe_generation) {
+    for (int32_t i = 0; i < CTPY_RECIPE_CACHE_SIZE; ++i) ctpy_recipe_clear(&ctpy_recipes[i]);
+    ctpy_recipe_generation = generation;
+  }
+  for (int32_t i = 0; i < CTPY_RECIPE_CACHE_SIZE; ++i) {
+    const ctpy_new_recipe* r = &ctpy_recipes[i];
+    if (r->op == op && r->prepare == prepare && r->words == words &&
+        memcmp(r->key, key, sizeof(int64_t) * words) == 0) {
+      return r;
+    }
+  }
+  return NULL;
+}
+
+/* Remembers the call just inferred (f->infos, n_out outputs) under (op, prepare, key). */
+static void ctpy_recipe_add(const ct_op* op, PyObject* prepare, PyObject* dtypes,
+                            const int64_t* key, int32_t words, const ctpy_frame* f,
+                            int32_t n_out) {
+  if (n_out > CTPY_RECIPE_MAX_OUTPUTS) return;
+  ctpy_new_recipe* r = &ctpy_recipes[ctpy_recipe_next];
+  ctpy_recipe_next = (ctpy_recipe_next + 1) % CTPY_RECIPE_CACHE_SIZE;
+  ctpy_recipe_clear(r);
+  for (int32_t j = 0; j < n_out; ++j) {
+    r->n_out = j + 1; /* what ctpy_recipe_clear lets go */
+    if (ctpy_allocation_call(&f->infos[j], prepare, dtypes, &r->fn[j], &r->args[j],
+                             &r->kwargs[j]) != 0) {
+      PyErr_Clear();
+      ctpy_recipe_clear(r);
+      return;
+    }
+    r->infos[j] = f->infos[j];
+  }
+  Py_INCREF(prepare);
+  r->prepare = prepare;
+  r->op = op;
+  r->words = words;
+  memcpy(r->key, key, sizeof(int64_t) * words);
+}
+
+/* Allocates a recipe's outputs into slots n.. of the frame (their infos into f->infos), each
+ * new array appended to `results`. Returns 0, or CTPY_FAST_NEED_PYTHON, leaving no exception. */
+static int ctpy_allocate_recipe(ctpy_frame* f, int32_t n, const ctpy_new_recipe* r,
+                                PyObject* results) {
+  int rc = 0;
+  for (int32_t j = 0; rc == 0 && j < r->n_out; ++j) {
+    f->infos[j] = r->infos[j];
+    PyObject* array = PyObject_Call(r->fn[j], r->args[j], r->kwargs[j]);
+    if (!array || PyList_Append(results, array) != 0 ||
+        ctpy_view_locked(f, n + j, array, CTPY_READ_NEW_OUTPUT) != 0) {
+      rc = CTPY_FAST_NEED_PYTHON;
+    }
+    Py_XDECREF(array); /* `results` holds it */
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  return rc;
+}
+
 /* ctpy_fast_new without attributes for a caller that already holds the GIL (FastOp called
- * without out=), run as ctpy_fast_call_held runs (ctpy_run_held). */
+ * without out=), run as ctpy_fast_call_held runs (ctpy_run_held); inferred and allocated from a
+ * recipe (above) when its inputs' layouts were seen before. */
 static int ctpy_fast_new_held(ctpy_frame* f, const ct_op* op, intptr_t args, int32_t capacity,
-                              intptr_t allocate, intptr_t dtypes, intptr_t results) {
+                              intptr_t prepare, intptr_t dtypes, intptr_t results) {
   if (capacity > CTPY_MAX_OUTPUTS) capacity = CTPY_MAX_OUTPUTS;
   const int32_t n = ctpy_collect_new(f, args, capacity);
   if (n < 0) return CTPY_FAST_NEED_PYTHON;
+  int64_t key[CTPY_PLAN_KEY_WORDS];
+  const int32_t words = ctpy_layout_key(f, n, key);
+  const ctpy_new_recipe* recipe =
+      words < 0 ? NULL : ctpy_recipe_find(op, (PyObject*)prepare, key, words);
+  if (recipe) {
+    const int rc = ctpy_allocate_recipe(f, n, recipe, (PyObject*)results);
+    if (rc != 0) {
+      ctpy_drop_owned(f, n + recipe->n_out);
+      return rc;
+    }
+    return ctpy_run_held(f, op, n, recipe->n_out);
+  }
   f->num_outputs = 0;
   const int status = ct_op_infer(op, (const ct_tensor* const*)f->tensors, n, NULL, 0, f->infos,
                                  capacity, &f->num_outputs);
   const int32_t n_out = status == CT_OK ? f->num_outputs : 0;
-  const int rc = status == CT_OK ? ctpy_allocate_locked(f, n, n_out, (PyObject*)allocate,
+  const int rc = status == CT_OK ? ctpy_allocate_locked(f, n, n_out, (PyObject*)prepare,
                                                         (PyObject*)dtypes, (PyObject*)results)
                                  : 0;
   if (status != CT_OK || rc != 0) {
     ctpy_drop_owned(f, n + n_out);
     return rc ? rc : status;
   }
+  if (words >= 0) ctpy_recipe_add(op, (PyObject*)prepare, (PyObject*)dtypes, key, words, f, n_out);
   return ctpy_run_held(f, op, n, n_out);
 }
 

@@ -14,14 +14,15 @@
 
 typedef int (*ctpy_fast_fn)(void* frame, const void* op, intptr_t args, intptr_t outs);
 typedef int (*ctpy_fast_new_fn)(void* frame, const void* op, intptr_t args, int32_t capacity,
-                                intptr_t allocate, intptr_t dtypes, intptr_t results);
+                                intptr_t prepare, intptr_t dtypes, intptr_t results);
 
 /* The fast path, set once by ctensor._ops (set_fast_path): one frame for every operator, used by
  * one call at a time (`busy`: a call that finds it taken goes the Python way). */
 static ctpy_fast_fn g_fast_fn = NULL;
 static ctpy_fast_new_fn g_fast_new_fn = NULL;
-/* type of the first input -> (allocate(shape, dtype), {dtype key: dtype}), filled by the Python
- * path the first time it allocates for arrays of that type in host memory */
+/* type of the first input -> (prepare(shape, dtype), {dtype key: dtype}) (see
+ * Framework.fast_allocator), filled by the Python path the first time it allocates for arrays
+ * of that type in host memory */
 static PyObject* g_allocators = NULL;
 static void* g_fast_frame = NULL;
 static PyObject* g_fast_keep = NULL; /* owns the frame's memory */
