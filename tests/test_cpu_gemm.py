@@ -10,6 +10,8 @@ Each set runs the same cases in a fresh interpreter. Tile shapes: generic 4 × 8
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import subprocess
 import sys
@@ -19,7 +21,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from test_ops_matmul_conv import check_matmul, conv_check
+from arrays import assert_close
+from test_ops_matmul_conv import check_matmul, conv_check, k_atol
 
 import ctensor
 
@@ -84,6 +87,62 @@ def matmul_cases(dtype: str) -> None:
     check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
 
 
+def _guarded(shape, dtype, fill):
+    """An array of `shape` whose last byte ends a page followed by an inaccessible page: any read
+    or write past its end faults. Returns (array, keep-alive objects)."""
+    itemsize = np.dtype(dtype).itemsize
+    nbytes = int(np.prod(shape)) * itemsize
+    page = mmap.PAGESIZE
+    span = -(-nbytes // page) * page
+    region = mmap.mmap(-1, span + page)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    assert libc.mprotect(base + span, page, 0) == 0  # PROT_NONE
+    array = np.frombuffer(region, dtype, count=nbytes // itemsize, offset=span - nbytes)
+    array = array.reshape(shape)
+    array[...] = fill
+    return array, region
+
+
+def unpacked_cases(dtype: str) -> None:
+    """Products small enough for the unpacked micro-kernels (A and B read where they lie):
+    rows and columns on and off every set's tile edges (MR 4, 6, 12; NR 8, 16, 32 and their
+    halves), A, B and C each ending at an inaccessible page (masked loads and stores must not
+    reach past the last column or row), C a window of a larger array whose border must stay
+    untouched, negative row strides, a batch sharing A, and C accumulated over einsum's outer
+    index."""
+    rng = _rng(6)
+    for m, k, n in [(1, 1, 2), (5, 3, 7), (12, 9, 16), (13, 17, 33), (25, 40, 20), (37, 5, 64),
+                    (11, 64, 48), (24, 100, 95)]:
+        a_val = rng.uniform(-2, 2, (m, k)).astype(dtype)
+        b_val = rng.uniform(-2, 2, (k, n)).astype(dtype)
+        a, keep_a = _guarded((m, k), dtype, a_val)
+        b, keep_b = _guarded((k, n), dtype, b_val)
+        out, keep_c = _guarded((m, n), dtype, np.nan)
+        check_matmul(a_val, b_val, ctensor.ops.matmul(a, b, out=out), dtype)
+        big = np.full((m + 2, n + 5), 7.0, dtype)
+        window = big[1 : m + 1, 2 : n + 2]
+        check_matmul(a_val, b_val, ctensor.ops.matmul(a, b, out=window), dtype)
+        border = big.copy()
+        border[1 : m + 1, 2 : n + 2] = 7.0
+        np.testing.assert_array_equal(border, np.full_like(big, 7.0))
+        check_matmul(a_val[::-1], b_val[::-1], ctensor.ops.matmul(a[::-1], b[::-1]), dtype)
+        del a, b, out
+        keep_a.close(), keep_b.close(), keep_c.close()
+    a = rng.uniform(-2, 2, (19, 23)).astype(dtype)
+    b = rng.uniform(-2, 2, (6, 23, 29)).astype(dtype)
+    check_matmul(a, b, ctensor.ops.matmul(a, b), dtype)
+    x = rng.uniform(-2, 2, (3, 14, 10)).astype(dtype)
+    y = rng.uniform(-2, 2, (3, 10, 21)).astype(dtype)
+    got = ctensor.ops.einsum([x, y], subscripts="bij,bjk->ik")
+    expected = np.einsum("bij,bjk->ik", x.astype(np.float64), y.astype(np.float64))
+    magnitude = float(np.max(np.einsum("bij,bjk->ik", np.abs(x), np.abs(y)).astype(np.float64)))
+    # C is stored once per value of b: float16's partial sums are rounded three times.
+    rounding = 3 * float(np.finfo(dtype).eps) * magnitude
+    assert_close(got, expected, dtype, atol=k_atol(dtype, 30, magnitude) + rounding)
+
+
 def bfloat16_cases() -> None:
     gen = torch.Generator().manual_seed(2)
     for m, k, n in [(13, 31, 33), (145, 257, 130), (7, 0, 5)]:
@@ -139,6 +198,7 @@ def winograd_cases() -> None:
 def all_cases() -> None:
     for dtype in ["float16", "float32", "float64"]:
         matmul_cases(dtype)
+        unpacked_cases(dtype)
         conv2d_cases(dtype)
     bfloat16_cases()
     winograd_cases()
@@ -147,6 +207,22 @@ def all_cases() -> None:
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_matmul_tile_edges_and_layouts(dtype):
     matmul_cases(dtype)
+
+
+def _run_in_fresh_interpreter(code: str, **env_vars: str) -> None:
+    """Runs `code` in a new interpreter in this directory: a fault (a read or write past a guard
+    page) fails the test with the interpreter's output instead of ending the test run."""
+    env = dict(os.environ, **env_vars)
+    here = Path(__file__).parent
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=here, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_small_products_read_in_place(dtype):
+    _run_in_fresh_interpreter(f"import test_cpu_gemm; test_cpu_gemm.unpacked_cases({dtype!r})")
 
 
 def test_matmul_bfloat16_tiles():
@@ -185,10 +261,5 @@ def test_winograd_prepacked_weights(threads):
 @pytest.mark.parametrize("isa", ["generic", "avx2", "avx512", "unknown-name"])
 def test_each_micro_kernel_set(isa):
     """Every case again in a fresh interpreter whose GEMM is capped at `isa`."""
-    env = dict(os.environ, CTENSOR_CPU_ISA=isa)
-    here = Path(__file__).parent
     code = "import test_cpu_gemm; test_cpu_gemm.all_cases()"
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=here, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
+    _run_in_fresh_interpreter(code, CTENSOR_CPU_ISA=isa)

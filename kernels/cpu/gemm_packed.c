@@ -16,6 +16,11 @@
  * batch dims over which B does not move are folded into the rows; an A that no batch dim moves
  * (a conv2d's weight) is packed once, for every batch entry, at the start of the workspace.
  *
+ * Small products (at most the set's unpacked_max elements of A and B per batch entry, depth up to
+ * CT_GEMM_UNPACKED_MAX_K) whose A, B and C have unit column strides and the accumulator's type
+ * skip the packing: the unpacked micro-kernels read A and B where they lie and mask the edge
+ * tiles instead of going through the scratch tile.
+ *
  * Where C has the accumulator's type and unit column stride, the micro-kernels write C in place
  * and add the later KC blocks to it ("direct"). Otherwise (float16/bfloat16 outputs, strided C)
  * an item is at most MC × CT_GEMM_STAGED_NC and its C is accumulated in an accumulator-typed
@@ -81,8 +86,9 @@ typedef struct ct_gemm_plan {
   int64_t prepack_bytes, m_padded;
   int64_t n_padded; /* columns of a prepacked B's depth blocks (ct_gemm_prepacked_b_layout) */
   bool prepacked;
-  void* prepack;                     /* set by the driver */
-  int threads;                       /* slots asked for: threads worth using */
+  bool unpacked; /* small products: A and B read in place (ct_gemm_unpacked_fits), by the driver */
+  void* prepack; /* set by the driver */
+  int threads;   /* slots asked for: threads worth using */
   int64_t a_bytes, b_bytes, c_bytes; /* per slot, each a multiple of CT_GEMM_ALIGN */
   int64_t slot_bytes;
 } ct_gemm_plan;
@@ -181,6 +187,7 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   const bool transposed = !given && out_is_acc && d->c_cs != 1 && d->c_rs == 1;
   if (transposed) ct_gemm_transpose_desc(work);
   plan->prepacked = plan->prepack_bytes > 0 && !transposed && work->batch_ndim == d->batch_ndim;
+  plan->unpacked = false; /* decided by the driver, which knows the micro-kernels */
   const int64_t m = work->m, n = work->n;
   plan->staged = !(out_is_acc && work->c_cs == 1);
   plan->shared = !plan->staged && parallel && batch < (int64_t)threads * CT_GEMM_ITEMS_PER_THREAD;
@@ -200,6 +207,17 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   plan->n_chunks = ct_div_up(n, plan->n_chunk);
   plan->items = batch * plan->m_chunks * plan->n_chunks;
   return true;
+}
+
+/* Whether the products of plan `plan` for descriptor `w` (as computed) are small enough for
+ * the unpacked micro-kernels (blocking->unpacked_max: packing would cost a good part of their
+ * multiply-adds) and laid out for them to read in place: unit column strides, C written
+ * directly, nothing supplied packed, one product per item. */
+#define CT_GEMM_UNPACKED_MAX_K 512
+static bool ct_gemm_unpacked_fits(const ct_gemm_desc* w, const ct_gemm_plan* plan) {
+  return !plan->staged && !plan->shared && !w->pack_b && !w->a_prepacked && !w->b_prepacked &&
+         w->a_cs == 1 && w->b_cs == 1 && w->c_cs == 1 && w->k > 0 &&
+         w->k <= CT_GEMM_UNPACKED_MAX_K && w->m * w->k + w->k * w->n <= plan->bk.unpacked_max;
 }
 
 /* Offsets (in elements) of batch entry `index` in A, B and C. */
@@ -410,6 +428,22 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     return (const ACC*)d->b + b_off + pc * plan->n_padded + jc * kc;                               \
   }                                                                                                \
                                                                                                    \
+  /* C[i_begin:i_end, j_begin:j_end] (=|+=) A · B read in place, tile by tile (plan->unpacked;    \
+   * only instances whose inputs have the accumulator's type get there). */                        \
+  static void ct_gemm_unpacked_tiles_##NAME(const ct_gemm_desc* d, const ct_gemm_ukernels* uk,     \
+                                            const ACC* a, const ACC* b, ACC* c, int64_t i_begin,   \
+                                            int64_t i_end, int64_t j_begin, int64_t j_end) {       \
+    const int64_t mr = uk->PREC##_blocking.mr, nr = uk->PREC##_blocking.nr;                        \
+    for (int64_t j = j_begin; j < j_end; j += nr) {                                                \
+      const int64_t cols = ct_gemm_min(nr, j_end - j);                                             \
+      const ct_gemm_unpacked_##PREC kernel = uk->PREC##_unpacked[cols > nr / 2];                   \
+      for (int64_t i = i_begin; i < i_end; i += mr) {                                              \
+        kernel(d->k, a + i * d->a_rs, d->a_rs, b + j, d->b_rs, c + i * d->c_rs + j, d->c_rs,       \
+               ct_gemm_min(mr, i_end - i), cols, d->accumulate);                                   \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
   /* Work item `item` of the plan (one thread): C[rows, cols] of one batch entry. */               \
   static void ct_gemm_item_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,                 \
                                   const ct_gemm_ukernels* uk, int64_t item, char* slot) {          \
@@ -431,6 +465,11 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     const int64_t j_begin = jt * plan->n_chunk;                                                    \
     const int64_t j_end = ct_gemm_min(d->n, j_begin + plan->n_chunk);                              \
     const int64_t k = d->k;                                                                        \
+    if (plan->unpacked) {                                                                          \
+      ct_gemm_unpacked_tiles_##NAME(d, uk, (const ACC*)(const void*)a, (const ACC*)(const void*)b, \
+                                    (ACC*)(void*)c, i_begin, i_end, j_begin, j_end);               \
+      return;                                                                                      \
+    }                                                                                              \
     if (!plan->staged && i_end - i_begin <= bk->mc) {                                              \
       /* One row block (a conv2d's output channels, say): A packed once per k block, then B in     \
        * panels small enough to stay in L2 from packing to use. */                                 \
@@ -574,6 +613,9 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
                            &plan)) {                                                               \
       return false;                                                                                \
     }                                                                                              \
+    plan.unpacked = _Generic((TIN)0, ACC: true, default: false) && uk->PREC##_unpacked[1] &&       \
+                    ct_gemm_unpacked_fits(&work, &plan);                                           \
+    if (plan.unpacked) plan.prepacked = false;                                                     \
     const uintptr_t base = (uintptr_t)d->workspace;                                                \
     const uintptr_t aligned = (base + CT_GEMM_ALIGN - 1) / CT_GEMM_ALIGN * CT_GEMM_ALIGN;          \
     if (d->workspace_size < aligned - base) return false;                                          \

@@ -27,11 +27,27 @@ typedef void (*ct_gemm_ukernel_f32)(int64_t kc, const float* a, const float* b, 
 typedef void (*ct_gemm_ukernel_f64)(int64_t kc, const double* a, const double* b, double* c,
                                     int64_t ldc, int accumulate);
 
+/* An unpacked micro-kernel computes a tile of at most MR rows from A and B where they lie, for
+ * products too small to repay packing:
+ *   C[i][j] (=|+=) sum over p < k of a[i·lda + p] · b[p·ldb + j],  i < rows, j < cols
+ * with 1 <= rows <= MR and 1 <= cols <= its width (NR, or NR / 2 for the narrow one); any row
+ * strides, unit column strides. It reads and writes nothing outside those rows and columns. */
+typedef void (*ct_gemm_unpacked_f32)(int64_t k, const float* a, int64_t lda, const float* b,
+                                     int64_t ldb, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                                     int accumulate);
+typedef void (*ct_gemm_unpacked_f64)(int64_t k, const double* a, int64_t lda, const double* b,
+                                     int64_t ldb, double* c, int64_t ldc, int64_t rows,
+                                     int64_t cols, int accumulate);
+
 /* Tile shape and cache blocking of one precision: MC × KC blocks of A stay in L2, KC × NR
- * micro-panels of B in L1, KC × NC panels of B in L3. mc is a multiple of mr, nc of nr. */
+ * micro-panels of B in L1, KC × NC panels of B in L3. mc is a multiple of mr, nc of nr. Small
+ * products skip the packing (unpacked_max). */
 typedef struct ct_gemm_blocking {
   int32_t mr, nr;
   int32_t mc, kc, nc;
+  /* Products whose A and B hold at most this many elements (m·k + k·n, per batch entry) run
+   * the unpacked micro-kernels, reading A and B in place (0: never). */
+  int32_t unpacked_max;
 } ct_gemm_blocking;
 
 /* One instruction set's micro-kernels. */
@@ -39,8 +55,10 @@ typedef struct ct_gemm_ukernels {
   const char* isa; /* "generic", "avx2" or "avx512" */
   ct_gemm_blocking f32_blocking;
   ct_gemm_ukernel_f32 f32;
+  ct_gemm_unpacked_f32 f32_unpacked[2]; /* NR / 2 and NR columns wide; NULL: none in this set */
   ct_gemm_blocking f64_blocking;
   ct_gemm_ukernel_f64 f64;
+  ct_gemm_unpacked_f64 f64_unpacked[2];
 } ct_gemm_ukernels;
 
 /* The largest tile any set uses, for the driver's scratch tile. */

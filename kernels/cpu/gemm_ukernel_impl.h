@@ -11,7 +11,8 @@
  *   CT_UK_ADD(a, b)  a + b
  * The accumulators are an array indexed by constants after full unrolling, which the compiler
  * keeps in registers (MR · NV + NV + 1 of them must fit the register file). The macros are
- * undefined at the end, so a file can include this body once per precision. */
+ * undefined at the end, so a file can include this body once per precision (with those of
+ * gemm_unpacked_impl.h, which a file includes first). */
 
 static void CT_UK_NAME(int64_t kc, const CT_UK_T* restrict a, const CT_UK_T* restrict b,
                        CT_UK_T* restrict c, int64_t ldc, int accumulate) {
@@ -66,3 +67,7 @@ static void CT_UK_NAME(int64_t kc, const CT_UK_T* restrict a, const CT_UK_T* res
 #undef CT_UK_BCAST
 #undef CT_UK_FMA
 #undef CT_UK_ADD
+#undef CT_UK_MASK_T
+#undef CT_UK_MASK
+#undef CT_UK_LOAD_MASK
+#undef CT_UK_STORE_MASK
