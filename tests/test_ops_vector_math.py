@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from arrays import results_under_isa
 
+import ctensor
 from ctensor import ops
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -153,6 +154,22 @@ def test_softmax_float32_special_rows(log):
     x[3, 36] = np.inf  # +inf: nan (inf - inf), as torch
     x[4, :] = np.linspace(-1e30, 80, n)  # huge spread: underflowing exponentials
     x[5, :] = 1e4  # large equal values
+    op = ops.log_softmax if log else ops.softmax
+    got = op(x, axis=-1)
+    expected = (F.log_softmax if log else F.softmax)(torch.from_numpy(x).double(), dim=-1).numpy()
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_float32_row_maximum_anywhere(log):
+    # The row maximum is taken over several blocks of 16 at once, in separate chains: one large
+    # value (exp overflows unless it is the shift) or one nan at every position of a row long
+    # enough for the chains, and in its tail.
+    n = 211
+    x = np.zeros((2 * n, n), np.float32)
+    for p in range(n):
+        x[p, p] = 500.0
+        x[n + p, p] = np.nan
     op = ops.log_softmax if log else ops.softmax
     got = op(x, axis=-1)
     expected = (F.log_softmax if log else F.softmax)(torch.from_numpy(x).double(), dim=-1).numpy()
@@ -352,9 +369,22 @@ def test_exp_huge_output_streams_with_the_same_bits():
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
-def test_rows_of_a_huge_output_stream_with_the_same_bits(op):
+@pytest.mark.parametrize("shape", [(2100, 1023), (420, 5003)])
+def test_rows_of_a_huge_output_stream_with_the_same_bits(op, shape):
+    """On one thread, whose share of the output is then over the streaming threshold (8 MB):
+    odd rows (every alignment of a row start), and rows longer than softmax's buffer of
+    exponentials (4096), which rescale the output in place."""
+    before = ctensor.get_num_threads()
+    try:
+        ctensor.set_num_threads(1)
+        _huge_rows_stream_with_the_same_bits(op, shape)
+    finally:
+        ctensor.set_num_threads(before)
+
+
+def _huge_rows_stream_with_the_same_bits(op, shape):
     rng = np.random.default_rng(22)
-    rows, n = 2100, 1023  # odd rows: every alignment of a row start
+    rows, n = shape
     x = (rng.standard_normal((rows, n)) * 4).astype(np.float32)
     w = rng.standard_normal(n).astype(np.float32)
 
@@ -367,7 +397,7 @@ def test_rows_of_a_huge_output_stream_with_the_same_bits(op):
 
     out = misaligned_empty(x.shape)
     run(x, out)
-    pieces = np.concatenate([run(x[i:i + 100]) for i in range(0, rows, 100)])
+    pieces = np.concatenate([run(x[i:i + 20]) for i in range(0, rows, 20)])
     np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))
 
 

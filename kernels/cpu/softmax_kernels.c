@@ -22,6 +22,7 @@
 #include "cpu_register.h"
 #include "reduce_plan.h"
 #include "strided_iter.h"
+#include "stream_store.h"
 #include "vector_math.h"
 
 #define CT_SOFTMAX_CHUNK 256      /* most lanes a task: 3 x 2 KB of maxima, sums, scratch */
@@ -216,9 +217,9 @@ typedef struct ct_softmax_fns {
         const ct_vector_math* vm = ct_vector_math_get();                                          \
         float* op = (float*)b->out + ib;                                                          \
         if (LOG) {                                                                                \
-          vm->subtract2_f32((const float*)b->x + ib, op, ie - ib, (float)a[0], (float)inv[0]);    \
+          vm->subtract2_f32((const float*)b->x + ib, op, ie - ib, (float)a[0], (float)inv[0], 0); \
         } else {                                                                                  \
-          vm->scale_f32(op, op, ie - ib, (float)inv[0]);                                          \
+          vm->scale_f32(op, op, ie - ib, (float)inv[0], 0);                                       \
         }                                                                                         \
       } else if (sx == (int64_t)sizeof(T) && so == (int64_t)sizeof(T)) {                          \
         const T* xp = (const T*)b->x;                                                             \
@@ -272,18 +273,32 @@ typedef struct ct_softmax_plan {
   bool vector_rows; /* tasks are contiguous float32 rows: ct_softmax_row_f32 */
 } ct_softmax_plan;
 
-/* One contiguous float32 row (n >= 1), whole: max, exp(x - max) into the output with their sum,
- * output rescaled in place (log_softmax: x - max - log(sum)). */
+/* Rows of at most this many float32 elements keep their exponentials in a buffer on the stack
+ * (in L1) when the output is streamed (ct_softmax_row_f32). */
+#define CT_SOFTMAX_ROW_BUFFER 4096
+
+/* One contiguous float32 row (n >= 1), whole: max, exp(x - max) with their sum, then the output
+ * (x - max - log(sum) for log_softmax). With stream (stream_store.h: the caller fences), the
+ * output's whole lines are written once, with non-temporal stores, from exponentials kept in a
+ * buffer: exp into the output and rescaling it in place read every output line for ownership
+ * and wrote it back later, 1.5 times the traffic of reading the input and writing the output.
+ * Rows too long for the buffer, and rows not streamed, rescale the output in place. */
 static void ct_softmax_row_f32(const ct_vector_math* vm, const float* x, float* out, int64_t n,
-                               bool log_softmax) {
+                               bool log_softmax, int stream) {
   const float mx = vm->max_f32(x, n);
   if (log_softmax) {
     const double sum = vm->exp_sum_f32(x, NULL, n, mx);
-    vm->subtract2_f32(x, out, n, mx, (float)log(sum));
+    vm->subtract2_f32(x, out, n, mx, (float)log(sum), stream);
+    return;
+  }
+  if (stream && n <= CT_SOFTMAX_ROW_BUFFER) {
+    _Alignas(64) float exps[CT_SOFTMAX_ROW_BUFFER];
+    const double sum = vm->exp_sum_f32(x, exps, n, mx);
+    vm->scale_f32(exps, out, n, (float)(1.0 / sum), stream);
     return;
   }
   const double sum = vm->exp_sum_f32(x, out, n, mx);
-  vm->scale_f32(out, out, n, (float)(1.0 / sum));
+  vm->scale_f32(out, out, n, (float)(1.0 / sum), 0);
 }
 
 static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_block* b) {
@@ -312,11 +327,15 @@ static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
   const ct_softmax_plan* p = context;
   if (p->vector_rows) {
     const ct_vector_math* vm = ct_vector_math_get();
+    /* a huge share of the output skips the caches (stream_store.h) */
+    const int stream = ct_stream_worth((end - begin) * p->n * (int64_t)sizeof(float));
     for (int64_t t = begin; t < end; ++t) {
       ct_softmax_block b;
       ct_softmax_task_at(p, t, &b);
-      ct_softmax_row_f32(vm, (const float*)b.x, (float*)b.out, p->n, p->fns->vector_rows == 2);
+      ct_softmax_row_f32(vm, (const float*)b.x, (float*)b.out, p->n, p->fns->vector_rows == 2,
+                         stream);
     }
+    if (stream) ct_stream_fence(); /* the rows' non-temporal stores, once */
     return;
   }
   double m[CT_SOFTMAX_CHUNK], s[CT_SOFTMAX_CHUNK], scratch[CT_SOFTMAX_CHUNK];

@@ -32,18 +32,18 @@ typedef struct ct_vector_math {
   const char* isa; /* "generic", "avx2" or "avx512" */
   /* dst = exp(src); with stream != 0, dst's whole lines are written with non-temporal stores
    * (the same results; stream_store.h says when that pays), which the caller fences
-   * (ct_stream_fence) after its last call. softmax rows store normally: their last pass rescales
-   * a row still in cache. */
+   * (ct_stream_fence) after its last call. */
   void (*exp_f32)(const float* src, float* dst, int64_t n, int stream);
-  /* The largest element, nan if any is nan; -inf for n == 0. */
+  /* The largest element, nan if any is nan; -inf for n == 0 (either zero where -0 and +0 are
+   * the largest: the lanes are taken in several chains). */
   float (*max_f32)(const float* src, int64_t n);
   /* Sum (in double) of exp(src - shift); the exponentials are stored in dst unless it is NULL.
    * Prefetches the n elements after src and dst (the next row) meanwhile. */
   double (*exp_sum_f32)(const float* src, float* dst, int64_t n, float shift);
-  /* dst = src * factor */
-  void (*scale_f32)(const float* src, float* dst, int64_t n, float factor);
-  /* dst = (src - a) - b (log_softmax's last step) */
-  void (*subtract2_f32)(const float* src, float* dst, int64_t n, float a, float b);
+  /* dst = src * factor (softmax's last step); stream as exp_f32's */
+  void (*scale_f32)(const float* src, float* dst, int64_t n, float factor, int stream);
+  /* dst = (src - a) - b (log_softmax's last step); stream as exp_f32's */
+  void (*subtract2_f32)(const float* src, float* dst, int64_t n, float a, float b, int stream);
   /* One layer_norm (center != 0) or rms_norm (center == 0) row: the mean, then the sum of
    * squared deviations corrected by their sum (partial sums in float over 8 blocks of 16
    * elements, totals in double), then dst = (src - mean) * rstd * weight + bias; weight and
