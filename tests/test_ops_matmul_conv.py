@@ -415,13 +415,14 @@ def test_conv2d_rejects_bad_shapes():
         ((1, 130, 11, 6), 140, (2, 1), True, False),  # channels off the transforms' blocks
         ((3, 128, 14, 14), 160, (1, 1), True, True),
         ((1, 128, 40, 70), 128, (1, 1), False, False),  # tile rows wider than one run
+        ((2, 64, 9, 11), 64, (1, 1), True, True),  # Winograd with AVX-512, direct without
     ],
 )
 def test_conv2d_winograd(x_shape, out_channels, padding, bias, sliced):
-    """float32 3x3 stride-1 convolutions with enough channels for the Winograd path (128 and 9
-    tiles: CT_WINOGRAD_MIN_CHANNELS and CT_WINOGRAD_MIN_TILES in conv2d_winograd.c): odd and even
-    sizes, every padding, and (sliced) every other channel of a reversed input written into every
-    other channel of a larger output."""
+    """float32 3x3 stride-1 convolutions with enough channels for the Winograd path (128, or 64
+    with AVX-512, and 9 tiles: CT_WINOGRAD_MIN_CHANNELS* and CT_WINOGRAD_MIN_TILES in
+    conv2d_winograd.c): odd and even sizes, every padding, and (sliced) every other channel of a
+    reversed input written into every other channel of a larger output."""
     rng = np.random.default_rng(sum(x_shape) + out_channels)
     n, c, h, w_ = x_shape
     if sliced:
