@@ -5,7 +5,8 @@ threaded paths, and each instruction set's micro-kernels.
 CTENSOR_CPU_ISA=generic|avx2|avx512 (read once, at the first GEMM) caps the micro-kernel set;
 a set the CPU lacks falls back to the widest one it has, so every value runs on every machine.
 Each set runs the same cases in a fresh interpreter. Tile shapes: generic 4 × 8 (float32) and
-4 × 4 (float64), AVX2 6 × 16 and 6 × 8, AVX-512 12 × 32 and 12 × 16; blocks of 256 or 512 in k.
+4 × 4 (float64), AVX2 6 × 16 and 6 × 8, AVX-512 12 × 32 and 12 × 16; blocks of 256, 512 or 1024
+in k (float32 on AVX-512: 1024).
 """
 
 from __future__ import annotations
@@ -181,14 +182,14 @@ def conv2d_cases(dtype: str) -> None:
 
 def winograd_cases() -> None:
     """float32 3x3 convolutions on the Winograd path, whose transformed input and weights are the
-    GEMM's A and B as it reads them (prepacked, never packed): input channels cut into unequal
-    depth blocks by every set's blocking (601 = 301 + 300, or 201 + 200 + 200 for the generic
-    set's 256) under tiles filling two micro-panels of rows or more (24), tiles short of a whole
-    micro-panel (2 x 12 = 24 of 36 rows on AVX-512), and output channels short of a whole
-    micro-panel (130 of 136, 144 or 160 columns)."""
+    GEMM's A and B as it reads them (prepacked, never packed): input channels cut into depth
+    blocks by every set's blocking (1025 = 513 + 512 with AVX-512's 1024, 342 + 342 + 341 with
+    AVX2's 512, five of 205 with the generic set's 256) under tiles filling two micro-panels of
+    rows or more (24), tiles short of a whole micro-panel (2 x 12 = 24 of 36 rows on AVX-512), and
+    output channels short of a whole micro-panel (130 of 136, 144 or 160 columns)."""
     rng = _rng(4)
     attrs = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1}
-    for x_shape, out_channels in [((2, 601, 6, 7), 136), ((2, 128, 6, 7), 130)]:
+    for x_shape, out_channels in [((2, 1025, 6, 7), 136), ((2, 128, 6, 7), 130)]:
         x = rng.uniform(-1, 1, x_shape).astype(np.float32)
         w = rng.uniform(-1, 1, (out_channels, x_shape[1], 3, 3)).astype(np.float32)
         b = rng.uniform(-1, 1, out_channels).astype(np.float32)
