@@ -19,7 +19,8 @@
  * Small products (at most the set's unpacked_max elements of A and B per batch entry, depth up to
  * CT_GEMM_UNPACKED_MAX_K) whose A, B and C have unit column strides and the accumulator's type
  * skip the packing: the unpacked micro-kernels read A and B where they lie and mask the edge
- * tiles instead of going through the scratch tile.
+ * tiles instead of going through the scratch tile. Where the threads would share such products
+ * (few of them), each product's rows are cut into one chunk per thread instead.
  *
  * Where C has the accumulator's type and unit column stride, the micro-kernels write C in place
  * and add the later KC blocks to it ("direct"). Otherwise (float16/bfloat16 outputs, strided C)
