@@ -1120,6 +1120,18 @@ static int ctpy_allocation_call(const ct_tensor_info* info, PyObject* prepare, P
   return -1;
 }
 
+/* Appends `array`, an output just allocated (a new reference, which this takes; NULL: the
+ * allocation raised), to the list `results` and reads it into slot i. Returns 0, or
+ * CTPY_FAST_NEED_PYTHON. */
+static int ctpy_adopt_new_output(ctpy_frame* f, int32_t i, PyObject* array, PyObject* results) {
+  const int rc = !array || PyList_Append(results, array) != 0 ||
+                         ctpy_view_locked(f, i, array, CTPY_READ_NEW_OUTPUT) != 0
+                     ? CTPY_FAST_NEED_PYTHON
+                     : 0;
+  Py_XDECREF(array); /* `results` holds it */
+  return rc;
+}
+
 /* Allocates the n_out outputs inferred into f->infos, with the GIL: calls what
  * ctpy_allocation_call gives (`prepare`, and `dtypes`: a dict, dtype key -> the framework's
  * dtype object), appends each new array to the list `results` and reads it into slot n + j.
@@ -1137,11 +1149,7 @@ static int ctpy_allocate_locked(ctpy_frame* f, int32_t n, int32_t n_out, PyObjec
       Py_DECREF(args);
       Py_XDECREF(kwargs);
     }
-    if (!array || PyList_Append(results, array) != 0 ||
-        ctpy_view_locked(f, n + j, array, CTPY_READ_NEW_OUTPUT) != 0) {
-      rc = CTPY_FAST_NEED_PYTHON;
-    }
-    Py_XDECREF(array); /* `results` holds it */
+    rc = ctpy_adopt_new_output(f, n + j, array, results);
   }
   if (PyErr_Occurred()) PyErr_Clear();
   return rc;
@@ -1277,12 +1285,8 @@ static int ctpy_allocate_recipe(ctpy_frame* f, int32_t n, const ctpy_new_recipe*
   int rc = 0;
   for (int32_t j = 0; rc == 0 && j < r->n_out; ++j) {
     f->infos[j] = r->infos[j];
-    PyObject* array = PyObject_Call(r->fn[j], r->args[j], r->kwargs[j]);
-    if (!array || PyList_Append(results, array) != 0 ||
-        ctpy_view_locked(f, n + j, array, CTPY_READ_NEW_OUTPUT) != 0) {
-      rc = CTPY_FAST_NEED_PYTHON;
-    }
-    Py_XDECREF(array); /* `results` holds it */
+    rc = ctpy_adopt_new_output(f, n + j, PyObject_Call(r->fn[j], r->args[j], r->kwargs[j]),
+                               results);
   }
   if (PyErr_Occurred()) PyErr_Clear();
   return rc;
