@@ -87,7 +87,7 @@ typedef struct ct_gemm_plan {
   int64_t prepack_bytes, m_padded;
   int64_t n_padded; /* columns of a prepacked B's depth blocks (ct_gemm_prepacked_b_layout) */
   bool prepacked;
-  bool unpacked; /* small products: A and B read in place (ct_gemm_unpacked_fits), by the driver */
+  bool unpacked; /* small products: A and B read in place (ct_gemm_unpacked_fits) */
   void* prepack; /* set by the driver */
   int threads;   /* slots asked for: threads worth using */
   int64_t a_bytes, b_bytes, c_bytes; /* per slot, each a multiple of CT_GEMM_ALIGN */
@@ -124,6 +124,17 @@ static int64_t ct_gemm_depth_block(int64_t k, int64_t kc) {
   return ct_div_up(depth, ct_div_up(depth, kc));
 }
 
+/* Whether descriptor `w` (as computed, C written directly) is small enough for the unpacked
+ * micro-kernels (unpacked_max elements of A and B, ct_gemm_blocking: packing would cost a good
+ * part of its multiply-adds) and laid out for them to read in place: unit column strides,
+ * nothing supplied packed. */
+#define CT_GEMM_UNPACKED_MAX_K 512
+static bool ct_gemm_unpacked_fits(const ct_gemm_desc* w, int64_t unpacked_max) {
+  return !w->pack_b && !w->a_prepacked && !w->b_prepacked && w->a_cs == 1 && w->b_cs == 1 &&
+         w->c_cs == 1 && w->k > 0 && w->k <= CT_GEMM_UNPACKED_MAX_K &&
+         w->m * w->k + w->k * w->n <= unpacked_max;
+}
+
 /* The descriptor the packed path works on (possibly transposed) and its plan. `out_is_acc`:
  * C has the accumulator's type. Returns false where the packed path does not apply (a GEMV or
  * an empty depth without an implicit B, which the simple path does better).
@@ -132,7 +143,7 @@ static int64_t ct_gemm_depth_block(int64_t k, int64_t kc) {
  * on which way round the product is computed, so a workspace asked for with compact outputs
  * serves strided ones too. */
 static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blocking,
-                              int64_t acc_size, bool out_is_acc, ct_gemm_desc* work,
+                              int64_t acc_size, bool in_is_acc, bool out_is_acc, ct_gemm_desc* work,
                               ct_gemm_plan* plan) {
   *work = *d;
   /* An operand supplied by a packer or prepacked: the packed path must run, as it is, without
@@ -188,10 +199,10 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   const bool transposed = !given && out_is_acc && d->c_cs != 1 && d->c_rs == 1;
   if (transposed) ct_gemm_transpose_desc(work);
   plan->prepacked = plan->prepack_bytes > 0 && !transposed && work->batch_ndim == d->batch_ndim;
-  plan->unpacked = false; /* decided by the driver, which knows the micro-kernels */
   const int64_t m = work->m, n = work->n;
   plan->staged = !(out_is_acc && work->c_cs == 1);
   plan->shared = !plan->staged && parallel && batch < (int64_t)threads * CT_GEMM_ITEMS_PER_THREAD;
+  plan->unpacked = in_is_acc && !plan->staged && ct_gemm_unpacked_fits(work, bk.unpacked_max);
   if (plan->staged) {
     bk.nc = (int32_t)staged_nc;
     plan->m_chunk = bk.mc;
@@ -199,6 +210,17 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   } else {
     plan->m_chunk = m;
     plan->n_chunk = n;
+  }
+  if (plan->unpacked) {
+    /* Nothing is packed. Where the threads would have shared each product (few of them), each
+     * product's rows are cut into one chunk of whole micro-panels per thread instead. float32
+     * on 2 threads, Zen 4, packed and shared -> unpacked in halves: 256^3 168 -> 182-196
+     * GFLOP/s, 192^3 134 -> 165-187, three 128^3 products 112 -> 159-170. */
+    plan->prepacked = false;
+    if (plan->shared) {
+      plan->shared = false;
+      plan->m_chunk = ct_round_up(ct_div_up(m, plan->threads), bk.mr);
+    }
   }
   plan->bk = bk;
   plan->n_padded = ct_round_up(n, bk.nr);
@@ -208,30 +230,6 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   plan->n_chunks = ct_div_up(n, plan->n_chunk);
   plan->items = batch * plan->m_chunks * plan->n_chunks;
   return true;
-}
-
-/* Whether the products of plan `plan` for descriptor `w` (as computed) are small enough for
- * the unpacked micro-kernels (blocking->unpacked_max: packing would cost a good part of their
- * multiply-adds) and laid out for them to read in place: unit column strides, C written
- * directly, nothing supplied packed. */
-#define CT_GEMM_UNPACKED_MAX_K 512
-static bool ct_gemm_unpacked_fits(const ct_gemm_desc* w, const ct_gemm_plan* plan) {
-  return !plan->staged && !w->pack_b && !w->a_prepacked && !w->b_prepacked && w->a_cs == 1 &&
-         w->b_cs == 1 && w->c_cs == 1 && w->k > 0 && w->k <= CT_GEMM_UNPACKED_MAX_K &&
-         w->m * w->k + w->k * w->n <= plan->bk.unpacked_max;
-}
-
-/* An unpacked plan's work items: whole products, or, where the threads would have shared each
- * product (few of them), each product's rows cut into one chunk of whole micro-panels per thread.
- * float32 on 2 threads, Zen 4, packed and shared -> unpacked in halves: 256^3 168 -> 182-196
- * GFLOP/s, 192^3 134 -> 165-187, three 128^3 products 112 -> 159-170. */
-static void ct_gemm_unpacked_items(const ct_gemm_desc* w, ct_gemm_plan* plan) {
-  plan->prepacked = false;
-  if (!plan->shared) return;
-  plan->shared = false;
-  plan->m_chunk = ct_round_up(ct_div_up(w->m, plan->threads), plan->bk.mr);
-  plan->m_chunks = ct_div_up(w->m, plan->m_chunk);
-  plan->items = plan->batch * plan->m_chunks * plan->n_chunks;
 }
 
 /* Offsets (in elements) of batch entry `index` in A, B and C. */
@@ -611,8 +609,8 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     ct_gemm_desc work;                                                                             \
     ct_gemm_plan plan;                                                                             \
     if (d->m <= 0 || d->n <= 0) return 0;                                                          \
-    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,       \
-                           &plan)) {                                                               \
+    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC),                          \
+                           CT_GEMM_IN_IS_ACC(TIN, ACC), OUT_IS_ACC, &work, &plan)) {               \
       return 0;                                                                                    \
     }                                                                                              \
     return (uint64_t)plan.prepack_bytes + (uint64_t)plan.threads * (uint64_t)plan.slot_bytes;      \
@@ -623,13 +621,10 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     ct_gemm_desc work;                                                                             \
     ct_gemm_plan plan;                                                                             \
     if (!d->workspace) return false;                                                               \
-    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC), OUT_IS_ACC, &work,       \
-                           &plan)) {                                                               \
+    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC),                          \
+                           CT_GEMM_IN_IS_ACC(TIN, ACC), OUT_IS_ACC, &work, &plan)) {               \
       return false;                                                                                \
     }                                                                                              \
-    plan.unpacked = _Generic((TIN)0, ACC: true, default: false) && uk->PREC##_unpacked[1] &&       \
-                    ct_gemm_unpacked_fits(&work, &plan);                                           \
-    if (plan.unpacked) ct_gemm_unpacked_items(&work, &plan);                                       \
     const uintptr_t base = (uintptr_t)d->workspace;                                                \
     const uintptr_t aligned = (base + CT_GEMM_ALIGN - 1) / CT_GEMM_ALIGN * CT_GEMM_ALIGN;          \
     if (d->workspace_size < aligned - base) return false;                                          \
@@ -662,6 +657,10 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     }                                                                                              \
     return true;                                                                                   \
   }
+
+/* Whether an instance's inputs have its accumulator's type (the unpacked micro-kernels read
+ * them in place). */
+#define CT_GEMM_IN_IS_ACC(TIN, ACC) _Generic((TIN)0, ACC: true, default: false)
 
 #ifdef _OPENMP
 #define CT_GEMM_THREAD_NUM(thread, team) \

@@ -46,7 +46,8 @@ typedef struct ct_gemm_blocking {
   int32_t mr, nr;
   int32_t mc, kc, nc;
   /* Products whose A and B hold at most this many elements (m·k + k·n, per batch entry) run
-   * the unpacked micro-kernels, reading A and B in place (0: never). */
+   * the unpacked micro-kernels, reading A and B in place (0: never; nonzero only in sets that
+   * have them). */
   int32_t unpacked_max;
 } ct_gemm_blocking;
 
