@@ -931,6 +931,14 @@ static int32_t ctpy_layout_key(const ctpy_frame* f, int32_t count, int64_t* key)
   return w;
 }
 
+static void ctpy_recipes_clear(void); /* the recipes of calls without out=, below */
+
+/* Whether a cached layout key (words, key) is `probe` (probe_words of them). */
+static int ctpy_same_key(int32_t words, const int64_t* key, int32_t probe_words,
+                         const int64_t* probe) {
+  return words == probe_words && memcmp(key, probe, sizeof(int64_t) * probe_words) == 0;
+}
+
 static void ctpy_plan_cache_clear(void) {
   for (int32_t i = 0; i < CTPY_PLAN_CACHE_SIZE; ++i) {
     ct_plan_destroy(ctpy_plan_cache[i].plan);
@@ -939,11 +947,12 @@ static void ctpy_plan_cache_clear(void) {
   }
 }
 
-/* Empties the cache when the registry changed since its plans were made. */
+/* Empties the plan cache and the recipes when the registry changed since they were made. */
 static void ctpy_plan_cache_sync(void) {
   const uint64_t generation = ct_registry_generation();
   if (generation != ctpy_plan_cache_generation) {
     ctpy_plan_cache_clear();
+    ctpy_recipes_clear();
     ctpy_plan_cache_generation = generation;
   }
 }
@@ -953,9 +962,7 @@ static ct_plan* ctpy_plan_cache_find(const ct_op* op, const int64_t* key, int32_
   ctpy_plan_cache_sync();
   for (int32_t i = 0; i < CTPY_PLAN_CACHE_SIZE; ++i) {
     const ctpy_cached_plan* c = &ctpy_plan_cache[i];
-    if (c->op == op && c->words == words && memcmp(c->key, key, sizeof(int64_t) * words) == 0) {
-      return c->plan;
-    }
+    if (c->op == op && ctpy_same_key(c->words, c->key, words, key)) return c->plan;
   }
   return NULL;
 }
@@ -1205,8 +1212,9 @@ static int ctpy_fast_new(ctpy_frame* f, const ct_op* op, intptr_t args, const ct
  * ctpy_fast_new_held keeps, for its last few (op, prepare, input layouts), what ct_op_infer
  * said about the outputs and how to allocate each (ctpy_allocation_call's callable, args and
  * kwargs, references held): a call whose inputs were seen before skips infer, which depends on
- * nothing else, and builds no Python object before allocating. Emptied when the registry
- * changes, as the plan cache is. With the GIL, one call at a time (FastOp's busy flag). */
+ * nothing else, and builds no Python object before allocating. Emptied with the plan cache
+ * when the registry changes (ctpy_plan_cache_sync). With the GIL, one call at a time (FastOp's
+ * busy flag). */
 #define CTPY_RECIPE_CACHE_SIZE 8
 #define CTPY_RECIPE_MAX_OUTPUTS 4
 typedef struct ctpy_new_recipe {
@@ -1222,7 +1230,6 @@ typedef struct ctpy_new_recipe {
 } ctpy_new_recipe;
 static ctpy_new_recipe ctpy_recipes[CTPY_RECIPE_CACHE_SIZE];
 static int32_t ctpy_recipe_next = 0;
-static uint64_t ctpy_recipe_generation = 0;
 
 static void ctpy_recipe_clear(ctpy_new_recipe* r) {
   for (int32_t j = 0; j < r->n_out; ++j) {
@@ -1235,18 +1242,17 @@ static void ctpy_recipe_clear(ctpy_new_recipe* r) {
   r->n_out = 0;
 }
 
+static void ctpy_recipes_clear(void) {
+  for (int32_t i = 0; i < CTPY_RECIPE_CACHE_SIZE; ++i) ctpy_recipe_clear(&ctpy_recipes[i]);
+}
+
 /* The recipe for (op, prepare, key), or NULL. */
 static const ctpy_new_recipe* ctpy_recipe_find(const ct_op* op, PyObject* prepare,
                                                const int64_t* key, int32_t words) {
-  const uint64_t generation = ct_registry_generation();
-  if (generation != ctpy_recipe_generation) {
-    for (int32_t i = 0; i < CTPY_RECIPE_CACHE_SIZE; ++i) ctpy_recipe_clear(&ctpy_recipes[i]);
-    ctpy_recipe_generation = generation;
-  }
+  ctpy_plan_cache_sync();
   for (int32_t i = 0; i < CTPY_RECIPE_CACHE_SIZE; ++i) {
     const ctpy_new_recipe* r = &ctpy_recipes[i];
-    if (r->op == op && r->prepare == prepare && r->words == words &&
-        memcmp(r->key, key, sizeof(int64_t) * words) == 0) {
+    if (r->op == op && r->prepare == prepare && ctpy_same_key(r->words, r->key, words, key)) {
       return r;
     }
   }
