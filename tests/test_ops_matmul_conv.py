@@ -416,6 +416,9 @@ def test_conv2d_rejects_bad_shapes():
         ((3, 128, 14, 14), 160, (1, 1), True, True),
         ((1, 128, 40, 70), 128, (1, 1), False, False),  # tile rows wider than one run
         ((2, 64, 9, 11), 64, (1, 1), True, True),  # Winograd with AVX-512, direct without
+        # V of 9 MB, streamed to memory, its last micro-panel partly padding (1122 tiles)
+        ((1, 128, 65, 67), 128, (1, 1), True, False),
+        ((2, 128, 45, 45), 144, (1, 1), False, True),  # streamed, gathered a float at a time
     ],
 )
 def test_conv2d_winograd(x_shape, out_channels, padding, bias, sliced):
