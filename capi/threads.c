@@ -13,6 +13,7 @@ static atomic_int ct_num_threads_setting = 0; /* 0: OpenMP's default */
 int ct_cpu_num_threads(void) {
   const int n = atomic_load_explicit(&ct_num_threads_setting, memory_order_relaxed);
 #ifdef _OPENMP
+  if (omp_in_parallel()) return 1; /* inside a parallel region: nested regions would get one */
   return n > 0 ? n : omp_get_max_threads();
 #else
   (void)n;

@@ -414,11 +414,14 @@ def test_conv2d_rejects_bad_shapes():
         ((2, 128, 7, 9), 136, (0, 0), False, True),
         ((1, 130, 11, 6), 140, (2, 1), True, False),  # channels off the transforms' blocks
         ((3, 128, 14, 14), 160, (1, 1), True, True),
-        ((1, 128, 40, 70), 128, (1, 1), False, False),  # tile rows wider than one run
+        # fused (chunks of 70 tiles run whole by one thread), panels across tile rows
+        ((1, 128, 40, 70), 128, (1, 1), False, False),
         ((2, 64, 9, 11), 64, (1, 1), True, True),  # Winograd with AVX-512, direct without
-        # V of 9 MB, streamed to memory, its last micro-panel partly padding (1122 tiles)
-        ((1, 128, 65, 67), 128, (1, 1), True, False),
-        ((2, 128, 45, 45), 144, (1, 1), False, True),  # streamed, gathered a float at a time
+        ((3, 64, 31, 33), 64, (1, 1), True, True),  # fused with AVX-512, the last chunk short
+        # V of 9-10 MB, streamed to memory, the last micro-panel partly padding (1122 tiles), the
+        # last channel block short (136 = 8 x 16 + 8) or the input gathered a float at a time
+        ((1, 136, 65, 67), 136, (1, 1), True, False),
+        ((2, 128, 45, 45), 144, (1, 1), False, True),
     ],
 )
 def test_conv2d_winograd(x_shape, out_channels, padding, bias, sliced):
@@ -445,6 +448,45 @@ def test_conv2d_winograd(x_shape, out_channels, padding, bias, sliced):
     else:
         result = ctensor.ops.conv2d(x, w, bias=b, **attrs)
     conv_check(x, w, b, attrs, result, "float32")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_conv2d_winograd_fused_thread_counts(threads):
+    """The fused Winograd chunks (64 and 128 channels, conv2d_winograd.c) on one thread, two, and
+    more threads than chunks of the smaller call, each thread running its own."""
+    rng = np.random.default_rng(threads)
+    before = ctensor.get_num_threads()
+    attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    try:
+        ctensor.set_num_threads(threads)
+        for x_shape, out_channels in [((4, 128, 32, 16), 96), ((7, 96, 26, 14), 128)]:
+            x = rng.standard_normal(x_shape).astype(np.float32)
+            w = rng.standard_normal((out_channels, x_shape[1], 3, 3)).astype(np.float32)
+            b = rng.standard_normal(out_channels).astype(np.float32)
+            conv_check(x, w, b, attrs, ctensor.ops.conv2d(x, w, bias=b, **attrs), "float32")
+    finally:
+        ctensor.set_num_threads(before)
+
+
+def test_conv2d_winograd_fused_bound_before_threads_grew():
+    """A bound call keeps the workspace asked for when it was bound: fused Winograd, bound on one
+    thread and replayed on three, runs on as many threads as that workspace has room for."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 128, 40, 36)).astype(np.float32)
+    w = rng.standard_normal((128, 128, 3, 3)).astype(np.float32)
+    out = np.empty((2, 128, 40, 36), np.float32)
+    attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
+    before = ctensor.get_num_threads()
+    try:
+        ctensor.set_num_threads(1)
+        call = ctensor.bind(ctensor.ops.conv2d, x, w, out=out, **attrs)
+        ctensor.set_num_threads(3)
+        for _ in range(3):
+            out[:] = np.nan
+            assert call() is out
+            conv_check(x, w, None, attrs, out, "float32")
+    finally:
+        ctensor.set_num_threads(before)
 
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])

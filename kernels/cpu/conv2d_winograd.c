@@ -18,16 +18,33 @@
 #include <string.h>
 
 #include "cpu_isa.h"
+#include "cpu_threads.h"
 #include "gemm.h"
 #include "int_div.h"
 #include "stream_store.h"
 #include "strided_iter.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define CT_WINOGRAD_ALIGN 64
 /* Bytes of V and M together per chunk of tiles (the products' operands stay in L3). */
 #define CT_WINOGRAD_CHUNK_BYTES ((int64_t)24 << 20)
 /* Fewest tiles a chunk has (when there are that many). */
 #define CT_WINOGRAD_MIN_CHUNK 96
+/* Fused mode (ct_winograd_fused_chunks), where U is at most CT_WINOGRAD_FUSED_U_BYTES (64 and 128
+ * channels): chunks of about CT_WINOGRAD_FUSED_CHUNK_BYTES of V and M, and at least
+ * CT_WINOGRAD_FUSED_MIN_TILES tiles (a product's rows), where the batch has
+ * CT_WINOGRAD_FUSED_MIN_CHUNKS of them. The choice depends on shapes alone, not on the thread
+ * count, so the workspace asked for always fits the plan made when running. 2 threads,
+ * Zen 4, GFLOP/s, chunks shared by both threads -> fused: (8, 64, 56, 56) 196 -> 272-284, one
+ * thread 103 -> 152; (8, 128, 28, 28) 317 -> 346-349. (8, 256, 14, 14), whose U is 4 MB, read for
+ * every chunk: +2-6 %, within the noise; (8, 512, 7, 7): -25 %. */
+#define CT_WINOGRAD_FUSED_U_BYTES ((int64_t)1 << 20)
+#define CT_WINOGRAD_FUSED_CHUNK_BYTES ((int64_t)640 << 10)
+#define CT_WINOGRAD_FUSED_MIN_CHUNKS 8
+#define CT_WINOGRAD_FUSED_MIN_TILES 64
 /* The Winograd path pays from this many input and output channels and tiles per image on
  * (tests/test_ops_matmul_conv.py's Winograd cases sit at these bounds: raising them would send
  * those cases to the direct paths). With AVX-512 from 64 channels: 2 threads, Zen 4, direct ->
@@ -59,6 +76,7 @@ typedef struct ct_winograd_v_layout {
 /* Tiles per image (th rows of tw), all tiles, and the chunk (tiles per product). */
 typedef struct ct_winograd_plan {
   int64_t th, tw, tiles, chunk;
+  bool fused; /* each thread runs whole chunks (ct_winograd_fused_chunks) */
   ct_winograd_u_layout u;
   ct_winograd_v_layout v;
   int64_t u_bytes, v_bytes, m_bytes;
@@ -69,8 +87,14 @@ static void ct_winograd_make_plan(const ct_conv2d_winograd_job* job, ct_winograd
   plan->tw = ct_div_up(job->ow, 2);
   plan->tiles = job->n * plan->th * plan->tw;
   const int64_t per_tile = 16 * (job->c + job->k) * (int64_t)sizeof(float);
-  int64_t chunk = CT_WINOGRAD_CHUNK_BYTES / per_tile;
-  if (chunk < CT_WINOGRAD_MIN_CHUNK) chunk = CT_WINOGRAD_MIN_CHUNK;
+  const int64_t u_size = 16 * job->c * job->k * (int64_t)sizeof(float);
+  int64_t fused_tiles = CT_WINOGRAD_FUSED_CHUNK_BYTES / per_tile;
+  if (fused_tiles < CT_WINOGRAD_FUSED_MIN_TILES) fused_tiles = CT_WINOGRAD_FUSED_MIN_TILES;
+  plan->fused =
+      u_size <= CT_WINOGRAD_FUSED_U_BYTES &&
+      job->n * plan->th >= CT_WINOGRAD_FUSED_MIN_CHUNKS * ct_div_up(fused_tiles, plan->tw);
+  int64_t chunk = plan->fused ? fused_tiles : CT_WINOGRAD_CHUNK_BYTES / per_tile;
+  if (!plan->fused && chunk < CT_WINOGRAD_MIN_CHUNK) chunk = CT_WINOGRAD_MIN_CHUNK;
   /* whole tile rows, in near-equal chunks */
   const int64_t tile_rows = job->n * plan->th;
   int64_t rows = ct_div_up(chunk, plan->tw);
@@ -124,14 +148,22 @@ bool ct_conv2d_winograd_pays(const ct_conv2d_winograd_job* job) {
          ct_div_up(job->oh, 2) * ct_div_up(job->ow, 2) >= CT_WINOGRAD_MIN_TILES;
 }
 
+/* Bytes of V, M and the GEMM's buffers for one chunk (in fused mode: one thread's), a multiple of
+ * CT_WINOGRAD_ALIGN. */
+static uint64_t ct_winograd_slot_bytes(const ct_conv2d_winograd_job* job,
+                                       const ct_winograd_plan* plan) {
+  int64_t batch[4];
+  ct_gemm_desc d;
+  ct_winograd_gemm_desc(job, plan, plan->chunk, NULL, NULL, NULL, batch, &d);
+  const int64_t gemm = (int64_t)ct_gemm_workspace_f32(&d) + CT_GEMM_WORKSPACE_ALIGNMENT;
+  return (uint64_t)(plan->v_bytes + plan->m_bytes + ct_round_up(gemm, CT_WINOGRAD_ALIGN));
+}
+
 uint64_t ct_conv2d_winograd_workspace(const ct_conv2d_winograd_job* job) {
   ct_winograd_plan plan;
   ct_winograd_make_plan(job, &plan);
-  int64_t batch[4];
-  ct_gemm_desc d;
-  ct_winograd_gemm_desc(job, &plan, plan.chunk, NULL, NULL, NULL, batch, &d);
-  return (uint64_t)(plan.u_bytes + plan.v_bytes + plan.m_bytes) + ct_gemm_workspace_f32(&d) +
-         CT_GEMM_WORKSPACE_ALIGNMENT;
+  const uint64_t slots = plan.fused ? (uint64_t)ct_cpu_num_threads() : 1;
+  return (uint64_t)plan.u_bytes + slots * ct_winograd_slot_bytes(job, &plan);
 }
 
 /* ----- weight: U[ξ][c][k] = (G g Gᵀ)[i][j] for g = weight[k][c] ----- */
@@ -613,6 +645,52 @@ static void ct_winograd_output(int64_t begin, int64_t end, void* context) {
   ct_winograd_flag(ctx, bad);
 }
 
+/* The 16 products of the chunk at ctx->first, with the GEMM's buffers in `workspace`. */
+static void ct_winograd_products(const ct_winograd_context* ctx, void* workspace,
+                                 uint64_t workspace_size) {
+  int64_t batch[4];
+  ct_gemm_desc d;
+  ct_winograd_gemm_desc(ctx->job, ctx->plan, ctx->tiles, ctx->u, ctx->v, ctx->m, batch, &d);
+  d.workspace = workspace;
+  d.workspace_size = workspace_size;
+  ct_gemm_f32(&d);
+}
+
+/* Fused mode: chunks small enough that a thread's V and M stay in its L2 cache, each run whole by
+ * one thread (input transform, the 16 products on that thread alone, output transform), the
+ * threads taking the next chunk as they finish. This saves writing V and M to memory and reading
+ * them back, and the threads wait for each other once a call instead of three times a chunk; the
+ * weight transform's U, shared, is small enough to stay in L3 (CT_WINOGRAD_FUSED_U_BYTES). */
+typedef struct ct_winograd_fused {
+  ct_winograd_context* shared;
+  char* slots; /* per thread: V, M, the GEMM's workspace */
+  uint64_t slot_bytes;
+  int64_t chunks;
+  int64_t next; /* the next chunk to take */
+} ct_winograd_fused;
+
+static void ct_winograd_fused_chunks(ct_winograd_fused* f, int slot) {
+  const ct_winograd_plan* plan = f->shared->plan;
+  ct_winograd_context ctx = *f->shared;
+  char* base = f->slots + (uint64_t)slot * f->slot_bytes;
+  ctx.v = (float*)(void*)base;
+  ctx.m = (float*)(void*)(base + plan->v_bytes);
+  ctx.stream = CT_STREAM_OFF;
+  char* gemm = base + plan->v_bytes + plan->m_bytes;
+  const uint64_t gemm_bytes = f->slot_bytes - (uint64_t)(plan->v_bytes + plan->m_bytes);
+  for (;;) {
+    const int64_t i = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED);
+    if (i >= f->chunks || __atomic_load_n(&f->shared->nonfinite, __ATOMIC_RELAXED)) break;
+    ctx.first = i * plan->chunk;
+    ctx.tiles = plan->tiles - ctx.first < plan->chunk ? plan->tiles - ctx.first : plan->chunk;
+    ctx.v_rows = ct_round_up(ctx.tiles, plan->v.mr);
+    ct_winograd_input(0, ctx.v_rows / plan->v.mr * ct_winograd_channel_blocks(ctx.job), &ctx);
+    ct_winograd_products(&ctx, gemm, gemm_bytes);
+    ct_winograd_output(0, ctx.tiles / plan->tw * ct_div_up(plan->tw, CT_WINOGRAD_Y_TILES), &ctx);
+    ct_winograd_flag(f->shared, ctx.nonfinite);
+  }
+}
+
 bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
                             uint64_t workspace_size) {
   ct_winograd_plan plan;
@@ -626,13 +704,34 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
       .m = (float*)(void*)(base + plan.u_bytes + plan.v_bytes),
   };
   const int64_t used = plan.u_bytes + plan.v_bytes + plan.m_bytes;
-  /* V, when too large to stay in cache until the products read it, is streamed to memory: 2
-   * threads, Zen 4, (8, 64, 56, 56) 191 -> 218 GFLOP/s; V of 4 MB ((8, 512, 7, 7)) lost 10 %. */
+  /* Shared chunks: V, when too large to stay in cache until the products read it, is streamed
+   * to memory. 2 threads, Zen 4, (8, 64, 56, 56) run on shared chunks 191 -> 218 GFLOP/s; where V
+   * was 4 MB ((8, 512, 7, 7)), streaming lost 10 %. */
   const int stream = ct_stream_worth(plan.v_bytes) ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)
                                                    : CT_STREAM_OFF;
   ct_cpu_parallel_for(ct_div_up(plan.u.cols, CT_WINOGRAD_O_BLOCK),
                       64 * CT_WINOGRAD_O_BLOCK * job->c, ct_winograd_weight, &ctx);
   if (ctx.nonfinite) return false;
+  if (plan.fused) {
+    /* one slot a thread, as many threads as the workspace has slots for (fewer than the thread
+     * count where that grew since the workspace was asked for) */
+    const uint64_t slot = ct_winograd_slot_bytes(job, &plan);
+    const uint64_t slots = workspace_size > (uint64_t)plan.u_bytes
+                               ? (workspace_size - (uint64_t)plan.u_bytes) / slot
+                               : 0;
+    const int threads = slots < (uint64_t)ct_cpu_num_threads() ? (int)slots : ct_cpu_num_threads();
+    if (threads < 1) return false; /* a workspace smaller than asked for: the direct methods */
+    ct_winograd_fused f = {&ctx, base + plan.u_bytes, slot, ct_div_up(plan.tiles, plan.chunk), 0};
+#pragma omp parallel num_threads(threads)
+    {
+#ifdef _OPENMP
+      ct_winograd_fused_chunks(&f, omp_get_thread_num());
+#else
+      ct_winograd_fused_chunks(&f, 0);
+#endif
+    }
+    return !ctx.nonfinite;
+  }
   for (int64_t first = 0; first < plan.tiles; first += plan.chunk) {
     const int64_t tiles = plan.tiles - first < plan.chunk ? plan.tiles - first : plan.chunk;
     ctx.first = first;
@@ -641,12 +740,7 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
     ctx.stream = stream;
     ct_cpu_parallel_for(ctx.v_rows / plan.v.mr * ct_winograd_channel_blocks(job),
                         64 * CT_WINOGRAD_X_CHANNELS * plan.v.mr, ct_winograd_input, &ctx);
-    int64_t batch[4];
-    ct_gemm_desc d;
-    ct_winograd_gemm_desc(job, &plan, tiles, ctx.u, ctx.v, ctx.m, batch, &d);
-    d.workspace = base + used;
-    d.workspace_size = workspace_size - (uint64_t)used;
-    ct_gemm_f32(&d);
+    ct_winograd_products(&ctx, base + used, workspace_size - (uint64_t)used);
     ct_cpu_parallel_for(tiles / plan.tw * ct_div_up(plan.tw, CT_WINOGRAD_Y_TILES), /* whole rows */
                         48 * job->k * CT_WINOGRAD_Y_TILES, ct_winograd_output, &ctx);
     if (ctx.nonfinite) return false;

@@ -11,10 +11,12 @@
  * direct sum's rounding error. Tiles run in chunks, so that the transformed input and the
  * products stay bounded (CT_WINOGRAD_CHUNK_BYTES) whatever the image size.
  *
- * Workspace: U (16 · C · K floats, K rounded up to the GEMM's micro-panel width) and V (16 ·
- * tiles of a chunk · C, the tiles rounded up likewise), both written as the GEMM reads them so
- * that they are never packed again, M (16 · tiles of a chunk · K), then the GEMM's buffers. Calls
- * whose values are not all finite are left to the direct methods (ct_conv2d_winograd_run). */
+ * Workspace: U (16 · C · K floats, K rounded up to the GEMM's micro-panel width), then V (16 ·
+ * tiles of a chunk · C, the tiles rounded up likewise; U and V both written as the GEMM reads them
+ * so that they are never packed again), M (16 · tiles of a chunk · K) and the GEMM's buffers: once,
+ * for chunks the threads share, or once per thread for the small chunks of 64 and 128 channels,
+ * which each thread runs whole while they stay in its cache. Calls whose values are not all finite
+ * are left to the direct methods (ct_conv2d_winograd_run). */
 #ifndef CTENSOR_CPU_CONV2D_WINOGRAD_H_
 #define CTENSOR_CPU_CONV2D_WINOGRAD_H_
 
@@ -42,7 +44,8 @@ CT_INTERNAL uint64_t ct_conv2d_winograd_workspace(const ct_conv2d_winograd_job* 
  * Returns false, with the output partly written, where an input, weight, transformed value or
  * result is not finite: the transforms mix neighbouring positions (an infinity minus another
  * makes NaN where the direct sum keeps the infinity), so such calls must be computed again by a
- * direct method, which gives IEEE's answer position by position. */
+ * direct method, which gives IEEE's answer position by position. Also returns false, with nothing
+ * written, when the workspace is smaller than ct_conv2d_winograd_workspace asked for. */
 CT_INTERNAL bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
                                         uint64_t workspace_size);
 
