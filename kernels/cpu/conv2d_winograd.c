@@ -479,7 +479,8 @@ static CT_CPU_ISA_BODY void ct_winograd_input_panel_body(const ct_winograd_conte
     t += count;
   }
   for (int xi = 0; xi < 16; ++xi) { /* rows past the tiles (and past mr: turned, never stored) */
-    memset(done[xi][end - first], 0, (size_t)(CT_WINOGRAD_X_TILES - (end - first)) * CH * 4);
+    memset(done[xi][end - first], 0,
+           (size_t)(CT_WINOGRAD_X_TILES - (end - first)) * sizeof done[xi][0]);
   }
   /* where each channel's row of the panel starts; whether they follow each other mr apart */
   int64_t at[CH];
