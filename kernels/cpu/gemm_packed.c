@@ -43,6 +43,7 @@
 
 #include <string.h>
 
+#include "cpu_isa.h"
 #include "cpu_threads.h"
 #include "gemm_ukernel.h"
 #include "int_div.h"
@@ -66,6 +67,34 @@
 #define CT_GEMM_PACK_B_ROWS 8
 /* Widest C block of a staged item (float16/bfloat16 or strided outputs). */
 #define CT_GEMM_STAGED_NC 512
+
+/* float32 B into micro-panels of NR = 16 or 32 columns, as ct_gemm_pack_b_rows_<NAME> does, with
+ * the widest moves the CPU has: the packing functions below are compiled for the baseline, whose
+ * 16-byte moves made packing B store-bound (matmul 512^2, 2 threads, Zen 4: 9.6 % of the samples,
+ * 2.4 % with 64-byte moves). */
+static CT_CPU_ISA_BODY void ct_gemm_pack_b_wide_f32_body(const float* b, int64_t rs, int64_t kc,
+                                                         int64_t panels, int64_t nr,
+                                                         float* restrict dst) {
+  for (int64_t p0 = 0; p0 < kc; p0 += CT_GEMM_PACK_B_ROWS) {
+    const int64_t rows = kc - p0 < CT_GEMM_PACK_B_ROWS ? kc - p0 : CT_GEMM_PACK_B_ROWS;
+    for (int64_t j = 0; j < panels; ++j) {
+      const float* src = b + p0 * rs + j * nr;
+      float* out = dst + j * kc * nr + p0 * nr;
+      if (nr == 32) {
+        for (int64_t r = 0; r < rows; ++r) memcpy(out + r * 32, src + r * rs, 32 * sizeof(float));
+      } else {
+        for (int64_t r = 0; r < rows; ++r) memcpy(out + r * 16, src + r * rs, 16 * sizeof(float));
+      }
+    }
+  }
+}
+CT_CPU_ISA_LOOP(ct_gemm_pack_b_wide_f32,
+                (const float* b, int64_t rs, int64_t kc, int64_t panels, int64_t nr,
+                 float* restrict dst),
+                (b, rs, kc, panels, nr, dst))
+/* Whether an instance packs float32 into float32 (ct_gemm_pack_b_wide_f32 then packs its B). */
+#define CT_GEMM_IS_F32_COPY(TIN, ACC) \
+  _Generic((TIN)0, float: _Generic((ACC)0, float: 1, default: 0), default: 0)
 
 static inline int64_t ct_gemm_min(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -317,7 +346,10 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
     int64_t j0 = 0;                                                                                \
     if (cs == 1 && (nr == 8 || nr == 16 || nr == 32)) { /* the whole panels, together */           \
       const int64_t whole = nb / nr;                                                               \
-      if (nr == 16) {                                                                              \
+      if (nr != 8 && CT_GEMM_IS_F32_COPY(TIN, ACC)) {                                              \
+        ct_gemm_pack_b_wide_f32((const float*)(const void*)b, rs, kc, whole, nr,                   \
+                                (float*)(void*)dst);                                               \
+      } else if (nr == 16) {                                                                       \
         ct_gemm_pack_b_rows_##NAME(b, rs, kc, whole, 16, dst);                                     \
       } else if (nr == 8) {                                                                        \
         ct_gemm_pack_b_rows_##NAME(b, rs, kc, whole, 8, dst);                                      \
