@@ -500,7 +500,9 @@ CT_API const char* ct_dtype_name(ct_dtype dtype);
 /** Parses a canonical dtype name. */
 CT_API int ct_dtype_from_name(const char* name, ct_dtype* dtype);
 
-/** Number of threads CPU kernels use (OpenMP), and a way to change it (n <= 0: default). */
+/** Number of threads CPU kernels use (OpenMP), and a way to change it (n <= 0: default). A kernel
+ * called from inside an OpenMP parallel region of the caller runs on the calling thread alone
+ * (there ct_get_num_threads reports 1). */
 CT_API int ct_get_num_threads(int32_t* n);
 CT_API int ct_set_num_threads(int32_t n);
 
