@@ -491,11 +491,12 @@ def test_conv2d_winograd_fused_bound_before_threads_grew():
 
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
 @pytest.mark.parametrize("where", ["input", "weight"])
-def test_conv2d_winograd_nonfinite_as_direct(bad, where):
+@pytest.mark.parametrize("size", [(9, 9), (40, 70)])  # chunks shared; fused (one per thread)
+def test_conv2d_winograd_nonfinite_as_direct(bad, where, size):
     """An infinity or a NaN gives the direct sum's answer at every position (Winograd's transforms
     would spread it to the neighbours, as NaN): such calls are computed again directly."""
     rng = np.random.default_rng(5)
-    x = rng.standard_normal((1, 128, 9, 9)).astype(np.float32)
+    x = rng.standard_normal((1, 128) + size).astype(np.float32)
     w = rng.standard_normal((128, 128, 3, 3)).astype(np.float32)
     if where == "input":
         x[0, 3, 4, 5] = bad
