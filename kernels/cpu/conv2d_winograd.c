@@ -24,10 +24,6 @@
 #include "stream_store.h"
 #include "strided_iter.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #define CT_WINOGRAD_ALIGN 64
 /* Bytes of V and M together per chunk of tiles (the products' operands stay in L3). */
 #define CT_WINOGRAD_CHUNK_BYTES ((int64_t)24 << 20)
@@ -496,8 +492,7 @@ static CT_CPU_ISA_BODY void ct_winograd_input_panel_body(const ct_winograd_conte
   const int64_t block = cn * mr * (int64_t)sizeof(float);
   const bool stream = ctx->stream != CT_STREAM_OFF && together &&
                       block % CT_STREAM_LINE_BYTES == 0 &&
-                      ((uintptr_t)(ctx->v + at[0]) % CT_STREAM_LINE_BYTES) == 0 &&
-                      (plan->v.plane * (int64_t)sizeof(float)) % CT_STREAM_LINE_BYTES == 0;
+                      ((uintptr_t)(ctx->v + at[0]) % CT_STREAM_LINE_BYTES) == 0;
   for (int xi = 0; xi < 16; ++xi) {
     _Alignas(64) float turned[CH][16]; /* [channel][tile of the panel] */
     ct_winograd_transpose16(&done[xi][0][0], CH, &turned[0][0]);
@@ -657,6 +652,23 @@ static void ct_winograd_products(const ct_winograd_context* ctx, void* workspace
   ct_gemm_f32(&d);
 }
 
+/* Points ctx at the chunk whose first tile is `first` (chunks are whole tile rows). */
+static void ct_winograd_set_chunk(ct_winograd_context* ctx, int64_t first) {
+  const ct_winograd_plan* plan = ctx->plan;
+  ctx->first = first;
+  ctx->tiles = plan->tiles - first < plan->chunk ? plan->tiles - first : plan->chunk;
+  ctx->v_rows = ct_round_up(ctx->tiles, plan->v.mr);
+}
+
+/* Work items of the chunk's input transform (ct_winograd_input) and output transform
+ * (ct_winograd_output). */
+static int64_t ct_winograd_input_items(const ct_winograd_context* ctx) {
+  return ctx->v_rows / ctx->plan->v.mr * ct_winograd_channel_blocks(ctx->job);
+}
+static int64_t ct_winograd_output_items(const ct_winograd_context* ctx) {
+  return ctx->tiles / ctx->plan->tw * ct_div_up(ctx->plan->tw, CT_WINOGRAD_Y_TILES);
+}
+
 /* Fused mode: chunks small enough that a thread's V and M stay in its L2 cache, each run whole by
  * one thread (input transform, the 16 products on that thread alone, output transform), the
  * threads taking the next chunk as they finish. This saves writing V and M to memory and reading
@@ -670,25 +682,27 @@ typedef struct ct_winograd_fused {
   int64_t next; /* the next chunk to take */
 } ct_winograd_fused;
 
-static void ct_winograd_fused_chunks(ct_winograd_fused* f, int slot) {
+/* Parallel body: slots [begin, end), one per thread, each taking chunks until none is left. */
+static void ct_winograd_fused_chunks(int64_t begin, int64_t end, void* context) {
+  ct_winograd_fused* f = context;
   const ct_winograd_plan* plan = f->shared->plan;
-  ct_winograd_context ctx = *f->shared;
-  char* base = f->slots + (uint64_t)slot * f->slot_bytes;
-  ctx.v = (float*)(void*)base;
-  ctx.m = (float*)(void*)(base + plan->v_bytes);
-  ctx.stream = CT_STREAM_OFF;
-  char* gemm = base + plan->v_bytes + plan->m_bytes;
-  const uint64_t gemm_bytes = f->slot_bytes - (uint64_t)(plan->v_bytes + plan->m_bytes);
-  for (;;) {
-    const int64_t i = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED);
-    if (i >= f->chunks || __atomic_load_n(&f->shared->nonfinite, __ATOMIC_RELAXED)) break;
-    ctx.first = i * plan->chunk;
-    ctx.tiles = plan->tiles - ctx.first < plan->chunk ? plan->tiles - ctx.first : plan->chunk;
-    ctx.v_rows = ct_round_up(ctx.tiles, plan->v.mr);
-    ct_winograd_input(0, ctx.v_rows / plan->v.mr * ct_winograd_channel_blocks(ctx.job), &ctx);
-    ct_winograd_products(&ctx, gemm, gemm_bytes);
-    ct_winograd_output(0, ctx.tiles / plan->tw * ct_div_up(plan->tw, CT_WINOGRAD_Y_TILES), &ctx);
-    ct_winograd_flag(f->shared, ctx.nonfinite);
+  for (int64_t slot = begin; slot < end; ++slot) {
+    ct_winograd_context ctx = *f->shared;
+    char* base = f->slots + (uint64_t)slot * f->slot_bytes;
+    ctx.v = (float*)(void*)base;
+    ctx.m = (float*)(void*)(base + plan->v_bytes);
+    ctx.stream = CT_STREAM_OFF; /* V stays in this thread's cache */
+    char* gemm = base + plan->v_bytes + plan->m_bytes;
+    const uint64_t gemm_bytes = f->slot_bytes - (uint64_t)(plan->v_bytes + plan->m_bytes);
+    for (;;) {
+      const int64_t i = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED);
+      if (i >= f->chunks || __atomic_load_n(&f->shared->nonfinite, __ATOMIC_RELAXED)) break;
+      ct_winograd_set_chunk(&ctx, i * plan->chunk);
+      ct_winograd_input(0, ct_winograd_input_items(&ctx), &ctx);
+      ct_winograd_products(&ctx, gemm, gemm_bytes);
+      ct_winograd_output(0, ct_winograd_output_items(&ctx), &ctx);
+      ct_winograd_flag(f->shared, ctx.nonfinite);
+    }
   }
 }
 
@@ -704,12 +718,6 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
       .v = (float*)(void*)(base + plan.u_bytes),
       .m = (float*)(void*)(base + plan.u_bytes + plan.v_bytes),
   };
-  const int64_t used = plan.u_bytes + plan.v_bytes + plan.m_bytes;
-  /* Shared chunks: V, when too large to stay in cache until the products read it, is streamed
-   * to memory. 2 threads, Zen 4, (8, 64, 56, 56) run on shared chunks 191 -> 218 GFLOP/s; where V
-   * was 4 MB ((8, 512, 7, 7)), streaming lost 10 %. */
-  const int stream = ct_stream_worth(plan.v_bytes) ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)
-                                                   : CT_STREAM_OFF;
   ct_cpu_parallel_for(ct_div_up(plan.u.cols, CT_WINOGRAD_O_BLOCK),
                       64 * CT_WINOGRAD_O_BLOCK * job->c, ct_winograd_weight, &ctx);
   if (ctx.nonfinite) return false;
@@ -717,33 +725,31 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
     /* one slot a thread, as many threads as the workspace has slots for (fewer than the thread
      * count where that grew since the workspace was asked for) */
     const uint64_t slot = ct_winograd_slot_bytes(job, &plan);
-    const uint64_t slots = workspace_size > (uint64_t)plan.u_bytes
-                               ? (workspace_size - (uint64_t)plan.u_bytes) / slot
-                               : 0;
-    const int threads = slots < (uint64_t)ct_cpu_num_threads() ? (int)slots : ct_cpu_num_threads();
-    if (threads < 1) return false; /* a workspace smaller than asked for: the direct methods */
+    const int64_t slots = workspace_size > (uint64_t)plan.u_bytes
+                              ? (int64_t)((workspace_size - (uint64_t)plan.u_bytes) / slot)
+                              : 0;
+    if (slots < 1) return false; /* a workspace smaller than asked for: the direct methods */
     ct_winograd_fused f = {&ctx, base + plan.u_bytes, slot, ct_div_up(plan.tiles, plan.chunk), 0};
-#pragma omp parallel num_threads(threads)
-    {
-#ifdef _OPENMP
-      ct_winograd_fused_chunks(&f, omp_get_thread_num());
-#else
-      ct_winograd_fused_chunks(&f, 0);
-#endif
-    }
+    /* each slot's item costs the whole call: every thread takes one */
+    ct_cpu_parallel_for(slots, plan.tiles * job->c * job->k, ct_winograd_fused_chunks, &f);
     return !ctx.nonfinite;
   }
+  /* Shared chunks: V, when too large to stay in cache until the products read it, is streamed
+   * to memory (whole lines only: its planes must start on one). 2 threads, Zen 4, (8, 64, 56,
+   * 56) run on shared chunks 191 -> 218 GFLOP/s; where V was 4 MB ((8, 512, 7, 7)), streaming
+   * lost 10 %. */
+  ctx.stream = ct_stream_worth(plan.v_bytes) &&
+                       (plan.v.plane * (int64_t)sizeof(float)) % CT_STREAM_LINE_BYTES == 0
+                   ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)
+                   : CT_STREAM_OFF;
+  const int64_t used = plan.u_bytes + plan.v_bytes + plan.m_bytes;
   for (int64_t first = 0; first < plan.tiles; first += plan.chunk) {
-    const int64_t tiles = plan.tiles - first < plan.chunk ? plan.tiles - first : plan.chunk;
-    ctx.first = first;
-    ctx.tiles = tiles;
-    ctx.v_rows = ct_round_up(tiles, plan.v.mr);
-    ctx.stream = stream;
-    ct_cpu_parallel_for(ctx.v_rows / plan.v.mr * ct_winograd_channel_blocks(job),
-                        64 * CT_WINOGRAD_X_CHANNELS * plan.v.mr, ct_winograd_input, &ctx);
+    ct_winograd_set_chunk(&ctx, first);
+    ct_cpu_parallel_for(ct_winograd_input_items(&ctx), 64 * CT_WINOGRAD_X_CHANNELS * plan.v.mr,
+                        ct_winograd_input, &ctx);
     ct_winograd_products(&ctx, base + used, workspace_size - (uint64_t)used);
-    ct_cpu_parallel_for(tiles / plan.tw * ct_div_up(plan.tw, CT_WINOGRAD_Y_TILES), /* whole rows */
-                        48 * job->k * CT_WINOGRAD_Y_TILES, ct_winograd_output, &ctx);
+    ct_cpu_parallel_for(ct_winograd_output_items(&ctx), 48 * job->k * CT_WINOGRAD_Y_TILES,
+                        ct_winograd_output, &ctx);
     if (ctx.nonfinite) return false;
   }
   return true;

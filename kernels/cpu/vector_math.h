@@ -38,7 +38,7 @@ typedef struct ct_vector_math {
    * the largest: the lanes are taken in several chains). */
   float (*max_f32)(const float* src, int64_t n);
   /* Sum (in double) of exp(src - shift); the exponentials are stored in dst unless it is NULL.
-   * Prefetches the n elements after src and dst (the next row) meanwhile. */
+   * Prefetches the n elements after src (the next row) meanwhile. */
   double (*exp_sum_f32)(const float* src, float* dst, int64_t n, float shift);
   /* dst = src * factor (softmax's last step); stream as exp_f32's */
   void (*scale_f32)(const float* src, float* dst, int64_t n, float factor, int stream);
