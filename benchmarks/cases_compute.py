@@ -11,17 +11,16 @@ from .env import Env
 
 __all__ = ["build"]
 
-# The largest square matmul timed on the OpenCL device. On PoCL (the same 2 CPU cores) the
-# backend's matmul ran at about 2.2 GFLOP/s at 512 (0.12 s per call) and 0.8 GFLOP/s at 1024
-# (2.6 s per call, over half a minute for one case's samples), so larger sizes are left out.
+# The largest square matmul timed on the OpenCL device. On PoCL (the same CPU cores) the
+# backend's matmul takes seconds per call beyond this size, so one case's samples would take
+# minutes; larger sizes are left out.
 _OPENCL_MAX_SQUARE = 512
 
 
 # The pause before each matmul sample (with more than one thread; the run's default is 0.1 s):
-# OpenBLAS's idle threads spin for 2^28 cycles after each call, which measured 0.1-0.2 s here,
-# and slow whichever library runs next on the same cores. ctensor's 512 x 512 matmul on two
-# threads: 99-100 GFLOP/s 0.1-0.15 s after a NumPy matmul, 178-187 after 0.3 s or more, and
-# 188-204 with no NumPy call before it.
+# OpenBLAS's idle threads spin for 2^28 cycles after each call, up to a fifth of a second on a
+# slow clock, and slow whichever library runs next on the same cores, matmul most of all (it
+# needs every core). 0.3 s outlasts the spinning, so each matmul is timed on idle cores.
 _MATMUL_SETTLE_S = 0.3
 
 

@@ -8,13 +8,12 @@ median over ``repeats`` samples of the time per call.
 
 Interleaving is per sample, not per call. Thread pools keep spinning for a while after a
 parallel region, and that slows whichever library runs next on the same cores: OpenBLAS's
-threads spin for about 0.1 s (2^28 cycles) after each call, and on a 2-core machine ctensor's
-1024 x 1024 matmul ran at 93 GFLOP/s right after a NumPy sample, against 149-155 after a pause
-of 0.1-0.2 s (and NumPy's at 118 right after ctensor's, against 142-166). So with more than one
-thread each sample starts after a pause (``settle_s``, 0.1 s by default) in which every other
-library's threads go idle, then one untimed call of the implementation itself (its own threads
-awake again, as in back-to-back use): each implementation is timed warm, on cores the others
-have let go.
+threads spin for about 0.1 s (2^28 cycles) after each call, and on a machine with few cores a
+library timed right after another one's sample can lose a third of its speed to those spinning
+threads. So with more than one thread each sample starts after a pause (``settle_s``, 0.1 s
+by default) in which every other library's threads go idle, then one untimed call of the
+implementation itself (its own threads awake again, as in back-to-back use): each
+implementation is timed warm, on cores the others have let go.
 """
 
 from __future__ import annotations
