@@ -43,3 +43,31 @@ def test_ci_runs_the_readme_test_command():
     test_command = next(c for c in commands if "pytest" in c)
     ci = (ROOT / ".ci" / "run").read_text()
     assert test_command in ci.splitlines()
+
+
+def test_ci_checks_style_before_the_tests_with_the_pinned_tools():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    commands = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    tests_at = ci.index(next(c for c in commands if "pytest" in c))
+    clang_format = "git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror"
+    for check in ("ruff check .", "ruff format --check .", clang_format):
+        assert check in ci and ci.index(check) < tests_at, check
+    # One place for the versions: pyproject.toml's style extra pins both tools exactly, and the
+    # contributing guide installs the same ones.
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    style = re.search(r"^style = \[(.*)\]$", pyproject, re.M)
+    assert style, "pyproject.toml lacks the style extra"
+    pins = re.findall(r'"([^"]+)"', style.group(1))
+    assert sorted(p.split("==")[0] for p in pins) == ["clang-format", "ruff"]
+    assert all("==" in p for p in pins)
+    contributing = (ROOT / "docs" / "contributing.md").read_text()
+    assert "pip install " + " ".join(pins) in contributing
+
+
+def test_readme_and_docs_link_only_to_files_that_exist():
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
