@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ctensor._lib import ffi, lib
-from ctensor._ops import _make_attrs
+from ctensor._attrs import make_attrs as _make_attrs
 from ctensor._registry import OpSpec
 
 from .dtypes import itemsize, set_ct_dtype, storage
