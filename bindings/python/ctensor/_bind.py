@@ -3,7 +3,7 @@ setup/run do).
 
 ``call = ctensor.bind(ctensor.ops.add, a, b, out=c)`` reads every tensor once (DLPack views
 opened and held), resolves the attributes, asks for the workspace and runs the call, so every
-error a plain call would raise is raised here, and keeps the checked call as a C plan
+error a plain call would raise is raised here, and keeps the checked call as a ``ct_plan``
 (``ct_plan_create``). ``call()`` then runs that plan: one vectorcall into ``ct_plan_run`` (the
 ``ctensor._replay`` base type), with no argument processing and no further checks.
 ``call(a2, b2, out=c2)`` runs on other buffers of exactly the same layout (device, dtype, shape,
