@@ -131,6 +131,7 @@ def _on_backend(spec: OpSpec, backend: Any, frame: Frame) -> OpSpec:
 
 def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame,
           fast_op_declined: bool) -> Any:
+    """The fast path from Python, at most once per set of arguments, then the general path."""
     if attrs:
         attr_entry = attrs_for(spec, attrs)  # held until the call returns
         attr_array, num_attrs = attr_entry[0], attr_entry[1]

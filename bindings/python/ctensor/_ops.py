@@ -1,10 +1,10 @@
 """The generated ``ctensor.ops`` namespace: one function per registered operator, made at import
 from the registry's schema (``ct_op_schema_json``), with its signature and docstring.
 
-An operator whose commonest call can run from C is a FastOp (``ctensor._replay``): arrays passed
-positionally, with or without ``out=``, run in one crossing; FastOp hands every other call to
-the operator's Python function (``FastOp.fallback``), which calls ``_call.call``. Nothing about
-an operator is written by hand here.
+An operator whose commonest call can run from C is a FastOp (a type of the native extension):
+arrays passed positionally, with or without ``out=``, run in one crossing; FastOp hands every
+other call to the operator's Python function (``FastOp.fallback``), which calls ``_call.call``
+once. Nothing about an operator is written by hand here.
 """
 
 from __future__ import annotations
