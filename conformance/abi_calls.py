@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ctensor._attrs import make_attrs as _make_attrs
 from ctensor._lib import ffi, lib
-from ctensor._ops import _make_attrs
 from ctensor._registry import OpSpec
 
 from .dtypes import itemsize, set_ct_dtype, storage

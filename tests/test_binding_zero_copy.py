@@ -153,12 +153,12 @@ def test_torch_results_are_compact():
 
 
 def test_no_copy_is_made_when_dtypes_already_match(monkeypatch):
-    from ctensor import _ops
+    from ctensor import _promotion
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a cast (copy) was made")
 
-    monkeypatch.setattr(_ops, "_cast", forbidden)
+    monkeypatch.setattr(_promotion, "cast", forbidden)
     a = np.ones((2, 3), np.float32)[:, ::-1]
     ops.add(a, a)
     ops.sum(np.ones(4, np.int8))  # not elementwise, one input: passed as is

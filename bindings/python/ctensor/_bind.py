@@ -3,7 +3,7 @@ setup/run do).
 
 ``call = ctensor.bind(ctensor.ops.add, a, b, out=c)`` reads every tensor once (DLPack views
 opened and held), resolves the attributes, asks for the workspace and runs the call, so every
-error a plain call would raise is raised here, and keeps the checked call as a C plan
+error a plain call would raise is raised here, and keeps the checked call as a ``ct_plan``
 (``ct_plan_create``). ``call()`` then runs that plan: one vectorcall into ``ct_plan_run`` (the
 ``ctensor._replay`` base type), with no argument processing and no further checks.
 ``call(a2, b2, out=c2)`` runs on other buffers of exactly the same layout (device, dtype, shape,
@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _dlpack, _ops
+from . import _dlpack
+from ._attrs import attrs_for
+from ._call import call
 from ._dlpack import CAPSULE as _K_CAPSULE
 from ._dlpack import NONE as _K_NONE
 from ._dlpack import NUMPY_SCALAR as _K_NUMPY_SCALAR
@@ -46,6 +48,7 @@ from ._errors import (
     WrongArityError,
     error_for_status,
 )
+from ._frame import MAX_TENSORS, Frame, input_name, out_name, pool_keep, pool_pop
 from ._lib import ffi, last_error, lib
 from ._registry import OpSpec, get_spec
 from ._replay import Replay
@@ -111,15 +114,15 @@ def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
             if i < spec.num_fixed_inputs and spec.inputs[i].get("optional"):
                 objects[i] = 0
                 continue
-            raise InputTypeError(f"{_ops._input_name(spec, i)} is required, got None")
+            raise InputTypeError(f"{input_name(spec, i)} is required, got None")
         if kind == _K_CAPSULE:
             raise InputTypeError(
-                f"{_ops._input_name(spec, i)}: bind takes arrays, not raw DLPack capsules (a "
+                f"{input_name(spec, i)}: bind takes arrays, not raw DLPack capsules (a "
                 "capsule can be read only once)"
             )
         if kind == _K_SCALAR:
             raise InputTypeError(
-                f"{_ops._input_name(spec, i)}: bind takes arrays; pass a Python scalar as a 0-d "
+                f"{input_name(spec, i)}: bind takes arrays; pass a Python scalar as a 0-d "
                 "array of the dtype it should have"
             )
         if kind == _K_NUMPY_SCALAR:
@@ -127,16 +130,16 @@ def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
             kind = kind_of(np.ndarray)
         if kind == _K_TORCH and has_lazy_bits(obj):
             raise InputTypeError(
-                f"{_ops._input_name(spec, i)} has torch's lazy conjugate or negative bit; bind "
+                f"{input_name(spec, i)} has torch's lazy conjugate or negative bit; bind "
                 "reads tensors in place: pass t.resolve_conj().resolve_neg()"
             )
-        capsule = capsule_of(obj, kind, lambda i=i: _ops._input_name(spec, i))
+        capsule = capsule_of(obj, kind, lambda i=i: input_name(spec, i))
         keep.append(obj)
         keep.append(capsule)
         objects[i] = id(capsule)
     for j, obj in enumerate(outs):
         kind = kind_of(type(obj))
-        what = lambda j=j: _ops._out_name(spec, j, many)  # noqa: E731
+        what = lambda j=j: out_name(spec, j, many)  # noqa: E731
         if kind in (_K_NONE, _K_SCALAR, _K_NUMPY_SCALAR, _K_CAPSULE):
             raise InputTypeError(f"{what()} must be an array, got {type(obj).__name__}")
         capsule = output_capsule_of(obj, kind, what)
@@ -147,8 +150,8 @@ def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
     rc = lib.ctpy_open(frame.c, 0, total)
     if rc:
         index = -1 - rc
-        raise open_error(frame.meta[index], _ops._input_name(spec, index) if index < n
-                         else _ops._out_name(spec, index - n, many))
+        raise open_error(frame.meta[index], input_name(spec, index) if index < n
+                         else out_name(spec, index - n, many))
     for k in range(total):
         meta = frame.meta[k]
         if not meta:
@@ -156,12 +159,12 @@ def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
         if (meta >> 40) & 0xFF != _CPU:
             raise UnsupportedDeviceError(
                 f"{spec.name}: bind runs tensors in host memory; "
-                f"{_ops._input_name(spec, k) if k < n else _ops._out_name(spec, k - n, many)} "
+                f"{input_name(spec, k) if k < n else out_name(spec, k - n, many)} "
                 "is on another device"
             )
         if k >= n and meta & _META_READ_ONLY:
             raise ReadOnlyOutputError(
-                f"{_ops._out_name(spec, k - n, many)} is flagged READ_ONLY by its producer; "
+                f"{out_name(spec, k - n, many)} is flagged READ_ONLY by its producer; "
                 "ctensor never writes into read-only memory"
             )
 
@@ -218,19 +221,19 @@ class BoundCall(Replay):
             first = dict(attrs)
             if backend is not None:
                 first["backend"] = backend
-            out = _ops.call(spec, inputs, None, first or None)
+            out = call(spec, inputs, None, first or None)
         many = type(out) in (tuple, list)
         outs = tuple(out) if many else (out,)
         n, n_out = len(inputs), len(outs)
-        if n + n_out > _ops._MAX_TENSORS - 8:
+        if n + n_out > MAX_TENSORS - 8:
             raise WrongArityError(f"{spec.name}: too many tensors to bind ({n + n_out})",
                                   lib.CT_ERROR_WRONG_ARITY)
         keep: list = []
-        frame = _ops._Frame()
+        frame = Frame()
         _open_into(spec, frame, inputs, outs, many, keep)
         attr_array, num_attrs = _NULL, 0
         if attrs:
-            entry = _ops._attrs_for(spec, attrs)
+            entry = attrs_for(spec, attrs)
             keep.append(entry)
             attr_array, num_attrs = entry[0], entry[1]
         tensors = frame.tensors
@@ -311,9 +314,9 @@ class BoundCall(Replay):
             raise WrongArityError(f"{spec.name}: bound with {n_out} outputs, replayed with "
                                   f"{len(outs)}", lib.CT_ERROR_WRONG_ARITY)
         try:
-            frame = _ops._pool_pop()
+            frame = pool_pop()
         except IndexError:
-            frame = _ops._Frame()
+            frame = Frame()
         try:
             # Plain arrays: read, layout-checked and run in one crossing (ctpy_bound_run).
             attr_array, num_attrs = self._attrs
@@ -331,13 +334,12 @@ class BoundCall(Replay):
                 raise error_for_status(status, last_error())
             return self._run_in(frame, inputs, outs, out, many)
         finally:
-            if len(_ops._POOL) < _ops._POOL_SIZE:
-                _ops._pool_append(frame)
+            pool_keep(frame)
 
     def _layout_error(self, index: int) -> ShapeMismatchError:
         spec, n = self.spec, self._n
-        what = (_ops._input_name(spec, index) if index < n
-                else _ops._out_name(spec, index - n, self._n_out > 1))
+        what = (input_name(spec, index) if index < n
+                else out_name(spec, index - n, self._n_out > 1))
         return ShapeMismatchError(
             f"{what} does not have the layout the call was bound with (device, dtype, shape, "
             "strides and byte offset must match; bind again for another layout)",

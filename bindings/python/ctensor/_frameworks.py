@@ -62,8 +62,8 @@ class Framework:
     def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
         """(prepare, {dtype key: dtype object}) for the C fast path (ctpy_fast_new) to allocate
         results itself; None where it must not. ``prepare(shape, dtype)`` answers how to allocate
-        an array: ``(callable, args, kwargs or None)``, which the fast path calls, and keeps for
-        later calls whose inputs have the same layouts."""
+        an array: ``(callable, args, kwargs or None)``, which the fast path calls, and keeps in
+        its output recipes for later calls whose inputs have the same layouts."""
         return None
 
 

@@ -85,13 +85,14 @@ class OpSpec:
         op = ffi.new("const ct_op**")
         check(lib.ct_op_find(self.name.encode(), op))
         self.op = op[0]
-        self._plans: dict[str, list[tuple[tuple[int, ...], frozenset[str]]]] = {}
+        self._promotion_groups: dict[str, list[tuple[tuple[int, ...], frozenset[str]]]] = {}
         self._choices: dict[tuple, tuple] = {}
         self._group_index: dict[str, dict[int, tuple[int, ...]]] = {}
-        # Converted attribute arrays by (name, type, value) tuples; see _ops._attrs_for.
+        # Converted attribute arrays by (name, type, value) tuples; see _attrs.attrs_for.
         self.attr_cache: dict[tuple, tuple] = {}
-        # Call plans by the packed meta words of a call's tensors; see _ops._Plan.
-        self.plans: dict[tuple, Any] = {}
+        # Type resolutions by the packed meta words of a call's tensors; see
+        # _promotion.TypeResolution.
+        self.type_resolutions: dict[tuple, Any] = {}
 
     def _read_kernels(self, schema: dict) -> None:
         """Kernel signatures per device; a signature two backends provide is listed once."""
@@ -107,10 +108,10 @@ class OpSpec:
         """Takes the kernel list of ``schema`` (after a backend was loaded) and forgets what was
         derived from the old one."""
         self._read_kernels(schema)
-        self._plans.clear()
+        self._promotion_groups.clear()
         self._choices.clear()
         self._group_index.clear()
-        self.plans.clear()
+        self.type_resolutions.clear()
 
     # -------------------------------------------------------------- promotion --------------------
 
@@ -121,12 +122,12 @@ class OpSpec:
         comes with the dtypes its kernels accept. Only groups that are promoted are returned:
         every group of an elementwise op, groups of two or more parameters or holding the
         variadic input otherwise."""
-        plan = self._plans.get(device)
-        if plan is not None:
-            return plan
+        groups = self._promotion_groups.get(device)
+        if groups is not None:
+            return groups
         signatures = self.kernels.get(device, [])
         num_slots = len(self.inputs)
-        plan = []
+        groups = []
         if signatures:
             seen: set[int] = set()
             for i in range(num_slots):
@@ -141,9 +142,9 @@ class OpSpec:
                 variadic = self.variadic_input and num_slots - 1 in group
                 if self.elementwise or len(group) > 1 or variadic:
                     accepted = frozenset(sig[i] for sig in signatures)
-                    plan.append((tuple(group), accepted))
-        self._plans[device] = plan
-        return plan
+                    groups.append((tuple(group), accepted))
+        self._promotion_groups[device] = groups
+        return groups
 
     def group_index(self, device: str) -> dict[int, tuple[int, ...]]:
         """Input slot -> the promotion group holding it (see promotion_groups)."""
