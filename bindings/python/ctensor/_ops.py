@@ -57,9 +57,8 @@ from ._errors import (
     error_for_status,
 )
 from ._frameworks import NUMPY, Framework, framework_of
-from ._lib import ffi, last_error, lib
+from ._lib import FastOp, configure, ffi, last_error, lib
 from ._registry import DEVICE_NAMES, OpSpec, all_specs, get_spec
-from ._replay import FastOp, set_fast_path
 
 __all__ = ["call", "make_op", "build_all", "unknown_op"]
 
@@ -1221,8 +1220,7 @@ def make_op(spec: OpSpec):  # noqa: ANN201
         # The commonest call runs from C (FastOp); the Python function takes every other.
         _describe_function(function, spec)
         capacity = _output_capacity(spec)
-        function = FastOp(int(ffi.cast("uintptr_t", spec.op)), function, len(call_args),
-                          spec.single_output, capacity)
+        function = FastOp(spec.name, function, len(call_args), spec.single_output, capacity)
     return _describe_function(function, spec)
 
 
@@ -1237,13 +1235,8 @@ def _describe_function(function: Any, spec: OpSpec) -> Any:
 
 
 def _configure_fast_path() -> None:
-    """Points FastOp at the cffi module's ctpy_fast_call_held and ctpy_fast_new_held, and gives
-    it its frame and the allocators by input type (_FAST_ALLOCATORS, which _call fills)."""
-    frame = _Frame()
-    held = ffi.addressof(lib, "ctpy_fast_call_held")
-    new_held = ffi.addressof(lib, "ctpy_fast_new_held")
-    set_fast_path(int(ffi.cast("uintptr_t", held)), int(ffi.cast("uintptr_t", new_held)),
-                  _FAST_ALLOCATORS, int(ffi.cast("uintptr_t", frame.c)), frame)
+    """Gives FastOp the allocators by input type (_FAST_ALLOCATORS, which _call fills)."""
+    configure(allocators=_FAST_ALLOCATORS)
 
 
 _configure_fast_path()
