@@ -110,7 +110,7 @@ def test_small_and_large_calls_agree(size, step):
 
 
 # ----------------------------------------------------------------------------------------------
-# ops.<name> as C objects (FastOp) and the plan cache behind their out= form
+# ops.<name> as C objects (FastOp) and the layout cache behind their out= form
 # ----------------------------------------------------------------------------------------------
 
 
@@ -266,7 +266,7 @@ def test_new_output_layouts_seen_before_get_their_own_shape_dtype_and_framework(
 
 def test_torch_results_without_out_are_ordinary_tensors():
     x = torch.linspace(0, 1, 8)
-    for _ in range(3):  # the first call, then calls from the cached recipe
+    for _ in range(3):  # the first call, then calls from the output cache
         result = ops.exp(x)
         assert not result.requires_grad and not result.is_neg()
         assert result.untyped_storage().resizable()  # allocated by torch.empty, not wrapped
