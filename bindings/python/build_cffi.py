@@ -51,7 +51,7 @@ def cdef_from_header(text: str) -> str:
         if line.startswith("#"):
             directive = line[1:].strip()
             word = directive.split(None, 1)[0] if directive else ""
-            rest = directive[len(word):].strip()
+            rest = directive[len(word) :].strip()
             if word in ("if", "ifdef", "ifndef"):
                 if word == "ifdef" and rest == "__cplusplus":
                     stack.append((False, False, True))
@@ -86,7 +86,6 @@ def cdef_from_header(text: str) -> str:
     if stack:
         raise ValueError("unterminated #if in header")
     return "\n".join(out) + "\n"
-
 
 
 # A Python function C can call (cffi generates it): the allocator of dynamic-allocating ops.
