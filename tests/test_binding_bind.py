@@ -238,7 +238,7 @@ def test_a_replay_is_a_c_plan_and_reports_run_time_errors():
     index = np.array([0, 1])
     out = np.full(2, -1.0)
     call = ctensor.bind(ops.take, x, index, out=out)
-    assert isinstance(call, ctensor._replay.Replay)  # replayed by C, not by Python code
+    assert isinstance(call, ctensor._native.Replay)  # replayed by C, not by Python code
     assert call() is out
     np.testing.assert_array_equal(out, [0.0, 1.0])
     index[1] = 99  # the kernel finds this at run time, on every replay

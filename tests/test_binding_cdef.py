@@ -1,5 +1,6 @@
-"""The cffi declarations are generated from capi/ctensor.h (the header is the single source of
-truth): check the generator on the real header and on the constructs it must handle."""
+"""The cffi declarations are generated from C headers (capi/ctensor.h, and the binding's
+src/dlpack_managed.h and src/ctpy_api.h: the headers are the single source of truth): check the
+generator on the real headers and on the constructs it must handle."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from ctensor._lib import ffi, lib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HEADER = ROOT / "capi" / "ctensor.h"
 BUILDER = ROOT / "bindings" / "python" / "build_cffi.py"
+SRC = ROOT / "bindings" / "python" / "src"
+HEADERS = [HEADER, SRC / "dlpack_managed.h", SRC / "ctpy_api.h"]
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +82,35 @@ def test_dlpack_structs_layout():
     assert ffi.offsetof("DLManagedTensor", "manager_ctx") == ffi.sizeof("ct_tensor")
     assert ffi.sizeof("ct_tensor") == 48
     assert lib.DLPACK_FLAG_BITMASK_READ_ONLY == 1 and lib.DLPACK_FLAG_BITMASK_IS_COPIED == 2
+
+
+def test_binding_headers_parse_and_match_the_compiled_module(build_cffi):
+    cdef = "".join(build_cffi.cdef_from_header(path.read_text()) for path in HEADERS)
+    assert "#include" not in cdef and "#if" not in cdef and "Python.h" not in cdef
+    assert "#define CTPY_MAX_TENSORS 320" in cdef
+    assert "#define DLPACK_FLAG_BITMASK_READ_ONLY 1" in cdef
+    checker = cffi.FFI()
+    checker.cdef(cdef)
+    for name in ("ctpy_frame", "ctpy_capsule_view", "DLManagedTensor", "DLManagedTensorVersioned"):
+        assert checker.sizeof(name) == ffi.sizeof(name), name
+    assert checker.offsetof("ctpy_frame", "views") == ffi.offsetof("ctpy_frame", "views")
+    assert lib.CTPY_META_READ_ONLY == 1 << 32 and lib.CTPY_META_VERSIONED == 1 << 33
+
+
+def test_build_cffi_holds_no_c_source(build_cffi):
+    # The C lives in bindings/python/src/; cffi's source is one include, its cdef is generated.
+    builder = build_cffi.make_ffibuilder([path.read_text() for path in HEADERS])
+    module_name, source, _, _ = builder._assigned_source
+    assert module_name == "ctensor._native"
+    assert source.strip() == '#include "ctpy_api.h"'
+    for name in ("SOURCE", "HELPERS_CDEF", "DLPACK_CDEF"):
+        assert not hasattr(build_cffi, name), name
+    assert "typedef struct" not in BUILDER.read_text()
+
+
+def test_one_native_module():
+    import ctensor._native as native
+
+    assert native.ffi is ffi and native.lib is lib
+    assert isinstance(ctensor.ops.add, native.FastOp)
+    assert callable(native.configure)

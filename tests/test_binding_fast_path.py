@@ -110,7 +110,7 @@ def test_small_and_large_calls_agree(size, step):
 
 
 # ----------------------------------------------------------------------------------------------
-# ops.<name> as C objects (FastOp) and the plan cache behind their out= form
+# ops.<name> as C objects (FastOp) and the layout cache behind their out= form
 # ----------------------------------------------------------------------------------------------
 
 
@@ -118,7 +118,7 @@ def test_operators_are_c_objects_that_look_like_functions():
     import inspect
     import pickle
 
-    assert isinstance(ops.add, ctensor._replay.FastOp)
+    assert isinstance(ops.add, ctensor._native.FastOp)
     assert inspect.isroutine(ops.add) and callable(ops.add.fallback)
     assert str(inspect.signature(ops.add)) == str(inspect.signature(ops.add.fallback))
     assert ops.add.__name__ == "add" and ops.add.__module__ == "ctensor.ops"
@@ -266,7 +266,7 @@ def test_new_output_layouts_seen_before_get_their_own_shape_dtype_and_framework(
 
 def test_torch_results_without_out_are_ordinary_tensors():
     x = torch.linspace(0, 1, 8)
-    for _ in range(3):  # the first call, then calls from the cached recipe
+    for _ in range(3):  # the first call, then calls from the output cache
         result = ops.exp(x)
         assert not result.requires_grad and not result.is_neg()
         assert result.untyped_storage().resizable()  # allocated by torch.empty, not wrapped

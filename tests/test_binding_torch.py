@@ -141,7 +141,7 @@ def test_lazy_conjugate_and_negative_views_are_read_as_torch_shows_them():
     z = torch.tensor([1 + 2j, 3 - 1j, -0.5 + 0.25j], dtype=torch.complex64)
     conj, neg = z.conj(), z.conj().imag
     assert conj.is_conj() and neg.is_neg()
-    for _ in range(2):  # the second call takes the C fast path's plan cache
+    for _ in range(2):  # the second call takes the C fast path's layout cache
         out = torch.empty(3, dtype=torch.complex64)
         assert ops.add(conj, conj, out=out) is out
         assert torch.equal(out, conj + conj)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import ctensor
 from ctensor import _dlpack, ops
-from ctensor._lib import lib
+from ctensor._lib import configure
 from ctensor.testing import tensor_address
 
 
@@ -113,11 +113,11 @@ def test_transposed_torch_tensor_is_read_in_place(monkeypatch):
 
     ops.add(t, t)  # make sure the torch readers are set up, then watch them
     monkeypatch.setattr(_dlpack, "_to_dlpack", recording_to_dlpack)  # the Python path
-    lib.ctpy_configure(0, id(torch.Tensor), id(recording_to_dlpack), 0)  # the C fast paths
+    configure(tensor_type=torch.Tensor, to_dlpack=recording_to_dlpack)  # the C fast paths
     try:
         result = ops.matmul(tt, t)
     finally:
-        lib.ctpy_configure(0, id(torch.Tensor), id(real), 0)
+        configure(tensor_type=torch.Tensor, to_dlpack=real)
     assert isinstance(result, torch.Tensor)
     np.testing.assert_allclose(result.numpy(), tt.double().numpy() @ t.double().numpy(),
                                rtol=1e-6)

@@ -5,7 +5,7 @@ setup/run do).
 opened and held), resolves the attributes, asks for the workspace and runs the call, so every
 error a plain call would raise is raised here, and keeps the checked call as a ``ct_plan``
 (``ct_plan_create``). ``call()`` then runs that plan: one vectorcall into ``ct_plan_run`` (the
-``ctensor._replay`` base type), with no argument processing and no further checks.
+``ctensor._native.Replay`` base type), with no argument processing and no further checks.
 ``call(a2, b2, out=c2)`` runs on other buffers of exactly the same layout (device, dtype, shape,
 strides, byte offset), which is checked in C before anything runs.
 
@@ -49,9 +49,8 @@ from ._errors import (
     error_for_status,
 )
 from ._frame import MAX_TENSORS, Frame, input_name, out_name, pool_keep, pool_pop
-from ._lib import ffi, last_error, lib
+from ._lib import Replay, ffi, last_error, lib
 from ._registry import OpSpec, get_spec
-from ._replay import Replay
 
 __all__ = ["BoundCall", "bind"]
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._device_array import is_pyopencl_array, opencl_capsule
 from ._errors import InvalidArgumentError, ReadOnlyOutputError, UnsupportedDTypeError
-from ._lib import ffi, lib
+from ._lib import configure, ffi, lib
 
 __all__ = [
     "CAPSULE",
@@ -70,7 +70,7 @@ _to_dlpack: Any = None
 #: torch's autograd version bump (``torch._C._increment_version``, which
 #: ``torch.autograd.graph.increment_version`` wraps), once a torch tensor has been seen.
 increment_version: Any = None
-lib.ctpy_configure(id(np.ndarray), 0, 0, 0)
+configure(ndarray_type=np.ndarray)
 
 
 def kind_of(tp: type) -> int:
@@ -90,8 +90,8 @@ def kind_of(tp: type) -> int:
         increment_version = getattr(torch._C, "_increment_version", None) or getattr(
             torch.autograd.graph, "increment_version", None)
         # Let the C fast paths read plain tensors themselves and mark the ones they write.
-        lib.ctpy_configure(0, id(torch.Tensor), id(_to_dlpack),
-                           id(increment_version) if increment_version else 0)
+        configure(tensor_type=torch.Tensor, to_dlpack=_to_dlpack,
+                  increment_version=increment_version)
         kind = TORCH
     elif issubclass(tp, np.ndarray):
         kind = NUMPY

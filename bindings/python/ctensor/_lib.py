@@ -1,10 +1,13 @@
-"""The compiled cffi module: ``ffi`` and ``lib`` (the C ABI of libctensor)."""
+"""The binding's extension module, ctensor._native: ``ffi`` and ``lib`` (cffi: the C ABI of
+libctensor and the binding's C functions), ``FastOp`` (the type of the ``ctensor.ops``
+functions), ``Replay`` (the base type of bound calls) and ``configure`` (what the fast paths may
+read and call themselves)."""
 
 from __future__ import annotations
 
-from ._capi import ffi, lib
+from ._native import FastOp, Replay, configure, ffi, lib
 
-__all__ = ["ffi", "lib", "last_error"]
+__all__ = ["FastOp", "Replay", "configure", "ffi", "lib", "last_error"]
 
 
 def last_error() -> str:

@@ -17,11 +17,9 @@ from ._call import FAST_ALLOCATORS as _FAST_ALLOCATORS
 from ._call import call
 from ._dtypes import DTYPE_INDEX
 from ._errors import UnknownOpError, error_for_status
-from ._frame import Frame as _Frame
 from ._frame import output_capacity as _output_capacity
-from ._lib import ffi, last_error, lib
+from ._lib import FastOp, configure, ffi, last_error, lib
 from ._registry import OpSpec, all_specs
-from ._replay import FastOp, set_fast_path
 
 __all__ = ["call", "make_op", "build_all", "unknown_op"]
 
@@ -157,8 +155,7 @@ def make_op(spec: OpSpec):  # noqa: ANN201
         # The commonest call runs from C (FastOp); the Python function takes every other.
         _describe_function(function, spec)
         capacity = _output_capacity(spec)
-        function = FastOp(int(ffi.cast("uintptr_t", spec.op)), function, len(call_args),
-                          spec.single_output, capacity)
+        function = FastOp(spec.name, function, len(call_args), spec.single_output, capacity)
     return _describe_function(function, spec)
 
 
@@ -173,13 +170,8 @@ def _describe_function(function: Any, spec: OpSpec) -> Any:
 
 
 def _configure_fast_path() -> None:
-    """Points FastOp at the cffi module's ctpy_fast_call_held and ctpy_fast_new_held, and gives
-    it its frame and the allocators by input type (_FAST_ALLOCATORS, which _call fills)."""
-    frame = _Frame()
-    held = ffi.addressof(lib, "ctpy_fast_call_held")
-    new_held = ffi.addressof(lib, "ctpy_fast_new_held")
-    set_fast_path(int(ffi.cast("uintptr_t", held)), int(ffi.cast("uintptr_t", new_held)),
-                  _FAST_ALLOCATORS, int(ffi.cast("uintptr_t", frame.c)), frame)
+    """Gives FastOp the allocators by input type (_FAST_ALLOCATORS, which _call fills)."""
+    configure(allocators=_FAST_ALLOCATORS)
 
 
 _configure_fast_path()

@@ -1,16 +1,11 @@
-/* replay.c - ctensor._replay: the base type of bound calls (ctensor.bind), which replays a
- * ct_plan with one C call; the module also holds FastOp (fast_op.c).
+/* replay.c - ctensor._native.Replay: the base type of bound calls (ctensor.bind), which replays
+ * a ct_plan with one C call.
  *
- * cffi is the binding for everything else; it releases the GIL around every call into C and
- * converts each argument, which costs more than the whole kernel on tiny tensors. A replay
- * needs neither: `call()` here is a vectorcall that runs ct_plan_run and returns the bound
- * result, releasing the GIL only for plans with enough work to be worth it. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-
-#include "ctensor.h"
-#include "replay_types.h"
+ * cffi releases the GIL around every call into C and converts each argument, which costs more
+ * than the whole kernel on tiny tensors. A replay needs neither: `call()` here is a vectorcall
+ * that runs ct_plan_run and returns the bound result, releasing the GIL only for plans with
+ * enough work to be worth it. */
+#include "binding.h"
 
 typedef struct {
   PyObject_HEAD ct_plan* plan;
@@ -187,52 +182,10 @@ static PyType_Slot replay_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec replay_spec = {
-    "ctensor._replay.Replay",
+PyType_Spec ctpy_replay_spec = {
+    "ctensor._native.Replay",
     sizeof(ReplayObject),
     0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     replay_slots,
 };
-
-static int replay_add_type(PyObject* module, PyType_Spec* spec, const char* name) {
-  PyObject* type = PyType_FromModuleAndSpec(module, spec, NULL);
-  if (!type) return -1;
-  const int rc = PyModule_AddObjectRef(module, name, type);
-  Py_DECREF(type);
-  return rc;
-}
-
-static int replay_exec(PyObject* module) {
-  if (replay_add_type(module, &replay_spec, "Replay") < 0) return -1;
-  return replay_add_type(module, &ctpy_fast_op_spec, "FastOp");
-}
-
-static PyMethodDef replay_module_methods[] = {
-    {"set_fast_path", ctpy_set_fast_path, METH_VARARGS,
-     "set_fast_path(call_address, new_address, allocators, frame_address, keepalive): the "
-     "cffi module's ctpy_fast_call_held and ctpy_fast_new_held, the allocators by input type "
-     "and the frame that FastOp calls use."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyModuleDef_Slot replay_module_slots[] = {
-    {Py_mod_exec, replay_exec},
-    {0, NULL},
-};
-
-static struct PyModuleDef replay_module = {
-    PyModuleDef_HEAD_INIT,
-    "ctensor._replay",
-    "The base type of ctensor bound calls (see ctensor.bind) and of the C operator functions.",
-    0,
-    replay_module_methods,
-    replay_module_slots,
-    NULL,
-    NULL,
-    NULL,
-};
-
-PyMODINIT_FUNC PyInit__replay(void) {
-  return PyModuleDef_Init(&replay_module);
-}

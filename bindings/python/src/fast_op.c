@@ -1,36 +1,24 @@
-/* fast_op.c - ctensor._replay.FastOp: the type of the ctensor.ops functions whose commonest calls
+/* fast_op.c - ctensor._native.FastOp: the type of the ctensor.ops functions whose commonest calls
  * (arrays only, every input positional, no attributes; out= given or not) run from C.
  *
- * Those calls reach the cffi module's ctpy_fast_call_held (out=) or ctpy_fast_new_held (new
- * outputs) through function pointers, with the GIL held: no Python frame, no cffi argument
- * conversion, no GIL round trip for tiny tensors. Every other call, and any call the fast path
- * declines or that fails, goes to the operator's Python function (`fallback`), which handles
- * every case and raises every error. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
+ * Those calls go to ctpy_fast_call_held (out=) or ctpy_fast_new_held (new outputs) with the GIL
+ * held: no Python frame, no cffi argument conversion, no GIL round trip for tiny tensors. Every
+ * other call, and any call the fast path declines or that fails, goes to the operator's Python
+ * function (`fallback`), which handles every case and raises every error. */
+#include "binding.h"
 
-#include "replay_types.h"
-
-typedef int (*ctpy_fast_fn)(void* frame, const void* op, intptr_t args, intptr_t outs);
-typedef int (*ctpy_fast_new_fn)(void* frame, const void* op, intptr_t args, int32_t capacity,
-                                intptr_t prepare, intptr_t dtypes, intptr_t results);
-
-/* The fast path, set once by ctensor._ops (set_fast_path): one frame for every operator, used by
- * one call at a time (`busy`: a call that finds it taken goes the Python way). */
-static ctpy_fast_fn g_fast_fn = NULL;
-static ctpy_fast_new_fn g_fast_new_fn = NULL;
+/* The frame every FastOp call uses, one call at a time (`busy`: a call that finds it taken goes
+ * the Python way). */
+static ctpy_frame g_fast_frame;
+static int g_fast_busy = 0;
 /* type of the first input -> (prepare(shape, dtype), {dtype key: dtype}) (see
  * Framework.fast_allocator), filled by the Python path the first time it allocates for arrays
- * of that type in host memory */
+ * of that type in host memory; set by configure(allocators=) */
 static PyObject* g_allocators = NULL;
-static void* g_fast_frame = NULL;
-static PyObject* g_fast_keep = NULL; /* owns the frame's memory */
-static int g_fast_busy = 0;
 static PyObject* g_out_name = NULL; /* "out", interned */
 
 typedef struct {
-  PyObject_HEAD const void* op;
+  PyObject_HEAD const ct_op* op;
   PyObject* fallback;    /* the operator's Python function */
   Py_ssize_t num_inputs; /* inputs of the fast form: all of them, positional */
   int single_output;     /* out=(array,) returns the array; one new output is returned alone */
@@ -39,25 +27,18 @@ typedef struct {
   PyObject* dict; /* __name__, __doc__, __signature__, spec... (set by ctensor._ops) */
 } FastOpObject;
 
-PyObject* ctpy_set_fast_path(PyObject* module, PyObject* args) {
-  unsigned long long fn, new_fn, frame;
-  PyObject *allocators, *keep;
-  if (!PyArg_ParseTuple(args, "KKO!KO:set_fast_path", &fn, &new_fn, &PyDict_Type, &allocators,
-                        &frame, &keep)) {
-    return NULL;
+int ctpy_fast_op_set_allocators(PyObject* allocators) {
+  if (!PyDict_Check(allocators)) {
+    PyErr_SetString(PyExc_TypeError, "allocators must be a dict");
+    return -1;
   }
   if (g_fast_busy) {
     PyErr_SetString(PyExc_RuntimeError, "the fast path is in use");
-    return NULL;
+    return -1;
   }
-  Py_INCREF(keep);
-  Py_XSETREF(g_fast_keep, keep);
   Py_INCREF(allocators);
   Py_XSETREF(g_allocators, allocators);
-  g_fast_fn = (ctpy_fast_fn)(uintptr_t)fn;
-  g_fast_new_fn = (ctpy_fast_new_fn)(uintptr_t)new_fn;
-  g_fast_frame = (void*)(uintptr_t)frame;
-  Py_RETURN_NONE;
+  return 0;
 }
 
 /* out=, when it is the only keyword. */
@@ -87,7 +68,7 @@ static PyObject* fast_op_call_out(FastOpObject* f, PyObject* const* args, Py_ssi
   PyObject* inputs = fast_op_inputs(args, nargs);
   if (!inputs) return NULL;
   g_fast_busy = 1;
-  const int status = g_fast_fn(g_fast_frame, f->op, (intptr_t)inputs, (intptr_t)out);
+  const int status = ctpy_fast_call_held(&g_fast_frame, f->op, inputs, out);
   g_fast_busy = 0;
   Py_DECREF(inputs);
   if (status != 0) return NULL;
@@ -113,9 +94,9 @@ static PyObject* fast_op_call_new(FastOpObject* f, PyObject* const* args, Py_ssi
   int status = -1;
   if (results) {
     g_fast_busy = 1;
-    status = g_fast_new_fn(g_fast_frame, f->op, (intptr_t)inputs, f->capacity,
-                           (intptr_t)PyTuple_GET_ITEM(allocator, 0),
-                           (intptr_t)PyTuple_GET_ITEM(allocator, 1), (intptr_t)results);
+    status =
+        ctpy_fast_new_held(&g_fast_frame, f->op, inputs, f->capacity,
+                           PyTuple_GET_ITEM(allocator, 0), PyTuple_GET_ITEM(allocator, 1), results);
     g_fast_busy = 0;
   }
   Py_XDECREF(inputs);
@@ -137,10 +118,10 @@ static PyObject* fast_op_vectorcall(PyObject* self, PyObject* const* args, size_
                                     PyObject* kwnames) {
   FastOpObject* f = (FastOpObject*)self;
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (nargs == f->num_inputs && nargs > 0 && g_fast_fn && !g_fast_busy) {
+  if (nargs == f->num_inputs && nargs > 0 && !g_fast_busy) {
     PyObject* value = NULL;
     if (!kwnames || PyTuple_GET_SIZE(kwnames) == 0) {
-      if (g_fast_new_fn && g_allocators) value = fast_op_call_new(f, args, nargs);
+      if (g_allocators) value = fast_op_call_new(f, args, nargs);
     } else {
       PyObject* out = fast_op_only_out(args, nargs, kwnames);
       if (out) value = fast_op_call_out(f, args, nargs, out);
@@ -152,12 +133,17 @@ static PyObject* fast_op_vectorcall(PyObject* self, PyObject* const* args, size_
 }
 
 static PyObject* fast_op_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  unsigned long long op;
+  const char* name;
   PyObject* fallback;
   Py_ssize_t num_inputs;
   int single_output, capacity;
-  if (!PyArg_ParseTuple(args, "KOnpi:FastOp", &op, &fallback, &num_inputs, &single_output,
+  if (!PyArg_ParseTuple(args, "sOnpi:FastOp", &name, &fallback, &num_inputs, &single_output,
                         &capacity)) {
+    return NULL;
+  }
+  const ct_op* op = NULL;
+  if (ct_op_find(name, &op) != CT_OK || !op) {
+    PyErr_Format(PyExc_ValueError, "FastOp: no operator named %s", name);
     return NULL;
   }
   if (!PyCallable_Check(fallback)) {
@@ -167,7 +153,7 @@ static PyObject* fast_op_new(PyTypeObject* type, PyObject* args, PyObject* kwarg
   if (!g_out_name && !(g_out_name = PyUnicode_InternFromString("out"))) return NULL;
   FastOpObject* f = (FastOpObject*)type->tp_alloc(type, 0);
   if (!f) return NULL;
-  f->op = (const void*)(uintptr_t)op;
+  f->op = op;
   Py_INCREF(fallback);
   f->fallback = fallback;
   f->num_inputs = num_inputs;
@@ -236,8 +222,7 @@ static PyType_Slot fast_op_slots[] = {
     {Py_tp_doc,
      "A ctensor operator: ctensor.ops.<name>. Arrays passed positionally, with or without out=, "
      "and no attributes run from C; every other call goes through `fallback`, the operator's "
-     "Python "
-     "function. Each instance carries the operator's own docstring and signature."},
+     "Python function. Each instance carries the operator's own docstring and signature."},
     {Py_tp_new, fast_op_new},
     {Py_tp_dealloc, fast_op_dealloc},
     {Py_tp_traverse, fast_op_traverse},
@@ -251,7 +236,7 @@ static PyType_Slot fast_op_slots[] = {
 };
 
 PyType_Spec ctpy_fast_op_spec = {
-    "ctensor._replay.FastOp",
+    "ctensor._native.FastOp",
     sizeof(FastOpObject),
     0,
     /* Not subclassable: Python subclasses would lose Py_TPFLAGS_HAVE_VECTORCALL (before 3.12). */
