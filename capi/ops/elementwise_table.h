@@ -158,6 +158,15 @@ typedef enum ct_elementwise_params {
     "Inverse tangent of x1 / x2 in the right quadrant, with broadcasting.")                        \
   X(hypot, 2, BINARY, SAME, NONE, ct_hypot(a, b), CT_NA, CT_NA,                                    \
     "sqrt(x1**2 + x2**2) without undue overflow, with broadcasting.")                              \
+  X(logaddexp, 2, BINARY, SAME, NONE,                                                              \
+    (a == b       ? a + (T)0.693147180559945309417232121458176568                                  \
+     : a - b > 0  ? a + log1p(exp(b - a))                                                          \
+     : a - b <= 0 ? b + log1p(exp(a - b))                                                          \
+                  : a - b),                                                                        \
+    CT_NA, CT_NA,                                                                                  \
+    "log(exp(x1) + exp(x2)) with broadcasting, without overflow: the larger plus "                 \
+    "log1p(exp(-|x1 - x2|)), as NumPy (logaddexp(inf, inf) = inf, logaddexp(-inf, -inf) = -inf; "  \
+    "nan propagates). Float dtypes only (integer and bool inputs promote to a float dtype).")      \
   X(copysign, 2, BINARY, SAME, NONE, copysign(a, b), CT_NA, CT_NA,                                 \
     "Magnitude of x1 with the sign of x2, with broadcasting.")                                     \
   X(floor_divide, 2, BINARY, SAME, NONE, ct_floor_divide(a, b), ct_int_floor_divide(a, b), CT_NA,  \
