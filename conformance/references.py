@@ -180,6 +180,7 @@ NUMPY["minimum"] = _binary(np.minimum)
 NUMPY["atan2"] = _binary(np.arctan2)
 NUMPY["copysign"] = _binary(np.copysign)
 NUMPY["hypot"] = _binary(np.hypot)
+NUMPY["logaddexp"] = _binary(np.logaddexp)
 for _name, _fn in {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
                    "greater_equal": np.greater_equal, "less": np.less,
                    "less_equal": np.less_equal, "logical_and": np.logical_and,

@@ -150,7 +150,7 @@ def test_conformance_suite_passes_on_cuda(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_registers_the_opencl_backends_kernel_set() -> None:
-    # README's op table shows the devices CI has; it promises that cuda registers the same
+    # docs/operators.md shows the devices CI has; it promises that cuda registers the same
     # (op, signature) set as opencl.
     opencl = next(b for b in ctensor.backends() if b.name == "opencl")
     assert opencl.state == "loaded", f"this check compares with the opencl plugin: {opencl}"

@@ -1,12 +1,12 @@
-"""Binary math ops (floor_divide remainder atan2 hypot copysign), bitwise ops (and or xor,
+"""Binary math ops (floor_divide remainder atan2 hypot logaddexp copysign), bitwise ops (and or xor,
 shifts), comparisons (not_equal less_equal greater_equal), logical ops (and or xor) and clip,
 on every dtype their kernels declare, with broadcasting and arbitrary layouts.
 
 References: NumPy in the input dtype for integers and bool (wrapping, division by zero and
 shift edge cases included); for floats, floor_divide and remainder against NumPy's own loop in
-the compute dtype (float32 for float16/bfloat16, as NumPy's float16 loop), exactly; atan2 and
-hypot against float64 within arrays.TOLERANCE; copysign, comparisons, logical ops and clip
-exactly."""
+the compute dtype (float32 for float16/bfloat16, as NumPy's float16 loop), exactly; atan2,
+hypot and logaddexp against float64 within arrays.TOLERANCE; copysign, comparisons, logical ops
+and clip exactly."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ REF = {
     "remainder": np.remainder,
     "atan2": np.arctan2,
     "hypot": np.hypot,
+    "logaddexp": np.logaddexp,
     "copysign": np.copysign,
     "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or,
@@ -57,7 +58,7 @@ REF = {
 BOOL_OUT = {"not_equal", "less_equal", "greater_equal", "logical_and", "logical_or",
             "logical_xor"}
 IN_COMPUTE_DTYPE = {"floor_divide", "remainder"}  # NumPy's algorithm, exact
-TOLERANT = {"atan2", "hypot"}
+TOLERANT = {"atan2", "hypot", "logaddexp"}
 SIGNED_ZERO = {"floor_divide", "remainder", "copysign", "atan2"}
 
 # complex dtypes: test_ops_complex.py
@@ -177,7 +178,7 @@ def test_dtype_coverage_is_numpys():
         return set(kernel_dtypes(op))
 
     assert declared("floor_divide") == numeric and declared("remainder") == numeric
-    for op in ["atan2", "hypot", "copysign"]:
+    for op in ["atan2", "hypot", "copysign", "logaddexp"]:
         assert declared(op) == floats, op
     for op in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
         assert declared(op) == ints | {"bool"}, op
@@ -375,3 +376,24 @@ def test_mixed_dtypes_promote_as_numpy():
     got = call("bitwise_and", np.array([True, False]), np.array([3, 3], np.uint8))
     assert got.dtype == np.uint8 and got.tolist() == [1, 0]
     assert call("floor_divide", np.array([True, True]), np.array([True, True])).dtype == np.int8
+
+
+def test_logaddexp_edges_and_promotion_match_numpy():
+    """Same-signed infinities (inf, inf) = inf and (-inf, -inf) = -inf, not nan; nan propagates;
+    no overflow far beyond exp's range; integer and bool inputs promote as NumPy's."""
+    x1 = np.array([np.inf, -np.inf, np.inf, -np.inf, np.nan, 1.0, 1e300, -1e300, 0.0, 800.0])
+    x2 = np.array([np.inf, -np.inf, -np.inf, 5.0, 1.0, np.nan, 1e300, -1e300, -0.0, 800.0])
+    for dtype in ["float32", "float64"]:
+        with np.errstate(all="ignore"):
+            a, b = x1.astype(dtype), x2.astype(dtype)
+            want = np.logaddexp(a, b)
+        got = call("logaddexp", a, b)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-15)
+    for a, b in [(np.array([1, 2, -3], np.int32), np.array([4, -5, 6], np.int32)),
+                 (np.array([1, 2], np.int8), np.array([3.0, 4.0], np.float16)),
+                 (np.array([True, False]), np.array([True, True]))]:
+        want = np.logaddexp(a, b)
+        got = call("logaddexp", a, b)
+        assert got.dtype == want.dtype, (a.dtype, b.dtype, got.dtype, want.dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-3 if want.dtype == np.float16 else 1e-12)

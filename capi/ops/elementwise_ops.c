@@ -1,52 +1,67 @@
-/* elementwise_ops.c - unary, binary, comparison, where and astype operators. */
+/* elementwise_ops.c - the element-wise operators' schemas: every row of elementwise_table.h
+ * (the generic ones from the table, the CUSTOM ones by hand below with the row's doc), and
+ * astype. */
+#include <string.h>
+
+#include "elementwise_table.h"
 #include "op_defs.h"
 
-/* ----- unary: out has x's shape and dtype ----- */
+/* ----- the table's schemas ----- */
 
-#define CT_UNARY_OP(NAME, DOC)                                                                     \
+#define CT_EW_SCHEMA_UNARY(NAME, DOC)                                                              \
   CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x, ct_params_out, \
-                        ct_infer_same_as_input)
+                        ct_infer_same_as_input);
+#define CT_EW_SCHEMA_UNARY_BOOL(NAME, DOC)                                                     \
+  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_OP_FLAG_ELEMENTWISE | CT_FLAGS_PURE, \
+                        ct_params_x, ct_params_out, ct_infer_unary_bool);
+#define CT_EW_SCHEMA_BINARY(NAME, DOC)                                                   \
+  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY, ct_params_x1_x2, \
+                        ct_params_out, ct_infer_broadcast_same_dtype);
+#define CT_EW_SCHEMA_BINARY_BOOL(NAME, DOC)                                               \
+  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC,                                    \
+                        CT_OP_FLAG_ELEMENTWISE | CT_OP_FLAG_BROADCASTING | CT_FLAGS_PURE, \
+                        ct_params_x1_x2, ct_params_out, ct_infer_broadcast_bool);
+/* CUSTOM: the doc only; the schema is written below. */
+#define CT_EW_SCHEMA_CUSTOM(NAME, DOC) static const char ct_ew_doc_##NAME[] = DOC;
 
-CT_UNARY_OP(negative, "Numerical negative, element-wise: -x (integers wrap).");
+#define CT_EW_SCHEMA(NAME, ARITY, SCHEMA, OUT, PARAMS, FLOAT, INT, BOOL, DOC) \
+  CT_EW_SCHEMA_##SCHEMA(NAME, DOC)
+
+static int ct_infer_unary_bool(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                               int32_t* num_outputs) {
+  (void)capacity;
+  ct_info_from_tensor(call->inputs[0], CT_DTYPE_BOOL_V, &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_ELEMENTWISE_OPS(CT_EW_SCHEMA)
+
+/* ----- CUSTOM rows ----- */
+
 /* abs: complex gives the real dtype of its parts, as NumPy. */
 static int ct_infer_abs(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                         int32_t* num_outputs) {
+  (void)capacity;
   ct_info_from_tensor(call->inputs[0], ct_dtype_real_part(call->inputs[0]->dtype), &outputs[0]);
   *num_outputs = 1;
   return CT_OK;
 }
 
-CT_DEFINE_OP_NO_ATTRS(abs,
-                      "Absolute value, element-wise (abs of the most negative integer wraps, as "
-                      "NumPy). Complex gives the modulus hypot(re, im) as float32/float64.",
-                      CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x, ct_params_out, ct_infer_abs);
-CT_UNARY_OP(exp, "Exponential, element-wise.");
-CT_UNARY_OP(log, "Natural logarithm, element-wise (log(0) = -inf, log(x<0) = nan).");
-CT_UNARY_OP(sqrt, "Square root, element-wise (sqrt(x<0) = nan).");
-CT_UNARY_OP(tanh, "Hyperbolic tangent, element-wise.");
-CT_UNARY_OP(sigmoid, "Logistic sigmoid 1 / (1 + exp(-x)), element-wise (torch.sigmoid).");
-CT_UNARY_OP(relu, "Rectified linear unit max(x, 0), element-wise; nan stays nan (torch.relu).");
+CT_DEFINE_OP_NO_ATTRS(abs, ct_ew_doc_abs, CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x,
+                      ct_params_out, ct_infer_abs);
 
-/* ----- binary with broadcasting: out dtype is the (common) input dtype ----- */
+/* round(bool) is float16, as NumPy. */
+static int ct_infer_round(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                          int32_t* num_outputs) {
+  const int status = ct_infer_same_as_input(call, outputs, capacity, num_outputs);
+  if (status == CT_OK && ct_dtype_is_bool(call->inputs[0]->dtype))
+    outputs[0].dtype = (ct_dtype){CT_DTYPE_FLOAT, 16, 1};
+  return status;
+}
 
-#define CT_BINARY_OP(NAME, DOC, INFER)                                                   \
-  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY, ct_params_x1_x2, \
-                        ct_params_out, INFER)
-
-CT_BINARY_OP(add, "x1 + x2 with broadcasting (bool: logical or; integers wrap).",
-             ct_infer_broadcast_same_dtype);
-CT_BINARY_OP(subtract, "x1 - x2 with broadcasting (integers wrap).", ct_infer_broadcast_same_dtype);
-CT_BINARY_OP(multiply, "x1 * x2 with broadcasting (bool: logical and; integers wrap).",
-             ct_infer_broadcast_same_dtype);
-CT_BINARY_OP(maximum, "Element-wise maximum with broadcasting; nan propagates.",
-             ct_infer_broadcast_same_dtype);
-CT_BINARY_OP(minimum, "Element-wise minimum with broadcasting; nan propagates.",
-             ct_infer_broadcast_same_dtype);
-CT_BINARY_OP(pow,
-             "x1 ** x2 with broadcasting. Floats follow C99 pow, as NumPy's element-wise loop "
-             "(pow(-inf, 0.5) = inf). Integer bases with negative integer exponents are an "
-             "error, as in NumPy; integer results wrap.",
-             ct_infer_broadcast_same_dtype);
+CT_DEFINE_OP_NO_ATTRS(round, ct_ew_doc_round, CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x,
+                      ct_params_out, ct_infer_round);
 
 /* True division: integers and bool divide in float64, as NumPy. */
 static int ct_infer_divide(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
@@ -58,21 +73,42 @@ static int ct_infer_divide(const ct_infer_call* call, ct_tensor_info* outputs, i
   return status;
 }
 
-CT_BINARY_OP(divide,
-             "True division x1 / x2 with broadcasting; integer and bool inputs give float64. "
-             "Complex division is Smith's algorithm, as NumPy.",
-             ct_infer_divide);
+CT_DEFINE_OP_NO_ATTRS(divide, ct_ew_doc_divide, CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY,
+                      ct_params_x1_x2, ct_params_out, ct_infer_divide);
 
-/* ----- comparisons: bool out ----- */
+/* Activations with attributes. */
+#define CT_UNARY_ATTR_OP(NAME, ATTRS, INFER)                                            \
+  CT_DEFINE_OP(NAME, ct_ew_doc_##NAME, CT_OP_SHAPE_STATIC, CT_FLAGS_UNARY, ct_params_x, \
+               ct_params_out, ATTRS, INFER)
 
-#define CT_COMPARE_OP(NAME, DOC)                                                          \
-  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC,                                    \
-                        CT_OP_FLAG_ELEMENTWISE | CT_OP_FLAG_BROADCASTING | CT_FLAGS_PURE, \
-                        ct_params_x1_x2, ct_params_out, ct_infer_broadcast_bool)
+static const ct_attr_schema ct_leaky_relu_attrs[] = {
+    CT_ATTR_SPEC_FLOAT("negative_slope", "slope for x < 0", 0.01)};
+CT_UNARY_ATTR_OP(leaky_relu, ct_leaky_relu_attrs, ct_infer_same_as_input);
 
-CT_COMPARE_OP(equal, "x1 == x2 with broadcasting, as bool (nan == nan is false).");
-CT_COMPARE_OP(less, "x1 < x2 with broadcasting, as bool.");
-CT_COMPARE_OP(greater, "x1 > x2 with broadcasting, as bool.");
+static const ct_attr_schema ct_elu_attrs[] = {
+    CT_ATTR_SPEC_FLOAT("alpha", "scale of the negative part", 1.0)};
+CT_UNARY_ATTR_OP(elu, ct_elu_attrs, ct_infer_same_as_input);
+
+static const ct_attr_schema ct_softplus_attrs[] = {
+    CT_ATTR_SPEC_FLOAT("beta", "sharpness", 1.0),
+    CT_ATTR_SPEC_FLOAT("threshold", "above beta * x > threshold the result is x", 20.0)};
+CT_UNARY_ATTR_OP(softplus, ct_softplus_attrs, ct_infer_same_as_input);
+
+static const ct_attr_schema ct_gelu_attrs[] = {
+    CT_ATTR_SPEC_STRING("approximate", "\"none\" (exact, with erf) or \"tanh\"", "none")};
+
+static int ct_infer_gelu(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                         int32_t* num_outputs) {
+  const char* mode = call->attrs[0].value.s;
+  if (!mode || (strcmp(mode, "none") != 0 && strcmp(mode, "tanh") != 0)) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "gelu: approximate must be \"none\" or \"tanh\", got \"%s\"",
+                        mode ? mode : "(null)");
+  }
+  return ct_infer_same_as_input(call, outputs, capacity, num_outputs);
+}
+
+CT_UNARY_ATTR_OP(gelu, ct_gelu_attrs, ct_infer_gelu);
 
 /* ----- where ----- */
 
@@ -88,9 +124,8 @@ static int ct_infer_where(const ct_infer_call* call, ct_tensor_info* outputs, in
   return ct_infer_broadcast_shape(call->schema->name, call->inputs, 3, &outputs[0]);
 }
 
-CT_DEFINE_OP_NO_ATTRS(where, "condition ? x1 : x2, element-wise with broadcasting of all three.",
-                      CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY, ct_where_inputs, ct_params_out,
-                      ct_infer_where);
+CT_DEFINE_OP_NO_ATTRS(where, ct_ew_doc_where, CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY, ct_where_inputs,
+                      ct_params_out, ct_infer_where);
 
 /* ----- astype ----- */
 

@@ -1,5 +1,5 @@
-/* binary_math_kernels.c - floor_divide, remainder, atan2, hypot, copysign, bitwise and / or /
- * xor / shifts, not_equal, less_equal, greater_equal, logical and / or / xor, clip. */
+/* binary_math_kernels.c - floor_divide, remainder, atan2, hypot, copysign, logaddexp, bitwise
+ * and / or / xor / shifts, not_equal, less_equal, greater_equal, logical and / or / xor, clip. */
 #include <math.h>
 
 #include "cpu_register.h"
@@ -129,6 +129,15 @@ CT_CPU_UNSIGNED_TYPES(CT_DEF, _)
   static inline C ct_op_hypot_##C(C a, C b) {                              \
     return hypot##F(a, b);                                                 \
   }                                                                        \
+  /* NumPy's npy_logaddexp: a + log(2) for equal values (same-signed       \
+   * infinities), else the larger + log1p(exp(-|a - b|)); nan: a - b. */   \
+  static inline C ct_op_logaddexp_##C(C a, C b) {                          \
+    if (a == b) return a + (C)0.693147180559945309417232121458176568;      \
+    const C d = a - b;                                                     \
+    if (d > 0) return a + log1p##F(exp##F(-d));                            \
+    if (d <= 0) return b + log1p##F(exp##F(d));                            \
+    return d;                                                              \
+  }                                                                        \
   static inline C ct_op_copysign_##C(C a, C b) {                           \
     return copysign##F(a, b);                                              \
   }                                                                        \
@@ -246,6 +255,7 @@ static int ct_cpu_clip_run(const ct_kernel_call* call) {
   K(atan2, CT_CPU_LOWP_TYPES)             \
   K(hypot, CT_CPU_LOWP_TYPES)             \
   K(copysign, CT_CPU_FLOAT_TYPES)         \
+  K(logaddexp, CT_CPU_FLOAT_TYPES)        \
   K(bitwise_and, CT_CPU_BOOL_TYPE)        \
   K(bitwise_and, CT_CPU_INT_TYPES)        \
   K(bitwise_or, CT_CPU_BOOL_TYPE)         \

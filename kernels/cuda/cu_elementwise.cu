@@ -1,15 +1,15 @@
-/* cu_elementwise.cu - every element-wise op (cu_elementwise_ops.h) and astype: one kernel per
- * (op, dtypes), a grid-stride loop over the broadcast, collapsed layout. Contiguous operands take
- * several elements a thread at a time with no index arithmetic. */
+/* cu_elementwise.cu - every element-wise op (capi/ops/elementwise_table.h) and astype: one kernel
+ * per (op, dtypes), a grid-stride loop over the broadcast, collapsed layout. Contiguous operands
+ * take several elements a thread at a time with no index arithmetic. */
 #include <string.h>
 
 #include <type_traits>
 
 #include "cu_call.h"
 #include "cu_elementwise_math.cuh"
-#include "cu_elementwise_ops.h"
 #include "cu_layout.h"
 #include "cu_types.cuh"
+#include "ops/elementwise_table.h"
 
 namespace {
 
@@ -20,13 +20,13 @@ using ct_cu_elementwise_launch_fn = int (*)(const ct_cu_exec& exec, const ct_pl_
 /* What a registered kernel hands its run function. */
 struct ct_cu_elementwise_entry {
   const char* name;
-  ct_cu_params params;
+  ct_elementwise_params params;
   bool integer_pow; /* scan the exponents for negative values first */
   ct_cu_elementwise_launch_fn launch;
 };
 
 constexpr bool ct_cu_is_na(const char* text) {
-  const char* na = "CT_CU_NA";
+  const char* na = "CT_NA";
   while (*text && *text == *na) ++text, ++na;
   return *text == '\0' && *na == '\0';
 }
@@ -44,32 +44,32 @@ inline constexpr int ct_cu_class_of = ct_cu_is_float_v<V> ? CT_CU_CLASS_FLOAT
                                       : V == CT_PL_B8     ? CT_CU_CLASS_BOOL
                                                           : CT_CU_CLASS_INT;
 
-#define CT_CU_NA T(0)
-#define CT_CU_OP_STRUCT(NAME, ARITY, FEXPR, IEXPR, BEXPR, OUT, PARAMS)        \
-  struct ct_cu_op_##NAME {                                                    \
-    static constexpr const char* name = #NAME;                                \
-    static constexpr int arity = ARITY;                                       \
-    static constexpr ct_cu_out_rule out = CT_CU_OUT_##OUT;                    \
-    static constexpr ct_cu_params params = CT_CU_PARAMS_##PARAMS;             \
-    static constexpr bool has_float = !ct_cu_is_na(#FEXPR);                   \
-    static constexpr bool has_int = !ct_cu_is_na(#IEXPR);                     \
-    static constexpr bool has_bool = !ct_cu_is_na(#BEXPR);                    \
-    template <int Class, class T, class A, class B, class C>                  \
-    __device__ static __forceinline__ auto apply(A a, B b, C c, T P0, T P1) { \
-      using U = typename ct_cu_unsigned<T>::type;                             \
-      (void)b, (void)c, (void)P0, (void)P1;                                   \
-      if constexpr (Class == CT_CU_CLASS_FLOAT) {                             \
-        return FEXPR;                                                         \
-      } else if constexpr (Class == CT_CU_CLASS_INT) {                        \
-        return IEXPR;                                                         \
-      } else {                                                                \
-        return BEXPR;                                                         \
-      }                                                                       \
-    }                                                                         \
+#define CT_NA T(0)
+#define CT_CU_OP_STRUCT(NAME, ARITY, SCHEMA, OUT, PARAMS, FEXPR, IEXPR, BEXPR, DOC) \
+  struct ct_cu_op_##NAME {                                                          \
+    static constexpr const char* name = #NAME;                                      \
+    static constexpr int arity = ARITY;                                             \
+    static constexpr ct_elementwise_out_rule out = CT_ELEMENTWISE_OUT_##OUT;        \
+    static constexpr ct_elementwise_params params = CT_ELEMENTWISE_PARAMS_##PARAMS; \
+    static constexpr bool has_float = !ct_cu_is_na(#FEXPR);                         \
+    static constexpr bool has_int = !ct_cu_is_na(#IEXPR);                           \
+    static constexpr bool has_bool = !ct_cu_is_na(#BEXPR);                          \
+    template <int Class, class T, class A, class B, class C>                        \
+    __device__ static __forceinline__ auto apply(A a, B b, C c, T P0, T P1) {       \
+      using U = typename ct_cu_unsigned<T>::type;                                   \
+      (void)b, (void)c, (void)P0, (void)P1;                                         \
+      if constexpr (Class == CT_CU_CLASS_FLOAT) {                                   \
+        return FEXPR;                                                               \
+      } else if constexpr (Class == CT_CU_CLASS_INT) {                              \
+        return IEXPR;                                                               \
+      } else {                                                                      \
+        return BEXPR;                                                               \
+      }                                                                             \
+    }                                                                               \
   };
-CT_CU_ELEMENTWISE_OPS(CT_CU_OP_STRUCT)
+CT_ELEMENTWISE_OPS(CT_CU_OP_STRUCT)
 #undef CT_CU_OP_STRUCT
-#undef CT_CU_NA
+#undef CT_NA
 
 /* Contiguous operands: elements a thread takes per step of the grid-stride loop, a block width
  * apart (coalesced), all loaded before the first result is computed, so that each thread keeps
@@ -84,7 +84,7 @@ template <class Op, ct_pl_type V, ct_pl_type O>
 __global__ void __launch_bounds__(256)
     ct_cu_elementwise_kernel(const ct_pl_layout layout, char* out, const char* in0, const char* in1,
                              const char* in2, double p0, double p1) {
-  constexpr ct_pl_type A = Op::out == CT_CU_OUT_WHERE ? CT_PL_B8 : V;
+  constexpr ct_pl_type A = Op::out == CT_ELEMENTWISE_OUT_WHERE ? CT_PL_B8 : V;
   using T = ct_cu_compute_t<V>;
   using TA = ct_cu_compute_t<A>;
   const T P0 = (T)p0, P1 = (T)p1;
@@ -216,12 +216,12 @@ int ct_cu_check_exponents(const ct_cu_exec& exec, const ct_tensor* x2) {
 int ct_cu_elementwise_params(const ct_kernel_call* call, const ct_cu_elementwise_entry* entry,
                              double params[2]) {
   params[0] = params[1] = 0;
-  if (entry->params == CT_CU_PARAMS_FLOATS) {
+  if (entry->params == CT_ELEMENTWISE_PARAMS_FLOATS) {
     for (int32_t k = 0; k < call->schema->num_attrs && k < 2; ++k) {
       const ct_attr_value* v = &call->attrs[k];
       params[k] = v->type == CT_ATTR_INT ? (double)v->value.i : v->value.f;
     }
-  } else if (entry->params == CT_CU_PARAMS_GELU) {
+  } else if (entry->params == CT_ELEMENTWISE_PARAMS_GELU) {
     const char* mode = call->attrs[0].value.s;
     if (strcmp(mode, "tanh") == 0) {
       params[0] = 1;
@@ -260,9 +260,10 @@ int ct_cu_elementwise_run(const ct_kernel_call* call) {
 
 template <class Op, ct_pl_type V>
 constexpr ct_pl_type ct_cu_output_type() {
-  if constexpr (Op::out == CT_CU_OUT_BOOL) return CT_PL_B8;
-  if constexpr (Op::out == CT_CU_OUT_F64_FOR_INTS && !ct_cu_is_float_v<V>) return CT_PL_F64;
-  if constexpr (Op::out == CT_CU_OUT_F16_FOR_BOOL && V == CT_PL_B8) return CT_PL_F16;
+  if constexpr (Op::out == CT_ELEMENTWISE_OUT_BOOL) return CT_PL_B8;
+  if constexpr (Op::out == CT_ELEMENTWISE_OUT_F64_FOR_INTS && !ct_cu_is_float_v<V>)
+    return CT_PL_F64;
+  if constexpr (Op::out == CT_ELEMENTWISE_OUT_F16_FOR_BOOL && V == CT_PL_B8) return CT_PL_F16;
   return V;
 }
 
@@ -274,8 +275,8 @@ int ct_cu_register_value() {
       &ct_cu_elementwise_launch<Op, V, O>};
   ct_pl_type signature[4];
   int32_t length = 0;
-  if (Op::out == CT_CU_OUT_WHERE) signature[length++] = CT_PL_B8;
-  const int values = Op::out == CT_CU_OUT_WHERE ? 2 : Op::arity;
+  if (Op::out == CT_ELEMENTWISE_OUT_WHERE) signature[length++] = CT_PL_B8;
+  const int values = Op::out == CT_ELEMENTWISE_OUT_WHERE ? 2 : Op::arity;
   for (int k = 0; k < values; ++k) signature[length++] = V;
   signature[length++] = O;
   return ct_cu_register(Op::name, signature, length, ct_cu_elementwise_run, nullptr, &entry);
@@ -297,7 +298,7 @@ int ct_cu_register_op() {
 
 template <ct_pl_type From, ct_pl_type To>
 int ct_cu_register_astype_pair() {
-  static const ct_cu_elementwise_entry entry = {"astype", CT_CU_PARAMS_NONE, false,
+  static const ct_cu_elementwise_entry entry = {"astype", CT_ELEMENTWISE_PARAMS_NONE, false,
                                                 &ct_cu_astype_launch<From, To>};
   const ct_pl_type signature[2] = {From, To};
   return ct_cu_register("astype", signature, 2, ct_cu_elementwise_run, nullptr, &entry);
@@ -316,7 +317,7 @@ int ct_cu_register_elementwise(void) {
   int status = CT_OK;
 #define CT_CU_REGISTER_ROW(NAME, ...) \
   if (status == CT_OK) status = ct_cu_register_op<ct_cu_op_##NAME>();
-  CT_CU_ELEMENTWISE_OPS(CT_CU_REGISTER_ROW)
+  CT_ELEMENTWISE_OPS(CT_CU_REGISTER_ROW)
 #undef CT_CU_REGISTER_ROW
   if (status != CT_OK) return status;
   return ct_cu_for_each_tag(ct_cu_all_tags{}, [](auto from) {

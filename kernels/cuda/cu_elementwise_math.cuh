@@ -1,14 +1,15 @@
-/* cu_elementwise_math.cuh - the helpers element-wise expressions call: NumPy's divmod for float
- * floor_divide and remainder, the integer versions (division by zero gives 0, MIN // -1 wraps),
- * integer pow by squaring (wrapping), and selu, hardswish and gelu as the CPU backend computes
- * them. T is a compute type (float, double, int, long long). */
+/* cu_elementwise_math.cuh - the helpers the element-wise table's formulas call
+ * (capi/ops/elementwise_table.h; kernels/opencl/cl_elementwise.c defines the same names): NumPy's
+ * divmod for float floor_divide and remainder, the integer versions (division by zero gives 0, MIN
+ * // -1 wraps), integer pow by squaring (wrapping), and selu, hardswish and gelu as the CPU backend
+ * computes them. T is a compute type (float, double, int, long long). */
 #ifndef CTENSOR_CU_ELEMENTWISE_MATH_CUH_
 #define CTENSOR_CU_ELEMENTWISE_MATH_CUH_
 
 #include <type_traits>
 
 template <class T>
-__device__ __forceinline__ T ct_cu_divmod(T a, T b, T* modulus) {
+__device__ __forceinline__ T ct_divmod(T a, T b, T* modulus) {
   T mod = fmod(a, b);
   if (b == 0) {
     *modulus = mod;
@@ -35,22 +36,22 @@ __device__ __forceinline__ T ct_cu_divmod(T a, T b, T* modulus) {
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_floor_divide(T a, T b) {
+__device__ __forceinline__ T ct_floor_divide(T a, T b) {
   T mod;
-  return b != 0 ? ct_cu_divmod(a, b, &mod) : a / b;
+  return b != 0 ? ct_divmod(a, b, &mod) : a / b;
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_remainder(T a, T b) {
+__device__ __forceinline__ T ct_remainder(T a, T b) {
   T mod = fmod(a, b);
-  if (b != 0) ct_cu_divmod(a, b, &mod);
+  if (b != 0) ct_divmod(a, b, &mod);
   return mod;
 }
 
 /* hypot without overflow where the result is finite: CUDA's double hypot gives inf near
  * DBL_MAX. The float version is CUDA's own (computed wider, within an ulp). */
 template <class T>
-__device__ __forceinline__ T ct_cu_hypot(T a, T b) {
+__device__ __forceinline__ T ct_hypot(T a, T b) {
   if constexpr (sizeof(T) == 4) {
     return hypot(a, b);
   } else {
@@ -66,21 +67,21 @@ __device__ __forceinline__ T ct_cu_hypot(T a, T b) {
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_selu(T x) {
+__device__ __forceinline__ T ct_selu(T x) {
   const T alpha = (T)1.6732632423543772848170429916717;
   const T scale = (T)1.0507009873554804934193349852946;
   return x > 0 ? scale * x : scale * alpha * expm1(x);
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_hardswish(T x) {
+__device__ __forceinline__ T ct_hardswish(T x) {
   if (x >= 3) return x;
   const T t = x + (T)3 < 0 ? (T)0 : x + (T)3;
   return x * t / (T)6;
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_gelu(T x, T approximate) {
+__device__ __forceinline__ T ct_gelu(T x, T approximate) {
   if (approximate != 0) {
     const T k = (T)0.7978845608028654;
     const T u = k * (x + (T)0.044715 * x * x * x);
@@ -92,7 +93,7 @@ __device__ __forceinline__ T ct_cu_gelu(T x, T approximate) {
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_int_floor_divide(T a, T b) {
+__device__ __forceinline__ T ct_int_floor_divide(T a, T b) {
   using U = std::make_unsigned_t<T>;
   if (b == 0) return 0;
   if (b == -1) return (T)((U)0 - (U)a);
@@ -101,14 +102,14 @@ __device__ __forceinline__ T ct_cu_int_floor_divide(T a, T b) {
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_int_remainder(T a, T b) {
+__device__ __forceinline__ T ct_int_remainder(T a, T b) {
   if (b == 0 || b == -1) return 0;
   const T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
 template <class T>
-__device__ __forceinline__ T ct_cu_int_pow(T a, T b) {
+__device__ __forceinline__ T ct_int_pow(T a, T b) {
   using U = std::make_unsigned_t<T>;
   U base = (U)a, exponent = (U)b, result = 1;
   while (exponent) {

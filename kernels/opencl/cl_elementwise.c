@@ -1,23 +1,43 @@
-/* cl_elementwise.c - every element-wise op (cl_elementwise_ops.h) and astype, from one
+/* cl_elementwise.c - every element-wise op (capi/ops/elementwise_table.h) and astype, from one
  * generated kernel per (op, dtypes): a strided-index kernel over the broadcast, collapsed
  * layout, and a contiguous fast path when every operand is one dense run. */
 #include <stdio.h>
 #include <string.h>
 
-#include "cl_elementwise_ops.h"
 #include "cl_layout.h"
 #include "cl_types.h"
+#include "ops/elementwise_table.h"
+
+/* One element-wise op: a row of the table, its formulas as OpenCL C source (the table's text,
+ * stringized; "CT_NA" where the class has no kernel). */
+typedef struct ct_cl_elementwise_op {
+  const char* name;
+  int32_t arity;
+  const char* float_expr;
+  const char* int_expr;
+  const char* bool_expr;
+  ct_elementwise_out_rule out;
+  ct_elementwise_params params;
+} ct_cl_elementwise_op;
 
 static const ct_cl_elementwise_op ct_cl_elementwise_table[] = {
-#define CT_CL_ROW(name, arity, f, i, b, out, params) \
-  {#name, arity, f, i, b, CT_CL_OUT_##out, CT_CL_PARAMS_##params},
-    CT_CL_ELEMENTWISE_OPS(CT_CL_ROW)
+#define CT_CL_ROW(NAME, ARITY, SCHEMA, OUT, PARAMS, FLOAT, INT, BOOL, DOC) \
+  {#NAME, ARITY, #FLOAT, #INT, #BOOL, CT_ELEMENTWISE_OUT_##OUT, CT_ELEMENTWISE_PARAMS_##PARAMS},
+    CT_ELEMENTWISE_OPS(CT_CL_ROW)
 #undef CT_CL_ROW
 };
 
 /* astype has no expression of its own: ct_cl_astype_expression picks one per dtype pair. */
 static const ct_cl_elementwise_op ct_cl_astype_op = {
-    "astype", 1, NULL, NULL, NULL, CT_CL_OUT_SAME, CT_CL_PARAMS_NONE};
+    "astype", 1, NULL, NULL, NULL, CT_ELEMENTWISE_OUT_SAME, CT_ELEMENTWISE_PARAMS_NONE};
+
+/* A formula of the table, or NULL where the dtype class has none (CT_NA). */
+static const char* ct_cl_formula(const char* expr) {
+  return expr && strcmp(expr, "CT_NA") != 0 ? expr : NULL;
+}
+
+/* Names every formula may use, whatever its class: CT_WRAP as the table defines it. */
+static const char ct_cl_common_helpers[] = "#define CT_WRAP(op) (T)((U)a op (U)b)\n";
 
 /* Float helpers (T is the compute type): NumPy's divmod for floor_divide and remainder, the
  * integer versions (division by zero gives 0, MIN // -1 wraps), selu, hardswish and gelu as the
@@ -43,6 +63,7 @@ static const char ct_cl_float_helpers[] =
     "inline T ct_hardswish(T x) {\n"
     "  if (x >= 3) return x;\n  const T t = x + (T)3 < 0 ? (T)0 : x + (T)3;\n"
     "  return x * t / (T)6;\n}\n"
+    "inline T ct_hypot(T a, T b) { return hypot(a, b); }\n"
     "inline T ct_gelu(T x, T approximate) {\n"
     "  if (approximate != 0) {\n    const T k = (T)0.7978845608028654;\n"
     "    const T u = k * (x + (T)0.044715 * x * x * x);\n"
@@ -128,12 +149,12 @@ static const char* ct_cl_param_type(ct_pl_type value) {
 static int ct_cl_elementwise_params(const ct_kernel_call* call, const ct_cl_elementwise_op* op,
                                     double params[2]) {
   params[0] = params[1] = 0;
-  if (op->params == CT_CL_PARAMS_FLOATS) {
+  if (op->params == CT_ELEMENTWISE_PARAMS_FLOATS) {
     for (int32_t k = 0; k < call->schema->num_attrs && k < 2; ++k) {
       const ct_attr_value* v = &call->attrs[k];
       params[k] = v->type == CT_ATTR_INT ? (double)v->value.i : v->value.f;
     }
-  } else if (op->params == CT_CL_PARAMS_GELU) {
+  } else if (op->params == CT_ELEMENTWISE_PARAMS_GELU) {
     const char* mode = call->attrs[0].value.s;
     if (strcmp(mode, "tanh") == 0) {
       params[0] = 1;
@@ -178,14 +199,14 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   const bool contiguous = layout.contiguous;
 
   /* The value input decides the expression class and T (where: x1, after the condition). */
-  const ct_pl_type value = types[op->out == CT_CL_OUT_WHERE ? 2 : 1];
+  const ct_pl_type value = types[op->out == CT_ELEMENTWISE_OUT_WHERE ? 2 : 1];
   char astype_buffer[64];
   const char* expression =
       op == &ct_cl_astype_op
           ? ct_cl_astype_expression(value, types[0], astype_buffer, sizeof astype_buffer)
-      : ct_pl_type_is_float(value) ? op->float_expr
-      : value == CT_PL_B8          ? op->bool_expr
-                                   : op->int_expr;
+      : ct_pl_type_is_float(value) ? ct_cl_formula(op->float_expr)
+      : value == CT_PL_B8          ? ct_cl_formula(op->bool_expr)
+                                   : ct_cl_formula(op->int_expr);
   bool uses_double = false;
   for (int32_t k = 1; k <= arity; ++k) uses_double |= types[k] == CT_PL_F64;
 
@@ -193,6 +214,7 @@ static int ct_cl_elementwise_run(const ct_kernel_call* call) {
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define U %s\n", ct_cl_types[value].compute,
                    ct_cl_types[value].unsigned_type);
+  ct_cl_source_add(&source, "%s", ct_cl_common_helpers);
   ct_cl_source_add(&source, "%s",
                    ct_pl_type_is_float(value) ? ct_cl_float_helpers
                    : value == CT_PL_B8        ? ""
@@ -267,20 +289,23 @@ static int ct_cl_register_elementwise_op(const ct_cl_elementwise_op* op) {
     const char* expr;
     const ct_pl_type* types;
     int count;
-  } classes[] = {{op->float_expr, floats, 3}, {op->int_expr, ints, 2}, {op->bool_expr, bools, 1}};
+  } classes[] = {{ct_cl_formula(op->float_expr), floats, 3},
+                 {ct_cl_formula(op->int_expr), ints, 2},
+                 {ct_cl_formula(op->bool_expr), bools, 1}};
   for (int c = 0; c < 3; ++c) {
     if (!classes[c].expr) continue;
     for (int t = 0; t < classes[c].count; ++t) {
       const ct_pl_type value = classes[c].types[t];
       ct_pl_type signature[4];
       int32_t length = 0;
-      if (op->out == CT_CL_OUT_WHERE) signature[length++] = CT_PL_B8;
-      const int32_t values = op->out == CT_CL_OUT_WHERE ? 2 : op->arity;
+      if (op->out == CT_ELEMENTWISE_OUT_WHERE) signature[length++] = CT_PL_B8;
+      const int32_t values = op->out == CT_ELEMENTWISE_OUT_WHERE ? 2 : op->arity;
       for (int32_t k = 0; k < values; ++k) signature[length++] = value;
       ct_pl_type out = value;
-      if (op->out == CT_CL_OUT_BOOL) out = CT_PL_B8;
-      if (op->out == CT_CL_OUT_F64_FOR_INTS && !ct_pl_type_is_float(value)) out = CT_PL_F64;
-      if (op->out == CT_CL_OUT_F16_FOR_BOOL && value == CT_PL_B8) out = CT_PL_F16;
+      if (op->out == CT_ELEMENTWISE_OUT_BOOL) out = CT_PL_B8;
+      if (op->out == CT_ELEMENTWISE_OUT_F64_FOR_INTS && !ct_pl_type_is_float(value))
+        out = CT_PL_F64;
+      if (op->out == CT_ELEMENTWISE_OUT_F16_FOR_BOOL && value == CT_PL_B8) out = CT_PL_F16;
       signature[length++] = out;
       const int status =
           ct_cl_register(op->name, signature, length, ct_cl_elementwise_run, NULL, op);

@@ -1,7 +1,8 @@
 """``python -m ctensor``: what is installed, and where.
 
     python -m ctensor                 version, ABI, threads and the operator table
-    python -m ctensor --markdown-ops  the README's operator table, generated from the registry
+    python -m ctensor --markdown-ops  the operator table, generated from the registry
+    python -m ctensor --operators-page  docs/operators.md (that table with its key)
     python -m ctensor --pkgconfigdir  directory holding ctensor.pc
     python -m ctensor --includedir    directory holding ctensor.h
     python -m ctensor --libdir        directory holding libctensor
@@ -69,6 +70,29 @@ def markdown_ops(devices: list[str] | None = None) -> str:
     return "\n".join(rows)
 
 
+OPERATORS_PAGE_COMMAND = "python -m ctensor --operators-page > docs/operators.md"
+
+
+def operators_page() -> str:
+    """docs/operators.md: the operator table of the devices CI has (cpu, opencl) with its key."""
+    return "\n".join([
+        "# Operators",
+        "",
+        f"Generated from the registry by `{OPERATORS_PAGE_COMMAND}`; a test",
+        "(tests/test_readme.py) fails when this file is stale. The devices column shows the",
+        "backends CI runs; the CUDA backend registers exactly the opencl column's kernels. The",
+        "dtypes are those the first input takes on the CPU; `all` means all fifteen: bool, int8,",
+        "int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64,",
+        "complex64, complex128; `all real` the first thirteen.",
+        "`ctensor.op_info(name)[\"kernels\"]` (or `ct_op_kernel_info` in C) gives every exact",
+        "dtype signature; any other combination is refused with the unsupported-dtype error, never",
+        "computed wrongly. To add an element-wise op, see [adding-an-op.md](adding-an-op.md).",
+        "",
+        markdown_ops(["cpu", "opencl"]),
+        "",
+    ])
+
+
 def summary() -> str:
     lines = [
         f"ctensor {ctensor.__version__}",
@@ -130,14 +154,18 @@ def _dir_answer(args: argparse.Namespace) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ctensor", description=__doc__.split("\n")[0])
     _dir_flags(parser)
+    parser.add_argument("--operators-page", action="store_true",
+                        help="print docs/operators.md, generated from the registry")
     parser.add_argument("--markdown-ops", action="store_true",
-                        help="print the operator table as Markdown (for the README)")
+                        help="print the operator table as Markdown")
     parser.add_argument("--devices", metavar="LIST",
                         help="with --markdown-ops: show only these devices (comma-separated)")
     args = parser.parse_args(argv)
     answer = _dir_answer(args)
     if answer is not None:
         print(answer)
+    elif args.operators_page:
+        print(operators_page(), end="")
     elif args.markdown_ops:
         print(markdown_ops(args.devices.split(",") if args.devices else None))
     else:
