@@ -2,7 +2,7 @@
 #include <stdatomic.h>
 
 #include "internal.h"
-#include "../kernels/cpu/cpu_threads.h"
+#include "../kernels/cpu/engine/cpu_threads.h"
 
 #ifdef _OPENMP
 #include <omp.h>
