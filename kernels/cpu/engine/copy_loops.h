@@ -1,7 +1,7 @@
 /* copy_loops.h - dst = src inner loops per element size (8 to 128 bits) for the iteration
  * engine: every op that only moves elements (permute_dims, flip, slice, tile, concat, ...) is a
  * strided copy through ct_cpu_iterate_raw with one of these, registered for every dtype of that
- * size. Defined in permute_kernels.c. */
+ * size. Defined in copy_loops.c. */
 #ifndef CTENSOR_CPU_COPY_LOOPS_H_
 #define CTENSOR_CPU_COPY_LOOPS_H_
 

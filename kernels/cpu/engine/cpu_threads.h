@@ -1,7 +1,8 @@
-/* cpu_threads.h - the thread count CPU kernels use (set through ct_set_num_threads). */
+/* cpu_threads.h - the thread count CPU kernels use (set through ct_set_num_threads):
+ * ct_cpu_num_threads, defined with the setting in capi/threads.c and declared in internal.h. */
 #ifndef CTENSOR_CPU_THREADS_H_
 #define CTENSOR_CPU_THREADS_H_
 
-__attribute__((visibility("hidden"))) int ct_cpu_num_threads(void);
+#include "internal.h"
 
 #endif
