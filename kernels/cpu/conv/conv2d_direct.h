@@ -6,7 +6,7 @@
  * output positions reads as many consecutive input elements per tap, which the micro-kernel
  * loads straight from the input with masked loads (lanes in the padding, or past the plane, are
  * masked off: zeros, never read). No im2col panel is packed, which is what the implicit GEMM
- * spends up to 40 % of its time on when the output channels are few.
+ * spends much of its time on when the output channels are few.
  *
  * A micro-kernel computes a tile of `rows` output channels × `lanes` positions (a shape, below)
  * over `channels` input channels and `taps` taps. `a` is the weight of the tile's channels

@@ -10,7 +10,7 @@
  * micro-kernel's 32 columns in the shapes that pay, wastes no columns. M is row-major; U and V
  * are written in the GEMM's packed layouts of B and A (depth blocks of micro-panels of output
  * channels, of tiles: ct_winograd_u_layout, ct_winograd_v_layout), which the GEMM then reads in
- * place: packing them again took 11 % of a (8, 512, 7, 7) call and of a (8, 128, 28, 28) one.
+ * place, instead of packing them again.
  * The transforms loop over channels innermost (contiguous in U and M; V's channels are a
  * micro-panel's rows apart, written a panel at a time), compiled per instruction set. */
 #include "conv/conv2d_winograd.h"
@@ -33,20 +33,16 @@
  * channels): chunks of about CT_WINOGRAD_FUSED_CHUNK_BYTES of V and M, and at least
  * CT_WINOGRAD_FUSED_MIN_TILES tiles (a product's rows), where the batch has
  * CT_WINOGRAD_FUSED_MIN_CHUNKS of them. The choice depends on shapes alone, not on the thread
- * count, so the workspace asked for always fits the plan made when running. 2 threads,
- * Zen 4, GFLOP/s, chunks shared by both threads -> fused: (8, 64, 56, 56) 196 -> 272-284, one
- * thread 103 -> 152; (8, 128, 28, 28) 317 -> 346-349. (8, 256, 14, 14), whose U is 4 MB, read for
- * every chunk: +2-6 %, within the noise; (8, 512, 7, 7): -25 %. */
+ * count, so the workspace asked for always fits the plan made when running. Fusing pays while U
+ * stays small: a larger U, read again for every chunk, no longer fits in cache. */
 #define CT_WINOGRAD_FUSED_U_BYTES ((int64_t)1 << 20)
 #define CT_WINOGRAD_FUSED_CHUNK_BYTES ((int64_t)640 << 10)
 #define CT_WINOGRAD_FUSED_MIN_CHUNKS 8
 #define CT_WINOGRAD_FUSED_MIN_TILES 64
 /* The Winograd path pays from this many input and output channels and tiles per image on
  * (tests/test_ops_matmul_conv.py's Winograd cases sit at these bounds: raising them would send
- * those cases to the direct paths). With AVX-512 from 64 channels: 2 threads, Zen 4, direct ->
- * Winograd, GFLOP/s: (8, 64, 56, 56) 162 -> 229, (32, 64, 14, 14) 128 -> 199, (8, 96, 28, 28)
- * 193 -> 257. With AVX2 the direct kernel still won at 64 (195 against 177 on (8, 64, 56, 56),
- * 169 against 141 on (32, 64, 14, 14)). */
+ * those cases to the direct paths). With AVX-512 it beats the direct kernel from 64 channels;
+ * with AVX2 the direct kernel still wins at 64. */
 #define CT_WINOGRAD_MIN_CHANNELS 128
 #define CT_WINOGRAD_MIN_CHANNELS_AVX512 64
 #define CT_WINOGRAD_MIN_TILES 9
@@ -203,16 +199,15 @@ static CT_CPU_ISA_BODY int ct_winograd_nonfinite(const float* check, int n) {
  * cache line per ξ and channel where the panels are 16 or 32 columns wide), zeros in the columns
  * past the last channel. A task reads each of its output channels' weights from start to end,
  * and where those are compact ((c, i, j) contiguous), whole 16 × 16 blocks at a time through
- * vector transposes instead of a float at a time: (8, 512, 7, 7), one thread, 18.2 -> 16.5 ms a
- * call (the scalar gather was half of the transform's time). */
+ * vector transposes instead of a float at a time (a scalar gather would dominate the
+ * transform). */
 #define CT_WINOGRAD_O_BLOCK 16
 #define CT_WINOGRAD_C_BLOCK 16
 
 /* Writes out[ξ][0 : span) as U[ξ][c][o0 : o0 + span) (span <= CT_WINOGRAD_O_BLOCK), in runs that
  * stay inside one micro-panel. Whole cache lines go out with non-temporal stores of the width
  * `stream` gives (stream_store.h; the caller fences them): U is larger than the weight by 16/9,
- * and streaming it skips reading every line for ownership before writing it. 2 threads, Zen 4:
- * (8, 512, 7, 7) 197 -> 215-218 GFLOP/s, (8, 256, 14, 14) 254-256 -> 263-271. */
+ * and streaming it skips reading every line for ownership before writing it. */
 static CT_CPU_ISA_BODY void ct_winograd_weight_store(const ct_winograd_u_layout* layout,
                                                      int64_t channels, float* u, int64_t c,
                                                      int64_t o0, int64_t span, int stream,
@@ -359,16 +354,12 @@ static void ct_winograd_weight(int64_t begin, int64_t end, void* context) {
  * written to V as the panel's rows of those channels: where the channels lie in one depth block,
  * one contiguous block of 16 · mr floats per ξ, packed in a buffer and streamed to memory when V
  * is too large to stay in cache (ct_stream_worth), else stored as whole vectors that overlap the
- * next channel's row (written after it).
- * Before, runs of 32 tiles of a tile row were cut where panels begin and stored a segment at a
- * time (55 partial stores a tile, each reading its line for ownership), after gathering the input
- * a float at a time. On (8, 64, 56, 56), 2 threads, Zen 4, that input transform took 0.83 of
- * the products' time; now 0.34-0.38 (perf samples). */
+ * next channel's row (written after it), rather than in segments cut where panels begin (many
+ * partial stores a tile, each reading its line for ownership). */
 #define CT_WINOGRAD_X_CHANNELS 16
 
 /* dst[0 : n) = src[0 : n) for n <= 16, in at most five moves of fixed size: a memcpy of a
- * variable size this short compiled to `rep movsq`, whose start-up took half of the input
- * transform. */
+ * variable size this short compiles to `rep movsq`, whose start-up costs more than the copy. */
 static CT_CPU_ISA_BODY void ct_winograd_copy16(float* dst, const float* src, int64_t n) {
   if (n & 16) memcpy(dst, src, 16 * sizeof(float));
   if (n & 8) memcpy(dst + (n & 16), src + (n & 16), 8 * sizeof(float));
@@ -538,8 +529,8 @@ static void ct_winograd_input(int64_t begin, int64_t end, void* context) {
 /* Output channels transformed together, and tiles of one tile row transformed together: the
  * run's outputs are kept (position, tile, channel), turned 16 tiles at a time to (channel,
  * tile), and each channel's two output rows under the run are stored as whole rows (the two
- * columns of every tile interleaved). Storing each output where it lies, a float at a time,
- * took 18 % of a (8, 64, 56, 56) call on 2 threads. */
+ * columns of every tile interleaved), rather than storing each output where it lies, a float at
+ * a time. */
 #define CT_WINOGRAD_Y_CHANNELS 16
 #define CT_WINOGRAD_Y_TILES 16
 
@@ -735,9 +726,7 @@ bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
     return !ctx.nonfinite;
   }
   /* Shared chunks: V, when too large to stay in cache until the products read it, is streamed
-   * to memory (whole lines only: its planes must start on one). 2 threads, Zen 4, (8, 64, 56,
-   * 56) run on shared chunks 191 -> 218 GFLOP/s; where V was 4 MB ((8, 512, 7, 7)), streaming
-   * lost 10 %. */
+   * to memory (whole lines only: its planes must start on one). */
   ctx.stream = ct_stream_worth(plan.v_bytes) &&
                        (plan.v.plane * (int64_t)sizeof(float)) % CT_STREAM_LINE_BYTES == 0
                    ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)

@@ -30,13 +30,11 @@
 
 /* Bytes of one rows-mode task's accumulator vector as planned: lanes = CT_REDUCE_ACC_BYTES /
  * acc_size (whole rows up to that length, so that the input streams through memory in order).
- * 1024 double lanes: on a float32 4096 x 4096 axis-0 sum, 4 KB row chunks stream 1.3x faster
- * than the 2.7 KB chunks of 768 lanes, and 4096 columns still make 4 tasks. */
+ * 1024 double lanes read 4 KB row chunks, a whole page, and 4096 columns still make 4 tasks. */
 #define CT_REDUCE_ACC_BYTES 8192
 /* Where whole tasks run and wider chunks still give every thread one, rows mode widens them up
  * to this many bytes of accumulators: 2048 double lanes read 8 KB of each row, two pages instead
- * of one, which took that axis-0 sum from 0.77 to 0.90 of the full sum's bandwidth on 2 threads
- * (each page read as a new stream costs the prefetchers their start-up). Which lanes a task
+ * of one (each page read as a new stream costs the prefetchers their start-up). Which lanes a task
  * holds never changes a result. A thread holds two such vectors (total and blocked partial) on
  * its stack. */
 #define CT_REDUCE_WIDE_ACC_BYTES 16384

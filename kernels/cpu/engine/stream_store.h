@@ -3,8 +3,7 @@
  * A thread whose share of an op's output is at least CT_STREAM_STORE_BYTES (far larger than a
  * core's L2 and a good part of a shared L3) writes it with non-temporal stores: the lines would
  * not stay in cache for the next op anyway, and streaming them saves the read for ownership of
- * every line (a third of the traffic of a one-input map, a quarter of a two-input one). Measured
- * on Zen 3: exp of 2^23 floats on one core 13.4 -> 15 GB/s. */
+ * every line (a third of the traffic of a one-input map, a quarter of a two-input one). */
 #ifndef CTENSOR_CPU_STREAM_STORE_H_
 #define CTENSOR_CPU_STREAM_STORE_H_
 
@@ -20,8 +19,7 @@
 /* Element-wise loops stream only runs (one loop call's output) of at least this many bytes, such
  * as the 16 KB rows of a (4096, 4096) + (4096,) add. Each run's first and last partial lines are
  * written with plain stores (CT_STREAM_LINE_BYTES), so the line two runs share is never half
- * streamed. On a 2-core Zen 3, adding a (1024,) row to 2^24 floats ran at 0.88-0.91 of the STREAM
- * copy with plain stores and 1.12-1.14 streamed. */
+ * streamed. */
 #define CT_STREAM_MIN_RUN_BYTES ((int64_t)4 << 10)
 
 /* Whether a thread writing output_bytes of one op should stream them. */
@@ -49,8 +47,8 @@ static inline int ct_stream_aligned(const void* dst) {
 }
 
 /* How a thread streams its output (ct_cpu_stream_output): not at all, 16 bytes a store (SSE2),
- * or 32 bytes a store (AVX: 1.4-1.9x the bandwidth of 16-byte stores on Zen 3, one core, when
- * the stores alternate with computing the next block). */
+ * or 32 bytes a store (AVX: more bandwidth than 16-byte stores when the stores alternate with
+ * computing the next block). */
 enum { CT_STREAM_OFF = 0, CT_STREAM_NARROW = 1, CT_STREAM_WIDE = 2 };
 
 #if defined(CT_STREAM_STORES) && defined(__GNUC__) && defined(__x86_64__) && \

@@ -17,11 +17,9 @@ _Thread_local int ct_cpu_stream_output = 0;
 /* Inner runs at least this long whose output is contiguous, with one strided input (its elements
  * at most a cache line apart) and every other input broadcast, gather that input into a buffer
  * on the thread's stack, CT_ITER_STAGE_BYTES at a time, with the copy loop of its element size
- * (copy_loops.h), so that the loop runs its contiguous (vectorised) path. Measured on 2 threads,
- * float32 stride 2: exp 3.5 -> 20-25 GB/s, negative +20%, a strided column block times a scalar
- * +20%. Where another input is read contiguously or is strided too, the loop's own strided path
- * kept more memory streams in flight (float32 add of two stride-2 inputs: 19 against 14 GB/s
- * gathered), so those are left as they are. */
+ * (copy_loops.h), so that the loop runs its contiguous (vectorised) path. Where another input is
+ * read contiguously or is strided too, the loop's own strided path keeps more memory streams in
+ * flight, so those are left as they are. */
 #define CT_ITER_STAGE_MIN_RUN 64
 #define CT_ITER_STAGE_MAX_STEP 64
 #define CT_ITER_STAGE_BYTES 4096

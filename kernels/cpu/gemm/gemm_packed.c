@@ -70,8 +70,7 @@
 
 /* float32 B into micro-panels of NR = 16 or 32 columns, as ct_gemm_pack_b_rows_<NAME> does, with
  * the widest moves the CPU has: the packing functions below are compiled for the baseline, whose
- * 16-byte moves made packing B store-bound (matmul 512^2, 2 threads, Zen 4: 9.6 % of the samples,
- * 2.4 % with 64-byte moves). */
+ * 16-byte moves make packing B store-bound. */
 static CT_CPU_ISA_BODY void ct_gemm_pack_b_wide_f32_body(const float* b, int64_t rs, int64_t kc,
                                                          int64_t panels, int64_t nr,
                                                          float* restrict dst) {
@@ -242,9 +241,8 @@ static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blo
   }
   if (plan->unpacked) {
     /* Nothing is packed. Where the threads would have shared each product (few of them), each
-     * product's rows are cut into one chunk of whole micro-panels per thread instead. float32
-     * on 2 threads, Zen 4, packed and shared -> unpacked in halves: 256^3 168 -> 182-196
-     * GFLOP/s, 192^3 134 -> 165-187, three 128^3 products 112 -> 159-170. */
+     * product's rows are cut into one chunk of whole micro-panels per thread instead, which
+     * beats packing and sharing on such small products. */
     plan->prepacked = false;
     if (plan->shared) {
       plan->shared = false;
@@ -289,8 +287,8 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   /* `panels` whole micro-panels of B with unit column stride, side by side, rows [0, kc):         \
    * CT_GEMM_PACK_B_ROWS rows at a time across every panel, so that B is read a few rows at a      \
    * time from start to end (sequential streams the prefetchers follow) rather than a column       \
-   * strip at a time (a cache line per row, each on another page once rows are 4 KB apart,         \
-   * which ran at 2-5 GB/s); inlined with a constant NR. */                                        \
+   * strip at a time (a cache line per row, each on another page once rows are 4 KB apart);       \
+   * inlined with a constant NR. */                                                                \
   static inline __attribute__((always_inline)) void ct_gemm_pack_b_rows_##NAME(                    \
       const TIN* b, int64_t rs, int64_t kc, int64_t panels, const int NR, ACC* restrict dst) {     \
     for (int64_t p0 = 0; p0 < kc; p0 += CT_GEMM_PACK_B_ROWS) {                                     \

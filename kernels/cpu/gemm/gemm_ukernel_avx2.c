@@ -1,11 +1,9 @@
 /* gemm_ukernel_avx2.c - AVX2 + FMA micro-kernels (compiled with -mavx2 -mfma; run only where
  * the CPU has both). 16 ymm registers: a 6 × 16 float tile (6 × 8 doubles) takes 12
  * accumulators, 2 vectors of B and 1 broadcast of A, and does 12 FMAs per 2 loads of B and 6
- * broadcasts, enough to keep both FMA pipes busy. Blocking measured on Zen 3 (32 KB L1d, 512 KB
- * L2): a KC of 512 halves the passes over C against 256 and beat MC/KC of 144/256, 96/384 and
- * 120/320 on 1024 and 2048 squares; with KC 512, an MC of 96 (a 192 KB A block) ran 512 squares
- * on 2 threads 3-5% faster than 72 (6 row blocks instead of 8: B streams from L3 fewer times)
- * and left 1024 and 2048 unchanged. */
+ * broadcasts, enough to keep both FMA pipes busy. Blocking for a 32 KB L1d and a 512 KB L2: a KC
+ * of 512 halves the passes over C against 256; an MC of 96 (a 192 KB A block) cuts M into fewer
+ * row blocks than 72, so that B streams from L3 fewer times. */
 #include <immintrin.h>
 
 #include "gemm/gemm_ukernel.h"
@@ -64,8 +62,7 @@
 const ct_gemm_ukernels ct_gemm_ukernels_avx2 = {
     .isa = "avx2",
     /* Unpacked only when tiny: 6 × 16 tiles do 12 multiply-adds per 8 loads from A and B in
-     * place, and masked loads cost on AMD. Zen 4, one thread: 32^3 39 -> 57 GFLOP/s, 16^3 36 ->
-     * 38, but 64^3 79 -> 76 and 20 × 50 × 70 49 -> 38. */
+     * place, and masked loads cost on AMD; packing pays from about 64^3. */
     .f32_blocking = {.mr = 6, .nr = 16, .mc = 96, .kc = 512, .nc = 3072, .unpacked_max = 3 * 1024},
     .f32 = ct_gemm_ukernel_avx2_f32,
     .f32_unpacked = {ct_gemm_unpacked_avx2_f32_half, ct_gemm_unpacked_avx2_f32},

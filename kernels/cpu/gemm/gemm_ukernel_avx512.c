@@ -59,14 +59,10 @@
 
 const ct_gemm_ukernels ct_gemm_ukernels_avx512 = {
     .isa = "avx512",
-    /* kc = 512 halved the passes over C against 256 (one B micro-panel, 64 KB, then streams
-     * from L2, which the micro-kernel hides): on a 2-core Sapphire Rapids, 2048^2 on two
-     * threads 283 -> 297 GFLOP/s, 512^2 261 -> 275. kc = 1024 (a 128 KB micro-panel; with mc =
-     * 96 a 384 KB A block, inside every AVX-512 core's L2 of 1 MB or more) halves them again:
-     * on a 2-core Zen 4, two threads, 1024^2 205 -> 210 GFLOP/s (0.88 -> 0.90 of the FMA peak),
-     * 2048^2 215 -> 219-221 (0.92 -> 0.94-0.95). */
-    /* Unpacked up to 256^3: 32^3 products, one thread, Zen 4, 56 -> 83 GFLOP/s, 64^3 74 -> 92,
-     * 16^3 16 -> 60, 256^3 103 -> 105; even at 384^3 (108). */
+    /* kc = 1024 makes a 128 KB B micro-panel, which streams from L2 (the micro-kernel hides
+     * that), and with mc = 96 a 384 KB A block, inside every AVX-512 core's L2 of 1 MB or more:
+     * a quarter of the passes over C that kc = 256 makes. */
+    /* Unpacked up to 256^3: below that, packing costs more than the unpacked kernel loses. */
     .f32_blocking =
         {.mr = 12, .nr = 32, .mc = 96, .kc = 1024, .nc = 3072, .unpacked_max = 128 * 1024},
     .f32 = ct_gemm_ukernel_avx512_f32,

@@ -45,8 +45,8 @@ static void CT_UK_UNPACKED_NAME(int64_t k, const CT_UK_T* restrict a, int64_t ld
 #pragma GCC unroll 4
     for (int v = 0; v < CT_UK_UNPACKED_NV; ++v) acc[i][v] = CT_UK_ZERO();
   }
-  /* Tiles as wide as the kernel load B whole: masked loads in the loop ran it at 79-114
-   * GFLOP/s against 108-113 with plain ones (AVX-512, Zen 4, k = 64, one core). */
+  /* Tiles as wide as the kernel load B whole: plain loads, not the masked loads the narrower
+   * tiles need, which are slower in the loop. */
   if (cols == CT_UK_UNPACKED_NV * CT_UK_LANES) {
     CT_UK_UNPACKED_STEPS(CT_UK_UNPACKED_LOAD_WHOLE);
   } else {

@@ -166,9 +166,8 @@ CT_VM_INLINE double ct_vm_sums_total(const ct_vm_sums* s) {
  * row of a C-contiguous tensor), for reading. Row loops call it once a block in a pass that
  * computes from L1: the hardware prefetchers only follow demand misses, which such passes do not
  * make, so without it every row would start with a cold read of its input. The output's lines
- * are not asked for: a prefetch for writing (an early read for ownership) was measured slower
- * (layer_norm over 4096 x 1024 floats on a 2-core Sapphire Rapids: 50 GB/s without it, 44
- * with), the stores' own reads for ownership overlapping better with the next row's loads. A
+ * are not asked for: the stores' own reads for ownership overlap better with the next row's
+ * loads than a prefetch for writing (an early read for ownership) does. A
  * prefetch never faults, so the address may lie past the end of the tensor (it is computed as an
  * integer). */
 CT_VM_INLINE void ct_vm_prefetch_next_row(const float* row, int64_t n, int64_t i) {
@@ -209,9 +208,8 @@ CT_VM_INLINE ct_vf ct_vm_exp_everywhere(ct_vf x) {
  * and every lane's 2^n is a normal float (n in [-126, 127], so x lies well inside the clamping
  * bounds, and no lane is nan or infinite), y · 2^n is one multiply by 2^n: the same single
  * rounding, with no clamps and no two-step power, which shortens the chain of dependent
- * instructions a vector waits on by about a fifth (on Zen 3, exp ran at about half the speed its
- * instruction count allows: one core went from 17.7 to 24.1 GB/s). Other vectors take
- * ct_vm_exp_everywhere. */
+ * instructions a vector waits on by about a fifth (exp is bound by that chain, not by its
+ * instruction count). Other vectors take ct_vm_exp_everywhere. */
 CT_VM_INLINE ct_vf ct_vm_exp(ct_vf x) {
 #if defined(CT_VM_SCALE_BY_POW2) || !defined(CT_VM_ANY_SIGN)
   return ct_vm_exp_everywhere(x);
@@ -234,8 +232,8 @@ CT_VM_INLINE ct_vf ct_vm_nan_max(ct_vf m, ct_vf v) {
   return ct_vm_select((v > m) | (v != v), v, m);
 }
 
-/* Blocks whose maxima are taken in independent chains: one chain of compare and select ran at
- * 6-7 cycles a block on AVX-512 (a quarter of a 1024-float softmax row's time on Zen 4). */
+/* Blocks whose maxima are taken in independent chains: one chain of compare and select waits on
+ * each block's latency, a large part of a short softmax row's time. */
 #define CT_VM_MAX_CHAINS 4
 
 static float ct_vm_max_f32(const float* src, int64_t n) {
@@ -363,9 +361,8 @@ CT_VM_INLINE void ct_vm_map_run(ct_vm_map_kind kind, const ct_vm_map* m, float* 
   }
   /* The elements before dst's first boundary and after the last aligned block come from whole
    * (unaligned) blocks at both ends, both computed before anything is stored (so that an
-   * in-place map reads no output), and only those elements are stored, through a buffer: partial
-   * blocks went through AVX2's masked loads and stores, which cost a 1024-float layer_norm row a
-   * third of its time on Zen 4. */
+   * in-place map reads no output), and only those elements are stored, through a buffer, not
+   * through AVX2's masked loads and stores, which are slow on some CPUs. */
   const ct_vm_block first = ct_vm_map_block(kind, m, 0, CT_VM_BLOCK);
   const ct_vm_block last = ct_vm_map_block(kind, m, n - CT_VM_BLOCK, CT_VM_BLOCK);
   const int64_t line = 64;
@@ -504,8 +501,7 @@ CT_VM_INLINE ct_vd ct_vm_tanh_magnitude(ct_vd a) {
 }
 
 /* ct_erf_magnitude on every lane: both branches on every lane, then a blend (branching on a
- * vector's lanes all taking one branch mispredicted so often on random inputs that it took 7 ns
- * an element against 3.5). */
+ * vector's lanes all taking one branch mispredicts often on random inputs). */
 CT_VM_INLINE ct_vd ct_vm_erf_magnitude(ct_vd a) {
   const ct_vl small = (ct_vl)(a < (ct_vd){0} + CT_ERF_F32_SMALL);
   const ct_vd z = a * a, z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;

@@ -17,9 +17,8 @@
 /* The searches: (op, type suffix, type, lanes per vector, longest run searched). float32 and
  * int32 runs of CT_ARG_SEARCH_LONG elements or more are left to the callers' block loops: AVX2
  * takes their extremum in one instruction a vector (against a compare, a max and a blend here),
- * and searching one block for it afterwards costs little on such runs (4 x 16384 float32 in L2:
- * 26 against 22 GB/s; the same from L3). 64-bit types have no AVX2 max and are searched at any
- * length. */
+ * and searching one block for it afterwards costs little on such runs. 64-bit types have no AVX2
+ * max and are searched at any length. */
 #define CT_ARG_SEARCH_LONG 4096
 #define CT_ARG_SEARCH_ALL(X)                     \
   X(argmax, f32, float, 8, CT_ARG_SEARCH_LONG)   \

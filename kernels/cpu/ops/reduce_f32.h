@@ -23,9 +23,8 @@
 #define CT_SUM_F32_ROWS 8
 
 /* Rows closer than this many bytes are read one after another, in memory order (the
- * accumulators, a few KB, stay in L1): 8 rows 1 KB apart, read a column block of each in turn,
- * summed at 10-11 GB/s on one core against 22 row by row (2 KB apart: 13 against 28; 4 KB
- * apart: even). */
+ * accumulators, a few KB, stay in L1): reading a column block of each of several close rows in
+ * turn splits the memory streams into short pieces the prefetchers follow badly. */
 #define CT_SUM_F32_SEQUENTIAL_STEP 4096
 
 /* The sum of x[0..n), in double. */

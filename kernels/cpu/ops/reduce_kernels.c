@@ -475,8 +475,8 @@ static inline double ct_lse_result(const ct_lse* a, int64_t count, double param)
 
 /* Run for var/std: the run's moments in two passes (mean, then squared deviations), merged.
  * Contiguous runs add into CT_MOMENT_LANES independent sums, combined pairwise at the end, so
- * that the additions are not one dependency chain (one element per add latency: 2.6 ns an
- * element for the two passes) and vectorise. */
+ * that the additions are not one dependency chain (one element per add latency) and
+ * vectorise. */
 #define CT_MOMENT_LANES 8
 static inline double ct_moment_lanes_total(const double* s) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));

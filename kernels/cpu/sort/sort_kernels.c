@@ -48,12 +48,10 @@
 /* Lanes shorter than this are insertion-sorted. */
 #define CT_SORT_INSERTION 24
 /* Longest lane whose (32-bit key, index) pairs sort as single 64-bit keys in the vector sort,
- * where the CPU has it: float32 argsort of rows of 16-192 took 6-9 ns an element against 17-31
- * through the radix passes below; from 512 on the radix passes were faster. */
+ * where the CPU has it; longer lanes go through the radix passes below, which win there. */
 #define CT_SORT_PAIRED_MAX 256
-/* Longest lane whose 64-bit keys the values-only sort gives the vector sort (float64 rows of
- * 1024-4096: 11-12 ns an element against 14-18 in radix passes; from 16384 on the radix passes
- * were faster). 32-bit keys go there up to CT_BUCKET_MIN_LANE. */
+/* Longest lane whose 64-bit keys the values-only sort gives the vector sort (longer lanes go
+ * through the radix passes, which win there). 32-bit keys go there up to CT_BUCKET_MIN_LANE. */
 #define CT_SORT_VECTOR64_MAX 8192
 
 /* Whether the values-only sort of a lane of n keys of keysize bytes runs the vector sort: the one
@@ -778,8 +776,8 @@ CT_SORT_KEY_TYPES(CT_TOPK_X, _)
 /* topk with k up to CT_TOPK_SMALL_K and at most n / CT_TOPK_SMALL_FRACTION, on lanes that each
  * run on one thread, keeps the k best keys in order (an insertion for each key above the k-th
  * best, found CT_TOPK_BLOCK keys at a time by ct_topk_find) instead of sorting the lane: for
- * random data only about k · ln(n / k) keys are inserted. float32 (1024, 1024), 2 threads, k = 8:
- * 8.9 -> 2.3 ms; with fewer than 32 keys a kept one, sorting the lane was as fast or faster. */
+ * random data only about k · ln(n / k) keys are inserted. With fewer than 32 keys a kept one,
+ * sorting the lane is as fast. */
 #define CT_TOPK_SMALL_K 64
 #define CT_TOPK_SMALL_FRACTION 32
 
