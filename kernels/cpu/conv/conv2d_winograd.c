@@ -66,15 +66,16 @@ typedef struct ct_winograd_v_layout {
 } ct_winograd_v_layout;
 
 /* Tiles per image (th rows of tw), all tiles, and the chunk (tiles per product). */
-typedef struct ct_winograd_plan {
+typedef struct ct_winograd_schedule {
   int64_t th, tw, tiles, chunk;
   bool fused; /* each thread runs whole chunks (ct_winograd_fused_chunks) */
   ct_winograd_u_layout u;
   ct_winograd_v_layout v;
   int64_t u_bytes, v_bytes, m_bytes;
-} ct_winograd_plan;
+} ct_winograd_schedule;
 
-static void ct_winograd_make_plan(const ct_conv2d_winograd_job* job, ct_winograd_plan* plan) {
+static void ct_winograd_make_schedule(const ct_conv2d_winograd_job* job,
+                                      ct_winograd_schedule* plan) {
   plan->th = ct_div_up(job->oh, 2);
   plan->tw = ct_div_up(job->ow, 2);
   plan->tiles = job->n * plan->th * plan->tw;
@@ -105,9 +106,9 @@ static void ct_winograd_make_plan(const ct_conv2d_winograd_job* job, ct_winograd
 }
 
 /* The 16 batched products M[ξ] = V[ξ] · U[ξ] of a chunk of `tiles` tiles. */
-static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job, const ct_winograd_plan* plan,
-                                  int64_t tiles, const float* u, const float* v, float* m,
-                                  int64_t* batch, ct_gemm_desc* d) {
+static void ct_winograd_gemm_desc(const ct_conv2d_winograd_job* job,
+                                  const ct_winograd_schedule* plan, int64_t tiles, const float* u,
+                                  const float* v, float* m, int64_t* batch, ct_gemm_desc* d) {
   batch[0] = 16;
   batch[1] = plan->v.plane;         /* V */
   batch[2] = job->c * plan->u.cols; /* U */
@@ -143,7 +144,7 @@ bool ct_conv2d_winograd_pays(const ct_conv2d_winograd_job* job) {
 /* Bytes of V, M and the GEMM's buffers for one chunk (in fused mode: one thread's), a multiple of
  * CT_WINOGRAD_ALIGN. */
 static uint64_t ct_winograd_slot_bytes(const ct_conv2d_winograd_job* job,
-                                       const ct_winograd_plan* plan) {
+                                       const ct_winograd_schedule* plan) {
   int64_t batch[4];
   ct_gemm_desc d;
   ct_winograd_gemm_desc(job, plan, plan->chunk, NULL, NULL, NULL, batch, &d);
@@ -152,8 +153,8 @@ static uint64_t ct_winograd_slot_bytes(const ct_conv2d_winograd_job* job,
 }
 
 uint64_t ct_conv2d_winograd_workspace(const ct_conv2d_winograd_job* job) {
-  ct_winograd_plan plan;
-  ct_winograd_make_plan(job, &plan);
+  ct_winograd_schedule plan;
+  ct_winograd_make_schedule(job, &plan);
   const uint64_t slots = plan.fused ? (uint64_t)ct_cpu_num_threads() : 1;
   return (uint64_t)plan.u_bytes + slots * ct_winograd_slot_bytes(job, &plan);
 }
@@ -162,7 +163,7 @@ uint64_t ct_conv2d_winograd_workspace(const ct_conv2d_winograd_job* job) {
 
 typedef struct ct_winograd_context {
   const ct_conv2d_winograd_job* job;
-  const ct_winograd_plan* plan;
+  const ct_winograd_schedule* plan;
   float* u;
   float* v;
   float* m;
@@ -369,8 +370,8 @@ static CT_CPU_ISA_BODY void ct_winograd_copy16(float* dst, const float* src, int
 }
 
 /* Where tile t writes: its image, first output row and column. */
-static void ct_winograd_tile(const ct_winograd_plan* plan, int64_t t, int64_t* image, int64_t* oy,
-                             int64_t* ox) {
+static void ct_winograd_tile(const ct_winograd_schedule* plan, int64_t t, int64_t* image,
+                             int64_t* oy, int64_t* ox) {
   const int64_t per_image = plan->th * plan->tw;
   *image = t / per_image;
   const int64_t r = t % per_image;
@@ -380,8 +381,9 @@ static void ct_winograd_tile(const ct_winograd_plan* plan, int64_t t, int64_t* i
 
 /* Where channel c of V starts in its depth block (*channel, for rows of `rows`) and that
  * block's depth (*depth), in ct_winograd_v_layout. */
-static void ct_winograd_v_channel(const ct_conv2d_winograd_job* job, const ct_winograd_plan* plan,
-                                  int64_t rows, int64_t c, int64_t* channel, int64_t* depth) {
+static void ct_winograd_v_channel(const ct_conv2d_winograd_job* job,
+                                  const ct_winograd_schedule* plan, int64_t rows, int64_t c,
+                                  int64_t* channel, int64_t* depth) {
   const int64_t pc = c / plan->v.kc * plan->v.kc;
   *depth = job->c - pc < plan->v.kc ? job->c - pc : plan->v.kc;
   *channel = pc * rows + (c - pc) * plan->v.mr;
@@ -453,7 +455,7 @@ static CT_CPU_ISA_BODY void ct_winograd_input_panel_body(const ct_winograd_conte
                                                          int64_t panel, int64_t c0, int64_t cn) {
   enum { CH = CT_WINOGRAD_X_CHANNELS };
   const ct_conv2d_winograd_job* job = ctx->job;
-  const ct_winograd_plan* plan = ctx->plan;
+  const ct_winograd_schedule* plan = ctx->plan;
   const int64_t mr = plan->v.mr, first = panel * mr;
   const int64_t end = ctx->tiles - first < mr ? ctx->tiles : first + mr;
   _Alignas(64) float done[16][CT_WINOGRAD_X_TILES][CH]; /* Bᵀ d B: [ξ][tile][channel] */
@@ -615,7 +617,7 @@ CT_CPU_ISA_VARIANTS(int, ct_winograd_output_run,
 static void ct_winograd_output(int64_t begin, int64_t end, void* context) {
   ct_winograd_context* ctx = context;
   const ct_conv2d_winograd_job* job = ctx->job;
-  const ct_winograd_plan* plan = ctx->plan;
+  const ct_winograd_schedule* plan = ctx->plan;
   const int64_t plane = plan->chunk * job->k;
   const int64_t runs = ct_div_up(plan->tw, CT_WINOGRAD_Y_TILES);
   int bad = 0;
@@ -645,7 +647,7 @@ static void ct_winograd_products(const ct_winograd_context* ctx, void* workspace
 
 /* Points ctx at the chunk whose first tile is `first` (chunks are whole tile rows). */
 static void ct_winograd_set_chunk(ct_winograd_context* ctx, int64_t first) {
-  const ct_winograd_plan* plan = ctx->plan;
+  const ct_winograd_schedule* plan = ctx->plan;
   ctx->first = first;
   ctx->tiles = plan->tiles - first < plan->chunk ? plan->tiles - first : plan->chunk;
   ctx->v_rows = ct_round_up(ctx->tiles, plan->v.mr);
@@ -676,7 +678,7 @@ typedef struct ct_winograd_fused {
 /* Parallel body: slots [begin, end), one per thread, each taking chunks until none is left. */
 static void ct_winograd_fused_chunks(int64_t begin, int64_t end, void* context) {
   ct_winograd_fused* f = context;
-  const ct_winograd_plan* plan = f->shared->plan;
+  const ct_winograd_schedule* plan = f->shared->plan;
   for (int64_t slot = begin; slot < end; ++slot) {
     ct_winograd_context ctx = *f->shared;
     char* base = f->slots + (uint64_t)slot * f->slot_bytes;
@@ -699,8 +701,8 @@ static void ct_winograd_fused_chunks(int64_t begin, int64_t end, void* context) 
 
 bool ct_conv2d_winograd_run(const ct_conv2d_winograd_job* job, void* workspace,
                             uint64_t workspace_size) {
-  ct_winograd_plan plan;
-  ct_winograd_make_plan(job, &plan);
+  ct_winograd_schedule plan;
+  ct_winograd_make_schedule(job, &plan);
   char* base = workspace;
   ct_winograd_context ctx = {
       .job = job,

@@ -24,7 +24,7 @@ _Thread_local int ct_cpu_stream_output = 0;
 #define CT_ITER_STAGE_MAX_STEP 64
 #define CT_ITER_STAGE_BYTES 4096
 
-typedef struct ct_iter_plan {
+typedef struct ct_iter_layout {
   int32_t num_operands;
   int32_t ndim;
   int64_t shape[CT_MAX_NDIM];
@@ -33,11 +33,11 @@ typedef struct ct_iter_plan {
   /* bytes per element of each operand, where the loop is element-wise and may be handed
    * gathered inputs (ct_cpu_elementwise_run); 0: run the loop on the operands as they are */
   int64_t itemsizes[CT_CPU_MAX_OPERANDS];
-} ct_iter_plan;
+} ct_iter_layout;
 
 /* The input that runs of `run` elements with these steps gather (see CT_ITER_STAGE_BYTES), or
  * -1 for none. */
-static int32_t ct_iter_gathered_input(const ct_iter_plan* p, const int64_t* steps, int64_t run) {
+static int32_t ct_iter_gathered_input(const ct_iter_layout* p, const int64_t* steps, int64_t run) {
   const int32_t out = p->num_operands - 1;
   if (run < CT_ITER_STAGE_MIN_RUN || p->itemsizes[out] <= 0 || steps[out] != p->itemsizes[out]) {
     return -1;
@@ -57,7 +57,7 @@ static int32_t ct_iter_gathered_input(const ct_iter_plan* p, const int64_t* step
 
 /* loop over n elements at data/steps, input g gathered into a contiguous buffer chunk by chunk
  * (by the engine's copy loop for its element size). */
-static void ct_iter_staged_call(const ct_iter_plan* p, char* const* data, const int64_t* steps,
+static void ct_iter_staged_call(const ct_iter_layout* p, char* const* data, const int64_t* steps,
                                 int64_t n, int32_t g, ct_cpu_strided_loop loop, const void* extra) {
   const ct_cpu_strided_loop copy = ct_cpu_copy_entry_of_size(p->itemsizes[g])->loop;
   const int64_t copy_steps[2] = {steps[g], p->itemsizes[g]};
@@ -94,7 +94,7 @@ void ct_cpu_broadcast_strides(const ct_tensor* t, int32_t ndim, const int64_t* s
 
 /* Drops unit dims, orders dims by the last operand's |stride| (largest outermost) and merges
  * dims that are contiguous for all operands. Returns false when there are no elements. */
-static bool ct_iter_simplify(ct_iter_plan* p) {
+static bool ct_iter_simplify(ct_iter_layout* p) {
   int32_t n = 0;
   for (int32_t k = 0; k < p->ndim; ++k) {
     if (p->shape[k] == 0) return false;
@@ -141,7 +141,7 @@ static bool ct_iter_simplify(ct_iter_plan* p) {
 }
 
 /* Runs flat element range [begin, end) of the plan. */
-static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
+static void ct_iter_run_range(const ct_iter_layout* p, int64_t begin, int64_t end,
                               ct_cpu_strided_loop loop, const void* extra) {
   const int32_t nop = p->num_operands;
   if (p->ndim == 0) {
@@ -204,7 +204,7 @@ static void ct_iter_run_range(const ct_iter_plan* p, int64_t begin, int64_t end,
 static void ct_iterate(int32_t num_operands, char* const* bases, const int64_t* byte_strides,
                        int32_t ndim, const int64_t* shape, const int64_t* itemsizes,
                        ct_cpu_strided_loop loop, const void* extra) {
-  ct_iter_plan plan;
+  ct_iter_layout plan;
   plan.num_operands = num_operands;
   for (int32_t i = 0; i < num_operands; ++i) plan.itemsizes[i] = itemsizes ? itemsizes[i] : 0;
   plan.ndim = ndim;

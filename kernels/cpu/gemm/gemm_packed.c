@@ -103,7 +103,7 @@ static inline int64_t ct_gemm_abs(int64_t a) {
 }
 
 /* How one product is cut up. */
-typedef struct ct_gemm_plan {
+typedef struct ct_gemm_schedule {
   ct_gemm_blocking bk; /* mc, kc, nc clipped to the problem */
   bool staged;         /* C accumulated in a buffer per item, stored once */
   bool shared; /* threads share each packed B panel and split its rows (few, large products) */
@@ -120,7 +120,7 @@ typedef struct ct_gemm_plan {
   int threads;   /* slots asked for: threads worth using */
   int64_t a_bytes, b_bytes, c_bytes; /* per slot, each a multiple of CT_GEMM_ALIGN */
   int64_t slot_bytes;
-} ct_gemm_plan;
+} ct_gemm_schedule;
 
 /* Swaps A and B (and m and n) so that C^T = B^T · A^T is computed: for a C whose rows are
  * strided but whose columns are contiguous. */
@@ -170,9 +170,9 @@ static bool ct_gemm_unpacked_fits(const ct_gemm_desc* w, int64_t unpacked_max) {
  * The slot size and the slot count depend only on (m, n, k, batch), not on the layout of C or
  * on which way round the product is computed, so a workspace asked for with compact outputs
  * serves strided ones too. */
-static bool ct_gemm_make_plan(const ct_gemm_desc* d, const ct_gemm_blocking* blocking,
-                              int64_t acc_size, bool in_is_acc, bool out_is_acc, ct_gemm_desc* work,
-                              ct_gemm_plan* plan) {
+static bool ct_gemm_make_schedule(const ct_gemm_desc* d, const ct_gemm_blocking* blocking,
+                                  int64_t acc_size, bool in_is_acc, bool out_is_acc,
+                                  ct_gemm_desc* work, ct_gemm_schedule* plan) {
   *work = *d;
   /* An operand supplied by a packer or prepacked: the packed path must run, as it is, without
    * transposing or folding the product. */
@@ -287,7 +287,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   /* `panels` whole micro-panels of B with unit column stride, side by side, rows [0, kc):         \
    * CT_GEMM_PACK_B_ROWS rows at a time across every panel, so that B is read a few rows at a      \
    * time from start to end (sequential streams the prefetchers follow) rather than a column       \
-   * strip at a time (a cache line per row, each on another page once rows are 4 KB apart);       \
+   * strip at a time (a cache line per row, each on another page once rows are 4 KB apart);        \
    * inlined with a constant NR. */                                                                \
   static inline __attribute__((always_inline)) void ct_gemm_pack_b_rows_##NAME(                    \
       const TIN* b, int64_t rs, int64_t kc, int64_t panels, const int NR, ACC* restrict dst) {     \
@@ -420,7 +420,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   /* The packed A block of rows [ic, ic + mb), depth [pc, pc + kc): where a prepacked A holds it   \
    * (a_off: its batch entry's offset, in accumulator elements), the shared one packed once, or    \
    * packed now into abuf. */                                                                      \
-  static const ACC* ct_gemm_a_block_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,        \
+  static const ACC* ct_gemm_a_block_##NAME(const ct_gemm_desc* d, const ct_gemm_schedule* plan,    \
                                            const TIN* a, int64_t a_off, int64_t ic, int64_t mb,    \
                                            int64_t pc, int64_t kc, ACC* abuf) {                    \
     if (d->a_prepacked) return (const ACC*)d->a + a_off + pc * plan->m_padded + ic * kc;           \
@@ -434,7 +434,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
                                                                                                    \
   /* Packs all of a shared A, block by block; with `threads` > 1, called by every thread of a      \
    * parallel region (the blocks are shared out; the region's next construct waits). */            \
-  static void ct_gemm_prepack_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan) {            \
+  static void ct_gemm_prepack_##NAME(const ct_gemm_desc* d, const ct_gemm_schedule* plan) {        \
     const int64_t kc_max = plan->bk.kc, mc = plan->bk.mc;                                          \
     const int64_t row_blocks = ct_div_up(d->m, mc);                                                \
     const int64_t blocks = ct_div_up(d->k, kc_max) * row_blocks;                                   \
@@ -463,7 +463,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   /* The panels of B[pc : pc + kc, jc : jc + nb] as the macro-kernel reads them: where a prepacked \
    * B holds them (b_off: its batch entry's offset, in accumulator elements), else bbuf, once      \
    * packed. */                                                                                    \
-  static const ACC* ct_gemm_b_panels_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,       \
+  static const ACC* ct_gemm_b_panels_##NAME(const ct_gemm_desc* d, const ct_gemm_schedule* plan,   \
                                             int64_t b_off, int64_t pc, int64_t kc, int64_t jc,     \
                                             const ACC* bbuf) {                                     \
     if (!d->b_prepacked) return bbuf;                                                              \
@@ -487,7 +487,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   }                                                                                                \
                                                                                                    \
   /* Work item `item` of the plan (one thread): C[rows, cols] of one batch entry. */               \
-  static void ct_gemm_item_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,                 \
+  static void ct_gemm_item_##NAME(const ct_gemm_desc* d, const ct_gemm_schedule* plan,             \
                                   const ct_gemm_ukernels* uk, int64_t item, char* slot) {          \
     const ct_gemm_blocking* bk = &plan->bk;                                                        \
     const int64_t nr = bk->nr;                                                                     \
@@ -570,7 +570,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
    * each thread packing a share of its micro-panels, then the threads take (row block, column     \
    * group) tiles, packing A blocks into their own slots (again only when the row block            \
    * changes). Called by every thread of a parallel region. */                                     \
-  static void ct_gemm_shared_##NAME(const ct_gemm_desc* d, const ct_gemm_plan* plan,               \
+  static void ct_gemm_shared_##NAME(const ct_gemm_desc* d, const ct_gemm_schedule* plan,           \
                                     const ct_gemm_ukernels* uk, char* workspace, int threads,      \
                                     int thread) {                                                  \
     const ct_gemm_blocking* bk = &plan->bk;                                                        \
@@ -599,7 +599,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
           const int64_t kc = ct_gemm_min(bk->kc, k - pc);                                          \
           if (!d->b_prepacked) { /* the same on every thread: all meet the loop, or none */        \
             _Pragma("omp for schedule(static)") for (int q = 0; q < threads; ++q) {                \
-              ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, panels* q / threads,      \
+              ct_gemm_pack_b_panels_##NAME(d, bi, b, pc, kc, jc, nb, nr, panels * q / threads,     \
                                            panels * (q + 1) / threads, bbuf);                      \
             }                                                                                      \
           }                                                                                        \
@@ -614,7 +614,7 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
               ablock = ct_gemm_a_block_##NAME(d, plan, a, a_off, ic, mb, pc, kc, abuf);            \
             }                                                                                      \
             packed = block;                                                                        \
-            ct_gemm_macro_##NAME(uk, bk, mb, nb, group* per_group, (group + 1) * per_group, kc,    \
+            ct_gemm_macro_##NAME(uk, bk, mb, nb, group * per_group, (group + 1) * per_group, kc,   \
                                  ablock, bpanels, c + ic * d->c_rs + jc, d->c_rs,                  \
                                  pc > 0 || d->accumulate);                                         \
           }                                                                                        \
@@ -637,10 +637,10 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   uint64_t ct_gemm_packed_workspace_##NAME(const ct_gemm_desc* d) {                                \
     const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                           \
     ct_gemm_desc work;                                                                             \
-    ct_gemm_plan plan;                                                                             \
+    ct_gemm_schedule plan;                                                                         \
     if (d->m <= 0 || d->n <= 0) return 0;                                                          \
-    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC),                          \
-                           CT_GEMM_IN_IS_ACC(TIN, ACC), OUT_IS_ACC, &work, &plan)) {               \
+    if (!ct_gemm_make_schedule(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC),                      \
+                               CT_GEMM_IN_IS_ACC(TIN, ACC), OUT_IS_ACC, &work, &plan)) {           \
       return 0;                                                                                    \
     }                                                                                              \
     return (uint64_t)plan.prepack_bytes + (uint64_t)plan.threads * (uint64_t)plan.slot_bytes;      \
@@ -649,10 +649,10 @@ static void ct_gemm_batch_offsets(const ct_gemm_desc* d, int64_t index, int64_t*
   bool ct_gemm_packed_##NAME(const ct_gemm_desc* d) {                                              \
     const ct_gemm_ukernels* uk = ct_gemm_ukernels_get();                                           \
     ct_gemm_desc work;                                                                             \
-    ct_gemm_plan plan;                                                                             \
+    ct_gemm_schedule plan;                                                                         \
     if (!d->workspace) return false;                                                               \
-    if (!ct_gemm_make_plan(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC),                          \
-                           CT_GEMM_IN_IS_ACC(TIN, ACC), OUT_IS_ACC, &work, &plan)) {               \
+    if (!ct_gemm_make_schedule(d, &uk->PREC##_blocking, (int64_t)sizeof(ACC),                      \
+                               CT_GEMM_IN_IS_ACC(TIN, ACC), OUT_IS_ACC, &work, &plan)) {           \
       return false;                                                                                \
     }                                                                                              \
     const uintptr_t base = (uintptr_t)d->workspace;                                                \

@@ -1,5 +1,5 @@
 /* argmax_kernels.c - argmax and argmin along one axis or over the flattened array, on the reduction
- * engine (reduce_plan.h) in ordered mode, so reduced flat indices are NumPy's row-major indices.
+ * engine (reduce_layout.h) in ordered mode, so reduced flat indices are NumPy's row-major indices.
  *
  * The accumulator is (best value, its index; -1 before the first element). The first maximum
  * (minimum) wins (later equal values never replace it) and the first nan counts as the best.
@@ -12,7 +12,7 @@
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
 #include "ops/reduce_f32.h"
-#include "engine/reduce_plan.h"
+#include "engine/reduce_layout.h"
 
 /* nan test per compute type (integers and bool have none). */
 #define CT_DEF(A, SFX, T, C, U, ID)     \

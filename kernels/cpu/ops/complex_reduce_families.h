@@ -1,5 +1,5 @@
 /* complex_reduce_families.h - the accumulator families of complex sum, mean and prod, for the
- * reduction engine (reduce_plan.h); included by reduce_kernels.c, whose kernel list names them.
+ * reduction engine (reduce_layout.h); included by reduce_kernels.c, whose kernel list names them.
  *
  *   csum / cmean  a (double, double) accumulator, pairwise over runs (NumPy's pairwise_sum shape:
  *                 8 accumulators per 128-element block, per part) and two-level over rows, as
@@ -10,7 +10,7 @@
 #define CTENSOR_CPU_COMPLEX_REDUCE_FAMILIES_H_
 
 #include "math/complex_math.h"
-#include "engine/reduce_plan.h"
+#include "engine/reduce_layout.h"
 
 typedef struct ct_cacc {
   double re, im;

@@ -13,15 +13,15 @@
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
 #include "gemm/gemm.h"
-#include "ops/einsum_plan.h"
+#include "ops/einsum_spec.h"
 #include "engine/strided_iter.h"
 
 /* ----- vecdot ----- */
 
-typedef struct ct_vecdot_plan {
+typedef struct ct_vecdot_layout {
   ct_gemm_desc d;
   int64_t shape[CT_MAX_NDIM], a[CT_MAX_NDIM], b[CT_MAX_NDIM], c[CT_MAX_NDIM];
-} ct_vecdot_plan;
+} ct_vecdot_layout;
 
 /* Element stride of t along dim q of an ndim-dim broadcast shape (0 where t broadcasts). */
 static int64_t ct_vd_stride(const ct_tensor* t, int32_t ndim, int32_t q) {
@@ -30,7 +30,7 @@ static int64_t ct_vd_stride(const ct_tensor* t, int32_t ndim, int32_t q) {
   return ct_tensor_stride(t, k);
 }
 
-static void ct_vecdot_describe(const ct_kernel_call* call, ct_vecdot_plan* p) {
+static void ct_vecdot_describe(const ct_kernel_call* call, ct_vecdot_layout* p) {
   const ct_tensor* x1 = call->inputs[0];
   const ct_tensor* x2 = call->inputs[1];
   const ct_tensor* out = call->outputs[0];
@@ -65,7 +65,7 @@ static void ct_vecdot_describe(const ct_kernel_call* call, ct_vecdot_plan* p) {
 #define CT_VECDOT_X(A, SFX, T, C, U, ID)                       \
   static int ct_cpu_vecdot_##SFX(const ct_kernel_call* call) { \
     if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;  \
-    ct_vecdot_plan plan;                                       \
+    ct_vecdot_layout plan;                                     \
     ct_vecdot_describe(call, &plan);                           \
     ct_gemm_##SFX(&plan.d);                                    \
     return CT_OK;                                              \
@@ -76,7 +76,7 @@ CT_CPU_ALL_TYPES(CT_VECDOT_X, _)
 #define CT_VECDOT_COMPLEX_X(A, SFX, T, C, U, ID)               \
   static int ct_cpu_vecdot_##SFX(const ct_kernel_call* call) { \
     if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;  \
-    ct_vecdot_plan plan;                                       \
+    ct_vecdot_layout plan;                                     \
     ct_vecdot_describe(call, &plan);                           \
     ct_gemm_##SFX##_conj(&plan.d);                             \
     return CT_OK;                                              \
@@ -96,12 +96,12 @@ CT_CPU_COMPLEX_TYPES(CT_VECDOT_COMPLEX_X, _)
   }
 CT_CPU_FLOAT_TYPES(CT_BIAS_COPY_X, _)
 
-typedef struct ct_linear_plan {
+typedef struct ct_linear_layout {
   ct_gemm_desc d;
   int64_t shape[CT_MAX_NDIM], a[CT_MAX_NDIM], b[CT_MAX_NDIM], c[CT_MAX_NDIM];
-} ct_linear_plan;
+} ct_linear_layout;
 
-static void ct_linear_describe(const ct_kernel_call* call, ct_linear_plan* p) {
+static void ct_linear_describe(const ct_kernel_call* call, ct_linear_layout* p) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* w = call->inputs[1];
   const ct_tensor* out = call->outputs[0];
@@ -135,7 +135,7 @@ static void ct_linear_describe(const ct_kernel_call* call, ct_linear_plan* p) {
 #define CT_LINEAR_X(A, SFX, T, C, U, ID)                                                    \
   static int ct_cpu_linear_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,     \
                                            uint64_t* alignment) {                           \
-    ct_linear_plan plan;                                                                    \
+    ct_linear_layout plan;                                                                  \
     ct_linear_describe(call, &plan);                                                        \
     *bytes = ct_tensor_numel(call->outputs[0]) == 0 ? 0 : ct_gemm_workspace_##SFX(&plan.d); \
     *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                               \
@@ -145,7 +145,7 @@ static void ct_linear_describe(const ct_kernel_call* call, ct_linear_plan* p) {
     const ct_tensor* out = call->outputs[0];                                                \
     if (ct_tensor_numel(out) == 0) return CT_OK;                                            \
     const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : NULL;                  \
-    ct_linear_plan plan;                                                                    \
+    ct_linear_layout plan;                                                                  \
     ct_linear_describe(call, &plan);                                                        \
     plan.d.workspace = call->workspace;                                                     \
     plan.d.workspace_size = call->workspace_size;                                           \
@@ -172,7 +172,7 @@ typedef struct ct_einsum_gemm {
   int32_t num_outer;
 } ct_einsum_gemm;
 
-static void ct_einsum_describe(const ct_kernel_call* call, const ct_einsum_plan* p, const void* one,
+static void ct_einsum_describe(const ct_kernel_call* call, const ct_einsum_spec* p, const void* one,
                                ct_einsum_gemm* g) {
   const ct_tensor* out = call->outputs[0];
   const int64_t* sa = p->stride[0];
@@ -224,7 +224,7 @@ static void ct_einsum_describe(const ct_kernel_call* call, const ct_einsum_plan*
 }
 
 /* Runs the GEMMs: one per combination of the looped summed letters. */
-static void ct_einsum_loop(const ct_einsum_plan* p, ct_einsum_gemm* g, int64_t itemsize,
+static void ct_einsum_loop(const ct_einsum_spec* p, ct_einsum_gemm* g, int64_t itemsize,
                            void (*gemm)(const ct_gemm_desc*)) {
   int64_t combos = 1;
   for (int32_t i = 0; i < g->num_outer; ++i) combos *= p->extent[g->outer[i]];
@@ -259,7 +259,7 @@ static void ct_einsum_loop(const ct_einsum_plan* p, ct_einsum_gemm* g, int64_t i
     *bytes = 0;                                                                         \
     *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                           \
     if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
-    ct_einsum_plan plan;                                                                \
+    ct_einsum_spec plan;                                                                \
     const int status =                                                                  \
         ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan); \
     if (status != CT_OK) return status;                                                 \
@@ -271,7 +271,7 @@ static void ct_einsum_loop(const ct_einsum_plan* p, ct_einsum_gemm* g, int64_t i
   }                                                                                     \
   static int ct_cpu_einsum_##SFX(const ct_kernel_call* call) {                          \
     if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
-    ct_einsum_plan plan;                                                                \
+    ct_einsum_spec plan;                                                                \
     const int status =                                                                  \
         ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan); \
     if (status != CT_OK) return status;                                                 \

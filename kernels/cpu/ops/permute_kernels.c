@@ -1,8 +1,8 @@
 /* permute_kernels.c - permute_dims: a copy through the iteration engine with the input's strides
  * permuted into the output's order. It never looks at the values, so there is one copy loop per
- * element size (engine/copy_loops.h, used by the other copy ops too), registered for every dtype of that
- * size. A transposing copy (the output's contiguous dim is strided in the input, and another dim
- * is contiguous in the input) is copied in CT_TRANSPOSE_TILE x CT_TRANSPOSE_TILE tiles instead,
+ * element size (engine/copy_loops.h, used by the other copy ops too), registered for every dtype of
+ * that size. A transposing copy (the output's contiguous dim is strided in the input, and another
+ * dim is contiguous in the input) is copied in CT_TRANSPOSE_TILE x CT_TRANSPOSE_TILE tiles instead,
  * so that both sides move whole cache lines; tiles run in parallel. With AVX2 (cpu_isa.h),
  * 4-byte elements move as 8x8 blocks transposed in registers. */
 #include <string.h>

@@ -10,7 +10,7 @@
 #include "engine/cpu_dtypes.h"
 #include "engine/cpu_isa.h"
 #include "cpu_register.h"
-#include "engine/reduce_plan.h"
+#include "engine/reduce_layout.h"
 #include "engine/strided_iter.h"
 
 /* max_pool2d on planes with unit W strides: the output columns whose windows lie inside the

@@ -3,7 +3,7 @@
 #include "ops/reduce_f32.h"
 
 #include "engine/cpu_isa.h"
-#include "engine/reduce_plan.h"
+#include "engine/reduce_layout.h"
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
 #include <immintrin.h>

@@ -36,7 +36,7 @@ CT_INTERNAL void ct_cpu_sum_rows_f32(const char* x, int64_t row_step, int64_t ro
                                      int64_t n, double* acc);
 
 /* m merged with the largest (smallest) of x[0..n), a nan winning: bitwise what CT_NANMAX_LOOP
- * (CT_NANMIN_LOOP) of reduce_plan.h gives, on every ISA level. */
+ * (CT_NANMIN_LOOP) of reduce_layout.h gives, on every ISA level. */
 CT_INTERNAL float ct_cpu_max_f32(const float* x, int64_t n, float m);
 CT_INTERNAL float ct_cpu_min_f32(const float* x, int64_t n, float m);
 

@@ -1,5 +1,5 @@
 /* reduce_kernels.c - sum, mean, logsumexp, prod, max, min, any, all, var, std over axes, on the
- * reduction engine (reduce_plan.h).
+ * reduction engine (reduce_layout.h).
  *
  * Accumulator families, each written once for every dtype:
  *   isum  integer and bool sums, wrapping in uint64 (NumPy's int64/uint64 results);
@@ -20,7 +20,7 @@
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
 #include "ops/reduce_f32.h"
-#include "engine/reduce_plan.h"
+#include "engine/reduce_layout.h"
 
 /* ----- stores from a double result ----- */
 

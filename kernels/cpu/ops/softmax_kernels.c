@@ -20,7 +20,7 @@
 
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
-#include "engine/reduce_plan.h"
+#include "engine/reduce_layout.h"
 #include "engine/strided_iter.h"
 #include "engine/stream_store.h"
 #include "math/vector_math.h"
@@ -260,7 +260,7 @@ typedef struct ct_softmax_fns {
 
 /* ----- planning and threading ----- */
 
-typedef struct ct_softmax_plan {
+typedef struct ct_softmax_layout {
   const ct_softmax_fns* fns;
   const char* xbase;
   char* obase;
@@ -271,7 +271,7 @@ typedef struct ct_softmax_plan {
   ct_cpu_lanes vec; /* the vector dim (scalar mode: n 1, chunk 1) */
   int64_t ntasks;
   bool vector_rows; /* tasks are contiguous float32 rows: ct_softmax_row_f32 */
-} ct_softmax_plan;
+} ct_softmax_layout;
 
 /* Rows of at most this many float32 elements keep their exponentials in a buffer on the stack
  * (in L1) when the output is streamed (ct_softmax_row_f32). */
@@ -301,7 +301,7 @@ static void ct_softmax_row_f32(const ct_vector_math* vm, const float* x, float* 
   vm->scale_f32(out, out, n, (float)(1.0 / sum), 0);
 }
 
-static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_block* b) {
+static void ct_softmax_task_at(const ct_softmax_layout* p, int64_t t, ct_softmax_block* b) {
   int64_t outer = t / p->vec.chunks;
   const int64_t chunk = t % p->vec.chunks;
   const char* x = p->xbase;
@@ -324,7 +324,7 @@ static void ct_softmax_task_at(const ct_softmax_plan* p, int64_t t, ct_softmax_b
 }
 
 static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
-  const ct_softmax_plan* p = context;
+  const ct_softmax_layout* p = context;
   if (p->vector_rows) {
     const ct_vector_math* vm = ct_vector_math_get();
     /* a huge share of the output skips the caches (stream_store.h) */
@@ -353,7 +353,7 @@ static void ct_softmax_tasks(int64_t begin, int64_t end, void* context) {
 
 /* One task cut into pieces along the axis. */
 typedef struct ct_softmax_split {
-  const ct_softmax_plan* plan;
+  const ct_softmax_layout* plan;
   ct_softmax_block block;
   int64_t piece;
   unsigned char* maxima; /* pieces x lanes, compute type */
@@ -409,7 +409,7 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
   const int64_t size = ct_dtype_size(x->dtype);
-  ct_softmax_plan p;
+  ct_softmax_layout p;
   p.fns = call->kernel_data;
   p.xbase = ct_tensor_base(x);
   p.obase = ct_tensor_base(out);

@@ -390,8 +390,8 @@ static inline const int64_t* ct_bucket_tally(char* per_thread, int u) {
  * it), *cap doubling until at most CT_BUCKET_MAX buckets result. Fills bucket_of, start
  * (buckets + 1 entries) and each thread's write positions (its keys of a bucket after those of
  * the threads before it); returns the count of buckets. */
-static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* bucket_of,
-                              int64_t* start, int64_t* cap) {
+static int64_t ct_bucket_layout(char* per_thread, int nt, int64_t n, uint16_t* bucket_of,
+                                int64_t* start, int64_t* cap) {
   int64_t buckets;
   for (;;) {
     int64_t fill = 0, at = 0;
@@ -525,7 +525,8 @@ static int64_t ct_bucket_plan(char* per_thread, int nt, int64_t n, uint16_t* buc
           }                                                                                        \
           _Pragma("omp barrier")                                                                   \
         }                                                                                          \
-        _Pragma("omp single") buckets = ct_bucket_plan(per_thread, nt, n, bucket_of, start, &cap); \
+        _Pragma("omp single") buckets =                                                            \
+            ct_bucket_layout(per_thread, nt, n, bucket_of, start, &cap);                           \
         for (int64_t i = begin; i < end; i += CT_BUCKET_BLOCK) {                                   \
           const int64_t len = end - i < CT_BUCKET_BLOCK ? end - i : CT_BUCKET_BLOCK;               \
           ct_keys_##SFX(x + i * step, step, len, flip, block);                                     \
@@ -577,7 +578,7 @@ CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
       }                                                                                         \
     } else {                                                                                    \
       const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);            \
-      memset(hist, 0, (size_t)passes* CT_RADIX_BINS * sizeof(int64_t));                         \
+      memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                        \
       for (int64_t i = 0; i < n; ++i) {                                                         \
         T v;                                                                                    \
         memcpy(&v, x + i * step, sizeof v);                                                     \

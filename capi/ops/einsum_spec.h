@@ -1,4 +1,4 @@
-/* einsum_plan.h - parses einsum subscripts against one or two operands (shared by the op's
+/* einsum_spec.h - parses einsum subscripts against one or two operands (shared by the op's
  * infer and the CPU kernel). Letters a-z and A-Z; "->" gives the output, else the output is the
  * letters that appear once, sorted (NumPy's implicit mode). A letter repeated in one operand
  * takes the diagonal (its dims must agree); a letter's dims of extent 1 broadcast against the
@@ -12,14 +12,14 @@
 
 #define CT_EINSUM_LETTERS 52
 
-typedef struct ct_einsum_plan {
+typedef struct ct_einsum_spec {
   int32_t num_letters; /* distinct letters, in first-seen order */
   int64_t extent[CT_EINSUM_LETTERS];
   int64_t stride[2][CT_EINSUM_LETTERS]; /* element strides per operand (0: absent, broadcast) */
   int32_t out_ndim;
   int32_t out_letter[CT_MAX_NDIM]; /* letter index of each output dim */
   bool in_output[CT_EINSUM_LETTERS];
-} ct_einsum_plan;
+} ct_einsum_spec;
 
 static inline int ct_einsum_code(char c) {
   if (c >= 'a' && c <= 'z') return c - 'a';
@@ -28,7 +28,7 @@ static inline int ct_einsum_code(char c) {
 }
 
 static inline int ct_einsum_parse(const char* subscripts, const ct_tensor* const* operands,
-                                  int32_t num_operands, ct_einsum_plan* p) {
+                                  int32_t num_operands, ct_einsum_spec* p) {
   memset(p, 0, sizeof *p);
   if (num_operands < 1 || num_operands > 2) {
     return ct_set_error(CT_ERROR_WRONG_ARITY, "einsum: takes 1 or 2 operands, got %d",

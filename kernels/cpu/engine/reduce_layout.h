@@ -1,4 +1,4 @@
-/* reduce_plan.h - the CPU backend's reduction engine, shared by sum/mean/max and argmax.
+/* reduce_layout.h - the CPU backend's reduction engine, shared by sum/mean/max and argmax.
  *
  * A reduction kernel is a small table of functions over an accumulator type (ct_reduce_vtable);
  * the engine plans the loops and threads them. Planning:
@@ -19,8 +19,8 @@
  * never on the thread count, so results are bitwise reproducible across thread counts. The
  * engine never allocates: accumulators live in bounded stack buffers (32 KB a thread, 48 KB on
  * the calling thread of a split reduction, which also holds the pieces' partial results). */
-#ifndef CTENSOR_CPU_REDUCE_PLAN_H_
-#define CTENSOR_CPU_REDUCE_PLAN_H_
+#ifndef CTENSOR_CPU_REDUCE_LAYOUT_H_
+#define CTENSOR_CPU_REDUCE_LAYOUT_H_
 
 #include <stdbool.h>
 
@@ -170,4 +170,4 @@ typedef struct ct_reduce_vtable {
 CT_INTERNAL int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask,
                               bool keepdims, const ct_reduce_vtable* vt, double param);
 
-#endif /* CTENSOR_CPU_REDUCE_PLAN_H_ */
+#endif /* CTENSOR_CPU_REDUCE_LAYOUT_H_ */

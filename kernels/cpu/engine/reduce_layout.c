@@ -1,5 +1,5 @@
-/* reduce_plan.c - planning, looping and threading of reductions (see reduce_plan.h). */
-#include "engine/reduce_plan.h"
+/* reduce_layout.c - planning, looping and threading of reductions (see reduce_layout.h). */
+#include "engine/reduce_layout.h"
 
 #include "engine/cpu_threads.h"
 #include "engine/strided_iter.h"
@@ -30,7 +30,7 @@
  * (2 KB of every 4 KB row, with an 8 KB buffer) it read at 0.38-0.48. */
 #define CT_REDUCE_SPLIT_ACC_BYTES 8192
 
-typedef struct ct_reduce_plan {
+typedef struct ct_reduce_layout {
   const ct_reduce_vtable* vt;
   const char* xbase;
   char* obase;
@@ -49,7 +49,7 @@ typedef struct ct_reduce_plan {
   ct_cpu_lanes lane;
   int64_t ntasks;
   double param; /* for finalize */
-} ct_reduce_plan;
+} ct_reduce_layout;
 
 /* An accumulator vector on the stack, aligned for any accumulator type. */
 typedef union ct_reduce_accs {
@@ -60,8 +60,8 @@ typedef union ct_reduce_accs {
 
 /* Accumulates reduced flat indices [rb, re) of the task whose first element is at x into acc
  * (lanes accumulators); part is scratch of the same size for blocked accumulation. */
-static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t lanes, int64_t rb,
-                                 int64_t re, void* acc, void* part) {
+static void ct_reduce_accumulate(const ct_reduce_layout* p, const char* x, int64_t lanes,
+                                 int64_t rb, int64_t re, void* acc, void* part) {
   if (rb >= re) return;
   const ct_reduce_vtable* vt = p->vt;
   void* target = vt->blocked ? part : acc;
@@ -150,7 +150,7 @@ static void ct_reduce_accumulate(const ct_reduce_plan* p, const char* x, int64_t
 }
 
 /* Where task t starts in x and out, and how many lanes it has. */
-static int64_t ct_reduce_task_at(const ct_reduce_plan* p, int64_t t, const char** x, char** out) {
+static int64_t ct_reduce_task_at(const ct_reduce_layout* p, int64_t t, const char** x, char** out) {
   const bool one_chunk = p->lane.chunks == 1; /* skips two divisions a task */
   int64_t outer = one_chunk ? t : t / p->lane.chunks;
   const int64_t chunk = one_chunk ? 0 : t % p->lane.chunks;
@@ -175,7 +175,7 @@ static int64_t ct_reduce_task_at(const ct_reduce_plan* p, int64_t t, const char*
 
 /* Parallel body: whole tasks [begin, end). */
 static void ct_reduce_tasks(int64_t begin, int64_t end, void* context) {
-  const ct_reduce_plan* p = context;
+  const ct_reduce_layout* p = context;
   ct_reduce_accs acc, part;
   for (int64_t t = begin; t < end; ++t) {
     const char* x;
@@ -190,7 +190,7 @@ static void ct_reduce_tasks(int64_t begin, int64_t end, void* context) {
 /* Tasks [first, first + tasks) cut into `pieces` pieces each, reduced in parallel (item i is
  * piece i % pieces of task first + i / pieces) into slots of chunk accumulators. */
 typedef struct ct_reduce_split {
-  const ct_reduce_plan* plan;
+  const ct_reduce_layout* plan;
   int64_t first, pieces;
   int64_t piece;      /* reduced indices per piece */
   unsigned char* acc; /* one slot per item */
@@ -198,7 +198,7 @@ typedef struct ct_reduce_split {
 
 static void ct_reduce_pieces(int64_t begin, int64_t end, void* context) {
   const ct_reduce_split* s = context;
-  const ct_reduce_plan* p = s->plan;
+  const ct_reduce_layout* p = s->plan;
   ct_reduce_accs part;
   for (int64_t i = begin; i < end; ++i) {
     const char* x;
@@ -216,7 +216,7 @@ static void ct_reduce_pieces(int64_t begin, int64_t end, void* context) {
  * that still makes a task for every thread (`outer`: the tasks per chunk of lanes). The split
  * into tasks and pieces was decided before, on shapes alone, and a task's lanes never change
  * its sums, so results stay the same for every thread count. */
-static void ct_reduce_widen_lanes(ct_reduce_plan* p, int64_t outer) {
+static void ct_reduce_widen_lanes(ct_reduce_layout* p, int64_t outer) {
   ct_cpu_lanes wide = p->lane;
   ct_cpu_chunk_lanes(&wide, CT_REDUCE_WIDE_ACC_BYTES / p->vt->acc_size);
   if (wide.chunks < p->lane.chunks && outer * wide.chunks >= ct_cpu_num_threads()) {
@@ -227,7 +227,7 @@ static void ct_reduce_widen_lanes(ct_reduce_plan* p, int64_t outer) {
 
 int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bool keepdims,
                   const ct_reduce_vtable* vt, double param) {
-  ct_reduce_plan p;
+  ct_reduce_layout p;
   p.vt = vt;
   p.param = param;
   p.xbase = ct_tensor_base(x);
