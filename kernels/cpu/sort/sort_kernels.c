@@ -106,89 +106,19 @@ static inline void ct_radix_starts(int64_t* count, int64_t bins) {
 
 /* ----- stable sort of (key, index) pairs, per key width ----- */
 
-/* Sorts keys[0..n) with idx[] along, using keys2/idx2 as the second buffer; returns the buffer
- * of sorted indices (idx or idx2). */
-#define CT_SORT_RADIX(K)                                                                         \
-  static int64_t* ct_sort_pairs_##K(K* keys, int64_t* idx, K* keys2, int64_t* idx2, int64_t n) { \
-    if (n <= CT_SORT_INSERTION) {                                                                \
-      for (int64_t i = 1; i < n; ++i) {                                                          \
-        const K k = keys[i];                                                                     \
-        const int64_t v = idx[i];                                                                \
-        int64_t j = i;                                                                           \
-        for (; j > 0 && keys[j - 1] > k; --j) {                                                  \
-          keys[j] = keys[j - 1];                                                                 \
-          idx[j] = idx[j - 1];                                                                   \
-        }                                                                                        \
-        keys[j] = k;                                                                             \
-        idx[j] = v;                                                                              \
-      }                                                                                          \
-      return idx;                                                                                \
-    }                                                                                            \
-    const K diff = ct_key_diff_##K(keys, n);                                                     \
-    for (int shift = 0; shift < (int)(8 * sizeof(K)); shift += 8) {                              \
-      if (((diff >> shift) & 0xff) == 0) continue;                                               \
-      int64_t count[256] = {0};                                                                  \
-      for (int64_t i = 0; i < n; ++i) ++count[(keys[i] >> shift) & 0xff];                        \
-      ct_radix_starts(count, 256);                                                               \
-      for (int64_t i = 0; i < n; ++i) {                                                          \
-        const int64_t at = count[(keys[i] >> shift) & 0xff]++;                                   \
-        keys2[at] = keys[i];                                                                     \
-        idx2[at] = idx[i];                                                                       \
-      }                                                                                          \
-      CT_SORT_SWAP(K*, keys, keys2);                                                             \
-      CT_SORT_SWAP(int64_t*, idx, idx2);                                                         \
-    }                                                                                            \
-    return idx;                                                                                  \
-  }
-CT_SORT_RADIX(uint8_t)
-CT_SORT_RADIX(uint16_t)
-CT_SORT_RADIX(uint32_t)
-CT_SORT_RADIX(uint64_t)
-
-/* One stable counting pass: keys[0..n) into tmp by the digit (k >> shift) & (bins - 1), bins a
- * power of two; count holds the digit counts, and is left holding each digit's end. */
-#define CT_RADIX_PASS(K)                                                                          \
-  static inline void ct_radix_pass_##K(const K* keys, K* restrict tmp, int64_t n, int64_t* count, \
-                                       int64_t bins, int shift) {                                 \
-    ct_radix_starts(count, bins);                                                                 \
-    const K mask = (K)(bins - 1);                                                                 \
-    for (int64_t i = 0; i < n; ++i) {                                                             \
-      const K k = keys[i];                                                                        \
-      tmp[count[(k >> shift) & mask]++] = k;                                                      \
-    }                                                                                             \
-  }
-CT_RADIX_PASS(uint32_t)
-CT_RADIX_PASS(uint64_t)
-
-/* Stable LSD radix over `passes` digits of `width` bits from bit `low` up: keys[0..n) with tmp
- * as the second buffer, counts[p · 2^width ..] holding digit p's counts (filled by the caller).
- * A pass whose digit is the same for every key is skipped. Returns the sorted buffer. */
-#define CT_RADIX_PASSES(K)                                                               \
-  static K* ct_radix_passes_##K(K* keys, K* tmp, int64_t n, int64_t* counts, int passes, \
-                                int width, int low) {                                    \
-    const int64_t bins = (int64_t)1 << width;                                            \
-    for (int p = 0; p < passes; ++p) {                                                   \
-      int64_t* count = counts + p * bins;                                                \
-      const int shift = low + p * width;                                                 \
-      if (count[(keys[0] >> shift) & (K)(bins - 1)] == n) continue;                      \
-      ct_radix_pass_##K(keys, tmp, n, count, bins, shift);                               \
-      CT_SORT_SWAP(K*, keys, tmp);                                                       \
-    }                                                                                    \
-    return keys;                                                                         \
-  }
-CT_RADIX_PASSES(uint32_t)
-CT_RADIX_PASSES(uint64_t)
-
-/* Sorts keys[0..n) alone (stable LSD radix: equal keys keep their order), tmp being the second
- * buffer; hist holds each pass's digit counts of the keys (zeroed and filled by the caller).
- * Passes whose digit is the same for every key are skipped. Returns the sorted buffer. */
-#define CT_SORT_KEYS_RADIX(K)                                                      \
-  static K* ct_sort_keys_##K(K* keys, K* tmp, int64_t n, int64_t* hist) {          \
-    const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS); \
-    return ct_radix_passes_##K(keys, tmp, n, hist, passes, CT_RADIX_BITS, 0);      \
-  }
-CT_SORT_KEYS_RADIX(uint32_t)
-CT_SORT_KEYS_RADIX(uint64_t)
+/* The radix sorts per key width: ct_sort_pairs_<K> (stable sort of (key, index) pairs) for
+ * every key type; ct_radix_pass_<K>, ct_radix_passes_<K> and ct_sort_keys_<K> (keys alone) for
+ * 32- and 64-bit keys. */
+#define CT_SR_K uint8_t
+#define CT_SR_PAIRS_ONLY
+#include "sort/sort_radix_impl.h"
+#define CT_SR_K uint16_t
+#define CT_SR_PAIRS_ONLY
+#include "sort/sort_radix_impl.h"
+#define CT_SR_K uint32_t
+#include "sort/sort_radix_impl.h"
+#define CT_SR_K uint64_t
+#include "sort/sort_radix_impl.h"
 
 /* ----- one lane per dtype: keys, sort, sorted indices ----- */
 
