@@ -106,9 +106,12 @@ static inline void ct_radix_starts(int64_t* count, int64_t bins) {
 
 /* ----- stable sort of (key, index) pairs, per key width ----- */
 
+/* Bit length of a nonzero key. */
+#define CT_KEY_BITS(k) (64 - __builtin_clzll((unsigned long long)(k)))
+
 /* The radix sorts per key width: ct_sort_pairs_<K> (stable sort of (key, index) pairs) for
- * every key type; ct_radix_pass_<K>, ct_radix_passes_<K> and ct_sort_keys_<K> (keys alone) for
- * 32- and 64-bit keys. */
+ * every key type; ct_radix_pass_<K>, ct_radix_passes_<K>, ct_sort_keys_<K> (keys alone),
+ * ct_sort_lower_bound_<K> and ct_sort_bucket_<K> for 32- and 64-bit keys. */
 #define CT_SR_K uint8_t
 #define CT_SR_PAIRS_ONLY
 #include "sort/sort_radix_impl.h"
@@ -226,26 +229,6 @@ CT_SORT_KEY_TYPES(CT_SORT_LANE_X, _)
 typedef void (*ct_sort_values_fn)(const char* x, int64_t step, int64_t n, int descending,
                                   void* slot, char* out, int64_t out_step, int threads);
 
-/* First index in sorted keys[0..n) whose key is not below k. */
-#define CT_SORT_LOWER_BOUND(K)                                            \
-  static int64_t ct_sort_lower_bound_##K(const K* keys, int64_t n, K k) { \
-    int64_t lo = 0, hi = n;                                               \
-    while (lo < hi) {                                                     \
-      const int64_t mid = lo + (hi - lo) / 2;                             \
-      if (keys[mid] < k) {                                                \
-        lo = mid + 1;                                                     \
-      } else {                                                            \
-        hi = mid;                                                         \
-      }                                                                   \
-    }                                                                     \
-    return lo;                                                            \
-  }
-CT_SORT_LOWER_BOUND(uint32_t)
-CT_SORT_LOWER_BOUND(uint64_t)
-
-/* Bit length of a nonzero key. */
-#define CT_KEY_BITS(k) (64 - __builtin_clzll((unsigned long long)(k)))
-
 /* The values of x[begin, end) (step bytes apart) whose keys (xor flip) are the zero key or the
  * NaN key, copied to out from positions *at_zero and *at_nan on, in input order: the keys make
  * -0.0 and 0.0 one key and every NaN another, so a sorted run of them takes its bits from x. */
@@ -263,39 +246,6 @@ CT_SORT_LOWER_BOUND(uint64_t)
     }                                                                                          \
   }
 CT_SORT_KEY_WIDE_TYPES(CT_SORT_PUT_ALIKE_X, _)
-
-/* Sorts one bucket a[0..m) with tmp as the second buffer: insertion sort for a few keys, else
- * LSD radix over the bits in which the keys differ (digits of at most CT_BUCKET_DIGIT, all counted
- * in one pass into counts; a digit the same in every key is skipped). Returns the sorted buffer
- * (a or tmp). */
-#define CT_SORT_BUCKET(K)                                                                \
-  static K* ct_sort_bucket_##K(K* a, K* tmp, int64_t m, int64_t* counts) {               \
-    if (m <= CT_SORT_INSERTION) {                                                        \
-      for (int64_t i = 1; i < m; ++i) {                                                  \
-        const K k = a[i];                                                                \
-        int64_t j = i;                                                                   \
-        for (; j > 0 && a[j - 1] > k; --j) a[j] = a[j - 1];                              \
-        a[j] = k;                                                                        \
-      }                                                                                  \
-      return a;                                                                          \
-    }                                                                                    \
-    const K diff = ct_key_diff_##K(a, m);                                                \
-    if (diff == 0) return a;                                                             \
-    const int low = __builtin_ctzll((unsigned long long)diff);                           \
-    const int bits = CT_KEY_BITS(diff) - low;                                            \
-    const int passes = (bits + CT_BUCKET_DIGIT - 1) / CT_BUCKET_DIGIT;                   \
-    const int width = (bits + passes - 1) / passes;                                      \
-    const int64_t bins = (int64_t)1 << width;                                            \
-    const K mask = (K)(bins - 1);                                                        \
-    memset(counts, 0, (size_t)(passes * bins) * sizeof(int64_t));                        \
-    for (int64_t i = 0; i < m; ++i) {                                                    \
-      const K k = (K)(a[i] >> low);                                                      \
-      for (int p = 0; p < passes; ++p) ++counts[p * bins + ((k >> (p * width)) & mask)]; \
-    }                                                                                    \
-    return ct_radix_passes_##K(a, tmp, m, counts, passes, width, low);                   \
-  }
-CT_SORT_BUCKET(uint32_t)
-CT_SORT_BUCKET(uint64_t)
 
 /* A thread's bytes in the bucket sort, at these offsets: digit counts, write positions, radix
  * counts, second buffer, tallies (key bits that differ from the first key, zeros, NaNs, keys

@@ -83,6 +83,50 @@ static CT_SR_K* CT_SR_NAME(ct_sort_keys)(CT_SR_K* keys, CT_SR_K* tmp, int64_t n,
   return CT_SR_NAME(ct_radix_passes)(keys, tmp, n, hist, passes, CT_RADIX_BITS, 0);
 }
 
+/* First index in sorted keys[0..n) whose key is not below k. */
+static int64_t CT_SR_NAME(ct_sort_lower_bound)(const CT_SR_K* keys, int64_t n, CT_SR_K k) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+/* Sorts one bucket a[0..m) with tmp as the second buffer: insertion sort for a few keys, else
+ * LSD radix over the bits in which the keys differ (digits of at most CT_BUCKET_DIGIT, all counted
+ * in one pass into counts; a digit the same in every key is skipped). Returns the sorted buffer
+ * (a or tmp). */
+static CT_SR_K* CT_SR_NAME(ct_sort_bucket)(CT_SR_K* a, CT_SR_K* tmp, int64_t m, int64_t* counts) {
+  if (m <= CT_SORT_INSERTION) {
+    for (int64_t i = 1; i < m; ++i) {
+      const CT_SR_K k = a[i];
+      int64_t j = i;
+      for (; j > 0 && a[j - 1] > k; --j) a[j] = a[j - 1];
+      a[j] = k;
+    }
+    return a;
+  }
+  const CT_SR_K diff = CT_SR_NAME(ct_key_diff)(a, m);
+  if (diff == 0) return a;
+  const int low = __builtin_ctzll((unsigned long long)diff);
+  const int bits = CT_KEY_BITS(diff) - low;
+  const int passes = (bits + CT_BUCKET_DIGIT - 1) / CT_BUCKET_DIGIT;
+  const int width = (bits + passes - 1) / passes;
+  const int64_t bins = (int64_t)1 << width;
+  const CT_SR_K mask = (CT_SR_K)(bins - 1);
+  memset(counts, 0, (size_t)(passes * bins) * sizeof(int64_t));
+  for (int64_t i = 0; i < m; ++i) {
+    const CT_SR_K k = (CT_SR_K)(a[i] >> low);
+    for (int p = 0; p < passes; ++p) ++counts[p * bins + ((k >> (p * width)) & mask)];
+  }
+  return CT_SR_NAME(ct_radix_passes)(a, tmp, m, counts, passes, width, low);
+}
+
 #endif /* CT_SR_PAIRS_ONLY */
 
 #undef CT_SR_NAME
