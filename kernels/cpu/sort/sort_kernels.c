@@ -111,7 +111,8 @@ static inline void ct_radix_starts(int64_t* count, int64_t bins) {
 
 /* The radix sorts per key width: ct_sort_pairs_<K> (stable sort of (key, index) pairs) for
  * every key type; ct_radix_pass_<K>, ct_radix_passes_<K>, ct_sort_keys_<K> (keys alone),
- * ct_sort_lower_bound_<K> and ct_sort_bucket_<K> for 32- and 64-bit keys. */
+ * ct_sort_lower_bound_<K> and ct_sort_bucket_<K> for 32- and 64-bit keys; ct_topk_compact_<K>
+ * (topk's radix select) for every key type. */
 #define CT_SR_K uint8_t
 #define CT_SR_PAIRS_ONLY
 #include "sort/sort_radix_impl.h"
@@ -520,37 +521,6 @@ static int64_t ct_topk_bytes(int64_t k, int64_t keysize, int threads) {
   const int64_t second = (k * keysize + 63) / 64 * 64 + k * 8;
   return threads * ct_topk_thread_bytes(k, keysize) + merged + second;
 }
-
-/* Keeps the k largest of s[0..m) (equal keys: the earlier ones) in their order, idx alongside;
- * m > k > 0. Returns the k-th largest key, found by a radix select a byte at a time. */
-#define CT_TOPK_COMPACT(K)                                                        \
-  static K ct_topk_compact_##K(K* s, int64_t* idx, int64_t m, int64_t k) {        \
-    K prefix = 0, mask = 0;                                                       \
-    int64_t rank = k;                                                             \
-    for (int shift = 8 * (int)sizeof(K) - 8; shift >= 0; shift -= 8) {            \
-      int64_t count[256] = {0};                                                   \
-      for (int64_t i = 0; i < m; ++i) {                                           \
-        if ((K)(s[i] & mask) == prefix) ++count[(s[i] >> shift) & 0xff];          \
-      }                                                                           \
-      int d = 255;                                                                \
-      for (; count[d] < rank; --d) rank -= count[d];                              \
-      prefix = (K)(prefix | ((K)d << shift));                                     \
-      mask = (K)(mask | ((K)0xff << shift));                                      \
-    }                                                                             \
-    /* all keys above prefix belong to the k, and the first `rank` equal to it */ \
-    int64_t w = 0;                                                                \
-    for (int64_t i = 0; i < m; ++i) {                                             \
-      if (s[i] > prefix || (s[i] == prefix && rank-- > 0)) {                      \
-        s[w] = s[i];                                                              \
-        idx[w++] = idx[i];                                                        \
-      }                                                                           \
-    }                                                                             \
-    return prefix;                                                                \
-  }
-CT_TOPK_COMPACT(uint8_t)
-CT_TOPK_COMPACT(uint16_t)
-CT_TOPK_COMPACT(uint32_t)
-CT_TOPK_COMPACT(uint64_t)
 
 /* ct_topk_find_<SFX>: the first i in [i, end) whose key (xor flip) is above tau, else end. */
 #define CT_TOPK_X(A, SFX, T, C, K, ID)                                                             \

@@ -1,7 +1,8 @@
 /* sort_radix_impl.h - the radix sorts of one key width, included by sort_kernels.c once per
  * key type with CT_SR_K defined (uint8_t, uint16_t, uint32_t, uint64_t). The functions are named
  * <name>_<key type> (ct_sort_pairs_uint32_t, ...). With CT_SR_PAIRS_ONLY (8- and 16-bit keys)
- * only the (key, index) pair sort is defined. No include guard: a template. */
+ * only the (key, index) pair sort and topk's radix select are defined. No include guard: a
+ * template. */
 #ifndef CT_SR_K
 #error "define CT_SR_K (the key type) before including sort_radix_impl.h"
 #endif
@@ -43,6 +44,32 @@ static int64_t* CT_SR_NAME(ct_sort_pairs)(CT_SR_K* keys, int64_t* idx, CT_SR_K* 
     CT_SORT_SWAP(int64_t*, idx, idx2);
   }
   return idx;
+}
+
+/* Keeps the k largest of s[0..m) (equal keys: the earlier ones) in their order, idx alongside;
+ * m > k > 0. Returns the k-th largest key, found by a radix select a byte at a time. */
+static CT_SR_K CT_SR_NAME(ct_topk_compact)(CT_SR_K* s, int64_t* idx, int64_t m, int64_t k) {
+  CT_SR_K prefix = 0, mask = 0;
+  int64_t rank = k;
+  for (int shift = 8 * (int)sizeof(CT_SR_K) - 8; shift >= 0; shift -= 8) {
+    int64_t count[256] = {0};
+    for (int64_t i = 0; i < m; ++i) {
+      if ((CT_SR_K)(s[i] & mask) == prefix) ++count[(s[i] >> shift) & 0xff];
+    }
+    int d = 255;
+    for (; count[d] < rank; --d) rank -= count[d];
+    prefix = (CT_SR_K)(prefix | ((CT_SR_K)d << shift));
+    mask = (CT_SR_K)(mask | ((CT_SR_K)0xff << shift));
+  }
+  /* all keys above prefix belong to the k, and the first `rank` equal to it */
+  int64_t w = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    if (s[i] > prefix || (s[i] == prefix && rank-- > 0)) {
+      s[w] = s[i];
+      idx[w++] = idx[i];
+    }
+  }
+  return prefix;
 }
 
 #ifndef CT_SR_PAIRS_ONLY
