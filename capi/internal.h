@@ -212,7 +212,14 @@ CT_INTERNAL const ct_backend_entry* ct_backend_table_find_device(int32_t device_
 #define CT_PLUGIN_INFO_SIZE_1_0 (offsetof(ct_plugin_info, plugin_data) + sizeof(void*))
 #define CT_DEVICE_MEMORY_API_SIZE_1_0 (offsetof(ct_device_memory_api, synchronize) + sizeof(void*))
 
-/* ----- built-in CPU backend (kernels/cpu) ----- */
-CT_INTERNAL int ct_cpu_register_kernels(void);
+/* ----- backends built into libctensor ----- */
+/* The ct_plugin_init of every backend linked into the library; ct_registry_init runs each once,
+ * as ct_backend_load runs a plugin's. capi knows them only through this table, which the linked
+ * backend defines (the CPU backend: kernels/cpu/cpu_backend.c). */
+CT_INTERNAL extern const ct_plugin_init_fn ct_builtin_backends[];
+CT_INTERNAL extern const int32_t ct_builtin_backend_count;
+
+/* The thread count CPU kernels use (ct_set_num_threads; 1 inside an OpenMP parallel region). */
+CT_INTERNAL int ct_cpu_num_threads(void);
 
 #endif /* CTENSOR_INTERNAL_H_ */

@@ -28,11 +28,35 @@ static int ct_compare_op_names(const void* a, const void* b) {
   return strcmp(((const ct_op*)a)->def->schema.name, ((const ct_op*)b)->def->schema.name);
 }
 
+/* Runs the init of each backend linked into the library with the host API a plugin gets; their
+ * kernels register directly (no staging: nothing is visible before initialisation ends). A
+ * built-in init runs inside the registry's initialisation, so it must not call op_find. */
+static int ct_register_builtin_backends(void) {
+  static const ct_host_api host = {
+      .struct_size = sizeof(ct_host_api),
+      .abi_version = CT_PLUGIN_ABI_VERSION,
+      .library_version = CT_VERSION_STRING,
+      .kernel_register = ct_kernel_register,
+      .set_error = ct_set_error,
+      .last_error = ct_last_error,
+      .op_find = ct_op_find,
+      .op_get_schema = ct_op_get_schema,
+  };
+  for (int32_t i = 0; i < ct_builtin_backend_count; ++i) {
+    ct_plugin_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    const int status = ct_builtin_backends[i](&host, &info);
+    if (status != CT_OK) return status;
+  }
+  return CT_OK;
+}
+
 static void ct_registry_init_once(void) {
   for (int32_t i = 0; i < CT_NUM_BUILTIN_OPS; ++i) ct_ops[i].def = ct_builtin_op_defs[i];
   qsort(ct_ops, CT_NUM_BUILTIN_OPS, sizeof ct_ops[0], ct_compare_op_names);
   ct_registering_builtins = true;
-  ct_init_status = ct_cpu_register_kernels();
+  ct_init_status = ct_register_builtin_backends();
   ct_registering_builtins = false;
   if (ct_init_status != CT_OK) {
     strncpy(ct_init_message, ct_last_error(), sizeof ct_init_message - 1);

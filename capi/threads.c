@@ -2,7 +2,6 @@
 #include <stdatomic.h>
 
 #include "internal.h"
-#include "../kernels/cpu/cpu_threads.h"
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -1,4 +1,4 @@
-"""The CPU backend's packed GEMM (kernels/cpu/gemm_packed.c) behind matmul and conv2d: shapes on
+"""The CPU backend's packed GEMM (kernels/cpu/gemm/) behind matmul and conv2d: shapes on
 and off every micro-kernel's tile edges, operand layouts the packing must absorb, batches, the
 threaded paths, and each instruction set's micro-kernels.
 

@@ -1,4 +1,4 @@
-"""float16 and bfloat16 conversions (kernels/cpu/half.h, through astype), bit for bit.
+"""float16 and bfloat16 conversions (kernels/cpu/engine/half.h, through astype), bit for bit.
 
 float16 against NumPy's conversions (correctly rounded, ties to even, directly from float64);
 bfloat16 against torch for float32 sources (torch rounds float32 to nearest even) and against

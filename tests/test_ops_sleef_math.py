@@ -1,4 +1,4 @@
-"""float32 and float64 elementary functions through SLEEF (kernels/cpu/sleef_math*.{c,h}): random
+"""float32 and float64 elementary functions through SLEEF (kernels/cpu/math/sleef_math*): random
 bit patterns over each type's whole range, the values around the bounds past which the C library
 takes over, and special values, against NumPy in a wider precision, in ulps; every tail length
 and strided, reversed and in-place layouts against the contiguous result, bit for bit; and the

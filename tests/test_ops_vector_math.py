@@ -1,4 +1,4 @@
-"""The explicitly vectorised float32 loops (kernels/cpu/vector_math*.{c,h}): exp, tanh and erf over
+"""The explicitly vectorised float32 loops (kernels/cpu/math/vector_math*): exp, tanh and erf over
 the whole float32 range against float64 NumPy in ulps, special values, lengths that leave every
 tail (1..70), strided inputs (the scalar copy), softmax/log_softmax rows and layer_norm/rms_norm
 rows against float64 references, and every instruction-set copy (CTENSOR_CPU_ISA, in a child

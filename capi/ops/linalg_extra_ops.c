@@ -1,5 +1,5 @@
 /* linalg_extra_ops.c - vecdot, linear, einsum. */
-#include "einsum_plan.h"
+#include "einsum_spec.h"
 #include "op_defs.h"
 
 /* ----- vecdot ----- */
@@ -100,7 +100,7 @@ static const ct_attr_schema ct_einsum_attrs[] = {CT_ATTR_SPEC_REQUIRED(
 
 static int ct_infer_einsum(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                            int32_t* num_outputs) {
-  ct_einsum_plan plan;
+  ct_einsum_spec plan;
   const int status = ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan);
   if (status != CT_OK) return status;
   if (call->num_inputs == 2 && !ct_dtype_equal(call->inputs[0]->dtype, call->inputs[1]->dtype)) {

@@ -1,0 +1,306 @@
+/* linalg_extra_kernels.c - vecdot, linear and einsum on the strided batched GEMM (gemm.h).
+ *  - vecdot: a batch of 1×k by k×1 products; the batch is the broadcast shape without the
+ *    contracted axis (zero strides where an operand broadcasts).
+ *  - linear: x (batch..., m, k) times weight viewed as k×n through its strides (no transpose
+ *    copy); with a bias, the output is first filled with the broadcast bias and the GEMM
+ *    accumulates onto it (one rounding for float16/bfloat16).
+ *  - einsum: see ct_einsum_describe.
+ * linear and einsum are workspace-requesting: the packed GEMM's panels come from the caller's
+ * workspace (ct_gemm_workspace_<dtype>). vecdot is a batch of dot products, which the GEMM's
+ * simple path serves without one. */
+#include <string.h>
+
+#include "engine/cpu_dtypes.h"
+#include "cpu_register.h"
+#include "gemm/gemm.h"
+#include "ops/einsum_spec.h"
+#include "engine/strided_iter.h"
+
+/* ----- vecdot ----- */
+
+typedef struct ct_vecdot_layout {
+  ct_gemm_desc d;
+  int64_t shape[CT_MAX_NDIM], a[CT_MAX_NDIM], b[CT_MAX_NDIM], c[CT_MAX_NDIM];
+} ct_vecdot_layout;
+
+/* Element stride of t along dim q of an ndim-dim broadcast shape (0 where t broadcasts). */
+static int64_t ct_vd_stride(const ct_tensor* t, int32_t ndim, int32_t q) {
+  const int32_t k = q - (ndim - t->ndim);
+  if (k < 0 || t->shape[k] == 1) return 0;
+  return ct_tensor_stride(t, k);
+}
+
+static void ct_vecdot_describe(const ct_kernel_call* call, ct_vecdot_layout* p) {
+  const ct_tensor* x1 = call->inputs[0];
+  const ct_tensor* x2 = call->inputs[1];
+  const ct_tensor* out = call->outputs[0];
+  const int32_t ndim = out->ndim + 1;
+  int32_t axis = (int32_t)call->attrs[0].value.i;
+  if (axis < 0) axis += ndim;
+  memset(&p->d, 0, sizeof p->d);
+  p->d.m = 1;
+  p->d.n = 1;
+  p->d.k = x1->shape[axis - (ndim - x1->ndim)];
+  p->d.a = ct_tensor_base(x1);
+  p->d.a_cs = ct_tensor_stride(x1, axis - (ndim - x1->ndim));
+  p->d.b = ct_tensor_base(x2);
+  p->d.b_rs = ct_tensor_stride(x2, axis - (ndim - x2->ndim));
+  p->d.c = ct_tensor_base(out);
+  int32_t o = 0;
+  for (int32_t q = 0; q < ndim; ++q) {
+    if (q == axis) continue;
+    p->shape[o] = out->shape[o];
+    p->a[o] = ct_vd_stride(x1, ndim, q);
+    p->b[o] = ct_vd_stride(x2, ndim, q);
+    p->c[o] = ct_tensor_stride(out, o);
+    ++o;
+  }
+  p->d.batch_ndim = o;
+  p->d.batch_shape = p->shape;
+  p->d.a_bs = p->a;
+  p->d.b_bs = p->b;
+  p->d.c_bs = p->c;
+}
+
+#define CT_VECDOT_X(A, SFX, T, C, U, ID)                       \
+  static int ct_cpu_vecdot_##SFX(const ct_kernel_call* call) { \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;  \
+    ct_vecdot_layout plan;                                     \
+    ct_vecdot_describe(call, &plan);                           \
+    ct_gemm_##SFX(&plan.d);                                    \
+    return CT_OK;                                              \
+  }
+CT_CPU_ALL_TYPES(CT_VECDOT_X, _)
+
+/* Complex: the array API's vecdot conjugates x1 (sum of conj(x1) * x2), as numpy.vecdot. */
+#define CT_VECDOT_COMPLEX_X(A, SFX, T, C, U, ID)               \
+  static int ct_cpu_vecdot_##SFX(const ct_kernel_call* call) { \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;  \
+    ct_vecdot_layout plan;                                     \
+    ct_vecdot_describe(call, &plan);                           \
+    ct_gemm_##SFX##_conj(&plan.d);                             \
+    return CT_OK;                                              \
+  }
+CT_CPU_COMPLEX_TYPES(CT_VECDOT_COMPLEX_X, _)
+
+/* ----- linear ----- */
+
+/* Copies the bias (broadcast along every output row) into the output. */
+#define CT_BIAS_COPY_X(A, SFX, T, C, U, ID)                                          \
+  static void ct_cpu_linear_bias_##SFX(char** data, const int64_t* steps, int64_t n, \
+                                       const void* extra) {                          \
+    (void)extra;                                                                     \
+    for (int64_t i = 0; i < n; ++i) {                                                \
+      memcpy(data[1] + i * steps[1], data[0] + i * steps[0], sizeof(T));             \
+    }                                                                                \
+  }
+CT_CPU_FLOAT_TYPES(CT_BIAS_COPY_X, _)
+
+typedef struct ct_linear_layout {
+  ct_gemm_desc d;
+  int64_t shape[CT_MAX_NDIM], a[CT_MAX_NDIM], b[CT_MAX_NDIM], c[CT_MAX_NDIM];
+} ct_linear_layout;
+
+static void ct_linear_describe(const ct_kernel_call* call, ct_linear_layout* p) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* w = call->inputs[1];
+  const ct_tensor* out = call->outputs[0];
+  const int32_t nd = x->ndim;
+  memset(&p->d, 0, sizeof p->d);
+  p->d.m = nd > 1 ? x->shape[nd - 2] : 1;
+  p->d.k = x->shape[nd - 1];
+  p->d.n = w->shape[0];
+  p->d.a = ct_tensor_base(x);
+  p->d.a_rs = nd > 1 ? ct_tensor_stride(x, nd - 2) : 0;
+  p->d.a_cs = ct_tensor_stride(x, nd - 1);
+  p->d.b = ct_tensor_base(w); /* B = weight.T: B[k, n] = weight[n, k] */
+  p->d.b_rs = ct_tensor_stride(w, 1);
+  p->d.b_cs = ct_tensor_stride(w, 0);
+  p->d.c = ct_tensor_base(out);
+  p->d.c_rs = nd > 1 ? ct_tensor_stride(out, nd - 2) : 0;
+  p->d.c_cs = ct_tensor_stride(out, nd - 1);
+  p->d.batch_ndim = nd > 2 ? nd - 2 : 0;
+  for (int32_t q = 0; q < p->d.batch_ndim; ++q) {
+    p->shape[q] = x->shape[q];
+    p->a[q] = ct_tensor_stride(x, q);
+    p->b[q] = 0;
+    p->c[q] = ct_tensor_stride(out, q);
+  }
+  p->d.batch_shape = p->shape;
+  p->d.a_bs = p->a;
+  p->d.b_bs = p->b;
+  p->d.c_bs = p->c;
+}
+
+#define CT_LINEAR_X(A, SFX, T, C, U, ID)                                                    \
+  static int ct_cpu_linear_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,     \
+                                           uint64_t* alignment) {                           \
+    ct_linear_layout plan;                                                                  \
+    ct_linear_describe(call, &plan);                                                        \
+    *bytes = ct_tensor_numel(call->outputs[0]) == 0 ? 0 : ct_gemm_workspace_##SFX(&plan.d); \
+    *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                               \
+    return CT_OK;                                                                           \
+  }                                                                                         \
+  static int ct_cpu_linear_##SFX(const ct_kernel_call* call) {                              \
+    const ct_tensor* out = call->outputs[0];                                                \
+    if (ct_tensor_numel(out) == 0) return CT_OK;                                            \
+    const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : NULL;                  \
+    ct_linear_layout plan;                                                                  \
+    ct_linear_describe(call, &plan);                                                        \
+    plan.d.workspace = call->workspace;                                                     \
+    plan.d.workspace_size = call->workspace_size;                                           \
+    if (bias) {                                                                             \
+      const ct_tensor* operands[2] = {bias, out};                                           \
+      ct_cpu_iterate(2, operands, ct_cpu_linear_bias_##SFX, NULL);                          \
+      plan.d.accumulate = true;                                                             \
+    }                                                                                       \
+    ct_gemm_##SFX(&plan.d);                                                                 \
+    return CT_OK;                                                                           \
+  }
+CT_CPU_FLOAT_TYPES(CT_LINEAR_X, _)
+
+/* ----- einsum ----- */
+
+/* The GEMM view of an einsum: one output letter absent from B is m, one absent from A is n, the
+ * other output letters are batch dims; the longest summed letter is k and any other summed
+ * letters are looped here, the GEMM accumulating onto C after the first. A single operand
+ * multiplies by a one-element B of 1 (all strides 0). */
+typedef struct ct_einsum_gemm {
+  ct_gemm_desc d;
+  int64_t shape[CT_MAX_NDIM], a[CT_MAX_NDIM], b[CT_MAX_NDIM], c[CT_MAX_NDIM];
+  int32_t outer[CT_EINSUM_LETTERS]; /* summed letters looped here */
+  int32_t num_outer;
+} ct_einsum_gemm;
+
+static void ct_einsum_describe(const ct_kernel_call* call, const ct_einsum_spec* p, const void* one,
+                               ct_einsum_gemm* g) {
+  const ct_tensor* out = call->outputs[0];
+  const int64_t* sa = p->stride[0];
+  const int64_t* sb = p->stride[1];
+  int64_t sc[CT_EINSUM_LETTERS] = {0};
+  for (int32_t d = 0; d < p->out_ndim; ++d) sc[p->out_letter[d]] = ct_tensor_stride(out, d);
+  int32_t m = -1, n = -1, k = -1;
+  for (int32_t d = 0; d < p->out_ndim; ++d) {
+    const int32_t l = p->out_letter[d];
+    if (sb[l] == 0 && sa[l] != 0 && (m < 0 || p->extent[l] > p->extent[m])) m = l;
+    if (sa[l] == 0 && sb[l] != 0 && (n < 0 || p->extent[l] > p->extent[n])) n = l;
+  }
+  g->num_outer = 0;
+  for (int32_t l = 0; l < p->num_letters; ++l) {
+    if (p->in_output[l]) continue;
+    if (k < 0 || p->extent[l] > p->extent[k]) k = l;
+  }
+  for (int32_t l = 0; l < p->num_letters; ++l) {
+    if (!p->in_output[l] && l != k) g->outer[g->num_outer++] = l;
+  }
+  memset(&g->d, 0, sizeof g->d);
+  g->d.m = m >= 0 ? p->extent[m] : 1;
+  g->d.n = n >= 0 ? p->extent[n] : 1;
+  g->d.k = k >= 0 ? p->extent[k] : 1;
+  g->d.a = ct_tensor_base(call->inputs[0]);
+  g->d.b = call->num_inputs > 1 ? ct_tensor_base(call->inputs[1]) : one;
+  g->d.c = ct_tensor_base(out);
+  g->d.a_rs = m >= 0 ? sa[m] : 0;
+  g->d.a_cs = k >= 0 ? sa[k] : 0;
+  g->d.b_rs = k >= 0 ? sb[k] : 0;
+  g->d.b_cs = n >= 0 ? sb[n] : 0;
+  g->d.c_rs = m >= 0 ? sc[m] : 0;
+  g->d.c_cs = n >= 0 ? sc[n] : 0;
+  int32_t q = 0;
+  for (int32_t d = 0; d < p->out_ndim; ++d) {
+    const int32_t l = p->out_letter[d];
+    if (l == m || l == n) continue;
+    g->shape[q] = p->extent[l];
+    g->a[q] = sa[l];
+    g->b[q] = sb[l];
+    g->c[q] = sc[l];
+    ++q;
+  }
+  g->d.batch_ndim = q;
+  g->d.batch_shape = g->shape;
+  g->d.a_bs = g->a;
+  g->d.b_bs = g->b;
+  g->d.c_bs = g->c;
+}
+
+/* Runs the GEMMs: one per combination of the looped summed letters. */
+static void ct_einsum_loop(const ct_einsum_spec* p, ct_einsum_gemm* g, int64_t itemsize,
+                           void (*gemm)(const ct_gemm_desc*)) {
+  int64_t combos = 1;
+  for (int32_t i = 0; i < g->num_outer; ++i) combos *= p->extent[g->outer[i]];
+  if (combos == 0 || g->d.k == 0) { /* an empty sum: zeros */
+    g->d.k = 0;
+    gemm(&g->d);
+    return;
+  }
+  const char* a0 = g->d.a;
+  const char* b0 = g->d.b;
+  int64_t index[CT_EINSUM_LETTERS] = {0};
+  for (int64_t c = 0; c < combos; ++c) {
+    int64_t oa = 0, ob = 0;
+    for (int32_t i = 0; i < g->num_outer; ++i) {
+      oa += index[i] * p->stride[0][g->outer[i]];
+      ob += index[i] * p->stride[1][g->outer[i]];
+    }
+    g->d.a = a0 + oa * itemsize;
+    g->d.b = b0 + ob * itemsize;
+    g->d.accumulate = c > 0;
+    gemm(&g->d);
+    for (int32_t i = g->num_outer - 1; i >= 0; --i) {
+      if (++index[i] < p->extent[g->outer[i]]) break;
+      index[i] = 0;
+    }
+  }
+}
+
+#define CT_EINSUM_X(A, SFX, T, C, U, ID)                                                \
+  static int ct_cpu_einsum_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes, \
+                                           uint64_t* alignment) {                       \
+    *bytes = 0;                                                                         \
+    *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                           \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
+    ct_einsum_spec plan;                                                                \
+    const int status =                                                                  \
+        ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan); \
+    if (status != CT_OK) return status;                                                 \
+    const T one = ct_store_##SFX((C)1);                                                 \
+    ct_einsum_gemm g;                                                                   \
+    ct_einsum_describe(call, &plan, &one, &g);                                          \
+    *bytes = ct_gemm_workspace_##SFX(&g.d);                                             \
+    return CT_OK;                                                                       \
+  }                                                                                     \
+  static int ct_cpu_einsum_##SFX(const ct_kernel_call* call) {                          \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
+    ct_einsum_spec plan;                                                                \
+    const int status =                                                                  \
+        ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan); \
+    if (status != CT_OK) return status;                                                 \
+    const T one = ct_store_##SFX((C)1);                                                 \
+    ct_einsum_gemm g;                                                                   \
+    ct_einsum_describe(call, &plan, &one, &g);                                          \
+    g.d.workspace = call->workspace;                                                    \
+    g.d.workspace_size = call->workspace_size;                                          \
+    ct_einsum_loop(&plan, &g, (int64_t)sizeof(T), ct_gemm_##SFX);                       \
+    return CT_OK;                                                                       \
+  }
+CT_CPU_ALL_TYPES(CT_EINSUM_X, _)
+CT_CPU_COMPLEX_TYPES(CT_EINSUM_X, _)
+
+/* ----- registration ----- */
+
+#define CT_VECDOT_REG(A, SFX, T, C, U, ID) \
+  {"vecdot", 3, {ID, ID, ID}, ct_cpu_vecdot_##SFX, NULL, NULL},
+#define CT_EINSUM_REG(A, SFX, T, C, U, ID) \
+  {"einsum", 2, {ID, ID}, ct_cpu_einsum_##SFX, ct_cpu_einsum_workspace_##SFX, NULL},
+#define CT_LINEAR_REG(A, SFX, T, C, U, ID) \
+  {"linear", 4, {ID, ID, ID, ID}, ct_cpu_linear_##SFX, ct_cpu_linear_workspace_##SFX, NULL},
+
+static const ct_cpu_kernel ct_cpu_linalg_extra_kernels[] = {
+    CT_CPU_ALL_TYPES(CT_VECDOT_REG, _) CT_CPU_FLOAT_TYPES(CT_LINEAR_REG, _)
+        CT_CPU_ALL_TYPES(CT_EINSUM_REG, _) CT_CPU_COMPLEX_TYPES(CT_VECDOT_REG, _)
+            CT_CPU_COMPLEX_TYPES(CT_EINSUM_REG, _)};
+
+int ct_cpu_register_linalg_extra(void) {
+  return ct_cpu_register_all(ct_cpu_linalg_extra_kernels,
+                             CT_CPU_KERNEL_COUNT(ct_cpu_linalg_extra_kernels));
+}

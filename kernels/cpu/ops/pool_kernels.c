@@ -1,0 +1,250 @@
+/* pool_kernels.c - max_pool2d, avg_pool2d, adaptive_avg_pool2d over (N, C, H, W) or (C, H, W).
+ *
+ * Each output element is computed on its own with torch's window arithmetic (so that edge
+ * windows, ceil_mode and the avg_pool2d divisor match torch exactly); (image, channel) planes
+ * run in parallel. Sums accumulate in the compute type (float for float16/bfloat16/float32,
+ * double for float64), in row-major window order, as torch's CPU kernels. max_pool2d has a
+ * vectorised path for the interior of rows (CT_POOL_BLOCK). */
+#include <math.h>
+
+#include "engine/cpu_dtypes.h"
+#include "engine/cpu_isa.h"
+#include "cpu_register.h"
+#include "engine/reduce_layout.h"
+#include "engine/strided_iter.h"
+
+/* max_pool2d on planes with unit W strides: the output columns whose windows lie inside the
+ * input are computed CT_POOL_BLOCK at a time, window element by window element in the same
+ * row-major order as the per-element loop (so the same result, nan and signed zeros
+ * included), in a loop the compiler vectorises (compiled per ISA, cpu_isa.h). */
+#define CT_POOL_BLOCK 256
+
+typedef enum ct_pool_mode { CT_POOL_MAX, CT_POOL_AVG, CT_POOL_ADAPTIVE } ct_pool_mode;
+
+typedef struct ct_pool_job {
+  ct_pool_mode mode;
+  int64_t channels, h, w, oh, ow;
+  int64_t xs[4], os[4]; /* (N, C, H, W) element strides; N stride 0 for 3-D */
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+  bool count_include_pad;
+  bool has_divisor;
+  int64_t divisor;
+  const char* x;
+  char* out;
+} ct_pool_job;
+
+/* A pair attribute of one or two values (validated by infer); None or [] gives fallback. */
+static void ct_pool_read_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
+  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
+    out[0] = fallback[0];
+    out[1] = fallback[1];
+    return;
+  }
+  out[0] = value->value.ints[0];
+  out[1] = value->value.ints[value->count - 1];
+}
+
+static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_pool_job* job) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  static const int64_t ones[2] = {1, 1};
+  const int32_t lead = x->ndim - 3; /* 1 for (N, C, H, W), 0 for (C, H, W) */
+  job->mode = mode;
+  job->channels = x->shape[lead];
+  job->h = x->shape[lead + 1];
+  job->w = x->shape[lead + 2];
+  job->oh = out->shape[lead + 1];
+  job->ow = out->shape[lead + 2];
+  job->xs[0] = lead ? ct_tensor_stride(x, 0) : 0;
+  job->os[0] = lead ? ct_tensor_stride(out, 0) : 0;
+  for (int32_t k = 1; k < 4; ++k) {
+    job->xs[k] = ct_tensor_stride(x, lead + k - 1);
+    job->os[k] = ct_tensor_stride(out, lead + k - 1);
+  }
+  job->x = ct_tensor_base(x);
+  job->out = ct_tensor_base(out);
+  job->dilation[0] = job->dilation[1] = 1;
+  job->count_include_pad = true;
+  job->has_divisor = false;
+  job->divisor = 0;
+  if (mode == CT_POOL_ADAPTIVE) return;
+  ct_pool_read_pair(&call->attrs[0], ones, job->kernel);
+  ct_pool_read_pair(&call->attrs[1], job->kernel, job->stride);
+  ct_pool_read_pair(&call->attrs[2], ones, job->padding);
+  if (mode == CT_POOL_MAX) {
+    ct_pool_read_pair(&call->attrs[3], ones, job->dilation);
+  } else {
+    job->count_include_pad = call->attrs[4].value.b != 0;
+    job->has_divisor = call->attrs[5].type == CT_ATTR_INT;
+    job->divisor = job->has_divisor ? call->attrs[5].value.i : 0;
+  }
+}
+
+/* r[j] = max(r[j], p[j * step]) for j < len, nan propagating, for each of the kw window
+ * columns p = row + k * dw. */
+#define CT_POOL_MAX_ROW(SFX, T, C)                                                                 \
+  static CT_CPU_ISA_BODY void ct_pool_max_row_##SFX##_body(const T* row, int64_t step, int64_t dw, \
+                                                           int64_t kw, int64_t len, C* r) {        \
+    for (int64_t k = 0; k < kw; ++k) {                                                             \
+      const T* p = row + k * dw;                                                                   \
+      if (step == 2) {                                                                             \
+        for (int64_t j = 0; j < len; ++j) {                                                        \
+          const C v = ct_load_##SFX(p[2 * j]);                                                     \
+          r[j] = CT_NAN_MAX(r[j], v);                                                              \
+        }                                                                                          \
+      } else {                                                                                     \
+        for (int64_t j = 0; j < len; ++j) {                                                        \
+          const C v = ct_load_##SFX(p[j * step]);                                                  \
+          r[j] = CT_NAN_MAX(r[j], v);                                                              \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  CT_CPU_ISA_LOOP(ct_pool_max_row_##SFX,                                                           \
+                  (const T* row, int64_t step, int64_t dw, int64_t kw, int64_t len, C* r),         \
+                  (row, step, dw, kw, len, r))
+
+#define CT_POOL_DEFINE(SFX, T, C, ID)                                                              \
+  CT_POOL_MAX_ROW(SFX, T, C)                                                                       \
+  /* Output columns [*first, *last) of max_pool2d whose windows lie inside the input's width. */   \
+  static void ct_pool_inner_columns_##SFX(const ct_pool_job* job, int64_t* first, int64_t* last) { \
+    const int64_t sw = job->stride[1], pw = job->padding[1];                                       \
+    const int64_t reach = (job->kernel[1] - 1) * job->dilation[1] + 1;                             \
+    int64_t a = (pw + sw - 1) / sw;                                                                \
+    int64_t b = job->w + pw >= reach ? (job->w + pw - reach) / sw + 1 : 0;                         \
+    if (b > job->ow) b = job->ow;                                                                  \
+    if (a > b) a = b;                                                                              \
+    *first = a;                                                                                    \
+    *last = b;                                                                                     \
+  }                                                                                                \
+  static void ct_cpu_pool_planes_##SFX(int64_t begin, int64_t end, void* context) {                \
+    const ct_pool_job* job = context;                                                              \
+    int64_t inner_first = 0, inner_last = 0;                                                       \
+    if (job->mode == CT_POOL_MAX && job->xs[3] == 1 && job->os[3] == 1) {                          \
+      ct_pool_inner_columns_##SFX(job, &inner_first, &inner_last);                                 \
+    }                                                                                              \
+    for (int64_t plane = begin; plane < end; ++plane) {                                            \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                          \
+      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                             \
+      T* y = (T*)job->out + n * job->os[0] + c * job->os[1];                                       \
+      for (int64_t oh = 0; oh < job->oh; ++oh) {                                                   \
+        if (inner_first < inner_last) {                                                            \
+          const int64_t dh = job->dilation[0];                                                     \
+          int64_t h0 = oh * job->stride[0] - job->padding[0];                                      \
+          const int64_t reach = h0 + (job->kernel[0] - 1) * dh + 1;                                \
+          const int64_t h1 = reach < job->h ? reach : job->h;                                      \
+          while (h0 < 0) h0 += dh;                                                                 \
+          for (int64_t b0 = inner_first; b0 < inner_last; b0 += CT_POOL_BLOCK) {                   \
+            const int64_t len = inner_last - b0 < CT_POOL_BLOCK ? inner_last - b0 : CT_POOL_BLOCK; \
+            C r[CT_POOL_BLOCK];                                                                    \
+            for (int64_t j = 0; j < len; ++j) r[j] = (C) - INFINITY;                               \
+            for (int64_t ih = h0; ih < h1; ih += dh) {                                             \
+              ct_pool_max_row_##SFX(x + ih * job->xs[2] + b0 * job->stride[1] - job->padding[1],   \
+                                    job->stride[1], job->dilation[1], job->kernel[1], len, r);     \
+            }                                                                                      \
+            T* yr = y + oh * job->os[2] + b0;                                                      \
+            for (int64_t j = 0; j < len; ++j) yr[j] = ct_store_##SFX(r[j]);                        \
+          }                                                                                        \
+        }                                                                                          \
+        for (int64_t ow = 0; ow < job->ow; ++ow) {                                                 \
+          if (ow == inner_first && inner_first < inner_last) {                                     \
+            ow = inner_last - 1;                                                                   \
+            continue;                                                                              \
+          }                                                                                        \
+          C result;                                                                                \
+          if (job->mode == CT_POOL_MAX) {                                                          \
+            const int64_t dh = job->dilation[0], dw = job->dilation[1];                            \
+            int64_t h0 = oh * job->stride[0] - job->padding[0];                                    \
+            int64_t w0 = ow * job->stride[1] - job->padding[1];                                    \
+            const int64_t h1 = h0 + (job->kernel[0] - 1) * dh + 1 < job->h                         \
+                                   ? h0 + (job->kernel[0] - 1) * dh + 1                            \
+                                   : job->h;                                                       \
+            const int64_t w1 = w0 + (job->kernel[1] - 1) * dw + 1 < job->w                         \
+                                   ? w0 + (job->kernel[1] - 1) * dw + 1                            \
+                                   : job->w;                                                       \
+            while (h0 < 0) h0 += dh;                                                               \
+            while (w0 < 0) w0 += dw;                                                               \
+            result = (C) - INFINITY;                                                               \
+            for (int64_t ih = h0; ih < h1; ih += dh) {                                             \
+              for (int64_t iw = w0; iw < w1; iw += dw) {                                           \
+                const C v = ct_load_##SFX(x[ih * job->xs[2] + iw * job->xs[3]]);                   \
+                if (v > result || isnan(v)) result = v;                                            \
+              }                                                                                    \
+            }                                                                                      \
+          } else {                                                                                 \
+            int64_t h0, h1, w0, w1, divide;                                                        \
+            if (job->mode == CT_POOL_ADAPTIVE) {                                                   \
+              h0 = oh * job->h / job->oh;                                                          \
+              h1 = ((oh + 1) * job->h + job->oh - 1) / job->oh;                                    \
+              w0 = ow * job->w / job->ow;                                                          \
+              w1 = ((ow + 1) * job->w + job->ow - 1) / job->ow;                                    \
+              divide = (h1 - h0) * (w1 - w0);                                                      \
+            } else {                                                                               \
+              h0 = oh * job->stride[0] - job->padding[0];                                          \
+              w0 = ow * job->stride[1] - job->padding[1];                                          \
+              h1 = h0 + job->kernel[0] < job->h + job->padding[0] ? h0 + job->kernel[0]            \
+                                                                  : job->h + job->padding[0];      \
+              w1 = w0 + job->kernel[1] < job->w + job->padding[1] ? w0 + job->kernel[1]            \
+                                                                  : job->w + job->padding[1];      \
+              const int64_t pool_size = (h1 - h0) * (w1 - w0);                                     \
+              if (h0 < 0) h0 = 0;                                                                  \
+              if (w0 < 0) w0 = 0;                                                                  \
+              if (h1 > job->h) h1 = job->h;                                                        \
+              if (w1 > job->w) w1 = job->w;                                                        \
+              divide = job->has_divisor         ? job->divisor                                     \
+                       : job->count_include_pad ? pool_size                                        \
+                                                : (h1 - h0) * (w1 - w0);                           \
+            }                                                                                      \
+            C sum = (C)0;                                                                          \
+            for (int64_t ih = h0; ih < h1; ++ih) {                                                 \
+              for (int64_t iw = w0; iw < w1; ++iw) {                                               \
+                sum += ct_load_##SFX(x[ih * job->xs[2] + iw * job->xs[3]]);                        \
+              }                                                                                    \
+            }                                                                                      \
+            result = h0 >= h1 || w0 >= w1 ? (C)0 : sum / (C)divide;                                \
+          }                                                                                        \
+          y[oh * job->os[2] + ow * job->os[3]] = ct_store_##SFX(result);                           \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  static int ct_cpu_pool_run_##SFX(const ct_kernel_call* call, ct_pool_mode mode) {                \
+    ct_pool_job job;                                                                               \
+    ct_pool_prepare(call, mode, &job);                                                             \
+    const int64_t n = call->inputs[0]->ndim == 4 ? call->inputs[0]->shape[0] : 1;                  \
+    const int64_t planes = n * job.channels, per_plane = job.oh * job.ow;                          \
+    if (planes == 0 || per_plane == 0) return CT_OK;                                               \
+    const int64_t window = mode == CT_POOL_ADAPTIVE ? (job.h / job.oh + 1) * (job.w / job.ow + 1)  \
+                                                    : job.kernel[0] * job.kernel[1];               \
+    ct_cpu_parallel_for(planes, per_plane * window, ct_cpu_pool_planes_##SFX, &job);               \
+    return CT_OK;                                                                                  \
+  }                                                                                                \
+  static int ct_cpu_max_pool2d_##SFX(const ct_kernel_call* call) {                                 \
+    return ct_cpu_pool_run_##SFX(call, CT_POOL_MAX);                                               \
+  }                                                                                                \
+  static int ct_cpu_avg_pool2d_##SFX(const ct_kernel_call* call) {                                 \
+    return ct_cpu_pool_run_##SFX(call, CT_POOL_AVG);                                               \
+  }                                                                                                \
+  static int ct_cpu_adaptive_avg_pool2d_##SFX(const ct_kernel_call* call) {                        \
+    return ct_cpu_pool_run_##SFX(call, CT_POOL_ADAPTIVE);                                          \
+  }
+
+#define CT_POOL_REG(SFX, T, C, ID)                                      \
+  {"max_pool2d", 2, {ID, ID}, ct_cpu_max_pool2d_##SFX, NULL, NULL},     \
+      {"avg_pool2d", 2, {ID, ID}, ct_cpu_avg_pool2d_##SFX, NULL, NULL}, \
+      {"adaptive_avg_pool2d", 2, {ID, ID}, ct_cpu_adaptive_avg_pool2d_##SFX, NULL, NULL},
+
+#define CT_POOL_TYPES(X)               \
+  X(f16, uint16_t, float, CT_DT_F16)   \
+  X(bf16, uint16_t, float, CT_DT_BF16) \
+  X(f32, float, float, CT_DT_F32)      \
+  X(f64, double, double, CT_DT_F64)
+
+CT_POOL_TYPES(CT_POOL_DEFINE)
+
+static const ct_cpu_kernel ct_cpu_pool_kernels[] = {CT_POOL_TYPES(CT_POOL_REG)};
+
+int ct_cpu_register_pool(void) {
+  return ct_cpu_register_all(ct_cpu_pool_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_pool_kernels));
+}
