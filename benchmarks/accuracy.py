@@ -26,8 +26,13 @@ def sum_accuracy(ops: Any, rng: np.random.Generator, n: int) -> dict:
         scale = abs(exact) or 1.0
         ct_error = abs(float(np.asarray(ops.sum(x))) - exact) / scale
         np_error = abs(float(np.sum(x)) - exact) / scale
-        rows.append({"input": label, "n": n, "ctensor_rel_error": ct_error,
-                     "numpy_rel_error": np_error})
+        rows.append(
+            {"input": label, "n": n, "ctensor_rel_error": ct_error, "numpy_rel_error": np_error}
+        )
         met = met and ct_error <= np_error
-    return {"name": "reduction/sum/accuracy", "target": "float32 sum error <= NumPy's",
-            "met": met, "rows": rows}
+    return {
+        "name": "reduction/sum/accuracy",
+        "target": "float32 sum error <= NumPy's",
+        "met": met,
+        "rows": rows,
+    }

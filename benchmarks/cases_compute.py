@@ -24,16 +24,26 @@ _OPENCL_MAX_SQUARE = 512
 _MATMUL_SETTLE_S = 0.3
 
 
-def _matmul(env: Env, shape_a: tuple, shape_b: tuple, name: str, description: str,
-            targets: list[Target], on_opencl: bool = False) -> Case:
+def _matmul(
+    env: Env,
+    shape_a: tuple,
+    shape_b: tuple,
+    name: str,
+    description: str,
+    targets: list[Target],
+    on_opencl: bool = False,
+) -> Case:
     a, b = env.normal(shape_a), env.normal(shape_b)
-    out = np.empty(np.broadcast_shapes(shape_a[:-2], shape_b[:-2]) + (shape_a[-2], shape_b[-1]),
-                   np.float32)
+    out = np.empty(
+        np.broadcast_shapes(shape_a[:-2], shape_b[:-2]) + (shape_a[-2], shape_b[-1]), np.float32
+    )
     k = shape_a[-1]
     flops = 2.0 * out.size * k
     ns = {"ops": env.ops, "np": np, "a": a, "b": b, "c": out}
-    impls = {"ctensor": Impl("ops.matmul(a, b, out=c)", ns),
-             "numpy": Impl("np.matmul(a, b, out=c)", ns)}
+    impls = {
+        "ctensor": Impl("ops.matmul(a, b, out=c)", ns),
+        "numpy": Impl("np.matmul(a, b, out=c)", ns),
+    }
     opencl = env.opencl_expr("matmul", "ops.matmul(da, db, out=dc)") if on_opencl else None
     if opencl:
         env.opencl_arrays(ns, {"dc": out}, da=a, db=b)
@@ -52,8 +62,17 @@ def _matmul(env: Env, shape_a: tuple, shape_b: tuple, name: str, description: st
         # the libraries, so that the ratio to the peak does not drift with the machine's load.
         rounds = max(1, round(flops / _fma_flops_per_round(env)))
         impls["machine"] = Impl("kernel()", {"kernel": env.machine.fma(rounds)})
-    return Case(name, "matmul", "GFLOP/s", flops, impls, description, reference,
-                targets=targets, settle_s=_MATMUL_SETTLE_S)
+    return Case(
+        name,
+        "matmul",
+        "GFLOP/s",
+        flops,
+        impls,
+        description,
+        reference,
+        targets=targets,
+        settle_s=_MATMUL_SETTLE_S,
+    )
 
 
 _FMA_ROUNDS_PROBE = 1000
@@ -78,26 +97,50 @@ def _conv2d(env: Env, batch: int, channels: int, size: int) -> Case:
         impls["torch"] = Impl("F.conv2d(tx, tw, padding=1)", ns)
         reference["torch"] = (1e-3, 1e-3)
         targets.append(Target(">= 1.0x torch", "speedup", "torch", 1.0))
-    return Case(f"conv2d/resnet50_3x3/{batch}x{channels}x{size}x{size}", "conv2d", "GFLOP/s",
-                flops, impls, f"input ({batch}, {channels}, {size}, {size}), weight ({channels}, "
-                f"{channels}, 3, 3), padding 1", reference, targets=targets)
+    return Case(
+        f"conv2d/resnet50_3x3/{batch}x{channels}x{size}x{size}",
+        "conv2d",
+        "GFLOP/s",
+        flops,
+        impls,
+        f"input ({batch}, {channels}, {size}, {size}), weight ({channels}, "
+        f"{channels}, 3, 3), padding 1",
+        reference,
+        targets=targets,
+    )
 
 
 def build(env: Env) -> list[Case]:
     peak = [Target(">= 0.85x FMA peak", "machine", "machine", 0.85)]
     sizes = (64, 128) if env.quick else (256, 512, 1024, 2048)
     cases = [
-        _matmul(env, (n, n), (n, n), f"matmul/square/{n}",
-                f"({n}, {n}) @ ({n}, {n})" + ("" if n <= _OPENCL_MAX_SQUARE else
-                                              f"; not on ctensor.opencl above {_OPENCL_MAX_SQUARE}"
-                                              " (seconds per call on PoCL)"),
-                peak if n >= 512 or env.quick else [], on_opencl=n <= _OPENCL_MAX_SQUARE)
+        _matmul(
+            env,
+            (n, n),
+            (n, n),
+            f"matmul/square/{n}",
+            f"({n}, {n}) @ ({n}, {n})"
+            + (
+                ""
+                if n <= _OPENCL_MAX_SQUARE
+                else f"; not on ctensor.opencl above {_OPENCL_MAX_SQUARE}"
+                " (seconds per call on PoCL)"
+            ),
+            peak if n >= 512 or env.quick else [],
+            on_opencl=n <= _OPENCL_MAX_SQUARE,
+        )
         for n in sizes
     ]
     batches = ((16, 32), (8, 64)) if env.quick else ((256, 32), (64, 64))
     cases += [
-        _matmul(env, (b, m, m), (b, m, m), f"matmul/batched/{b}x{m}x{m}",
-                f"{b} x ({m}, {m}) @ ({m}, {m})", [])
+        _matmul(
+            env,
+            (b, m, m),
+            (b, m, m),
+            f"matmul/batched/{b}x{m}x{m}",
+            f"{b} x ({m}, {m}) @ ({m}, {m})",
+            [],
+        )
         for b, m in batches
     ]
     shapes = ((1, 8, 8),) if env.quick else ((8, 64, 56), (8, 128, 28), (8, 256, 14), (8, 512, 7))

@@ -25,27 +25,54 @@ def build(env: Env) -> list[Case]:
     y = np.empty_like(x)
     w, b = env.normal((cols,)), env.normal((cols,))
     pool_in = env.normal((1, 8, 16, 16) if quick else (8, 64, 56, 56))
-    pool_out = np.empty(pool_in.shape[:2] + (pool_in.shape[2] // 2, pool_in.shape[3] // 2),
-                        np.float32)
+    pool_out = np.empty(
+        pool_in.shape[:2] + (pool_in.shape[2] // 2, pool_in.shape[3] // 2), np.float32
+    )
     side = 128 if quick else 4096
     sq = env.normal((side, side))
     sq_t = np.empty_like(sq)
-    ns = {"ops": env.ops, "np": np, "x": x, "y": y, "w": w, "b": b, "p": pool_in,
-          "po": pool_out, "sq": sq, "sqt": sq_t, "cols": cols}
+    ns = {
+        "ops": env.ops,
+        "np": np,
+        "x": x,
+        "y": y,
+        "w": w,
+        "b": b,
+        "p": pool_in,
+        "po": pool_out,
+        "sq": sq,
+        "sqt": sq_t,
+        "cols": cols,
+    }
     has_torch = env.torch is not None
     if has_torch:
         torch = env.torch
-        ns.update(torch=torch, F=torch.nn.functional, tx=env.t(x), ty=env.t(y), tw=env.t(w),
-                  tb=env.t(b), tp=env.t(pool_in), tsq=env.t(sq), tsqt=env.t(sq_t))
+        ns.update(
+            torch=torch,
+            F=torch.nn.functional,
+            tx=env.t(x),
+            ty=env.t(y),
+            tw=env.t(w),
+            tb=env.t(b),
+            tp=env.t(pool_in),
+            tsq=env.t(sq),
+            tsqt=env.t(sq_t),
+        )
     if env.jnp is not None:
         jax_nn = __import__("jax").nn
         ns.update(jsoftmax=env.jit(lambda v: jax_nn.softmax(v, axis=-1)), jx=env.j(x))
-    env.opencl_arrays(ns, {"dy": y, "dpo": pool_out, "dsqt": sq_t}, dx=x, dw=w, db=b,
-                      dp=pool_in, dsq=sq)
+    env.opencl_arrays(
+        ns, {"dy": y, "dpo": pool_out, "dsqt": sq_t}, dx=x, dw=w, db=b, dp=pool_in, dsq=sq
+    )
     cl = env.opencl_expr
 
-    def impls(ct: str, torch_expr: str | None, numpy: str | None = None,
-              jax: str | None = None, opencl: str | None = None) -> dict[str, Impl]:
+    def impls(
+        ct: str,
+        torch_expr: str | None,
+        numpy: str | None = None,
+        jax: str | None = None,
+        opencl: str | None = None,
+    ) -> dict[str, Impl]:
         found = {"ctensor": Impl(ct, ns)}
         if opencl:
             found["ctensor.opencl"] = Impl(opencl, ns)
@@ -61,33 +88,80 @@ def build(env: Env) -> list[Case]:
     exact_np = {"numpy": "exact", **({"torch": "exact"} if has_torch else {})}
     shape_text = f"({rows}, {cols})"
     return [
-        Case(f"nn/softmax/{rows}x{cols}", "nn", "GB/s", 2 * x.size * _F32,
-             impls("ops.softmax(x, axis=-1, out=y)", "torch.softmax(tx, dim=-1, out=ty)",
-                   jax="jsoftmax(jx)", opencl=cl("softmax", "ops.softmax(dx, axis=-1, out=dy)")),
-             f"{shape_text}, last axis", close, targets=_faster(1.2) if has_torch else []),
-        Case(f"nn/layer_norm/{rows}x{cols}", "nn", "GB/s", 2 * x.size * _F32,
-             impls("ops.layer_norm(x, w, b, normalized_shape=[cols], out=y)",
-                   "F.layer_norm(tx, (cols,), tw, tb)",
-                   opencl=cl("layer_norm",
-                             "ops.layer_norm(dx, dw, db, normalized_shape=[cols], out=dy)")),
-             f"{shape_text} over the last axis, with weight and bias",
-             {"torch": (1e-4, 1e-4)} if has_torch else {},
-             targets=_faster(1.2) if has_torch else []),
-        Case("nn/max_pool2d/" + "x".join(map(str, pool_in.shape)), "nn", "GB/s",
-             (pool_in.size + pool_out.size) * _F32,
-             impls("ops.max_pool2d(p, kernel_size=2, out=po)", "F.max_pool2d(tp, 2)",
-                   opencl=cl("max_pool2d", "ops.max_pool2d(dp, kernel_size=2, out=dpo)")),
-             f"2x2, stride 2 on {pool_in.shape}", {"torch": "exact"} if has_torch else {},
-             targets=_faster(2.0) if has_torch else []),
-        Case(f"nn/transpose_copy/{side}x{side}", "nn", "GB/s", 2 * sq.size * _F32,
-             impls("ops.matrix_transpose(sq, out=sqt)", "tsqt.copy_(tsq.T)",
-                   "(np.copyto(sqt, sq.T), sqt)[1]",
-                   opencl=cl("permute_dims", "ops.permute_dims(dsq, axes=[1, 0], out=dsqt)")),
-             f"({side}, {side}) written transposed into a compact array (ctensor.opencl: "
-             "permute_dims)", exact_np,
-             targets=_faster(2.0) if has_torch else []),
-        Case(f"nn/argmax/{rows}x{cols}", "nn", "GB/s", x.size * _F32,
-             impls("ops.argmax(x, axis=-1)", "torch.argmax(tx, dim=-1)",
-                   "np.argmax(x, axis=-1)", opencl=cl("argmax", "ops.argmax(dx, axis=-1)")),
-             f"{shape_text}, last axis", exact_np, targets=_faster(2.0) if has_torch else []),
+        Case(
+            f"nn/softmax/{rows}x{cols}",
+            "nn",
+            "GB/s",
+            2 * x.size * _F32,
+            impls(
+                "ops.softmax(x, axis=-1, out=y)",
+                "torch.softmax(tx, dim=-1, out=ty)",
+                jax="jsoftmax(jx)",
+                opencl=cl("softmax", "ops.softmax(dx, axis=-1, out=dy)"),
+            ),
+            f"{shape_text}, last axis",
+            close,
+            targets=_faster(1.2) if has_torch else [],
+        ),
+        Case(
+            f"nn/layer_norm/{rows}x{cols}",
+            "nn",
+            "GB/s",
+            2 * x.size * _F32,
+            impls(
+                "ops.layer_norm(x, w, b, normalized_shape=[cols], out=y)",
+                "F.layer_norm(tx, (cols,), tw, tb)",
+                opencl=cl(
+                    "layer_norm", "ops.layer_norm(dx, dw, db, normalized_shape=[cols], out=dy)"
+                ),
+            ),
+            f"{shape_text} over the last axis, with weight and bias",
+            {"torch": (1e-4, 1e-4)} if has_torch else {},
+            targets=_faster(1.2) if has_torch else [],
+        ),
+        Case(
+            "nn/max_pool2d/" + "x".join(map(str, pool_in.shape)),
+            "nn",
+            "GB/s",
+            (pool_in.size + pool_out.size) * _F32,
+            impls(
+                "ops.max_pool2d(p, kernel_size=2, out=po)",
+                "F.max_pool2d(tp, 2)",
+                opencl=cl("max_pool2d", "ops.max_pool2d(dp, kernel_size=2, out=dpo)"),
+            ),
+            f"2x2, stride 2 on {pool_in.shape}",
+            {"torch": "exact"} if has_torch else {},
+            targets=_faster(2.0) if has_torch else [],
+        ),
+        Case(
+            f"nn/transpose_copy/{side}x{side}",
+            "nn",
+            "GB/s",
+            2 * sq.size * _F32,
+            impls(
+                "ops.matrix_transpose(sq, out=sqt)",
+                "tsqt.copy_(tsq.T)",
+                "(np.copyto(sqt, sq.T), sqt)[1]",
+                opencl=cl("permute_dims", "ops.permute_dims(dsq, axes=[1, 0], out=dsqt)"),
+            ),
+            f"({side}, {side}) written transposed into a compact array (ctensor.opencl: "
+            "permute_dims)",
+            exact_np,
+            targets=_faster(2.0) if has_torch else [],
+        ),
+        Case(
+            f"nn/argmax/{rows}x{cols}",
+            "nn",
+            "GB/s",
+            x.size * _F32,
+            impls(
+                "ops.argmax(x, axis=-1)",
+                "torch.argmax(tx, dim=-1)",
+                "np.argmax(x, axis=-1)",
+                opencl=cl("argmax", "ops.argmax(dx, axis=-1)"),
+            ),
+            f"{shape_text}, last axis",
+            exact_np,
+            targets=_faster(2.0) if has_torch else [],
+        ),
     ]

@@ -46,6 +46,8 @@ def compare(got: Any, want: Any, rule: tuple[float, float] | str) -> str | None:
         return None
     worst = float(np.where(bad & np.isfinite(error), error, 0.0).max())
     nans = int(np.count_nonzero(nan_mismatch))
-    return (f"{int(np.count_nonzero(bad))} of {w.size} elements outside rtol={rtol:g}, "
-            f"atol={atol:g} (worst finite error {worst:.3g}; {nans} NaN where the peer has "
-            "none or the reverse)")
+    return (
+        f"{int(np.count_nonzero(bad))} of {w.size} elements outside rtol={rtol:g}, "
+        f"atol={atol:g} (worst finite error {worst:.3g}; {nans} NaN where the peer has "
+        "none or the reverse)"
+    )

@@ -77,9 +77,13 @@ def _check(cupy: Any, torch: Any, case: Case) -> None:
     got = results["ctensor"]
     pairs = zip(got, reference, strict=True) if isinstance(got, tuple) else [(got, reference)]
     for mine, theirs in pairs:
-        np.testing.assert_allclose(np.asarray(mine, np.float64), np.asarray(theirs, np.float64),
-                                   rtol=case.rtol, atol=case.atol,
-                                   err_msg=f"{case.name}: ctensor differs from {reference_name}")
+        np.testing.assert_allclose(
+            np.asarray(mine, np.float64),
+            np.asarray(theirs, np.float64),
+            rtol=case.rtol,
+            atol=case.atol,
+            err_msg=f"{case.name}: ctensor differs from {reference_name}",
+        )
 
 
 def _cases(cupy: Any, torch: Any, ct: Any, quick: bool) -> list[Case]:
@@ -95,77 +99,210 @@ def _cases(cupy: Any, torch: Any, ct: Any, quick: bool) -> list[Case]:
     out_m = cupy.empty_like(m)
     tm, trow, tout_m = tv(m, device="cuda"), tv(row, device="cuda"), tv(out_m, device="cuda")
     cases = [
-        Case("copy (cudaMemcpy)", {"ctensor": lambda: ct.ops.positive(a, out=c),
-                                   "cupy": lambda: (cupy.copyto(c, a), c)[1]}, 8.0 * n, "GB/s"),
-        Case("add", {"ctensor": lambda: ct.ops.add(a, b, out=c),
-                     "cupy": lambda: cupy.add(a, b, out=c),
-                     "torch": lambda: torch.add(ta, tb, out=tc)}, 12.0 * n, "GB/s"),
-        Case("add_broadcast", {"ctensor": lambda: ct.ops.add(m, row, out=out_m),
-                               "cupy": lambda: cupy.add(m, row, out=out_m),
-                               "torch": lambda: torch.add(tm, trow, out=tout_m)},
-             8.0 * side * side, "GB/s"),
-        Case("exp", {"ctensor": lambda: ct.ops.exp(a, out=c),
-                     "cupy": lambda: cupy.exp(a, out=c),
-                     "torch": lambda: torch.exp(ta, out=tc)}, 8.0 * n, "GB/s", rtol=2e-6),
-        Case("sum", {"ctensor": lambda: ct.ops.sum(a), "cupy": lambda: cupy.sum(a),
-                     "torch": lambda: torch.sum(ta)}, 4.0 * n, "GB/s", rtol=1e-4, atol=0.5),
-        Case("sum_axis0", {"ctensor": lambda: ct.ops.sum(m, axis=0),
-                           "cupy": lambda: cupy.sum(m, axis=0),
-                           "torch": lambda: torch.sum(tm, 0)}, 4.0 * side * side, "GB/s",
-             rtol=1e-4, atol=1e-3),
-        Case("sum_axis1", {"ctensor": lambda: ct.ops.sum(m, axis=1),
-                           "cupy": lambda: cupy.sum(m, axis=1),
-                           "torch": lambda: torch.sum(tm, 1)}, 4.0 * side * side, "GB/s",
-             rtol=1e-4, atol=1e-3),
-        Case("max", {"ctensor": lambda: ct.ops.max(a), "cupy": lambda: cupy.max(a),
-                     "torch": lambda: torch.max(ta)}, 4.0 * n, "GB/s"),
-        Case("argmax_axis1", {"ctensor": lambda: ct.ops.argmax(m, axis=1),
-                              "cupy": lambda: cupy.argmax(m, axis=1),
-                              "torch": lambda: torch.argmax(tm, 1)}, 4.0 * side * side, "GB/s"),
-        Case("transpose_copy", {"ctensor": lambda: ct.ops.permute_dims(m, axes=[1, 0]),
-                                "cupy": lambda: cupy.ascontiguousarray(m.T),
-                                "torch": lambda: tm.T.contiguous()}, 8.0 * side * side, "GB/s"),
-        Case("softmax", {"ctensor": lambda: ct.ops.softmax(m, axis=-1),
-                         "torch": lambda: torch.softmax(tm, -1)}, 8.0 * side * side, "GB/s",
-             rtol=1e-4, atol=1e-7),
-        Case("layer_norm", {"ctensor": lambda: ct.ops.layer_norm(m, normalized_shape=[side]),
-                            "torch": lambda: torch.nn.functional.layer_norm(tm, [side])},
-             8.0 * side * side, "GB/s", rtol=1e-3, atol=1e-4),
+        Case(
+            "copy (cudaMemcpy)",
+            {
+                "ctensor": lambda: ct.ops.positive(a, out=c),
+                "cupy": lambda: (cupy.copyto(c, a), c)[1],
+            },
+            8.0 * n,
+            "GB/s",
+        ),
+        Case(
+            "add",
+            {
+                "ctensor": lambda: ct.ops.add(a, b, out=c),
+                "cupy": lambda: cupy.add(a, b, out=c),
+                "torch": lambda: torch.add(ta, tb, out=tc),
+            },
+            12.0 * n,
+            "GB/s",
+        ),
+        Case(
+            "add_broadcast",
+            {
+                "ctensor": lambda: ct.ops.add(m, row, out=out_m),
+                "cupy": lambda: cupy.add(m, row, out=out_m),
+                "torch": lambda: torch.add(tm, trow, out=tout_m),
+            },
+            8.0 * side * side,
+            "GB/s",
+        ),
+        Case(
+            "exp",
+            {
+                "ctensor": lambda: ct.ops.exp(a, out=c),
+                "cupy": lambda: cupy.exp(a, out=c),
+                "torch": lambda: torch.exp(ta, out=tc),
+            },
+            8.0 * n,
+            "GB/s",
+            rtol=2e-6,
+        ),
+        Case(
+            "sum",
+            {
+                "ctensor": lambda: ct.ops.sum(a),
+                "cupy": lambda: cupy.sum(a),
+                "torch": lambda: torch.sum(ta),
+            },
+            4.0 * n,
+            "GB/s",
+            rtol=1e-4,
+            atol=0.5,
+        ),
+        Case(
+            "sum_axis0",
+            {
+                "ctensor": lambda: ct.ops.sum(m, axis=0),
+                "cupy": lambda: cupy.sum(m, axis=0),
+                "torch": lambda: torch.sum(tm, 0),
+            },
+            4.0 * side * side,
+            "GB/s",
+            rtol=1e-4,
+            atol=1e-3,
+        ),
+        Case(
+            "sum_axis1",
+            {
+                "ctensor": lambda: ct.ops.sum(m, axis=1),
+                "cupy": lambda: cupy.sum(m, axis=1),
+                "torch": lambda: torch.sum(tm, 1),
+            },
+            4.0 * side * side,
+            "GB/s",
+            rtol=1e-4,
+            atol=1e-3,
+        ),
+        Case(
+            "max",
+            {
+                "ctensor": lambda: ct.ops.max(a),
+                "cupy": lambda: cupy.max(a),
+                "torch": lambda: torch.max(ta),
+            },
+            4.0 * n,
+            "GB/s",
+        ),
+        Case(
+            "argmax_axis1",
+            {
+                "ctensor": lambda: ct.ops.argmax(m, axis=1),
+                "cupy": lambda: cupy.argmax(m, axis=1),
+                "torch": lambda: torch.argmax(tm, 1),
+            },
+            4.0 * side * side,
+            "GB/s",
+        ),
+        Case(
+            "transpose_copy",
+            {
+                "ctensor": lambda: ct.ops.permute_dims(m, axes=[1, 0]),
+                "cupy": lambda: cupy.ascontiguousarray(m.T),
+                "torch": lambda: tm.T.contiguous(),
+            },
+            8.0 * side * side,
+            "GB/s",
+        ),
+        Case(
+            "softmax",
+            {"ctensor": lambda: ct.ops.softmax(m, axis=-1), "torch": lambda: torch.softmax(tm, -1)},
+            8.0 * side * side,
+            "GB/s",
+            rtol=1e-4,
+            atol=1e-7,
+        ),
+        Case(
+            "layer_norm",
+            {
+                "ctensor": lambda: ct.ops.layer_norm(m, normalized_shape=[side]),
+                "torch": lambda: torch.nn.functional.layer_norm(tm, [side]),
+            },
+            8.0 * side * side,
+            "GB/s",
+            rtol=1e-3,
+            atol=1e-4,
+        ),
     ]
-    for size in ([1024, 2048] if quick else [1024, 4096]):
-        x, y = rng.standard_normal((size, size), dtype=f32), rng.standard_normal((size, size),
-                                                                                  dtype=f32)
+    for size in [1024, 2048] if quick else [1024, 4096]:
+        x, y = (
+            rng.standard_normal((size, size), dtype=f32),
+            rng.standard_normal((size, size), dtype=f32),
+        )
         tx, ty = tv(x, device="cuda"), tv(y, device="cuda")
-        cases.append(Case(f"matmul {size}", {"ctensor": lambda x=x, y=y: ct.ops.matmul(x, y),
-                                              "cupy": lambda x=x, y=y: cupy.matmul(x, y),
-                                              "torch": lambda tx=tx, ty=ty: torch.matmul(tx, ty)},
-                          2.0 * size**3, "TFLOP/s", rtol=1e-3, atol=1e-2))
+        cases.append(
+            Case(
+                f"matmul {size}",
+                {
+                    "ctensor": lambda x=x, y=y: ct.ops.matmul(x, y),
+                    "cupy": lambda x=x, y=y: cupy.matmul(x, y),
+                    "torch": lambda tx=tx, ty=ty: torch.matmul(tx, ty),
+                },
+                2.0 * size**3,
+                "TFLOP/s",
+                rtol=1e-3,
+                atol=1e-2,
+            )
+        )
     images = rng.standard_normal((32, 64, 56, 56), dtype=f32)
     weight = rng.standard_normal((64, 64, 3, 3), dtype=f32) * 0.05
     ti, tw = tv(images, device="cuda"), tv(weight, device="cuda")
     conv = torch.nn.functional.conv2d
-    cases.append(Case("conv2d 32x64x56x56 3x3", {
-        "ctensor": lambda: ct.ops.conv2d(images, weight, padding=1),
-        "torch": lambda: conv(ti, tw, padding=1)}, 2.0 * 32 * 64 * 56 * 56 * 64 * 9, "TFLOP/s",
-        rtol=1e-3, atol=1e-3))
-    cases.append(Case("max_pool2d 2x2", {
-        "ctensor": lambda: ct.ops.max_pool2d(images, kernel_size=2),
-        "torch": lambda: torch.nn.functional.max_pool2d(ti, 2)}, 4.0 * images.size * 1.25,
-        "GB/s"))
+    cases.append(
+        Case(
+            "conv2d 32x64x56x56 3x3",
+            {
+                "ctensor": lambda: ct.ops.conv2d(images, weight, padding=1),
+                "torch": lambda: conv(ti, tw, padding=1),
+            },
+            2.0 * 32 * 64 * 56 * 56 * 64 * 9,
+            "TFLOP/s",
+            rtol=1e-3,
+            atol=1e-3,
+        )
+    )
+    cases.append(
+        Case(
+            "max_pool2d 2x2",
+            {
+                "ctensor": lambda: ct.ops.max_pool2d(images, kernel_size=2),
+                "torch": lambda: torch.nn.functional.max_pool2d(ti, 2),
+            },
+            4.0 * images.size * 1.25,
+            "GB/s",
+        )
+    )
     flags = rng.random(n) < 0.5
     tflags = tv(flags, device="cuda")
-    cases.append(Case("nonzero", {"ctensor": lambda: ct.ops.nonzero(flags),
-                                  "cupy": lambda: cupy.nonzero(flags),
-                                  "torch": lambda: torch.nonzero(tflags, as_tuple=True)},
-                      float(n), "GB/s"))
+    cases.append(
+        Case(
+            "nonzero",
+            {
+                "ctensor": lambda: ct.ops.nonzero(flags),
+                "cupy": lambda: cupy.nonzero(flags),
+                "torch": lambda: torch.nonzero(tflags, as_tuple=True),
+            },
+            float(n),
+            "GB/s",
+        )
+    )
     # ctensor's CUDA sort ranks each element against its whole lane (quadratic), so the case
     # is one lane of 2^16, not the CPU harness's 2^22.
     keys = rng.standard_normal(1 << 16, dtype=f32)
     tkeys = tv(keys, device="cuda")
-    cases.append(Case("sort 2^16", {"ctensor": lambda: ct.ops.sort(keys),
-                                    "cupy": lambda: cupy.sort(keys),
-                                    "torch": lambda: torch.sort(tkeys).values},
-                      4.0 * keys.size, "GB/s"))
+    cases.append(
+        Case(
+            "sort 2^16",
+            {
+                "ctensor": lambda: ct.ops.sort(keys),
+                "cupy": lambda: cupy.sort(keys),
+                "torch": lambda: torch.sort(tkeys).values,
+            },
+            4.0 * keys.size,
+            "GB/s",
+        )
+    )
     # float32 products in float32 (not TF32), as ctensor computes them.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -193,11 +330,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the cuda backend is not running here: {backend}", file=sys.stderr)
         return 2
     repeats = args.repeats or (5 if args.quick else 11)
-    cases = [c for c in _cases(cupy, torch, ctensor, args.quick)
-             if not args.cases or args.cases in c.name]
+    cases = [
+        c
+        for c in _cases(cupy, torch, ctensor, args.quick)
+        if not args.cases or args.cases in c.name
+    ]
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"device: {device}; CuPy {cupy.__version__}, PyTorch {torch.__version__}; "
-          f"median of {repeats} interleaved samples")
+    print(
+        f"device: {device}; CuPy {cupy.__version__}, PyTorch {torch.__version__}; "
+        f"median of {repeats} interleaved samples"
+    )
     print(f"{'case':28} {'impl':8} {'ms':>9} {'rate':>14}  ctensor / peer")
     rows = []
     for case in cases:
@@ -207,14 +349,32 @@ def main(argv: list[str] | None = None) -> int:
         for name, median in case.medians.items():
             rate = case.work / median / (1e9 if case.unit == "GB/s" else 1e12)
             ratio = "" if name == "ctensor" else f"{median / mine:.2f}"
-            print(f"{case.name:28} {name:8} {median * 1e3:9.4f} {rate:9.1f} {case.unit:7} "
-                  f"{ratio:>6}")
-            rows.append({"case": case.name, "impl": name, "seconds": median, "rate": rate,
-                         "unit": case.unit, "ctensor_speedup": median / mine})
+            print(
+                f"{case.name:28} {name:8} {median * 1e3:9.4f} {rate:9.1f} {case.unit:7} {ratio:>6}"
+            )
+            rows.append(
+                {
+                    "case": case.name,
+                    "impl": name,
+                    "seconds": median,
+                    "rate": rate,
+                    "unit": case.unit,
+                    "ctensor_speedup": median / mine,
+                }
+            )
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"device": device, "cupy": cupy.__version__, "torch": torch.__version__,
-                       "repeats": repeats, "rows": rows}, handle, indent=1)
+            json.dump(
+                {
+                    "device": device,
+                    "cupy": cupy.__version__,
+                    "torch": torch.__version__,
+                    "repeats": repeats,
+                    "rows": rows,
+                },
+                handle,
+                indent=1,
+            )
     return 0
 
 

@@ -50,8 +50,9 @@ class Env:
             return None
         return f"sync({expr})"
 
-    def opencl_arrays(self, namespace: dict, outputs: dict[str, np.ndarray] | None = None,
-                      **arrays: np.ndarray) -> None:
+    def opencl_arrays(
+        self, namespace: dict, outputs: dict[str, np.ndarray] | None = None, **arrays: np.ndarray
+    ) -> None:
         """With an OpenCL device: adds ``sync``, a DeviceArray copy of each of ``arrays`` and an
         uninitialised DeviceArray shaped like each of ``outputs`` (out= buffers) to
         ``namespace``, under their keyword names. Without one: nothing."""

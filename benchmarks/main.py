@@ -12,8 +12,14 @@ from typing import Any
 
 __all__ = ["main", "run"]
 
-_GROUP_MODULES = ("cases_machine", "cases_overhead", "cases_memory", "cases_compute",
-                  "cases_nn", "cases_data")
+_GROUP_MODULES = (
+    "cases_machine",
+    "cases_overhead",
+    "cases_memory",
+    "cases_compute",
+    "cases_nn",
+    "cases_data",
+)
 
 
 def _cpu_model() -> str:
@@ -40,9 +46,16 @@ def _matches(name: str, patterns: list[str] | None) -> bool:
     return any(p in name or fnmatch.fnmatch(name, p) for p in patterns)
 
 
-def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2,
-        repeats: int | None = None, min_sample_s: float | None = None, log: Any = sys.stderr,
-        seed: int = 0, settle_s: float | None = None) -> dict:
+def run(
+    patterns: list[str] | None = None,
+    quick: bool = False,
+    threads: int = 2,
+    repeats: int | None = None,
+    min_sample_s: float | None = None,
+    log: Any = sys.stderr,
+    seed: int = 0,
+    settle_s: float | None = None,
+) -> dict:
     """Runs the cases whose names contain (or glob-match) one of ``patterns`` and returns the
     JSON document. Machine-limit cases always run when a case of theirs is selected. Each sample
     waits ``settle_s`` first, then makes one untimed call (default: 0.1 s with more than one
@@ -75,8 +88,17 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
     opencl, opencl_text = find_opencl(ctensor)
     if opencl is None:
         print(f"ctensor.opencl not run: {opencl_text}", file=log)
-    env = Env(ctensor=ctensor, ops=ops, torch=torch, jax=jax, jnp=jnp, machine=machine,
-              quick=quick, rng=np.random.default_rng(seed), opencl=opencl)
+    env = Env(
+        ctensor=ctensor,
+        ops=ops,
+        torch=torch,
+        jax=jax,
+        jnp=jnp,
+        machine=machine,
+        quick=quick,
+        rng=np.random.default_rng(seed),
+        opencl=opencl,
+    )
     repeats = repeats or (3 if quick else 11)
     min_sample_s = min_sample_s if min_sample_s is not None else (0.002 if quick else 0.05)
     if settle_s is None:
@@ -84,11 +106,18 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
     document: dict = {
         "meta": {
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": platform.machine(), "cpu": _cpu_model(), "cpus": os.cpu_count(),
-            "load_average_start": _load(), "threads": threads, "thread_settings": how,
-            "quick": quick, "repeats": repeats, "min_sample_s": min_sample_s,
+            "machine": platform.machine(),
+            "cpu": _cpu_model(),
+            "cpus": os.cpu_count(),
+            "load_average_start": _load(),
+            "threads": threads,
+            "thread_settings": how,
+            "quick": quick,
+            "repeats": repeats,
+            "min_sample_s": min_sample_s,
             "settle_s": settle_s,
-            "python": platform.python_version(), "ctensor": ctensor.__version__,
+            "python": platform.python_version(),
+            "ctensor": ctensor.__version__,
             "numpy": np.__version__,
             "torch": getattr(torch, "__version__", None),
             "jax": getattr(jax, "__version__", None),
@@ -96,9 +125,11 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
             # The ctensor.opencl implementations' device, or why they are absent.
             "opencl": {"available": opencl is not None, "detail": opencl_text},
             "statistic": "median over repeats of (sample time / calls per sample); "
-                         "implementations of a case interleaved round-robin",
+            "implementations of a case interleaved round-robin",
         },
-        "limits": {}, "cases": [], "accuracy": [],
+        "limits": {},
+        "cases": [],
+        "accuracy": [],
     }
     cases = []
     for module_name in _GROUP_MODULES:
@@ -117,8 +148,7 @@ def run(patterns: list[str] | None = None, quick: bool = False, threads: int = 2
     for case, record in zip(cases, document["cases"], strict=True):
         runner.judge_targets(case, record, document["limits"])
     if _matches("reduction/sum/accuracy", patterns):
-        document["accuracy"].append(accuracy.sum_accuracy(ops, env.rng,
-                                                          1 << (16 if quick else 24)))
+        document["accuracy"].append(accuracy.sum_accuracy(ops, env.rng, 1 << (16 if quick else 24)))
     document["meta"]["load_average_end"] = _load()
     document["summary"] = report.summarize(document)
     return document
@@ -128,29 +158,51 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ctensor.bench",
         description="ctensor (CPU, and its OpenCL backend when loaded) next to NumPy, torch "
-                    "and JAX, and the machine's limits, in one interleaved run.")
-    parser.add_argument("--cases", action="append", metavar="PATTERN",
-                        help="run the cases whose name contains PATTERN or matches it as a glob "
-                             "(repeatable; e.g. --cases matmul --cases 'nn/*')")
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes and few repetitions (a smoke test, not a measurement)")
+        "and JAX, and the machine's limits, in one interleaved run.",
+    )
+    parser.add_argument(
+        "--cases",
+        action="append",
+        metavar="PATTERN",
+        help="run the cases whose name contains PATTERN or matches it as a glob "
+        "(repeatable; e.g. --cases matmul --cases 'nn/*')",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes and few repetitions (a smoke test, not a measurement)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
     parser.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (matplotlib)")
-    parser.add_argument("--threads", type=int, default=2,
-                        help="threads for every library and the machine kernels (default 2)")
-    parser.add_argument("--repeats", type=int, help="samples per implementation (default 11, "
-                        "quick 3)")
-    parser.add_argument("--min-sample", type=float, metavar="SECONDS",
-                        help="least duration of one sample (default 0.05, quick 0.002)")
-    parser.add_argument("--settle", type=float, metavar="SECONDS",
-                        help="pause before each sample, so that the previous library's threads "
-                        "stop spinning (default 0.1 with more than one thread, else 0)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="threads for every library and the machine kernels (default 2)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, help="samples per implementation (default 11, quick 3)"
+    )
+    parser.add_argument(
+        "--min-sample",
+        type=float,
+        metavar="SECONDS",
+        help="least duration of one sample (default 0.05, quick 0.002)",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        metavar="SECONDS",
+        help="pause before each sample, so that the previous library's threads "
+        "stop spinning (default 0.1 with more than one thread, else 0)",
+    )
     parser.add_argument("--list", action="store_true", help="list the case names and exit")
     args = parser.parse_args(argv)
     if args.list:
         return _list(args)
-    document = run(args.cases, args.quick, args.threads, args.repeats, args.min_sample,
-                   settle_s=args.settle)
+    document = run(
+        args.cases, args.quick, args.threads, args.repeats, args.min_sample, settle_s=args.settle
+    )
     from . import report
 
     print(report.table(document))
@@ -162,8 +214,10 @@ def main(argv: list[str] | None = None) -> int:
             paths = report.charts(document, args.charts)
             print(f"charts: {', '.join(paths)}")
         except ImportError:
-            print("charts: matplotlib is not installed (pip install 'ctensor[bench]')",
-                  file=sys.stderr)
+            print(
+                "charts: matplotlib is not installed (pip install 'ctensor[bench]')",
+                file=sys.stderr,
+            )
             return 1
     return 0
 
@@ -178,8 +232,16 @@ def _list(args: argparse.Namespace) -> int:
     from . import peers
     from .env import Env
 
-    env = Env(ctensor, ctensor.ops, peers.load("torch"), None, None, None, args.quick,
-              np.random.default_rng(0))
+    env = Env(
+        ctensor,
+        ctensor.ops,
+        peers.load("torch"),
+        None,
+        None,
+        None,
+        args.quick,
+        np.random.default_rng(0),
+    )
     for module_name in _GROUP_MODULES[1:]:
         module = importlib.import_module(f".{module_name}", __package__)
         for case in module.build(env):

@@ -50,8 +50,10 @@ class OpenCL:
     def describe(self) -> str:
         """The backend for the report, e.g. "opencl:0 (opencl 0.1.0, 1 device)"."""
         info = self.info
-        return (f"{_DEVICE} ({info.name} {info.version}, {info.device_count} "
-                f"device{'s' if info.device_count != 1 else ''})")
+        return (
+            f"{_DEVICE} ({info.name} {info.version}, {info.device_count} "
+            f"device{'s' if info.device_count != 1 else ''})"
+        )
 
     def supports(self, op: str) -> bool:
         """Whether the backend registers ``op`` (``op_info(op)["devices"]`` names opencl)."""
@@ -69,8 +71,9 @@ class OpenCL:
 
     def sync(self, result: Any = None) -> Any:
         """Waits for the work queued on the device's default queue; returns ``result``."""
-        self.ctensor.check(self.ctensor.lib.ct_device_synchronize(self._device[0],
-                                                                  self.ctensor.ffi.NULL))
+        self.ctensor.check(
+            self.ctensor.lib.ct_device_synchronize(self._device[0], self.ctensor.ffi.NULL)
+        )
         return result
 
 
@@ -84,9 +87,16 @@ def fill(buffer: Any, value: Any) -> None:
     device = ffi.new("ct_device*")
     device.device_type, device.device_id = buffer.device
     if host.nbytes:
-        ctensor.check(lib.ct_device_copy_from_host(
-            device[0], ffi.cast("void*", buffer.data_handle), buffer.byte_offset,
-            ffi.cast("void*", host.ctypes.data), host.nbytes, ffi.NULL))
+        ctensor.check(
+            lib.ct_device_copy_from_host(
+                device[0],
+                ffi.cast("void*", buffer.data_handle),
+                buffer.byte_offset,
+                ffi.cast("void*", host.ctypes.data),
+                host.nbytes,
+                ffi.NULL,
+            )
+        )
 
 
 def find(ctensor: Any) -> tuple[OpenCL | None, str]:

@@ -36,8 +36,12 @@ def _openblas_threads(n: int) -> str:
             blas = ctypes.CDLL(path)
         except OSError:
             continue
-        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+        for name in (
+            "scipy_openblas_set_num_threads64_",
+            "scipy_openblas_set_num_threads",
+            "openblas_set_num_threads64_",
+            "openblas_set_num_threads",
+        ):
             setter = getattr(blas, name, None)
             if setter is not None:
                 setter(ctypes.c_int(n))

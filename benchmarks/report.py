@@ -80,10 +80,14 @@ def table(document: dict) -> str:
             if check["status"] != "ok":
                 lines.append(f"{'':<{width}}  {name}: {check['status']}: {check['detail']}")
     for a in document.get("accuracy", []):
-        detail = ", ".join(f"{row['input']}: ctensor {row['ctensor_rel_error']:.2e} vs NumPy "
-                           f"{row['numpy_rel_error']:.2e}" for row in a["rows"])
-        lines.append(f"{a['name']:<{width}}  {a['target']}: {'met' if a['met'] else 'MISSED'} "
-                     f"({detail})")
+        detail = ", ".join(
+            f"{row['input']}: ctensor {row['ctensor_rel_error']:.2e} vs NumPy "
+            f"{row['numpy_rel_error']:.2e}"
+            for row in a["rows"]
+        )
+        lines.append(
+            f"{a['name']:<{width}}  {a['target']}: {'met' if a['met'] else 'MISSED'} ({detail})"
+        )
     summary = document.get("summary", {})
     if summary:
         lines.append("")
@@ -114,11 +118,21 @@ def charts(document: dict, directory: str) -> list[str]:
     groups: dict[str, list[dict]] = {}
     for record in document["cases"]:
         groups.setdefault(record["group"], []).append(record)
-    colors = {"ctensor": "#d62728", "ctensor.bind": "#ff9896", "ctensor.opencl": "#9467bd",
-              "numpy": "#1f77b4", "torch": "#ff7f0e", "jax": "#2ca02c", "machine": "#7f7f7f"}
+    colors = {
+        "ctensor": "#d62728",
+        "ctensor.bind": "#ff9896",
+        "ctensor.opencl": "#9467bd",
+        "numpy": "#1f77b4",
+        "torch": "#ff7f0e",
+        "jax": "#2ca02c",
+        "machine": "#7f7f7f",
+    }
     for group, records in groups.items():
-        impls = [n for n in colors if any(n in r["results"] and "median_s" in r["results"][n]
-                                          for r in records)]
+        impls = [
+            n
+            for n in colors
+            if any(n in r["results"] and "median_s" in r["results"][n] for r in records)
+        ]
         if not impls:
             continue
         fig, ax = plt.subplots(figsize=(10, 0.5 + 0.45 * len(records) * max(1, len(impls)) / 2))
@@ -127,8 +141,11 @@ def charts(document: dict, directory: str) -> list[str]:
             values, positions = [], []
             for i, r in enumerate(records):
                 entry = r["results"].get(impl, {})
-                value = (entry.get("median_s", 0) * 1e9 if r["unit"] == "ns"
-                         else entry.get("throughput", 0))
+                value = (
+                    entry.get("median_s", 0) * 1e9
+                    if r["unit"] == "ns"
+                    else entry.get("throughput", 0)
+                )
                 values.append(value or 0)
                 positions.append(i + k * height)
             ax.barh(positions, values, height=height, label=impl, color=colors[impl])
@@ -136,26 +153,36 @@ def charts(document: dict, directory: str) -> list[str]:
         ax.set_yticklabels([f"{r['name']} [{r['unit']}]" for r in records], fontsize=8)
         ax.invert_yaxis()
         unit = records[0]["unit"]
-        ax.set_xlabel("ns per call (lower is better)" if unit == "ns"
-                      else f"{'/'.join(sorted({r['unit'] for r in records}))} (higher is better)")
+        ax.set_xlabel(
+            "ns per call (lower is better)"
+            if unit == "ns"
+            else f"{'/'.join(sorted({r['unit'] for r in records}))} (higher is better)"
+        )
         if unit == "ns":
             ax.set_xscale("log")
         ax.legend(fontsize=8, loc="best")
-        ax.set_title(f"{group} - {document['meta']['date']}, {document['meta']['threads']} "
-                     f"threads")
+        ax.set_title(f"{group} - {document['meta']['date']}, {document['meta']['threads']} threads")
         fig.tight_layout()
         path = os.path.join(directory, f"{group}.png")
         fig.savefig(path, dpi=90, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
-    targets = [(f"{r['name']}{'' if t['impl'] == 'ctensor' else ' (' + t['impl'] + ')'}: "
-                f"{t['text']}",
-                (t["ratio"] or 0) / t["threshold"], t["met"])
-               for r in document["cases"] for t in r["targets"]]
+    targets = [
+        (
+            f"{r['name']}{'' if t['impl'] == 'ctensor' else ' (' + t['impl'] + ')'}: {t['text']}",
+            (t["ratio"] or 0) / t["threshold"],
+            t["met"],
+        )
+        for r in document["cases"]
+        for t in r["targets"]
+    ]
     if targets:
         fig, ax = plt.subplots(figsize=(10, 0.5 + 0.3 * len(targets)))
-        ax.barh(range(len(targets)), [v for _, v, _ in targets],
-                color=["#2ca02c" if met else "#d62728" for _, _, met in targets])
+        ax.barh(
+            range(len(targets)),
+            [v for _, v, _ in targets],
+            color=["#2ca02c" if met else "#d62728" for _, _, met in targets],
+        )
         ax.axvline(1.0, color="black", linewidth=1)
         ax.set_yticks(range(len(targets)))
         ax.set_yticklabels([label for label, _, _ in targets], fontsize=7)

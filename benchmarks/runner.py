@@ -73,13 +73,17 @@ def _check(case: Case, results: dict) -> dict[str, dict]:
             problem = compare(got, want, case.reference[peer])
             if problem:
                 problems.append(f"vs {peer}: {problem}")
-        checks[name] = {"status": "wrong" if problems else "ok",
-                        "detail": "; ".join(problems), "checked_against": sorted(peers)}
+        checks[name] = {
+            "status": "wrong" if problems else "ok",
+            "detail": "; ".join(problems),
+            "checked_against": sorted(peers),
+        }
     return checks
 
 
-def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stderr,
-             settle_s: float = 0.0) -> dict:
+def run_case(
+    case: Case, repeats: int, min_sample_s: float, log: Any = sys.stderr, settle_s: float = 0.0
+) -> dict:
     """Checks and times one case (pausing ``settle_s`` before each sample, see timing.py);
     returns its JSON record."""
     results: dict[str, dict] = {}
@@ -111,14 +115,27 @@ def run_case(case: Case, repeats: int, min_sample_s: float, log: Any = sys.stder
         mine = results.get(name, {}).get("median_s")
         if not mine:
             continue
-        ratios[name] = {peer: r["median_s"] / mine for peer, r in results.items()
-                        if peer not in CTENSOR_IMPLS and r.get("median_s")}
+        ratios[name] = {
+            peer: r["median_s"] / mine
+            for peer, r in results.items()
+            if peer not in CTENSOR_IMPLS and r.get("median_s")
+        }
         if name == OPENCL and results.get("ctensor", {}).get("median_s"):
             # the OpenCL device beside the CPU backend: CPU time / OpenCL time
             ratios[name]["ctensor"] = results["ctensor"]["median_s"] / mine
-    return {"name": case.name, "group": case.group, "unit": case.unit, "work": case.work,
-            "description": case.description, "limit": case.limit, "results": results,
-            "checks": checks, "speedup": ratios, "targets": [], "settle_s": settle_s}
+    return {
+        "name": case.name,
+        "group": case.group,
+        "unit": case.unit,
+        "work": case.work,
+        "description": case.description,
+        "limit": case.limit,
+        "results": results,
+        "checks": checks,
+        "speedup": ratios,
+        "targets": [],
+        "settle_s": settle_s,
+    }
 
 
 _UNIT_SCALE = {"GB/s": 1e9, "GFLOP/s": 1e9, "Melem/s": 1e6, "ns": 1.0}
@@ -129,8 +146,13 @@ def judge_targets(case: Case, record: dict, limits: dict[str, float]) -> None:
     whose ctensor implementation was wrong or failed is missed."""
     results = record["results"]
     for target in case.targets:
-        entry = {"text": target.text, "impl": target.impl, "threshold": target.ratio,
-                 "ratio": None, "met": False}
+        entry = {
+            "text": target.text,
+            "impl": target.impl,
+            "threshold": target.ratio,
+            "ratio": None,
+            "met": False,
+        }
         mine = results.get(target.impl, {})
         check = record["checks"].get(target.impl, {})
         if check.get("status") != "ok":
@@ -141,7 +163,7 @@ def judge_targets(case: Case, record: dict, limits: dict[str, float]) -> None:
                 entry["ratio"] = peer / mine["median_s"]
         elif target.kind == "machine":
             if target.peer.startswith("limit:"):
-                limit = limits.get(target.peer[len("limit:"):])
+                limit = limits.get(target.peer[len("limit:") :])
             else:
                 limit = results.get(target.peer, {}).get("throughput")
             if limit and mine.get("throughput"):

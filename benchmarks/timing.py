@@ -58,8 +58,9 @@ def calibrate(item: Timed, min_sample_s: float) -> None:
     item.number = number
 
 
-def interleaved(items: list[Timed], repeats: int, min_sample_s: float,
-                settle_s: float = 0.0) -> None:
+def interleaved(
+    items: list[Timed], repeats: int, min_sample_s: float, settle_s: float = 0.0
+) -> None:
     """Fills each item's ``samples`` (seconds per call), in a round-robin that starts one item
     later on every repetition, pausing ``settle_s`` seconds and making one untimed call before
     each sample."""

@@ -59,9 +59,9 @@ extern "C" {
 #endif
 
 /** Defines ct_plugin_abi_version() returning the version of this header. */
-#define CT_PLUGIN_DEFINE_ABI_VERSION()                                      \
+#define CT_PLUGIN_DEFINE_ABI_VERSION()                                       \
   CT_PLUGIN_EXTERN_C CT_PLUGIN_EXPORT uint32_t ct_plugin_abi_version(void) { \
-    return CT_PLUGIN_ABI_VERSION;                                           \
+    return CT_PLUGIN_ABI_VERSION;                                            \
   }
 
 /** What the host offers a plugin. Valid for the whole process. A plugin checks struct_size

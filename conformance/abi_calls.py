@@ -154,8 +154,9 @@ def infer(spec: OpSpec, inputs: list, attrs: dict) -> tuple[int, list, str]:
     capacity = 64
     infos = ffi.new("ct_tensor_info[]", capacity)
     count = ffi.new("int32_t*")
-    status = lib.ct_op_infer(spec.op, arr, len(inputs), attr_array, num_attrs, infos, capacity,
-                             count)
+    status = lib.ct_op_infer(
+        spec.op, arr, len(inputs), attr_array, num_attrs, infos, capacity, count
+    )
     if status != _CT_OK:
         return status, [], _last_error()
     from ctensor._dtypes import name_of_ct
@@ -179,7 +180,9 @@ class TrackingAllocator:
         self.lock = threading.Lock()
         self.callback = ffi.callback(
             "int(void*, int32_t, const ct_tensor_info*, int32_t, int32_t, void**)",
-            self._allocate, error=lib.CT_ERROR_OUT_OF_MEMORY)
+            self._allocate,
+            error=lib.CT_ERROR_OUT_OF_MEMORY,
+        )
         self.struct = ffi.new("ct_allocator*")
         self.struct.struct_size = ffi.sizeof("ct_allocator")
         self.struct.allocate = self.callback
@@ -238,17 +241,24 @@ def make_context(allocator, backend: str | None, keep: list):  # noqa: ANN001, A
     return ctx
 
 
-def execute(spec: OpSpec, device, inputs: list, outputs: list, attrs: dict,
-            backend: str | None, workspace_shrink: int = 0,
-            dynamic_outputs: int = 0, context_size: int | None = None) -> Execution:  # noqa: ANN001
+def execute(
+    spec: OpSpec,
+    device,
+    inputs: list,
+    outputs: list,
+    attrs: dict,
+    backend: str | None,
+    workspace_shrink: int = 0,
+    dynamic_outputs: int = 0,
+    context_size: int | None = None,
+) -> Execution:  # noqa: ANN001
     """Runs the op on placed tensors (None for absent inputs). Workspace ops get a guarded
     workspace of exactly the size they ask for (minus `workspace_shrink` bytes); dynamic ops a
     TrackingAllocator expecting `dynamic_outputs` outputs. `context_size` overrides the
     context's struct_size (version negotiation checks)."""
     keep: list = []
     attr_array, num_attrs = _make_attrs(spec, attrs, keep)
-    in_views = ffi.new("ct_tensor*[]", [t.view if t is not None else ffi.NULL for t in inputs]
-                       or 1)
+    in_views = ffi.new("ct_tensor*[]", [t.view if t is not None else ffi.NULL for t in inputs] or 1)
     out_views = ffi.new("ct_tensor*[]", [t.view for t in outputs] or 1)
     n_out = len(outputs)
     allocator = TrackingAllocator(device, dynamic_outputs) if spec.is_dynamic else None
@@ -256,9 +266,18 @@ def execute(spec: OpSpec, device, inputs: list, outputs: list, attrs: dict,
     bytes_ = ffi.new("uint64_t*")
     align = ffi.new("uint64_t*")
     # The workspace of the kernel this context pins (ct_op_workspace sizes the newest kernel).
-    status = lib.ct_op_workspace_with_context(spec.op, in_views, len(inputs),
-                                              out_views if n_out else ffi.NULL, n_out,
-                                              attr_array, num_attrs, ctx, bytes_, align)
+    status = lib.ct_op_workspace_with_context(
+        spec.op,
+        in_views,
+        len(inputs),
+        out_views if n_out else ffi.NULL,
+        n_out,
+        attr_array,
+        num_attrs,
+        ctx,
+        bytes_,
+        align,
+    )
     if status != _CT_OK:
         return Execution(status, _last_error())
     ws_bytes, ws_align = int(bytes_[0]), int(align[0])
@@ -270,8 +289,16 @@ def execute(spec: OpSpec, device, inputs: list, outputs: list, attrs: dict,
         ctx.workspace_size = max(0, ws_bytes - workspace_shrink)
     if context_size is not None:
         ctx.struct_size = context_size
-    status = lib.ct_op_run(spec.op, in_views, len(inputs), out_views if n_out else ffi.NULL,
-                           n_out, attr_array, num_attrs, ctx)
+    status = lib.ct_op_run(
+        spec.op,
+        in_views,
+        len(inputs),
+        out_views if n_out else ffi.NULL,
+        n_out,
+        attr_array,
+        num_attrs,
+        ctx,
+    )
     message = _last_error() if status != _CT_OK else ""
     result = Execution(status, message, (ws_bytes, ws_align), False, allocator)
     if ws_buffer is not None:

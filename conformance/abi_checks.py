@@ -17,8 +17,13 @@ from .abi_calls import execute, status_name
 from .calls import free_placed, place_case, run_case
 from .dtypes import itemsize, set_ct_dtype
 
-__all__ = ["PLUGIN_ABI_MAJOR", "layout_checks", "version_checks", "bad_input_checks",
-           "thread_check"]
+__all__ = [
+    "PLUGIN_ABI_MAJOR",
+    "layout_checks",
+    "version_checks",
+    "bad_input_checks",
+    "thread_check",
+]
 
 #: CT_PLUGIN_ABI_MAJOR of ctensor_plugin.h, the plugin ABI this suite checks against.
 PLUGIN_ABI_MAJOR = 1
@@ -27,24 +32,81 @@ PLUGIN_ABI_MAJOR = 1
 _LAYOUT = [
     ("ct_device", 8, {"device_type": 0, "device_id": 4}),
     ("ct_dtype", 4, {"code": 0, "bits": 1, "lanes": 2}),
-    ("ct_tensor", 48, {"data": 0, "device": 8, "ndim": 16, "dtype": 20, "shape": 24,
-                       "strides": 32, "byte_offset": 40}),
+    (
+        "ct_tensor",
+        48,
+        {
+            "data": 0,
+            "device": 8,
+            "ndim": 16,
+            "dtype": 20,
+            "shape": 24,
+            "strides": 32,
+            "byte_offset": 40,
+        },
+    ),
     ("ct_attr_value", 24, {"type": 0, "reserved": 4, "count": 8, "value": 16}),
     ("ct_attr", 32, {"name": 0, "value": 8}),
     ("ct_tensor_info", 8 + 8 * 64, {"dtype": 0, "ndim": 4, "shape": 8}),
     ("ct_allocator", 24, {"struct_size": 0, "user_data": 8, "allocate": 16}),
-    ("ct_context", 48, {"struct_size": 0, "stream": 8, "workspace": 16, "workspace_size": 24,
-                        "allocator": 32, "backend": 40}),
+    (
+        "ct_context",
+        48,
+        {
+            "struct_size": 0,
+            "stream": 8,
+            "workspace": 16,
+            "workspace_size": 24,
+            "allocator": 32,
+            "backend": 40,
+        },
+    ),
     ("ct_param_schema", 24, {"name": 0, "doc": 8, "flags": 16, "reserved": 20}),
     ("ct_attr_schema", 48, {"name": 0, "doc": 8, "type": 16, "flags": 20, "default_value": 24}),
-    ("ct_op_schema", 72, {"struct_size": 0, "name": 8, "doc": 16, "category": 24, "flags": 28,
-                          "num_inputs": 32, "num_outputs": 36, "num_attrs": 40, "inputs": 48,
-                          "outputs": 56, "attrs": 64}),
-    ("ct_kernel_info", 32, {"struct_size": 0, "backend": 8, "device_type": 16,
-                            "signature_length": 20, "signature": 24}),
-    ("ct_backend_info", 64, {"struct_size": 0, "name": 8, "version": 16, "path": 24, "state": 32,
-                             "status": 36, "reason": 40, "device_type": 48, "device_count": 52,
-                             "abi_version": 56}),
+    (
+        "ct_op_schema",
+        72,
+        {
+            "struct_size": 0,
+            "name": 8,
+            "doc": 16,
+            "category": 24,
+            "flags": 28,
+            "num_inputs": 32,
+            "num_outputs": 36,
+            "num_attrs": 40,
+            "inputs": 48,
+            "outputs": 56,
+            "attrs": 64,
+        },
+    ),
+    (
+        "ct_kernel_info",
+        32,
+        {
+            "struct_size": 0,
+            "backend": 8,
+            "device_type": 16,
+            "signature_length": 20,
+            "signature": 24,
+        },
+    ),
+    (
+        "ct_backend_info",
+        64,
+        {
+            "struct_size": 0,
+            "name": 8,
+            "version": 16,
+            "path": 24,
+            "state": 32,
+            "status": 36,
+            "reason": 40,
+            "device_type": 48,
+            "device_count": 52,
+            "abi_version": 56,
+        },
+    ),
 ]
 
 
@@ -53,12 +115,18 @@ def layout_checks() -> list[tuple[str, str]]:
     problems = []
     for struct, size, fields in _LAYOUT:
         if ffi.sizeof(struct) != size:
-            problems.append(("abi_layout", f"sizeof({struct}) is {ffi.sizeof(struct)}, "
-                             f"expected {size}"))
+            problems.append(
+                ("abi_layout", f"sizeof({struct}) is {ffi.sizeof(struct)}, expected {size}")
+            )
         for name, offset in fields.items():
             if ffi.offsetof(struct, name) != offset:
-                problems.append(("abi_layout", f"{struct}.{name} at offset "
-                                 f"{ffi.offsetof(struct, name)}, expected {offset}"))
+                problems.append(
+                    (
+                        "abi_layout",
+                        f"{struct}.{name} at offset "
+                        f"{ffi.offsetof(struct, name)}, expected {offset}",
+                    )
+                )
     return problems
 
 
@@ -68,13 +136,23 @@ def version_checks(backend_info: dict | None) -> list[tuple[str, str]]:
     problems = []
     version = lib.ct_abi_version()
     if version >> 16 != lib.CT_ABI_VERSION_MAJOR:
-        problems.append(("abi_version", f"libctensor reports ABI {version >> 16}."
-                         f"{version & 0xFFFF}, the header is {lib.CT_ABI_VERSION_MAJOR}.x"))
+        problems.append(
+            (
+                "abi_version",
+                f"libctensor reports ABI {version >> 16}."
+                f"{version & 0xFFFF}, the header is {lib.CT_ABI_VERSION_MAJOR}.x",
+            )
+        )
     if backend_info is not None and backend_info.get("path"):
         if backend_info["abi_version"] >> 16 != PLUGIN_ABI_MAJOR:
-            problems.append(("abi_version", f"plugin built for ABI "
-                             f"{backend_info['abi_version'] >> 16}, expected "
-                             f"{PLUGIN_ABI_MAJOR}"))
+            problems.append(
+                (
+                    "abi_version",
+                    f"plugin built for ABI "
+                    f"{backend_info['abi_version'] >> 16}, expected "
+                    f"{PLUGIN_ABI_MAJOR}",
+                )
+            )
         if backend_info["state"] != 0:
             problems.append(("abi_version", f"plugin not loaded: {backend_info['reason']}"))
     return problems
@@ -94,8 +172,11 @@ def _outputs_untouched(device, placed) -> bool:  # noqa: ANN001
 
 
 def _unregistered_dtype(spec: OpSpec, target) -> str | None:  # noqa: ANN001
-    taken = {tuple(k["signature"])[0] for k in spec.schema.get("kernels", ())
-             if k["backend"] == target.backend}
+    taken = {
+        tuple(k["signature"])[0]
+        for k in spec.schema.get("kernels", ())
+        if k["backend"] == target.backend
+    }
     for name in DTYPES + ("complex64",):
         if name not in taken:
             return name
@@ -109,8 +190,13 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
     problems = []
     keep: list = []  # shape and stride arrays of the altered views
 
-    def attempt(name: str, expected: int, mutate, check: str = "error_status",
-                context_size: int | None = None) -> None:  # noqa: ANN001
+    def attempt(
+        name: str,
+        expected: int,
+        mutate,
+        check: str = "error_status",
+        context_size: int | None = None,
+    ) -> None:  # noqa: ANN001
         placed = place_case(spec, case, device)
         if placed.infer_status != 0:
             free_placed(device, placed, None)
@@ -121,21 +207,33 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
             free_placed(device, placed, None)
             return
         views_in = [_Wrap(v) if isinstance(v, ffi.CData) else v for v in inputs]
-        execution = execute(spec, device, views_in, [_Wrap(v) if isinstance(v, ffi.CData) else v
-                                                     for v in outputs], case.attrs, backend,
-                            workspace_shrink=shrink or 0,
-                            dynamic_outputs=len(placed.infos) if spec.is_dynamic else 0,
-                            context_size=context_size)
+        execution = execute(
+            spec,
+            device,
+            views_in,
+            [_Wrap(v) if isinstance(v, ffi.CData) else v for v in outputs],
+            case.attrs,
+            backend,
+            workspace_shrink=shrink or 0,
+            dynamic_outputs=len(placed.infos) if spec.is_dynamic else 0,
+            context_size=context_size,
+        )
         untouched = _outputs_untouched(device, placed)
         free_placed(device, placed, execution)
         if shrink and execution.workspace[0] == 0:
             return  # asks for no workspace: nothing can be too small
         if execution.status != expected:
-            problems.append((check, f"{name}: expected {status_name(expected)}, got "
-                             f"{status_name(execution.status)} ({execution.message})"))
+            problems.append(
+                (
+                    check,
+                    f"{name}: expected {status_name(expected)}, got "
+                    f"{status_name(execution.status)} ({execution.message})",
+                )
+            )
         elif not untouched:
-            problems.append((check, f"{name}: returned {status_name(expected)} but wrote an "
-                             "output"))
+            problems.append(
+                (check, f"{name}: returned {status_name(expected)} but wrote an output")
+            )
 
     def wrong_dtype(inputs, outputs):  # noqa: ANN001, ANN202
         bad = _unregistered_dtype(spec, target)
@@ -184,8 +282,14 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
     def overlapping_input(inputs, outputs):  # noqa: ANN001, ANN202
         """The output shifted one element into the input it has the shape and dtype of."""
         t = inputs[0] if inputs else None
-        if (not outputs or t is None or t.strides is not None or t.shape != outputs[0].shape
-                or t.dtype != outputs[0].dtype or not any(n > 1 for n in t.shape)):
+        if (
+            not outputs
+            or t is None
+            or t.strides is not None
+            or t.shape != outputs[0].shape
+            or t.dtype != outputs[0].dtype
+            or not any(n > 1 for n in t.shape)
+        ):
             return False
         view = _copy_view(t.view)
         view.byte_offset += itemsize(t.dtype)
@@ -250,8 +354,8 @@ def thread_check(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: 
             reason = r.violations[0][1] if r is not None else "the thread raised"
             return [("threads", f"thread {i}: {reason}")]
         for a, b in zip(r.outputs, serial.outputs, strict=False):
-            if (a is None) != (b is None) or (a is not None and (
-                    a.shape != b.shape or a.tobytes() != b.tobytes())):
+            if (a is None) != (b is None) or (
+                a is not None and (a.shape != b.shape or a.tobytes() != b.tobytes())
+            ):
                 return [("threads", f"thread {i} computed another result than a serial run")]
     return []
-

@@ -23,8 +23,7 @@ from .abi_calls import (
 )
 from .cases import Case
 
-__all__ = ["Placed", "Outcome", "place_case", "run_case", "run_inplace", "free_placed",
-           "decoded"]
+__all__ = ["Placed", "Outcome", "place_case", "run_case", "run_inplace", "free_placed", "decoded"]
 
 
 @dataclass
@@ -90,21 +89,40 @@ def _read_dynamic(spec: OpSpec, device, placed: Placed, out: Outcome) -> None:  
     for index, dtype, shape, dev_type, dev_id in alloc.calls:
         seen[index] = seen.get(index, 0) + 1
         if index < 0 or index >= n:
-            out.violations.append(("allocator", f"leaked allocation: the kernel asked for output "
-                                   f"{index} of {n}, which is never handed back as an output"))
+            out.violations.append(
+                (
+                    "allocator",
+                    f"leaked allocation: the kernel asked for output "
+                    f"{index} of {n}, which is never handed back as an output",
+                )
+            )
             continue
         want_dtype, want_shape = placed.infos[index]
-        if dtype != want_dtype or len(shape) != len(want_shape) or any(
-                w >= 0 and w != s for w, s in zip(want_shape, shape, strict=False)):
-            out.violations.append(("allocator", f"output {index} allocated as {dtype}{shape}, "
-                                   f"infer said {want_dtype}{want_shape}"))
+        if (
+            dtype != want_dtype
+            or len(shape) != len(want_shape)
+            or any(w >= 0 and w != s for w, s in zip(want_shape, shape, strict=False))
+        ):
+            out.violations.append(
+                (
+                    "allocator",
+                    f"output {index} allocated as {dtype}{shape}, "
+                    f"infer said {want_dtype}{want_shape}",
+                )
+            )
         if (dev_type, dev_id) != (device.device_type, device.device_id):
-            out.violations.append(("allocator", f"output {index} allocated on device "
-                                   f"({dev_type}, {dev_id})"))
+            out.violations.append(
+                ("allocator", f"output {index} allocated on device ({dev_type}, {dev_id})")
+            )
     for index, times in seen.items():
         if 0 <= index < n and times > 1:
-            out.violations.append(("allocator", f"leaked allocation: output {index} allocated "
-                                   f"{times} times; only the last is handed back"))
+            out.violations.append(
+                (
+                    "allocator",
+                    f"leaked allocation: output {index} allocated "
+                    f"{times} times; only the last is handed back",
+                )
+            )
     missing = [i for i in range(n) if i not in seen]
     if missing and out.execution.status == 0:
         out.violations.append(("allocator", f"outputs {missing} never allocated"))
@@ -116,8 +134,12 @@ def _read_dynamic(spec: OpSpec, device, placed: Placed, out: Outcome) -> None:  
         t = tensors[-1]
         raw, values = read_values(device, t)
         if not untouched_outside(t, raw, values):
-            out.violations.append(("output_bounds", f"a byte outside output {i} (guard bytes "
-                                   "after the allocation) was written"))
+            out.violations.append(
+                (
+                    "output_bounds",
+                    f"a byte outside output {i} (guard bytes after the allocation) was written",
+                )
+            )
         out.outputs.append(values)
 
 
@@ -129,16 +151,22 @@ def run_case(spec: OpSpec, case: Case, device, backend: str | None) -> Outcome: 
         out.violations.append(("infer", f"ct_op_infer failed: {placed.infer_message}"))
         return out
     n_dyn = len(placed.infos) if spec.is_dynamic else 0
-    execution = execute(spec, device, placed.inputs, placed.outputs, case.attrs, backend,
-                        dynamic_outputs=n_dyn)
+    execution = execute(
+        spec, device, placed.inputs, placed.outputs, case.attrs, backend, dynamic_outputs=n_dyn
+    )
     out = Outcome(execution, placed.infos)
     if execution.status != 0:
-        out.violations.append(("run", f"ct_op_run returned {status_name(execution.status)}: "
-                               f"{execution.message}"))
+        out.violations.append(
+            ("run", f"ct_op_run returned {status_name(execution.status)}: {execution.message}")
+        )
     _check_inputs(device, placed, out)
     if execution.workspace_overrun:
-        out.violations.append(("workspace_bounds", f"wrote past the {execution.workspace[0]} "
-                               "workspace bytes it asked for"))
+        out.violations.append(
+            (
+                "workspace_bounds",
+                f"wrote past the {execution.workspace[0]} workspace bytes it asked for",
+            )
+        )
     if spec.is_dynamic:
         _read_dynamic(spec, device, placed, out)
     else:
@@ -146,8 +174,7 @@ def run_case(spec: OpSpec, case: Case, device, backend: str | None) -> Outcome: 
             raw, values = read_values(device, t)
             if not untouched_outside(t, raw, values):
                 where = "a gap of the strided output" if t.strides else "the guard bytes"
-                out.violations.append(("output_bounds", f"wrote outside output {i} "
-                                       f"({where})"))
+                out.violations.append(("output_bounds", f"wrote outside output {i} ({where})"))
             out.outputs.append(values)
     free_placed(device, placed, execution)
     return out
@@ -155,8 +182,10 @@ def run_case(spec: OpSpec, case: Case, device, backend: str | None) -> Outcome: 
 
 def decoded(out: Outcome) -> list:
     """The outputs as values (dtypes.to_values), None where an output is missing."""
-    return [None if v is None else dt.to_values(v, info[0])
-            for v, info in zip(out.outputs, out.infos, strict=False)]
+    return [
+        None if v is None else dt.to_values(v, info[0])
+        for v, info in zip(out.outputs, out.infos, strict=False)
+    ]
 
 
 def free_placed(device, placed: Placed, execution: Execution | None) -> None:  # noqa: ANN001
@@ -169,8 +198,6 @@ def free_placed(device, placed: Placed, execution: Execution | None) -> None:  #
         device.free(t.buffer)
 
 
-
-
 def inplace_input(spec: OpSpec, case: Case, placed: Placed) -> int | None:
     """An input the output may share exactly (CT_OP_FLAG_INPLACE): same dtype and shape as the
     single output, and no zero strides."""
@@ -178,8 +205,13 @@ def inplace_input(spec: OpSpec, case: Case, placed: Placed) -> int | None:
         return None
     dtype, shape = placed.infos[0]
     for k, t in enumerate(placed.inputs):
-        if (t is not None and t.dtype == dtype and t.shape == tuple(shape) and
-                0 not in t.element_strides() and case.layouts[k] != "broadcast"):
+        if (
+            t is not None
+            and t.dtype == dtype
+            and t.shape == tuple(shape)
+            and 0 not in t.element_strides()
+            and case.layouts[k] != "broadcast"
+        ):
             return k
     return None
 
@@ -196,12 +228,18 @@ def run_inplace(spec: OpSpec, case: Case, device, backend: str | None) -> Outcom
     execution = execute(spec, device, placed.inputs, [target], case.attrs, backend)
     out = Outcome(execution, placed.infos)
     if execution.status != 0:
-        out.violations.append(("inplace", f"ct_op_run into input {k} returned "
-                               f"{status_name(execution.status)}: {execution.message}"))
+        out.violations.append(
+            (
+                "inplace",
+                f"ct_op_run into input {k} returned "
+                f"{status_name(execution.status)}: {execution.message}",
+            )
+        )
     raw, values = read_values(device, target)
     if not untouched_outside(target, raw, values):
-        out.violations.append(("inplace", f"writing in place into input {k} changed bytes "
-                               "outside its elements"))
+        out.violations.append(
+            ("inplace", f"writing in place into input {k} changed bytes outside its elements")
+        )
     out.outputs.append(values)
     free_placed(device, placed, execution)
     return out

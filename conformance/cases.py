@@ -48,13 +48,17 @@ class Case:
 
     def values(self) -> list:
         """The inputs as values (dtypes.to_values; None for absent inputs)."""
-        return [None if a is None else dt.to_values(np.array(a), d)
-                for a, d in zip(self.inputs, self.input_dtypes, strict=True)]
+        return [
+            None if a is None else dt.to_values(np.array(a), d)
+            for a, d in zip(self.inputs, self.input_dtypes, strict=True)
+        ]
 
     def describe(self) -> str:
         shapes = [None if a is None else tuple(a.shape) for a in self.inputs]
-        return (f"case {self.index} (seed {self.seed}): shapes {shapes}, layouts {self.layouts}, "
-                f"attrs {self.attrs}")
+        return (
+            f"case {self.index} (seed {self.seed}): shapes {shapes}, layouts {self.layouts}, "
+            f"attrs {self.attrs}"
+        )
 
 
 def case_seed(seed: int, op: str, signature: tuple[str, ...], index: int) -> int:
@@ -88,8 +92,9 @@ def _base_values(rng: np.random.Generator, dtype: str, shape, domain) -> np.ndar
     if dt.is_complex(dtype) and domain != "few":
         # Real and imaginary parts drawn independently, each as a value of the part dtype.
         part = dt.part_dtype(dtype)
-        return dt.make_complex(_base_values(rng, part, shape, domain),
-                               _base_values(rng, part, shape, domain))
+        return dt.make_complex(
+            _base_values(rng, part, shape, domain), _base_values(rng, part, shape, domain)
+        )
     kind, low, high = "range", None, None
     if isinstance(domain, tuple):
         kind, low, high = domain
@@ -101,7 +106,8 @@ def _base_values(rng: np.random.Generator, dtype: str, shape, domain) -> np.ndar
         low, high = (0, 5) if dt.is_int(dtype) else (-3.0, 3.0)
     elif domain == "few":
         return rng.choice(np.array([0, 0, 1, 2]), size=shape).astype(
-            dt.storage(dtype) if dtype != "bfloat16" else np.float64)
+            dt.storage(dtype) if dtype != "bfloat16" else np.float64
+        )
     elif domain == "ties":
         values = rng.integers(-3, 4, size=shape)
         if not dt.is_float(dtype):
@@ -240,8 +246,9 @@ def _index_extent(spec: OpSpec, entry: dict, flat, attrs, k: int):  # noqa: ANN0
     return (-n, n) if spec.name == "take" else (0, n)
 
 
-def build(spec: OpSpec, signature, index: int, cs: int, flat, attrs, entry: dict,
-          round_: int) -> Case:  # noqa: ANN001
+def build(
+    spec: OpSpec, signature, index: int, cs: int, flat, attrs, entry: dict, round_: int
+) -> Case:  # noqa: ANN001
     rng = np.random.default_rng(cs)
     edges = entry.get("edges", True)
     inputs, dtypes_, layouts = [], [], []
@@ -264,5 +271,14 @@ def build(spec: OpSpec, signature, index: int, cs: int, flat, attrs, entry: dict
         inputs.append(view)
         dtypes_.append(dtype)
         layouts.append(used)
-    return Case(spec.name, tuple(signature), index, cs, inputs, dtypes_, attrs,
-                strided_output=(index % 3 == 2), layouts=layouts)
+    return Case(
+        spec.name,
+        tuple(signature),
+        index,
+        cs,
+        inputs,
+        dtypes_,
+        attrs,
+        strided_output=(index % 3 == 2),
+        layouts=layouts,
+    )

@@ -92,15 +92,21 @@ class BackendDevice:
     def write(self, buf: Buffer, offset: int, data: np.ndarray) -> None:
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         if raw.size:
-            check(lib.ct_device_copy_from_host(self._dev[0], buf.handle, offset,
-                                               ffi.from_buffer(raw), raw.size, ffi.NULL))
+            check(
+                lib.ct_device_copy_from_host(
+                    self._dev[0], buf.handle, offset, ffi.from_buffer(raw), raw.size, ffi.NULL
+                )
+            )
 
     def read(self, buf: Buffer, offset: int = 0, size: int | None = None) -> np.ndarray:
         size = buf.size - offset if size is None else size
         out = np.empty(size, dtype=np.uint8)
         if size:
-            check(lib.ct_device_copy_to_host(self._dev[0], ffi.from_buffer(out), buf.handle,
-                                             offset, size, ffi.NULL))
+            check(
+                lib.ct_device_copy_to_host(
+                    self._dev[0], ffi.from_buffer(out), buf.handle, offset, size, ffi.NULL
+                )
+            )
         return out
 
     def free(self, buf: Buffer) -> None:

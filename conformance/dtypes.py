@@ -7,9 +7,23 @@ import numpy as np
 
 from ctensor._dtypes import DTYPES, code_bits
 
-__all__ = ["DTYPES", "FLOATS", "INTEGERS", "storage", "to_values", "from_values", "itemsize",
-           "is_float", "is_int", "is_complex", "part_dtype", "make_complex", "edge_values",
-           "limits", "set_ct_dtype"]
+__all__ = [
+    "DTYPES",
+    "FLOATS",
+    "INTEGERS",
+    "storage",
+    "to_values",
+    "from_values",
+    "itemsize",
+    "is_float",
+    "is_int",
+    "is_complex",
+    "part_dtype",
+    "make_complex",
+    "edge_values",
+    "limits",
+    "set_ct_dtype",
+]
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 COMPLEXES = ("complex64", "complex128")
@@ -69,8 +83,11 @@ def from_values(values, name: str) -> np.ndarray:  # noqa: ANN001
         values = values.real
     if is_int(name) and values.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
-            return values.astype(np.int64).astype(name) if name != "uint64" else values.astype(
-                np.uint64)
+            return (
+                values.astype(np.int64).astype(name)
+                if name != "uint64"
+                else values.astype(np.uint64)
+            )
     with np.errstate(over="ignore", invalid="ignore"):
         return values.astype(storage(name))
 

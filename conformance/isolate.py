@@ -28,14 +28,26 @@ def _signal_name(rc: int) -> str:
 
 
 def _from_json(row: dict) -> Result:
-    return Result(row["op"], row["dtype"], tuple(row["signature"]), row["status"],
-                  row["cases"], row["check"] or "", row["reason"] or "", row["seed"],
-                  row["case"] or "", row["worst_error"] or "", 0.0, row["reference"] or "",
-                  row["checks"])
+    return Result(
+        row["op"],
+        row["dtype"],
+        tuple(row["signature"]),
+        row["status"],
+        row["cases"],
+        row["check"] or "",
+        row["reason"] or "",
+        row["seed"],
+        row["case"] or "",
+        row["worst_error"] or "",
+        0.0,
+        row["reference"] or "",
+        row["checks"],
+    )
 
 
-def _run_op(spec: OpSpec, wanted: list, options: Options, child_args: list[str],
-            tmp: str) -> list[Result]:
+def _run_op(
+    spec: OpSpec, wanted: list, options: Options, child_args: list[str], tmp: str
+) -> list[Result]:
     """Runs one op in children until one finishes: a child that dies fails the signature it
     was running (it says which on stderr) and the next child skips it."""
     crashed: dict[str, Result] = {}
@@ -44,22 +56,41 @@ def _run_op(spec: OpSpec, wanted: list, options: Options, child_args: list[str],
     for _ in range(len(wanted) + 1):
         with open(skips, "w", encoding="utf-8") as f:
             f.write("\n".join(options.skips + [f"{spec.name}:{lb}" for lb in crashed]) + "\n")
-        proc = subprocess.run([sys.executable, "-m", "ctensor.conformance", *child_args,
-                               "--skips-file", skips, "--only-op", spec.name,
-                               "--report", report, "-q"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ctensor.conformance",
+                *child_args,
+                "--skips-file",
+                skips,
+                "--only-op",
+                spec.name,
+                "--report",
+                report,
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode in (0, 1) and os.path.exists(report):
             with open(report, encoding="utf-8") as f:
                 rows = json.load(f)["runs"][0]["results"]
             return [crashed.get(r["dtype"]) or _from_json(r) for r in rows]
-        running = [line.split(PROGRESS, 1)[1].strip() for line in proc.stderr.splitlines()
-                   if PROGRESS in line]
+        running = [
+            line.split(PROGRESS, 1)[1].strip()
+            for line in proc.stderr.splitlines()
+            if PROGRESS in line
+        ]
         label = running[-1].partition(":")[2] if running else None
         if label is None or label in crashed:
             break
         sig = next(sig for sig, lb in wanted if lb == label)
         result = Result(spec.name, label, sig)
-        result.fail("crash", f"the process died ({_signal_name(proc.returncode)}) running "
-                    f"{spec.name}:{label}")
+        result.fail(
+            "crash",
+            f"the process died ({_signal_name(proc.returncode)}) running {spec.name}:{label}",
+        )
         crashed[label] = result
     # The op could not even start: every signature of the backend fails.
     out = []
@@ -78,11 +109,16 @@ def run_isolated(backend: dict, device: str, options: Options, child_args: list[
     with tempfile.TemporaryDirectory(prefix="ct-conformance-") as tmp:
         for schema in registry_json()["ops"]:
             spec = OpSpec(schema)
-            own = {tuple(k["signature"]) for k in schema.get("kernels", ())
-                   if k["backend"] == backend["name"]}
-            rows = [(sig, lb) for sig, lb in sorted(signature_labels(spec).items(),
-                                                    key=lambda kv: kv[1])
-                    if selected(options, spec.name, lb)]
+            own = {
+                tuple(k["signature"])
+                for k in schema.get("kernels", ())
+                if k["backend"] == backend["name"]
+            }
+            rows = [
+                (sig, lb)
+                for sig, lb in sorted(signature_labels(spec).items(), key=lambda kv: kv[1])
+                if selected(options, spec.name, lb)
+            ]
             wanted = [(sig, lb) for sig, lb in rows if sig in own]
             if wanted:
                 results.extend(_run_op(spec, wanted, options, child_args, tmp))

@@ -48,6 +48,7 @@ def _plain_product(fn):  # noqa: ANN001, ANN202
     the machine has FMA, and a float64 computation of complex64 does not overflow where float32
     does: both change only special values, where a part's product overflows to inf and meets
     another inf (inf - inf is nan). Other dtypes go to `fn`."""
+
     def run(ins, attrs, out):  # noqa: ANN001, ANN202
         if not out[0].startswith("complex"):
             return fn(ins, attrs, out)
@@ -85,10 +86,25 @@ def _axes(axis, ndim: int):  # noqa: ANN001, ANN202
 # ------------------------------------------------------------------ element-wise ---------------
 
 _UNARY_FLOAT = {
-    "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
-    "atan": np.arctan, "atanh": np.arctanh, "cos": np.cos, "cosh": np.cosh, "exp": np.exp,
-    "expm1": np.expm1, "log": np.log, "log10": np.log10, "log1p": np.log1p, "log2": np.log2,
-    "sin": np.sin, "sinh": np.sinh, "sqrt": np.sqrt, "tan": np.tan, "tanh": np.tanh,
+    "acos": np.arccos,
+    "acosh": np.arccosh,
+    "asin": np.arcsin,
+    "asinh": np.arcsinh,
+    "atan": np.arctan,
+    "atanh": np.arctanh,
+    "cos": np.cos,
+    "cosh": np.cosh,
+    "exp": np.exp,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "sin": np.sin,
+    "sinh": np.sinh,
+    "sqrt": np.sqrt,
+    "tan": np.tan,
+    "tanh": np.tanh,
     "reciprocal": np.reciprocal,
 }
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -121,8 +137,13 @@ NUMPY["isinf"] = _unary(lambda x: np.isinf(x) if _is_inexact(x) else np.zeros(x.
 NUMPY["isnan"] = _unary(lambda x: np.isnan(x) if _is_inexact(x) else np.zeros(x.shape, bool))
 NUMPY["logical_not"] = _unary(lambda x: np.logical_not(x))
 NUMPY["bitwise_invert"] = _unary(np.invert)
-NUMPY["relu"] = _unary(lambda x: np.where(x > 0, x, np.where(np.isnan(x), x, 0)) if _is_float(x)
-                       else np.maximum(x, 0).astype(x.dtype))
+NUMPY["relu"] = _unary(
+    lambda x: (
+        np.where(x > 0, x, np.where(np.isnan(x), x, 0))
+        if _is_float(x)
+        else np.maximum(x, 0).astype(x.dtype)
+    )
+)
 NUMPY["sigmoid"] = _unary(lambda x: 1.0 / (1.0 + np.exp(-x)))
 NUMPY["silu"] = _unary(lambda x: x / (1.0 + np.exp(-x)))
 NUMPY["hardswish"] = _unary(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0)
@@ -162,6 +183,7 @@ def _binary(fn):  # noqa: ANN001, ANN202
 
 def _bool_as(fn):  # noqa: ANN001, ANN202
     """Bool inputs computed as int then turned back to bool (add is or, multiply is and)."""
+
     def run(a, b):  # noqa: ANN001, ANN202
         if a.dtype == bool:
             return fn(a.astype(np.int64), b.astype(np.int64)) != 0
@@ -173,25 +195,37 @@ def _bool_as(fn):  # noqa: ANN001, ANN202
 NUMPY["add"] = _binary(_bool_as(np.add))
 NUMPY["subtract"] = _binary(np.subtract)
 NUMPY["multiply"] = _plain_product(_binary(_bool_as(np.multiply)))
-NUMPY["divide"] = _binary(lambda a, b: np.true_divide(
-    *(v if v.dtype.kind == "c" else v.astype(np.float64) for v in (a, b))))
+NUMPY["divide"] = _binary(
+    lambda a, b: np.true_divide(
+        *(v if v.dtype.kind == "c" else v.astype(np.float64) for v in (a, b))
+    )
+)
 NUMPY["maximum"] = _binary(np.maximum)
 NUMPY["minimum"] = _binary(np.minimum)
 NUMPY["atan2"] = _binary(np.arctan2)
 NUMPY["copysign"] = _binary(np.copysign)
 NUMPY["hypot"] = _binary(np.hypot)
 NUMPY["logaddexp"] = _binary(np.logaddexp)
-for _name, _fn in {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
-                   "greater_equal": np.greater_equal, "less": np.less,
-                   "less_equal": np.less_equal, "logical_and": np.logical_and,
-                   "logical_or": np.logical_or, "logical_xor": np.logical_xor,
-                   "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
-                   "bitwise_xor": np.bitwise_xor}.items():
+for _name, _fn in {
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+}.items():
     NUMPY[_name] = _binary(_fn)
 
 
 def _int_div(fn):  # noqa: ANN001, ANN202
     """floor_divide / remainder: integer division by zero gives 0, as NumPy."""
+
     def run(a, b):  # noqa: ANN001, ANN202
         if _is_float(a):
             return fn(a, b)
@@ -280,8 +314,11 @@ NUMPY["max"] = _reducer(np.max)
 NUMPY["min"] = _reducer(np.min)
 NUMPY["all"] = _reducer(np.all)
 NUMPY["any"] = _reducer(np.any)
-NUMPY["mean"] = _reducer(lambda x, axis, keepdims: np.mean(
-    x if x.dtype.kind == "c" else x.astype(np.float64), axis=axis, keepdims=keepdims))
+NUMPY["mean"] = _reducer(
+    lambda x, axis, keepdims: np.mean(
+        x if x.dtype.kind == "c" else x.astype(np.float64), axis=axis, keepdims=keepdims
+    )
+)
 
 
 @_ref(NUMPY, "var", "std")
@@ -448,8 +485,13 @@ def _roll(ins, attrs, out):  # noqa: ANN001, ANN202
     shift = attrs["shift"]
     if axis is None:
         return [np.roll(ins[0], shift[0])]
-    return [np.roll(ins[0], shift if len(shift) > 1 else shift[0] if len(axis) == 1 else
-                    [shift[0]] * len(axis), axis=tuple(axis))]
+    return [
+        np.roll(
+            ins[0],
+            shift if len(shift) > 1 else shift[0] if len(axis) == 1 else [shift[0]] * len(axis),
+            axis=tuple(axis),
+        )
+    ]
 
 
 @_ref(NUMPY, "slice")
@@ -569,9 +611,15 @@ def _unique(ins):  # noqa: ANN001, ANN202
 NUMPY["unique_values"] = lambda ins, attrs, out: [_unique(ins)[0]]
 NUMPY["unique_counts"] = lambda ins, attrs, out: [_unique(ins)[0], _unique(ins)[3]]
 NUMPY["unique_inverse"] = lambda ins, attrs, out: [
-    _unique(ins)[0], _unique(ins)[2].reshape(ins[0].shape)]
+    _unique(ins)[0],
+    _unique(ins)[2].reshape(ins[0].shape),
+]
 NUMPY["unique_all"] = lambda ins, attrs, out: [
-    _unique(ins)[0], _unique(ins)[1], _unique(ins)[2].reshape(ins[0].shape), _unique(ins)[3]]
+    _unique(ins)[0],
+    _unique(ins)[1],
+    _unique(ins)[2].reshape(ins[0].shape),
+    _unique(ins)[3],
+]
 
 
 # ------------------------------------------------------------------ normalisation ----------------
@@ -647,33 +695,65 @@ def _pair(v):  # noqa: ANN001, ANN202
 @_ref(TORCH, "conv2d")
 def _conv2d(ins, attrs, out):  # noqa: ANN001, ANN202
     f = _torch().nn.functional
-    return [f.conv2d(_t(ins[0]), _t(ins[1]), _t(ins[2]), _pair(attrs["stride"]),
-                     _pair(attrs["padding"]), _pair(attrs["dilation"]),
-                     attrs["groups"]).numpy()]
+    return [
+        f.conv2d(
+            _t(ins[0]),
+            _t(ins[1]),
+            _t(ins[2]),
+            _pair(attrs["stride"]),
+            _pair(attrs["padding"]),
+            _pair(attrs["dilation"]),
+            attrs["groups"],
+        ).numpy()
+    ]
 
 
 @_ref(TORCH, "conv_transpose2d")
 def _conv_t(ins, attrs, out):  # noqa: ANN001, ANN202
     f = _torch().nn.functional
-    return [f.conv_transpose2d(_t(ins[0]), _t(ins[1]), _t(ins[2]), _pair(attrs["stride"]),
-                               _pair(attrs["padding"]), _pair(attrs["output_padding"]),
-                               attrs["groups"], _pair(attrs["dilation"])).numpy()]
+    return [
+        f.conv_transpose2d(
+            _t(ins[0]),
+            _t(ins[1]),
+            _t(ins[2]),
+            _pair(attrs["stride"]),
+            _pair(attrs["padding"]),
+            _pair(attrs["output_padding"]),
+            attrs["groups"],
+            _pair(attrs["dilation"]),
+        ).numpy()
+    ]
 
 
 @_ref(TORCH, "avg_pool2d")
 def _avg_pool(ins, attrs, out):  # noqa: ANN001, ANN202
     f = _torch().nn.functional
-    return [f.avg_pool2d(_t(ins[0]), _pair(attrs["kernel_size"]), _pair(attrs["stride"]),
-                         _pair(attrs["padding"]), attrs["ceil_mode"],
-                         attrs["count_include_pad"], attrs["divisor_override"]).numpy()]
+    return [
+        f.avg_pool2d(
+            _t(ins[0]),
+            _pair(attrs["kernel_size"]),
+            _pair(attrs["stride"]),
+            _pair(attrs["padding"]),
+            attrs["ceil_mode"],
+            attrs["count_include_pad"],
+            attrs["divisor_override"],
+        ).numpy()
+    ]
 
 
 @_ref(TORCH, "max_pool2d")
 def _max_pool(ins, attrs, out):  # noqa: ANN001, ANN202
     f = _torch().nn.functional
-    return [f.max_pool2d(_t(ins[0]), _pair(attrs["kernel_size"]), _pair(attrs["stride"]),
-                         _pair(attrs["padding"]), _pair(attrs["dilation"]),
-                         attrs["ceil_mode"]).numpy()]
+    return [
+        f.max_pool2d(
+            _t(ins[0]),
+            _pair(attrs["kernel_size"]),
+            _pair(attrs["stride"]),
+            _pair(attrs["padding"]),
+            _pair(attrs["dilation"]),
+            attrs["ceil_mode"],
+        ).numpy()
+    ]
 
 
 @_ref(TORCH, "adaptive_avg_pool2d")

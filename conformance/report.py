@@ -13,8 +13,21 @@ from .suite import BackendRun, Options
 
 __all__ = ["console", "to_json", "write_json"]
 
-COLUMNS = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-           "float16", "bfloat16", "float32", "float64")
+COLUMNS = (
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+)
 _CELL = {PASS: "PASS", FAIL: "FAIL", NOT_SUPPORTED: "n/s", SKIP: "skip", XFAIL: "xfail"}
 _RANK = {FAIL: 4, XFAIL: 3, PASS: 2, SKIP: 1, NOT_SUPPORTED: 0}
 
@@ -32,8 +45,11 @@ def _cells(run: BackendRun) -> dict[str, dict[str, str]]:
 
 def console(run: BackendRun, command: str = "python -m ctensor.conformance") -> str:
     b = run.backend
-    lines = [f"ctensor conformance {SUITE_VERSION}: backend {b['name']} {b['version']}"
-             f"{' (' + b['path'] + ')' if b.get('path') else ''} on {run.device}", ""]
+    lines = [
+        f"ctensor conformance {SUITE_VERSION}: backend {b['name']} {b['version']}"
+        f"{' (' + b['path'] + ')' if b.get('path') else ''} on {run.device}",
+        "",
+    ]
     grid = _cells(run)
     width = max([len(op) for op in grid] + [2])
     lines.append(f"{'op':<{width}} " + " ".join(f"{c:>8}" for c in COLUMNS))
@@ -41,8 +57,9 @@ def console(run: BackendRun, command: str = "python -m ctensor.conformance") -> 
         row = grid[op]
         if all(s == NOT_SUPPORTED for s in row.values()):
             continue
-        lines.append(f"{op:<{width}} " + " ".join(f"{_CELL.get(row.get(c, ''), ''):>8}"
-                                                 for c in COLUMNS))
+        lines.append(
+            f"{op:<{width}} " + " ".join(f"{_CELL.get(row.get(c, ''), ''):>8}" for c in COLUMNS)
+        )
     failures = [r for r in run.results if r.status == FAIL]
     if failures:
         lines += ["", "FAILURES"]
@@ -63,10 +80,20 @@ def console(run: BackendRun, command: str = "python -m ctensor.conformance") -> 
 
 
 def _result(r) -> dict:  # noqa: ANN001
-    return {"op": r.op, "dtype": r.dtype, "signature": list(r.signature), "status": r.status,
-            "cases": r.cases, "check": r.check or None, "reason": r.reason or None,
-            "seed": r.seed, "case": r.case or None, "worst_error": r.worst_error or None,
-            "reference": r.reference or None, "checks": r.checks}
+    return {
+        "op": r.op,
+        "dtype": r.dtype,
+        "signature": list(r.signature),
+        "status": r.status,
+        "cases": r.cases,
+        "check": r.check or None,
+        "reason": r.reason or None,
+        "seed": r.seed,
+        "case": r.case or None,
+        "worst_error": r.worst_error or None,
+        "reference": r.reference or None,
+        "checks": r.checks,
+    }
 
 
 def to_json(runs: list[BackendRun], options: Options) -> dict:
@@ -78,19 +105,28 @@ def to_json(runs: list[BackendRun], options: Options) -> dict:
         "seed": options.seed,
         "cases_per_signature": options.cases,
         "failed": any(r.status == FAIL for run in runs for r in run.results),
-        "runs": [{
-            "plugin": None if not run.backend.get("path") else {
-                "name": run.backend["name"], "version": run.backend["version"],
-                "path": run.backend["path"],
-                "abi_version": [run.backend["abi_version"] >> 16,
-                                run.backend["abi_version"] & 0xFFFF]},
-            "backend": run.backend["name"],
-            "backend_version": run.backend["version"],
-            "device": run.device,
-            "seconds": round(run.seconds, 3),
-            "summary": run.counts(),
-            "results": [_result(r) for r in run.results],
-        } for run in runs],
+        "runs": [
+            {
+                "plugin": None
+                if not run.backend.get("path")
+                else {
+                    "name": run.backend["name"],
+                    "version": run.backend["version"],
+                    "path": run.backend["path"],
+                    "abi_version": [
+                        run.backend["abi_version"] >> 16,
+                        run.backend["abi_version"] & 0xFFFF,
+                    ],
+                },
+                "backend": run.backend["name"],
+                "backend_version": run.backend["version"],
+                "device": run.device,
+                "seconds": round(run.seconds, 3),
+                "summary": run.counts(),
+                "results": [_result(r) for r in run.results],
+            }
+            for run in runs
+        ],
     }
 
 

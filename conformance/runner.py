@@ -21,9 +21,20 @@ __all__ = ["Target", "Result", "run_signature", "signature_labels", "reference_s
 PASS, FAIL, NOT_SUPPORTED, SKIP, XFAIL = "PASS", "FAIL", "NOT_SUPPORTED", "SKIP", "XFAIL"
 
 #: The checks of every op x dtype, in report order ("allocator": dynamic ops only).
-CHECKS = ("abi_layout", "abi_version", "infer", "run", "numerics", "inputs_unchanged",
-          "output_bounds", "workspace_bounds", "error_status", "threads", "inplace",
-          "allocator")
+CHECKS = (
+    "abi_layout",
+    "abi_version",
+    "infer",
+    "run",
+    "numerics",
+    "inputs_unchanged",
+    "output_bounds",
+    "workspace_bounds",
+    "error_status",
+    "threads",
+    "inplace",
+    "allocator",
+)
 
 
 @dataclass
@@ -116,14 +127,16 @@ def _complex_alternatives(spec: OpSpec, case: Case, source: str, infos: list) ->
     not; and the fused product of complex multiply and square (references.FUSED)."""
     out_dtypes = [d for d, _ in infos]
     alternatives: list = [[] for _ in out_dtypes]
-    if source != "numpy" or not any(d.startswith("complex") for d in out_dtypes) or (
-            tolerance_class(spec.name) == "accumulating"):
+    if (
+        source != "numpy"
+        or not any(d.startswith("complex") for d in out_dtypes)
+        or (tolerance_class(spec.name) == "accumulating")
+    ):
         return alternatives
     attrs = {a["name"]: a["default"] for a in spec.attrs}
     attrs.update(case.attrs)
     values = case.values()
-    as64 = [v.astype(np.complex64) if v is not None and v.dtype.kind == "c" else v
-            for v in values]
+    as64 = [v.astype(np.complex64) if v is not None and v.dtype.kind == "c" else v for v in values]
     tables = [(references.NUMPY, as64)] if "complex64" in out_dtypes else []
     if spec.name in references.FUSED:
         tables.append((references.FUSED, values))
@@ -145,8 +158,11 @@ def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN
     for i, (actual, (dtype, shape)) in enumerate(zip(actuals, outcome.infos, strict=False)):
         ref = expected[i]
         if tuple(ref.shape) != tuple(s for s in shape if s >= 0) and not spec.is_dynamic:
-            result.fail("infer", f"infer gave output {i} shape {shape}, the reference has "
-                        f"{tuple(ref.shape)}", case)
+            result.fail(
+                "infer",
+                f"infer gave output {i} shape {shape}, the reference has {tuple(ref.shape)}",
+                case,
+            )
             continue
         if actual is None:
             continue
@@ -174,8 +190,14 @@ def _check_inplace(spec: OpSpec, cases: list, target: Target, result: Result) ->
         expected = _reference(spec, case, result.reference, outcome.infos)
         alternatives = _complex_alternatives(spec, case, result.reference, outcome.infos)
         dtype = outcome.infos[0][0]
-        ok, text, _ = compare(decoded(outcome)[0], expected[0], dtype, spec.name,
-                              input_scale(spec.name, case.values()), alternatives[0])
+        ok, text, _ = compare(
+            decoded(outcome)[0],
+            expected[0],
+            dtype,
+            spec.name,
+            input_scale(spec.name, case.values()),
+            alternatives[0],
+        )
         if not ok:
             result.fail("inplace", f"in place: {text}", case)
             return
@@ -199,8 +221,9 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
             result.status = SKIP  # that case belongs to another op x dtype
             return result
     if not cases:
-        result.fail("cases", "no attribute set or shape passed ct_op_infer; add one to "
-                    "op_table.OPS")
+        result.fail(
+            "cases", "no attribute set or shape passed ct_op_infer; add one to op_table.OPS"
+        )
         return result
     for case in cases:
         result.cases += 1

@@ -27,8 +27,15 @@ from .runner import (
     signature_labels,
 )
 
-__all__ = ["Options", "BackendRun", "load_plugin", "backend_infos", "discover", "run_backend",
-           "selected"]
+__all__ = [
+    "Options",
+    "BackendRun",
+    "load_plugin",
+    "backend_infos",
+    "discover",
+    "run_backend",
+    "selected",
+]
 
 
 @dataclass
@@ -71,12 +78,21 @@ def backend_infos() -> list[dict]:
         info = ffi.new("ct_backend_info*")
         info.struct_size = ffi.sizeof("ct_backend_info")
         check(lib.ct_backend_get_info(i, info))
-        out.append({"index": i, "name": _text(info.name), "version": _text(info.version),
-                    "path": _text(info.path) or None, "state": info.state,
-                    "status": info.status, "reason": _text(info.reason),
-                    "device_type": info.device_type,
-                    "device": DEVICE_NAMES.get(info.device_type, "other"),
-                    "device_count": info.device_count, "abi_version": info.abi_version})
+        out.append(
+            {
+                "index": i,
+                "name": _text(info.name),
+                "version": _text(info.version),
+                "path": _text(info.path) or None,
+                "state": info.state,
+                "status": info.status,
+                "reason": _text(info.reason),
+                "device_type": info.device_type,
+                "device": DEVICE_NAMES.get(info.device_type, "other"),
+                "device_count": info.device_count,
+                "abi_version": info.abi_version,
+            }
+        )
     return out
 
 
@@ -97,9 +113,18 @@ def discover() -> list[dict]:
 
 
 def builtin_cpu() -> dict:
-    return {"name": "cpu", "version": ffi.string(lib.ct_version_string()).decode(),
-            "path": None, "state": 0, "status": 0, "reason": "", "device_type": 1,
-            "device": "cpu", "device_count": 1, "abi_version": lib.ct_abi_version()}
+    return {
+        "name": "cpu",
+        "version": ffi.string(lib.ct_version_string()).decode(),
+        "path": None,
+        "state": 0,
+        "status": 0,
+        "reason": "",
+        "device_type": 1,
+        "device": "cpu",
+        "device_count": 1,
+        "abi_version": lib.ct_abi_version(),
+    }
 
 
 #: What --isolate's children print on stderr before each op x dtype, so that the parent learns
@@ -114,21 +139,26 @@ def selected(options: Options, op: str, label: str) -> bool:
     if not options.ops:
         return True
     return matches(options.ops, op, label) or any(
-        fnmatch.fnmatchcase(op, p) for p in options.ops if ":" not in p)
+        fnmatch.fnmatchcase(op, p) for p in options.ops if ":" not in p
+    )
 
 
 def run_backend(backend: dict, device_text: str, options: Options, progress=None) -> BackendRun:  # noqa: ANN001
     """Runs the suite over one backend on one device."""
     start = time.time()
     device = open_device(device_text, options.device_api)
-    target = Target(backend["name"], device, options.seed, options.cases, options.threads,
-                    options.case_seed)
+    target = Target(
+        backend["name"], device, options.seed, options.cases, options.threads, options.case_seed
+    )
     global_problems = abi_checks.layout_checks() + abi_checks.version_checks(backend)
     results: list[Result] = []
     for schema in registry_json()["ops"]:
         spec = OpSpec(schema)
-        own = {tuple(k["signature"]) for k in schema.get("kernels", ())
-               if k["backend"] == backend["name"] and k["device"] == device.kind}
+        own = {
+            tuple(k["signature"])
+            for k in schema.get("kernels", ())
+            if k["backend"] == backend["name"] and k["device"] == device.kind
+        }
         for signature, label in sorted(signature_labels(spec).items(), key=lambda kv: kv[1]):
             if not selected(options, spec.name, label):
                 continue

@@ -27,25 +27,64 @@ from . import dtypes as dt
 __all__ = ["EPS", "ULPS", "ACCUMULATING", "tolerance_class", "compare"]
 
 #: Machine epsilon per float dtype.
-EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52,
-       "complex64": 2.0**-23, "complex128": 2.0**-52}
+EPS = {
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+    "float32": 2.0**-23,
+    "float64": 2.0**-52,
+    "complex64": 2.0**-23,
+    "complex128": 2.0**-52,
+}
 
 #: Allowed error in ULP of the output dtype (for complex: in eps of the part dtype times the
 #: modulus scale), per op class and dtype.
 ULPS = {
-    "elementwise": {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 4,
-                    "complex64": 8, "complex128": 8},
-    "accumulating": {"float16": 16, "bfloat16": 16, "float32": 64, "float64": 64,
-                     "complex64": 64, "complex128": 64},
+    "elementwise": {
+        "float16": 2,
+        "bfloat16": 2,
+        "float32": 4,
+        "float64": 4,
+        "complex64": 8,
+        "complex128": 8,
+    },
+    "accumulating": {
+        "float16": 16,
+        "bfloat16": 16,
+        "float32": 64,
+        "float64": 64,
+        "complex64": 64,
+        "complex128": 64,
+    },
 }
 
 #: Ops whose results accumulate many rounded terms.
-ACCUMULATING = frozenset({
-    "sum", "prod", "mean", "var", "std", "logsumexp", "cumulative_sum", "cumulative_prod",
-    "softmax", "log_softmax", "matmul", "vecdot", "linear", "einsum", "conv2d",
-    "conv_transpose2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "group_norm",
-    "layer_norm", "rms_norm", "interpolate",
-})
+ACCUMULATING = frozenset(
+    {
+        "sum",
+        "prod",
+        "mean",
+        "var",
+        "std",
+        "logsumexp",
+        "cumulative_sum",
+        "cumulative_prod",
+        "softmax",
+        "log_softmax",
+        "matmul",
+        "vecdot",
+        "linear",
+        "einsum",
+        "conv2d",
+        "conv_transpose2d",
+        "avg_pool2d",
+        "adaptive_avg_pool2d",
+        "batch_norm",
+        "group_norm",
+        "layer_norm",
+        "rms_norm",
+        "interpolate",
+    }
+)
 
 
 def tolerance_class(op: str) -> str:
@@ -56,9 +95,15 @@ def _ordered(bits: np.ndarray, nbits: int) -> np.ndarray:
     """Float bit patterns mapped to integers whose difference counts ULPs."""
     b = bits.astype(np.int64)
     sign = np.int64(1) << (nbits - 1)
-    return np.where(b & sign, -(b & (sign - 1)), b) if nbits < 64 else np.where(
-        bits.view(np.int64) < 0, -(bits.view(np.int64) & np.int64(0x7FFFFFFFFFFFFFFF)),
-        bits.view(np.int64))
+    return (
+        np.where(b & sign, -(b & (sign - 1)), b)
+        if nbits < 64
+        else np.where(
+            bits.view(np.int64) < 0,
+            -(bits.view(np.int64) & np.int64(0x7FFFFFFFFFFFFFFF)),
+            bits.view(np.int64),
+        )
+    )
 
 
 def _as_bits(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -79,8 +124,14 @@ def input_scale(op: str, inputs: list) -> float:
     return scale * scale if op == "var" else scale
 
 
-def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
-            scale: float = 0.0, alternatives: tuple | list = ()) -> tuple[bool, str, float]:
+def compare(
+    actual: np.ndarray,
+    reference: np.ndarray,
+    dtype: str,
+    op: str,
+    scale: float = 0.0,
+    alternatives: tuple | list = (),
+) -> tuple[bool, str, float]:
     """(ok, text, worst error): the worst error in ULP for floats, as |difference| for integers
     (nan/inf mismatches count as infinitely far). `actual` holds the output's values
     (dtypes.to_values), `reference` the reference values in any dtype; `scale` the input_scale
@@ -100,15 +151,23 @@ def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
         i = tuple(int(k) for k in np.argwhere(bad)[0])
         diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
         worst = float(np.max(diff))
-        return False, (f"{int(bad.sum())} of {bad.size} elements differ (worst by {worst:g}); "
-                       f"at {i}: {expected[i].item()!r} expected, got {actual[i].item()!r}"), worst
+        return (
+            False,
+            (
+                f"{int(bad.sum())} of {bad.size} elements differ (worst by {worst:g}); "
+                f"at {i}: {expected[i].item()!r} expected, got {actual[i].item()!r}"
+            ),
+            worst,
+        )
     ref = dt.to_values(dt.from_values(reference.astype(np.float64), dtype), dtype)
     act = actual.astype(np.float64)
     nan_a, nan_r = np.isnan(act), np.isnan(ref)
     nbits = dt.itemsize(dtype) * 8
     with np.errstate(invalid="ignore", over="ignore"):
-        ulp = np.abs(_ordered(_as_bits(act, dtype), nbits).astype(np.float64)
-                     - _ordered(_as_bits(ref, dtype), nbits).astype(np.float64))
+        ulp = np.abs(
+            _ordered(_as_bits(act, dtype), nbits).astype(np.float64)
+            - _ordered(_as_bits(ref, dtype), nbits).astype(np.float64)
+        )
         ulp = np.where(ref == act, 0, ulp)
         err = np.abs(act - ref)
     limit = ULPS[tolerance_class(op)][dtype]
@@ -127,13 +186,16 @@ def compare(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
     bad = ~ok
     i = tuple(int(k) for k in np.argwhere(bad)[0])
     worst = float(np.max(np.where(bad & (nan_r | nan_a), np.inf, np.where(bad, ulp, 0))))
-    text = (f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} ulp (limit {limit}); "
-            f"at {i}: {float(act[i])!r}, reference {float(ref[i])!r}")
+    text = (
+        f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} ulp (limit {limit}); "
+        f"at {i}: {float(act[i])!r}, reference {float(ref[i])!r}"
+    )
     return False, text, worst
 
 
-def _complex_errors(act: np.ndarray, reference: np.ndarray, dtype: str, op: str,
-                    scale: float) -> tuple[np.ndarray, np.ndarray]:
+def _complex_errors(
+    act: np.ndarray, reference: np.ndarray, dtype: str, op: str, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(ok, error in eps of the modulus scale) per element of a complex result (act, complex128)
     against one reference: NaN-ness first (either part), then infinite parts exactly, then the
     error relative to the modulus (see the module's docstring); inf where an element is off
@@ -154,16 +216,23 @@ def _complex_errors(act: np.ndarray, reference: np.ndarray, dtype: str, op: str,
         for part in (np.real, np.imag):
             pa, pr = part(act), part(ref)
             inf = np.isinf(pa) | np.isinf(pr)
-            part_err = np.maximum(part_err, np.where(inf, np.where(pa == pr, 0.0, np.inf),
-                                                     np.abs(pa - pr) / units))
+            part_err = np.maximum(
+                part_err, np.where(inf, np.where(pa == pr, 0.0, np.inf), np.abs(pa - pr) / units)
+            )
     infinite = np.isinf(act) | np.isinf(ref)
     err = np.where(infinite, part_err, err)
     err = np.where(nan_a | nan_r, np.where(nan_a & nan_r, 0.0, np.inf), err)
     return err <= limit, err
 
 
-def _compare_complex(actual: np.ndarray, reference: np.ndarray, dtype: str, op: str,
-                     scale: float, alternatives: tuple | list) -> tuple[bool, str, float]:
+def _compare_complex(
+    actual: np.ndarray,
+    reference: np.ndarray,
+    dtype: str,
+    op: str,
+    scale: float,
+    alternatives: tuple | list,
+) -> tuple[bool, str, float]:
     """compare() for complex outputs; an element passes against the reference or any of the
     alternative references."""
     act = np.asarray(actual).astype(np.complex128)
@@ -178,7 +247,9 @@ def _compare_complex(actual: np.ndarray, reference: np.ndarray, dtype: str, op: 
     i = tuple(int(k) for k in np.argwhere(bad)[0])
     worst = float(np.max(np.where(bad, err, 0)))
     ref = complex(np.asarray(reference).astype(np.complex128)[i])
-    text = (f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} eps of the modulus "
-            f"(limit {ULPS[tolerance_class(op)][dtype]}); at {i}: {complex(act[i])!r}, "
-            f"reference {ref!r}")
+    text = (
+        f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} eps of the modulus "
+        f"(limit {ULPS[tolerance_class(op)][dtype]}); at {i}: {complex(act[i])!r}, "
+        f"reference {ref!r}"
+    )
     return False, text, worst

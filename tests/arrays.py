@@ -50,8 +50,9 @@ def assert_close(actual, expected, dtype=None, rtol_scale: float = 1.0, atol: fl
         np.testing.assert_array_equal(actual_np, expected)
         return
     if actual_np.dtype.kind == "c" or expected.dtype.kind == "c":
-        _assert_complex_close(actual_np, expected, rtol * rtol_scale,
-                              default_atol if atol is None else atol)
+        _assert_complex_close(
+            actual_np, expected, rtol * rtol_scale, default_atol if atol is None else atol
+        )
         return
     np.testing.assert_allclose(
         actual_np.astype(np.float64),
@@ -205,14 +206,18 @@ def bfloat16_tensor(values):
 
 
 @st.composite
-def strided_bfloat16(draw, shape=None, min_dims=0, max_dims=4, min_side=0, max_side=5,
-                     elements=None):
+def strided_bfloat16(
+    draw, shape=None, min_dims=0, max_dims=4, min_side=0, max_side=5, elements=None
+):
     """A torch bfloat16 tensor with a drawn layout: compact, sliced (step 2), transposed,
     broadcast (expand: zero strides) or flipped (a copy: torch has no negative strides). Values
     come from float32 `elements` (default: all floats incl. nan/inf) rounded to bfloat16."""
     if shape is None:
-        shape = draw(hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-                                      max_side=max_side))
+        shape = draw(
+            hnp.array_shapes(
+                min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+            )
+        )
     shape = tuple(shape)
     if elements is None:
         elements = st.floats(width=32, allow_subnormal=False)
@@ -265,8 +270,11 @@ def assert_signs_of_zeros(got, expected, context: str):
     """Where the reference is not nan, the result has the reference's sign bit (-0.0 vs 0.0)."""
     got64, exp64 = to_float64(got), np.asarray(expected)
     keep = ~np.isnan(exp64)
-    np.testing.assert_array_equal(np.signbit(got64[keep]), np.signbit(exp64[keep]),
-                                  err_msg=f"{context}: signs of zeros differ")
+    np.testing.assert_array_equal(
+        np.signbit(got64[keep]),
+        np.signbit(exp64[keep]),
+        err_msg=f"{context}: signs of zeros differ",
+    )
 
 
 def results_under_isa(script: str, path, isa: str | None) -> dict[str, np.ndarray]:

@@ -30,5 +30,7 @@ if _CUDA_PLUGIN_ABSENT:
 def pytest_report_header() -> list[str]:
     plugin = f"not collected, {_CUDA_PLUGIN_ABSENT}" if _CUDA_PLUGIN_ABSENT else "collected"
     device = f"not collected, {_CUDA_UNAVAILABLE}" if _CUDA_UNAVAILABLE else "collected"
-    return [f"CUDA plugin tests (test_cuda_plugin.py): {plugin}",
-            f"CUDA device tests (test_cuda_device.py): {device}"]
+    return [
+        f"CUDA plugin tests (test_cuda_plugin.py): {plugin}",
+        f"CUDA device tests (test_cuda_device.py): {device}",
+    ]

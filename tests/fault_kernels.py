@@ -27,45 +27,78 @@ class Device(ctypes.Structure):
 
 
 class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int32),
-                ("dtype", DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", Device),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 class Info(ctypes.Structure):
     _fields_ = [("dtype", DType), ("ndim", ctypes.c_int32), ("shape", ctypes.c_int64 * 64)]
 
 
-ALLOCATE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
-                            ctypes.POINTER(Info), ctypes.c_int32, ctypes.c_int32,
-                            ctypes.POINTER(ctypes.c_void_p))
+ALLOCATE = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_int32,
+    ctypes.POINTER(Info),
+    ctypes.c_int32,
+    ctypes.c_int32,
+    ctypes.POINTER(ctypes.c_void_p),
+)
 
 
 class Allocator(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("user_data", ctypes.c_void_p),
-                ("allocate", ALLOCATE)]
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("user_data", ctypes.c_void_p),
+        ("allocate", ALLOCATE),
+    ]
 
 
 class Call(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("schema", ctypes.c_void_p),
-                ("inputs", ctypes.POINTER(ctypes.POINTER(Tensor))), ("num_inputs", ctypes.c_int32),
-                ("num_outputs", ctypes.c_int32),
-                ("outputs", ctypes.POINTER(ctypes.POINTER(Tensor))), ("attrs", ctypes.c_void_p),
-                ("stream", ctypes.c_void_p), ("workspace", ctypes.c_void_p),
-                ("workspace_size", ctypes.c_uint64), ("allocator", ctypes.POINTER(Allocator)),
-                ("kernel_data", ctypes.c_void_p)]
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("schema", ctypes.c_void_p),
+        ("inputs", ctypes.POINTER(ctypes.POINTER(Tensor))),
+        ("num_inputs", ctypes.c_int32),
+        ("num_outputs", ctypes.c_int32),
+        ("outputs", ctypes.POINTER(ctypes.POINTER(Tensor))),
+        ("attrs", ctypes.c_void_p),
+        ("stream", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_size", ctypes.c_uint64),
+        ("allocator", ctypes.POINTER(Allocator)),
+        ("kernel_data", ctypes.c_void_p),
+    ]
 
 
 RUN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Call))
-WORKSPACE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Call), ctypes.POINTER(ctypes.c_uint64),
-                             ctypes.POINTER(ctypes.c_uint64))
+WORKSPACE = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(Call),
+    ctypes.POINTER(ctypes.c_uint64),
+    ctypes.POINTER(ctypes.c_uint64),
+)
 
 
 class KernelDef(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("op_name", ctypes.c_char_p),
-                ("backend_name", ctypes.c_char_p), ("device_type", ctypes.c_int32),
-                ("signature_length", ctypes.c_int32), ("signature", ctypes.POINTER(DType)),
-                ("run", RUN), ("workspace", ctypes.c_void_p), ("kernel_data", ctypes.c_void_p)]
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("op_name", ctypes.c_char_p),
+        ("backend_name", ctypes.c_char_p),
+        ("device_type", ctypes.c_int32),
+        ("signature_length", ctypes.c_int32),
+        ("signature", ctypes.POINTER(DType)),
+        ("run", RUN),
+        ("workspace", ctypes.c_void_p),
+        ("kernel_data", ctypes.c_void_p),
+    ]
 
 
 F64 = DType(2, 64, 1)
@@ -96,8 +129,9 @@ def exp_writing_its_input(call):  # noqa: ANN001, ANN201
     x, out = array(c.inputs[0].contents), array(c.outputs[0].contents)
     out[...] = np.exp(x)
     if x.size:
-        ctypes.c_double.from_address(c.inputs[0].contents.data +
-                                     c.inputs[0].contents.byte_offset).value += 1.0
+        ctypes.c_double.from_address(
+            c.inputs[0].contents.data + c.inputs[0].contents.byte_offset
+        ).value += 1.0
     return 0
 
 
@@ -122,8 +156,9 @@ def nonzero_with_wrong_dtype(call):  # noqa: ANN001, ANN201
     info = Info(F64, 1)
     info.shape[0] = idx.size
     data = ctypes.c_void_p()
-    status = c.allocator.contents.allocate(c.allocator.contents.user_data, 0, ctypes.byref(info),
-                                           1, 0, ctypes.byref(data))
+    status = c.allocator.contents.allocate(
+        c.allocator.contents.user_data, 0, ctypes.byref(info), 1, 0, ctypes.byref(data)
+    )
     if status == 0 and idx.size:
         ctypes.memmove(data, idx.ctypes.data, idx.nbytes)
     return status
@@ -136,9 +171,17 @@ def register(op: str, backend: str, signature: list, run, workspace=None) -> Non
     sig = (DType * len(signature))(*signature)
     run_fn = RUN(run)
     ws_fn = WORKSPACE(workspace) if workspace else None
-    definition = KernelDef(ctypes.sizeof(KernelDef), op.encode(), backend.encode(), 1,
-                           len(signature), sig, run_fn,
-                           ctypes.cast(ws_fn, ctypes.c_void_p) if ws_fn else None, None)
+    definition = KernelDef(
+        ctypes.sizeof(KernelDef),
+        op.encode(),
+        backend.encode(),
+        1,
+        len(signature),
+        sig,
+        run_fn,
+        ctypes.cast(ws_fn, ctypes.c_void_p) if ws_fn else None,
+        None,
+    )
     KEEP.extend([sig, run_fn, ws_fn, definition])
     assert libct.ct_kernel_register(ctypes.byref(definition)) == 0
 
@@ -150,12 +193,20 @@ def main() -> int:
     register("exp", "past-workspace", [F64, F64], exp_past_its_workspace, asks_16_bytes)
     register("nonzero", "wrong-alloc", [F64, I64], nonzero_with_wrong_dtype)
     out = {}
-    for backend, op in [("writes-input", "exp"), ("past-workspace", "exp"),
-                        ("wrong-alloc", "nonzero")]:
-        run = run_backend(dict(builtin_cpu(), name=backend), "cpu",
-                          Options(ops=[f"{op}:float64"], cases=3, threads=2))
-        out[backend] = [{"op": r.op, "dtype": r.dtype, "status": r.status, "check": r.check,
-                         "reason": r.reason} for r in run.results]
+    for backend, op in [
+        ("writes-input", "exp"),
+        ("past-workspace", "exp"),
+        ("wrong-alloc", "nonzero"),
+    ]:
+        run = run_backend(
+            dict(builtin_cpu(), name=backend),
+            "cpu",
+            Options(ops=[f"{op}:float64"], cases=3, threads=2),
+        )
+        out[backend] = [
+            {"op": r.op, "dtype": r.dtype, "status": r.status, "check": r.check, "reason": r.reason}
+            for r in run.results
+        ]
     print(json.dumps(out))
     return 0
 

@@ -19,19 +19,37 @@ from ctensor import ops
 from ctensor.bench import opencl, report, runner
 from ctensor.bench.case import CTENSOR_IMPLS, Case, Impl, Target
 
-OPENCL_LOADED = any(b.device_type == "opencl" and b.state == "loaded" and b.device_count > 0
-                    for b in ctensor.backends())
+OPENCL_LOADED = any(
+    b.device_type == "opencl" and b.state == "loaded" and b.device_count > 0
+    for b in ctensor.backends()
+)
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     # a directory that does not exist yet: the harness makes it
     path = tmp_path_factory.mktemp("bench") / "run" / "results.json"
-    command = [sys.executable, "-m", "ctensor.bench", "--quick", "--threads", "1",
-               "--cases", "overhead/add/numpy/out", "--cases", "elementwise/add/",
-               "--cases", "nn/argmax", "--cases", "sum/accuracy", "--json", str(path)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False,
-                          env=dict(os.environ))
+    command = [
+        sys.executable,
+        "-m",
+        "ctensor.bench",
+        "--quick",
+        "--threads",
+        "1",
+        "--cases",
+        "overhead/add/numpy/out",
+        "--cases",
+        "elementwise/add/",
+        "--cases",
+        "nn/argmax",
+        "--cases",
+        "sum/accuracy",
+        "--json",
+        str(path),
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, check=False, env=dict(os.environ)
+    )
     assert done.returncode == 0, done.stderr
     with open(path, encoding="utf-8") as f:
         return json.load(f), done.stdout
@@ -87,8 +105,10 @@ def test_the_opencl_backend_is_checked_and_timed_beside_the_cpu_when_loaded(quic
     assert document["meta"]["opencl"]["available"] is OPENCL_LOADED
     if not OPENCL_LOADED:
         # absent backend: no column, and the reason once above the table
-        assert all("ctensor.opencl" not in c["results"] and "ctensor.opencl" not in c["checks"]
-                   for c in document["cases"])
+        assert all(
+            "ctensor.opencl" not in c["results"] and "ctensor.opencl" not in c["checks"]
+            for c in document["cases"]
+        )
         assert stdout.count("ctensor.opencl not run:") == 1
         return
     header = stdout.splitlines()[1]
@@ -114,18 +134,38 @@ def test_an_opencl_result_left_in_its_out_buffer_cannot_pass():
         assert reason
         return
     a = np.linspace(0, 1, 16, dtype=np.float32)
-    ns = {"ops": ops, "np": np, "a": a, "c": np.empty_like(a), "sync": device.sync,
-          "da": device.upload(a), "dc": device.empty_like(a)}
+    ns = {
+        "ops": ops,
+        "np": np,
+        "a": a,
+        "c": np.empty_like(a),
+        "sync": device.sync,
+        "da": device.upload(a),
+        "dc": device.empty_like(a),
+    }
     ops.add(ns["da"], ns["da"], out=ns["dc"])  # the right answer, written before the check
-    right = Case("test/add", "test", "ns", 0.0,
-                 {"ctensor.opencl": Impl("sync(ops.add(da, da, out=dc))", ns),
-                  "numpy": Impl("np.add(a, a, out=c)", ns)}, reference={"numpy": (1e-6, 0.0)})
+    right = Case(
+        "test/add",
+        "test",
+        "ns",
+        0.0,
+        {
+            "ctensor.opencl": Impl("sync(ops.add(da, da, out=dc))", ns),
+            "numpy": Impl("np.add(a, a, out=c)", ns),
+        },
+        reference={"numpy": (1e-6, 0.0)},
+    )
     record = runner.run_case(right, repeats=2, min_sample_s=0.0)
     assert record["checks"]["ctensor.opencl"]["status"] == "ok"
     assert len(record["results"]["ctensor.opencl"]["samples_s"]) == 2
-    lazy = Case("test/add", "test", "ns", 0.0,
-                {"ctensor.opencl": Impl("sync(dc)", ns),
-                 "numpy": Impl("np.add(a, a, out=c)", ns)}, reference={"numpy": (1e-6, 0.0)})
+    lazy = Case(
+        "test/add",
+        "test",
+        "ns",
+        0.0,
+        {"ctensor.opencl": Impl("sync(dc)", ns), "numpy": Impl("np.add(a, a, out=c)", ns)},
+        reference={"numpy": (1e-6, 0.0)},
+    )
     record = runner.run_case(lazy, repeats=2, min_sample_s=0.0)
     assert record["checks"]["ctensor.opencl"]["status"] == "wrong"
     assert "ctensor.opencl" not in record["results"]
@@ -134,10 +174,15 @@ def test_an_opencl_result_left_in_its_out_buffer_cannot_pass():
 def _case(ct_expr: str) -> Case:
     a = np.linspace(0, 1, 16, dtype=np.float32)
     ns = {"ops": ops, "np": np, "a": a, "c": np.empty_like(a)}
-    return Case("test/add", "test", "ns", 0.0,
-                {"ctensor": Impl(ct_expr, ns), "numpy": Impl("np.add(a, a, out=c)", ns)},
-                reference={"numpy": (1e-6, 0.0)},
-                targets=[Target("as fast as numpy", "speedup", "numpy", 1.0)])
+    return Case(
+        "test/add",
+        "test",
+        "ns",
+        0.0,
+        {"ctensor": Impl(ct_expr, ns), "numpy": Impl("np.add(a, a, out=c)", ns)},
+        reference={"numpy": (1e-6, 0.0)},
+        targets=[Target("as fast as numpy", "speedup", "numpy", 1.0)],
+    )
 
 
 def test_a_wrong_answer_is_reported_and_never_timed():
@@ -181,8 +226,7 @@ def test_every_sample_waits_for_other_threads_to_settle(monkeypatch):
 
     pauses: list[float] = []
     monkeypatch.setattr(timing.time, "sleep", pauses.append)
-    record = runner.run_case(_case("ops.add(a, a)"), repeats=3, min_sample_s=0.0,
-                             settle_s=0.125)
+    record = runner.run_case(_case("ops.add(a, a)"), repeats=3, min_sample_s=0.0, settle_s=0.125)
     assert len(record["results"]["ctensor"]["samples_s"]) == 3
     assert pauses == [0.125] * 3 * len(record["results"])
 
@@ -224,9 +268,21 @@ def test_the_cuda_benchmark_runs_or_says_why_not():
 
     reason = cuda_unavailable_reason()
     run = subprocess.run(
-        [sys.executable, "-m", "ctensor.bench.cuda", "--quick", "--cases", "add", "--repeats", "1",
-         "--json", os.devnull],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "ctensor.bench.cuda",
+            "--quick",
+            "--cases",
+            "add",
+            "--repeats",
+            "1",
+            "--json",
+            os.devnull,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if reason is None:
         assert run.returncode == 0, run.stderr

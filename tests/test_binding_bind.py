@@ -268,8 +268,14 @@ def test_large_bound_calls_run_beside_other_threads():
     out = np.empty_like(a)
     call = ctensor.bind(ops.matmul, a, a, out=out)
     results = []
-    threads = [threading.Thread(target=lambda: results.append(ctensor.bind(
-        ops.matmul, a, a, out=np.empty_like(a))().sum())) for _ in range(2)]
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(
+                ctensor.bind(ops.matmul, a, a, out=np.empty_like(a))().sum()
+            )
+        )
+        for _ in range(2)
+    ]
     for t in threads:
         t.start()
     for _ in range(3):

@@ -236,8 +236,14 @@ def _new_output_calls(rng):
 
 
 def _reference(name, inputs):
-    fn = {"add": np.add, "multiply": np.multiply, "negative": np.negative, "exp": np.exp,
-          "where": np.where, "greater": np.greater}[name]
+    fn = {
+        "add": np.add,
+        "multiply": np.multiply,
+        "negative": np.negative,
+        "exp": np.exp,
+        "where": np.where,
+        "greater": np.greater,
+    }[name]
     return fn(*inputs)
 
 

@@ -18,13 +18,55 @@ from ctensor._lib import ffi, lib
 from ctensor._registry import registry_json
 
 EXPECTED_OPS = {
-    "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "negative", "abs",
-    "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "equal", "less", "greater", "where",
-    "astype", "sum", "mean", "max", "argmax", "matmul", "softmax", "permute_dims", "conv2d",
-    "nonzero", "unique_values", "boolean_mask",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "pow",
+    "negative",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "equal",
+    "less",
+    "greater",
+    "where",
+    "astype",
+    "sum",
+    "mean",
+    "max",
+    "argmax",
+    "matmul",
+    "softmax",
+    "permute_dims",
+    "conv2d",
+    "nonzero",
+    "unique_values",
+    "boolean_mask",
 }
-DTYPE_ORDER = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-               "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
+DTYPE_ORDER = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
 def test_list_ops_is_sorted_and_complete():
@@ -64,8 +106,13 @@ def test_op_info_fields_for_every_op():
     for name in ctensor.list_ops():
         info = ctensor.op_info(name)
         assert info["category"] in ("shape_static", "workspace", "dynamic")
-        assert set(info["flags"]) <= {"elementwise", "broadcasting", "inplace", "deterministic",
-                                      "graph_safe"}
+        assert set(info["flags"]) <= {
+            "elementwise",
+            "broadcasting",
+            "inplace",
+            "deterministic",
+            "graph_safe",
+        }
         assert info["doc"]
         for device, dtypes in info["dtypes"].items():
             assert dtypes == sorted(dtypes, key=DTYPE_ORDER.index)
@@ -106,8 +153,7 @@ def test_signatures_from_the_schema():
     conv = inspect.signature(ops.conv2d).parameters
     assert conv["bias"].default is None
     assert conv["groups"].default == 1
-    assert inspect.signature(ops.permute_dims).parameters["axes"].default is \
-        inspect.Parameter.empty
+    assert inspect.signature(ops.permute_dims).parameters["axes"].default is inspect.Parameter.empty
 
 
 def test_docstrings_from_the_schema():
@@ -146,8 +192,13 @@ def test_threads_setting():
 
 
 def _run(*args: str) -> str:
-    completed = subprocess.run([sys.executable, "-m", "ctensor", *args], capture_output=True,
-                               text=True, check=True, timeout=120)
+    completed = subprocess.run(
+        [sys.executable, "-m", "ctensor", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return completed.stdout
 
 
@@ -192,8 +243,9 @@ def test_ctensor_config(capsys):
     # The console script pip installed beside this interpreter (PATH may hold another install's).
     script = shutil.which("ctensor-config", path=os.path.dirname(sys.executable))
     if script is not None:
-        out = subprocess.run([script, "--includedir"], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(
+            [script, "--includedir"], capture_output=True, text=True, check=True
+        ).stdout
         assert out.strip() == ctensor.get_include()
 
 
@@ -216,12 +268,22 @@ def test_wrapper_generation_for_variadic_and_optional_inputs(monkeypatch):
     spec.doc = "Joins arrays along an axis."
     spec.category = "shape_static"
     spec.flags = ("deterministic",)
-    spec.inputs = [{"name": "prefix", "doc": "first", "optional": False, "variadic": False},
-                   {"name": "lambda", "doc": "a keyword", "optional": True, "variadic": False},
-                   {"name": "arrays", "doc": "the rest", "optional": False, "variadic": True}]
+    spec.inputs = [
+        {"name": "prefix", "doc": "first", "optional": False, "variadic": False},
+        {"name": "lambda", "doc": "a keyword", "optional": True, "variadic": False},
+        {"name": "arrays", "doc": "the rest", "optional": False, "variadic": True},
+    ]
     spec.outputs = [{"name": "out", "doc": "joined", "optional": False, "variadic": False}]
-    spec.attrs = [{"name": "axis", "doc": "where", "type": "int", "required": False,
-                   "nullable": False, "default": 0}]
+    spec.attrs = [
+        {
+            "name": "axis",
+            "doc": "where",
+            "type": "int",
+            "required": False,
+            "nullable": False,
+            "default": 0,
+        }
+    ]
     spec.kernels = {"cpu": [("float32", "float32", "float32", "float32")]}
     spec.variadic_input = True
     spec.variadic_output = False

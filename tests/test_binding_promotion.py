@@ -14,8 +14,20 @@ import ctensor
 from ctensor import ops
 from ctensor._dtypes import can_cast_safe, promote
 
-NUMPY_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-                "uint64", "float16", "float32", "float64"]
+NUMPY_DTYPES = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+]
 TOLERANCE = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-12}
 
 
@@ -28,23 +40,34 @@ def _sample(dtype: str) -> np.ndarray:
 def _check(result, expected):
     assert result.dtype == expected.dtype, (result.dtype, expected.dtype)
     if expected.dtype.kind == "f":
-        np.testing.assert_allclose(result.astype(np.float64), expected.astype(np.float64),
-                                   rtol=TOLERANCE[expected.dtype.name])
+        np.testing.assert_allclose(
+            result.astype(np.float64),
+            expected.astype(np.float64),
+            rtol=TOLERANCE[expected.dtype.name],
+        )
     else:
         np.testing.assert_array_equal(result, expected)
 
 
-@pytest.mark.parametrize("ct_op,np_op", [(ops.add, np.add), (ops.multiply, np.multiply),
-                                         (ops.maximum, np.maximum), (ops.equal, np.equal),
-                                         (ops.less, np.less)])
+@pytest.mark.parametrize(
+    "ct_op,np_op",
+    [
+        (ops.add, np.add),
+        (ops.multiply, np.multiply),
+        (ops.maximum, np.maximum),
+        (ops.equal, np.equal),
+        (ops.less, np.less),
+    ],
+)
 def test_binary_promotion_matches_numpy(ct_op, np_op):
     for left, right in itertools.product(NUMPY_DTYPES, NUMPY_DTYPES):
         x, y = _sample(left), _sample(right)[::-1]
         _check(ct_op(x, y), np_op(x, y))
 
 
-@pytest.mark.parametrize("ct_op,np_op", [(ops.sqrt, np.sqrt), (ops.exp, np.exp),
-                                         (ops.tanh, np.tanh), (ops.log, np.log)])
+@pytest.mark.parametrize(
+    "ct_op,np_op", [(ops.sqrt, np.sqrt), (ops.exp, np.exp), (ops.tanh, np.tanh), (ops.log, np.log)]
+)
 def test_unary_loop_selection_matches_numpy(ct_op, np_op):
     for dtype in NUMPY_DTYPES:
         x = _sample(dtype)
@@ -147,8 +170,11 @@ def test_mixed_torch_dtypes_give_torch_result_of_promoted_dtype():
 def test_subtract_and_negative_refuse_bool_as_numpy_does():
     b = np.array([True, False])
     out = np.full(2, 5, np.int8)
-    for call in (lambda: ops.subtract(b, b), lambda: ops.negative(b),
-                 lambda: ops.subtract(b, b, out=out)):
+    for call in (
+        lambda: ops.subtract(b, b),
+        lambda: ops.negative(b),
+        lambda: ops.subtract(b, b, out=out),
+    ):
         with pytest.raises(ctensor.UnsupportedDTypeError):
             call()
     assert (out == 5).all()

@@ -27,10 +27,24 @@ def test_first_array_argument_decides_the_framework():
     assert isinstance(ops.add(2.0, t), torch.Tensor)  # a scalar is not an array argument
 
 
-@pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.uint8, torch.int16,
-                                   torch.int32, torch.int64, torch.uint16, torch.uint32,
-                                   torch.uint64, torch.float16, torch.bfloat16, torch.float32,
-                                   torch.float64])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.bool,
+        torch.int8,
+        torch.uint8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint16,
+        torch.uint32,
+        torch.uint64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+    ],
+)
 def test_every_torch_dtype_round_trips(dtype):
     x = torch.arange(5).to(dtype) if dtype != torch.bool else torch.tensor([1, 0, 1, 1, 0]).bool()
     result = ops.maximum(x, x)
@@ -53,17 +67,18 @@ def test_softmax_matches_torch():
     np.testing.assert_allclose(result.numpy(), torch.softmax(x, dim=1).numpy(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 1),
-                                                            ((1, 2), (2, 0), (2, 1), 1),
-                                                            (1, 1, 1, 2)])
+@pytest.mark.parametrize(
+    "stride,padding,dilation,groups",
+    [(1, 0, 1, 1), (2, 1, 1, 1), ((1, 2), (2, 0), (2, 1), 1), (1, 1, 1, 2)],
+)
 def test_conv2d_matches_torch(stride, padding, dilation, groups):
     x = torch.randn(2, 4, 11, 10, dtype=torch.float64)
     w = torch.randn(6, 4 // groups, 3, 3, dtype=torch.float64)
     b = torch.randn(6, dtype=torch.float64)
-    result = ops.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation,
-                        groups=groups)
-    expected = torch.nn.functional.conv2d(x, w, b, stride=stride, padding=padding,
-                                          dilation=dilation, groups=groups)
+    result = ops.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    expected = torch.nn.functional.conv2d(
+        x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups
+    )
     assert isinstance(result, torch.Tensor) and result.shape == expected.shape
     np.testing.assert_allclose(result.numpy(), expected.numpy(), rtol=1e-10, atol=1e-10)
 
@@ -74,9 +89,12 @@ def test_conv2d_bias_by_keyword_and_absent():
     b = torch.randn(3)
     with_bias = ops.conv2d(x, w, bias=b)
     without = ops.conv2d(x, w)
-    np.testing.assert_allclose((with_bias - without).numpy(),
-                               b.view(1, 3, 1, 1).expand_as(without).numpy(), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        (with_bias - without).numpy(),
+        b.view(1, 3, 1, 1).expand_as(without).numpy(),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_matmul_on_transposed_tensors():
@@ -183,9 +201,11 @@ WRITES = {
     "attributes (one crossing)": lambda c: ops.sum(torch.ones(2, 3), axis=0, out=c),
     "Python scalar": lambda c: ops.add(torch.ones(3), 1.0, out=c),
     "cast inputs (general path)": lambda c: ops.add(
-        torch.ones(3, dtype=torch.int16), torch.ones(3), out=c),
+        torch.ones(3, dtype=torch.int16), torch.ones(3), out=c
+    ),
     "torch subclass (general path)": lambda c: ops.add(
-        torch.ones(3), torch.ones(3), out=c.as_subclass(_Sub)),
+        torch.ones(3), torch.ones(3), out=c.as_subclass(_Sub)
+    ),
     "bind": _bound_replay,
     "bound call, other out=": _replay_with_out,
     "bound call, Python path": _replay_in_python,

@@ -119,8 +119,7 @@ def test_transposed_torch_tensor_is_read_in_place(monkeypatch):
     finally:
         configure(tensor_type=torch.Tensor, to_dlpack=real)
     assert isinstance(result, torch.Tensor)
-    np.testing.assert_allclose(result.numpy(), tt.double().numpy() @ t.double().numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(result.numpy(), tt.double().numpy() @ t.double().numpy(), rtol=1e-6)
     # First capsule: the transposed input, same memory and strides as torch's view.
     address, shape, strides = tensor_address(seen[0])
     assert address == tt.data_ptr()
@@ -182,7 +181,7 @@ def test_strided_views_match_numpy(rows, cols, s0, s1, transpose, dtype):
     base = (np.arange(rows * cols * 9, dtype=np.float64) % 17 - 8).astype(dtype)
     base = base.reshape(rows * 3, cols * 3)
     x = base[::s0, ::s1][:rows, :cols]
-    y = base[1::abs(s0), ::-s1][:rows, :cols]
+    y = base[1 :: abs(s0), ::-s1][:rows, :cols]
     if transpose:
         x, y = x.T, y.T
     result = ops.add(x, y)
@@ -201,13 +200,16 @@ class _Sub(np.ndarray):
     """A NumPy subclass: not read by the C fast paths, so it exercises the general path."""
 
 
-@pytest.mark.parametrize("op,args,attrs", [
-    ("add", (np.arange(6.0).reshape(2, 3), np.arange(3.0)), {}),
-    ("sum", (np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::-1],), {"axis": 1}),
-    ("matmul", (np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)), {}),
-    ("sqrt", (np.arange(5, dtype=np.int8),), {}),
-    ("multiply", (np.arange(4, dtype=np.int16), np.arange(4, dtype=np.float32)), {}),
-])
+@pytest.mark.parametrize(
+    "op,args,attrs",
+    [
+        ("add", (np.arange(6.0).reshape(2, 3), np.arange(3.0)), {}),
+        ("sum", (np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::-1],), {"axis": 1}),
+        ("matmul", (np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)), {}),
+        ("sqrt", (np.arange(5, dtype=np.int8),), {}),
+        ("multiply", (np.arange(4, dtype=np.int16), np.arange(4, dtype=np.float32)), {}),
+    ],
+)
 def test_fast_and_general_paths_agree(op, args, attrs):
     function = getattr(ops, op)
     fast = function(*args, **attrs)

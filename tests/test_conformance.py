@@ -26,7 +26,10 @@ def run_suite(tmp_path, *args: str) -> tuple[int, dict, str]:
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "ctensor.conformance", "--report", str(report), *args],
-        capture_output=True, text=True, timeout=900, env={**os.environ},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ},
     )
     data = json.loads(report.read_text()) if report.exists() else {}
     return proc.returncode, data, proc.stdout + proc.stderr
@@ -39,8 +42,12 @@ def cpu_report(tmp_path_factory):
 
 def test_builtin_cpu_backend_has_no_failure(cpu_report):
     rc, data, text = cpu_report
-    failures = [f"{r['op']}:{r['dtype']} [{r['check']}] {r['reason']}"
-                for run in data["runs"] for r in run["results"] if r["status"] == "FAIL"]
+    failures = [
+        f"{r['op']}:{r['dtype']} [{r['check']}] {r['reason']}"
+        for run in data["runs"]
+        for r in run["results"]
+        if r["status"] == "FAIL"
+    ]
     assert failures == [], "\n".join(failures)
     assert rc == 0, text[-3000:]
     assert data["failed"] is False
@@ -65,11 +72,32 @@ def test_report_format(cpu_report):
     assert run["backend"] == "cpu" and run["device"] == "cpu" and run["plugin"] is None
     assert sum(run["summary"].values()) == len(run["results"])
     first = run["results"][0]
-    for key in ("op", "dtype", "signature", "status", "cases", "check", "reason", "seed",
-                "worst_error", "reference", "checks"):
+    for key in (
+        "op",
+        "dtype",
+        "signature",
+        "status",
+        "cases",
+        "check",
+        "reason",
+        "seed",
+        "worst_error",
+        "reference",
+        "checks",
+    ):
         assert key in first
-    for check in ("abi_layout", "abi_version", "infer", "run", "numerics", "inputs_unchanged",
-                  "output_bounds", "workspace_bounds", "error_status", "threads"):
+    for check in (
+        "abi_layout",
+        "abi_version",
+        "infer",
+        "run",
+        "numerics",
+        "inputs_unchanged",
+        "output_bounds",
+        "workspace_bounds",
+        "error_status",
+        "threads",
+    ):
         assert first["checks"][check] == "PASS"
     assert "PASS" in text and "FAIL: 0" in text
 
@@ -79,8 +107,16 @@ def test_op_selection_skips_and_xfails(tmp_path):
     skips.write_text("# not now\nexp:float16\n")
     xfails = tmp_path / "xfails.txt"
     xfails.write_text("add:int8  # expected to fail, but passes\n")
-    rc, data, _ = run_suite(tmp_path, "--ops", "exp,add:int*", "--skips-file", str(skips),
-                            "--xfails-file", str(xfails), "--quick")
+    rc, data, _ = run_suite(
+        tmp_path,
+        "--ops",
+        "exp,add:int*",
+        "--skips-file",
+        str(skips),
+        "--xfails-file",
+        str(xfails),
+        "--quick",
+    )
     assert rc == 0
     status = {(r["op"], r["dtype"]): r["status"] for r in data["runs"][0]["results"]}
     assert status[("exp", "float16")] == "SKIP"
@@ -101,8 +137,16 @@ def build_plugin(out_dir: Path, planted_faults: bool) -> Path:
     assert compiler, "a C compiler is needed to build the example plugin"
     name = "libctensor_example_broken.so" if planted_faults else "libctensor_example.so"
     target = out_dir / name
-    command = [compiler, "-shared", "-fPIC", "-O2", "-o", str(target), str(EXAMPLE),
-               f"-I{ctensor.get_include()}"]
+    command = [
+        compiler,
+        "-shared",
+        "-fPIC",
+        "-O2",
+        "-o",
+        str(target),
+        str(EXAMPLE),
+        f"-I{ctensor.get_include()}",
+    ]
     if planted_faults:
         command.append("-DCT_EXAMPLE_PLANT_FAULTS")
     subprocess.run(command, check=True, capture_output=True, text=True)
@@ -122,8 +166,7 @@ def broken_report(tmp_path_factory):
 
 
 def _by_status(data: dict, status: str) -> dict:
-    return {(r["op"], r["dtype"]): r for r in data["runs"][0]["results"]
-            if r["status"] == status}
+    return {(r["op"], r["dtype"]): r for r in data["runs"][0]["results"] if r["status"] == status}
 
 
 def test_example_plugin_passes_every_case(example_report):
@@ -131,8 +174,9 @@ def test_example_plugin_passes_every_case(example_report):
     run = data["runs"][0]
     assert run["plugin"]["name"] == "example" and run["plugin"]["version"] == "1.0.0"
     assert run["plugin"]["abi_version"][0] == 1 and run["device"] == "cpu"
-    failures = [f"{op}:{d} [{r['check']}] {r['reason']}"
-                for (op, d), r in _by_status(data, "FAIL").items()]
+    failures = [
+        f"{op}:{d} [{r['check']}] {r['reason']}" for (op, d), r in _by_status(data, "FAIL").items()
+    ]
     assert failures == [], "\n".join(failures)
     assert rc == 0, text[-3000:]
     passed = _by_status(data, "PASS")
@@ -150,9 +194,13 @@ def test_broken_plugin_fails_exactly_the_three_planted_faults(broken_report):
     assert data["runs"][0]["plugin"]["name"] == "example-broken"
     failed = _by_status(data, "FAIL")
     assert set(failed) == {("add", "int32"), ("relu", "float32"), ("nonzero", "float64")}, (
-        "\n".join(f"{op}:{d} [{r['check']}] {r['reason']}" for (op, d), r in failed.items()))
-    wrong, past_end, leak = failed[("add", "int32")], failed[("relu", "float32")], failed[
-        ("nonzero", "float64")]
+        "\n".join(f"{op}:{d} [{r['check']}] {r['reason']}" for (op, d), r in failed.items())
+    )
+    wrong, past_end, leak = (
+        failed[("add", "int32")],
+        failed[("relu", "float32")],
+        failed[("nonzero", "float64")],
+    )
     assert wrong["check"] == "numerics" and "differ" in wrong["reason"]
     assert wrong["checks"]["output_bounds"] == "PASS" and wrong["checks"]["numerics"] == "FAIL"
     assert past_end["check"] == "output_bounds"
@@ -168,34 +216,47 @@ def test_a_reported_seed_reproduces_the_failing_case(broken_report, tmp_path):
     _, data, _ = broken_report
     first = _by_status(data, "FAIL")[("relu", "float32")]
     plugin = data["runs"][0]["plugin"]["path"]
-    rc, again, _ = run_suite(tmp_path, "--plugin", plugin, "--ops", "relu:float32",
-                             "--case", str(first["seed"]))
+    rc, again, _ = run_suite(
+        tmp_path, "--plugin", plugin, "--ops", "relu:float32", "--case", str(first["seed"])
+    )
     (row,) = again["runs"][0]["results"]
     assert rc == 1 and row["cases"] == 1
-    assert (row["check"], row["seed"], row["case"]) == (first["check"], first["seed"],
-                                                        first["case"])
+    assert (row["check"], row["seed"], row["case"]) == (
+        first["check"],
+        first["seed"],
+        first["case"],
+    )
 
 
 def test_xfails_keep_known_faults_out_of_the_exit_status(tmp_path):
     xfails = tmp_path / "xfails.txt"
     xfails.write_text("# the planted faults\nadd:int32\nrelu:float32\nnonzero:*\n")
-    rc, data, _ = run_suite(tmp_path, "--plugin", str(build_plugin(tmp_path, True)),
-                            "--xfails-file", str(xfails))
+    rc, data, _ = run_suite(
+        tmp_path, "--plugin", str(build_plugin(tmp_path, True)), "--xfails-file", str(xfails)
+    )
     assert rc == 0 and data["failed"] is False
-    assert set(_by_status(data, "XFAIL")) == {("add", "int32"), ("relu", "float32"),
-                                              ("nonzero", "float64")}
+    assert set(_by_status(data, "XFAIL")) == {
+        ("add", "int32"),
+        ("relu", "float32"),
+        ("nonzero", "float64"),
+    }
 
 
 def test_faults_the_example_plugin_does_not_plant():
     """Input writes, workspace overruns and mistyped allocations (tests/fault_kernels.py)."""
     script = Path(__file__).resolve().parent / "fault_kernels.py"
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, check=True)
-    found = {backend: [(r["status"], r["check"]) for r in rows]
-             for backend, rows in json.loads(proc.stdout).items()}
-    assert found == {"writes-input": [("FAIL", "inputs_unchanged")],
-                     "past-workspace": [("FAIL", "workspace_bounds")],
-                     "wrong-alloc": [("FAIL", "allocator")]}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    )
+    found = {
+        backend: [(r["status"], r["check"]) for r in rows]
+        for backend, rows in json.loads(proc.stdout).items()
+    }
+    assert found == {
+        "writes-input": [("FAIL", "inputs_unchanged")],
+        "past-workspace": [("FAIL", "workspace_bounds")],
+        "wrong-alloc": [("FAIL", "allocator")],
+    }
 
 
 CRASHING_PLUGIN = r"""
@@ -220,10 +281,19 @@ def test_isolate_turns_a_crash_into_a_failure(tmp_path):
     source = tmp_path / "crasher.c"
     source.write_text(CRASHING_PLUGIN)
     plugin = tmp_path / "libcrasher.so"
-    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(plugin),
-                    str(source), f"-I{ctensor.get_include()}"], check=True)
-    rc, data, text = run_suite(tmp_path, "--plugin", str(plugin), "--isolate", "--ops",
-                               "exp,sin")
+    subprocess.run(
+        [
+            shutil.which("cc") or "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(plugin),
+            str(source),
+            f"-I{ctensor.get_include()}",
+        ],
+        check=True,
+    )
+    rc, data, text = run_suite(tmp_path, "--plugin", str(plugin), "--isolate", "--ops", "exp,sin")
     assert rc == 1, text[-2000:]
     failed = _by_status(data, "FAIL")
     assert list(failed) == [("exp", "float32")]
@@ -235,13 +305,16 @@ def test_isolate_turns_a_crash_into_a_failure(tmp_path):
 def test_device_adapter_path_finds_the_same_faults(tmp_path):
     """--device-api places CPU tensors through ct_device_allocate/copy, as on an OpenCL or CUDA
     device (dynamic outputs then start at byte 0 of their buffer, guarded after only)."""
-    rc, data, text = run_suite(tmp_path, "--plugin", str(build_plugin(tmp_path, True)),
-                               "--device-api")
+    rc, data, text = run_suite(
+        tmp_path, "--plugin", str(build_plugin(tmp_path, True)), "--device-api"
+    )
     assert rc == 1
     failed = _by_status(data, "FAIL")
     assert {key: r["check"] for key, r in failed.items()} == {
-        ("add", "int32"): "numerics", ("relu", "float32"): "output_bounds",
-        ("nonzero", "float64"): "allocator"}, text[-3000:]
+        ("add", "int32"): "numerics",
+        ("relu", "float32"): "output_bounds",
+        ("nonzero", "float64"): "allocator",
+    }, text[-3000:]
     assert len(_by_status(data, "PASS")) == 12
 
 
@@ -253,8 +326,22 @@ def test_all_runs_every_discovered_backend(tmp_path):
     report = tmp_path / "all.json"
     env = {**os.environ, "CTENSOR_PLUGIN_PATH": str(plugin_dir)}
     proc = subprocess.run(
-        [sys.executable, "-m", "ctensor.conformance", "--all", "--quick", "--ops", "add,relu",
-         "--report", str(report)], capture_output=True, text=True, timeout=600, env=env)
+        [
+            sys.executable,
+            "-m",
+            "ctensor.conformance",
+            "--all",
+            "--quick",
+            "--ops",
+            "add,relu",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     runs = {run["backend"]: run for run in json.loads(report.read_text())["runs"]}
     assert list(runs)[0] == "cpu" and "example" in runs
@@ -268,13 +355,29 @@ def test_without_torch_the_cpu_dl_ops_are_reported_unchecked(tmp_path):
     """On a machine without PyTorch (README's main job after a bare `pip install .`) the deep
     learning ops of the CPU backend have no reference: SKIP with the reason, not FAIL."""
     (tmp_path / "torch.py").write_text(
-        'raise ModuleNotFoundError("No module named \'torch\'", name="torch")\n')
+        'raise ModuleNotFoundError("No module named \'torch\'", name="torch")\n'
+    )
     report = tmp_path / "report.json"
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "ctensor.conformance", "--quick", "--ops",
-                           "conv2d:float32,exp:float32", "--report", str(report)],
-                          capture_output=True, text=True, timeout=600, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ctensor.conformance",
+            "--quick",
+            "--ops",
+            "conv2d:float32,exp:float32",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = {r["op"]: r for r in json.loads(report.read_text())["runs"][0]["results"]}
     assert rows["conv2d"]["status"] == "SKIP" and "torch" in rows["conv2d"]["reason"]
@@ -302,8 +405,9 @@ def _c(*pairs):
 def test_complex_comparison_follows_numpy_nan_semantics_and_the_modulus():
     nan, inf = np.nan, np.inf
     # A complex value is NaN when either part is: NaN meets NaN whatever the other parts hold.
-    assert compare(_c((nan, nan), (nan, 0), (inf, nan)), _c((nan, 0), (0, nan), (nan, 1)),
-                   "complex128", "exp")[0]
+    assert compare(
+        _c((nan, nan), (nan, 0), (inf, nan)), _c((nan, 0), (0, nan), (nan, 1)), "complex128", "exp"
+    )[0]
     assert not compare(_c((-inf, nan)), _c((-inf, 0)), "complex128", "divide")[0]
     # Infinite parts match exactly; the finite part beside one is compared on its own.
     assert compare(_c((inf, 1.0 + 2.0**-52)), _c((inf, 1.0)), "complex128", "exp")[0]
@@ -318,8 +422,13 @@ def test_complex_comparison_follows_numpy_nan_semantics_and_the_modulus():
     assert compare(_c((1.0 + 40 * eps, 0)), _c((1.0, 0)), "complex64", "sum", 1.0)[0]
     assert not compare(_c((1.0 + 100 * eps, 0)), _c((1.0, 0)), "complex64", "sum", 1.0)[0]
     # The alternative reference (NumPy's complex64 result) is met element by element.
-    assert compare(_c((inf, -inf)), _c((8388608.0, -inf)), "complex64", "divide",
-                   alternatives=[_c((inf, -inf))])[0]
+    assert compare(
+        _c((inf, -inf)),
+        _c((8388608.0, -inf)),
+        "complex64",
+        "divide",
+        alternatives=[_c((inf, -inf))],
+    )[0]
 
 
 def test_complex_products_meet_the_plain_or_the_fused_formula():
@@ -347,8 +456,9 @@ def test_complex_cases_draw_each_part_from_the_float_edge_values():
     assert (np.isinf(pool.real) & np.isfinite(pool.imag)).any()
     assert (np.signbit(pool.imag) & (pool.imag == 0)).any()  # -0.0 imaginary parts
     spec = next(OpSpec(o) for o in registry_json()["ops"] if o["name"] == "add")
-    values = np.concatenate([c.values()[0].ravel()
-                             for c in generate(spec, ("complex64",) * 3, 5, 32)])
+    values = np.concatenate(
+        [c.values()[0].ravel() for c in generate(spec, ("complex64",) * 3, 5, 32)]
+    )
     assert values.dtype == np.complex128
     finite = values[np.isfinite(values)]
     assert (finite.imag != 0).mean() > 0.5  # random imaginary parts, not only real inputs

@@ -114,8 +114,16 @@ def unpacked_cases(dtype: str) -> None:
     untouched, negative row strides, a batch sharing A, and C accumulated over einsum's outer
     index."""
     rng = _rng(6)
-    for m, k, n in [(1, 1, 2), (5, 3, 7), (12, 9, 16), (13, 17, 33), (25, 40, 20), (37, 5, 64),
-                    (11, 64, 48), (24, 100, 95)]:
+    for m, k, n in [
+        (1, 1, 2),
+        (5, 3, 7),
+        (12, 9, 16),
+        (13, 17, 33),
+        (25, 40, 20),
+        (37, 5, 64),
+        (11, 64, 48),
+        (24, 100, 95),
+    ]:
         a_val = rng.uniform(-2, 2, (m, k)).astype(dtype)
         b_val = rng.uniform(-2, 2, (k, n)).astype(dtype)
         a, keep_a = _guarded((m, k), dtype, a_val)

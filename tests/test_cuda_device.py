@@ -47,16 +47,16 @@ def test_strided_and_broadcast_views_are_read_in_place() -> None:
         got = ctensor.ops.multiply(view, view)
         np.testing.assert_array_equal(cupy.asnumpy(got), cupy.asnumpy(view) ** 2)
     row = cupy.arange(96, dtype=cupy.float32)
-    np.testing.assert_array_equal(cupy.asnumpy(ctensor.ops.subtract(base, row)),
-                                  cupy.asnumpy(base) - cupy.asnumpy(row))
+    np.testing.assert_array_equal(
+        cupy.asnumpy(ctensor.ops.subtract(base, row)), cupy.asnumpy(base) - cupy.asnumpy(row)
+    )
 
 
 def test_negative_strides_are_read_in_place() -> None:
     # CuPy releases before the fix of cupy/cupy#10172 export negative strides wrongly, so the
     # view is described by a capsule of ctensor's own: base[::-2, 5:] as element strides.
     base = cupy.random.standard_normal((64, 96)).astype(cupy.float32)
-    view = _capsule(base.data.ptr, (2, 0), (32, 91), "float32", (-192, 1), (63 * 96 + 5) * 4,
-                    base)
+    view = _capsule(base.data.ptr, (2, 0), (32, 91), "float32", (-192, 1), (63 * 96 + 5) * 4, base)
     out = cupy.empty((32, 91), dtype=cupy.float32)  # a raw capsule gets no allocated result
     ctensor.ops.negative(view, out=out)
     np.testing.assert_array_equal(cupy.asnumpy(out), -cupy.asnumpy(base)[::-2, 5:])
@@ -132,8 +132,18 @@ def test_more_than_2_to_the_31_elements() -> None:
 
 def test_conformance_suite_passes_on_cuda(tmp_path) -> None:  # noqa: ANN001
     report = tmp_path / "cuda.json"
-    command = [sys.executable, "-m", "ctensor.conformance", "--backend", "cuda", "--device",
-               "cuda:0", "--quick", "--report", str(report)]
+    command = [
+        sys.executable,
+        "-m",
+        "ctensor.conformance",
+        "--backend",
+        "cuda",
+        "--device",
+        "cuda:0",
+        "--quick",
+        "--report",
+        str(report),
+    ]
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired as expired:

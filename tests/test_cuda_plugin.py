@@ -43,8 +43,9 @@ def test_plugin_is_installed_and_loaded_or_says_why() -> None:
 def test_import_never_fails_and_prints_nothing_without_a_gpu() -> None:
     _require_built()
     script = "import ctensor; print([b.state for b in ctensor.backends() if b.name == 'cuda'])"
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            cwd="/", check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd="/", check=True
+    )
     assert result.stderr == ""
     assert result.stdout.strip() in ("['loaded']", "['unavailable']")
 
@@ -52,8 +53,9 @@ def test_import_never_fails_and_prints_nothing_without_a_gpu() -> None:
 def _elf_dynamic(path: str) -> str:
     objdump = shutil.which("objdump")
     assert objdump, "objdump (binutils, installed with gcc) is needed to read the plugin's ELF"
-    return subprocess.run([objdump, "-p", "-T", path], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        [objdump, "-p", "-T", path], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_plugin_needs_no_cuda_runtime_library_and_exports_two_symbols() -> None:
@@ -62,7 +64,8 @@ def test_plugin_needs_no_cuda_runtime_library_and_exports_two_symbols() -> None:
     needed = [line.split()[1] for line in dynamic.splitlines() if line.strip().startswith("NEEDED")]
     assert needed and not [n for n in needed if "cudart" in n or n.startswith("libcuda")], needed
     exported = sorted(
-        line.split()[-1] for line in dynamic.splitlines()
+        line.split()[-1]
+        for line in dynamic.splitlines()
         if " g " in line and ".text" in line and "DF" in line
     )
     assert exported == ["ct_plugin_abi_version", "ct_plugin_init"]

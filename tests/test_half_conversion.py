@@ -59,8 +59,14 @@ def test_all_float16_patterns_widen_exactly(dst):
         want = view.astype(dst)
         bits = f"uint{np.dtype(dst).itemsize * 8}"
         assert got.dtype == np.dtype(dst)
-        assert_same_bits(got.view(bits), want.view(bits), np.isnan(got), np.isnan(want), view,
-                         f"float16 -> {dst}")
+        assert_same_bits(
+            got.view(bits),
+            want.view(bits),
+            np.isnan(got),
+            np.isnan(want),
+            view,
+            f"float16 -> {dst}",
+        )
 
 
 def float16_midpoints():
@@ -82,22 +88,61 @@ def test_float32_to_float16_halfway_cases_and_neighbours():
     x = np.concatenate([mid, up, down, halves])
     got = astype(x, "float16")
     want = x.astype(np.float16)
-    assert_same_bits(got.view(np.uint16), want.view(np.uint16), np.isnan(got), np.isnan(want), x,
-                     "float32 -> float16 (midpoints)")
+    assert_same_bits(
+        got.view(np.uint16),
+        want.view(np.uint16),
+        np.isnan(got),
+        np.isnan(want),
+        x,
+        "float32 -> float16 (midpoints)",
+    )
 
 
 def test_float32_to_float16_boundaries():
     f32 = np.float32
-    x = np.array([65504.0, 65519.99, np.nextafter(f32(65520), f32(0)), 65520.0, 65536.0, 1e10,
-                  3.4e38, np.inf, -np.inf, -65520.0, -65519.99, 2.0**-14,
-                  np.nextafter(f32(2.0**-14), f32(0)),
-                  2.0**-24, 2.0**-25, np.nextafter(f32(2.0**-25), f32(1)), 3 * 2.0**-25, 2.0**-26,
-                  1e-45, -1e-45, 1e-40, 0.0, -0.0, -2.0**-25, 5.96e-8, 6.1e-5, np.nan, -np.nan],
-                 dtype=np.float32)
+    x = np.array(
+        [
+            65504.0,
+            65519.99,
+            np.nextafter(f32(65520), f32(0)),
+            65520.0,
+            65536.0,
+            1e10,
+            3.4e38,
+            np.inf,
+            -np.inf,
+            -65520.0,
+            -65519.99,
+            2.0**-14,
+            np.nextafter(f32(2.0**-14), f32(0)),
+            2.0**-24,
+            2.0**-25,
+            np.nextafter(f32(2.0**-25), f32(1)),
+            3 * 2.0**-25,
+            2.0**-26,
+            1e-45,
+            -1e-45,
+            1e-40,
+            0.0,
+            -0.0,
+            -(2.0**-25),
+            5.96e-8,
+            6.1e-5,
+            np.nan,
+            -np.nan,
+        ],
+        dtype=np.float32,
+    )
     got = astype(x, "float16")
     want = x.astype(np.float16)
-    assert_same_bits(got.view(np.uint16), want.view(np.uint16), np.isnan(got), np.isnan(want), x,
-                     "float32 -> float16 (boundaries)")
+    assert_same_bits(
+        got.view(np.uint16),
+        want.view(np.uint16),
+        np.isnan(got),
+        np.isnan(want),
+        x,
+        "float32 -> float16 (boundaries)",
+    )
     assert got[2] == 65504 and np.isinf(got[3]) and got[14] == 0 and got[15] == 2.0**-24
     assert got[16] == 2.0**-23 and np.signbit(got[22])
 
@@ -111,26 +156,55 @@ def test_float32_to_float16_random_bit_patterns():
     for view in (x, x[::-3]):
         got = astype(view, "float16")
         want = view.astype(np.float16)
-        assert_same_bits(got.view(np.uint16), want.view(np.uint16), np.isnan(got), np.isnan(want),
-                         view, "float32 -> float16 (random)")
+        assert_same_bits(
+            got.view(np.uint16),
+            want.view(np.uint16),
+            np.isnan(got),
+            np.isnan(want),
+            view,
+            "float32 -> float16 (random)",
+        )
 
 
 def test_float64_to_float16_rounds_once():
     """Values a hair above/below a float16 midpoint: via float32 they would land exactly on the
     midpoint and round to even; the direct conversion (NumPy's) rounds away from it."""
     mid = float16_midpoints()
-    x = np.concatenate([
-        mid,
-        mid * (1 + 2.0**-40), mid * (1 - 2.0**-40),
-        np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf),
-        mid * (1 + 2.0**-25), mid * (1 - 2.0**-25),
-        [65519.999999, 65520.0, 65520.0000001, 2.0**-25 * (1 + 2.0**-50), 2.0**-25, 1e-300, 1e300,
-         np.inf, -np.inf, np.nan, -0.0, 5e-324],
-    ])
+    x = np.concatenate(
+        [
+            mid,
+            mid * (1 + 2.0**-40),
+            mid * (1 - 2.0**-40),
+            np.nextafter(mid, np.inf),
+            np.nextafter(mid, -np.inf),
+            mid * (1 + 2.0**-25),
+            mid * (1 - 2.0**-25),
+            [
+                65519.999999,
+                65520.0,
+                65520.0000001,
+                2.0**-25 * (1 + 2.0**-50),
+                2.0**-25,
+                1e-300,
+                1e300,
+                np.inf,
+                -np.inf,
+                np.nan,
+                -0.0,
+                5e-324,
+            ],
+        ]
+    )
     got = astype(x, "float16")
     want = x.astype(np.float16)
-    assert_same_bits(got.view(np.uint16), want.view(np.uint16), np.isnan(got), np.isnan(want), x,
-                     "float64 -> float16")
+    assert_same_bits(
+        got.view(np.uint16),
+        want.view(np.uint16),
+        np.isnan(got),
+        np.isnan(want),
+        x,
+        "float64 -> float16",
+    )
     assert astype(np.array([1 + 2.0**-11 + 2.0**-40]), "float16")[0] == 1 + 2.0**-10
     assert astype(np.array([2.0**-25 * (1 + 2.0**-50)]), "float16")[0] == 2.0**-24
 
@@ -142,8 +216,14 @@ def test_float64_to_float16_random():
     x = (sign | (expo << np.uint64(52)) | mant).view(np.float64)
     got = astype(x, "float16")
     want = x.astype(np.float16)
-    assert_same_bits(got.view(np.uint16), want.view(np.uint16), np.isnan(got), np.isnan(want), x,
-                     "float64 -> float16 (random)")
+    assert_same_bits(
+        got.view(np.uint16),
+        want.view(np.uint16),
+        np.isnan(got),
+        np.isnan(want),
+        x,
+        "float64 -> float16 (random)",
+    )
 
 
 # --------------------------------------------------------------------------------- bfloat16 ------
@@ -161,9 +241,14 @@ def test_all_bfloat16_patterns_widen_exactly(dst):
         want = view.to(getattr(torch, dst))
         assert got.dtype == getattr(torch, dst)
         ibits = torch.int32 if dst == "float32" else torch.int64
-        assert_same_bits(got.contiguous().view(ibits).numpy(),
-                         want.contiguous().view(ibits).numpy(), torch.isnan(got).numpy(),
-                         torch.isnan(want).numpy(), view.float().numpy(), f"bfloat16 -> {dst}")
+        assert_same_bits(
+            got.contiguous().view(ibits).numpy(),
+            want.contiguous().view(ibits).numpy(),
+            torch.isnan(got).numpy(),
+            torch.isnan(want).numpy(),
+            view.float().numpy(),
+            f"bfloat16 -> {dst}",
+        )
 
 
 def bfloat16_midpoints():
@@ -179,30 +264,69 @@ def test_float32_to_bfloat16_vs_torch():
     with np.errstate(over="ignore"):
         mid32 = mid.astype(np.float32)  # exact except the overflow tie (becomes inf: fine)
     randbits = RNG.integers(0, 1 << 32, 1 << 21, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    x = np.concatenate([mid32, np.nextafter(mid32, np.float32(np.inf)),
-                        np.nextafter(mid32, np.float32(-np.inf)), randbits,
-                        np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, 3.4028235e38, 1e-45,
-                                  2.0**-126, 2.0**-133, 2.0**-134, 3 * 2.0**-134], np.float32)])
+    x = np.concatenate(
+        [
+            mid32,
+            np.nextafter(mid32, np.float32(np.inf)),
+            np.nextafter(mid32, np.float32(-np.inf)),
+            randbits,
+            np.array(
+                [
+                    np.nan,
+                    -np.inf,
+                    np.inf,
+                    0.0,
+                    -0.0,
+                    3.4028235e38,
+                    1e-45,
+                    2.0**-126,
+                    2.0**-133,
+                    2.0**-134,
+                    3 * 2.0**-134,
+                ],
+                np.float32,
+            ),
+        ]
+    )
     t = torch.from_numpy(x)
     for view in (t, t[1::3]):
         got = astype(view, torch.bfloat16)
         want = view.to(torch.bfloat16)
         assert got.dtype == torch.bfloat16
-        assert_same_bits(bf16_bits(got), bf16_bits(want), torch.isnan(got).numpy(),
-                         torch.isnan(want).numpy(), view.numpy(), "float32 -> bfloat16")
+        assert_same_bits(
+            bf16_bits(got),
+            bf16_bits(want),
+            torch.isnan(got).numpy(),
+            torch.isnan(want).numpy(),
+            view.numpy(),
+            "float32 -> bfloat16",
+        )
 
 
 def test_float64_to_bfloat16_rounds_once():
     mid = bfloat16_midpoints()
     mid = mid[np.isfinite(mid)]
-    x = np.concatenate([mid, mid * (1 + 2.0**-40), mid * (1 - 2.0**-40), np.nextafter(mid, np.inf),
-                        np.nextafter(mid, -np.inf),
-                        [1e300, -1e300, 5e-324, 1e-45, 2.0**-134 * (1 + 2.0**-45), np.inf, np.nan]])
+    x = np.concatenate(
+        [
+            mid,
+            mid * (1 + 2.0**-40),
+            mid * (1 - 2.0**-40),
+            np.nextafter(mid, np.inf),
+            np.nextafter(mid, -np.inf),
+            [1e300, -1e300, 5e-324, 1e-45, 2.0**-134 * (1 + 2.0**-45), np.inf, np.nan],
+        ]
+    )
     got = astype(torch.from_numpy(x), torch.bfloat16)
     want = round_to_bfloat16(x)
     got64 = got.double().numpy()
-    assert_same_bits(got64.view(np.uint64), want.view(np.uint64), np.isnan(got64), np.isnan(want),
-                     x, "float64 -> bfloat16")
+    assert_same_bits(
+        got64.view(np.uint64),
+        want.view(np.uint64),
+        np.isnan(got64),
+        np.isnan(want),
+        x,
+        "float64 -> bfloat16",
+    )
     assert got64[np.flatnonzero(x == 1e-45)[0]] == 0.0
     assert got64[-3] == 2.0**-133  # a hair above the tie between 0 and the smallest subnormal
 
@@ -213,11 +337,23 @@ def test_float16_bfloat16_cross_conversions():
     h = all_float16()
     got = astype(torch.from_numpy(h), torch.bfloat16).double().numpy()
     want = round_to_bfloat16(h.astype(np.float64))
-    assert_same_bits(got.view(np.uint64), want.view(np.uint64), np.isnan(got), np.isnan(want), h,
-                     "float16 -> bfloat16")
+    assert_same_bits(
+        got.view(np.uint64),
+        want.view(np.uint64),
+        np.isnan(got),
+        np.isnan(want),
+        h,
+        "float16 -> bfloat16",
+    )
     b = all_bfloat16()
     got = astype(b, torch.float16).numpy()
     with np.errstate(over="ignore"):
         want = b.double().numpy().astype(np.float16)
-    assert_same_bits(got.view(np.uint16), want.view(np.uint16), np.isnan(got), np.isnan(want),
-                     b.float().numpy(), "bfloat16 -> float16")
+    assert_same_bits(
+        got.view(np.uint16),
+        want.view(np.uint16),
+        np.isnan(got),
+        np.isnan(want),
+        b.float().numpy(),
+        "bfloat16 -> float16",
+    )

@@ -16,12 +16,32 @@ from opencl_arrays import DEVICE, device_like, require_opencl
 import ctensor
 
 ELEMENTWISE = sorted(
-    name for name in ctensor.list_ops()
+    name
+    for name in ctensor.list_ops()
     if "elementwise" in ctensor.op_info(name)["flags"] and kernel_signatures(name, "opencl")
 )
-FOUNDATION = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "negative",
-              "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "equal", "less", "greater",
-              "where", "astype"]
+FOUNDATION = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "pow",
+    "negative",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "equal",
+    "less",
+    "greater",
+    "where",
+    "astype",
+]
 
 
 def setup_module() -> None:
@@ -32,8 +52,9 @@ def test_foundation_elementwise_ops_are_registered_for_every_dtype_they_declare(
     for name in FOUNDATION:
         cpu = {tuple(s) for s in kernel_signatures(name, "cpu")}
         opencl = set(kernel_signatures(name, "opencl"))
-        wanted = {s for s in cpu if set(s) <= {"bool", "int32", "int64", "float16", "float32",
-                                               "float64"}}
+        wanted = {
+            s for s in cpu if set(s) <= {"bool", "int32", "int64", "float16", "float32", "float64"}
+        }
         assert wanted <= opencl, f"{name}: missing {sorted(wanted - opencl)}"
 
 
@@ -65,8 +86,12 @@ def test_matches_cpu_backend(name: str, data) -> None:
             elements = st.integers(-2, 70)
         if name == "pow" and k == 1 and not signature[1].startswith("float"):
             elements = st.integers(0, 70)  # negative integer exponents are refused
-        inputs.append(data.draw(strided_arrays(signature[k], shape=shapes.input_shapes[k],
-                                               elements=elements), label=f"x{k}"))
+        inputs.append(
+            data.draw(
+                strided_arrays(signature[k], shape=shapes.input_shapes[k], elements=elements),
+                label=f"x{k}",
+            )
+        )
     _compare(name, inputs, attrs)
 
 

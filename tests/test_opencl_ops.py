@@ -72,8 +72,11 @@ def test_reductions(name: str, data) -> None:
     x = arrays(data, dtype, max_dims=3, min_side=1 if needs_identity else 0)
     if name == "prod" and dtype.startswith("float"):
         x = np.clip(x, -2, 2).astype(dtype)
-    axis = data.draw(st.one_of(st.none(), st.lists(st.integers(0, max(x.ndim - 1, 0)),
-                                                    unique=True, max_size=x.ndim)))
+    axis = data.draw(
+        st.one_of(
+            st.none(), st.lists(st.integers(0, max(x.ndim - 1, 0)), unique=True, max_size=x.ndim)
+        )
+    )
     if x.ndim == 0:
         axis = None
     keepdims = data.draw(st.booleans())
@@ -106,9 +109,13 @@ def test_matmul(data) -> None:
     m, k, n = (data.draw(st.integers(0, 4)) for _ in range(3))
     kind = data.draw(st.sampled_from(["mm", "mv", "vm", "vv", "batched"]))
     batch = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3))
-    shapes = {"mm": ((m, k), (k, n)), "mv": ((m, k), (k,)), "vm": ((k,), (k, n)),
-              "vv": ((k,), (k,)),
-              "batched": (batch.input_shapes[0] + (m, k), batch.input_shapes[1] + (k, n))}[kind]
+    shapes = {
+        "mm": ((m, k), (k, n)),
+        "mv": ((m, k), (k,)),
+        "vm": ((k,), (k, n)),
+        "vv": ((k,), (k,)),
+        "batched": (batch.input_shapes[0] + (m, k), batch.input_shapes[1] + (k, n)),
+    }[kind]
     a = arrays(data, dtype, shape=shapes[0])
     b = arrays(data, dtype, shape=shapes[1])
     same("matmul", [a, b], rtol_scale=16 + 64 * k)
@@ -130,13 +137,17 @@ def test_layer_norm(data) -> None:
     dtype = data.draw(st.sampled_from(opencl_dtypes("layer_norm")))
     x = arrays(data, dtype, min_dims=1, max_dims=3, min_side=1)
     count = data.draw(st.integers(1, x.ndim))
-    normalized = x.shape[x.ndim - count:]
+    normalized = x.shape[x.ndim - count :]
     weight = arrays(data, dtype, shape=normalized) if data.draw(st.booleans()) else None
     bias = arrays(data, dtype, shape=normalized) if data.draw(st.booleans()) else None
     op = ctensor.ops.layer_norm
     expected = op(x, weight, bias, normalized_shape=list(normalized))
-    got = op(device_like(x), None if weight is None else device_like(weight),
-             None if bias is None else device_like(bias), normalized_shape=list(normalized))
+    got = op(
+        device_like(x),
+        None if weight is None else device_like(weight),
+        None if bias is None else device_like(bias),
+        normalized_shape=list(normalized),
+    )
     # (x - mean) * rstd loses digits when x is close to its mean: an absolute floor per dtype.
     floor = {"float16": 2e-2, "float32": 1e-5, "float64": 1e-12}[str(x.dtype)]
     assert_close(np.asarray(got), expected, rtol_scale=256, atol=floor * 100)
@@ -158,8 +169,15 @@ def test_conv2d(data) -> None:
     x = arrays(data, dtype, shape=(data.draw(st.integers(0, 2)), cin, h, w))
     weight = arrays(data, dtype, shape=(cout, cin // groups, kh, kw))
     bias = arrays(data, dtype, shape=(cout,)) if data.draw(st.booleans()) else None
-    same("conv2d", [x, weight, bias], rtol_scale=512, stride=stride, padding=padding,
-         dilation=dilation, groups=groups)
+    same(
+        "conv2d",
+        [x, weight, bias],
+        rtol_scale=512,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+    )
 
 
 @pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"])
@@ -168,16 +186,22 @@ def test_conv2d(data) -> None:
 def test_pools(name: str, data) -> None:
     dtype = data.draw(st.sampled_from(opencl_dtypes(name)))
     rank = data.draw(st.sampled_from([3, 4]))
-    shape = (2,) * (rank - 3) + (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7)),
-                                  data.draw(st.integers(1, 7)))
+    shape = (2,) * (rank - 3) + (
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 7)),
+        data.draw(st.integers(1, 7)),
+    )
     x = arrays(data, dtype, shape=shape)
     if name == "adaptive_avg_pool2d":
         attrs = {"output_size": [data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))]}
     else:
         kernel = [data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))]
-        attrs = {"kernel_size": kernel, "stride": [data.draw(st.integers(1, 2))] * 2,
-                 "padding": [data.draw(st.integers(0, k // 2)) for k in kernel],
-                 "ceil_mode": data.draw(st.booleans())}
+        attrs = {
+            "kernel_size": kernel,
+            "stride": [data.draw(st.integers(1, 2))] * 2,
+            "padding": [data.draw(st.integers(0, k // 2)) for k in kernel],
+            "ceil_mode": data.draw(st.booleans()),
+        }
         if name == "max_pool2d":
             attrs["dilation"] = [data.draw(st.integers(1, 2))] * 2
         else:
@@ -210,8 +234,11 @@ def test_permute_dims_and_concat(data) -> None:
 @given(data=st.data())
 def test_sort_and_topk(data) -> None:
     dtype = data.draw(st.sampled_from(opencl_dtypes("sort")))
-    elements = st.sampled_from([0.0, -0.0, 1.0, -2.5, np.nan, np.inf, 3.0]) \
-        if dtype.startswith("float") else moderate(dtype)
+    elements = (
+        st.sampled_from([0.0, -0.0, 1.0, -2.5, np.nan, np.inf, 3.0])
+        if dtype.startswith("float")
+        else moderate(dtype)
+    )
     x = data.draw(strided_arrays(dtype, min_dims=1, max_dims=3, elements=elements))
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
     same("sort", [x], axis=axis, descending=data.draw(st.booleans()))
@@ -236,10 +263,31 @@ def test_dynamic_ops(data) -> None:
 
 
 def test_foundation_and_listed_ops_are_registered() -> None:
-    listed = ["sum", "mean", "max", "argmax", "matmul", "softmax", "permute_dims", "conv2d",
-              "nonzero", "unique_values", "boolean_mask", "log_softmax", "layer_norm",
-              "max_pool2d", "avg_pool2d", "concat", "sort", "topk", "prod", "min", "any", "all",
-              "argmin"]
+    listed = [
+        "sum",
+        "mean",
+        "max",
+        "argmax",
+        "matmul",
+        "softmax",
+        "permute_dims",
+        "conv2d",
+        "nonzero",
+        "unique_values",
+        "boolean_mask",
+        "log_softmax",
+        "layer_norm",
+        "max_pool2d",
+        "avg_pool2d",
+        "concat",
+        "sort",
+        "topk",
+        "prod",
+        "min",
+        "any",
+        "all",
+        "argmin",
+    ]
     for name in listed:
         cpu = {tuple(s) for s in kernel_signatures(name, "cpu")}
         wanted = {s for s in cpu if set(s) <= set(DTYPES)}

@@ -21,8 +21,14 @@ def setup_module() -> None:
 def _run(code: str, **env: str) -> dict:
     environment = dict(os.environ)
     environment.update(env)
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environment,
-                            capture_output=True, text=True, timeout=600, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -119,16 +125,27 @@ def test_plugin_init_refuses_a_smaller_host_table_and_describes_itself_otherwise
         return status
 
     class Host(ctypes.Structure):
-        _fields_ = [("struct_size", ctypes.c_size_t), ("abi_version", ctypes.c_uint32),
-                    ("library_version", ctypes.c_char_p), ("kernel_register", ctypes.c_void_p),
-                    ("set_error", set_error_type), ("last_error", ctypes.c_void_p),
-                    ("op_find", ctypes.c_void_p), ("op_get_schema", ctypes.c_void_p)]
+        _fields_ = [
+            ("struct_size", ctypes.c_size_t),
+            ("abi_version", ctypes.c_uint32),
+            ("library_version", ctypes.c_char_p),
+            ("kernel_register", ctypes.c_void_p),
+            ("set_error", set_error_type),
+            ("last_error", ctypes.c_void_p),
+            ("op_find", ctypes.c_void_p),
+            ("op_get_schema", ctypes.c_void_p),
+        ]
 
     class Info(ctypes.Structure):
-        _fields_ = [("struct_size", ctypes.c_size_t), ("name", ctypes.c_char_p),
-                    ("version", ctypes.c_char_p), ("device_type", ctypes.c_int32),
-                    ("device_count", ctypes.c_int32), ("memory", ctypes.c_void_p),
-                    ("plugin_data", ctypes.c_void_p)]
+        _fields_ = [
+            ("struct_size", ctypes.c_size_t),
+            ("name", ctypes.c_char_p),
+            ("version", ctypes.c_char_p),
+            ("device_type", ctypes.c_int32),
+            ("device_count", ctypes.c_int32),
+            ("memory", ctypes.c_void_p),
+            ("plugin_data", ctypes.c_void_p),
+        ]
 
     init = plugin.ct_plugin_init
     init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

@@ -49,20 +49,86 @@ def source_values(src):
     rng = np.random.default_rng(abs(hash(src)) % 2**32)
     if src in INTEGER:
         info = np.iinfo(src)
-        edges = [0, 1, 2, 100, 127, 128, 255, 256, 32767, 32768, 65503, 65504, 65519, 65520,
-                 65535, 65536, 2**24 + 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**53 + 1, 2**63 - 1,
-                 2**64 - 1]
+        edges = [
+            0,
+            1,
+            2,
+            100,
+            127,
+            128,
+            255,
+            256,
+            32767,
+            32768,
+            65503,
+            65504,
+            65519,
+            65520,
+            65535,
+            65536,
+            2**24 + 1,
+            2**31 - 1,
+            2**31,
+            2**32 - 1,
+            2**32,
+            2**53 + 1,
+            2**63 - 1,
+            2**64 - 1,
+        ]
         vals = {v for e in edges for v in (e, -e) if info.min <= v <= info.max}
         vals |= {info.min, info.max, info.min + 1, info.max - 1}
         rand = rng.integers(info.min, info.max, 64, dtype=src, endpoint=True)
         return np.concatenate([np.array(sorted(vals), dtype=src), rand])
-    vals = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 0.99, -0.99, 1.0, -1.0, 1.5,
-            2.5, -2.5, 127.5, 128.0, -128.5, -129.0, 255.9, 256.0, 32767.5, -32768.9, 65504.0,
-            65519.0, 65520.0, 1e5, 2.0**31 - 1, 2.0**31, -(2.0**31) - 1, 2.0**32, 2.0**53 + 2,
-            2.0**63, -(2.0**63), 2.0**64, 1e30, -1e30, 3e38, 1e300, 1e-40, 6e-8, 1e-310, -1e-310,
-            1 / 3, 1e-3]
-    rand = np.concatenate([rng.standard_normal(32) * 10.0 ** rng.integers(-8, 12, 32),
-                           rng.standard_normal(32) * 100])
+    vals = [
+        np.nan,
+        -np.nan,
+        np.inf,
+        -np.inf,
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        0.99,
+        -0.99,
+        1.0,
+        -1.0,
+        1.5,
+        2.5,
+        -2.5,
+        127.5,
+        128.0,
+        -128.5,
+        -129.0,
+        255.9,
+        256.0,
+        32767.5,
+        -32768.9,
+        65504.0,
+        65519.0,
+        65520.0,
+        1e5,
+        2.0**31 - 1,
+        2.0**31,
+        -(2.0**31) - 1,
+        2.0**32,
+        2.0**53 + 2,
+        2.0**63,
+        -(2.0**63),
+        2.0**64,
+        1e30,
+        -1e30,
+        3e38,
+        1e300,
+        1e-40,
+        6e-8,
+        1e-310,
+        -1e-310,
+        1 / 3,
+        1e-3,
+    ]
+    rand = np.concatenate(
+        [rng.standard_normal(32) * 10.0 ** rng.integers(-8, 12, 32), rng.standard_normal(32) * 100]
+    )
     x64 = np.concatenate([np.array(vals), rand])
     if src == "bfloat16":
         return round_to_bfloat16(x64)
@@ -111,8 +177,13 @@ def reference(src, dst, values):
 def in_range(src, dst, values):
     if src in FLOATS and dst in INTEGER:
         info = np.iinfo(dst)  # compared exactly, as Python ints (2**63 is out of int64's range)
-        return np.array([bool(np.isfinite(v)) and int(info.min) <= int(v) <= int(info.max)
-                         for v in values.tolist()], dtype=bool)
+        return np.array(
+            [
+                bool(np.isfinite(v)) and int(info.min) <= int(v) <= int(info.max)
+                for v in values.tolist()
+            ],
+            dtype=bool,
+        )
     return np.ones(len(values), bool)
 
 
@@ -156,12 +227,18 @@ def test_astype_pair_in_range_matches_numpy_torch(src, dst):
     # strided and reversed sources
     if isinstance(x, torch.Tensor):
         compare(run_astype(x[::2], dst), expected[::2], dst)
-        compare(run_astype(x.reshape(-1, 1).expand(-1, 3).T, dst),
-                np.broadcast_to(expected, (3, len(expected))), dst)
+        compare(
+            run_astype(x.reshape(-1, 1).expand(-1, 3).T, dst),
+            np.broadcast_to(expected, (3, len(expected))),
+            dst,
+        )
     else:
         compare(run_astype(x[::-2], dst), expected[::-2], dst)
-        compare(run_astype(np.broadcast_to(x, (3, len(x))), dst),
-                np.broadcast_to(expected, (3, len(expected))), dst)
+        compare(
+            run_astype(np.broadcast_to(x, (3, len(x))), dst),
+            np.broadcast_to(expected, (3, len(expected))),
+            dst,
+        )
         compare(run_astype(x[:0], dst), expected[:0], dst)
         compare(run_astype(x[3], dst), np.asarray(expected[3]), dst)  # 0-d
 
@@ -198,8 +275,16 @@ def test_astype_64bit_integers_to_bfloat16_round_once(src):
     """Documented: conversions to bfloat16 round to nearest even, once. 2**62 + 2**54 + 1 is
     just above the midpoint of 2**62 and 2**62 + 2**55, so it must round up; going through
     float64 first lands exactly on the midpoint and rounds (to even) down."""
-    vals = [2**62 + 2**54 + 1, 2**62 + 2**54, 2**62 + 3 * 2**54, 2**62 + 3 * 2**54 - 1,
-            2**60 + 2**52 + 3, 2**63 - 1, 2**56 + 2**48 + 2**5, 12345678901234567]
+    vals = [
+        2**62 + 2**54 + 1,
+        2**62 + 2**54,
+        2**62 + 3 * 2**54,
+        2**62 + 3 * 2**54 - 1,
+        2**60 + 2**52 + 3,
+        2**63 - 1,
+        2**56 + 2**48 + 2**5,
+        12345678901234567,
+    ]
     if src == "int64":
         vals += [-v for v in vals[:5]]
     else:

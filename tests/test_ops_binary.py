@@ -80,14 +80,14 @@ def reference(op, dtype, x1, x2):
         # Materialise both operands: with a scalar exponent NumPy rewrites x ** 0.5 as sqrt(x)
         # (so (-inf) ** 0.5 is nan), unlike its element-wise loop and C99 pow (inf), which
         # ctensor follows.
-        full_a, full_b = (np.array(v, copy=True) for v in np.broadcast_arrays(
-            np.atleast_1d(a), np.atleast_1d(b)))
+        full_a, full_b = (
+            np.array(v, copy=True) for v in np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(b))
+        )
         with np.errstate(all="ignore"):
             r = FLOAT_REF[op](full_a, full_b).reshape(shape)
         return r if op in COMPARE else round_to_dtype(r, dtype)
     with np.errstate(all="ignore"):
         return FLOAT_REF[op](np.asarray(x1), np.asarray(x2))  # NumPy in dtype; divide -> float64
-
 
 
 def check_binary(op, dtype, x1, x2):
@@ -105,7 +105,6 @@ def check_binary(op, dtype, x1, x2):
     if op in SIGNED_ZERO and want_dtype in FLOATS:
         assert_signs_of_zeros(got, expected, f"{op}({dtype})")
     assert unchanged(x1, b1) and unchanged(x2, b2), "an input was written"
-
 
 
 def exponent_elements(op, dtype):
@@ -139,8 +138,27 @@ def special_values(dtype):
         if info.min < 0:
             vals |= {-1, -2}
         return np.array(sorted(vals), dtype=dtype)
-    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 1e-5, 65504.0,
-                     -65504.0, 3e38, 1e300, -1e-300], dtype=np.float64)
+    return np.array(
+        [
+            np.nan,
+            np.inf,
+            -np.inf,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -2.0,
+            3.0,
+            1e-5,
+            65504.0,
+            -65504.0,
+            3e38,
+            1e300,
+            -1e-300,
+        ],
+        dtype=np.float64,
+    )
 
 
 def special_operands(dtype, values):
@@ -236,17 +254,26 @@ def test_integer_pow_matches_numpy(dtype):
     """Integer pow wraps as NumPy's np.power in that dtype (large exponents included)."""
     rng = np.random.default_rng(7)
     info = np.iinfo(dtype)
-    base = np.concatenate([np.array([0, 1, 2, 3, info.max, info.min], dtype=dtype),
-                           rng.integers(info.min, info.max, 200, dtype=dtype, endpoint=True)])
-    exps = np.concatenate([np.array([0, 1, 2, 63, 64, 65], dtype=dtype),
-                           rng.integers(0, min(info.max, 200), 200, dtype=dtype, endpoint=True)])
+    base = np.concatenate(
+        [
+            np.array([0, 1, 2, 3, info.max, info.min], dtype=dtype),
+            rng.integers(info.min, info.max, 200, dtype=dtype, endpoint=True),
+        ]
+    )
+    exps = np.concatenate(
+        [
+            np.array([0, 1, 2, 63, 64, 65], dtype=dtype),
+            rng.integers(0, min(info.max, 200), 200, dtype=dtype, endpoint=True),
+        ]
+    )
     got = call("pow", base, exps)
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(got, np.power(base, exps))
     # every base with every small exponent
     small = np.arange(0, 20, dtype=dtype)
-    np.testing.assert_array_equal(call("pow", base[:, None], small[None, :]),
-                                  np.power(base[:, None], small[None, :]))
+    np.testing.assert_array_equal(
+        call("pow", base[:, None], small[None, :]), np.power(base[:, None], small[None, :])
+    )
 
 
 @settings(max_examples=30, deadline=None)

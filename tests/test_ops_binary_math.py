@@ -55,8 +55,7 @@ REF = {
     "logical_or": np.logical_or,
     "logical_xor": np.logical_xor,
 }
-BOOL_OUT = {"not_equal", "less_equal", "greater_equal", "logical_and", "logical_or",
-            "logical_xor"}
+BOOL_OUT = {"not_equal", "less_equal", "greater_equal", "logical_and", "logical_or", "logical_xor"}
 IN_COMPUTE_DTYPE = {"floor_divide", "remainder"}  # NumPy's algorithm, exact
 TOLERANT = {"atan2", "hypot", "logaddexp"}
 SIGNED_ZERO = {"floor_divide", "remainder", "copysign", "atan2"}
@@ -92,7 +91,6 @@ def reference(op, dtype, x1, x2):
     return round_to_dtype(r, dtype)
 
 
-
 def check(op, dtype, x1, x2):
     b1, b2 = snapshot(x1), snapshot(x2)
     got = call(op, x1, x2)
@@ -110,14 +108,15 @@ def check(op, dtype, x1, x2):
     assert unchanged(x1, b1) and unchanged(x2, b2), "an input was written"
 
 
-
 def second_elements(op, dtype):
     """Shift counts: mostly small (the interesting range), sometimes anything (negative and
     >= width included: defined as NumPy, never C's undefined behaviour)."""
     if op.startswith("bitwise_") and "shift" in op:
         info = np.iinfo(dtype)
-        return st.one_of(st.integers(0, 8 * np.dtype(dtype).itemsize + 1),
-                         st.integers(int(info.min), int(info.max)))
+        return st.one_of(
+            st.integers(0, 8 * np.dtype(dtype).itemsize + 1),
+            st.integers(int(info.min), int(info.max)),
+        )
     return None
 
 
@@ -141,13 +140,45 @@ def special_values(dtype):
     if dtype in INTEGER:
         info = np.iinfo(dtype)
         bits = 8 * np.dtype(dtype).itemsize
-        vals = {info.min, info.min + 1, 0, 1, 2, 3, 7, bits - 1, bits, bits + 1, info.max - 1,
-                info.max}
+        vals = {
+            info.min,
+            info.min + 1,
+            0,
+            1,
+            2,
+            3,
+            7,
+            bits - 1,
+            bits,
+            bits + 1,
+            info.max - 1,
+            info.max,
+        }
         if info.min < 0:
             vals |= {-1, -2, -3, -bits}
         return np.array(sorted(vals), dtype=dtype)
-    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, -7.0, 1e-3,
-                     1e30, -1e30, 65504.0, 6e-8, 3e38], dtype=np.float64)
+    return np.array(
+        [
+            np.nan,
+            np.inf,
+            -np.inf,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -2.5,
+            3.0,
+            -7.0,
+            1e-3,
+            1e30,
+            -1e30,
+            65504.0,
+            6e-8,
+            3e38,
+        ],
+        dtype=np.float64,
+    )
 
 
 @pytest.mark.parametrize("op,dtype", CASES)
@@ -253,12 +284,15 @@ def test_float_division_and_sleef_functions_over_random_bits(dtype):
 def test_shift_edges_match_numpy(dtype):
     bits = 8 * np.dtype(dtype).itemsize
     signed = np.iinfo(dtype).min < 0
-    counts = np.array(list(range(0, bits + 3)) + ([-1, -bits, np.iinfo(dtype).min] if signed
-                                                  else [np.iinfo(dtype).max]), dtype)
-    values = np.array([1, 3, np.iinfo(dtype).max, np.iinfo(dtype).min] +
-                      ([-1, -5] if signed else []), dtype)
-    for op, ref in [("bitwise_left_shift", np.left_shift),
-                    ("bitwise_right_shift", np.right_shift)]:
+    counts = np.array(
+        list(range(0, bits + 3))
+        + ([-1, -bits, np.iinfo(dtype).min] if signed else [np.iinfo(dtype).max]),
+        dtype,
+    )
+    values = np.array(
+        [1, 3, np.iinfo(dtype).max, np.iinfo(dtype).min] + ([-1, -5] if signed else []), dtype
+    )
+    for op, ref in [("bitwise_left_shift", np.left_shift), ("bitwise_right_shift", np.right_shift)]:
         got = call(op, values[:, None], counts[None, :])
         np.testing.assert_array_equal(got, ref(values[:, None], counts[None, :]), err_msg=op)
     if signed:
@@ -319,8 +353,10 @@ def test_clip_scalars_nan_and_keywords():
     got = call("clip", x[:4], np.array([np.nan, 0, 0, 0], np.float32), 1.0)
     np.testing.assert_array_equal(got, [np.nan, 0, 0.5, 1])
     # min > max gives max, as NumPy
-    np.testing.assert_array_equal(call("clip", np.arange(4, dtype=np.int16), 3, 1),
-                                  np.clip(np.arange(4, dtype=np.int16), 3, 1))
+    np.testing.assert_array_equal(
+        call("clip", np.arange(4, dtype=np.int16), 3, 1),
+        np.clip(np.arange(4, dtype=np.int16), 3, 1),
+    )
     i = np.array([-200, 0, 200], np.int32)
     got = call("clip", i, np.int32(-5), np.int32(5))
     assert got.dtype == np.int32 and got.tolist() == [-5, 0, 5]
@@ -334,10 +370,16 @@ def test_clip_vector_loops_match_numpy(dtype):
     rng = np.random.default_rng(3)
     floating = np.dtype(dtype).kind == "f"
     for n in (7, 8, 9, 31, 64, 1001):
-        x = (rng.standard_normal(n) * 50).astype(dtype) if floating else \
-            rng.integers(0, 200, n).astype(dtype)
-        lo = (rng.standard_normal(n) * 20).astype(dtype) if floating else \
-            rng.integers(0, 100, n).astype(dtype)
+        x = (
+            (rng.standard_normal(n) * 50).astype(dtype)
+            if floating
+            else rng.integers(0, 200, n).astype(dtype)
+        )
+        lo = (
+            (rng.standard_normal(n) * 20).astype(dtype)
+            if floating
+            else rng.integers(0, 100, n).astype(dtype)
+        )
         hi = lo + dtype(30) if floating else (lo + rng.integers(0, 60, n)).astype(dtype)
         if floating:
             x[::13] = np.nan
@@ -346,8 +388,7 @@ def test_clip_vector_loops_match_numpy(dtype):
         hi[::11] = lo[::11] - dtype(1)  # crossed
         lo_s, hi_s = dtype(10), dtype(60)
         np.testing.assert_array_equal(call("clip", x, lo_s, hi_s), np.clip(x, lo_s, hi_s))
-        np.testing.assert_array_equal(call("clip", x, lo, hi),
-                                      np.minimum(np.maximum(x, lo), hi))
+        np.testing.assert_array_equal(call("clip", x, lo, hi), np.minimum(np.maximum(x, lo), hi))
         np.testing.assert_array_equal(call("clip", x, lo_s, None), np.maximum(x, lo_s))
         np.testing.assert_array_equal(call("clip", x, None, hi), np.minimum(x, hi))
         inplace = x.copy()
@@ -390,9 +431,11 @@ def test_logaddexp_edges_and_promotion_match_numpy():
         got = call("logaddexp", a, b)
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-15)
-    for a, b in [(np.array([1, 2, -3], np.int32), np.array([4, -5, 6], np.int32)),
-                 (np.array([1, 2], np.int8), np.array([3.0, 4.0], np.float16)),
-                 (np.array([True, False]), np.array([True, True]))]:
+    for a, b in [
+        (np.array([1, 2, -3], np.int32), np.array([4, -5, 6], np.int32)),
+        (np.array([1, 2], np.int8), np.array([3.0, 4.0], np.float16)),
+        (np.array([True, False]), np.array([True, True])),
+    ]:
         want = np.logaddexp(a, b)
         got = call("logaddexp", a, b)
         assert got.dtype == want.dtype, (a.dtype, b.dtype, got.dtype, want.dtype)

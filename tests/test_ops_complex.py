@@ -38,17 +38,49 @@ from ctensor import ops
 PART = {"complex64": "float32", "complex128": "float64"}
 
 INVERSE = ["asin", "acos", "atan", "asinh", "acosh", "atanh"]
-UNARY_SAME = ["negative", "positive", "exp", "log", "sqrt", "square", "reciprocal", "sign",
-              "sin", "cos", "tan", "sinh", "cosh", "tanh", *INVERSE, "expm1", "log1p", "log2",
-              "log10"]
+UNARY_SAME = [
+    "negative",
+    "positive",
+    "exp",
+    "log",
+    "sqrt",
+    "square",
+    "reciprocal",
+    "sign",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "tanh",
+    *INVERSE,
+    "expm1",
+    "log1p",
+    "log2",
+    "log10",
+]
 PREDICATES = ["isnan", "isinf", "isfinite"]
 ARITH = ["add", "subtract", "multiply", "divide"]
 COMPARE = ["equal", "not_equal"]
 REDUCE = ["sum", "mean", "prod"]
 # C library functions NumPy also calls, and NumPy's own formulas on them (expm1, log1p, log2,
 # log10): bit-for-bit equal on special values.
-LIBM = ["exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", *INVERSE, "expm1",
-        "log1p", "log2", "log10"]
+LIBM = [
+    "exp",
+    "log",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "tanh",
+    *INVERSE,
+    "expm1",
+    "log1p",
+    "log2",
+    "log10",
+]
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -0.75, np.inf, -np.inf, np.nan, 1e30, -1e30]
 SPECIAL_GRID = np.array([complex(re, im) for re in SPECIAL for im in SPECIAL])
@@ -74,8 +106,13 @@ def reference(op, dtype, *args, **kw):
 def finite(dtype, magnitude=1e3):
     """Finite complex elements with parts of at most `magnitude` (no overflow in products)."""
     width = 64 if dtype == "complex64" else 128
-    return st.complex_numbers(max_magnitude=magnitude, allow_nan=False, allow_infinity=False,
-                              allow_subnormal=False, width=width)
+    return st.complex_numbers(
+        max_magnitude=magnitude,
+        allow_nan=False,
+        allow_infinity=False,
+        allow_subnormal=False,
+        width=width,
+    )
 
 
 def any_complex(dtype):
@@ -89,8 +126,9 @@ def same_bits(got, expected) -> bool:
     expected = np.ascontiguousarray(np.atleast_1d(np.asarray(expected)))
     g = got.view(PART[str(got.dtype)])
     e = expected.view(PART[str(expected.dtype)])
-    return np.array_equal(g, e, equal_nan=True) and np.array_equal(np.signbit(g)[~np.isnan(e)],
-                                                                    np.signbit(e)[~np.isnan(e)])
+    return np.array_equal(g, e, equal_nan=True) and np.array_equal(
+        np.signbit(g)[~np.isnan(e)], np.signbit(e)[~np.isnan(e)]
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -119,14 +157,36 @@ def test_registry_declares_complex_kernels_exactly(dtype):
 
 
 @pytest.mark.parametrize(
-    "op", ["maximum", "minimum", "floor", "less", "greater_equal", "max", "argmax", "sort",
-           "erf", "logsumexp", "var", "atan2", "remainder", "relu", "clip"]
+    "op",
+    [
+        "maximum",
+        "minimum",
+        "floor",
+        "less",
+        "greater_equal",
+        "max",
+        "argmax",
+        "sort",
+        "erf",
+        "logsumexp",
+        "var",
+        "atan2",
+        "remainder",
+        "relu",
+        "clip",
+    ],
 )
 def test_ops_without_complex_kernels_refuse_complex(op):
     assert "complex64" not in kernel_dtypes(op) and "complex128" not in kernel_dtypes(op)
     x = np.ones(3, np.complex64)
-    args = {"atan2": (x, x), "remainder": (x, x), "maximum": (x, x), "minimum": (x, x),
-            "less": (x, x), "greater_equal": (x, x)}.get(op, (x,))
+    args = {
+        "atan2": (x, x),
+        "remainder": (x, x),
+        "maximum": (x, x),
+        "minimum": (x, x),
+        "less": (x, x),
+        "greater_equal": (x, x),
+    }.get(op, (x,))
     with pytest.raises(ctensor.UnsupportedDTypeError):
         call(op, *args)
 
@@ -160,8 +220,11 @@ def test_unary_special_values_match_numpy_bit_for_bit(op, dtype):
     got = call(op, x)
     with np.errstate(all="ignore"):
         expected = getattr(np, op)(x)
-    bad = [(x[i], got[i], expected[i]) for i in range(x.size)
-           if not same_bits(got[i : i + 1], expected[i : i + 1])]
+    bad = [
+        (x[i], got[i], expected[i])
+        for i in range(x.size)
+        if not same_bits(got[i : i + 1], expected[i : i + 1])
+    ]
     assert not bad, f"{op} {dtype}: {len(bad)} mismatches, e.g. {bad[:4]}"
 
 
@@ -509,8 +572,12 @@ def test_matmul_large_blocked(dtype):
     a = (rng.standard_normal((70, 45)) + 1j * rng.standard_normal((70, 45))).astype(dtype)
     b = (rng.standard_normal((45, 90)) + 1j * rng.standard_normal((45, 90))).astype(dtype)
     got = call("matmul", a, b.T.copy().T)
-    assert_close(got, (a.astype(complex) @ b.astype(complex)).astype(dtype), rtol_scale=20,
-                 atol=1e-4 if dtype == "complex64" else 1e-12)
+    assert_close(
+        got,
+        (a.astype(complex) @ b.astype(complex)).astype(dtype),
+        rtol_scale=20,
+        atol=1e-4 if dtype == "complex64" else 1e-12,
+    )
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)
@@ -532,10 +599,18 @@ def test_einsum_does_not_conjugate(dtype):
     rng = np.random.default_rng(4)
     a = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(dtype)
     b = (rng.standard_normal((4, 2)) + 1j * rng.standard_normal((4, 2))).astype(dtype)
-    assert_close(call("einsum", [a, b], subscripts="ij,jk->ik"), np.einsum("ij,jk->ik", a, b),
-                 rtol_scale=8, atol=1e-5 if dtype == "complex64" else 1e-12)
-    assert_close(call("einsum", [a], subscripts="ij->i"), a.sum(axis=1), rtol_scale=8,
-                 atol=1e-5 if dtype == "complex64" else 1e-12)
+    assert_close(
+        call("einsum", [a, b], subscripts="ij,jk->ik"),
+        np.einsum("ij,jk->ik", a, b),
+        rtol_scale=8,
+        atol=1e-5 if dtype == "complex64" else 1e-12,
+    )
+    assert_close(
+        call("einsum", [a], subscripts="ij->i"),
+        a.sum(axis=1),
+        rtol_scale=8,
+        atol=1e-5 if dtype == "complex64" else 1e-12,
+    )
 
 
 # ------------------------------------------------------------------------------------------------

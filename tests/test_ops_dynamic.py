@@ -183,8 +183,23 @@ def test_unique_values_broadcast_view_reads_each_element_once(dtype):
     assert_same_values(ops.unique_values(x), np.array([1, 3], dtype), dtype)
 
 
-@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "float16", "int32",
-                                   "uint32", "float32", "int64", "uint64", "float64", "bool"])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "float16",
+        "int32",
+        "uint32",
+        "float32",
+        "int64",
+        "uint64",
+        "float64",
+        "bool",
+    ],
+)
 def test_unique_values_large(dtype):
     rng = np.random.default_rng(3)
     n = 300_000
@@ -306,9 +321,13 @@ def test_permute_dims_large_and_errors():
 @given(data=st.data())
 def test_torch_tensors(dtype, data):
     np_dtype = "float32" if dtype == "bfloat16" else dtype
-    values = data.draw(hnp.arrays(np_dtype, hnp.array_shapes(min_dims=1, max_dims=3, min_side=0,
-                                                            max_side=5),
-                                  elements=special_elements(np_dtype)))
+    values = data.draw(
+        hnp.arrays(
+            np_dtype,
+            hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5),
+            elements=special_elements(np_dtype),
+        )
+    )
     layout = data.draw(st.sampled_from(["compact", "sliced", "transposed"]))
     if dtype == "bfloat16":
         x = torch_bfloat16(values, layout)
@@ -340,8 +359,9 @@ def test_torch_tensors(dtype, data):
 
 
 def test_torch_bfloat16_unique_specials():
-    x = torch.tensor([float("nan"), -0.0, 1.5, 0.0, float("-inf"), 1.5, float("nan")],
-                     dtype=torch.bfloat16)
+    x = torch.tensor(
+        [float("nan"), -0.0, 1.5, 0.0, float("-inf"), 1.5, float("nan")], dtype=torch.bfloat16
+    )
     got = ops.unique_values(x)
     assert got.dtype == torch.bfloat16
     assert got[:-1].float().tolist() == [float("-inf"), 0.0, 1.5]
@@ -361,8 +381,13 @@ def test_one_thread_and_many_agree():
         results = []
         for n in (1, 2, 3):
             ctensor.set_num_threads(n)
-            results.append((ops.nonzero(x), ops.unique_values(x.astype(np.float64)),
-                            ops.boolean_mask(x, x > 4)))
+            results.append(
+                (
+                    ops.nonzero(x),
+                    ops.unique_values(x.astype(np.float64)),
+                    ops.boolean_mask(x, x > 4),
+                )
+            )
     finally:
         ctensor.set_num_threads(before)
     for nz, uq, bm in results[1:]:

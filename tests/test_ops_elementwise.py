@@ -93,12 +93,29 @@ def test_comparisons_of_uint64_with_int64_are_exact():
     for op in COMPARE:
         expected = NUMPY_UFUNC[op](u, i)
         np.testing.assert_array_equal(call(op, u, i), expected, err_msg=f"{op}(uint64, int64)")
-        np.testing.assert_array_equal(call(op, i, u), NUMPY_UFUNC[op](i, u),
-                                      err_msg=f"{op}(int64, uint64)")
+        np.testing.assert_array_equal(
+            call(op, i, u), NUMPY_UFUNC[op](i, u), err_msg=f"{op}(int64, uint64)"
+        )
 
 
-SCALARS = [True, False, 0, 2, -3, 127, 200, 300, 70000, 2**40, 2.5, -0.0, 1e10, 1e40, float("inf"),
-           float("nan")]
+SCALARS = [
+    True,
+    False,
+    0,
+    2,
+    -3,
+    127,
+    200,
+    300,
+    70000,
+    2**40,
+    2.5,
+    -0.0,
+    1e10,
+    1e40,
+    float("inf"),
+    float("nan"),
+]
 
 
 def check_scalars(op, dtype, scalars):
@@ -129,8 +146,9 @@ def test_python_scalars_are_weak_as_in_numpy2(op, dtype):
     scalars = SCALARS
     if op in ("less", "divide") and dtype != "bool":
         info = np.iinfo(dtype) if dtype not in FLOAT_NUMPY else None
-        scalars = [s for s in SCALARS
-                   if type(s) is not int or info is None or info.min <= s <= info.max]
+        scalars = [
+            s for s in SCALARS if type(s) is not int or info is None or info.min <= s <= info.max
+        ]
     check_scalars(op, dtype, scalars)
 
 
@@ -144,8 +162,20 @@ def test_out_of_range_python_ints_with_comparisons_and_divide(op):
         check_scalars(op, dtype, [info.max + 1, info.min - 1, 2**70, -(2**70)])
 
 
-TORCH_OTHERS = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64",
-                "uint16", "uint32", "uint64"]
+TORCH_OTHERS = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "uint16",
+    "uint32",
+    "uint64",
+]
 
 
 @pytest.mark.parametrize("other", TORCH_OTHERS)
@@ -158,7 +188,7 @@ def test_bfloat16_promotion_follows_torch(op, other):
     for x1, x2 in ((a, b), (b, a)):
         got = call(op, x1, x2)
         assert isinstance(got, torch.Tensor)
-        want_dtype = "bool" if op in COMPARE else str(torch.result_type(x1, x2))[len("torch."):]
+        want_dtype = "bool" if op in COMPARE else str(torch.result_type(x1, x2))[len("torch.") :]
         assert dtype_name(got) == want_dtype, f"{op}({x1.dtype}, {x2.dtype})"
         with np.errstate(all="ignore"):
             ref = NUMPY_UFUNC[op](x1.double().numpy(), x2.double().numpy())
@@ -182,8 +212,11 @@ def test_where_promotes_its_values():
     got = call("where", c, np.array([1, 2, 3], np.int8), np.array([0.5, 1.5, 2.5], np.float32))
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, [1.0, 1.5, 3.0])
-    for x, s in [(np.array([1, 2, 3], np.uint8), 7), (np.array([1, 2, 3], np.int8), 2.5),
-                 (np.array([1, 2, 3], np.float16), 1e9)]:
+    for x, s in [
+        (np.array([1, 2, 3], np.uint8), 7),
+        (np.array([1, 2, 3], np.int8), 2.5),
+        (np.array([1, 2, 3], np.float16), 1e9),
+    ]:
         got = call("where", c, x, s)
         with np.errstate(all="ignore"):
             expected = np.where(c, x, s)
@@ -194,8 +227,12 @@ def test_where_promotes_its_values():
 # ---------------------------------------------------------------------------- in place -----------
 
 
-INPLACE_CASES = [(op, dt) for op in ARITH for dt in ["float32", "int32", "float16", "uint8"]
-                 if not (op == "divide" and dt in ("int32", "uint8"))]  # those give float64
+INPLACE_CASES = [
+    (op, dt)
+    for op in ARITH
+    for dt in ["float32", "int32", "float16", "uint8"]
+    if not (op == "divide" and dt in ("int32", "uint8"))
+]  # those give float64
 
 
 @pytest.mark.parametrize("op,dtype", INPLACE_CASES)
@@ -265,8 +302,17 @@ def aliasing_cases():
     def astype_overlap(a):
         return call("astype", a[:-1], dtype="float64", out=a[1:])
 
-    return [add_shifted, add_second_shifted, add_reversed, negative_shifted, sqrt_every_other,
-            where_overlap, pow_overlap, compare_overlap, astype_overlap]
+    return [
+        add_shifted,
+        add_second_shifted,
+        add_reversed,
+        negative_shifted,
+        sqrt_every_other,
+        where_overlap,
+        pow_overlap,
+        compare_overlap,
+        astype_overlap,
+    ]
 
 
 @pytest.mark.parametrize("case", aliasing_cases(), ids=lambda f: f.__name__)
@@ -345,13 +391,16 @@ def test_float_pow_negative_exponents_are_fine():
 # -------------------------------------------------------------------- refused dtypes -------------
 
 
-@pytest.mark.parametrize("op,args", [
-    ("subtract", (np.array([True, False]), np.array([True, True]))),
-    ("subtract", (np.array([True, False]), True)),
-    ("negative", (np.array([True, False]),)),
-    ("positive", (np.array([True, False]),)),
-    ("sign", (np.array([True, False]),)),
-])
+@pytest.mark.parametrize(
+    "op,args",
+    [
+        ("subtract", (np.array([True, False]), np.array([True, True]))),
+        ("subtract", (np.array([True, False]), True)),
+        ("negative", (np.array([True, False]),)),
+        ("positive", (np.array([True, False]),)),
+        ("sign", (np.array([True, False]),)),
+    ],
+)
 def test_numpy_refused_bool_ops_raise_type_error(op, args):
     """NumPy has no boolean subtract, negative, positive or sign (TypeError); ctensor has no such
     kernel either and must not quietly compute in int8 instead."""

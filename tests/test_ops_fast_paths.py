@@ -217,8 +217,9 @@ def _tile_input(shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", TILE_DTYPES)
-@pytest.mark.parametrize("shape", [(32, 32), (33, 65), (100, 31), (31, 100), (64, 4097),
-                                   (130, 200), (257, 129)])
+@pytest.mark.parametrize(
+    "shape", [(32, 32), (33, 65), (100, 31), (31, 100), (64, 4097), (130, 200), (257, 129)]
+)
 def test_transpose_copy_tiles(dtype, shape):
     x = _tile_input(shape, dtype)
     np.testing.assert_array_equal(ops.permute_dims(x, axes=[1, 0]), x.T)
@@ -233,8 +234,9 @@ def test_shape_copies_take_the_tiled_transpose(dtype):
     np.testing.assert_array_equal(ops.matrix_transpose(x), np.matrix_transpose(x))
     t = x.transpose(0, 2, 1)
     np.testing.assert_array_equal(ops.flip(t, axis=[1]), np.flip(t, axis=1))
-    np.testing.assert_array_equal(ops.broadcast_to(t[0], shape=(2, 90, 70)),
-                                  np.broadcast_to(t[0], (2, 90, 70)))
+    np.testing.assert_array_equal(
+        ops.broadcast_to(t[0], shape=(2, 90, 70)), np.broadcast_to(t[0], (2, 90, 70))
+    )
     out = np.empty((3, 90, 70), dtype)
     assert ops.matrix_transpose(x, out=out) is out
     np.testing.assert_array_equal(out, np.matrix_transpose(x))
@@ -343,8 +345,9 @@ def test_float32_max_min_runs_match_numpy(name, n):
         got, want = op(x), numpy_op(x)
         assert (np.isnan(got) and np.isnan(want)) or got == want, (position, got, want)
         rows = np.stack([x, x[::-1].copy(), np.roll(x, 33)])
-        np.testing.assert_array_equal(op(rows, axis=1), numpy_op(rows, axis=1),
-                                      err_msg=str(position))
+        np.testing.assert_array_equal(
+            op(rows, axis=1), numpy_op(rows, axis=1), err_msg=str(position)
+        )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "complex128"])
@@ -359,15 +362,15 @@ def test_elementwise_stores_peeled_to_a_line_boundary(dtype, n):
     b = (rng.standard_normal(n + 64) * 100).astype(dtype)
     for start in range(64 // itemsize):
         guard = np.full(n + 2 * 64, 7, dtype)
-        out = guard[start + 1:start + 1 + n]
-        x, y = a[start:start + n], b[start:start + n]
+        out = guard[start + 1 : start + 1 + n]
+        x, y = a[start : start + n], b[start : start + n]
         ops.add(x, y, out=out)
         np.testing.assert_array_equal(out, x + y)
         ops.multiply(x, y[3:4], out=out)  # a broadcast scalar operand
         np.testing.assert_array_equal(out, x * y[3])
         ops.negative(x, out=out)
         np.testing.assert_array_equal(out, -x)
-        untouched = np.concatenate([guard[:start + 1], guard[start + 1 + n:]])
+        untouched = np.concatenate([guard[: start + 1], guard[start + 1 + n :]])
         assert (untouched == 7).all()
 
 
@@ -403,9 +406,12 @@ def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
     guard = np.full(n + 2 * 64, 7, dtype)
     base = guard.ctypes.data
     # the first element on a 16-byte boundary that is not a line boundary
-    first = next(i for i in range(1, 128) if (base + i * itemsize) % 16 == 0
-                 and (base + i * itemsize) % 64 != 0)
-    out = guard[first:first + n]
+    first = next(
+        i
+        for i in range(1, 128)
+        if (base + i * itemsize) % 16 == 0 and (base + i * itemsize) % 64 != 0
+    )
+    out = guard[first : first + n]
     x, y = a[1:], b[:n]
     ctensor.set_num_threads(threads)
     try:
@@ -417,7 +423,7 @@ def test_huge_outputs_streamed_give_numpy_values(dtype, threads):
         np.testing.assert_array_equal(out, -x)
     finally:
         ctensor.set_num_threads(0)
-    untouched = np.concatenate([guard[:first], guard[first + n:]])
+    untouched = np.concatenate([guard[:first], guard[first + n :]])
     assert (untouched == 7).all()
 
 
@@ -455,8 +461,11 @@ def test_strided_input_gathered_gives_numpy_values(dtype, step, n):
     np.testing.assert_array_equal(ops.multiply(x, scalar, out=out), x * scalar)
     np.testing.assert_array_equal(ops.subtract(scalar, x, out=out), scalar - x)
     if dtype in ("float32", "float64", "complex128"):
-        assert_close(ops.exp(x, out=out), np.exp(x.astype(np.complex128 if dtype == "complex128"
-                                                           else np.float64)), dtype)
+        assert_close(
+            ops.exp(x, out=out),
+            np.exp(x.astype(np.complex128 if dtype == "complex128" else np.float64)),
+            dtype,
+        )
     y = base[1::step][:n] if step > 0 else base[-2::step][:n]  # two strided inputs
     np.testing.assert_array_equal(ops.add(x, y, out=out), x + y)
     assert guard[0] == 7 and guard[-1] == 7
@@ -483,7 +492,7 @@ def _lanes_then_in_order(row: np.ndarray, pick_max: bool) -> float:
     if n >= 64:
         lanes = list(row[:32])
         for b in range(32, n - 31, 32):
-            block = row[b:b + 32]
+            block = row[b : b + 32]
             lanes = [lane if better(lane, v) else v for lane, v in zip(lanes, block, strict=True)]
         b = 32 * (n // 32)
         for lane in lanes:

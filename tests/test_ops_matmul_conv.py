@@ -311,8 +311,11 @@ def same_padding_cases(draw):
     positions (whole and partial last tiles of 16 to 48): the direct path's cases (AVX2, AVX-512),
     on more input channels than one of its channel blocks (32) and output channels off its tiles'
     rows (4, 6, 8, 12)."""
-    h, w = draw(st.sampled_from([(4, 8), (8, 8), (2, 16), (32, 1), (1, 32), (16, 6), (20, 20),
-                                 (33, 31), (12, 8)]))
+    h, w = draw(
+        st.sampled_from(
+            [(4, 8), (8, 8), (2, 16), (32, 1), (1, 32), (16, 6), (20, 20), (33, 31), (12, 8)]
+        )
+    )
     kh, kw = draw(st.sampled_from([1, 3, 5])), draw(st.sampled_from([1, 3]))
     dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
     padding = (draw(st.integers(0, dilation[0] * (kh - 1))), dilation[1] * (kw - 1) // 2)
@@ -329,8 +332,12 @@ def same_padding_cases(draw):
 
 
 @settings(max_examples=40, deadline=None)
-@given(case=same_padding_cases(), seed=st.integers(0, 2**32 - 1),
-       sliced_input=st.booleans(), sliced_output=st.booleans())
+@given(
+    case=same_padding_cases(),
+    seed=st.integers(0, 2**32 - 1),
+    sliced_input=st.booleans(),
+    sliced_output=st.booleans(),
+)
 def test_conv2d_same_padding_float32(case, seed, sliced_input, sliced_output):
     """float32 same-padding convolutions (the direct path where the CPU has AVX2), also reading
     every other channel of a larger input and writing every other channel of a larger output."""
@@ -504,8 +511,7 @@ def test_conv2d_winograd_nonfinite_as_direct(bad, where, size):
         w[7, 3, 1, 1] = bad
     attrs = dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1), groups=1)
     got = ctensor.ops.conv2d(x, w, **attrs)
-    expected = F.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
-                        **attrs).numpy()
+    expected = F.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), **attrs).numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
     finite = np.isfinite(expected)

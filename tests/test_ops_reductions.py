@@ -242,8 +242,9 @@ def check_reduction(op, dtype, x, axis, keepdims, out):
         # tiny]): where the reversed order gives the other, either is right.
         axes = tuple(normalized(axis, x64.ndim))
         with np.errstate(all="ignore"):
-            flipped = np.array(expected_float(op, np.flip(x64, axis=axes), axis, keepdims),
-                               dtype=np.float64)
+            flipped = np.array(
+                expected_float(op, np.flip(x64, axis=axes), axis, keepdims), dtype=np.float64
+            )
         got64 = f64(got)
         order_dependent = np.isnan(want) != np.isnan(flipped)
         take = order_dependent & (np.isnan(got64) == np.isnan(flipped))
@@ -344,8 +345,9 @@ def test_bfloat16_results_past_its_range_are_inf():
     x = torch.full((4, 4, 4), 4.0, dtype=torch.bfloat16)
     assert math.isinf(float(ctensor.ops.prod(x)))
     check_reduction("prod", "bfloat16", x, None, False, None)
-    check_reduction("sum", "bfloat16", torch.full((2,), 3e38, dtype=torch.bfloat16), None, False,
-                    None)
+    check_reduction(
+        "sum", "bfloat16", torch.full((2,), 3e38, dtype=torch.bfloat16), None, False, None
+    )
 
 
 def test_empty_reductions():
@@ -750,8 +752,29 @@ def test_argmin_first_occurrence_and_nan():
     assert ctensor.ops.argmin(t, axis=1).tolist() == [1]
 
 
-ARG_ROW_LENGTHS = [1, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 4095,
-                   4096, 4097]
+ARG_ROW_LENGTHS = [
+    1,
+    3,
+    4,
+    5,
+    8,
+    9,
+    15,
+    16,
+    17,
+    31,
+    32,
+    33,
+    63,
+    64,
+    65,
+    1023,
+    1024,
+    1025,
+    4095,
+    4096,
+    4097,
+]
 
 
 @pytest.mark.parametrize("n", ARG_ROW_LENGTHS)

@@ -22,8 +22,21 @@ DTYPES = ALL_NUMPY + ["bfloat16"]
 SETTINGS = settings(max_examples=15, deadline=None)
 INDEX_DTYPES = ["int32", "int64"]
 # Copy ops with complex kernels too (pad's constant is real).
-COMPLEX_COPY_OPS = ["broadcast_to", "concat", "flip", "matrix_transpose", "repeat", "roll",
-                    "slice", "stack", "take", "take_along_axis", "tile", "tril", "triu"]
+COMPLEX_COPY_OPS = [
+    "broadcast_to",
+    "concat",
+    "flip",
+    "matrix_transpose",
+    "repeat",
+    "roll",
+    "slice",
+    "stack",
+    "take",
+    "take_along_axis",
+    "tile",
+    "tril",
+    "triu",
+]
 WITH_COMPLEX = DTYPES + COMPLEX
 COPY_OPS = [
     "broadcast_to",

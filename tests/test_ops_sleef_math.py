@@ -16,10 +16,24 @@ from ctensor import ops
 
 # ctensor operator -> NumPy function
 FUNCTIONS = {
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "log": np.log, "log2": np.log2,
-    "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "erf": np.frompyfunc(math.erf, 1, 1),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "erf": np.frompyfunc(math.erf, 1, 1),
 }
 # Where sleef_math_avx2.c hands elements to the C library (and where older SLEEF documentation
 # bounds the trigonometric functions), and a little either side.

@@ -95,7 +95,6 @@ def check_unary(op, dtype, x):
     assert unchanged(x, before), "the input was written"
 
 
-
 @pytest.mark.parametrize("op,dtype", UNARY_CASES)
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
@@ -110,14 +109,56 @@ def special_values(dtype):
         return np.array([False, True])
     if dtype in INTEGER:
         info = np.iinfo(dtype)
-        vals = {info.min, info.min + 1, 0, 1, 2, info.max - 1, info.max, info.max // 2,
-                info.max // 2 + 1}
+        vals = {
+            info.min,
+            info.min + 1,
+            0,
+            1,
+            2,
+            info.max - 1,
+            info.max,
+            info.max // 2,
+            info.max // 2 + 1,
+        }
         if info.min < 0:
             vals |= {-1, -2, info.min // 2}
         return np.array(sorted(vals), dtype=dtype)
-    vals = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 1e-3,
-            10.0, -10.0, 11.09, 20.0, -20.0, 88.7, -88.7, 100.0, -100.0, 709.0, -745.0, 1e300,
-            -1e300, 65504.0, -65504.0, 6.1e-5, 6e-8, -6e-8, 1e-40, 3e38, -3e38]
+    vals = [
+        np.nan,
+        -np.nan,
+        np.inf,
+        -np.inf,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        -2.0,
+        1e-3,
+        10.0,
+        -10.0,
+        11.09,
+        20.0,
+        -20.0,
+        88.7,
+        -88.7,
+        100.0,
+        -100.0,
+        709.0,
+        -745.0,
+        1e300,
+        -1e300,
+        65504.0,
+        -65504.0,
+        6.1e-5,
+        6e-8,
+        -6e-8,
+        1e-40,
+        3e38,
+        -3e38,
+    ]
     return np.array(vals, dtype=np.float64)
 
 

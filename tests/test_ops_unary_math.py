@@ -166,7 +166,6 @@ def check(op, dtype, x, **kw):
     assert unchanged(x, before), "the input was written"
 
 
-
 @pytest.mark.parametrize("op,dtype", CASES)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
@@ -187,10 +186,55 @@ def special_values(dtype):
         if info.min < 0:
             vals |= {-1, -2, info.min // 2}
         return np.array(sorted(vals), dtype=dtype)
-    vals = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5,
-            -2.5, 3.5, -3.0, 3.0, -2.0, 2.0, 1e-3, 0.999, -0.999, 1.001, 10.0, -10.0, 20.0, 21.0,
-            -20.0, 88.7, -88.7, 100.0, -100.0, 709.0, -745.0, 1e300, -1e300, 65504.0, -65504.0,
-            6.1e-5, 6e-8, -6e-8, 1e-40, 3e38, -3e38, 8388609.0, -8388609.5, 1e16 + 2]
+    vals = [
+        np.nan,
+        -np.nan,
+        np.inf,
+        -np.inf,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        1.5,
+        -1.5,
+        2.5,
+        -2.5,
+        3.5,
+        -3.0,
+        3.0,
+        -2.0,
+        2.0,
+        1e-3,
+        0.999,
+        -0.999,
+        1.001,
+        10.0,
+        -10.0,
+        20.0,
+        21.0,
+        -20.0,
+        88.7,
+        -88.7,
+        100.0,
+        -100.0,
+        709.0,
+        -745.0,
+        1e300,
+        -1e300,
+        65504.0,
+        -65504.0,
+        6.1e-5,
+        6e-8,
+        -6e-8,
+        1e-40,
+        3e38,
+        -3e38,
+        8388609.0,
+        -8388609.5,
+        1e16 + 2,
+    ]
     return np.array(vals, dtype=np.float64)
 
 
@@ -206,8 +250,14 @@ def test_unary_math_special_values(op, dtype):
         else:
             with np.errstate(all="ignore"):
                 x = vals.astype(dtype)
-            views = [x, x[::-1], x[::3], np.array(x[-1]), np.zeros((0, 3), dtype),
-                     np.zeros((4, 0), dtype).T]
+            views = [
+                x,
+                x[::-1],
+                x[::3],
+                np.array(x[-1]),
+                np.zeros((0, 3), dtype),
+                np.zeros((4, 0), dtype).T,
+            ]
         for view in views:
             check(op, dtype, view, **kw)
         for k in range(len(vals)):
@@ -220,7 +270,8 @@ def all_float16():
 
 def all_bfloat16():
     return torch.from_numpy(np.arange(1 << 16, dtype=np.int32).astype(np.int16)).view(
-        torch.bfloat16)
+        torch.bfloat16
+    )
 
 
 @pytest.mark.parametrize("op", [op for op in OPS if "float16" in kernel_dtypes(op)])
@@ -257,8 +308,24 @@ def test_dtype_coverage_is_numpys():
     assert declared("bitwise_invert") == {"bool"} | set(INTEGER)
     for op in ["erf", "leaky_relu", "elu", "selu", "gelu", "silu", "softplus", "hardswish"]:
         assert declared(op) == set(FLOATS), op
-    for op in ["expm1", "log1p", "log2", "log10", "reciprocal", "sin", "cos", "tan", "asin",
-               "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]:
+    for op in [
+        "expm1",
+        "log1p",
+        "log2",
+        "log10",
+        "reciprocal",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+    ]:
         assert declared(op) == set(FLOATS + COMPLEX), op
 
 
@@ -323,9 +390,13 @@ def test_bitwise_invert_bool_is_logical_not():
 def test_activation_torch_in_torch_out():
     base = torch.linspace(-6, 6, 48, dtype=torch.float32).reshape(6, 8)
     view = base.T[::2]
-    for op, fn, kw in [("gelu", F.gelu, {"approximate": "tanh"}), ("silu", F.silu, {}),
-                       ("softplus", F.softplus, {"beta": 2.0}), ("elu", F.elu, {"alpha": 0.3}),
-                       ("leaky_relu", F.leaky_relu, {"negative_slope": 0.1})]:
+    for op, fn, kw in [
+        ("gelu", F.gelu, {"approximate": "tanh"}),
+        ("silu", F.silu, {}),
+        ("softplus", F.softplus, {"beta": 2.0}),
+        ("elu", F.elu, {"alpha": 0.3}),
+        ("leaky_relu", F.leaky_relu, {"negative_slope": 0.1}),
+    ]:
         got = getattr(ctensor.ops, op)(view, **kw)
         assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
         torch.testing.assert_close(got, fn(view, **kw))
@@ -334,8 +405,12 @@ def test_activation_torch_in_torch_out():
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 1000, 4099])
 @pytest.mark.parametrize(
     "op,kw",
-    [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("softplus", {}),
-     ("softplus", {"beta": 0.5, "threshold": 5.0})],
+    [
+        ("gelu", {}),
+        ("gelu", {"approximate": "tanh"}),
+        ("softplus", {}),
+        ("softplus", {"beta": 0.5, "threshold": 5.0}),
+    ],
 )
 def test_float32_activation_chunks(op, kw, n):
     """float32 gelu (a loop per form, over erf and tanh computed in double) and softplus (its
@@ -343,8 +418,9 @@ def test_float32_activation_chunks(op, kw, n):
     values, against torch in float64; strided, reversed and in-place calls give the same bits."""
     rng = np.random.default_rng(n)
     x = (rng.standard_normal(2 * n) * 6).astype(np.float32)
-    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 100.0, -100.0, 3e38, -3e38, 1e-30],
-                       np.float32)
+    special = np.array(
+        [np.nan, np.inf, -np.inf, 0.0, -0.0, 100.0, -100.0, 3e38, -3e38, 1e-30], np.float32
+    )
     x[rng.integers(0, 2 * n, min(n, len(special)))] = special[: min(n, len(special))]
     fn = {"gelu": F.gelu, "softplus": F.softplus}[op]
     contiguous = getattr(ctensor.ops, op)(x, **kw)
@@ -354,11 +430,14 @@ def test_float32_activation_chunks(op, kw, n):
     np.testing.assert_array_equal(contiguous[infinite], reference[infinite])
     finite = np.isfinite(reference)
     scale = np.abs(x[finite]).astype(np.float64) if op == "gelu" else np.abs(reference[finite])
-    np.testing.assert_array_less(np.abs(contiguous[finite] - reference[finite]),
-                                 4e-7 * np.maximum(scale, 1e-30) + 1e-37)
+    np.testing.assert_array_less(
+        np.abs(contiguous[finite] - reference[finite]), 4e-7 * np.maximum(scale, 1e-30) + 1e-37
+    )
     for view in (x[::2], x[::-1]):
-        np.testing.assert_array_equal(getattr(ctensor.ops, op)(view, **kw).view(np.uint32),
-                                      getattr(ctensor.ops, op)(view.copy(), **kw).view(np.uint32))
+        np.testing.assert_array_equal(
+            getattr(ctensor.ops, op)(view, **kw).view(np.uint32),
+            getattr(ctensor.ops, op)(view.copy(), **kw).view(np.uint32),
+        )
     inplace = x.copy()
     getattr(ctensor.ops, op)(inplace, out=inplace, **kw)
     np.testing.assert_array_equal(inplace.view(np.uint32), contiguous.view(np.uint32))
@@ -392,5 +471,7 @@ def test_float32_activations_within_ulps(op):
     assert err[worst] <= bound, f"{op}({x[worst]!r}): {err[worst]:.2f} ulp"
     zeros = x[-2:]
     assert_signs_of_zeros(getattr(ctensor.ops, op)(zeros), fn(torch.from_numpy(zeros)).numpy(), op)
-    np.testing.assert_array_equal(getattr(ctensor.ops, op)(x[::3]).view(np.uint32),
-                                  getattr(ctensor.ops, op)(x[::3].copy()).view(np.uint32))
+    np.testing.assert_array_equal(
+        getattr(ctensor.ops, op)(x[::3]).view(np.uint32),
+        getattr(ctensor.ops, op)(x[::3].copy()).view(np.uint32),
+    )

@@ -30,8 +30,9 @@ def exp_ulp_error(x: np.ndarray, got: np.ndarray) -> np.ndarray:
     err[finite] = np.abs(got[finite].astype(np.float64) - ref[finite]) / ulp
     # exp(x) beyond FLT_MAX (after rounding): inf, or FLT_MAX when just past the rounding point
     over = ~finite & ~np.isnan(ref32)
-    err[over] = np.where(np.isinf(got[over]) | ((got[over] == FLT_MAX) & (ref[over] < 3.41e38)),
-                         0.0, np.inf)
+    err[over] = np.where(
+        np.isinf(got[over]) | ((got[over] == FLT_MAX) & (ref[over] < 3.41e38)), 0.0, np.inf
+    )
     nan = np.isnan(ref32)
     err[nan] = np.where(np.isnan(got[nan]), 0.0, np.inf)
     return err
@@ -53,10 +54,35 @@ def test_exp_float32_whole_range_within_one_ulp():
 
 
 SPECIALS = np.array(
-    [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 1e-30, 88.72283, 88.72284,
-     89.0, 100.0, 3e38, -87.33654, -87.34, -103.97207, -103.97209, -104.0, -150.0, -3e38,
-     0.34657359, -0.34657359, 1.0, -1.0],
-    np.float32)
+    [
+        np.nan,
+        -np.nan,
+        np.inf,
+        -np.inf,
+        0.0,
+        -0.0,
+        1e-45,
+        -1e-45,
+        1e-30,
+        88.72283,
+        88.72284,
+        89.0,
+        100.0,
+        3e38,
+        -87.33654,
+        -87.34,
+        -103.97207,
+        -103.97209,
+        -104.0,
+        -150.0,
+        -3e38,
+        0.34657359,
+        -0.34657359,
+        1.0,
+        -1.0,
+    ],
+    np.float32,
+)
 
 
 @pytest.mark.parametrize("n", list(range(1, 71)) + [127, 1000, 4099])
@@ -66,7 +92,7 @@ def test_exp_special_values_in_body_and_tail(n):
     # place the specials at the start (vector body) and at the end (tail)
     k = min(n, len(SPECIALS))
     x[:k] = SPECIALS[:k]
-    x[n - k:] = SPECIALS[len(SPECIALS) - k:]
+    x[n - k :] = SPECIALS[len(SPECIALS) - k :]
     got = ops.exp(x)
     err = exp_ulp_error(x, got)
     assert err.max() <= 1.02, x[np.argmax(err)]
@@ -81,8 +107,25 @@ def test_exp_special_values_in_body_and_tail(n):
 # exp's fast path (a vector whose every 2^n is a normal float, n in [-126, 127]) meets the
 # values it hands back to the full path: n = 127 and n = -126 at the edges, then n = 128,
 # n = -127 and below, overflow, underflow to subnormals and zero, nan and infinities.
-EDGES = np.array([88.0, 87.9, -87.3, -87.33, 88.3, 88.5, 88.72, -88.0, -95.0, -103.9, -110.0,
-                  np.nan, np.inf, -np.inf], np.float32)
+EDGES = np.array(
+    [
+        88.0,
+        87.9,
+        -87.3,
+        -87.33,
+        88.3,
+        88.5,
+        88.72,
+        -88.0,
+        -95.0,
+        -103.9,
+        -110.0,
+        np.nan,
+        np.inf,
+        -np.inf,
+    ],
+    np.float32,
+)
 
 
 @pytest.mark.parametrize("lane", range(16))
@@ -124,6 +167,7 @@ def test_exp_in_place_and_other_float_dtypes_unchanged():
 
 
 # ----- softmax / log_softmax rows -----
+
 
 def softmax_ref(x, axis=-1, log=False):
     t = torch.from_numpy(np.ascontiguousarray(x).astype(np.float64))
@@ -182,8 +226,9 @@ def test_softmax_float32_strided_and_other_axes(log):
     x = (rng.standard_normal((9, 70)) * 5).astype(np.float32)
     op = ops.log_softmax if log else ops.softmax
     for view, axis in ((x[:, ::2], -1), (x[::2, 3:], -1), (x, 0), (x.T, -1), (x[:, 1:], 0)):
-        np.testing.assert_allclose(op(view, axis=axis), softmax_ref(view, axis, log),
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            op(view, axis=axis), softmax_ref(view, axis, log), rtol=1e-5, atol=1e-6
+        )
 
 
 def test_softmax_long_row_split_across_pieces():
@@ -196,6 +241,7 @@ def test_softmax_long_row_split_across_pieces():
 
 
 # ----- layer_norm / rms_norm rows -----
+
 
 @pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
 @pytest.mark.parametrize("n", list(range(1, 71)) + [1024, 4099])
@@ -226,8 +272,9 @@ def test_layer_norm_float32_large_mean_small_spread():
     expected = F.layer_norm(torch.from_numpy(x).double(), [1000], eps=1e-12).numpy()
     shift = np.abs(got.mean(axis=1)).max()
     assert shift < 0.5 * 2**-10 / 0.1 * 1.01
-    np.testing.assert_allclose(got - got.mean(axis=1, keepdims=True), expected, rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        got - got.mean(axis=1, keepdims=True), expected, rtol=1e-4, atol=1e-4
+    )
     c = np.full((2, 33), 7.25, np.float32)  # constant rows: zero variance
     np.testing.assert_array_equal(ops.layer_norm(c, normalized_shape=[33]), np.zeros_like(c))
 
@@ -255,11 +302,27 @@ def in_double_ulp_error(name: str, x: np.ndarray, got: np.ndarray) -> np.ndarray
 # (x, f(x)) pairs: signed zeros, saturation to +-1 (tanh from about 9.01, erf from 3.9193),
 # the smallest subnormal, and nan last
 IN_DOUBLE_SPECIAL = {
-    "tanh": ([0.0, -0.0, np.inf, -np.inf, 9.02, -9.02, 3e38, -1e-45, np.nan],
-             [0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1e-45, np.nan]),
-    "erf": ([0.0, -0.0, np.inf, -np.inf, 3.92, -3.9, 4.5, -3e38, 1.25, -1e-45, 1e-30, np.nan],
-            [0.0, -0.0, 1.0, -1.0, 1.0, -0.99999994, 1.0, -1.0, 0.92290014, -1e-45, 1.1283791e-30,
-             np.nan]),
+    "tanh": (
+        [0.0, -0.0, np.inf, -np.inf, 9.02, -9.02, 3e38, -1e-45, np.nan],
+        [0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1e-45, np.nan],
+    ),
+    "erf": (
+        [0.0, -0.0, np.inf, -np.inf, 3.92, -3.9, 4.5, -3e38, 1.25, -1e-45, 1e-30, np.nan],
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            1.0,
+            -0.99999994,
+            1.0,
+            -1.0,
+            0.92290014,
+            -1e-45,
+            1.1283791e-30,
+            np.nan,
+        ],
+    ),
 }
 
 
@@ -277,7 +340,7 @@ def test_in_double_float32_whole_range_within_half_an_ulp(name):
     special, expected = (np.array(v, np.float32) for v in IN_DOUBLE_SPECIAL[name])
     for n in (len(special), 64 + len(special)):  # in the scalar tail, and in whole vectors
         y = np.concatenate([np.ones(n - len(special), np.float32), special])
-        got = fn(y)[-len(special):]
+        got = fn(y)[-len(special) :]
         assert np.isnan(got[-1])
         np.testing.assert_array_equal(got[:-1].view(np.uint32), expected[:-1].view(np.uint32))
 
@@ -292,9 +355,10 @@ def test_in_double_every_tail_and_strided_bitwise(name, step):
     for n in range(1, 71):
         x = (rng.standard_normal(3 * n) * 2).astype(np.float32)
         view = x[::step][:n]
-        np.testing.assert_array_equal(fn(view).view(np.uint32),
-                                      fn(np.ascontiguousarray(view)).view(np.uint32))
-        one_by_one = np.concatenate([fn(view[i:i + 1]) for i in range(n)])
+        np.testing.assert_array_equal(
+            fn(view).view(np.uint32), fn(np.ascontiguousarray(view)).view(np.uint32)
+        )
+        one_by_one = np.concatenate([fn(view[i : i + 1]) for i in range(n)])
         np.testing.assert_array_equal(fn(view).view(np.uint32), one_by_one.view(np.uint32))
 
 
@@ -343,19 +407,25 @@ def test_every_isa_copy_agrees_within_an_ulp(tmp_path):
                 np.testing.assert_array_equal(forced[key], value, err_msg=f"{isa}: {key}")
             else:
                 # exp differs by fused multiply-adds only: an ulp, a few for softmax's sums
-                np.testing.assert_allclose(forced[key], value, rtol=4e-7 if key.startswith("exp")
-                                           else 2e-6, atol=1e-6 if "log" in key else 0,
-                                           equal_nan=True, err_msg=f"{isa}: {key}")
+                np.testing.assert_allclose(
+                    forced[key],
+                    value,
+                    rtol=4e-7 if key.startswith("exp") else 2e-6,
+                    atol=1e-6 if "log" in key else 0,
+                    equal_nan=True,
+                    err_msg=f"{isa}: {key}",
+                )
 
 
 # ----- huge outputs: non-temporal stores (CT_VECTOR_MATH_STREAM_BYTES) -----
+
 
 def misaligned_empty(shape) -> np.ndarray:
     """A C-contiguous float32 array starting 4 bytes past a 64-byte boundary."""
     count = int(np.prod(shape))
     buffer = np.empty(count + 32, np.float32)
     start = (-buffer.ctypes.data // 4) % 16 + 1
-    return buffer[start:start + count].reshape(shape)
+    return buffer[start : start + count].reshape(shape)
 
 
 def test_exp_huge_output_streams_with_the_same_bits():
@@ -364,7 +434,7 @@ def test_exp_huge_output_streams_with_the_same_bits():
     x[::100_001] = np.nan
     out = misaligned_empty(x.shape)
     ops.exp(x, out=out)
-    pieces = np.concatenate([ops.exp(x[i:i + 99_991]) for i in range(0, x.size, 99_991)])
+    pieces = np.concatenate([ops.exp(x[i : i + 99_991]) for i in range(0, x.size, 99_991)])
     np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))
 
 
@@ -397,7 +467,7 @@ def _huge_rows_stream_with_the_same_bits(op, shape):
 
     out = misaligned_empty(x.shape)
     run(x, out)
-    pieces = np.concatenate([run(x[i:i + 20]) for i in range(0, rows, 20)])
+    pieces = np.concatenate([run(x[i : i + 20]) for i in range(0, rows, 20)])
     np.testing.assert_array_equal(out.view(np.uint32), pieces.view(np.uint32))
 
 
@@ -415,7 +485,7 @@ def test_maps_peel_to_the_output_vector_boundary(n):
     for start in range(16):
         for op, ref in (("exp", ref_exp), ("softmax", ref_softmax), ("layer_norm", ref_norm)):
             guard = np.full(2 * n + 64, -7.0, np.float32)
-            out = guard[start:start + 2 * n].reshape(2, n)
+            out = guard[start : start + 2 * n].reshape(2, n)
             if op == "exp":
                 ops.exp(x, out=out)
             elif op == "softmax":
@@ -423,7 +493,7 @@ def test_maps_peel_to_the_output_vector_boundary(n):
             else:
                 ops.layer_norm(x, w, normalized_shape=[n], out=out)
             np.testing.assert_array_equal(out, ref, err_msg=f"{op} at offset {start}")
-            assert (guard[:start] == -7.0).all() and (guard[start + 2 * n:] == -7.0).all()
+            assert (guard[:start] == -7.0).all() and (guard[start + 2 * n :] == -7.0).all()
 
 
 @pytest.mark.parametrize("n", [16, 17, 31, 100, 1000, 4099])
@@ -436,10 +506,10 @@ def test_in_place_maps_read_no_output(n):
     want_exp, want_softmax = ops.exp(x), ops.softmax(x, axis=-1)
     for start in range(16):
         guard = np.full(3 * n + 32, -7.0, np.float32)
-        y = guard[start:start + 3 * n].reshape(3, n)
+        y = guard[start : start + 3 * n].reshape(3, n)
         y[...] = x
         ops.exp(y, out=y)
         np.testing.assert_array_equal(y.view(np.uint32), want_exp.view(np.uint32))
         ops.softmax(x, axis=-1, out=y)
         np.testing.assert_array_equal(y.view(np.uint32), want_softmax.view(np.uint32))
-        assert (guard[:start] == -7.0).all() and (guard[start + 3 * n:] == -7.0).all()
+        assert (guard[:start] == -7.0).all() and (guard[start + 3 * n :] == -7.0).all()

@@ -24,7 +24,9 @@ def test_op_table_is_generated_from_the_registry():
         # The devices CI has (the cuda plugin registers kernels only where there is a GPU;
         # test_cuda_device.py checks that it registers the opencl column's kernel set).
         [sys.executable, "-m", "ctensor", "--operators-page"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     assert OPERATORS.read_text() == generated, (
         "docs/operators.md is stale: regenerate it with "

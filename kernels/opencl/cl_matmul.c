@@ -23,7 +23,7 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
 
   /* Iteration space: out's batch dims, then (m, cols). */
   int64_t* shape = plan.batch_shape;
-  int64_t(*strides)[CT_MAX_NDIM + 2] = plan.batch_strides;
+  int64_t (*strides)[CT_MAX_NDIM + 2] = plan.batch_strides;
   shape[batch] = m;
   shape[batch + 1] = cols;
   strides[0][batch] = plan.out_m;

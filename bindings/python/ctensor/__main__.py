@@ -73,24 +73,24 @@ def markdown_ops(devices: list[str] | None = None) -> str:
 OPERATORS_PAGE_COMMAND = "python -m ctensor --operators-page > docs/operators.md"
 
 
+OPERATORS_PAGE_KEY = """\
+The devices column shows the
+backends CI runs; the CUDA backend registers exactly the opencl column's kernels. The
+dtypes are those the first input takes on the CPU; `all` means all fifteen: bool, int8,
+int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64,
+complex64, complex128; `all real` the first thirteen.
+`ctensor.op_info(name)["kernels"]` (or `ct_op_kernel_info` in C) gives every exact
+dtype signature; any other combination is refused with the unsupported-dtype error, never
+computed wrongly. To add an element-wise op, see [adding-an-op.md](adding-an-op.md)."""
+
+
 def operators_page() -> str:
     """docs/operators.md: the operator table of the devices CI has (cpu, opencl) with its key."""
-    return "\n".join([
-        "# Operators",
-        "",
-        f"Generated from the registry by `{OPERATORS_PAGE_COMMAND}`; a test",
-        "(tests/test_readme.py) fails when this file is stale. The devices column shows the",
-        "backends CI runs; the CUDA backend registers exactly the opencl column's kernels. The",
-        "dtypes are those the first input takes on the CPU; `all` means all fifteen: bool, int8,",
-        "int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64,",
-        "complex64, complex128; `all real` the first thirteen.",
-        "`ctensor.op_info(name)[\"kernels\"]` (or `ct_op_kernel_info` in C) gives every exact",
-        "dtype signature; any other combination is refused with the unsupported-dtype error, never",
-        "computed wrongly. To add an element-wise op, see [adding-an-op.md](adding-an-op.md).",
-        "",
-        markdown_ops(["cpu", "opencl"]),
-        "",
-    ])
+    header = (
+        f"# Operators\n\nGenerated from the registry by `{OPERATORS_PAGE_COMMAND}`; a test\n"
+        f"(tests/test_readme.py) fails when this file is stale. {OPERATORS_PAGE_KEY}"
+    )
+    return "\n".join([header, "", markdown_ops(["cpu", "opencl"]), ""])
 
 
 def summary() -> str:
@@ -106,8 +106,10 @@ def summary() -> str:
     for backend in ctensor.backends():
         where = backend.path or "built in"
         state = backend.state + (f": {backend.reason}" if backend.reason else "")
-        lines.append(f"  {backend.name} {backend.version} ({where}): {state}; "
-                     f"{backend.device_type} x{backend.device_count}")
+        lines.append(
+            f"  {backend.name} {backend.version} ({where}): {state}; "
+            f"{backend.device_type} x{backend.device_count}"
+        )
     lines.append("")
     infos = [ctensor.op_info(name) for name in ctensor.list_ops()]
     width = max([len(i["name"]) for i in infos] + [2])
@@ -122,12 +124,15 @@ def summary() -> str:
 
 def _dir_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--pkgconfigdir", action="store_true",
-                       help="print the directory holding ctensor.pc")
-    group.add_argument("--includedir", action="store_true",
-                       help="print the directory holding ctensor.h")
-    group.add_argument("--libdir", action="store_true",
-                       help="print the directory holding libctensor")
+    group.add_argument(
+        "--pkgconfigdir", action="store_true", help="print the directory holding ctensor.pc"
+    )
+    group.add_argument(
+        "--includedir", action="store_true", help="print the directory holding ctensor.h"
+    )
+    group.add_argument(
+        "--libdir", action="store_true", help="print the directory holding libctensor"
+    )
     group.add_argument("--cflags", action="store_true", help="print compiler flags")
     group.add_argument("--libs", action="store_true", help="print linker flags")
     group.add_argument("--version", action="store_true", help="print the version")
@@ -154,12 +159,19 @@ def _dir_answer(args: argparse.Namespace) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ctensor", description=__doc__.split("\n")[0])
     _dir_flags(parser)
-    parser.add_argument("--operators-page", action="store_true",
-                        help="print docs/operators.md, generated from the registry")
-    parser.add_argument("--markdown-ops", action="store_true",
-                        help="print the operator table as Markdown")
-    parser.add_argument("--devices", metavar="LIST",
-                        help="with --markdown-ops: show only these devices (comma-separated)")
+    parser.add_argument(
+        "--operators-page",
+        action="store_true",
+        help="print docs/operators.md, generated from the registry",
+    )
+    parser.add_argument(
+        "--markdown-ops", action="store_true", help="print the operator table as Markdown"
+    )
+    parser.add_argument(
+        "--devices",
+        metavar="LIST",
+        help="with --markdown-ops: show only these devices (comma-separated)",
+    )
     args = parser.parse_args(argv)
     answer = _dir_answer(args)
     if answer is not None:
@@ -175,9 +187,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def config_main(argv: list[str] | None = None) -> int:
     """The ``ctensor-config`` console script."""
-    parser = argparse.ArgumentParser(prog="ctensor-config",
-                                     description="Where ctensor's C header, library and "
-                                     "pkg-config file are installed.")
+    parser = argparse.ArgumentParser(
+        prog="ctensor-config",
+        description="Where ctensor's C header, library and pkg-config file are installed.",
+    )
     _dir_flags(parser)
     args = parser.parse_args(argv)
     answer = _dir_answer(args)

@@ -141,8 +141,6 @@ def make_attrs(spec: OpSpec, attrs: dict, keep: list) -> tuple[Any, int]:
     return array, len(attrs)
 
 
-
-
 # Attribute arrays are cached per op and value (they are only read by C, so threads may share).
 _ATTR_CACHE_SIZE = 256
 
@@ -168,4 +166,3 @@ def attrs_for(spec: OpSpec, attrs: dict) -> tuple[Any, int, list]:
             cache.clear()
         cache[key] = entry
     return entry
-

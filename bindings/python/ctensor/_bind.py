@@ -101,8 +101,9 @@ def _flat_inputs(spec: OpSpec, args: tuple) -> tuple:
     return tuple(args)
 
 
-def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
-               keep: list) -> None:
+def _open_into(
+    spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool, keep: list
+) -> None:
     """DLPack views of inputs then outputs, opened into ``frame`` (references kept in ``keep``).
     Raw capsules are refused: a capsule can be read only once, a bound call reads many times."""
     n = len(inputs)
@@ -149,8 +150,10 @@ def _open_into(spec: OpSpec, frame: Any, inputs: tuple, outs: tuple, many: bool,
     rc = lib.ctpy_open(frame.c, 0, total)
     if rc:
         index = -1 - rc
-        raise open_error(frame.meta[index], input_name(spec, index) if index < n
-                         else out_name(spec, index - n, many))
+        raise open_error(
+            frame.meta[index],
+            input_name(spec, index) if index < n else out_name(spec, index - n, many),
+        )
     for k in range(total):
         meta = frame.meta[k]
         if not meta:
@@ -173,7 +176,9 @@ def _bind_error(status: int) -> Exception:
     if status == lib.CT_ERROR_UNSUPPORTED_DTYPE:
         return UnsupportedDTypeError(
             f"{last_error()} (bind takes dtypes a kernel accepts as they are; cast the inputs "
-            "first)", status)
+            "first)",
+            status,
+        )
     return error_for_status(status, last_error())
 
 
@@ -203,8 +208,20 @@ class BoundCall(Replay):
     the bound outputs). ``call.run()`` is the lowest-overhead form: it returns the ``ct_status``
     (0 on success) instead of raising, and the result is ``call.result``."""
 
-    __slots__ = ("spec", "result", "_frame", "_keep", "_n", "_n_out", "_many", "_context",
-                 "_attrs", "_variadic", "_written", "__weakref__")
+    __slots__ = (
+        "spec",
+        "result",
+        "_frame",
+        "_keep",
+        "_n",
+        "_n_out",
+        "_many",
+        "_context",
+        "_attrs",
+        "_variadic",
+        "_written",
+        "__weakref__",
+    )
 
     def __init__(self, spec: OpSpec, args: tuple, out: Any, attrs: dict):
         if spec.is_dynamic:
@@ -225,8 +242,9 @@ class BoundCall(Replay):
         outs = tuple(out) if many else (out,)
         n, n_out = len(inputs), len(outs)
         if n + n_out > MAX_TENSORS - 8:
-            raise WrongArityError(f"{spec.name}: too many tensors to bind ({n + n_out})",
-                                  lib.CT_ERROR_WRONG_ARITY)
+            raise WrongArityError(
+                f"{spec.name}: too many tensors to bind ({n + n_out})", lib.CT_ERROR_WRONG_ARITY
+            )
         keep: list = []
         frame = Frame()
         _open_into(spec, frame, inputs, outs, many, keep)
@@ -237,11 +255,13 @@ class BoundCall(Replay):
             attr_array, num_attrs = entry[0], entry[1]
         tensors = frame.tensors
         outputs = tensors + n
-        context = self._make_context(spec, frame, n, outputs, n_out, attr_array, num_attrs,
-                                     backend, keep)
+        context = self._make_context(
+            spec, frame, n, outputs, n_out, attr_array, num_attrs, backend, keep
+        )
         plan = ffi.new("ct_plan**")
-        status = lib.ct_plan_create(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs,
-                                    context, plan)
+        status = lib.ct_plan_create(
+            spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context, plan
+        )
         if status:
             raise _bind_error(status)
         self.spec = spec
@@ -251,8 +271,9 @@ class BoundCall(Replay):
         # written each time (see mark_written), by the C type or by _run_on.
         self._written = torch_tensors(outs)
         increment = _dlpack.increment_version if self._written else None
-        self._set_plan(int(ffi.cast("uintptr_t", plan[0])), self.result, release, increment,
-                       self._written)
+        self._set_plan(
+            int(ffi.cast("uintptr_t", plan[0])), self.result, release, increment, self._written
+        )
         status = self.run()
         if status:
             raise _bind_error(status)
@@ -266,8 +287,17 @@ class BoundCall(Replay):
         self._variadic = any(inp.get("variadic") for inp in spec.inputs)
 
     @staticmethod
-    def _make_context(spec: OpSpec, frame: Any, n: int, outputs: Any, n_out: int,
-                      attr_array: Any, num_attrs: int, backend: str | None, keep: list) -> Any:
+    def _make_context(
+        spec: OpSpec,
+        frame: Any,
+        n: int,
+        outputs: Any,
+        n_out: int,
+        attr_array: Any,
+        num_attrs: int,
+        backend: str | None,
+        keep: list,
+    ) -> Any:
         """NULL when the call needs no workspace and names no backend; else a context holding
         the backend name and the workspace (allocated once, here) of the kernel it picks."""
         context = frame.reset_context()
@@ -277,8 +307,9 @@ class BoundCall(Replay):
             context.backend = name
         bytes_ = frame.ws_bytes
         align = frame.ws_align
-        status = lib.ct_op_workspace_with_context(spec.op, frame.tensors, n, outputs, n_out,
-                                                  attr_array, num_attrs, context, bytes_, align)
+        status = lib.ct_op_workspace_with_context(
+            spec.op, frame.tensors, n, outputs, n_out, attr_array, num_attrs, context, bytes_, align
+        )
         if status:
             raise _bind_error(status)
         size, alignment = int(bytes_[0]), max(int(align[0]), 1)
@@ -305,13 +336,17 @@ class BoundCall(Replay):
         inputs = (_flat_inputs(spec, args) if self._variadic else args) if args else None
         n, n_out = self._n, self._n_out
         if inputs is not None and len(inputs) != n:
-            raise WrongArityError(f"{spec.name}: bound with {n} inputs, replayed with "
-                                  f"{len(inputs)}", lib.CT_ERROR_WRONG_ARITY)
+            raise WrongArityError(
+                f"{spec.name}: bound with {n} inputs, replayed with {len(inputs)}",
+                lib.CT_ERROR_WRONG_ARITY,
+            )
         many = type(out) in (tuple, list)
         outs = None if out is None else (tuple(out) if many else (out,))
         if outs is not None and len(outs) != n_out:
-            raise WrongArityError(f"{spec.name}: bound with {n_out} outputs, replayed with "
-                                  f"{len(outs)}", lib.CT_ERROR_WRONG_ARITY)
+            raise WrongArityError(
+                f"{spec.name}: bound with {n_out} outputs, replayed with {len(outs)}",
+                lib.CT_ERROR_WRONG_ARITY,
+            )
         try:
             frame = pool_pop()
         except IndexError:
@@ -319,9 +354,18 @@ class BoundCall(Replay):
         try:
             # Plain arrays: read, layout-checked and run in one crossing (ctpy_bound_run).
             attr_array, num_attrs = self._attrs
-            status = _bound_run(frame.c, self._frame.tensors, spec.op, n, n_out,
-                                id(inputs if inputs is not None else ()), id(out), attr_array,
-                                num_attrs, self._context)
+            status = _bound_run(
+                frame.c,
+                self._frame.tensors,
+                spec.op,
+                n,
+                n_out,
+                id(inputs if inputs is not None else ()),
+                id(out),
+                attr_array,
+                num_attrs,
+                self._context,
+            )
             if status == 0:
                 if outs is None:
                     mark_written(self._written)  # ctpy_bound_run marks given outputs only
@@ -337,16 +381,16 @@ class BoundCall(Replay):
 
     def _layout_error(self, index: int) -> ShapeMismatchError:
         spec, n = self.spec, self._n
-        what = (input_name(spec, index) if index < n
-                else out_name(spec, index - n, self._n_out > 1))
+        what = input_name(spec, index) if index < n else out_name(spec, index - n, self._n_out > 1)
         return ShapeMismatchError(
             f"{what} does not have the layout the call was bound with (device, dtype, shape, "
             "strides and byte offset must match; bind again for another layout)",
             lib.CT_ERROR_SHAPE_MISMATCH,
         )
 
-    def _run_in(self, frame: Any, inputs: tuple | None, outs: tuple | None, out: Any,
-                many: bool) -> Any:
+    def _run_in(
+        self, frame: Any, inputs: tuple | None, outs: tuple | None, out: Any, many: bool
+    ) -> Any:
         spec = self.spec
         n, n_out = self._n, self._n_out
         bound = self._frame.tensors
@@ -368,8 +412,7 @@ class BoundCall(Replay):
         if diff >= 0:
             raise self._layout_error(diff)
         attr_array, num_attrs = self._attrs
-        status = _run(spec.op, tensors, n, tensors + n, n_out, attr_array, num_attrs,
-                      self._context)
+        status = _run(spec.op, tensors, n, tensors + n, n_out, attr_array, num_attrs, self._context)
         if status:
             raise error_for_status(status, last_error())
         mark_written(outs if outs is not None else self._written)

@@ -92,8 +92,9 @@ _FW_CACHE: dict[tuple, Framework] = {}
 FAST_ALLOCATORS: dict[tuple, tuple] = {}
 
 
-def call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None,
-         fast_op_declined: bool = False) -> Any:
+def call(
+    spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None, fast_op_declined: bool = False
+) -> Any:
     """Runs ``spec`` on the input objects ``args`` (one per input tensor; None for absent optional
     inputs; the variadic input's sequence flattened at the end). ``backend="name"`` among the
     keyword arguments picks the backend whose kernel must run the call (ct_context.backend).
@@ -129,8 +130,9 @@ def _on_backend(spec: OpSpec, backend: Any, frame: Frame) -> OpSpec:
     return pinned
 
 
-def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame,
-          fast_op_declined: bool) -> Any:
+def _call(
+    spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame, fast_op_declined: bool
+) -> Any:
     """The fast path from Python, at most once per set of arguments, then the general path."""
     if attrs:
         attr_entry = attrs_for(spec, attrs)  # held until the call returns
@@ -149,8 +151,7 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame,
             fast_args, first_type = converted or (None, None)
         while fast_args is not None:
             if out is not None:
-                status = _fast_call(frame.c, spec.op, id(fast_args), id(out), attr_array,
-                                    num_attrs)
+                status = _fast_call(frame.c, spec.op, id(fast_args), id(out), attr_array, num_attrs)
                 if status == 0:
                     if type(out) in (tuple, list) and len(out) == 1 and spec.single_output:
                         return out[0]
@@ -161,9 +162,17 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame,
                     status = _NEED_PYTHON
                 else:
                     results: list = []
-                    status = _fast_new(frame.c, spec.op, id(fast_args), attr_array, num_attrs,
-                                       output_capacity(spec), id(fast[0]), id(fast[1]),
-                                       id(results))
+                    status = _fast_new(
+                        frame.c,
+                        spec.op,
+                        id(fast_args),
+                        attr_array,
+                        num_attrs,
+                        output_capacity(spec),
+                        id(fast[0]),
+                        id(fast[1]),
+                        id(results),
+                    )
                     if status == 0:
                         if len(results) == 1 and spec.single_output:
                             return results[0]
@@ -181,8 +190,16 @@ def _call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame,
     return _general(spec, args, out, attrs, frame, attr_array, num_attrs, no_kernel)
 
 
-def _general(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame,
-             attr_array: Any, num_attrs: int, no_kernel: bool) -> Any:
+def _general(
+    spec: OpSpec,
+    args: tuple,
+    out: Any,
+    attrs: dict | None,
+    frame: Frame,
+    attr_array: Any,
+    num_attrs: int,
+    no_kernel: bool,
+) -> Any:
     """The general path: DLPack views, type resolution, casts, allocation, workspace, run.
     ``no_kernel``: the fast path found no kernel for the views as they are (or a workspace)."""
     n = len(args)
@@ -191,8 +208,9 @@ def _general(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Fra
     total = n + n_out
     opened = False
     if scalars is None and spec.fast and not no_kernel:
-        result = _open_and_run(spec, frame, n, n_out, out, outs, many, first, like, attr_array,
-                               num_attrs)
+        result = _open_and_run(
+            spec, frame, n, n_out, out, outs, many, first, like, attr_array, num_attrs
+        )
         if result is not _OPENED:
             return result
         opened = True
@@ -216,12 +234,18 @@ def _general(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Fra
     # The caller's framework: needed to allocate results, scratch, casts and scalars.
     fw: Framework | None = None
     fw_error: CTensorError | None = None
-    if out is None or scalars is not None or resolution.targets is not None \
-            or spec.has_workspace or device & 0xFF != _CPU:
+    if (
+        out is None
+        or scalars is not None
+        or resolution.targets is not None
+        or spec.has_workspace
+        or device & 0xFF != _CPU
+    ):
         fw, fw_error = _framework_of(like, device)
     if (scalars is not None or resolution.targets is not None) and fw is not None:
-        result = promote_call(spec, args, out, attrs, frame, resolution, scalars, fw, like,
-                              outs, n_out, many)
+        result = promote_call(
+            spec, args, out, attrs, frame, resolution, scalars, fw, like, outs, n_out, many
+        )
         if result is not None:
             return result
 
@@ -232,8 +256,9 @@ def _general(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Fra
         if spec.variadic_output or len(results) != 1:
             return tuple(results)
         return results[0]
-    return _run_with_out(spec, frame, n, outs, n_out, out, many, attr_array, num_attrs,
-                         fw or NUMPY, like, device)
+    return _run_with_out(
+        spec, frame, n, outs, n_out, out, many, attr_array, num_attrs, fw or NUMPY, like, device
+    )
 
 
 def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, int, Any]:
@@ -248,8 +273,9 @@ def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, 
     first = -1
     like = None
     if n > MAX_TENSORS - 72:
-        raise WrongArityError(f"{spec.name}: too many tensors in one call ({n})",
-                              lib.CT_ERROR_WRONG_ARITY)
+        raise WrongArityError(
+            f"{spec.name}: too many tensors in one call ({n})", lib.CT_ERROR_WRONG_ARITY
+        )
     for i in range(n):
         obj = args[i]
         tp = type(obj)
@@ -301,8 +327,7 @@ def _read_outputs(spec: OpSpec, out: Any, n: int, frame: Frame) -> tuple[tuple, 
     outputs, their count, whether ``out`` is a tuple or list)."""
     if spec.is_dynamic:
         raise InvalidArgumentError(
-            f"{spec.name} allocates its outputs (their size depends on the data); it takes "
-            "no out="
+            f"{spec.name} allocates its outputs (their size depends on the data); it takes no out="
         )
     objects = frame.objects
     keep = frame.keep
@@ -311,8 +336,9 @@ def _read_outputs(spec: OpSpec, out: Any, n: int, frame: Frame) -> tuple[tuple, 
     outs = out if many else (out,)
     n_out = len(outs)
     if n + n_out > MAX_TENSORS - 8:
-        raise WrongArityError(f"{spec.name}: too many outputs in one call ({n_out})",
-                              lib.CT_ERROR_WRONG_ARITY)
+        raise WrongArityError(
+            f"{spec.name}: too many outputs in one call ({n_out})", lib.CT_ERROR_WRONG_ARITY
+        )
     for j in range(n_out):
         o = outs[j]
         tp = type(o)
@@ -340,8 +366,19 @@ def _read_outputs(spec: OpSpec, out: Any, n: int, frame: Frame) -> tuple[tuple, 
     return outs, n_out, many
 
 
-def _open_and_run(spec: OpSpec, frame: Frame, n: int, n_out: int, out: Any, outs: tuple,
-                  many: bool, first: int, like: Any, attr_array: Any, num_attrs: int) -> Any:
+def _open_and_run(
+    spec: OpSpec,
+    frame: Frame,
+    n: int,
+    n_out: int,
+    out: Any,
+    outs: tuple,
+    many: bool,
+    first: int,
+    like: Any,
+    attr_array: Any,
+    num_attrs: int,
+) -> Any:
     """The common case of the general path (views only, on the CPU, a kernel for the dtypes as
     they are, no workspace) in the fewest crossings: opens the views and runs. Returns the
     result, or _OPENED when the call needs more (the views are then open)."""
@@ -366,8 +403,7 @@ def _open_and_run(spec: OpSpec, frame: Frame, n: int, n_out: int, out: Any, outs
     if fw is not None:
         length = _ctpy_infer(frame.c, spec.op, n, attr_array, num_attrs, output_capacity(spec))
         if length >= 0:
-            results = execute(spec, frame, n, fw, None, like, device, attr_array, num_attrs,
-                              length)
+            results = execute(spec, frame, n, fw, None, like, device, attr_array, num_attrs, length)
             if fw.finishes:
                 results = [fw.finish(r) for r in results]
             if spec.variadic_output or len(results) != 1:
@@ -406,23 +442,36 @@ def _resolve_framework(like: Any, device: int) -> Framework:
     return framework_of(like, device_tuple)  # raises UnsupportedDeviceError
 
 
-def _run_with_out(spec: OpSpec, frame: Frame, n: int, outs: tuple, n_out: int, out: Any,
-                  many: bool, attr_array: Any, num_attrs: int, fw: Framework, like: Any,
-                  device: int) -> Any:
+def _run_with_out(
+    spec: OpSpec,
+    frame: Frame,
+    n: int,
+    outs: tuple,
+    n_out: int,
+    out: Any,
+    many: bool,
+    attr_array: Any,
+    num_attrs: int,
+    fw: Framework,
+    like: Any,
+    device: int,
+) -> Any:
     """Runs into the given outputs (open in the frame after the inputs), with a context when
     the op has a workspace or the call is not on the CPU."""
     tensors = frame.tensors
     outputs = tensors + n
     context = _NULL
     if spec.has_workspace or device & 0xFF != _CPU:
-        context = prepare_context(spec, frame, n, outputs, n_out, attr_array, num_attrs, fw,
-                                  like, device)
+        context = prepare_context(
+            spec, frame, n, outputs, n_out, attr_array, num_attrs, fw, like, device
+        )
     status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
     if status == _WORKSPACE_TOO_SMALL and context == _NULL:
         # A kernel of a shape-static op asked for scratch memory (plugins may): ask and retry.
         # Argument errors are detected before anything is written, so the retry is safe.
-        context = prepare_context(spec, frame, n, outputs, n_out, attr_array, num_attrs, fw,
-                                  like, device, True)
+        context = prepare_context(
+            spec, frame, n, outputs, n_out, attr_array, num_attrs, fw, like, device, True
+        )
         status = _run(spec.op, tensors, n, outputs, n_out, attr_array, num_attrs, context)
     if status:
         raise fail(status)

@@ -107,8 +107,15 @@ def _capsule_destructor(capsule: int) -> None:
 _DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
 
 
-def _capsule(handle: int, device: tuple[int, int], shape: tuple[int, ...], dtype: str,
-             strides: tuple[int, ...] | None, byte_offset: int, owner: Any) -> Any:
+def _capsule(
+    handle: int,
+    device: tuple[int, int],
+    shape: tuple[int, ...],
+    dtype: str,
+    strides: tuple[int, ...] | None,
+    byte_offset: int,
+    owner: Any,
+) -> Any:
     """A legacy "dltensor" capsule viewing device memory ``handle`` (kept alive by ``owner``)."""
     managed = ffi.new("DLManagedTensor*")
     shape_array = ffi.new("int64_t[]", list(shape) or [0])
@@ -138,8 +145,14 @@ class DeviceArray:
 
     __slots__ = ("_buffer", "shape", "dtype", "device", "strides", "byte_offset", "__weakref__")
 
-    def __init__(self, buffer: _Buffer, shape: tuple[int, ...], dtype: str,
-                 strides: tuple[int, ...] | None = None, byte_offset: int = 0):
+    def __init__(
+        self,
+        buffer: _Buffer,
+        shape: tuple[int, ...],
+        dtype: str,
+        strides: tuple[int, ...] | None = None,
+        byte_offset: int = 0,
+    ):
         self._buffer = buffer
         self.shape = tuple(int(n) for n in shape)
         self.dtype = dtype
@@ -149,8 +162,13 @@ class DeviceArray:
         #: bytes from the start of the buffer to the first element, as DLPack's
         self.byte_offset = int(byte_offset)
 
-    def as_strided(self, shape: tuple[int, ...], strides: tuple[int, ...],
-                   byte_offset: int = 0, dtype: Any = None) -> DeviceArray:
+    def as_strided(
+        self,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        byte_offset: int = 0,
+        dtype: Any = None,
+    ) -> DeviceArray:
         """A view of the same buffer: element ``i`` at ``byte_offset + itemsize * sum(i * s)``
         (strides in elements, zero and negative allowed), reading the bytes as ``dtype``
         (default: this array's). The view must stay in the buffer."""
@@ -164,7 +182,8 @@ class DeviceArray:
             if low < 0 or high + itemsize > self._buffer.nbytes:
                 raise InvalidArgumentError(
                     f"a view of shape {tuple(shape)}, strides {tuple(strides)} and byte offset "
-                    f"{byte_offset} reaches outside the buffer of {self._buffer.nbytes} bytes")
+                    f"{byte_offset} reaches outside the buffer of {self._buffer.nbytes} bytes"
+                )
         return DeviceArray(self._buffer, tuple(shape), name, tuple(strides), byte_offset)
 
     @classmethod
@@ -198,8 +217,10 @@ class DeviceArray:
         return self._buffer.handle
 
     def __repr__(self) -> str:
-        return (f"DeviceArray(shape={self.shape}, dtype={self.dtype}, "
-                f"device={_device_text(self.device)})")
+        return (
+            f"DeviceArray(shape={self.shape}, dtype={self.dtype}, "
+            f"device={_device_text(self.device)})"
+        )
 
     def __len__(self) -> int:
         if not self.shape:
@@ -209,15 +230,30 @@ class DeviceArray:
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.device
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
-                   copy: Any = None) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: Any = None,
+        dl_device: Any = None,
+        copy: Any = None,
+    ) -> Any:
         if dl_device is not None and tuple(dl_device) != self.device:
-            raise BufferError(f"a DeviceArray on {_device_text(self.device)} cannot be exported "
-                              f"to device {tuple(dl_device)} without a copy")
+            raise BufferError(
+                f"a DeviceArray on {_device_text(self.device)} cannot be exported "
+                f"to device {tuple(dl_device)} without a copy"
+            )
         if copy:
             raise BufferError("DeviceArray exports views only (copy=True is not supported)")
-        return _capsule(self._buffer.handle, self.device, self.shape, self.dtype, self.strides,
-                        self.byte_offset, self)
+        return _capsule(
+            self._buffer.handle,
+            self.device,
+            self.shape,
+            self.dtype,
+            self.strides,
+            self.byte_offset,
+            self,
+        )
 
     def to_numpy(self) -> np.ndarray:
         """A NumPy copy of the array (waits for work queued on the device's default queue)."""
@@ -238,16 +274,24 @@ class DeviceArray:
                 strides.insert(0, step)
                 step *= extent
         itemsize = dtype.itemsize
-        first = raw[self.byte_offset:self.byte_offset + itemsize].view(dtype)
-        view = np.lib.stride_tricks.as_strided(first, self.shape,
-                                               tuple(s * itemsize for s in strides))
+        first = raw[self.byte_offset : self.byte_offset + itemsize].view(dtype)
+        view = np.lib.stride_tricks.as_strided(
+            first, self.shape, tuple(s * itemsize for s in strides)
+        )
         return np.array(view, copy=True)
 
     def _download(self, host: np.ndarray, nbytes: int) -> None:
         if nbytes:
-            check(lib.ct_device_copy_to_host(
-                _ct_device(self.device), ffi.cast("void*", host.ctypes.data),
-                ffi.cast("void*", self._buffer.handle), 0, nbytes, ffi.NULL))
+            check(
+                lib.ct_device_copy_to_host(
+                    _ct_device(self.device),
+                    ffi.cast("void*", host.ctypes.data),
+                    ffi.cast("void*", self._buffer.handle),
+                    0,
+                    nbytes,
+                    ffi.NULL,
+                )
+            )
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         result = self.to_numpy()
@@ -276,9 +320,16 @@ def asarray(x: Any, device: Any = None, dtype: Any = None) -> Any:
     name = to_dtype_name(host.dtype)
     array = DeviceArray.empty(host.shape, name, target)
     if host.nbytes:
-        check(lib.ct_device_copy_from_host(
-            _ct_device(target), ffi.cast("void*", array.data_handle), 0,
-            ffi.cast("void*", host.ctypes.data), host.nbytes, ffi.NULL))
+        check(
+            lib.ct_device_copy_from_host(
+                _ct_device(target),
+                ffi.cast("void*", array.data_handle),
+                0,
+                ffi.cast("void*", host.ctypes.data),
+                host.nbytes,
+                ffi.NULL,
+            )
+        )
     return array
 
 
@@ -320,6 +371,12 @@ def opencl_capsule(array: Any) -> Any:
     strides = tuple(stride // itemsize for stride in array.strides)
     base = array.base_data
     handle = base.int_ptr if base is not None else 0
-    return _capsule(handle, (lib.CT_DEVICE_OPENCL, device_id), tuple(array.shape),
-                    to_dtype_name(array.dtype), strides, int(array.offset), array)
-
+    return _capsule(
+        handle,
+        (lib.CT_DEVICE_OPENCL, device_id),
+        tuple(array.shape),
+        to_dtype_name(array.dtype),
+        strides,
+        int(array.offset),
+        array,
+    )

@@ -88,10 +88,12 @@ def kind_of(tp: type) -> int:
         # The wrapper costs three times the bump itself (an isinstance through torch's
         # metaclass); it is the fallback where torch._C lacks the bump.
         increment_version = getattr(torch._C, "_increment_version", None) or getattr(
-            torch.autograd.graph, "increment_version", None)
+            torch.autograd.graph, "increment_version", None
+        )
         # Let the C fast paths read plain tensors themselves and mark the ones they write.
-        configure(tensor_type=torch.Tensor, to_dlpack=_to_dlpack,
-                  increment_version=increment_version)
+        configure(
+            tensor_type=torch.Tensor, to_dlpack=_to_dlpack, increment_version=increment_version
+        )
         kind = TORCH
     elif issubclass(tp, np.ndarray):
         kind = NUMPY
@@ -227,8 +229,9 @@ def capsule_tensor(capsule: Any) -> Any:
     For tests and debugging: the capsule must stay alive while the pointer is used."""
     handle = ffi.cast("void*", id(capsule))
     if lib.ctpy_capsule_is_valid(handle, b"dltensor_versioned"):
-        managed = ffi.cast("DLManagedTensorVersioned*",
-                           lib.ctpy_capsule_get_pointer(handle, b"dltensor_versioned"))
+        managed = ffi.cast(
+            "DLManagedTensorVersioned*", lib.ctpy_capsule_get_pointer(handle, b"dltensor_versioned")
+        )
         return ffi.addressof(managed, "dl_tensor")
     if lib.ctpy_capsule_is_valid(handle, b"dltensor"):
         managed = ffi.cast("DLManagedTensor*", lib.ctpy_capsule_get_pointer(handle, b"dltensor"))
@@ -253,8 +256,10 @@ def _direct_matches_dlpack(x: np.ndarray, view: Any, strides: Any) -> bool:
     mine = list(ffi.unpack(view.strides, view.ndim)) if view.strides != ffi.NULL else compact
     return (
         int(ffi.cast("intptr_t", view.data)) == int(ffi.cast("intptr_t", t.data)) + t.byte_offset
-        and view.ndim == t.ndim and view.dtype.code == t.dtype.code
-        and view.dtype.bits == t.dtype.bits and view.dtype.lanes == t.dtype.lanes
+        and view.ndim == t.ndim
+        and view.dtype.code == t.dtype.code
+        and view.dtype.bits == t.dtype.bits
+        and view.dtype.lanes == t.dtype.lanes
         and (list(ffi.unpack(view.shape, view.ndim)) if view.ndim else []) == shape
         and all(n == 1 or a == b for n, a, b in zip(shape, mine, dl_strides, strict=True))
     )

@@ -34,8 +34,21 @@ class Frame:
     """A ``ctpy_frame`` and the Python objects that must outlive one call. Frames are taken from
     a pool for one call by one thread (list.pop/append are atomic), so calls share nothing."""
 
-    __slots__ = ("c", "objects", "tensors", "meta", "infos", "summary", "count", "context",
-                 "ws_bytes", "ws_align", "keep", "consumed", "backend")
+    __slots__ = (
+        "c",
+        "objects",
+        "tensors",
+        "meta",
+        "infos",
+        "summary",
+        "count",
+        "context",
+        "ws_bytes",
+        "ws_align",
+        "keep",
+        "consumed",
+        "backend",
+    )
 
     def __init__(self) -> None:
         c = ffi.new("ctpy_frame*")

@@ -71,8 +71,9 @@ class _NumPy(Framework):
     name = "numpy"
 
     def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
-        return _numpy_empty_call, {key: np.dtype(name) for key, name in KEY_NAME.items()
-                                   if name != "bfloat16"}
+        return _numpy_empty_call, {
+            key: np.dtype(name) for key, name in KEY_NAME.items() if name != "bfloat16"
+        }
 
 
 class _Torch(Framework):

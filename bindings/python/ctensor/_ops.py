@@ -64,8 +64,7 @@ def _docstring(spec: OpSpec) -> str:
     if spec.doc:
         lines += [spec.doc.strip(), ""]
     lines.append(
-        f"Category: {spec.category}."
-        + (f" Flags: {', '.join(spec.flags)}." if spec.flags else "")
+        f"Category: {spec.category}." + (f" Flags: {', '.join(spec.flags)}." if spec.flags else "")
     )
     lines += ["", "Parameters", "----------"]
     for inp in spec.inputs:
@@ -77,21 +76,28 @@ def _docstring(spec: OpSpec) -> str:
             lines.append(f"    {inp['doc']}")
     many = len(spec.outputs) > 1 or spec.variadic_output
     if spec.is_dynamic:
-        lines += ["out : not accepted", "    The op allocates its outputs (their size depends "
-                  "on the data)."]
+        lines += [
+            "out : not accepted",
+            "    The op allocates its outputs (their size depends on the data).",
+        ]
     else:
-        lines += [f"out : {'tuple of arrays' if many else 'array'}, optional",
-                  "    Write the result into this memory (checked by the C library) and return "
-                  "it."]
-    lines += ["backend : str, optional",
-              "    Run the kernel of this backend and no other (a name from ctensor.backends()); "
-              "by default the kernel registered last for the dtypes runs."]
+        lines += [
+            f"out : {'tuple of arrays' if many else 'array'}, optional",
+            "    Write the result into this memory (checked by the C library) and return it.",
+        ]
+    lines += [
+        "backend : str, optional",
+        "    Run the kernel of this backend and no other (a name from ctensor.backends()); "
+        "by default the kernel registered last for the dtypes runs.",
+    ]
     for attr in spec.attrs:
         kind = attr["type"].replace("_", " ")
         if attr.get("nullable"):
             kind += " or None"
-        lines.append(f"{_py_name(attr['name'])} : {kind}, "
-                     + ("required" if attr.get("required") else f"default {attr.get('default')!r}"))
+        lines.append(
+            f"{_py_name(attr['name'])} : {kind}, "
+            + ("required" if attr.get("required") else f"default {attr.get('default')!r}")
+        )
         if attr.get("doc"):
             lines.append(f"    {attr['doc']}")
     lines += ["", "Returns", "-------"]
@@ -108,8 +114,11 @@ def _docstring(spec: OpSpec) -> str:
             for sig in sigs:
                 n_in = len(spec.inputs)
                 lines.append(f"    ({', '.join(sig[:n_in])}) -> ({', '.join(sig[n_in:])})")
-    lines += ["", "Inputs are read through DLPack without copies; results are allocated in the "
-              "framework and on the device of the first array argument."]
+    lines += [
+        "",
+        "Inputs are read through DLPack without copies; results are allocated in the "
+        "framework and on the device of the first array argument.",
+    ]
     return "\n".join(lines)
 
 
@@ -187,8 +196,9 @@ def unknown_op(name: str) -> UnknownOpError:
     found = ffi.new("const ct_op**")
     status = lib.ct_op_find(str(name).encode("utf-8", "replace"), found)
     if status == _CT_OK:  # registered after import (not possible with built-ins today)
-        return UnknownOpError(f"operator {name!r} is not bound; reload ctensor",
-                              lib.CT_ERROR_UNKNOWN_OP)
+        return UnknownOpError(
+            f"operator {name!r} is not bound; reload ctensor", lib.CT_ERROR_UNKNOWN_OP
+        )
     error = error_for_status(status, last_error())
     if not isinstance(error, UnknownOpError):  # pragma: no cover
         return UnknownOpError(str(error), lib.CT_ERROR_UNKNOWN_OP)

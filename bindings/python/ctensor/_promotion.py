@@ -70,29 +70,43 @@ def resolve_types(spec: OpSpec, metas: tuple, n: int, first: int) -> TypeResolut
     return found
 
 
-def cast(frame: Frame, i: int, slot: int, target: str, fw: Framework, like: Any,
-          device: int) -> None:
+def cast(
+    frame: Frame, i: int, slot: int, target: str, fw: Framework, like: Any, device: int
+) -> None:
     """Replaces input i of the frame by a new array of the caller's framework holding it cast to
     ``target``, made by ctensor's own astype op (the only copy the binding ever makes)."""
-    (array,) = run_internal(get_spec("astype"), [frame.tensors[i]], fw, like, device,
-                            {"dtype": target})
+    (array,) = run_internal(
+        get_spec("astype"), [frame.tensors[i]], fw, like, device, {"dtype": target}
+    )
     frame.tensors[i] = tensor_in(frame, array, slot, fw)
 
 
 # NumPy's comparison ufuncs compare mixed signed/uint64 integers (and Python ints of any size)
 # exactly, without the detour through float64 that promotion would take.
-_COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater",
-                          "greater_equal"})
+_COMPARISONS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
 # What `signed OP unsigned` is when the signed value is negative; mirrored for `unsigned OP
 # signed`.
-_NEGATIVE_LEFT = {"equal": False, "not_equal": True, "less": True, "less_equal": True,
-                  "greater": False, "greater_equal": False}
-_NEGATIVE_RIGHT = {"equal": False, "not_equal": True, "less": False, "less_equal": False,
-                   "greater": True, "greater_equal": True}
+_NEGATIVE_LEFT = {
+    "equal": False,
+    "not_equal": True,
+    "less": True,
+    "less_equal": True,
+    "greater": False,
+    "greater_equal": False,
+}
+_NEGATIVE_RIGHT = {
+    "equal": False,
+    "not_equal": True,
+    "less": False,
+    "less_equal": False,
+    "greater": True,
+    "greater_equal": True,
+}
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
-_INT_RANGES = {name: (int(np.iinfo(name).min), int(np.iinfo(name).max))
-               for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-                            "uint64")}
+_INT_RANGES = {
+    name: (int(np.iinfo(name).min), int(np.iinfo(name).max))
+    for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+}
 
 
 def needs_exact_compare(spec: OpSpec, dtypes: tuple) -> bool:
@@ -102,16 +116,23 @@ def needs_exact_compare(spec: OpSpec, dtypes: tuple) -> bool:
     return (left in _SIGNED and right == "uint64") or (left == "uint64" and right in _SIGNED)
 
 
-def exact_compare(spec: OpSpec, frame: Frame, dtypes: tuple, fw: Framework, like: Any,
-                  device: int, out_tensor: Any, attrs: dict | None) -> Any:
+def exact_compare(
+    spec: OpSpec,
+    frame: Frame,
+    dtypes: tuple,
+    fw: Framework,
+    like: Any,
+    device: int,
+    out_tensor: Any,
+    attrs: dict | None,
+) -> Any:
     """signed OP uint64, exactly: the signed operand wrapped to uint64 compares right wherever
     it is not negative; where it is, the answer is fixed."""
     signed_left = dtypes[0] in _SIGNED
     s_index = 0 if signed_left else 1
     signed, unsigned = frame.tensors[s_index], frame.tensors[1 - s_index]
     slot = MAX_TENSORS - 1
-    (wrapped,) = run_internal(get_spec("astype"), [signed], fw, like, device,
-                              {"dtype": "uint64"})
+    (wrapped,) = run_internal(get_spec("astype"), [signed], fw, like, device, {"dtype": "uint64"})
     wrapped_t = tensor_in(frame, wrapped, slot, fw)
     operands = [wrapped_t, unsigned] if signed_left else [unsigned, wrapped_t]
     (as_unsigned,) = run_internal(spec, operands, fw, like, device, attrs)
@@ -121,8 +142,9 @@ def exact_compare(spec: OpSpec, frame: Frame, dtypes: tuple, fw: Framework, like
     negative_t = tensor_in(frame, negative, slot - 3, fw)
     fixed = (_NEGATIVE_LEFT if signed_left else _NEGATIVE_RIGHT)[spec.name]
     fixed_t = tensor_in(frame, _scalar_array(fixed, "bool", fw, like, device), slot - 4, fw)
-    result = run_internal(get_spec("where"), [negative_t, fixed_t, as_unsigned_t], fw, like,
-                          device, None, out_tensor)
+    result = run_internal(
+        get_spec("where"), [negative_t, fixed_t, as_unsigned_t], fw, like, device, None, out_tensor
+    )
     return None if result is None else result[0]
 
 
@@ -205,9 +227,17 @@ def _weak_scalar_dtype(value: Any, partner_dtype: Any) -> np.dtype | None:
     return np.dtype(dtype) if dtype in DTYPE_INDEX and dtype != "bfloat16" else None
 
 
-def scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
-                      dtypes: tuple, frame: Frame, fw: Framework, like: Any, device: int,
-                      device_name: str) -> tuple:
+def scalars_to_arrays(
+    spec: OpSpec,
+    args: tuple | list,
+    scalars: list[int],
+    dtypes: tuple,
+    frame: Frame,
+    fw: Framework,
+    like: Any,
+    device: int,
+    device_name: str,
+) -> tuple:
     """Python scalars become 0-d arrays with the dtype NumPy 2 gives a weak scalar next to the
     arrays of its promotion group (the inputs whose dtypes must agree)."""
     dtypes = list(dtypes)
@@ -243,9 +273,20 @@ def scalars_to_arrays(spec: OpSpec, args: tuple | list, scalars: list[int],
 _SCALAR_DTYPES: dict[tuple[type, str], str] = {}
 
 
-def promote_call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame: Frame,
-                 resolution: TypeResolution, scalars: list | None, fw: Framework, like: Any,
-                 outs: tuple, n_out: int, many: bool) -> Any:
+def promote_call(
+    spec: OpSpec,
+    args: tuple,
+    out: Any,
+    attrs: dict | None,
+    frame: Frame,
+    resolution: TypeResolution,
+    scalars: list | None,
+    fw: Framework,
+    like: Any,
+    outs: tuple,
+    n_out: int,
+    many: bool,
+) -> Any:
     """The promotion step of the general path, on open views: Python scalars become 0-d arrays
     (the dtypes then resolved again), inputs are cast to the resolved dtypes in the frame, or a
     signed/uint64 comparison runs exactly. Returns the result when the call is done (an exact
@@ -254,8 +295,9 @@ def promote_call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame:
     targets = resolution.targets
     dtypes = resolution.dtypes
     if scalars is not None:
-        dtypes = scalars_to_arrays(spec, args, scalars, resolution.dtypes, frame, fw, like,
-                                   device, resolution.device_name)
+        dtypes = scalars_to_arrays(
+            spec, args, scalars, resolution.dtypes, frame, fw, like, device, resolution.device_name
+        )
         targets = None
         if resolution.single_device:
             chosen = spec.choose_dtypes(resolution.device_name, dtypes)
@@ -263,13 +305,15 @@ def promote_call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, frame:
                 targets = chosen
     if targets is not None and needs_exact_compare(spec, dtypes):
         n = len(args)
-        result = exact_compare(spec, frame, dtypes, fw, like, device,
-                               None if out is None else frame.tensors[n], attrs)
+        result = exact_compare(
+            spec, frame, dtypes, fw, like, device, None if out is None else frame.tensors[n], attrs
+        )
         if out is None:
             return fw.finish(result) if fw.finishes else result
         if n_out != 1:
-            raise WrongArityError(f"{spec.name} produces 1 output; out= gives {n_out}",
-                                  lib.CT_ERROR_WRONG_ARITY)
+            raise WrongArityError(
+                f"{spec.name} produces 1 output; out= gives {n_out}", lib.CT_ERROR_WRONG_ARITY
+            )
         mark_written(outs)
         return outs[0] if many else out
     if targets is not None:

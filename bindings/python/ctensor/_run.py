@@ -39,6 +39,7 @@ _new = ffi.new
 _NULL = ffi.NULL
 _unpack = ffi.unpack
 
+
 class _AllocState:
     """What the allocator callback of one call needs and collects."""
 
@@ -73,9 +74,18 @@ def ctpy_allocate(user_data, output_index, info, device_type, device_id, data): 
         return _OUT_OF_MEMORY
 
 
-def execute(spec: OpSpec, frame: Frame, n: int, fw: Framework | None,
-            fw_error: CTensorError | None, like: Any, device: int, attr_array: Any,
-            num_attrs: int, length: int = -1) -> list:
+def execute(
+    spec: OpSpec,
+    frame: Frame,
+    n: int,
+    fw: Framework | None,
+    fw_error: CTensorError | None,
+    like: Any,
+    device: int,
+    attr_array: Any,
+    num_attrs: int,
+    length: int = -1,
+) -> list:
     """Infers, allocates, runs. Inputs are frame.tensors[0:n]; new outputs are opened into the
     slots after them. Returns the new output arrays."""
     op = spec.op
@@ -88,15 +98,17 @@ def execute(spec: OpSpec, frame: Frame, n: int, fw: Framework | None,
     if fw is None:
         # No framework can hold results on this device: let the C library say first whether it
         # could run the call at all (kernels are looked up by the workspace query).
-        status = _workspace(op, tensors, n, _NULL, 0, attr_array, num_attrs, frame.ws_bytes,
-                            frame.ws_align)
+        status = _workspace(
+            op, tensors, n, _NULL, 0, attr_array, num_attrs, frame.ws_bytes, frame.ws_align
+        )
         if status:
             raise fail(status)
         raise fw_error
     num_outputs = frame.count[0]
     if spec.is_dynamic:
-        return _execute_dynamic(spec, frame, n, fw, like, device, attr_array, num_attrs,
-                                num_outputs)
+        return _execute_dynamic(
+            spec, frame, n, fw, like, device, attr_array, num_attrs, num_outputs
+        )
     keep = frame.keep
     objects = frame.objects
     results = []
@@ -115,8 +127,9 @@ def execute(spec: OpSpec, frame: Frame, n: int, fw: Framework | None,
     if spec.has_workspace or device & 0xFF != _CPU:
         open_views(frame, n, num_outputs, None)
         outputs = tensors + n
-        context = prepare_context(spec, frame, n, outputs, num_outputs, attr_array, num_attrs,
-                                  fw, like, device)
+        context = prepare_context(
+            spec, frame, n, outputs, num_outputs, attr_array, num_attrs, fw, like, device
+        )
         status = _run(op, tensors, n, outputs, num_outputs, attr_array, num_attrs, context)
     else:
         status = _open_run(frame.c, op, n, num_outputs, attr_array, num_attrs, _NULL)
@@ -126,16 +139,26 @@ def execute(spec: OpSpec, frame: Frame, n: int, fw: Framework | None,
             # A kernel of a shape-static op asked for scratch memory (plugins may): ask and
             # retry. Argument errors are detected before anything is written, so it is safe.
             outputs = tensors + n
-            context = prepare_context(spec, frame, n, outputs, num_outputs, attr_array,
-                                      num_attrs, fw, like, device, True)
+            context = prepare_context(
+                spec, frame, n, outputs, num_outputs, attr_array, num_attrs, fw, like, device, True
+            )
             status = _run(op, tensors, n, outputs, num_outputs, attr_array, num_attrs, context)
     if status:
         raise fail(status)
     return results
 
 
-def _execute_dynamic(spec: OpSpec, frame: Frame, n: int, fw: Framework, like: Any, device: int,
-                     attr_array: Any, num_attrs: int, num_outputs: int) -> list:
+def _execute_dynamic(
+    spec: OpSpec,
+    frame: Frame,
+    n: int,
+    fw: Framework,
+    like: Any,
+    device: int,
+    attr_array: Any,
+    num_attrs: int,
+    num_outputs: int,
+) -> list:
     """Runs a dynamic-allocating op, whose kernel allocates each output through the allocator
     callback (ctpy_allocate) in the caller's framework. Returns the outputs."""
     keep = frame.keep
@@ -164,9 +187,19 @@ def _execute_dynamic(spec: OpSpec, frame: Frame, n: int, fw: Framework, like: An
     return [found[i] for i in range(num_outputs)]
 
 
-def prepare_context(spec: OpSpec, frame: Frame, n: int, outputs: Any, n_out: int,
-                    attr_array: Any, num_attrs: int, fw: Framework, like: Any, device: int,
-                    force_workspace: bool = False) -> Any:
+def prepare_context(
+    spec: OpSpec,
+    frame: Frame,
+    n: int,
+    outputs: Any,
+    n_out: int,
+    attr_array: Any,
+    num_attrs: int,
+    fw: Framework,
+    like: Any,
+    device: int,
+    force_workspace: bool = False,
+) -> Any:
     """The frame's ct_context with the caller's stream and, when the kernel asks for it, scratch
     memory in the caller's framework and device."""
     context = frame.reset_context()
@@ -175,8 +208,18 @@ def prepare_context(spec: OpSpec, frame: Frame, n: int, outputs: Any, n_out: int
         if stream:
             context.stream = ffi.cast("void*", stream)
     if spec.has_workspace or spec.is_dynamic or force_workspace:
-        status = _workspace_in_context(spec.op, frame.tensors, n, outputs, n_out, attr_array,
-                                       num_attrs, context, frame.ws_bytes, frame.ws_align)
+        status = _workspace_in_context(
+            spec.op,
+            frame.tensors,
+            n,
+            outputs,
+            n_out,
+            attr_array,
+            num_attrs,
+            context,
+            frame.ws_bytes,
+            frame.ws_align,
+        )
         if status:
             raise fail(status)
         size, align = frame.ws_bytes[0], max(int(frame.ws_align[0]), 1)
@@ -189,8 +232,15 @@ def prepare_context(spec: OpSpec, frame: Frame, n: int, outputs: Any, n_out: int
     return context
 
 
-def run_internal(spec: OpSpec, tensors: list, fw: Framework, like: Any, device: int,
-                 attrs: dict | None = None, out_tensor: Any = None) -> list | None:
+def run_internal(
+    spec: OpSpec,
+    tensors: list,
+    fw: Framework,
+    like: Any,
+    device: int,
+    attrs: dict | None = None,
+    out_tensor: Any = None,
+) -> list | None:
     """Runs ``spec`` on ct_tensor* ``tensors`` in a frame of its own: new outputs in the caller's
     framework (returned), or into ``out_tensor``."""
     attr_entry = attrs_for(spec, attrs) if attrs else (_NULL, 0, None)  # held during the call
@@ -206,8 +256,7 @@ def run_internal(spec: OpSpec, tensors: list, fw: Framework, like: Any, device: 
         if out_tensor is None:
             return execute(spec, inner, n, fw, None, like, device, attr_array, num_attrs)
         inner.tensors[n] = out_tensor
-        status = _run(spec.op, inner.tensors, n, inner.tensors + n, 1, attr_array, num_attrs,
-                      _NULL)
+        status = _run(spec.op, inner.tensors, n, inner.tensors + n, 1, attr_array, num_attrs, _NULL)
         if status:
             raise fail(status)
         return None

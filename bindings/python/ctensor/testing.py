@@ -21,8 +21,13 @@ _PyCapsule_New = _pyapi.PyCapsule_New
 _PyCapsule_New.restype = ctypes.py_object
 _PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
-_DTYPE_CODES = {"i": lib.CT_DTYPE_INT, "u": lib.CT_DTYPE_UINT, "f": lib.CT_DTYPE_FLOAT,
-                "b": lib.CT_DTYPE_BOOL, "c": lib.CT_DTYPE_COMPLEX}
+_DTYPE_CODES = {
+    "i": lib.CT_DTYPE_INT,
+    "u": lib.CT_DTYPE_UINT,
+    "f": lib.CT_DTYPE_FLOAT,
+    "b": lib.CT_DTYPE_BOOL,
+    "c": lib.CT_DTYPE_COMPLEX,
+}
 
 
 class _DLDevice(ctypes.Structure):
@@ -49,8 +54,7 @@ _DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", _DELETER)]
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
 
 
 class _DLPackVersion(ctypes.Structure):
@@ -58,30 +62,52 @@ class _DLPackVersion(ctypes.Structure):
 
 
 class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", _DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
+    _fields_ = [
+        ("version", _DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", _DELETER),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
 
 
 class CountedCapsule:
     """A DLPack capsule over a NumPy array whose deleter counts its calls. The capsule has no
     destructor of its own, so ``deleter_calls`` counts exactly the consumer's calls."""
 
-    def __init__(self, array: np.ndarray, versioned: bool = False, read_only: bool = False,
-                 device_type: int = 1, null_strides: bool = False):
+    def __init__(
+        self,
+        array: np.ndarray,
+        versioned: bool = False,
+        read_only: bool = False,
+        device_type: int = 1,
+        null_strides: bool = False,
+    ):
         self.array = array
         self.deleter_calls = 0
         self._shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
         self._strides = (ctypes.c_int64 * max(array.ndim, 1))(
-            *[s // array.itemsize for s in array.strides])
+            *[s // array.itemsize for s in array.strides]
+        )
         self._deleter = _DELETER(self._delete)
         dtype = _DLDataType(_DTYPE_CODES[array.dtype.kind], array.itemsize * 8, 1)
         tensor = _DLTensor(
-            array.__array_interface__["data"][0], _DLDevice(device_type, 0), array.ndim, dtype,
-            self._shape, None if null_strides else self._strides, 0)
+            array.__array_interface__["data"][0],
+            _DLDevice(device_type, 0),
+            array.ndim,
+            dtype,
+            self._shape,
+            None if null_strides else self._strides,
+            0,
+        )
         if versioned:
             self._managed = _DLManagedTensorVersioned(
-                _DLPackVersion(1, 0), None, self._deleter,
-                lib.DLPACK_FLAG_BITMASK_READ_ONLY if read_only else 0, tensor)
+                _DLPackVersion(1, 0),
+                None,
+                self._deleter,
+                lib.DLPACK_FLAG_BITMASK_READ_ONLY if read_only else 0,
+                tensor,
+            )
             name = b"dltensor_versioned"
         else:
             self._managed = _DLManagedTensor(tensor, None, self._deleter)
