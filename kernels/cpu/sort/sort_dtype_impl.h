@@ -58,6 +58,8 @@ CT_CPU_ISA_LOOP(CT_SD_NAME(ct_values),
                 (k, count, flip, out, step))
 #endif /* CT_SD_WIDE */
 
+/* One lane sorted as stable (key, index) pairs in the slot (a ct_sort_lane_fn): returns the
+ * sorted indices. */
 static int64_t* CT_SD_NAME(ct_sort_lane)(const char* x, int64_t step, int64_t n, int descending,
                                          void* slot) {
   const int64_t kb = (n * (int64_t)sizeof(CT_SD_K) + 63) / 64 * 64;
@@ -238,6 +240,8 @@ static void CT_SD_NAME(ct_sort_buckets)(const char* x, int64_t step, int64_t n, 
   }
 }
 
+/* The values-only sort of one lane (a ct_sort_values_fn): the bucket sort for long lanes, else
+ * the keys alone through the vector sort or the radix passes. */
 static void CT_SD_NAME(ct_sort_values)(const char* x, int64_t step, int64_t n, int descending,
                                        void* slot, char* out, int64_t out_step, int threads) {
   if (n >= CT_BUCKET_MIN_LANE) {
@@ -314,6 +318,7 @@ CT_CPU_ISA_VARIANTS(int64_t, CT_SD_NAME(ct_topk_find),
                     (const char* x, int64_t step, int64_t i, int64_t end, CT_SD_K tau,
                      CT_SD_K flip),
                     (x, step, i, end, tau, flip))
+/* topk of one long lane with a small k (a ct_topk_fn; see CT_TOPK_MIN_LANE). */
 static void CT_SD_NAME(ct_topk_lane)(const char* x, int64_t step, int64_t n, int64_t k, int largest,
                                      void* slot, char* values, int64_t v_step, char* indices,
                                      int64_t i_step, int threads) {
@@ -393,6 +398,7 @@ static void CT_SD_NAME(ct_topk_lane)(const char* x, int64_t step, int64_t n, int
   }
 }
 
+/* topk of one short lane with a small k (a ct_topk_small_fn; see CT_TOPK_SMALL_K). */
 static void CT_SD_NAME(ct_topk_small)(const char* x, int64_t step, int64_t n, int64_t k,
                                       int largest, void* slot, char* values, int64_t v_step,
                                       char* indices, int64_t i_step) {
@@ -425,6 +431,7 @@ static void CT_SD_NAME(ct_topk_small)(const char* x, int64_t step, int64_t n, in
   }
 }
 
+/* The kernels sort, argsort and topk: ct_sort_run with this dtype's lane functions. */
 static int CT_SD_NAME(ct_cpu_sort)(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const int32_t axis = (int32_t)call->attrs[0].value.i;
@@ -446,6 +453,7 @@ static int CT_SD_NAME(ct_cpu_topk)(const ct_kernel_call* call) {
                      CT_SD_NAME(ct_topk_small));
 }
 
+/* searchsorted: a binary search of the sorted x1 for each value's key. */
 static void CT_SD_NAME(ct_cpu_searchsorted_loop)(char** data, const int64_t* steps, int64_t count,
                                                  const void* extra) {
   const ct_search_extra* e = extra;
@@ -477,6 +485,8 @@ static int CT_SD_NAME(ct_cpu_searchsorted)(const ct_kernel_call* call) {
   return CT_OK;
 }
 
+/* unique_counts, unique_inverse, unique_all: one stable sort of all keys of x, then the groups
+ * of equal keys. */
 static void CT_SD_NAME(ct_uqm_keys)(char** data, const int64_t* steps, int64_t n,
                                     const void* extra) {
   (void)extra;
