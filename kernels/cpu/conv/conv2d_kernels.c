@@ -363,230 +363,43 @@ static inline void ct_conv2d_zero(void* dst, size_t bytes) {
   }
 }
 
-/* ----- kernels per dtype: (SFX, T, C, ID, GEMM) = storage type, compute type, dtype id, and
- * the GEMM instance taking C panels into T ----- */
-
-#define CT_CONV2D_DEFINE(SFX, T, C, ID, GEMM)                                                    \
-  /* Weight rows [begin, end) to compact C, bias in the last column. */                          \
-  static void ct_cpu_conv2d_pack_##SFX(int64_t begin, int64_t end, void* context) {              \
-    const ct_conv2d_job* job = context;                                                          \
-    C* packed = job->packed;                                                                     \
-    /* A weight compact per output channel, already of the compute type: a row is one copy. */   \
-    const bool rows_compact = sizeof(T) == sizeof(C) && job->weight_rows_compact;                \
-    for (int64_t o = begin; o < end; ++o) {                                                      \
-      C* dst = packed + o * job->k;                                                              \
-      const T* w = (const T*)job->weight + o * job->ws[0];                                       \
-      if (rows_compact) {                                                                        \
-        memcpy(dst, w, (size_t)job->taps * sizeof(C));                                           \
-        dst += job->taps;                                                                        \
-      } else {                                                                                   \
-        for (int64_t c = 0; c < job->cg; ++c) {                                                  \
-          for (int64_t i = 0; i < job->kh; ++i) {                                                \
-            const T* src = w + c * job->ws[1] + i * job->ws[2];                                  \
-            for (int64_t j = 0; j < job->kw; ++j) *dst++ = ct_load_##SFX(src[j * job->ws[3]]);   \
-          }                                                                                      \
-        }                                                                                        \
-      }                                                                                          \
-      if (job->has_bias) *dst = ct_load_##SFX(((const T*)job->bias)[o * job->bs]);               \
-    }                                                                                            \
-  }                                                                                              \
-                                                                                                 \
-  /* The GEMM's B packer (ct_gemm_pack_b_fn): col rows [k0, k0 + kc), columns [j0, j0 + nb) of   \
-   * batch entry (image, group[, output row]). Tap by tap (an odometer over (c, i, j)), so that  \
-   * each tap reads its input rows in order, as the hardware prefetchers like; the columns go in \
-   * stretches that stay in one output row and one micro-panel, each a left padding, a copy of   \
-   * one input row (contiguous when the stride and the input's column stride are 1) and a right  \
-   * padding. No divisions inside the loops. */                                                  \
-  static void ct_cpu_conv2d_pack_col_##SFX(const void* context, int64_t batch, int64_t k0,       \
-                                           int64_t kc, int64_t j0, int64_t nb, int64_t nr,       \
-                                           void* dst_void) {                                     \
-    const ct_conv2d_job* job = context;                                                          \
-    C* dst = dst_void;                                                                           \
-    int64_t row = 0;                                                                             \
-    if (job->per_row) {                                                                          \
-      row = batch % job->oh;                                                                     \
-      batch /= job->oh;                                                                          \
-    }                                                                                            \
-    const int64_t group = batch % job->groups;                                                   \
-    int64_t image = batch / job->groups, first = row * job->ow + j0; /* flat position of j0 */   \
-    if (job->folded) { /* chunk `image`, column j0: position g % P of image g / P */             \
-      const int64_t g = image * job->fold_q + j0;                                                \
-      image = g / job->p;                                                                        \
-      first = g % job->p;                                                                        \
-    }                                                                                            \
-    const T* x = (const T*)job->x + group * job->cg * job->xs[1];                                \
-    const int64_t ow_n = job->ow, step = job->stride[1] * job->xs[3];                            \
-    const int64_t oh_first = first / ow_n, ow_first = first % ow_n;                              \
-    const int64_t tail = (nb + nr - 1) / nr * nr - nb; /* zero columns of the last panel */      \
-    C* last = dst + (nb / nr) * kc * nr;               /* the last panel, if partial */          \
-    const int64_t tap0 = k0 < job->taps ? k0 : job->taps;                                        \
-    int64_t c = tap0 / (job->kh * job->kw), i = (tap0 / job->kw) % job->kh, j = tap0 % job->kw;  \
-    for (int64_t r = 0; r < kc; ++r) {                                                           \
-      if (k0 + r >= job->taps) { /* the bias row */                                              \
-        C* pd = dst + r * nr;                                                                    \
-        for (int64_t t = 0, pt = 0; t < nb; ++t) {                                               \
-          pd[pt] = (C)1;                                                                         \
-          if (++pt == nr) {                                                                      \
-            pt = 0;                                                                              \
-            pd += kc * nr;                                                                       \
-          }                                                                                      \
-        }                                                                                        \
-        for (int64_t u = nr - tail; u < nr && tail > 0; ++u) last[r * nr + u] = (C)0;            \
-        continue;                                                                                \
-      }                                                                                          \
-      int64_t shift, lo, hi;                                                                     \
-      if (j < CT_CONV2D_MAX_KW) {                                                                \
-        shift = job->col_shift[j];                                                               \
-        lo = job->col_lo[j];                                                                     \
-        hi = job->col_hi[j];                                                                     \
-      } else {                                                                                   \
-        ct_conv2d_valid_columns(job, j, &shift, &lo, &hi);                                       \
-      }                                                                                          \
-      const T* xc = x + c * job->xs[1] + shift * job->xs[3];                                     \
-      const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
-      C* pd = dst + r * nr; /* row r of the current panel */                                     \
-      int64_t pt = 0, oh = oh_first, ow = ow_first, img = image;                                 \
-      for (int64_t t = 0; t < nb;) {                                                             \
-        int64_t seg = nb - t;                                                                    \
-        if (seg > ow_n - ow) seg = ow_n - ow;                                                    \
-        if (seg > nr - pt) seg = nr - pt;                                                        \
-        C* ds = pd + pt;                                                                         \
-        const int64_t ih = oh * job->stride[0] + ih_base;                                        \
-        if (ih < 0 || ih >= job->h || img >= job->n) { /* padding, or past the last image */     \
-          ct_conv2d_zero(ds, (size_t)seg * sizeof(C));                                           \
-        } else {                                                                                 \
-          /* [0, a): left padding, [a, b): inside the input, [b, seg): right padding. */         \
-          int64_t a = lo - ow, b = hi - ow;                                                      \
-          a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
-          b = b < a ? a : (b > seg ? seg : b);                                                   \
-          const T* src = xc + img * job->xs[0] + ih * job->xs[2] + ow * step;                    \
-          ct_conv2d_zero(ds, (size_t)a * sizeof(C));                                             \
-          if (step == 1 && sizeof(T) == sizeof(C)) { /* float or double: a plain copy */         \
-            ct_conv2d_copy(ds + a, src + a, (size_t)(b - a) * sizeof(C));                        \
-          } else if (step == 1) {                                                                \
-            for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u]);                       \
-          } else {                                                                               \
-            for (int64_t u = a; u < b; ++u) ds[u] = ct_load_##SFX(src[u * step]);                \
-          }                                                                                      \
-          ct_conv2d_zero(ds + b, (size_t)(seg - b) * sizeof(C));                                 \
-        }                                                                                        \
-        t += seg;                                                                                \
-        ow += seg;                                                                               \
-        if (ow == ow_n) {                                                                        \
-          ow = 0;                                                                                \
-          if (++oh == job->oh) { /* the next image (folded) */                                   \
-            oh = 0;                                                                              \
-            ++img;                                                                               \
-          }                                                                                      \
-        }                                                                                        \
-        pt += seg;                                                                               \
-        if (pt == nr) {                                                                          \
-          pt = 0;                                                                                \
-          pd += kc * nr;                                                                         \
-        }                                                                                        \
-      }                                                                                          \
-      for (int64_t u = nr - tail; u < nr && tail > 0; ++u) last[r * nr + u] = (C)0;              \
-      if (++j == job->kw) {                                                                      \
-        j = 0;                                                                                   \
-        if (++i == job->kh) {                                                                    \
-          i = 0;                                                                                 \
-          ++c;                                                                                   \
-        }                                                                                        \
-      }                                                                                          \
-    }                                                                                            \
-  }                                                                                              \
-                                                                                                 \
-  /* Output channels [begin, end) from the folded product's staging buffer (O × (N · P)) into  \
-   * the output, whatever its strides. */                                                        \
-  static void ct_cpu_conv2d_unfold_##SFX(int64_t begin, int64_t end, void* context) {            \
-    const ct_conv2d_job* job = context;                                                          \
-    for (int64_t o = begin; o < end; ++o) {                                                      \
-      const T* src = (const T*)job->staged + o * job->fold_chunks * job->fold_q;                 \
-      for (int64_t image = 0; image < job->n; ++image) {                                         \
-        T* dst = (T*)(void*)job->out + image * job->os[0] + o * job->os[1];                      \
-        for (int64_t oh = 0; oh < job->oh; ++oh, src += job->ow) {                               \
-          T* row = dst + oh * job->os[2];                                                        \
-          for (int64_t ow = 0; ow < job->ow; ++ow) row[ow * job->os[3]] = src[ow];               \
-        }                                                                                        \
-      }                                                                                          \
-    }                                                                                            \
-  }                                                                                              \
-                                                                                                 \
-  static int ct_cpu_conv2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,          \
-                                           uint64_t* alignment) {                                \
-    ct_conv2d_job job;                                                                           \
-    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
-    if (status != CT_OK) return status;                                                          \
-    *alignment = CT_CONV2D_ALIGNMENT;                                                            \
-    /* Winograd, with room for the direct methods (its fallback for values not all finite). */   \
-    ct_conv2d_winograd_job wino;                                                                 \
-    const uint64_t wino_bytes =                                                                  \
-        (ID) == CT_DT_F32 && !ct_conv2d_empty(&job) && ct_conv2d_winograd_of(&job, &wino)        \
-            ? ct_conv2d_winograd_workspace(&wino)                                                \
-            : 0;                                                                                 \
-    ct_conv2d_direct_job direct;                                                                 \
-    const ct_conv2d_direct_shape* shape =                                                        \
-        (ID) == CT_DT_F32 && !ct_conv2d_empty(&job) ? ct_conv2d_direct_of(&job, &direct) : NULL; \
-    if (shape) {                                                                                 \
-      *bytes = ct_conv2d_direct_workspace(&direct, shape);                                       \
-      if (*bytes < wino_bytes) *bytes = wino_bytes;                                              \
-      return CT_OK;                                                                              \
-    }                                                                                            \
-    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
-    *bytes = ct_conv2d_empty(&job) ? 0                                                           \
-                                   : (uint64_t)job.weight_bytes + (uint64_t)job.staged_bytes +   \
-                                         ct_gemm_workspace_##GEMM(&job.gemm);                    \
-    if (*bytes < wino_bytes) *bytes = wino_bytes;                                                \
-    *alignment = CT_CONV2D_ALIGNMENT;                                                            \
-    return CT_OK;                                                                                \
-  }                                                                                              \
-                                                                                                 \
-  static int ct_cpu_conv2d_##SFX(const ct_kernel_call* call) {                                   \
-    ct_conv2d_job job;                                                                           \
-    const int status = ct_conv2d_prepare(call, (int64_t)sizeof(C), (int64_t)sizeof(T), &job);    \
-    if (status != CT_OK) return status;                                                          \
-    if (ct_conv2d_empty(&job)) return CT_OK;                                                     \
-    ct_conv2d_winograd_job wino;                                                                 \
-    if ((ID) == CT_DT_F32 && ct_conv2d_winograd_of(&job, &wino) &&                               \
-        ct_conv2d_winograd_run(&wino, call->workspace, call->workspace_size)) {                  \
-      return CT_OK;                                                                              \
-    }                                                                                            \
-    ct_conv2d_direct_job direct;                                                                 \
-    const ct_conv2d_direct_shape* shape =                                                        \
-        (ID) == CT_DT_F32 ? ct_conv2d_direct_of(&job, &direct) : NULL;                           \
-    if (shape) {                                                                                 \
-      ct_conv2d_direct_run(&direct, shape, call->workspace);                                     \
-      return CT_OK;                                                                              \
-    }                                                                                            \
-    job.packed = call->workspace;                                                                \
-    if (job.k > 0 && !job.weight_in_place) {                                                     \
-      ct_cpu_parallel_for(job.out_channels, job.k, ct_cpu_conv2d_pack_##SFX, &job);              \
-    }                                                                                            \
-    job.gemm.a = job.weight_in_place ? (const void*)job.weight : job.packed;                     \
-    job.gemm.pack_b = ct_cpu_conv2d_pack_col_##SFX;                                              \
-    job.gemm.pack_b_context = &job;                                                              \
-    const int64_t used = job.weight_bytes + job.staged_bytes;                                    \
-    if (job.folded) job.staged = job.gemm.c = (char*)call->workspace + job.weight_bytes;         \
-    job.gemm.workspace = (char*)call->workspace + used;                                          \
-    job.gemm.workspace_size = call->workspace_size - (uint64_t)used;                             \
-    ct_gemm_##GEMM(&job.gemm);                                                                   \
-    if (job.folded) {                                                                            \
-      ct_cpu_parallel_for(job.out_channels, job.n * job.p, ct_cpu_conv2d_unfold_##SFX, &job);    \
-    }                                                                                            \
-    return CT_OK;                                                                                \
-  }
-
 #define CT_CONV2D_REG(SFX, T, C, ID, GEMM) \
   {"conv2d", 4, {ID, ID, ID, ID}, ct_cpu_conv2d_##SFX, ct_cpu_conv2d_workspace_##SFX, NULL},
 
-/* The kernel list. */
+/* The kernel list: (SFX, T, C, ID, GEMM) = name suffix, storage type, compute type, dtype id,
+ * and the GEMM instance taking C panels into T. The includes below follow it. */
 #define CT_CONV2D_TYPES(X)                       \
   X(f16, uint16_t, float, CT_DT_F16, f32_f16)    \
   X(bf16, uint16_t, float, CT_DT_BF16, f32_bf16) \
   X(f32, float, float, CT_DT_F32, f32)           \
   X(f64, double, double, CT_DT_F64, f64)
 
-CT_CONV2D_TYPES(CT_CONV2D_DEFINE)
+/* ----- kernels per dtype (conv2d_dtype_impl.h), in CT_CONV2D_TYPES order ----- */
+
+#define CT_C2_SFX f16
+#define CT_C2_T uint16_t
+#define CT_C2_C float
+#define CT_C2_ID CT_DT_F16
+#define CT_C2_GEMM f32_f16
+#include "conv/conv2d_dtype_impl.h"
+#define CT_C2_SFX bf16
+#define CT_C2_T uint16_t
+#define CT_C2_C float
+#define CT_C2_ID CT_DT_BF16
+#define CT_C2_GEMM f32_bf16
+#include "conv/conv2d_dtype_impl.h"
+#define CT_C2_SFX f32
+#define CT_C2_T float
+#define CT_C2_C float
+#define CT_C2_ID CT_DT_F32
+#define CT_C2_GEMM f32
+#include "conv/conv2d_dtype_impl.h"
+#define CT_C2_SFX f64
+#define CT_C2_T double
+#define CT_C2_C double
+#define CT_C2_ID CT_DT_F64
+#define CT_C2_GEMM f64
+#include "conv/conv2d_dtype_impl.h"
 
 static const ct_cpu_kernel ct_cpu_conv2d_kernels[] = {CT_CONV2D_TYPES(CT_CONV2D_REG)};
 

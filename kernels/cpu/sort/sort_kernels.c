@@ -152,101 +152,12 @@ static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize, int threads) {
   return bytes;
 }
 
-/* Keys (xor flip) of the count values at x (step bytes apart) into k (every dtype), and values of
- * keys into out (4- and 8-byte dtypes): loops the compiler vectorises where the values are
- * contiguous (a copy per instruction set). */
-#define CT_SORT_KEYS_X(A, SFX, T, C, K, ID)                                                    \
-  static CT_CPU_ISA_BODY void ct_keys_##SFX##_body(const char* x, int64_t step, int64_t count, \
-                                                   K flip, K* k) {                             \
-    if (step == (int64_t)sizeof(T)) {                                                          \
-      for (int64_t i = 0; i < count; ++i) {                                                    \
-        T v;                                                                                   \
-        memcpy(&v, x + i * (int64_t)sizeof(T), sizeof v);                                      \
-        k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                 \
-      }                                                                                        \
-      return;                                                                                  \
-    }                                                                                          \
-    for (int64_t i = 0; i < count; ++i) {                                                      \
-      T v;                                                                                     \
-      memcpy(&v, x + i * step, sizeof v);                                                      \
-      k[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                   \
-    }                                                                                          \
-  }                                                                                            \
-  CT_CPU_ISA_LOOP(ct_keys_##SFX, (const char* x, int64_t step, int64_t count, K flip, K* k),   \
-                  (x, step, count, flip, k))
-CT_SORT_KEY_TYPES(CT_SORT_KEYS_X, _)
-
-#define CT_SORT_VALUES_LOOP_X(A, SFX, T, C, K, ID)                                                 \
-  static CT_CPU_ISA_BODY void ct_values_##SFX##_body(const K* k, int64_t count, K flip, char* out, \
-                                                     int64_t step) {                               \
-    if (step == (int64_t)sizeof(T)) {                                                              \
-      for (int64_t i = 0; i < count; ++i) {                                                        \
-        const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                           \
-        memcpy(out + i * (int64_t)sizeof(T), &v, sizeof v);                                        \
-      }                                                                                            \
-      return;                                                                                      \
-    }                                                                                              \
-    for (int64_t i = 0; i < count; ++i) {                                                          \
-      const T v = ct_uq_value_##SFX((K)(k[i] ^ flip));                                             \
-      memcpy(out + i * step, &v, sizeof v);                                                        \
-    }                                                                                              \
-  }                                                                                                \
-  CT_CPU_ISA_LOOP(ct_values_##SFX, (const K* k, int64_t count, K flip, char* out, int64_t step),   \
-                  (k, count, flip, out, step))
-CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_LOOP_X, _)
-
-#define CT_SORT_LANE_X(A, SFX, T, C, K, ID)                                                  \
-  static int64_t* ct_sort_lane_##SFX(const char* x, int64_t step, int64_t n, int descending, \
-                                     void* slot) {                                           \
-    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                              \
-    K* keys = (K*)slot;                                                                      \
-    K* keys2 = (K*)((char*)slot + kb);                                                       \
-    int64_t* idx = (int64_t*)((char*)slot + 2 * kb);                                         \
-    int64_t* idx2 = idx + (n * 8 + 63) / 64 * 8;                                             \
-    const K flip = descending ? (K) ~(K)0 : (K)0;                                            \
-    if (sizeof(K) == 4 && n > 1 && n <= CT_SORT_PAIRED_MAX && ct_sort_vector_available()) {  \
-      /* each key above its index: sorted, ties keep their order */                          \
-      uint64_t* both = (uint64_t*)(void*)idx;                                                \
-      ct_keys_##SFX(x, step, n, flip, keys);                                                 \
-      for (int64_t i = 0; i < n; ++i) both[i] = (uint64_t)keys[i] << 32 | (uint64_t)i;       \
-      ct_sort_vector_u64(both, (uint64_t*)(void*)idx2, n);                                   \
-      for (int64_t i = 0; i < n; ++i) idx[i] = (int64_t)(both[i] & UINT32_MAX);              \
-      return idx;                                                                            \
-    }                                                                                        \
-    for (int64_t i = 0; i < n; ++i) {                                                        \
-      T v;                                                                                   \
-      memcpy(&v, x + i * step, sizeof v);                                                    \
-      keys[i] = (K)(ct_uq_key_##SFX(v) ^ flip);                                              \
-      idx[i] = i;                                                                            \
-    }                                                                                        \
-    return ct_sort_pairs_##K(keys, idx, keys2, idx2, n);                                     \
-  }
-CT_SORT_KEY_TYPES(CT_SORT_LANE_X, _)
-
 /* sort of one lane of a 4- or 8-byte dtype into out (step out_step): the keys alone are sorted,
  * then mapped back to values. Keys that stand for several bit patterns (a float's -0.0 and 0.0,
  * its NaNs) are written back from x in their order there, which a stable sort keeps; for
  * integers every key is one value. */
 typedef void (*ct_sort_values_fn)(const char* x, int64_t step, int64_t n, int descending,
                                   void* slot, char* out, int64_t out_step, int threads);
-
-/* The values of x[begin, end) (step bytes apart) whose keys (xor flip) are the zero key or the
- * NaN key, copied to out from positions *at_zero and *at_nan on, in input order: the keys make
- * -0.0 and 0.0 one key and every NaN another, so a sorted run of them takes its bits from x. */
-#define CT_SORT_PUT_ALIKE_X(A, SFX, T, C, K, ID)                                               \
-  static void ct_sort_put_alike_##SFX(const char* x, int64_t step, int64_t begin, int64_t end, \
-                                      K flip, char* out, int64_t out_step, int64_t* at_zero,   \
-                                      int64_t* at_nan) {                                       \
-    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                 \
-    for (int64_t i = begin; i < end; ++i) {                                                    \
-      T v;                                                                                     \
-      memcpy(&v, x + i * step, sizeof v);                                                      \
-      const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                              \
-      if (k == zero) memcpy(out + ((*at_zero)++) * out_step, &v, sizeof v);                    \
-      if (k == nan) memcpy(out + ((*at_nan)++) * out_step, &v, sizeof v);                      \
-    }                                                                                          \
-  }
-CT_SORT_KEY_WIDE_TYPES(CT_SORT_PUT_ALIKE_X, _)
 
 /* A thread's bytes in the bucket sort, at these offsets: digit counts, write positions, radix
  * counts, second buffer, tallies (key bits that differ from the first key, zeros, NaNs, keys
@@ -314,182 +225,6 @@ static int64_t ct_bucket_layout(char* per_thread, int nt, int64_t n, uint16_t* b
   return buckets;
 }
 
-/* The bucket sort of a lane of n >= CT_BUCKET_MIN_LANE values (see there). The buckets go to
- * out itself where it is contiguous, aligned and apart from x (no workspace pages to touch),
- * else to keys; a bucket sorts in its thread's second buffer, or where larger than that (many
- * keys of one digit) in keys2 at its own place. The first pass's tallies place -0.0/0.0 and the
- * NaNs for their rewrite from x, each thread its own part of x. */
-#define CT_SORT_BUCKETS_X(A, SFX, T, C, K, ID)                                                     \
-  static void ct_sort_buckets_##SFX(const char* x, int64_t step, int64_t n, int descending,        \
-                                    void* slot, char* out, int64_t out_step, int threads) {        \
-    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                    \
-    char* shared = (char*)slot + 2 * kb;                                                           \
-    uint16_t* bucket_of = (uint16_t*)shared;                                                       \
-    int64_t* start = (int64_t*)(shared + CT_BUCKET_BINS * 2);                                      \
-    char* per_thread = shared + CT_BUCKET_SHARED_BYTES;                                            \
-    const uintptr_t x_lo = (uintptr_t)(step < 0 ? x + (n - 1) * step : x);                         \
-    const uintptr_t x_hi = (uintptr_t)(step < 0 ? x : x + (n - 1) * step) + sizeof(T);             \
-    K* keys = (K*)slot;                                                                            \
-    if (out_step == (int64_t)sizeof(K) && (uintptr_t)out % sizeof(K) == 0 &&                       \
-        ((uintptr_t)out + (uintptr_t)n * sizeof(K) <= x_lo || (uintptr_t)out >= x_hi)) {           \
-      keys = (K*)out;                                                                              \
-    }                                                                                              \
-    K* keys2 = (K*)((char*)slot + kb);                                                             \
-    const K flip = descending ? (K) ~(K)0 : (K)0;                                                  \
-    const bool is_float = (T)0.5 != (T)0;                                                          \
-    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                     \
-    T v0;                                                                                          \
-    memcpy(&v0, x, sizeof v0);                                                                     \
-    const K k0 = (K)(ct_uq_key_##SFX(v0) ^ flip);                                                  \
-    const int top = 8 * (int)sizeof(K) - CT_BUCKET_PREFIX;                                         \
-    K diff = 0;                                                                                    \
-    int64_t zeros = 0, nans = 0, below = 0, buckets = 0, cap = CT_BUCKET_BYTES / sizeof(K);        \
-    int shift = top;                                                                               \
-    _Pragma("omp parallel num_threads(threads)") {                                                 \
-      int t = 0, nt = 1;                                                                           \
-      CT_SORT_THREAD_ID(t, nt);                                                                    \
-      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                    \
-      char* mine = ct_bucket_thread(per_thread, t);                                                \
-      int64_t* hist = (int64_t*)mine;                                                              \
-      int64_t* pos = (int64_t*)(mine + CT_BUCKET_POS_AT);                                          \
-      int64_t* counts = (int64_t*)(mine + CT_BUCKET_COUNTS_AT);                                    \
-      K* tmp = (K*)(mine + CT_BUCKET_TMP_AT);                                                      \
-      int64_t* tally = (int64_t*)(mine + CT_BUCKET_TALLY_AT);                                      \
-      K block[CT_BUCKET_BLOCK];                                                                    \
-      memset(hist, 0, CT_BUCKET_BINS * sizeof(int64_t));                                           \
-      K d = 0;                                                                                     \
-      int64_t z = 0, q = 0, lt = 0;                                                                \
-      for (int64_t i = begin; i < end; i += CT_BUCKET_BLOCK) {                                     \
-        const int64_t len = end - i < CT_BUCKET_BLOCK ? end - i : CT_BUCKET_BLOCK;                 \
-        ct_keys_##SFX(x + i * step, step, len, flip, block);                                       \
-        for (int64_t j = 0; j < len; ++j) ++hist[block[j] >> top];                                 \
-        for (int64_t j = 0; j < len; ++j) d |= block[j] ^ k0;                                      \
-        if (is_float) {                                                                            \
-          for (int64_t j = 0; j < len; ++j) {                                                      \
-            z += block[j] == zero;                                                                 \
-            q += block[j] == nan;                                                                  \
-            lt += block[j] < zero;                                                                 \
-          }                                                                                        \
-        }                                                                                          \
-      }                                                                                            \
-      memcpy(tally, &d, sizeof d);                                                                 \
-      tally[1] = z;                                                                                \
-      tally[2] = q;                                                                                \
-      tally[3] = lt;                                                                               \
-      _Pragma("omp barrier") _Pragma("omp single") {                                               \
-        for (int u = 0; u < nt; ++u) {                                                             \
-          const int64_t* tu = ct_bucket_tally(per_thread, u);                                      \
-          K du;                                                                                    \
-          memcpy(&du, tu, sizeof du);                                                              \
-          diff |= du;                                                                              \
-          zeros += tu[1];                                                                          \
-          nans += tu[2];                                                                           \
-          below += tu[3];                                                                          \
-        }                                                                                          \
-        /* keys alike in their top bits: split on the bits where they differ instead */            \
-        if (diff != 0 && CT_KEY_BITS(diff) <= top + CT_BUCKET_PREFIX - 4) {                        \
-          shift = CT_KEY_BITS(diff) > CT_BUCKET_PREFIX ? CT_KEY_BITS(diff) - CT_BUCKET_PREFIX : 0; \
-        }                                                                                          \
-      }                                                                                            \
-      if (diff == 0) { /* all keys equal */                                                        \
-        const T v = ct_uq_value_##SFX((K)(k0 ^ flip));                                             \
-        _Pragma("omp for schedule(static)") for (int64_t i = 0; i < n; ++i) {                      \
-          memcpy(out + i * out_step, &v, sizeof v);                                                \
-        }                                                                                          \
-      } else {                                                                                     \
-        if (shift != top) {                                                                        \
-          memset(hist, 0, CT_BUCKET_BINS * sizeof(int64_t));                                       \
-          for (int64_t i = begin; i < end; i += CT_BUCKET_BLOCK) {                                 \
-            const int64_t len = end - i < CT_BUCKET_BLOCK ? end - i : CT_BUCKET_BLOCK;             \
-            ct_keys_##SFX(x + i * step, step, len, flip, block);                                   \
-            for (int64_t j = 0; j < len; ++j) ++hist[(block[j] >> shift) & (CT_BUCKET_BINS - 1)];  \
-          }                                                                                        \
-          _Pragma("omp barrier")                                                                   \
-        }                                                                                          \
-        _Pragma("omp single") buckets =                                                            \
-            ct_bucket_layout(per_thread, nt, n, bucket_of, start, &cap);                           \
-        for (int64_t i = begin; i < end; i += CT_BUCKET_BLOCK) {                                   \
-          const int64_t len = end - i < CT_BUCKET_BLOCK ? end - i : CT_BUCKET_BLOCK;               \
-          ct_keys_##SFX(x + i * step, step, len, flip, block);                                     \
-          for (int64_t j = 0; j < len; ++j) {                                                      \
-            const K k = block[j];                                                                  \
-            keys[pos[bucket_of[(k >> shift) & (CT_BUCKET_BINS - 1)]]++] = k;                       \
-          }                                                                                        \
-        }                                                                                          \
-        _Pragma("omp barrier");                                                                    \
-        _Pragma("omp for schedule(dynamic, 1)") for (int64_t b = 0; b < buckets; ++b) {            \
-          const int64_t s = start[b], m = start[b + 1] - s;                                        \
-          const K* sorted = ct_sort_bucket_##K(                                                    \
-              keys + s, m <= (int64_t)(CT_BUCKET_BYTES / sizeof(K)) ? tmp : keys2 + s, m, counts); \
-          ct_values_##SFX(sorted, m, flip, out + s * out_step, out_step);                          \
-        }                                                                                          \
-      }                                                                                            \
-      if (is_float && (zeros > 0 || nans > 0)) {                                                   \
-        int64_t at_zero = below, at_nan = descending ? 0 : n - nans;                               \
-        for (int u = 0; u < t; ++u) {                                                              \
-          const int64_t* tu = ct_bucket_tally(per_thread, u);                                      \
-          at_zero += tu[1];                                                                        \
-          at_nan += tu[2];                                                                         \
-        }                                                                                          \
-        ct_sort_put_alike_##SFX(x, step, begin, end, flip, out, out_step, &at_zero, &at_nan);      \
-      }                                                                                            \
-    }                                                                                              \
-  }
-CT_SORT_KEY_WIDE_TYPES(CT_SORT_BUCKETS_X, _)
-
-#define CT_SORT_VALUES_X(A, SFX, T, C, K, ID)                                                   \
-  static void ct_sort_values_##SFX(const char* x, int64_t step, int64_t n, int descending,      \
-                                   void* slot, char* out, int64_t out_step, int threads) {      \
-    if (n >= CT_BUCKET_MIN_LANE) {                                                              \
-      ct_sort_buckets_##SFX(x, step, n, descending, slot, out, out_step, threads);              \
-      return;                                                                                   \
-    }                                                                                           \
-    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                 \
-    K* keys = (K*)slot;                                                                         \
-    K* keys2 = (K*)((char*)slot + kb);                                                          \
-    int64_t* hist = (int64_t*)((char*)slot + 2 * kb);                                           \
-    const K flip = descending ? (K) ~(K)0 : (K)0;                                               \
-    const K* sorted = keys;                                                                     \
-    if (ct_sort_values_by_vector((int64_t)sizeof(K), n)) {                                      \
-      ct_keys_##SFX(x, step, n, flip, keys);                                                    \
-      if (sizeof(K) == 4) {                                                                     \
-        ct_sort_vector_u32((uint32_t*)(void*)keys, (uint32_t*)(void*)keys2, n);                 \
-      } else {                                                                                  \
-        ct_sort_vector_u64((uint64_t*)(void*)keys, (uint64_t*)(void*)keys2, n);                 \
-      }                                                                                         \
-    } else {                                                                                    \
-      const int passes = (int)((8 * sizeof(K) + CT_RADIX_BITS - 1) / CT_RADIX_BITS);            \
-      memset(hist, 0, (size_t)passes * CT_RADIX_BINS * sizeof(int64_t));                        \
-      for (int64_t i = 0; i < n; ++i) {                                                         \
-        T v;                                                                                    \
-        memcpy(&v, x + i * step, sizeof v);                                                     \
-        const K k = (K)(ct_uq_key_##SFX(v) ^ flip);                                             \
-        keys[i] = k;                                                                            \
-        for (int pass = 0; pass < passes; ++pass) {                                             \
-          ++hist[pass * CT_RADIX_BINS + ((k >> (pass * CT_RADIX_BITS)) & (CT_RADIX_BINS - 1))]; \
-        }                                                                                       \
-      }                                                                                         \
-      sorted = ct_sort_keys_##K(keys, keys2, n, hist);                                          \
-    }                                                                                           \
-    ct_values_##SFX(sorted, n, flip, out, out_step);                                            \
-    if ((T)0.5 == (T)0) return; /* an integer dtype */                                          \
-    const K zero = (K)(ct_uq_key_##SFX((T)0) ^ flip), nan = (K)(~(K)0 ^ flip);                  \
-    int64_t at_zero = ct_sort_lower_bound_##K(sorted, n, zero);                                 \
-    int64_t at_nan = ct_sort_lower_bound_##K(sorted, n, nan);                                   \
-    const bool zeros = at_zero < n && sorted[at_zero] == zero;                                  \
-    const bool nans = at_nan < n && sorted[at_nan] == nan;                                      \
-    if (!zeros && !nans) return;                                                                \
-    ct_sort_put_alike_##SFX(x, step, 0, n, flip, out, out_step, &at_zero, &at_nan);             \
-  }
-CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_X, _)
-/* The values-only sort of each dtype: 1- and 2-byte dtypes have none. */
-#define CT_SORT_VALUES_WIDE_X(A, SFX, T, C, K, ID) \
-  static const ct_sort_values_fn ct_sort_values_fn_##SFX = ct_sort_values_##SFX;
-#define CT_SORT_VALUES_SMALL_X(A, SFX, T, C, K, ID) \
-  static const ct_sort_values_fn ct_sort_values_fn_##SFX = NULL;
-CT_SORT_KEY_WIDE_TYPES(CT_SORT_VALUES_WIDE_X, _)
-CT_SORT_KEY_SMALL_TYPES(CT_SORT_VALUES_SMALL_X, _)
-
 /* ----- topk of long lanes: one pass against a rising threshold ----- */
 
 /* topk on lanes this long with k <= n / CT_TOPK_FRACTION: each thread streams its part of the
@@ -522,106 +257,6 @@ static int64_t ct_topk_bytes(int64_t k, int64_t keysize, int threads) {
   return threads * ct_topk_thread_bytes(k, keysize) + merged + second;
 }
 
-/* ct_topk_find_<SFX>: the first i in [i, end) whose key (xor flip) is above tau, else end. */
-#define CT_TOPK_X(A, SFX, T, C, K, ID)                                                             \
-  static CT_CPU_ISA_BODY int64_t ct_topk_find_##SFX##_body(const char* x, int64_t step, int64_t i, \
-                                                           int64_t end, K tau, K flip) {           \
-    if (step == (int64_t)sizeof(T)) {                                                              \
-      for (; i + CT_TOPK_BLOCK <= end; i += CT_TOPK_BLOCK) {                                       \
-        int hit = 0;                                                                               \
-        for (int j = 0; j < CT_TOPK_BLOCK; ++j) {                                                  \
-          T v;                                                                                     \
-          memcpy(&v, x + (i + j) * (int64_t)sizeof(T), sizeof v);                                  \
-          hit |= (K)(ct_uq_key_##SFX(v) ^ flip) > tau;                                             \
-        }                                                                                          \
-        if (hit) break;                                                                            \
-      }                                                                                            \
-    }                                                                                              \
-    for (; i < end; ++i) {                                                                         \
-      T v;                                                                                         \
-      memcpy(&v, x + i * step, sizeof v);                                                          \
-      if ((K)(ct_uq_key_##SFX(v) ^ flip) > tau) return i;                                          \
-    }                                                                                              \
-    return end;                                                                                    \
-  }                                                                                                \
-  CT_CPU_ISA_VARIANTS(int64_t, ct_topk_find_##SFX,                                                 \
-                      (const char* x, int64_t step, int64_t i, int64_t end, K tau, K flip),        \
-                      (x, step, i, end, tau, flip))                                                \
-  static void ct_topk_lane_##SFX(const char* x, int64_t step, int64_t n, int64_t k, int largest,   \
-                                 void* slot, char* values, int64_t v_step, char* indices,          \
-                                 int64_t i_step, int threads) {                                    \
-    const K flip = largest ? (K)0 : (K) ~(K)0;                                                     \
-    const int64_t cap = ct_topk_cap(k), tb = ct_topk_thread_bytes(k, sizeof(K));                   \
-    /* bytes of cap keys, of threads * k keys, of k keys (rounded as in ct_topk_bytes) */          \
-    const int64_t cap_kb = (cap * (int64_t)sizeof(K) + 63) / 64 * 64;                              \
-    const int64_t all_kb = (threads * k * (int64_t)sizeof(K) + 63) / 64 * 64;                      \
-    const int64_t k_kb = (k * (int64_t)sizeof(K) + 63) / 64 * 64;                                  \
-    K* merged = (K*)((char*)slot + threads * tb);                                                  \
-    int64_t* merged_idx = (int64_t*)((char*)merged + all_kb);                                      \
-    K* second = (K*)(merged_idx + threads * k);                                                    \
-    int64_t* second_idx = (int64_t*)((char*)second + k_kb);                                        \
-    int64_t kept[CT_SORT_MAX_THREADS];                                                             \
-    _Pragma("omp parallel num_threads(threads)") {                                                 \
-      int t = 0, nt = 1;                                                                           \
-      CT_SORT_THREAD_ID(t, nt);                                                                    \
-      const int64_t begin = n * t / nt, end = n * (t + 1) / nt;                                    \
-      K* s = (K*)((char*)slot + t * tb);                                                           \
-      int64_t* idx = (int64_t*)((char*)s + cap_kb);                                                \
-      int64_t m = 0, i = begin;                                                                    \
-      K tau = 0;                                                                                   \
-      /* the first cap keys all enter; after the first cut only keys above the k-th kept do (an    \
-       * equal key comes after the k kept, so it loses the tie) */                                 \
-      for (; i < end && m < cap; ++i) {                                                            \
-        T v;                                                                                       \
-        memcpy(&v, x + i * step, sizeof v);                                                        \
-        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                     \
-        idx[m++] = i;                                                                              \
-      }                                                                                            \
-      if (m == cap) {                                                                              \
-        tau = ct_topk_compact_##K(s, idx, m, k);                                                   \
-        m = k;                                                                                     \
-      }                                                                                            \
-      for (;;) {                                                                                   \
-        i = ct_topk_find_##SFX(x, step, i, end, tau, flip);                                        \
-        if (i >= end) break;                                                                       \
-        T v;                                                                                       \
-        memcpy(&v, x + i * step, sizeof v);                                                        \
-        s[m] = (K)(ct_uq_key_##SFX(v) ^ flip);                                                     \
-        idx[m++] = i++;                                                                            \
-        if (m == cap) {                                                                            \
-          tau = ct_topk_compact_##K(s, idx, m, k);                                                 \
-          m = k;                                                                                   \
-        }                                                                                          \
-      }                                                                                            \
-      if (m > k) {                                                                                 \
-        ct_topk_compact_##K(s, idx, m, k);                                                         \
-        m = k;                                                                                     \
-      }                                                                                            \
-      kept[t] = m;                                                                                 \
-      _Pragma("omp barrier");                                                                      \
-      /* thread 0: the threads' candidates in index order, cut to k, sorted */                     \
-      if (t == 0) {                                                                                \
-        int64_t total = 0;                                                                         \
-        for (int u = 0; u < nt; ++u) {                                                             \
-          const K* su = (const K*)((char*)slot + u * tb);                                          \
-          const int64_t* iu = (const int64_t*)((const char*)su + cap_kb);                          \
-          memcpy(merged + total, su, (size_t)kept[u] * sizeof(K));                                 \
-          memcpy(merged_idx + total, iu, (size_t)kept[u] * sizeof(int64_t));                       \
-          total += kept[u];                                                                        \
-        }                                                                                          \
-        if (total > k) ct_topk_compact_##K(merged, merged_idx, total, k);                          \
-        /* ascending complements: the largest first, equal keys in index order (stable) */         \
-        for (int64_t j = 0; j < k; ++j) merged[j] = (K)~merged[j];                                 \
-        const int64_t* order = ct_sort_pairs_##K(merged, merged_idx, second, second_idx, k);       \
-        for (int64_t j = 0; j < k; ++j) {                                                          \
-          memcpy(values + j * v_step, x + order[j] * step, sizeof(T));                             \
-          memcpy(indices + j * i_step, &order[j], sizeof(int64_t));                                \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
-  }
-CT_SORT_KEY_TYPES(CT_TOPK_X, _)
-
 /* ----- topk of short lanes with a small k: the k best kept in order ----- */
 
 /* topk with k up to CT_TOPK_SMALL_K and at most n / CT_TOPK_SMALL_FRACTION, on lanes that each
@@ -640,40 +275,6 @@ static inline int64_t ct_topk_small_keys_bytes(int64_t k, int64_t keysize) {
 typedef void (*ct_topk_small_fn)(const char* x, int64_t step, int64_t n, int64_t k, int largest,
                                  void* slot, char* values, int64_t v_step, char* indices,
                                  int64_t i_step);
-
-#define CT_TOPK_SMALL_X(A, SFX, T, C, K, ID)                                                      \
-  static void ct_topk_small_##SFX(const char* x, int64_t step, int64_t n, int64_t k, int largest, \
-                                  void* slot, char* values, int64_t v_step, char* indices,        \
-                                  int64_t i_step) {                                               \
-    const K flip = largest ? (K)0 : (K) ~(K)0;                                                    \
-    K* best = (K*)slot; /* descending; equal keys in index order */                               \
-    int64_t* at = (int64_t*)((char*)slot + ct_topk_small_keys_bytes(k, (int64_t)sizeof(K)));      \
-    int64_t kept = 0;                                                                             \
-    for (int64_t i = 0;;) {                                                                       \
-      if (kept == k) {                                                                            \
-        i = ct_topk_find_##SFX(x, step, i, n, best[k - 1], flip);                                 \
-        if (i >= n) break;                                                                        \
-      } else if (i >= n) {                                                                        \
-        break;                                                                                    \
-      }                                                                                           \
-      T v;                                                                                        \
-      memcpy(&v, x + i * step, sizeof v);                                                         \
-      const K key = (K)(ct_uq_key_##SFX(v) ^ flip);                                               \
-      /* after every kept key not below it (those came first) */                                  \
-      int64_t j = kept < k ? kept++ : k - 1;                                                      \
-      for (; j > 0 && best[j - 1] < key; --j) {                                                   \
-        best[j] = best[j - 1];                                                                    \
-        at[j] = at[j - 1];                                                                        \
-      }                                                                                           \
-      best[j] = key;                                                                              \
-      at[j] = i++;                                                                                \
-    }                                                                                             \
-    for (int64_t j = 0; j < k; ++j) {                                                             \
-      memcpy(values + j * v_step, x + at[j] * step, sizeof(T));                                   \
-      memcpy(indices + j * i_step, &at[j], sizeof(int64_t));                                      \
-    }                                                                                             \
-  }
-CT_SORT_KEY_TYPES(CT_TOPK_SMALL_X, _)
 
 /* ----- the driver: lanes along an axis ----- */
 
@@ -855,28 +456,6 @@ static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64
   return CT_OK;
 }
 
-#define CT_SORT_RUN_X(A, SFX, T, C, K, ID)                                                 \
-  static int ct_cpu_sort_##SFX(const ct_kernel_call* call) {                               \
-    const ct_tensor* x = call->inputs[0];                                                  \
-    const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
-    const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
-    return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, call->outputs[0], NULL, \
-                       ct_sort_lane_##SFX, ct_sort_values_fn_##SFX, NULL, NULL);           \
-  }                                                                                        \
-  static int ct_cpu_argsort_##SFX(const ct_kernel_call* call) {                            \
-    const ct_tensor* x = call->inputs[0];                                                  \
-    const int32_t axis = (int32_t)call->attrs[0].value.i;                                  \
-    const int64_t n = x->shape[axis < 0 ? axis + x->ndim : axis];                          \
-    return ct_sort_run(call, axis, (int)call->attrs[1].value.b, n, NULL, call->outputs[0], \
-                       ct_sort_lane_##SFX, NULL, NULL, NULL);                              \
-  }                                                                                        \
-  static int ct_cpu_topk_##SFX(const ct_kernel_call* call) {                               \
-    return ct_sort_run(call, (int32_t)call->attrs[1].value.i, (int)call->attrs[2].value.b, \
-                       call->attrs[0].value.i, call->outputs[0], call->outputs[1],         \
-                       ct_sort_lane_##SFX, NULL, ct_topk_lane_##SFX, ct_topk_small_##SFX); \
-  }
-CT_SORT_KEY_TYPES(CT_SORT_RUN_X, _)
-
 /* ----- searchsorted ----- */
 
 typedef struct ct_search_extra {
@@ -884,39 +463,6 @@ typedef struct ct_search_extra {
   int64_t step, n;
   int right;
 } ct_search_extra;
-
-#define CT_SEARCH_X(A, SFX, T, C, K, ID)                                                       \
-  static void ct_cpu_searchsorted_loop_##SFX(char** data, const int64_t* steps, int64_t count, \
-                                             const void* extra) {                              \
-    const ct_search_extra* e = extra;                                                          \
-    for (int64_t j = 0; j < count; ++j) {                                                      \
-      T v;                                                                                     \
-      memcpy(&v, data[0] + j * steps[0], sizeof v);                                            \
-      const K key = ct_uq_key_##SFX(v);                                                        \
-      int64_t lo = 0, hi = e->n;                                                               \
-      while (lo < hi) {                                                                        \
-        const int64_t mid = lo + (hi - lo) / 2;                                                \
-        T m;                                                                                   \
-        memcpy(&m, e->x1 + mid * e->step, sizeof m);                                           \
-        const K mk = ct_uq_key_##SFX(m);                                                       \
-        if (e->right ? mk <= key : mk < key) {                                                 \
-          lo = mid + 1;                                                                        \
-        } else {                                                                               \
-          hi = mid;                                                                            \
-        }                                                                                      \
-      }                                                                                        \
-      memcpy(data[1] + j * steps[1], &lo, sizeof lo);                                          \
-    }                                                                                          \
-  }                                                                                            \
-  static int ct_cpu_searchsorted_##SFX(const ct_kernel_call* call) {                           \
-    const ct_tensor* x1 = call->inputs[0];                                                     \
-    ct_search_extra e = {ct_tensor_base(x1), ct_tensor_stride(x1, 0) * (int64_t)sizeof(T),     \
-                         x1->shape[0], strcmp(call->attrs[0].value.s, "right") == 0};          \
-    const ct_tensor* operands[2] = {call->inputs[1], call->outputs[0]};                        \
-    ct_cpu_iterate(2, operands, ct_cpu_searchsorted_loop_##SFX, &e);                           \
-    return CT_OK;                                                                              \
-  }
-CT_SORT_KEY_TYPES(CT_SEARCH_X, _)
 
 /* ----- unique_counts, unique_inverse, unique_all ----- */
 
@@ -955,67 +501,66 @@ static int ct_uqm_outputs(const ct_kernel_call* call, int64_t groups, void** val
   return CT_OK;
 }
 
-#define CT_UQM_X(A, SFX, T, C, K, ID)                                                              \
-  static void ct_uqm_keys_##SFX(char** data, const int64_t* steps, int64_t n, const void* extra) { \
-    (void)extra;                                                                                   \
-    for (int64_t i = 0; i < n; ++i) {                                                              \
-      T v;                                                                                         \
-      memcpy(&v, data[0] + i * steps[0], sizeof v);                                                \
-      const K key = ct_uq_key_##SFX(v);                                                            \
-      memcpy(data[1] + i * steps[1], &key, sizeof key);                                            \
-    }                                                                                              \
-  }                                                                                                \
-  static int ct_cpu_unique_multi_##SFX(const ct_kernel_call* call) {                               \
-    const ct_tensor* x = call->inputs[0];                                                          \
-    const int64_t n = ct_tensor_numel(x);                                                          \
-    const int64_t kb = (n * (int64_t)sizeof(K) + 63) / 64 * 64;                                    \
-    K* keys = (K*)call->workspace;                                                                 \
-    K* keys2 = (K*)((char*)call->workspace + kb);                                                  \
-    int64_t* idx = (int64_t*)((char*)call->workspace + 2 * kb);                                    \
-    int64_t* idx2 = idx + (n * 8 + 63) / 64 * 8;                                                   \
-    const int64_t* order = idx;                                                                    \
-    const K* sorted = keys;                                                                        \
-    if (n > 0) {                                                                                   \
-      if (x->ndim == 0) {                                                                          \
-        T v;                                                                                       \
-        memcpy(&v, ct_tensor_base(x), sizeof v);                                                   \
-        keys[0] = ct_uq_key_##SFX(v);                                                              \
-      } else { /* keys in row-major order: operand 1 is the compact workspace */                   \
-        int64_t strides[2 * CT_MAX_NDIM];                                                          \
-        int64_t stride = (int64_t)sizeof(K);                                                       \
-        for (int32_t d = x->ndim - 1; d >= 0; --d) {                                               \
-          strides[d] = ct_tensor_stride(x, d) * (int64_t)sizeof(T);                                \
-          strides[x->ndim + d] = stride;                                                           \
-          stride *= x->shape[d];                                                                   \
-        }                                                                                          \
-        char* bases[2] = {ct_tensor_base(x), (char*)keys};                                         \
-        ct_cpu_iterate_raw(2, bases, strides, x->ndim, x->shape, ct_uqm_keys_##SFX, NULL);         \
-      }                                                                                            \
-      for (int64_t i = 0; i < n; ++i) idx[i] = i;                                                  \
-      order = ct_sort_pairs_##K(keys, idx, keys2, idx2, n);                                        \
-      sorted = order == idx ? keys : keys2;                                                        \
-    }                                                                                              \
-    int64_t groups = n > 0 ? 1 : 0;                                                                \
-    for (int64_t i = 1; i < n; ++i) groups += sorted[i] != sorted[i - 1];                          \
-    void* data;                                                                                    \
-    int64_t *first, *inverse, *counts;                                                             \
-    const int status = ct_uqm_outputs(call, groups, &data, &first, &inverse, &counts);             \
-    if (status != CT_OK) return status;                                                            \
-    T* values = data;                                                                              \
-    int64_t g = -1;                                                                                \
-    for (int64_t i = 0; i < n; ++i) {                                                              \
-      if (i == 0 || sorted[i] != sorted[i - 1]) { /* a new value: its first occurrence */          \
-        ++g;                                                                                       \
-        values[g] = ct_uq_value_##SFX(sorted[i]);                                                  \
-        if (first) first[g] = order[i];                                                            \
-        if (counts) counts[g] = 0;                                                                 \
-      }                                                                                            \
-      if (counts) ++counts[g];                                                                     \
-      if (inverse) inverse[order[i]] = g;                                                          \
-    }                                                                                              \
-    return CT_OK;                                                                                  \
-  }
-CT_SORT_KEY_TYPES(CT_UQM_X, _)
+/* ----- the kernels of each dtype (sort_dtype_impl.h), in CT_SORT_KEY_TYPES order ----- */
+
+#define CT_SD_SFX b8
+#define CT_SD_T uint8_t
+#define CT_SD_K uint8_t
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX i8
+#define CT_SD_T int8_t
+#define CT_SD_K uint8_t
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX u8
+#define CT_SD_T uint8_t
+#define CT_SD_K uint8_t
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX i16
+#define CT_SD_T int16_t
+#define CT_SD_K uint16_t
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX u16
+#define CT_SD_T uint16_t
+#define CT_SD_K uint16_t
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX f16
+#define CT_SD_T uint16_t
+#define CT_SD_K uint16_t
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX bf16
+#define CT_SD_T uint16_t
+#define CT_SD_K uint16_t
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX i32
+#define CT_SD_T int32_t
+#define CT_SD_K uint32_t
+#define CT_SD_WIDE
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX u32
+#define CT_SD_T uint32_t
+#define CT_SD_K uint32_t
+#define CT_SD_WIDE
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX f32
+#define CT_SD_T float
+#define CT_SD_K uint32_t
+#define CT_SD_WIDE
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX i64
+#define CT_SD_T int64_t
+#define CT_SD_K uint64_t
+#define CT_SD_WIDE
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX u64
+#define CT_SD_T uint64_t
+#define CT_SD_K uint64_t
+#define CT_SD_WIDE
+#include "sort/sort_dtype_impl.h"
+#define CT_SD_SFX f64
+#define CT_SD_T double
+#define CT_SD_K uint64_t
+#define CT_SD_WIDE
+#include "sort/sort_dtype_impl.h"
 
 static int ct_uqm_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
   const ct_tensor* x = call->inputs[0];
