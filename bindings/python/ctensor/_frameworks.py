@@ -63,7 +63,7 @@ class Framework:
         """(prepare, {dtype key: dtype object}) for the C fast path (ctpy_fast_new) to allocate
         results itself; None where it must not. ``prepare(shape, dtype)`` answers how to allocate
         an array: ``(callable, args, kwargs or None)``, which the fast path calls, and keeps in
-        its output recipes for later calls whose inputs have the same layouts."""
+        its output cache entries for later calls whose inputs have the same layouts."""
         return None
 
 
