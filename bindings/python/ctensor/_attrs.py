@@ -63,26 +63,14 @@ def _set_attr(spec: OpSpec, name: str, value: Any, slot: Any, keep: list) -> Non
     elif isinstance(value, (bool, np.bool_)):
         slot.type = lib.CT_ATTR_BOOL
         slot.value.b = int(value)
+    elif expected == "float_list" and _is_real(value):
+        _set_attr(spec, name, [value], slot, keep)  # one number for a float list: a list of one
     elif _is_int(value):
-        if expected == "float_list":
-            array = _new("double[]", [float(value)])
-            keep.append(array)
-            slot.type = lib.CT_ATTR_FLOAT_LIST
-            slot.count = 1
-            slot.value.floats = array
-        else:
-            slot.type = lib.CT_ATTR_INT
-            slot.value.i = operator.index(value)
+        slot.type = lib.CT_ATTR_INT
+        slot.value.i = operator.index(value)
     elif isinstance(value, (float, np.floating)):
-        if expected == "float_list":
-            array = _new("double[]", [float(value)])
-            keep.append(array)
-            slot.type = lib.CT_ATTR_FLOAT_LIST
-            slot.count = 1
-            slot.value.floats = array
-        else:
-            slot.type = lib.CT_ATTR_FLOAT
-            slot.value.f = float(value)
+        slot.type = lib.CT_ATTR_FLOAT
+        slot.value.f = float(value)
     elif isinstance(value, str) and expected != "dtype":
         data = _new("char[]", value.encode("utf-8"))
         keep.append(data)
