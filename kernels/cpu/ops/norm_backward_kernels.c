@@ -593,21 +593,22 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
         double istd = (double)ct_load_##SFX(((const T*)job->istd_in)[row * job->istd_in_stride]); \
         if (!job->training) istd = 1.0 / sqrt(istd + job->eps);                                   \
         const C m = (C)mean, r = (C)istd;                                                         \
-        double a = 0.0, b = 0.0;                                                                  \
+        double sum_g = 0.0, sum_gx = 0.0; /* not a, b: CT_NB_FOR_ROW names offsets so */          \
         CT_NB_FOR_ROW(job, off, {                                                                 \
           const C gv = ct_load_##SFX(gs[g]);                                                      \
-          a += (double)gv;                                                                        \
-          b += (double)gv * (double)((ct_load_##SFX(xs[x]) - m) * r);                             \
+          sum_g += (double)gv;                                                                    \
+          sum_gx += (double)gv * (double)((ct_load_##SFX(xs[x]) - m) * r);                        \
         });                                                                                       \
         const C wv = ws ? ct_load_##SFX(ws[off[CT_NB_W]]) : (C)1;                                 \
         const C k = wv * r;                                                                       \
-        const C ma = job->training ? (C)(a / n) : (C)0, mb = job->training ? (C)(b / n) : (C)0;   \
+        const C ma = job->training ? (C)(sum_g / n) : (C)0,                                       \
+                mb = job->training ? (C)(sum_gx / n) : (C)0;                                      \
         CT_NB_FOR_ROW(job, off, {                                                                 \
           const C xhat = (ct_load_##SFX(xs[x]) - m) * r;                                          \
           ys[y] = ct_store_##SFX(k * (ct_load_##SFX(gs[g]) - ma - xhat * mb));                    \
         });                                                                                       \
-        ((T*)job->gw)[row * job->gw_strides[0]] = ct_store_##SFX((C)b);                           \
-        ((T*)job->gb)[row * job->gb_strides[0]] = ct_store_##SFX((C)a);                           \
+        ((T*)job->gw)[row * job->gw_strides[0]] = ct_store_##SFX((C)sum_gx);                      \
+        ((T*)job->gb)[row * job->gb_strides[0]] = ct_store_##SFX((C)sum_g);                       \
         return;                                                                                   \
       }                                                                                           \
       default: {                                                                                  \
@@ -712,7 +713,7 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
     ct_nb_prepare(call, mode, sizeof(C) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON, &job);      \
     if (ct_nb_has_partials(mode)) {                                                               \
       if (job.params == 0) return CT_OK;                                                          \
-      if (job.rows == 0) { /* no rows: the sums are zero */                                       \
+      if (job.rows == 0 || job.inner == 0) { /* no elements: the sums are zero */                 \
         for (int64_t p = 0; p < job.params; ++p) {                                                \
           ((T*)job.gw)[ct_nb_offset(p, job.pnd, job.pshape, job.gw_strides)] = ct_store_##SFX(0); \
           if (job.gb) {                                                                           \
