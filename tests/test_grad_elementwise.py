@@ -122,7 +122,9 @@ def autograd(fn, inputs: list[torch.Tensor], grad: torch.Tensor) -> list[np.ndar
     """torch.autograd's cotangents of fn(*inputs) in float64 (the inputs' values as given)."""
     leaves = [t.detach().double().requires_grad_(True) for t in inputs]
     outs = torch.autograd.grad(fn(*leaves), leaves, grad.double(), allow_unused=True)
-    return [o.numpy() if o is not None else np.zeros(t.shape) for o, t in zip(outs, leaves, strict=False)]
+    return [
+        o.numpy() if o is not None else np.zeros(t.shape) for o, t in zip(outs, leaves, strict=True)
+    ]
 
 
 # ----- layouts -----
@@ -266,7 +268,7 @@ def exact(name, inputs, torch_fn, **attrs):
         expected = autograd(lambda *t: torch_fn(*t, **attrs), tensors, g)
         actual = getattr(ctensor.ops, name)(g, *tensors, **attrs)
     actual = actual if isinstance(actual, tuple) else (actual,)
-    for a, e in zip(actual, expected, strict=False):
+    for a, e in zip(actual, expected, strict=True):
         np.testing.assert_array_equal(np.asarray(a), e)
 
 
