@@ -13,8 +13,8 @@
 typedef struct ct_cl_elementwise_grad_op {
   const char* name;
   int32_t inputs;  /* grad_out and one or two more */
-  int32_t outputs; /* one or two */
   bool condition;  /* the second input is a bool condition */
+  int32_t outputs; /* one or two */
   ct_elementwise_params params;
   const char* grads[2];
 } ct_cl_elementwise_grad_op;
