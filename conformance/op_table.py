@@ -338,3 +338,21 @@ OPS: dict[str, dict] = {
         ],
     },
 }
+
+
+#: Value domains of gradient checks (cases.gradient_cases), where the default (uniform in
+#: [-2, 2]) leaves the function's domain or sits on a kink: {op: {input index: domain}}.
+GRADIENT_DOMAINS: dict[str, dict] = {
+    "acos": {0: ("range", -0.9, 0.9)},
+    "asin": {0: ("range", -0.9, 0.9)},
+    "atanh": {0: ("range", -0.9, 0.9)},
+    "acosh": {0: ("range", 1.1, 3.0)},
+    "log": {0: "positive"},
+    "log2": {0: "positive"},
+    "log10": {0: "positive"},
+    "log1p": {0: ("range", -0.5, 3.0)},
+    "sqrt": {0: "positive"},
+    "pow": {0: "positive", 1: "small"},
+    "reciprocal": {0: "positive"},
+    "divide": {1: "positive"},
+}
