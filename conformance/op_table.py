@@ -339,6 +339,77 @@ OPS: dict[str, dict] = {
     },
 }
 
+# ---------------------------------------------------------------- element-wise backward ops
+# (capi/ops/elementwise_grad_table.h): cotangents and values of moderate size, without edge
+# values: a backward formula chains several rounded operations in the kernel's compute type, so
+# an infinity or a huge value overflows an intermediate result that the float64 reference
+# keeps (the edge values of these ops are checked against torch in tests/test_grad_*).
+_GRAD_PAIR_SHAPES = [((), ()), ((7,), (7,)), ((3, 4), (3, 4)), ((3, 4), (4,)), ((0, 3), (0, 3))]
+_GRAD_TRIPLE_SHAPES = [
+    ((3, 4), (3, 4), (3, 4)),
+    ((3, 4), (3, 1), (4,)),
+    ((2, 3), (), (2, 3)),
+    ((0, 2), (0, 2), (2,)),
+]
+_GRAD_DOMAINS = {
+    "log1p_backward": {1: ("range", -0.9, 3.0)},
+    "log2_backward": {1: "positive"},
+    "log10_backward": {1: "positive"},
+    "acosh_backward": {1: ("range", 1.0, 3.0)},
+    "pow_backward": {1: "positive", 2: "exponent"},
+}
+_GRAD_ATTRS = {
+    "leaky_relu_backward": [{}, {"negative_slope": 0.2}],
+    "elu_backward": [{}, {"alpha": 0.5}],
+    "softplus_backward": [{}, {"beta": 2.0, "threshold": 1.0}],
+    "gelu_backward": [{}, {"approximate": "tanh"}],
+}
+for _name in [
+    "abs_backward",
+    "relu_backward",
+    "expm1_backward",
+    "log1p_backward",
+    "log2_backward",
+    "log10_backward",
+    "tan_backward",
+    "asin_backward",
+    "acos_backward",
+    "atan_backward",
+    "tanh_backward",
+    "asinh_backward",
+    "acosh_backward",
+    "atanh_backward",
+    "erf_backward",
+    "sigmoid_backward",
+    "silu_backward",
+    "selu_backward",
+    "hardswish_backward",
+    "leaky_relu_backward",
+    "elu_backward",
+    "softplus_backward",
+    "gelu_backward",
+    "where_backward",
+]:
+    OPS[_name] = {
+        "shapes": _GRAD_PAIR_SHAPES,
+        "domains": {0: "small", 1: "small", **_GRAD_DOMAINS.get(_name, {})},
+        "edges": False,
+    }
+    if _name in _GRAD_ATTRS:
+        OPS[_name]["attrs"] = _GRAD_ATTRS[_name]
+for _name in [
+    "maximum_backward",
+    "minimum_backward",
+    "pow_backward",
+    "atan2_backward",
+    "logaddexp_backward",
+    "copysign_backward",
+]:
+    OPS[_name] = {
+        "shapes": _GRAD_TRIPLE_SHAPES,
+        "domains": {0: "small", 1: "small", 2: "small", **_GRAD_DOMAINS.get(_name, {})},
+        "edges": False,
+    }
 
 #: Value domains of gradient checks (cases.gradient_cases), where the default (uniform in
 #: [-2, 2]) leaves the function's domain or sits on a kink: {op: {input index: domain}}.
