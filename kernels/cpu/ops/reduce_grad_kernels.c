@@ -45,6 +45,10 @@ typedef struct ct_rgrad_job {
   bool full; /* axis None */
   const char *g, *x, *out;
   char* gx;
+  /* The element-wise path (kinds without group statistics): every dim of x in order, grad_out
+   * and out with stride 0 along the reduced ones. */
+  int32_t ndim;
+  int64_t shape[CT_MAX_NDIM], xs[CT_MAX_NDIM], gxs[CT_MAX_NDIM], gs[CT_MAX_NDIM], os[CT_MAX_NDIM];
 } ct_rgrad_job;
 
 /* Walks the inner (reduced) elements of one group: BODY sees xp (x's element) and gp (grad_x's
@@ -159,6 +163,44 @@ static void ct_rgrad_group(const ct_rgrad_job* job, int64_t group) {
   }
 }
 
+/* sum, mean, logsumexp: grad_x[i] from grad_out's (and out's) element of i's group alone, walked
+ * in x's order (rows of its last dim), so that any axis reads and writes memory in order. */
+static void ct_rgrad_do_rows(int64_t begin, int64_t end, void* context) {
+  const ct_rgrad_job* job = context;
+  const int32_t last = job->ndim - 1;
+  const int64_t n = job->shape[last];
+  const double scale = job->kind == CT_RGRAD_MEAN ? 1.0 / (double)job->group_size : 1.0;
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t rest = row, xo = 0, gxo = 0, go = 0, oo = 0;
+    for (int32_t d = last - 1; d >= 0; --d) {
+      const int64_t i = rest % job->shape[d];
+      rest /= job->shape[d];
+      xo += i * job->xs[d];
+      gxo += i * job->gxs[d];
+      go += i * job->gs[d];
+      oo += i * job->os[d];
+    }
+    const char* x = job->x + xo;
+    const char* g = job->g + go;
+    const char* o = job->out ? job->out + oo : NULL;
+    char* gx = job->gx + gxo;
+    if (job->kind == CT_RGRAD_LOGSUMEXP) {
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = job->load(g + i * job->gs[last]) *
+                         exp(job->load(x + i * job->xs[last]) - job->load(o + i * job->os[last]));
+        job->store(gx + i * job->gxs[last], v);
+      }
+    } else if (job->gs[last] == 0) { /* one value along the row */
+      const double v = job->load(g) * scale;
+      for (int64_t i = 0; i < n; ++i) job->store(gx + i * job->gxs[last], v);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        job->store(gx + i * job->gxs[last], job->load(g + i * job->gs[last]) * scale);
+      }
+    }
+  }
+}
+
 static void ct_rgrad_do_groups(int64_t begin, int64_t end, void* context) {
   const ct_rgrad_job* job = context;
   for (int64_t group = begin; group < end; ++group) ct_rgrad_group(job, group);
@@ -211,6 +253,11 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_rgrad
   const bool keepdims = call->attrs[1].value.b != 0;
   int64_t groups = 1;
   for (int32_t k = 0, r = 0; k < x->ndim; ++k) {
+    job.shape[k] = x->shape[k];
+    job.xs[k] = ct_tensor_stride(x, k) * size;
+    job.gxs[k] = ct_tensor_stride(gx, k) * size;
+    job.gs[k] = mask[k] || x->shape[k] == 1 ? 0 : ct_tensor_stride(g, r) * size;
+    job.os[k] = mask[k] || x->shape[k] == 1 || !out ? 0 : ct_tensor_stride(out, r) * size;
     if (mask[k]) {
       if (x->shape[k] == 1) { /* an extent-1 reduced dim adds nothing to the group */
         if (keepdims) ++r;
@@ -235,6 +282,16 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_rgrad
   }
   for (int32_t k = 0; k < x->ndim; ++k) {
     if (x->shape[k] == 0) return CT_OK; /* nothing to write */
+  }
+  job.ndim = x->ndim;
+  if (kind == CT_RGRAD_SUM || kind == CT_RGRAD_MEAN || kind == CT_RGRAD_LOGSUMEXP) {
+    if (x->ndim == 0) {
+      job.ndim = 1;
+      job.shape[0] = 1;
+    }
+    const int64_t n = job.shape[job.ndim - 1];
+    ct_cpu_parallel_for(ct_tensor_numel(x) / n, n, ct_rgrad_do_rows, &job);
+    return CT_OK;
   }
   ct_cpu_parallel_for(groups, job.group_size * 2 + 1, ct_rgrad_do_groups, &job);
   return CT_OK;
