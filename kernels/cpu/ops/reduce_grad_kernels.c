@@ -11,11 +11,15 @@
  * Scans: one lane per position of the other dimensions, walked backwards (scan_kernels.c's
  * layout). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_register.h"
 #include "engine/cpu_dtypes.h"
 #include "engine/strided_iter.h"
+
+/* Groups walked together at most (reduce_grad_impl.h's ct_rgrad_block). */
+#define CT_RGRAD_BLOCK 64
 
 typedef enum ct_rgrad_kind {
   CT_RGRAD_SUM,
@@ -27,14 +31,9 @@ typedef enum ct_rgrad_kind {
   CT_RGRAD_STD
 } ct_rgrad_kind;
 
-typedef double (*ct_rgrad_load_fn)(const char* p);
-typedef void (*ct_rgrad_store_fn)(char* p, double v);
-
 /* One call, in byte strides. */
 typedef struct ct_rgrad_job {
   ct_rgrad_kind kind;
-  ct_rgrad_load_fn load;
-  ct_rgrad_store_fn store;
   int32_t n_outer, n_inner;
   int64_t outer_shape[CT_MAX_NDIM], inner_shape[CT_MAX_NDIM];
   int64_t x_outer[CT_MAX_NDIM], x_inner[CT_MAX_NDIM];
@@ -42,7 +41,8 @@ typedef struct ct_rgrad_job {
   int64_t g_outer[CT_MAX_NDIM], o_outer[CT_MAX_NDIM];
   int64_t group_size;
   double correction;
-  bool full; /* axis None */
+  bool full;     /* axis None */
+  int64_t block; /* groups a task walks together (ct_rgrad_block) */
   const char *g, *x, *out;
   char* gx;
   /* The element-wise path (kinds without group statistics): every dim of x in order, grad_out
@@ -71,141 +71,6 @@ typedef struct ct_rgrad_job {
     }                                                        \
   } while (0)
 
-static void ct_rgrad_group(const ct_rgrad_job* job, int64_t group) {
-  int64_t xo = 0, gxo = 0, go = 0, oo = 0, rest = group;
-  for (int32_t d = job->n_outer - 1; d >= 0; --d) {
-    const int64_t i = rest % job->outer_shape[d];
-    rest /= job->outer_shape[d];
-    xo += i * job->x_outer[d];
-    gxo += i * job->gx_outer[d];
-    go += i * job->g_outer[d];
-    oo += i * job->o_outer[d];
-  }
-  const char* x0 = job->x + xo;
-  char* gx0 = job->gx + gxo;
-  const double g = job->load(job->g + go);
-  const double n = (double)job->group_size;
-  switch (job->kind) {
-    case CT_RGRAD_SUM:
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, job->store(gp, g));
-      break;
-    case CT_RGRAD_MEAN: {
-      const double v = g / n;
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, job->store(gp, v));
-      break;
-    }
-    case CT_RGRAD_LOGSUMEXP: {
-      const double out = job->load(job->out + oo);
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, job->store(gp, g * exp(job->load(xp) - out)));
-      break;
-    }
-    case CT_RGRAD_MAX: {
-      const double out = job->load(job->out + oo);
-      const bool nan_out = isnan(out);
-      int64_t count = 0;
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, {
-        const double v = job->load(xp);
-        count += nan_out ? isnan(v) : v == out;
-      });
-      const double share = g / (double)count;
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, {
-        const double v = job->load(xp);
-        job->store(gp, (nan_out ? isnan(v) : v == out) ? share : 0.0);
-      });
-      break;
-    }
-    case CT_RGRAD_PROD: {
-      double product = 1.0;
-      int64_t zeros = 0;
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, {
-        const double v = job->load(xp);
-        if (v == 0) {
-          ++zeros;
-        } else {
-          product *= v;
-        }
-      });
-      /* No zero: g * prod / x (torch's formula); one zero: it takes g * the product of the
-       * others, the rest 0; more: all 0. */
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, {
-        const double v = job->load(xp);
-        double r = 0.0;
-        if (zeros == 0) {
-          r = g * (product / v);
-        } else if (zeros == 1 && v == 0) {
-          r = g * product;
-        }
-        job->store(gp, r);
-      });
-      break;
-    }
-    case CT_RGRAD_VAR:
-    case CT_RGRAD_STD: {
-      double sum = 0.0;
-      CT_RGRAD_FOR_GROUP(job, x0, gx0, sum += job->load(xp));
-      const double mean = sum / n;
-      const double dof = n - job->correction;
-      double scale = g;
-      if (job->kind == CT_RGRAD_STD) {
-        /* torch: var's backward of g / (2 std), 0 where std is 0. */
-        const double out = job->load(job->out + oo);
-        scale = out == 0 ? 0.0 : g / (2.0 * out);
-      }
-      if (dof <= 0 && job->full) { /* torch: only a reduction without dims takes this rule */
-        CT_RGRAD_FOR_GROUP(job, x0, gx0,
-                           job->store(gp, scale * (job->load(xp) == mean ? NAN : INFINITY)));
-      } else {
-        const double f = 2.0 * scale / dof;
-        CT_RGRAD_FOR_GROUP(job, x0, gx0, job->store(gp, f * (job->load(xp) - mean)));
-      }
-      break;
-    }
-  }
-}
-
-/* sum, mean, logsumexp: grad_x[i] from grad_out's (and out's) element of i's group alone, walked
- * in x's order (rows of its last dim), so that any axis reads and writes memory in order. */
-static void ct_rgrad_do_rows(int64_t begin, int64_t end, void* context) {
-  const ct_rgrad_job* job = context;
-  const int32_t last = job->ndim - 1;
-  const int64_t n = job->shape[last];
-  const double scale = job->kind == CT_RGRAD_MEAN ? 1.0 / (double)job->group_size : 1.0;
-  for (int64_t row = begin; row < end; ++row) {
-    int64_t rest = row, xo = 0, gxo = 0, go = 0, oo = 0;
-    for (int32_t d = last - 1; d >= 0; --d) {
-      const int64_t i = rest % job->shape[d];
-      rest /= job->shape[d];
-      xo += i * job->xs[d];
-      gxo += i * job->gxs[d];
-      go += i * job->gs[d];
-      oo += i * job->os[d];
-    }
-    const char* x = job->x + xo;
-    const char* g = job->g + go;
-    const char* o = job->out ? job->out + oo : NULL;
-    char* gx = job->gx + gxo;
-    if (job->kind == CT_RGRAD_LOGSUMEXP) {
-      for (int64_t i = 0; i < n; ++i) {
-        const double v = job->load(g + i * job->gs[last]) *
-                         exp(job->load(x + i * job->xs[last]) - job->load(o + i * job->os[last]));
-        job->store(gx + i * job->gxs[last], v);
-      }
-    } else if (job->gs[last] == 0) { /* one value along the row */
-      const double v = job->load(g) * scale;
-      for (int64_t i = 0; i < n; ++i) job->store(gx + i * job->gxs[last], v);
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        job->store(gx + i * job->gxs[last], job->load(g + i * job->gs[last]) * scale);
-      }
-    }
-  }
-}
-
-static void ct_rgrad_do_groups(int64_t begin, int64_t end, void* context) {
-  const ct_rgrad_job* job = context;
-  for (int64_t group = begin; group < end; ++group) ct_rgrad_group(job, group);
-}
-
 /* Element access per dtype, in double. */
 #define CT_RGRAD_ACCESS_X(A, SFX, T, C, U, ID)          \
   static double ct_rgrad_load_##SFX(const char* p) {    \
@@ -219,9 +84,31 @@ static void ct_rgrad_do_groups(int64_t begin, int64_t end, void* context) {
   }
 CT_CPU_FLOAT_TYPES(CT_RGRAD_ACCESS_X, _)
 
+typedef struct ct_sgrad_job {
+  bool prod;
+  int32_t outer_ndim;
+  int64_t outer_shape[CT_MAX_NDIM];
+  int64_t g_strides[CT_MAX_NDIM], x_strides[CT_MAX_NDIM], o_strides[CT_MAX_NDIM],
+      gx_strides[CT_MAX_NDIM];
+  const char *g, *x, *out;
+  char* gx;
+  int64_t g_step, x_step, o_step, gx_step, n;
+  int include_initial;
+} ct_sgrad_job;
+
+/* The loops, once per dtype. */
+#define CT_RG_SFX f16
+#include "reduce_grad_impl.h"
+#define CT_RG_SFX bf16
+#include "reduce_grad_impl.h"
+#define CT_RG_SFX f32
+#include "reduce_grad_impl.h"
+#define CT_RG_SFX f64
+#include "reduce_grad_impl.h"
+
 /* Splits x's dims into kept and reduced ones (inputs: grad_out, x[, out]). */
-static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_rgrad_load_fn load,
-                        ct_rgrad_store_fn store) {
+static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_cpu_range_body rows,
+                        ct_cpu_range_body groups_body) {
   const ct_tensor* g = call->inputs[0];
   const ct_tensor* x = call->inputs[1];
   const ct_tensor* out = call->num_inputs > 2 ? call->inputs[2] : NULL;
@@ -230,8 +117,6 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_rgrad
   ct_rgrad_job job;
   memset(&job, 0, sizeof job);
   job.kind = kind;
-  job.load = load;
-  job.store = store;
   job.g = ct_tensor_base(g);
   job.x = ct_tensor_base(x);
   job.out = out ? ct_tensor_base(out) : NULL;
@@ -290,67 +175,25 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_rgrad
       job.shape[0] = 1;
     }
     const int64_t n = job.shape[job.ndim - 1];
-    ct_cpu_parallel_for(ct_tensor_numel(x) / n, n, ct_rgrad_do_rows, &job);
+    ct_cpu_parallel_for(ct_tensor_numel(x) / n, n, rows, &job);
     return CT_OK;
   }
-  ct_cpu_parallel_for(groups, job.group_size * 2 + 1, ct_rgrad_do_groups, &job);
+  /* Blocks of neighbouring groups where the last kept dim is denser than the innermost reduced
+   * one (say, a reduction over axis 0 of a matrix), one group a task otherwise. */
+  job.block = 1;
+  if (job.n_outer > 0 && job.n_inner > 0 &&
+      llabs(job.x_outer[job.n_outer - 1]) < llabs(job.x_inner[job.n_inner - 1])) {
+    job.block = CT_RGRAD_BLOCK;
+  }
+  const int64_t last = job.n_outer > 0 ? job.outer_shape[job.n_outer - 1] : 1;
+  const int64_t units = groups / last * ((last + job.block - 1) / job.block);
+  ct_cpu_parallel_for(units, job.group_size * 2 * job.block + 1, groups_body, &job);
   return CT_OK;
 }
 
 /* ----- scans ----- */
 
-typedef struct ct_sgrad_job {
-  bool prod;
-  ct_rgrad_load_fn load;
-  ct_rgrad_store_fn store;
-  int32_t outer_ndim;
-  int64_t outer_shape[CT_MAX_NDIM];
-  int64_t g_strides[CT_MAX_NDIM], x_strides[CT_MAX_NDIM], o_strides[CT_MAX_NDIM],
-      gx_strides[CT_MAX_NDIM];
-  const char *g, *x, *out;
-  char* gx;
-  int64_t g_step, x_step, o_step, gx_step, n;
-  int include_initial;
-} ct_sgrad_job;
-
-static void ct_sgrad_lane(const ct_sgrad_job* job, const char* g, const char* x, const char* out,
-                          char* gx) {
-  const int64_t n = job->n;
-  const int64_t shift = job->include_initial ? 1 : 0; /* g[i + shift] is x[i]'s output */
-  double s = 0.0;
-  for (int64_t i = n - 1; i >= 0; --i) {
-    const double gi = job->load(g + (i + shift) * job->g_step);
-    if (!job->prod) {
-      s += gi;
-      job->store(gx + i * job->gx_step, s);
-      continue;
-    }
-    /* s[i] = g[i] + x[i+1] s[i+1]; grad_x[i] = (prefix product before i) * s[i]. */
-    s = i + 1 < n ? gi + job->load(x + (i + 1) * job->x_step) * s : gi;
-    const int64_t before = i - 1 + shift; /* out's index of the product of x[0..i-1] */
-    const double prefix = before >= 0 ? job->load(out + before * job->o_step) : 1.0;
-    job->store(gx + i * job->gx_step, prefix * s);
-  }
-}
-
-static void ct_sgrad_do_lanes(int64_t begin, int64_t end, void* context) {
-  const ct_sgrad_job* job = context;
-  for (int64_t lane = begin; lane < end; ++lane) {
-    int64_t rest = lane, go = 0, xo = 0, oo = 0, gxo = 0;
-    for (int32_t d = job->outer_ndim - 1; d >= 0; --d) {
-      const int64_t i = rest % job->outer_shape[d];
-      rest /= job->outer_shape[d];
-      go += i * job->g_strides[d];
-      xo += i * job->x_strides[d];
-      oo += i * job->o_strides[d];
-      gxo += i * job->gx_strides[d];
-    }
-    ct_sgrad_lane(job, job->g + go, job->x + xo, job->out ? job->out + oo : NULL, job->gx + gxo);
-  }
-}
-
-static int ct_sgrad_run(const ct_kernel_call* call, bool prod, ct_rgrad_load_fn load,
-                        ct_rgrad_store_fn store) {
+static int ct_sgrad_run(const ct_kernel_call* call, bool prod, ct_cpu_range_body lanes_body) {
   const ct_tensor* g = call->inputs[0];
   const ct_tensor* x = call->inputs[1];
   const ct_tensor* out = call->num_inputs > 2 ? call->inputs[2] : NULL;
@@ -359,8 +202,6 @@ static int ct_sgrad_run(const ct_kernel_call* call, bool prod, ct_rgrad_load_fn 
   ct_sgrad_job job;
   memset(&job, 0, sizeof job);
   job.prod = prod;
-  job.load = load;
-  job.store = store;
   job.include_initial = call->attrs[1].value.b;
   job.g = ct_tensor_base(g);
   job.x = ct_tensor_base(x);
@@ -394,39 +235,40 @@ static int ct_sgrad_run(const ct_kernel_call* call, bool prod, ct_rgrad_load_fn 
     job.outer_ndim = x->ndim - 1;
   }
   if (lanes == 0 || job.n == 0) return CT_OK;
-  ct_cpu_parallel_for(lanes, job.n + 1, ct_sgrad_do_lanes, &job);
+  ct_cpu_parallel_for(lanes, job.n + 1, lanes_body, &job);
   return CT_OK;
 }
 
 /* ----- kernels: one named function per op and dtype ----- */
 
-#define CT_RGRAD_KERNELS_X(A, SFX, T, C, U, ID)                                               \
-  static int ct_cpu_sum_backward_##SFX(const ct_kernel_call* call) {                          \
-    return ct_rgrad_run(call, CT_RGRAD_SUM, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);       \
-  }                                                                                           \
-  static int ct_cpu_mean_backward_##SFX(const ct_kernel_call* call) {                         \
-    return ct_rgrad_run(call, CT_RGRAD_MEAN, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);      \
-  }                                                                                           \
-  static int ct_cpu_prod_backward_##SFX(const ct_kernel_call* call) {                         \
-    return ct_rgrad_run(call, CT_RGRAD_PROD, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);      \
-  }                                                                                           \
-  static int ct_cpu_max_backward_##SFX(const ct_kernel_call* call) {                          \
-    return ct_rgrad_run(call, CT_RGRAD_MAX, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);       \
-  }                                                                                           \
-  static int ct_cpu_logsumexp_backward_##SFX(const ct_kernel_call* call) {                    \
-    return ct_rgrad_run(call, CT_RGRAD_LOGSUMEXP, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX); \
-  }                                                                                           \
-  static int ct_cpu_var_backward_##SFX(const ct_kernel_call* call) {                          \
-    return ct_rgrad_run(call, CT_RGRAD_VAR, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);       \
-  }                                                                                           \
-  static int ct_cpu_std_backward_##SFX(const ct_kernel_call* call) {                          \
-    return ct_rgrad_run(call, CT_RGRAD_STD, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);       \
-  }                                                                                           \
-  static int ct_cpu_cumulative_sum_backward_##SFX(const ct_kernel_call* call) {               \
-    return ct_sgrad_run(call, false, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);              \
-  }                                                                                           \
-  static int ct_cpu_cumulative_prod_backward_##SFX(const ct_kernel_call* call) {              \
-    return ct_sgrad_run(call, true, ct_rgrad_load_##SFX, ct_rgrad_store_##SFX);               \
+#define CT_RGRAD_KERNELS_X(A, SFX, T, C, U, ID)                                                 \
+  static int ct_cpu_sum_backward_##SFX(const ct_kernel_call* call) {                            \
+    return ct_rgrad_run(call, CT_RGRAD_SUM, ct_rgrad_do_rows_##SFX, ct_rgrad_do_groups_##SFX);  \
+  }                                                                                             \
+  static int ct_cpu_mean_backward_##SFX(const ct_kernel_call* call) {                           \
+    return ct_rgrad_run(call, CT_RGRAD_MEAN, ct_rgrad_do_rows_##SFX, ct_rgrad_do_groups_##SFX); \
+  }                                                                                             \
+  static int ct_cpu_prod_backward_##SFX(const ct_kernel_call* call) {                           \
+    return ct_rgrad_run(call, CT_RGRAD_PROD, ct_rgrad_do_rows_##SFX, ct_rgrad_do_groups_##SFX); \
+  }                                                                                             \
+  static int ct_cpu_max_backward_##SFX(const ct_kernel_call* call) {                            \
+    return ct_rgrad_run(call, CT_RGRAD_MAX, ct_rgrad_do_rows_##SFX, ct_rgrad_do_groups_##SFX);  \
+  }                                                                                             \
+  static int ct_cpu_logsumexp_backward_##SFX(const ct_kernel_call* call) {                      \
+    return ct_rgrad_run(call, CT_RGRAD_LOGSUMEXP, ct_rgrad_do_rows_##SFX,                       \
+                        ct_rgrad_do_groups_##SFX);                                              \
+  }                                                                                             \
+  static int ct_cpu_var_backward_##SFX(const ct_kernel_call* call) {                            \
+    return ct_rgrad_run(call, CT_RGRAD_VAR, ct_rgrad_do_rows_##SFX, ct_rgrad_do_groups_##SFX);  \
+  }                                                                                             \
+  static int ct_cpu_std_backward_##SFX(const ct_kernel_call* call) {                            \
+    return ct_rgrad_run(call, CT_RGRAD_STD, ct_rgrad_do_rows_##SFX, ct_rgrad_do_groups_##SFX);  \
+  }                                                                                             \
+  static int ct_cpu_cumulative_sum_backward_##SFX(const ct_kernel_call* call) {                 \
+    return ct_sgrad_run(call, false, ct_sgrad_do_lanes_##SFX);                                  \
+  }                                                                                             \
+  static int ct_cpu_cumulative_prod_backward_##SFX(const ct_kernel_call* call) {                \
+    return ct_sgrad_run(call, true, ct_sgrad_do_lanes_##SFX);                                   \
   }
 CT_CPU_FLOAT_TYPES(CT_RGRAD_KERNELS_X, _)
 
