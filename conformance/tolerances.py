@@ -90,12 +90,14 @@ ACCUMULATING = frozenset(
         "cumulative_prod_backward",
         "matmul_backward",
         "einsum_backward",
+        "sum_to_shape",
     }
 )
 
 
 def tolerance_class(op: str) -> str:
-    return "accumulating" if op in ACCUMULATING else "elementwise"
+    """Backward operators accumulate (a cotangent sums over everything an input touched)."""
+    return "accumulating" if op in ACCUMULATING or "_backward" in op else "elementwise"
 
 
 def _ordered(bits: np.ndarray, nbits: int) -> np.ndarray:
