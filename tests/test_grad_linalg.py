@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from gradcheck import check_vjp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -180,3 +181,101 @@ def test_einsum_backward(subscripts, data):
     for gi, ei, xi in zip(got, expected, xs, strict=True):
         assert gi.dtype == xi.dtype
         assert_grad_close(gi, ei, dtype)
+
+
+# ----- gradient entries end to end (ctensor.autodiff.vjp, check_vjp) ---------------------------
+
+
+def numpy_layout(values: np.ndarray, layout: str) -> np.ndarray:
+    if layout == "sliced" and values.ndim:
+        big = np.zeros((*values.shape[:-1], 2 * values.shape[-1]))
+        big[..., ::2] = values
+        return big[..., ::2]
+    if layout == "transposed" and values.ndim > 1:
+        return np.swapaxes(np.swapaxes(values, -1, -2).copy(), -1, -2)
+    return values
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=matmul_case(), vjp_dtype=st.sampled_from(["float64", "float32"]))
+def test_matmul_vjp(case, vjp_dtype):
+    rng = np.random.default_rng(case["seed"])
+    l1, l2, _ = case["layouts"]
+    x1 = numpy_layout(rng.uniform(-1, 1, case["s1"]), l1)
+    x2 = numpy_layout(rng.uniform(-1, 1, case["s2"]), l2)
+    check_vjp("matmul", [x1, x2], {}, torch.matmul, dtype=vjp_dtype, seed=case["seed"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    lead=st.lists(st.integers(1, 3), min_size=0, max_size=2),
+    sizes=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    bias=st.booleans(),
+    layout=st.sampled_from(["contiguous", "sliced", "transposed"]),
+    vjp_dtype=st.sampled_from(["float64", "float32"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_linear_vjp(lead, sizes, bias, layout, vjp_dtype, seed):
+    rng = np.random.default_rng(seed)
+    n_in, n_out = sizes
+    x = numpy_layout(rng.uniform(-1, 1, (*lead, n_in)), layout)
+    w = numpy_layout(rng.uniform(-1, 1, (n_out, n_in)), layout)
+    b = rng.uniform(-1, 1, (n_out,)) if bias else None
+    check_vjp(
+        "linear",
+        [x, w, b],
+        {},
+        lambda x, w, b: torch.nn.functional.linear(x, w, b),
+        dtype=vjp_dtype,
+        seed=seed,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shapes=st.sampled_from(
+        [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((4, 3), (4, 3)), ((1, 4), (3, 4)), ((5,), (2, 5))]
+    ),
+    axis=st.sampled_from([-1, 0]),
+    vjp_dtype=st.sampled_from(["float64", "float32"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_vecdot_vjp(shapes, axis, vjp_dtype, seed):
+    rng = np.random.default_rng(seed)
+    x1, x2 = (rng.uniform(-1, 1, s) for s in shapes)
+    try:
+        ops.vecdot(x1, x2, axis=axis)
+    except (ctensor.CTensorError, ValueError):
+        return  # the axis is not shared by both operands with one length
+    check_vjp(
+        "vecdot",
+        [x1, x2],
+        {"axis": axis},
+        lambda a, b: torch.linalg.vecdot(a, b, dim=axis),
+        dtype=vjp_dtype,
+        seed=seed,
+    )
+
+
+def test_matrix_transpose_vjp():
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 3, 4))
+    check_vjp("matrix_transpose", [x], {}, lambda t: t.transpose(-1, -2))
+
+
+@pytest.mark.parametrize("subscripts", SUBSCRIPTS)
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_einsum_vjp(subscripts, data):
+    letters = sorted(set(subscripts) - set(",->"))
+    extent = {ch: data.draw(st.integers(1, 4)) for ch in letters}
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    layout = data.draw(st.sampled_from(["contiguous", "sliced", "transposed"]))
+    shapes = einsum_shapes(subscripts, extent, set())
+    xs = [numpy_layout(rng.uniform(-1, 1, s), layout) for s in shapes]
+    check_vjp(
+        "einsum",
+        [xs],
+        {"subscripts": subscripts},
+        lambda operands: torch.einsum(subscripts, *operands),
+        dtype=data.draw(st.sampled_from(["float64", "float32"])),
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from gradcheck import check_vjp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -226,6 +227,23 @@ def test_prod_zeros_as_torch():
     np.testing.assert_array_equal(got.numpy(), [[0, 6.0, 0], [0, 0, 0], [6.0, 3.0, 2.0]])
 
 
+@pytest.mark.parametrize("name", ["prod", "max", "min", "var", "std"])
+def test_groups_walked_in_blocks(name):
+    """Reductions over a leading axis walk up to 64 neighbouring groups together: more than one
+    block, a partial last one, and a kept dim between reduced ones."""
+    rng = np.random.default_rng(5)
+    for shape, axis in [((3, 200), 0), ((4, 3, 130), (0, 1)), ((5, 70, 2), (0, 2))]:
+        case = {
+            "shape": shape,
+            "axis": axis,
+            "keepdims": False,
+            "dtype": "float64",
+            "layout": "contiguous",
+            "seed": int(rng.integers(1 << 30)),
+        }
+        run_reduction_case(name, case, 1.0 if name in ("var", "std") else None)
+
+
 def test_zero_size_and_errors():
     x = torch.zeros(0, 3)
     got = ops.sum_backward(torch.zeros(3), x, axis=0)
@@ -304,3 +322,102 @@ def test_cumulative_prod_backward_zeros_exact():
     xr = x.clone().requires_grad_(True)
     (expected,) = torch.autograd.grad(torch.cumprod(xr, 0), xr, g)
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+# ----- gradient entries end to end (ctensor.autodiff.vjp, check_vjp) ---------------------------
+
+
+def numpy_layout(values: np.ndarray, layout: str) -> np.ndarray:
+    """`values` (float64) in a contiguous, sliced or transposed NumPy view."""
+    if layout == "sliced" and values.ndim:
+        big = np.zeros((*values.shape[:-1], 2 * values.shape[-1]))
+        big[..., ::2] = values
+        return big[..., ::2]
+    if layout == "transposed" and values.ndim > 1:
+        return values.T.copy().T
+    return values
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+@settings(max_examples=12, deadline=None)
+@given(
+    case=reduction_case(),
+    vjp_dtype=st.sampled_from(["float64", "float32"]),
+    correction=st.sampled_from([0.0, 1.0]),
+)
+def test_vjp(name, case, vjp_dtype, correction):
+    rng = np.random.default_rng(case["seed"])
+    shape, axis, keepdims = case["shape"], case["axis"], case["keepdims"]
+    dims = dims_of(axis, len(shape))
+    if name in ("max", "min"):
+        values = rng.permutation(np.prod(shape, dtype=int)).reshape(shape) * 0.25 - 1.0  # no ties
+    elif name == "prod":
+        values = draw_values(name, shape, rng)
+    else:
+        values = rng.uniform(-2, 2, size=shape)
+    x = numpy_layout(np.asarray(values, dtype=np.float64), case["layout"])
+    attrs = {"axis": axis, "keepdims": keepdims}
+    extra = {}
+    if name in ("var", "std"):
+        n = int(np.prod([shape[d] for d in dims])) if dims else 1
+        attrs["correction"] = correction if n > correction else 0.0
+        extra["correction"] = attrs["correction"]
+    check_vjp(
+        name,
+        [x],
+        attrs,
+        lambda t: torch_reduce(name, t, dims, keepdims, **extra),
+        dtype=vjp_dtype,
+        seed=case["seed"],
+    )
+
+
+@pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])
+@settings(max_examples=15, deadline=None)
+@given(case=scan_case(), vjp_dtype=st.sampled_from(["float64", "float32"]))
+def test_scan_vjp(name, case, vjp_dtype):
+    rng = np.random.default_rng(case["seed"])
+    shape = case["shape"]
+    values = rng.uniform(0.5, 1.5, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+    if name == "cumulative_prod":
+        values = np.where(rng.random(shape) < 0.2, 0.0, values)
+    x = numpy_layout(np.asarray(values, dtype=np.float64), case["layout"])
+    attrs = {"axis": case["axis"], "include_initial": case["include_initial"]}
+    check_vjp(
+        name,
+        [x],
+        attrs,
+        lambda t: torch_scan(name, t, case["axis"], case["include_initial"]),
+        dtype=vjp_dtype,
+        seed=case["seed"],
+    )
+
+
+def test_vjp_low_precision_on_torch_tensors():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-2, 2, size=(3, 4, 5))
+    for dtype in ("float16", "bfloat16"):
+        check_vjp(
+            "sum", [x], {"axis": [0, 2]}, lambda t: t.sum((0, 2)), dtype=dtype, array_type="torch"
+        )
+        check_vjp(
+            "var",
+            [x],
+            {"axis": [1], "correction": 1.0},
+            lambda t: torch.var(t, 1, correction=1),
+            dtype=dtype,
+            array_type="torch",
+        )
+
+
+@pytest.mark.parametrize("name", ["any", "all", "argmax", "argmin"])
+def test_not_differentiable_rows_say_why(name):
+    entry = ctensor.op_info(name)["gradient"]
+    assert not entry["differentiable"]
+    assert entry["note"]
+    with pytest.raises(ctensor.autodiff.NotDifferentiableError):
+        ctensor.autodiff.vjp(name, [np.zeros(3)], [np.zeros(())])
+
+
+def test_max_row_states_the_tie_rule():
+    assert "torch.amax" in ctensor.op_info("max")["gradient"]["note"]
