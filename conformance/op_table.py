@@ -38,6 +38,30 @@ REDUCE_ATTRS = [
     {"keepdims": True},
 ]
 NCHW = [((2, 3, 7, 8),), ((1, 2, 5, 5),), ((0, 2, 4, 4),)]
+# (grad_out, x) of a reduction's backward op: grad_out in each reduced shape REDUCE_ATTRS gives.
+REDUCE_GRAD_SHAPES = [
+    ((), (2, 3, 4)),
+    ((3, 4), (2, 3, 4)),
+    ((2, 3, 1), (2, 3, 4)),
+    ((3,), (2, 3, 4)),
+    ((1, 1, 1), (2, 3, 4)),
+    ((), (3, 4)),
+    ((4,), (3, 4)),
+    ((3, 1), (3, 4)),
+    ((), ()),
+    ((3,), (0, 3)),
+]
+# (grad_out, x, out): out in the reduced shape too.
+REDUCE_GRAD_OUT_SHAPES = [(g, x, g) for g, x in REDUCE_GRAD_SHAPES if 0 not in x]
+# (grad_out, x) of a scan's backward op.
+SCAN_GRAD_SHAPES = [
+    ((7,), (7,)),
+    ((8,), (7,)),
+    ((3, 4), (3, 4)),
+    ((3, 5), (3, 4)),
+    ((1,), ()),
+    ((2,), ()),
+]
 
 OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- element-wise extras
@@ -101,6 +125,38 @@ OPS: dict[str, dict] = {
         "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
         "domains": {0: "small"},
     },
+    # ---------------------------------------------------------------- their backward ops
+    "sum_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_SHAPES},
+    "mean_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_SHAPES},
+    "prod_backward": {
+        "attrs": REDUCE_ATTRS,
+        "shapes": REDUCE_GRAD_SHAPES,
+        "domains": {1: "small"},
+    },
+    "max_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_OUT_SHAPES},
+    "min_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_OUT_SHAPES},
+    "logsumexp_backward": {
+        "attrs": REDUCE_ATTRS,
+        "shapes": REDUCE_GRAD_OUT_SHAPES,
+        "domains": {1: "small", 2: "small"},
+    },
+    "var_backward": {
+        "attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}],
+        "shapes": REDUCE_GRAD_SHAPES + [((2, 4), (2, 3, 4))],
+    },
+    "std_backward": {
+        "attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}],
+        "shapes": REDUCE_GRAD_OUT_SHAPES + [((2, 4), (2, 3, 4), (2, 4))],
+    },
+    "cumulative_sum_backward": {
+        "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
+        "shapes": SCAN_GRAD_SHAPES,
+    },
+    "cumulative_prod_backward": {
+        "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
+        "shapes": [(g, x, g) for g, x in SCAN_GRAD_SHAPES],
+        "domains": {1: "small", 2: "small"},
+    },
     "softmax": {"attrs": [{}, {"axis": 0}], "shapes": NONEMPTY_SHAPES[1:]},
     "log_softmax": {"attrs": [{}, {"axis": 0}], "shapes": NONEMPTY_SHAPES[1:]},
     # ---------------------------------------------------------------- linear algebra
@@ -116,6 +172,19 @@ OPS: dict[str, dict] = {
             ((3, 4), (4,)),
         ],
         "domains": {0: "small", 1: "small"},
+    },
+    "matmul_backward": {
+        "shapes": [
+            ((3, 5), (3, 4), (4, 5)),
+            ((3,), (4,), (4, 3)),
+            ((2, 3, 2), (2, 3, 4), (4, 2)),
+            ((), (5,), (5,)),
+            ((2, 3, 3, 2), (2, 1, 3, 4), (3, 4, 2)),
+            ((0, 3), (0, 4), (4, 3)),
+            ((3, 2), (3, 0), (0, 2)),
+            ((3,), (3, 4), (4,)),
+        ],
+        "domains": {0: "small", 1: "small", 2: "small"},
     },
     "vecdot": {
         "shapes": [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((4, 3), (4, 3)), ((0, 2), (2,))],
@@ -147,6 +216,25 @@ OPS: dict[str, dict] = {
             {"subscripts": "ij->ji"},
         ],
         "domains": {0: "small"},
+    },
+    "einsum_backward": {
+        "shapes": [
+            ((3, 5), [(3, 4), (4, 5)]),
+            ((4,), [(4, 4)]),
+            ((), [(4, 4)]),
+            ((4, 3), [(3, 4)]),
+            ((2, 3, 5), [(2, 3, 4), (2, 4, 5)]),
+            ((), [(5,), (5,)]),
+        ],
+        "attrs": [
+            {"subscripts": "ij,jk->ik"},
+            {"subscripts": "ii->i"},
+            {"subscripts": "ii"},
+            {"subscripts": "ij->ji"},
+            {"subscripts": "bij,bjk->bik"},
+            {"subscripts": "i,i"},
+        ],
+        "domains": {0: "small", 1: "small"},
     },
     # ---------------------------------------------------------------- shape and indexing
     "broadcast_to": {

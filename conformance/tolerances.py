@@ -83,6 +83,13 @@ ACCUMULATING = frozenset(
         "layer_norm",
         "rms_norm",
         "interpolate",
+        "prod_backward",
+        "var_backward",
+        "std_backward",
+        "cumulative_sum_backward",
+        "cumulative_prod_backward",
+        "matmul_backward",
+        "einsum_backward",
         "sum_to_shape",
     }
 )

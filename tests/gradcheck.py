@@ -55,13 +55,6 @@ def _map_inputs(inputs: list, fn: Callable[[np.ndarray], Any]) -> list:
     ]
 
 
-def _flat(inputs: list) -> list:
-    out = []
-    for value in inputs:
-        out.extend(value if isinstance(value, list) else [value])
-    return out
-
-
 def _outputs(result: Any) -> list:
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
@@ -84,7 +77,8 @@ def _assert_close(got: Any, want: Any, rtol: float, atol: float, what: str) -> N
 
 def _forward(op: str, inputs: list, attrs: dict) -> list:
     function = getattr(ctensor.ops, op)
-    return _outputs(function(*_flat(inputs), **attrs))
+    # ctensor.ops takes a variadic parameter as one list (ops.einsum([a, b], subscripts=...))
+    return _outputs(function(*inputs, **attrs))
 
 
 def _cotangents(op: str, outputs: list, rng: np.random.Generator) -> list:
