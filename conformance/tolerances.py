@@ -83,12 +83,14 @@ ACCUMULATING = frozenset(
         "layer_norm",
         "rms_norm",
         "interpolate",
+        "sum_to_shape",
     }
 )
 
 
 def tolerance_class(op: str) -> str:
-    return "accumulating" if op in ACCUMULATING else "elementwise"
+    """Backward operators accumulate (a cotangent sums over everything an input touched)."""
+    return "accumulating" if op in ACCUMULATING or "_backward" in op else "elementwise"
 
 
 def _ordered(bits: np.ndarray, nbits: int) -> np.ndarray:
