@@ -1,6 +1,6 @@
-"""Neural-network and data-movement cases: softmax, layer_norm, max_pool2d, transpose copy and
-argmax (bytes read + written per call, against torch CPU), with ctensor on the OpenCL device
-(``ctensor.opencl``) beside them when that backend is loaded."""
+"""Neural-network and data-movement cases: softmax, layer_norm, max_pool2d, transpose copy,
+argmax and embedding backward (bytes read + written per call, against torch CPU), with ctensor
+on the OpenCL device (``ctensor.opencl``) beside them when that backend is loaded."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ def build(env: Env) -> list[Case]:
         pool_in.shape[:2] + (pool_in.shape[2] // 2, pool_in.shape[3] // 2), np.float32
     )
     side = 128 if quick else 4096
+    table_rows, table_dim, lookups = (1000, 64, 256) if quick else (50000, 512, 16384)
+    emb_idx = env.rng.integers(0, table_rows, lookups).astype(np.int64)
+    emb_grad = env.normal((lookups, table_dim))
+    emb_table = np.empty((table_rows, table_dim), np.float32)
+    emb_out = np.empty_like(emb_table)
     sq = env.normal((side, side))
     sq_t = np.empty_like(sq)
     ns = {
@@ -43,6 +48,11 @@ def build(env: Env) -> list[Case]:
         "sq": sq,
         "sqt": sq_t,
         "cols": cols,
+        "eg": emb_grad,
+        "ei": emb_idx,
+        "ew": emb_table,
+        "egw": emb_out,
+        "rows_e": table_rows,
     }
     has_torch = env.torch is not None
     if has_torch:
@@ -57,6 +67,9 @@ def build(env: Env) -> list[Case]:
             tp=env.t(pool_in),
             tsq=env.t(sq),
             tsqt=env.t(sq_t),
+            teg=env.t(emb_grad),
+            tei=torch.from_numpy(emb_idx),
+            emb_backward=torch.ops.aten.embedding_dense_backward,
         )
     if env.jnp is not None:
         jax_nn = __import__("jax").nn
@@ -163,5 +176,19 @@ def build(env: Env) -> list[Case]:
             f"{shape_text}, last axis",
             exact_np,
             targets=_faster(2.0) if has_torch else [],
+        ),
+        Case(
+            f"nn/embedding_backward/{table_rows}x{table_dim}/{lookups}",
+            "nn",
+            "GB/s",
+            (emb_grad.size + emb_out.size) * _F32,
+            impls(
+                "ops.embedding_backward(eg, ei, ew, out=egw)",
+                "emb_backward(teg, tei, rows_e, -1, False)",
+            ),
+            f"weight gradient of a ({table_rows}, {table_dim}) table from {lookups} random "
+            "int64 indices (grad_out read, the whole table written)",
+            {"torch": (1e-5, 1e-6)} if has_torch else {},
+            targets=_faster(1.0) if has_torch else [],
         ),
     ]
