@@ -83,6 +83,13 @@ ACCUMULATING = frozenset(
         "layer_norm",
         "rms_norm",
         "interpolate",
+        "conv2d_backward_input",
+        "conv2d_backward_weight",
+        "conv_transpose2d_backward_input",
+        "max_pool2d_backward",
+        "avg_pool2d_backward",
+        "adaptive_avg_pool2d_backward",
+        "interpolate_backward",
     }
 )
 
