@@ -11,14 +11,14 @@
  * conv_transpose2d_backward_input is conv2d(grad_out, weight) over the input's extent: the
  * conv2d kernel computes that many output rows and columns.
  *
- * conv2d_backward_weight (backward-filter): per group, grad_weightᵀ (K × O/groups) =
- * col (K × N·P) · grad_outᵀ (N·P × O/groups), K = C_in/groups · kH · kW and P = H_out · W_out,
- * with col the im2col matrix of the images side by side. One packed GEMM per chunk of images
- * (the groups its batch), accumulating over the chunks in a compute-type buffer.
+ * conv2d_backward_weight (backward-filter): per group, grad_weight (O/groups × K) =
+ * grad_out (O/groups × N·P) · colᵀ (N·P × K), K = C_in/groups · kH · kW and P = H_out · W_out,
+ * with col the im2col matrix of the images side by side: one packed GEMM, the groups its batch,
+ * its depth every position of every image, colᵀ never built: the GEMM's B packer reads the
+ * input into its micro-panels (as conv2d's forward reads col).
  * Workspace (compute type C: float for float16/bfloat16/float32, double for float64), each part
  * padded to 64 bytes:
- *   col:  C_in · kH · kW × Q, Q = (images per chunk) · P: the chunk's im2col matrix;
- *   gout: C_out × Q: the chunk's grad_out, compact, of type C;
+ *   gout: C_out × N·P: grad_out, compact, of type C (the GEMM's A);
  *   acc:  C_out × K: the sums, stored into grad_weight at the end (rounding once);
  *   gemm: the packed GEMM's panels (ct_gemm_workspace_<instance>). */
 #include <string.h>
@@ -30,8 +30,9 @@
 #include "ops/op_defs.h"
 
 #define CT_C2BW_ALIGNMENT 64
-/* At most this many bytes of col and gout per chunk of images (at least one image). */
-#define CT_C2BW_CHUNK_BYTES ((int64_t)64 << 20)
+/* Positions the B packer of conv2d_backward_weight writes at once: that many rows of each
+ * micro-panel (64 × 32 floats = 8 KB) stay in L1 while every tap writes its column. */
+#define CT_C2BW_PACK_ROWS 64
 
 static int64_t ct_c2bw_align(int64_t bytes) {
   return (bytes + CT_C2BW_ALIGNMENT - 1) / CT_C2BW_ALIGNMENT * CT_C2BW_ALIGNMENT;
@@ -129,13 +130,12 @@ typedef struct ct_c2bw_job {
   int64_t oh, ow;               /* grad_out's spatial extents */
   int64_t stride[2], padding[2], dilation[2], groups;
   int64_t cg, og, kg, p; /* C/groups, O/groups, cg · kH · kW, oh · ow */
-  int64_t chunk, q;      /* images per chunk, chunk · p columns */
-  int64_t first, count;  /* the chunk being prepared: its first image and image count */
-  int64_t col_bytes, gout_bytes, acc_bytes;
+  int64_t depth;         /* n · p: the GEMM's depth */
+  int64_t gout_bytes, acc_bytes;
   int64_t xs[4], gs[4], ws[4];
   const char *x, *grad;
   char* out;
-  void *col, *gout, *acc;
+  void *gout, *acc;
   ct_gemm_desc gemm;
   int64_t batch_shape[1], a_bs[1], b_bs[1], c_bs[1];
 } ct_c2bw_job;
@@ -160,6 +160,7 @@ static int ct_c2bw_weight_prepare(const ct_kernel_call* call, int64_t csize, ct_
   job->og = job->out_channels / job->groups;
   job->kg = job->cg * job->kh * job->kw;
   job->p = job->oh * job->ow;
+  job->depth = job->n * job->p;
   for (int32_t k = 0; k < 4; ++k) {
     job->xs[k] = ct_tensor_stride(x, k);
     job->gs[k] = ct_tensor_stride(grad, k);
@@ -168,39 +169,30 @@ static int ct_c2bw_weight_prepare(const ct_kernel_call* call, int64_t csize, ct_
   job->x = ct_tensor_base(x);
   job->grad = ct_tensor_base(grad);
   job->out = ct_tensor_base(out);
-  job->col = job->gout = job->acc = NULL;
-  job->first = job->count = 0;
-  const int64_t rows = job->channels * job->kh * job->kw + job->out_channels; /* col + gout */
-  const int64_t per_image = rows * job->p * csize;
-  job->chunk = per_image > 0 ? CT_C2BW_CHUNK_BYTES / per_image : job->n;
-  if (job->chunk < 1) job->chunk = 1;
-  if (job->chunk > job->n) job->chunk = job->n;
-  job->q = job->chunk * job->p;
-  /* Each part is at most a few times the inputs' and output's element counts, or the chunk
-   * limit: no overflow. */
-  job->col_bytes = ct_c2bw_align(job->channels * job->kh * job->kw * job->q * csize);
-  job->gout_bytes = ct_c2bw_align(job->out_channels * job->q * csize);
+  job->gout = job->acc = NULL;
+  /* grad_out's and grad_weight's element counts, times the compute type's size: no overflow
+   * (a view's bytes fit in int64, and the compute type is at most twice the storage type). */
+  job->gout_bytes = ct_c2bw_align(job->out_channels * job->depth * csize);
   job->acc_bytes = ct_c2bw_align(job->out_channels * job->kg * csize);
   ct_gemm_desc* d = &job->gemm;
   *d = (ct_gemm_desc){0};
-  d->m = job->kg;
-  d->n = job->og;
-  d->k = job->q;
-  d->a_rs = job->q;
+  d->m = job->og;
+  d->n = job->kg;
+  d->k = job->depth;
+  d->a_rs = job->depth;
   d->a_cs = 1;
-  d->b_rs = 1;
-  d->b_cs = job->q;
-  d->c_rs = 1;
-  d->c_cs = job->kg;
+  d->c_rs = job->kg;
+  d->c_cs = 1;
   job->batch_shape[0] = job->groups;
-  job->a_bs[0] = job->kg * job->q;
-  job->b_bs[0] = job->og * job->q;
+  job->a_bs[0] = job->og * job->depth;
+  job->b_bs[0] = 0; /* the packer finds its own place */
   job->c_bs[0] = job->og * job->kg;
   d->batch_ndim = 1;
   d->batch_shape = job->batch_shape;
   d->a_bs = job->a_bs;
   d->b_bs = job->b_bs;
   d->c_bs = job->c_bs;
+  d->pack_b_context = job;
   return CT_OK;
 }
 
@@ -209,66 +201,103 @@ static bool ct_c2bw_weight_empty(const ct_c2bw_job* job) {
 }
 
 static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
-  return (uint64_t)(job->col_bytes + job->gout_bytes + job->acc_bytes);
+  return (uint64_t)(job->gout_bytes + job->acc_bytes);
 }
 
 /* (SFX, T, C, GEMM): storage type, compute type, the GEMM instance over C. */
 #define CT_C2BW_DEFINE(SFX, T, C, GEMM)                                                            \
-  /* im2col rows [begin, end) (channel, i, j) of the chunk's images. */                            \
-  static void ct_c2bw_im2col_##SFX(int64_t begin, int64_t end, void* context) {                    \
+  /* The GEMM's B packer (ct_gemm_pack_b_fn): B = colᵀ of group `batch`, rows [k0, k0 + kc) the  \
+   * positions (image, oh, ow) of all images, columns [j0, j0 + nb) the taps (c, i, j). In         \
+   * blocks of CT_C2BW_PACK_ROWS positions, whose rows of the micro-panels stay in L1, tap by      \
+   * tap, each reading its input rows in order and writing its column of the micro-panel. */       \
+  static void ct_c2bw_pack_col_##SFX(const void* context, int64_t batch, int64_t k0, int64_t kc,   \
+                                     int64_t j0, int64_t nb, int64_t nr, void* dst_void) {         \
     const ct_c2bw_job* job = context;                                                              \
-    const int64_t taps = job->kh * job->kw;                                                        \
-    for (int64_t r = begin; r < end; ++r) {                                                        \
-      const int64_t c = r / taps, i = (r % taps) / job->kw, j = r % job->kw;                       \
-      const int64_t shift = j * job->dilation[1] - job->padding[1], sw = job->stride[1];           \
-      int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                         \
-      int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                        \
-      if (lo > job->ow) lo = job->ow;                                                              \
-      if (hi > job->ow) hi = job->ow;                                                              \
-      if (hi < lo) hi = lo;                                                                        \
-      C* dst = (C*)job->col + r * job->q;                                                          \
-      for (int64_t image = 0; image < job->count; ++image) {                                       \
-        const T* x = (const T*)job->x + (job->first + image) * job->xs[0] + c * job->xs[1];        \
-        for (int64_t oh = 0; oh < job->oh; ++oh, dst += job->ow) {                                 \
-          const int64_t ih = oh * job->stride[0] - job->padding[0] + i * job->dilation[0];         \
+    C* dst = dst_void;                                                                             \
+    const int64_t taps = job->kh * job->kw, sw = job->stride[1];                                   \
+    const int64_t step = sw * job->xs[3];                                                          \
+    for (int64_t pb = 0; pb < kc; pb += CT_C2BW_PACK_ROWS) {                                       \
+      const int64_t rows = kc - pb < CT_C2BW_PACK_ROWS ? kc - pb : CT_C2BW_PACK_ROWS;              \
+      const int64_t q0 = k0 + pb;                                                                  \
+      const int64_t first_image = q0 / job->p, first_oh = (q0 % job->p) / job->ow;                 \
+      const int64_t first_ow = q0 % job->ow;                                                       \
+      for (int64_t jj = 0; jj < nb; ++jj) {                                                        \
+        const int64_t t = j0 + jj;                                                                 \
+        const int64_t c = batch * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;   \
+        const int64_t shift = j * job->dilation[1] - job->padding[1];                              \
+        int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                       \
+        int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                      \
+        if (lo > job->ow) lo = job->ow;                                                            \
+        if (hi > job->ow) hi = job->ow;                                                            \
+        if (hi < lo) hi = lo;                                                                      \
+        const T* xc = (const T*)job->x + c * job->xs[1] + shift * job->xs[3];                      \
+        const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
+        C* d = dst + (jj / nr) * kc * nr + pb * nr + jj % nr;                                      \
+        int64_t image = first_image, oh = first_oh, ow = first_ow;                                 \
+        for (int64_t p = 0; p < rows;) {                                                           \
+          const int64_t seg = rows - p < job->ow - ow ? rows - p : job->ow - ow;                   \
+          C* ds = d + p * nr;                                                                      \
+          const int64_t ih = oh * job->stride[0] + ih_base;                                        \
           if (ih < 0 || ih >= job->h) {                                                            \
-            memset(dst, 0, (size_t)job->ow * sizeof(C));                                           \
-            continue;                                                                              \
-          }                                                                                        \
-          const T* src = x + ih * job->xs[2] + shift * job->xs[3];                                 \
-          const int64_t step = sw * job->xs[3];                                                    \
-          for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = (C)0;                                      \
-          if (step == 1) {                                                                         \
-            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = ct_load_##SFX(src[ow]);                 \
+            for (int64_t u = 0; u < seg; ++u) ds[u * nr] = (C)0;                                   \
           } else {                                                                                 \
-            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = ct_load_##SFX(src[ow * step]);          \
+            int64_t a = lo - ow, b = hi - ow;                                                      \
+            a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
+            b = b < a ? a : (b > seg ? seg : b);                                                   \
+            const T* src = xc + image * job->xs[0] + ih * job->xs[2] + ow * step;                  \
+            for (int64_t u = 0; u < a; ++u) ds[u * nr] = (C)0;                                     \
+            if (step == 1) {                                                                       \
+              for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u]);                  \
+            } else {                                                                               \
+              for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u * step]);           \
+            }                                                                                      \
+            for (int64_t u = b; u < seg; ++u) ds[u * nr] = (C)0;                                   \
           }                                                                                        \
-          for (int64_t ow = hi; ow < job->ow; ++ow) dst[ow] = (C)0;                                \
+          p += seg;                                                                                \
+          ow += seg;                                                                               \
+          if (ow == job->ow) {                                                                     \
+            ow = 0;                                                                                \
+            if (++oh == job->oh) {                                                                 \
+              oh = 0;                                                                              \
+              ++image;                                                                             \
+            }                                                                                      \
+          }                                                                                        \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
+    const int64_t tail = (nb + nr - 1) / nr * nr;                                                  \
+    for (int64_t jj = nb; jj < tail; ++jj) {                                                       \
+      C* d = dst + (jj / nr) * kc * nr + jj % nr;                                                  \
+      for (int64_t p = 0; p < kc; ++p) d[p * nr] = (C)0;                                           \
+    }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  /* grad_out channels [begin, end) of the chunk's images, compact, of type C. */                  \
+  /* grad_out channels [begin, end), all images side by side, compact, of type C. */               \
   static void ct_c2bw_pack_grad_##SFX(int64_t begin, int64_t end, void* context) {                 \
     const ct_c2bw_job* job = context;                                                              \
     for (int64_t o = begin; o < end; ++o) {                                                        \
-      C* dst = (C*)job->gout + o * job->q;                                                         \
-      for (int64_t image = 0; image < job->count; ++image) {                                       \
-        const T* g = (const T*)job->grad + (job->first + image) * job->gs[0] + o * job->gs[1];     \
+      C* dst = (C*)job->gout + o * job->depth;                                                     \
+      for (int64_t image = 0; image < job->n; ++image) {                                           \
+        const T* g = (const T*)job->grad + image * job->gs[0] + o * job->gs[1];                    \
         for (int64_t oh = 0; oh < job->oh; ++oh) {                                                 \
           const T* src = g + oh * job->gs[2];                                                      \
-          for (int64_t ow = 0; ow < job->ow; ++ow) *dst++ = ct_load_##SFX(src[ow * job->gs[3]]);   \
+          if (job->gs[3] == 1) {                                                                   \
+            for (int64_t ow = 0; ow < job->ow; ++ow) dst[ow] = ct_load_##SFX(src[ow]);             \
+          } else {                                                                                 \
+            for (int64_t ow = 0; ow < job->ow; ++ow)                                               \
+              dst[ow] = ct_load_##SFX(src[ow * job->gs[3]]);                                       \
+          }                                                                                        \
+          dst += job->ow;                                                                          \
         }                                                                                          \
       }                                                                                            \
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  /* grad_weight rows (output channels) [begin, end) from acc (zeros where nothing was summed). */ \
+  /* grad_weight rows (output channels) [begin, end) from acc (zeros when the depth is 0). */      \
   static void ct_c2bw_store_##SFX(int64_t begin, int64_t end, void* context) {                     \
     const ct_c2bw_job* job = context;                                                              \
     for (int64_t o = begin; o < end; ++o) {                                                        \
-      const C* src = job->acc ? (const C*)job->acc + o * job->kg : NULL;                           \
+      const C* src = job->depth > 0 ? (const C*)job->acc + o * job->kg : NULL;                     \
       T* w = (T*)job->out + o * job->ws[0];                                                        \
       for (int64_t c = 0; c < job->cg; ++c) {                                                      \
         for (int64_t i = 0; i < job->kh; ++i) {                                                    \
@@ -287,7 +316,8 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const int status = ct_c2bw_weight_prepare(call, (int64_t)sizeof(C), &job);                     \
     if (status != CT_OK) return status;                                                            \
     *alignment = CT_C2BW_ALIGNMENT;                                                                \
-    *bytes = ct_c2bw_weight_empty(&job) || job.q == 0                                              \
+    job.gemm.pack_b = ct_c2bw_pack_col_##SFX;                                                      \
+    *bytes = ct_c2bw_weight_empty(&job) || job.depth == 0                                          \
                  ? 0                                                                               \
                  : ct_c2bw_weight_fixed(&job) + ct_gemm_workspace_##GEMM(&job.gemm);               \
     return CT_OK;                                                                                  \
@@ -298,26 +328,19 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const int status = ct_c2bw_weight_prepare(call, (int64_t)sizeof(C), &job);                     \
     if (status != CT_OK) return status;                                                            \
     if (ct_c2bw_weight_empty(&job)) return CT_OK;                                                  \
-    if (job.q > 0) {                                                                               \
+    if (job.depth > 0) {                                                                           \
       char* ws = call->workspace;                                                                  \
-      job.col = ws;                                                                                \
-      job.gout = ws + job.col_bytes;                                                               \
-      job.acc = ws + job.col_bytes + job.gout_bytes;                                               \
+      job.gout = ws;                                                                               \
+      job.acc = ws + job.gout_bytes;                                                               \
       ct_gemm_desc* d = &job.gemm;                                                                 \
-      d->a = job.col;                                                                              \
-      d->b = job.gout;                                                                             \
+      d->a = job.gout;                                                                             \
       d->c = job.acc;                                                                              \
+      d->pack_b = ct_c2bw_pack_col_##SFX;                                                          \
+      d->pack_b_context = &job;                                                                    \
       d->workspace = ws + ct_c2bw_weight_fixed(&job);                                              \
       d->workspace_size = call->workspace_size - ct_c2bw_weight_fixed(&job);                       \
-      const int64_t rows = job.channels * job.kh * job.kw;                                         \
-      for (job.first = 0; job.first < job.n; job.first += job.chunk) {                             \
-        job.count = job.n - job.first < job.chunk ? job.n - job.first : job.chunk;                 \
-        ct_cpu_parallel_for(rows, job.count * job.p, ct_c2bw_im2col_##SFX, &job);                  \
-        ct_cpu_parallel_for(job.out_channels, job.count * job.p, ct_c2bw_pack_grad_##SFX, &job);   \
-        d->k = job.count * job.p;                                                                  \
-        d->accumulate = job.first > 0;                                                             \
-        ct_gemm_##GEMM(d);                                                                         \
-      }                                                                                            \
+      ct_cpu_parallel_for(job.out_channels, job.depth, ct_c2bw_pack_grad_##SFX, &job);             \
+      ct_gemm_##GEMM(d);                                                                           \
     }                                                                                              \
     ct_cpu_parallel_for(job.out_channels, job.kg, ct_c2bw_store_##SFX, &job);                      \
     return CT_OK;                                                                                  \
