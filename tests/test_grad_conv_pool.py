@@ -136,7 +136,7 @@ def conv_out_shape(case) -> tuple:
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(case=conv_cases(), seed=st.integers(0, 2**32 - 1), lx=LAYOUTS, lg=LAYOUTS, lw=LAYOUTS)
 def test_conv2d_backward(dtype, case, seed, lx, lg, lw):
     gen = torch.Generator().manual_seed(seed)
@@ -159,7 +159,7 @@ def test_conv2d_backward(dtype, case, seed, lx, lg, lw):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(case=conv_cases(True), seed=st.integers(0, 2**32 - 1), lx=LAYOUTS, lg=LAYOUTS)
 def test_conv_transpose2d_backward(dtype, case, seed, lx, lg):
     gen = torch.Generator().manual_seed(seed)
@@ -247,8 +247,21 @@ def pool_cases(draw, dilation: bool):
     return shape, attrs
 
 
+def has_padding_only_window(shape, attrs) -> bool:
+    """Whether some max_pool2d window holds no input element (dilation or ceil_mode can make
+    one): torch sends its cotangent past the window (reading out of bounds), ctensor drops it."""
+    out = F.max_pool2d(torch.zeros(shape), **attrs).shape[-2:]
+    for k in range(2):
+        size, kern = shape[-2 + k], attrs["kernel_size"][k]
+        s, p, d = attrs["stride"][k], attrs["padding"][k], attrs["dilation"][k]
+        for o in range(out[k]):
+            if not any(0 <= o * s - p + a * d < size for a in range(kern)):
+                return True
+    return False
+
+
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     case=pool_cases(True),
     seed=st.integers(0, 2**32 - 1),
@@ -258,6 +271,7 @@ def pool_cases(draw, dilation: bool):
 )
 def test_max_pool2d_backward(dtype, case, seed, lx, lg, ties):
     shape, attrs = case
+    assume(not has_padding_only_window(shape, attrs))
     gen = torch.Generator().manual_seed(seed)
     x = random(shape, dtype, gen)
     if ties:  # few distinct values: the first maximum of each window must win, as torch's
@@ -272,6 +286,20 @@ def test_max_pool2d_backward(dtype, case, seed, lx, lg, ties):
     check(got, want, bound, windows, dtype)
 
 
+def test_max_pool2d_backward_drops_padding_only_windows():
+    x = torch.randn(2, 3, 4, 1)
+    attrs = {"kernel_size": [1, 2], "stride": [2, 2], "padding": [0, 1], "dilation": [1, 2]}
+    assert has_padding_only_window(x.shape, attrs)
+    assert torch.isinf(ctensor.ops.max_pool2d(x, **attrs)).all()
+    g = torch.randn(2, 3, 2, 1)
+    assert torch.equal(ctensor.ops.max_pool2d_backward(g, x, **attrs), torch.zeros_like(x))
+    # ceil_mode: the last window of each row starts inside the input, so it is not empty
+    x = torch.randn(1, 1, 5, 5)
+    got = ctensor.ops.max_pool2d_backward(torch.ones(1, 1, 3, 3), x, kernel_size=2, ceil_mode=True)
+    (want,) = vjp(lambda a: F.max_pool2d(a, 2, ceil_mode=True), [x], torch.ones(1, 1, 3, 3))
+    assert torch.equal(got.double(), want)
+
+
 def test_max_pool2d_backward_nan_goes_to_the_last_nan():
     x = torch.tensor([[[[1.0, float("nan")], [float("nan"), 5.0]]]])
     g = torch.tensor([[[[3.0]]]])
@@ -281,7 +309,7 @@ def test_max_pool2d_backward_nan_goes_to_the_last_nan():
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     case=pool_cases(False),
     seed=st.integers(0, 2**32 - 1),
@@ -306,7 +334,7 @@ def test_avg_pool2d_backward(dtype, case, seed, lx, lg, count_include_pad, divis
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     shape=st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 12), st.integers(1, 12)),
     size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
@@ -340,7 +368,7 @@ def test_pool_backward_rejects_bad_shapes():
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     shape=st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 9), st.integers(1, 9)),
     mode=st.sampled_from(["nearest", "bilinear-ac", "bilinear"]),

@@ -22,7 +22,7 @@
     "grad_input = max_pool2d_backward(grad_out, input; kernel_size, stride, padding, dilation, "  \
     "ceil_mode)",                                                                                 \
     "as torch: each window's cotangent goes to its first maximum in row-major order (ties: the "  \
-    "first), or to its last NaN")                                                                 \
+    "first), or to its last NaN; a window of padding only (output -inf) passes nothing")          \
   G(avg_pool2d,                                                                                   \
     "grad_input = avg_pool2d_backward(grad_out, input; kernel_size, stride, padding, ceil_mode, " \
     "count_include_pad, divisor_override)",                                                       \

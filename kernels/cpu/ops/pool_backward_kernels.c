@@ -129,8 +129,10 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
   *divide_h = *divide_w = 0;
 }
 
-/* The max_pool2d window of output (oh, ow): its first row and column inside the input, its end,
- * and the flat offset (ih · W + iw) of its maximum as the forward finds it. */
+/* The flat offset (ih · W + iw) of the maximum of max_pool2d's window of output (oh, ow), as the
+ * forward finds it; -1 for a window of padding only (dilation or ceil_mode can make one): its
+ * output is -inf whatever the input, so its cotangent goes nowhere (torch reads past the window
+ * there). */
 #define CT_POOL_BW_ARGMAX(SFX, T, C)                                                               \
   static inline int64_t ct_pool_bw_argmax_##SFX(const ct_pool_bw_job* job, const T* x, int64_t oh, \
                                                 int64_t ow) {                                      \
@@ -143,6 +145,7 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
         w0 + (job->kernel[1] - 1) * dw + 1 < job->w ? w0 + (job->kernel[1] - 1) * dw + 1 : job->w; \
     while (h0 < 0) h0 += dh;                                                                       \
     while (w0 < 0) w0 += dw;                                                                       \
+    if (h0 >= h1 || w0 >= w1) return -1; /* only padding: the output is -inf, a constant */        \
     int64_t best = h0 * job->w + w0;                                                               \
     C result = (C) - INFINITY;                                                                     \
     for (int64_t ih = h0; ih < h1; ih += dh) {                                                     \
@@ -174,6 +177,7 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
       const T* grow = g + oh * job->gs[2];                                                         \
       for (int64_t ow = 0; ow < job->ow; ++ow) {                                                   \
         const int64_t best = ct_pool_bw_argmax_##SFX(job, x, oh, ow);                              \
+        if (best < 0) continue;                                                                    \
         const int64_t ih = best / job->w, iw = best % job->w;                                      \
         gi[ih * job->is[2] + iw * job->is[3]] = grow[ow * job->gs[3]];                             \
       }                                                                                            \
@@ -231,7 +235,7 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
         if (job->kernel[0] == 2 && job->kernel[1] == 2 && job->stride[0] == 2 &&                   \
             job->stride[1] == 2 && job->padding[0] == 0 && job->padding[1] == 0 &&                 \
             job->dilation[0] == 1 && job->dilation[1] == 1 && job->xs[3] == 1 &&                   \
-            job->is[3] == 1) {                                                                     \
+            job->is[3] == 1 && 2 * job->oh <= job->h && 2 * job->ow <= job->w) {                   \
           ct_pool_bw_max_2x2_##SFX(job, x, g, gi);                                                 \
         } else {                                                                                   \
           ct_pool_bw_max_disjoint_##SFX(job, x, g, gi);                                            \
@@ -249,7 +253,7 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
           const C gv = ct_load_##SFX(g[oh * job->gs[2] + ow * job->gs[3]]);                        \
           if (job->mode == CT_POOL_BW_MAX) {                                                       \
             const int64_t best = ct_pool_bw_argmax_##SFX(job, x, oh, ow);                          \
-            acc[best / job->w * a2 + best % job->w * a3] += gv;                                    \
+            if (best >= 0) acc[best / job->w * a2 + best % job->w * a3] += gv;                     \
             continue;                                                                              \
           }                                                                                        \
           int64_t h0, h1, w0, w1, dh, dw, divide;                                                  \
