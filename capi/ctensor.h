@@ -42,7 +42,7 @@ extern "C" {
 /** Major ABI version: bumped only when a binary built against an older header would break. */
 #define CT_ABI_VERSION_MAJOR 1
 /** Minor ABI version: bumped when functions, enum values or trailing struct fields are added. */
-#define CT_ABI_VERSION_MINOR 1
+#define CT_ABI_VERSION_MINOR 2
 
 /** The ABI version of the loaded library, as (major << 16) | minor. Compare the major part with
  *  CT_ABI_VERSION_MAJOR before relying on anything else. */
@@ -299,6 +299,86 @@ CT_API int ct_op_kernel_info(const ct_op* op, int32_t index, ct_kernel_info* inf
  *  describe the whole registry. Like snprintf: writes at most `capacity` bytes including the NUL
  *  and always stores the full length (without NUL) in `*length`. */
 CT_API int ct_op_schema_json(const ct_op* op, char* buffer, size_t capacity, size_t* length);
+
+/* ---------------------------------------------------------------------------------------------
+ * Gradients (added in ABI 1.2): each operator's vector-Jacobian product as a small program of
+ * registered operators, so that a framework builds autograd for any op from its entry alone.
+ *
+ * An entry is a list of steps. Each step calls a registered op on values taken from the forward
+ * call (its inputs, its outputs, the cotangents of its outputs) or from earlier steps, with
+ * attributes copied from the forward call or given as constants. `input_grads` then says which
+ * value is the cotangent of each forward input. To run an entry for the inputs that need a
+ * cotangent, run (in order) the steps those values depend on; every step output has the shape
+ * and dtype its op's ct_op_infer gives, and each input's cotangent has that input's shape and
+ * dtype. Entries describe floating-point calls: integer and bool tensors take no cotangent.
+ * Subgradients follow PyTorch (relu'(0) = 0, abs'(0) = 0, max ties as torch); `note` says so
+ * where it applies. docs/gradients.md lists every entry.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Where a value of a gradient program comes from. */
+typedef enum ct_grad_source {
+  CT_GRAD_NONE = 0,      /**< no value: an absent optional input, or no cotangent */
+  CT_GRAD_INPUT = 1,     /**< forward input parameter `index` (the whole list when variadic) */
+  CT_GRAD_OUTPUT = 2,    /**< forward output parameter `index` */
+  CT_GRAD_COTANGENT = 3, /**< the cotangent of forward output `index` (its shape and dtype) */
+  CT_GRAD_STEP = 4       /**< output parameter `output` of step `index` */
+} ct_grad_source;
+
+/** One value of a gradient program. */
+typedef struct ct_grad_value {
+  int32_t source;   /**< a ct_grad_source */
+  int32_t index;    /**< parameter or step index, as `source` says */
+  int32_t output;   /**< for CT_GRAD_STEP: which output of the step; 0 otherwise */
+  int32_t reserved; /**< zero */
+} ct_grad_value;
+
+/** Where a step's attribute value comes from. */
+typedef enum ct_grad_attr_source {
+  CT_GRAD_ATTR_FORWARD = 0,  /**< the forward call's resolved attribute number `index` */
+  CT_GRAD_ATTR_CONSTANT = 1, /**< `value` */
+  CT_GRAD_ATTR_DTYPE_OF = 2  /**< the dtype (a CT_ATTR_DTYPE) of forward input `index` */
+} ct_grad_attr_source;
+
+/** One attribute passed to a step. Attributes a step does not list take their defaults. */
+typedef struct ct_grad_attr {
+  const char* name;    /**< the step op's attribute name */
+  int32_t source;      /**< a ct_grad_attr_source */
+  int32_t index;       /**< forward attribute or input index, as `source` says */
+  ct_attr_value value; /**< for CT_GRAD_ATTR_CONSTANT */
+} ct_grad_attr;
+
+/** One call of a gradient program. */
+typedef struct ct_grad_step {
+  const ct_op* op;             /**< the registered operator called */
+  int32_t num_inputs;          /**< the op's input parameter count */
+  int32_t num_attrs;           /**< entries in `attrs` */
+  const ct_grad_value* inputs; /**< one per input parameter (CT_GRAD_NONE: absent optional) */
+  const ct_grad_attr* attrs;   /**< attributes passed */
+  int32_t num_outputs;         /**< the op's output parameter count */
+  int32_t reserved;            /**< zero */
+} ct_grad_step;
+
+/** The gradient entry of an operator. */
+typedef struct ct_gradient {
+  size_t struct_size;               /**< sizeof(ct_gradient) of the library */
+  const char* formula;              /**< the program as text ("" when not differentiable) */
+  const char* note;                 /**< subgradient choices, or why the op is not differentiable */
+  int32_t differentiable;           /**< 1 when some input takes a cotangent */
+  int32_t num_steps;                /**< entries in `steps` */
+  const ct_grad_step* steps;        /**< the program, in order */
+  int32_t num_inputs;               /**< the forward op's input parameter count */
+  int32_t num_outputs;              /**< the forward op's output parameter count */
+  const ct_grad_value* input_grads; /**< per forward input: its cotangent, or CT_GRAD_NONE
+                                         when it is not differentiable */
+  const uint8_t* saved_inputs;      /**< per forward input: 1 when the program reads it */
+  const uint8_t* saved_outputs;     /**< per forward output: 1 when the program reads it */
+  const uint8_t* output_takes_cotangent; /**< per forward output: 1 when the program reads its
+                                              cotangent (pass zeros if the framework has none) */
+} ct_gradient;
+
+/** The gradient entry of `op` (every operator has one; check `differentiable`). The entry lives
+ *  as long as the library. Added in ABI 1.2. */
+CT_API int ct_op_gradient(const ct_op* op, const ct_gradient** gradient);
 
 /* ---------------------------------------------------------------------------------------------
  * Running operators: infer, workspace, run

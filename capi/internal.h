@@ -184,6 +184,8 @@ CT_INTERNAL int ct_registry_commit(ct_staged_kernel* kernels, int32_t count);
 CT_INTERNAL int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const char* backend,
                                         const ct_dtype* signature, int32_t signature_length,
                                         const ct_kernel_entry** kernel);
+/* The position of op in ct_op_at order, or -1 when op is not a registry handle. */
+CT_INTERNAL int32_t ct_op_index(const ct_op* op);
 /* True when any kernel of op runs on device_type. */
 CT_INTERNAL bool ct_registry_has_device(const ct_op* op, int32_t device_type);
 

@@ -117,6 +117,13 @@ int ct_op_find(const char* name, const ct_op** op) {
   return CT_OK;
 }
 
+int32_t ct_op_index(const ct_op* op) {
+  const uintptr_t first = (uintptr_t)&ct_ops[0], address = (uintptr_t)op;
+  if (address < first || address >= (uintptr_t)&ct_ops[CT_NUM_BUILTIN_OPS]) return -1;
+  if ((address - first) % sizeof ct_ops[0] != 0) return -1;
+  return (int32_t)((address - first) / sizeof ct_ops[0]);
+}
+
 int ct_op_get_schema(const ct_op* op, const ct_op_schema** schema) {
   ct_clear_error();
   if (!op || !schema) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_op_get_schema: NULL argument");

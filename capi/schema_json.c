@@ -146,6 +146,88 @@ static void ct_json_params(ct_json_writer* w, const ct_param_schema* params, int
   ct_json_putc(w, ']');
 }
 
+/* {"input": i} / {"output": j} / {"cotangent": j} / {"step": s, "output": k}, or null. */
+static void ct_json_grad_value(ct_json_writer* w, const ct_grad_value* v) {
+  switch (v->source) {
+    case CT_GRAD_INPUT:
+      ct_json_raw(w, "{\"input\": %d}", v->index);
+      break;
+    case CT_GRAD_OUTPUT:
+      ct_json_raw(w, "{\"output\": %d}", v->index);
+      break;
+    case CT_GRAD_COTANGENT:
+      ct_json_raw(w, "{\"cotangent\": %d}", v->index);
+      break;
+    case CT_GRAD_STEP:
+      ct_json_raw(w, "{\"step\": %d, \"output\": %d}", v->index, v->output);
+      break;
+    default:
+      ct_json_raw(w, "null");
+  }
+}
+
+static void ct_json_flags(ct_json_writer* w, const char* key, const uint8_t* flags, int32_t n) {
+  ct_json_raw(w, ", \"%s\": [", key);
+  for (int32_t i = 0; i < n; ++i)
+    ct_json_raw(w, "%s%s", i ? ", " : "", flags[i] ? "true" : "false");
+  ct_json_putc(w, ']');
+}
+
+/* The gradient entry (docs/schema-json.md), or {"error": message} when its row is broken. */
+static void ct_json_gradient(ct_json_writer* w, const ct_op* op) {
+  const ct_gradient* g = NULL;
+  if (ct_op_gradient(op, &g) != CT_OK) {
+    ct_json_raw(w, "{\"error\": ");
+    ct_json_string(w, ct_last_error());
+    ct_json_putc(w, '}');
+    return;
+  }
+  ct_json_raw(w, "{\"differentiable\": %s, \"formula\": ", g->differentiable ? "true" : "false");
+  ct_json_string(w, g->formula);
+  ct_json_raw(w, ", \"note\": ");
+  ct_json_string(w, g->note);
+  ct_json_raw(w, ", \"steps\": [");
+  for (int32_t s = 0; s < g->num_steps; ++s) {
+    const ct_grad_step* step = &g->steps[s];
+    const ct_op_schema* schema = NULL;
+    ct_op_get_schema(step->op, &schema);
+    ct_json_raw(w, "%s{\"op\": ", s ? ", " : "");
+    ct_json_string(w, schema->name);
+    ct_json_raw(w, ", \"inputs\": [");
+    for (int32_t i = 0; i < step->num_inputs; ++i) {
+      if (i) ct_json_raw(w, ", ");
+      ct_json_grad_value(w, &step->inputs[i]);
+    }
+    ct_json_raw(w, "], \"attrs\": [");
+    for (int32_t a = 0; a < step->num_attrs; ++a) {
+      const ct_grad_attr* attr = &step->attrs[a];
+      ct_json_raw(w, "%s{\"name\": ", a ? ", " : "");
+      ct_json_string(w, attr->name);
+      if (attr->source == CT_GRAD_ATTR_FORWARD) {
+        ct_json_raw(w, ", \"forward\": ");
+        ct_json_string(w, op->def->schema.attrs[attr->index].name);
+      } else if (attr->source == CT_GRAD_ATTR_DTYPE_OF) {
+        ct_json_raw(w, ", \"dtype_of\": %d", attr->index);
+      } else {
+        ct_json_raw(w, ", \"value\": ");
+        ct_json_attr_value(w, &attr->value);
+      }
+      ct_json_putc(w, '}');
+    }
+    ct_json_raw(w, "], \"num_outputs\": %d}", step->num_outputs);
+  }
+  ct_json_raw(w, "], \"input_grads\": [");
+  for (int32_t i = 0; i < g->num_inputs; ++i) {
+    if (i) ct_json_raw(w, ", ");
+    ct_json_grad_value(w, &g->input_grads[i]);
+  }
+  ct_json_putc(w, ']');
+  ct_json_flags(w, "saved_inputs", g->saved_inputs, g->num_inputs);
+  ct_json_flags(w, "saved_outputs", g->saved_outputs, g->num_outputs);
+  ct_json_flags(w, "output_takes_cotangent", g->output_takes_cotangent, g->num_outputs);
+  ct_json_putc(w, '}');
+}
+
 static void ct_json_op(ct_json_writer* w, const ct_op* op) {
   const ct_op_schema* s = &op->def->schema;
   ct_json_raw(w, "{\"name\": ");
@@ -197,7 +279,9 @@ static void ct_json_op(ct_json_writer* w, const ct_op* op) {
     }
     ct_json_raw(w, "]}");
   }
-  ct_json_raw(w, "]}");
+  ct_json_raw(w, "], \"gradient\": ");
+  ct_json_gradient(w, op);
+  ct_json_putc(w, '}');
 }
 
 int ct_op_schema_json(const ct_op* op, char* buffer, size_t capacity, size_t* length) {

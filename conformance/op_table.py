@@ -77,6 +77,16 @@ OPS: dict[str, dict] = {
     },
     # ---------------------------------------------------------------- reductions and scans
     "sum": {"attrs": REDUCE_ATTRS},
+    "sum_to_shape": {
+        "shapes": [
+            ((3, 4), (3, 4)),
+            ((2, 3, 4), (4,)),
+            ((2, 3, 4), (3, 1)),
+            ((5, 1, 4), (1, 1, 1)),
+            ((0, 3), (3,)),
+            ((4,), ()),
+        ]
+    },
     "prod": {"attrs": REDUCE_ATTRS, "domains": {0: "small"}},
     "mean": {"attrs": REDUCE_ATTRS},
     "all": {"attrs": REDUCE_ATTRS, "domains": {0: "few"}},

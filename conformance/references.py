@@ -309,6 +309,18 @@ def _reducer(fn, empty_ok: bool = True):  # noqa: ANN001, ANN202
 
 
 NUMPY["sum"] = _reducer(np.sum)
+
+
+@_ref(NUMPY, "sum_to_shape")
+def _sum_to_shape(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, like = ins
+    lead = x.ndim - like.ndim
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, n in enumerate(like.shape) if n == 1 and x.shape[lead + k] != 1
+    )
+    return [np.sum(x, axis=axes).reshape(like.shape)]
+
+
 NUMPY["prod"] = _reducer(np.prod)
 NUMPY["max"] = _reducer(np.max)
 NUMPY["min"] = _reducer(np.min)

@@ -93,6 +93,7 @@ def _result(r) -> dict:  # noqa: ANN001
         "worst_error": r.worst_error or None,
         "reference": r.reference or None,
         "checks": r.checks,
+        "gradient_unsupported": r.gradient_unsupported or None,
     }
 
 

@@ -14,9 +14,17 @@ from . import abi_checks, references
 from .calls import decoded, run_case, run_inplace
 from .cases import Case, generate
 from .device import HostDevice
+from .gradients import check_gradient
 from .tolerances import compare, input_scale, tolerance_class
 
-__all__ = ["Target", "Result", "run_signature", "signature_labels", "reference_source"]
+__all__ = [
+    "Target",
+    "Result",
+    "run_signature",
+    "backward_result",
+    "signature_labels",
+    "reference_source",
+]
 
 PASS, FAIL, NOT_SUPPORTED, SKIP, XFAIL = "PASS", "FAIL", "NOT_SUPPORTED", "SKIP", "XFAIL"
 
@@ -34,6 +42,7 @@ CHECKS = (
     "threads",
     "inplace",
     "allocator",
+    "gradient",
 )
 
 
@@ -48,6 +57,8 @@ class Target:
     cases: int = 8
     threads: int = 4
     case_seed: int | None = None  # run only the case with this seed
+    # (backward op, signature) -> its runs made by gradient checks (gradients.StepRun)
+    backward_runs: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -68,6 +79,7 @@ class Result:
     worst: float = 0.0  # in ulp (floats) or as |difference| (integers)
     reference: str = ""
     checks: dict = field(default_factory=dict)
+    gradient_unsupported: str = ""  # why the gradient check could not run on this backend
 
     def fail(self, check: str, reason: str, case: Case | None = None) -> None:
         self.checks[check] = "FAIL"
@@ -248,12 +260,42 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
     for check, reason in abi_checks.thread_check(spec, probe, target):
         result.fail(check, reason, probe)
     _check_inplace(spec, cases, target, result)
+    if target.case_seed is None:
+        check_gradient(spec, signature, target, result, target.backward_runs)
     for check in CHECKS:
-        if check == "allocator" and not spec.is_dynamic or check == "inplace":
+        if check == "allocator" and not spec.is_dynamic or check in ("inplace", "gradient"):
             continue
         result.checks.setdefault(check, PASS)
     if unchecked and result.status == PASS:
         result.status, result.check, result.reason = SKIP, "reference", unchecked
+    return result
+
+
+def backward_result(spec: OpSpec, signature: tuple, label: str, target: Target) -> Result:
+    """The row of a backward operator: the runs of its kernel that the gradient checks of
+    forward ops made (their shapes come from the forward's cases), each compared with the CPU
+    backend in float64. SKIP when no gradient check reached this kernel."""
+    result = Result(spec.name, label, signature, reference="cpu float64 (gradient steps)")
+    runs = [
+        run
+        for (op, key), step_runs in target.backward_runs.items()
+        if op == spec.name
+        and len(key) == len(signature)
+        and all(k is None or k == s for k, s in zip(key, signature, strict=True))
+        for run in step_runs
+    ]
+    if not runs:
+        result.status, result.check = SKIP, "gradient"
+        result.reason = "no gradient check of a forward op on this backend reached this kernel"
+        return result
+    for run in runs:
+        result.cases += 1
+        if run.worst >= result.worst and run.worst_error:
+            result.worst, result.worst_error = run.worst, run.worst_error
+        for check, reason in run.violations:
+            result.fail(check, reason, run.case)
+    for check in ("infer", "run", "numerics", "inputs_unchanged", "output_bounds"):
+        result.checks.setdefault(check, PASS)
     return result
 
 

@@ -22,6 +22,7 @@ from .runner import (
     XFAIL,
     Result,
     Target,
+    backward_result,
     matches,
     run_signature,
     signature_labels,
@@ -152,7 +153,12 @@ def run_backend(backend: dict, device_text: str, options: Options, progress=None
     )
     global_problems = abi_checks.layout_checks() + abi_checks.version_checks(backend)
     results: list[Result] = []
-    for schema in registry_json()["ops"]:
+    # Backward ops run inside their forwards' gradient checks: their rows come after them all.
+    schemas = registry_json()["ops"]
+    schemas = [s for s in schemas if "_backward" not in s["name"]] + [
+        s for s in schemas if "_backward" in s["name"]
+    ]
+    for schema in schemas:
         spec = OpSpec(schema)
         own = {
             tuple(k["signature"])
@@ -170,7 +176,10 @@ def run_backend(backend: dict, device_text: str, options: Options, progress=None
                 continue
             if options.only_op is not None:
                 print(f"{PROGRESS}{spec.name}:{label}", file=sys.stderr, flush=True)
-            result = run_signature(spec, signature, label, target)
+            if "_backward" in spec.name:
+                result = backward_result(spec, signature, label, target)
+            else:
+                result = run_signature(spec, signature, label, target)
             for check_name, reason in global_problems:
                 result.fail(check_name, reason)
             for check_name in ("abi_layout", "abi_version"):

@@ -90,12 +90,14 @@ ACCUMULATING = frozenset(
         "avg_pool2d_backward",
         "adaptive_avg_pool2d_backward",
         "interpolate_backward",
+        "sum_to_shape",
     }
 )
 
 
 def tolerance_class(op: str) -> str:
-    return "accumulating" if op in ACCUMULATING else "elementwise"
+    """Backward operators accumulate (a cotangent sums over everything an input touched)."""
+    return "accumulating" if op in ACCUMULATING or "_backward" in op else "elementwise"
 
 
 def _ordered(bits: np.ndarray, nbits: int) -> np.ndarray:

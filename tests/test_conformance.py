@@ -180,22 +180,36 @@ def test_example_plugin_passes_every_case(example_report):
     assert failures == [], "\n".join(failures)
     assert rc == 0, text[-3000:]
     passed = _by_status(data, "PASS")
-    assert {op for op, _ in passed} == {"add", "multiply", "relu", "sum", "nonzero"}
+    assert {op for op, _ in passed} == {
+        "add",
+        "multiply",
+        "relu",
+        "relu_backward",
+        "sum",
+        "nonzero",
+    }
+    # relu's gradient entry ran on the plugin's own relu and relu_backward kernels.
+    assert passed[("relu", "float64")]["checks"]["gradient"] == "PASS"
+    assert passed[("relu_backward", "float64")]["cases"] >= 1
     assert {("add", "float32"), ("nonzero", "float64"), ("relu", "int32")} <= set(passed)
     # Everything the plugin does not register is NOT_SUPPORTED, not run on another backend.
     assert run["summary"]["NOT_SUPPORTED"] == len(run["results"]) - len(passed)
     assert ("add", "int8") in _by_status(data, "NOT_SUPPORTED")
 
 
-def test_broken_plugin_fails_exactly_the_three_planted_faults(broken_report):
+def test_broken_plugin_fails_exactly_the_four_planted_faults(broken_report):
     rc, data, text = broken_report
     assert rc == 1, text[-3000:]
     assert data["failed"] is True
     assert data["runs"][0]["plugin"]["name"] == "example-broken"
     failed = _by_status(data, "FAIL")
-    assert set(failed) == {("add", "int32"), ("relu", "float32"), ("nonzero", "float64")}, (
-        "\n".join(f"{op}:{d} [{r['check']}] {r['reason']}" for (op, d), r in failed.items())
-    )
+    assert set(failed) == {
+        ("add", "int32"),
+        ("relu", "float32"),
+        ("nonzero", "float64"),
+        ("relu", "float64"),
+        ("relu_backward", "float64"),
+    }, "\n".join(f"{op}:{d} [{r['check']}] {r['reason']}" for (op, d), r in failed.items())
     wrong, past_end, leak = (
         failed[("add", "int32")],
         failed[("relu", "float32")],
@@ -207,9 +221,15 @@ def test_broken_plugin_fails_exactly_the_three_planted_faults(broken_report):
     assert past_end["checks"]["numerics"] == "PASS"
     assert leak["check"] == "allocator" and "leaked allocation" in leak["reason"]
     assert leak["checks"]["numerics"] == "PASS" and leak["checks"]["output_bounds"] == "PASS"
+    # (d) the wrong backward kernel: relu's gradient disagrees with finite differences of the
+    # plugin's own relu, and the kernel's step disagrees with the CPU backend.
+    gradient, backward = failed[("relu", "float64")], failed[("relu_backward", "float64")]
+    assert gradient["check"] == "gradient" and "finite differences" in gradient["reason"]
+    assert gradient["checks"]["numerics"] == "PASS"
+    assert backward["check"] == "numerics" and "CPU float64" in backward["reason"]
     for r in failed.values():
         assert r["seed"] is not None and r["case"]
-    assert "FAIL: 3" in text and "add:int32" in text
+    assert "FAIL: 5" in text and "add:int32" in text
 
 
 def test_a_reported_seed_reproduces_the_failing_case(broken_report, tmp_path):

@@ -1,7 +1,25 @@
-/* other_grads.h - gradient rows of the ops of no family above (sorting, unique, nonzero, astype, ...). Format: gradient_rows.h. */
+/* other_grads.h - gradient rows of the ops of no family above: astype, sorting, searching and the
+ * dynamic-output ops. Format: gradient_rows.h. */
 #ifndef CTENSOR_OTHER_GRADS_H_
 #define CTENSOR_OTHER_GRADS_H_
 
-#define CT_OTHER_GRADS(G)
+#define CT_OTHER_GRADS(G)                                                                        \
+  G(astype, "grad_x = astype(grad_out; dtype=dtype(x))",                                         \
+    "float to float only: the cotangent is cast back to x's dtype (torch's .to()); integer and " \
+    "bool sides take no cotangent")                                                              \
+  G(sum_to_shape, "",                                                                            \
+    "a gradient helper (undoes broadcasting); its own derivative, a broadcast back, is not "     \
+    "provided")                                                                                  \
+  G(sort, "", "not provided yet: torch scatters the cotangent through the sort's indices")       \
+  G(topk, "", "not provided yet: torch scatters the cotangent through the selected indices")     \
+  G(argsort, "", "integer output (indices)")                                                     \
+  G(searchsorted, "", "integer output (indices)")                                                \
+  G(nonzero, "", "integer output (indices)")                                                     \
+  G(argwhere, "", "integer output (indices)")                                                    \
+  G(unique_values, "", "piecewise constant in x: not provided (torch has no gradient either)")   \
+  G(unique_counts, "", "piecewise constant in x: not provided (torch has no gradient either)")   \
+  G(unique_inverse, "", "piecewise constant in x: not provided (torch has no gradient either)")  \
+  G(unique_all, "", "piecewise constant in x: not provided (torch has no gradient either)")      \
+  G(boolean_mask, "", "not provided yet: torch's masked_select scatters the cotangent back")
 
 #endif /* CTENSOR_OTHER_GRADS_H_ */

@@ -58,6 +58,7 @@ CT_OP(sort)
 CT_OP(stack)
 CT_OP(std)
 CT_OP(sum)
+CT_OP(sum_to_shape)
 CT_OP(take)
 CT_OP(take_along_axis)
 CT_OP(tile)
@@ -75,3 +76,8 @@ CT_OP(vecdot)
 #define CT_EW_OP_LIST_ROW(NAME, ...) CT_OP(NAME)
 CT_ELEMENTWISE_OPS(CT_EW_OP_LIST_ROW)
 #undef CT_EW_OP_LIST_ROW
+
+#include "elementwise_grad_table.h"
+#define CT_EWG_OP_LIST_ROW(NAME, ...) CT_OP(NAME)
+CT_ELEMENTWISE_GRAD_OPS(CT_EWG_OP_LIST_ROW)
+#undef CT_EWG_OP_LIST_ROW

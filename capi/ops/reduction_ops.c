@@ -174,3 +174,41 @@ CT_DEFINE_OP(argmin,
              "first nan counts as the minimum.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_argmax_attrs,
              ct_infer_argmax);
+
+/* ----- sum_to_shape: the reduction that undoes NumPy broadcasting (gradients of broadcasting
+ * ops) ----- */
+
+static const ct_param_schema ct_sum_to_shape_inputs[2] = {
+    {"x", "the array to reduce", 0, 0},
+    {"like", "an array of the target shape (only its shape is read), which broadcasts to x's", 0,
+     0}};
+
+static int ct_infer_sum_to_shape(const ct_infer_call* call, ct_tensor_info* outputs,
+                                 int32_t capacity, int32_t* num_outputs) {
+  const ct_tensor *x = call->inputs[0], *like = call->inputs[1];
+  if (!ct_dtype_is_float(x->dtype) && !ct_dtype_is_complex(x->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                        "sum_to_shape: x must be a float or complex array, got %s",
+                        ct_dtype_describe(x->dtype));
+  }
+  const int32_t lead = x->ndim - like->ndim;
+  bool fits = lead >= 0;
+  for (int32_t k = 0; fits && k < like->ndim; ++k) {
+    fits = like->shape[k] == 1 || like->shape[k] == x->shape[lead + k];
+  }
+  if (!fits) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "sum_to_shape: like's shape does not broadcast to x's (%d dims onto %d)",
+                        like->ndim, x->ndim);
+  }
+  ct_info_from_tensor(like, x->dtype, &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP_NO_ATTRS(sum_to_shape,
+                      "Sums x down to like's shape: over x's leading dims that like lacks and over "
+                      "the dims where like has extent 1 and x more (torch's sum_to_size), so the "
+                      "cotangent of a broadcast input gets its own shape. Accumulates as sum.",
+                      CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_sum_to_shape_inputs, ct_params_out,
+                      ct_infer_sum_to_shape);

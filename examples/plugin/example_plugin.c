@@ -9,17 +9,21 @@
  *
  *   add, multiply   elementwise with broadcasting (int32 wraps around, as NumPy)
  *   relu            max(x, 0); NaN stays NaN, -0.0 becomes 0.0 (as the built-in kernel)
+ *   relu_backward   (float32, float64) relu's gradient from its result: grad_out where
+ *                   out > 0 (or NaN), else 0, as relu's gradient entry asks
  *   sum             over the `axis` attribute (all axes when None), keepdims either way; asks
  *                   for a workspace of one float64/int64 accumulator per output element
  *   nonzero         dynamic: one int64 index array per dimension, each asked once from the
  *                   caller's allocator
  *
  * Built with -DCT_EXAMPLE_PLANT_FAULTS it becomes the deliberately broken plugin
- * "example-broken", with exactly three planted faults for the conformance suite to find:
+ * "example-broken", with exactly four planted faults for the conformance suite to find:
  *   (a) add on int32 returns x1 + x2 + 1 (a wrong result for one dtype of one op);
  *   (b) relu on float32 writes one element past the end of its output;
  *   (c) nonzero on float64 asks the allocator for an extra buffer (output index ndim) that it
- *       never hands back as an output.
+ *       never hands back as an output;
+ *   (d) relu_backward on float64 passes grad_out everywhere (the mask forgotten): a backward
+ *       kernel that disagrees with its own forward, which relu's gradient check catches.
  */
 #include <ctensor_plugin.h>
 
@@ -112,6 +116,14 @@ EXAMPLE_BINARY(example_add_i32, int32_t, (int32_t)((uint32_t)a + (uint32_t)b))
 EXAMPLE_BINARY(example_multiply_f32, float, a* b)
 EXAMPLE_BINARY(example_multiply_f64, double, a* b)
 EXAMPLE_BINARY(example_multiply_i32, int32_t, (int32_t)((uint32_t)a * (uint32_t)b))
+
+EXAMPLE_BINARY(example_relu_backward_f32, float, (b > 0 || b != b) ? a : 0.0f)
+#ifdef CT_EXAMPLE_PLANT_FAULTS
+/* Planted fault (d): relu's derivative taken as 1 everywhere. */
+EXAMPLE_BINARY(example_relu_backward_f64, double, a)
+#else
+EXAMPLE_BINARY(example_relu_backward_f64, double, (b > 0 || b != b) ? a : 0.0)
+#endif
 
 #define EXAMPLE_RELU(NAME, T)                    \
   static void NAME(const char* x_, char* out_) { \
@@ -360,6 +372,8 @@ static const example_binary_fn example_binary_fns[2][3] = {
     {example_multiply_f32, example_multiply_f64, example_multiply_i32}};
 static const example_unary_fn example_relu_fns[3] = {example_relu_f32, example_relu_f64,
                                                      example_relu_i32};
+static const example_binary_fn example_relu_backward_fns[2] = {example_relu_backward_f32,
+                                                               example_relu_backward_f64};
 
 static int example_register(const char* op, const ct_dtype* signature, int32_t length,
                             ct_kernel_run_fn run, ct_kernel_workspace_fn workspace,
@@ -406,6 +420,10 @@ CT_PLUGIN_EXTERN_C CT_PLUGIN_EXPORT int ct_plugin_init(const ct_host_api* host,
     }
     if (status == CT_OK) {
       status = example_register("relu", unary, 2, example_run_unary, NULL, &example_relu_fns[t]);
+    }
+    if (status == CT_OK && t < 2) {
+      status = example_register("relu_backward", binary, 3, example_run_binary, NULL,
+                                &example_relu_backward_fns[t]);
     }
     if (status == CT_OK) {
       status = example_register("sum", sum, 2, example_run_sum, example_sum_workspace, NULL);

@@ -3,6 +3,7 @@
 #include "plugin_geometry.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void ct_pl_attr_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
   if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
@@ -182,4 +183,34 @@ int ct_pl_allocate_output(const ct_host_api* host, const ct_kernel_call* call, i
   if (status > 0) status = CT_ERROR_OUT_OF_MEMORY;
   return host->set_error(status, "%s: the caller's allocator failed for output %d (%lld elements)",
                          call->schema->name, index, (long long)numel);
+}
+
+void ct_pl_sum_to_shape_call(const ct_kernel_call* call, ct_pl_sum_to_shape* sum) {
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  int64_t out_strides[CT_MAX_NDIM];
+  ct_pl_tensor_strides(out, out_strides);
+  const int32_t lead = x->ndim - out->ndim;
+  int64_t count = 0;
+  for (int32_t k = 0; k < x->ndim; ++k) {
+    const int32_t j = k - lead;
+    sum->shape[k] = j < 0 ? 1 : out->shape[j];
+    sum->strides[k] = j < 0 ? 0 : out_strides[j];
+    if (j < 0 || (out->shape[j] == 1 && x->shape[k] != 1)) sum->axes[count++] = k;
+  }
+  sum->view = *out;
+  sum->view.ndim = x->ndim;
+  sum->view.shape = sum->shape;
+  sum->view.strides = sum->strides;
+  sum->outputs[0] = &sum->view;
+  memset(sum->attrs, 0, sizeof sum->attrs);
+  sum->attrs[0].type = CT_ATTR_INT_LIST;
+  sum->attrs[0].count = count;
+  sum->attrs[0].value.ints = sum->axes;
+  sum->attrs[1].type = CT_ATTR_BOOL;
+  sum->attrs[1].value.b = 1;
+  sum->call = *call;
+  sum->call.num_inputs = 1;
+  sum->call.outputs = sum->outputs;
+  sum->call.attrs = sum->attrs;
 }

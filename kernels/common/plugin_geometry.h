@@ -34,6 +34,19 @@ void ct_pl_reduced_axes(const ct_attr_value* axis, bool single, int32_t ndim, bo
 int64_t ct_pl_reduce_layouts(const ct_kernel_call* call, bool single, bool innermost_densest,
                              ct_pl_layout* kept, ct_pl_layout* reduced);
 
+/* sum_to_shape(x, like) as a call of the sum kernel: the output viewed with x's ndim (extent 1
+ * on the dims summed, which broadcasting added), attributes {axis: those dims, keepdims: true}.
+ * `call` points into the struct: fill it in place and do not copy it. */
+typedef struct ct_pl_sum_to_shape {
+  ct_kernel_call call;
+  ct_tensor view;
+  const ct_tensor* outputs[1];
+  ct_attr_value attrs[2];
+  int64_t axes[CT_MAX_NDIM], shape[CT_MAX_NDIM], strides[CT_MAX_NDIM];
+} ct_pl_sum_to_shape;
+
+void ct_pl_sum_to_shape_call(const ct_kernel_call* call, ct_pl_sum_to_shape* sum);
+
 /* The geometry of matmul under NumPy's rules (1-D operands as a row or a column, broadcast
  * batch dims): extents, byte strides of the matrix dims (0 for a vector's missing one), and the
  * batch dims of the output with each operand's byte strides (out, a, b), not collapsed; the

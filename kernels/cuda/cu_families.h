@@ -1,5 +1,6 @@
 /* cu_families.h - the CUDA backend's kernel families, one line each (X-macro). */
 CT_CU_FAMILY(elementwise)
+CT_CU_FAMILY(elementwise_grad)
 CT_CU_FAMILY(shape)
 CT_CU_FAMILY(conv_pool)
 CT_CU_FAMILY(matmul)

@@ -360,6 +360,20 @@ int ct_cu_register_reduction() {
   return ct_cu_register(R::name, signature, 2, ct_cu_reduce_run, nullptr, &entry);
 }
 
+/* sum_to_shape: the sum kernel over the dims broadcasting added (plugin_geometry.h). */
+int ct_cu_sum_to_shape_run(const ct_kernel_call* call) {
+  ct_pl_sum_to_shape sum;
+  ct_pl_sum_to_shape_call(call, &sum);
+  return ct_cu_reduce_run(&sum.call);
+}
+
+template <ct_pl_type V>
+int ct_cu_register_sum_to_shape() {
+  static const ct_cu_reduce_entry entry = {false, &ct_cu_reduce_launch<CT_CU_SUM, V>};
+  const ct_pl_type signature[3] = {V, V, V};
+  return ct_cu_register("sum_to_shape", signature, 3, ct_cu_sum_to_shape_run, nullptr, &entry);
+}
+
 template <int K>
 int ct_cu_register_kind() {
   return ct_cu_for_each_tag(ct_cu_all_tags{}, [](auto tag) {
@@ -379,5 +393,8 @@ int ct_cu_register_reduce(void) {
   if (status == CT_OK) status = ct_cu_register_kind<CT_CU_ALL>();
   if (status == CT_OK) status = ct_cu_register_kind<CT_CU_ARGMAX>();
   if (status == CT_OK) status = ct_cu_register_kind<CT_CU_ARGMIN>();
+  if (status == CT_OK) status = ct_cu_register_sum_to_shape<CT_PL_F16>();
+  if (status == CT_OK) status = ct_cu_register_sum_to_shape<CT_PL_F32>();
+  if (status == CT_OK) status = ct_cu_register_sum_to_shape<CT_PL_F64>();
   return status;
 }

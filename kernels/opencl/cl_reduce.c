@@ -1,7 +1,8 @@
 /* cl_reduce.c - reductions (sum, prod, mean, max, min, any, all, argmax, argmin): one work item
  * per output element walks its reduced sub-space in logical row-major order (so argmax's index
- * is NumPy's flattened index). Float sums and means accumulate in double where the device has
- * it (float otherwise); integer sums and products wrap in 64 bits. */
+ * is NumPy's flattened index), and sum_to_shape through the sum kernel. Float sums and means
+ * accumulate in double where the device has it (float otherwise); integer sums and products wrap in
+ * 64 bits. */
 #include <string.h>
 
 #include "cl_layout.h"
@@ -102,6 +103,14 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
   return status;
 }
 
+/* sum_to_shape: the sum kernel over the dims broadcasting added (plugin_geometry.h). */
+static int ct_cl_sum_to_shape_run(const ct_kernel_call* call) {
+  ct_pl_sum_to_shape sum;
+  ct_pl_sum_to_shape_call(call, &sum);
+  sum.call.kernel_data = (void*)&ct_cl_reductions[0];
+  return ct_cl_reduce_run(&sum.call);
+}
+
 int ct_cl_register_reduce(void) {
   static const ct_pl_type all[] = {CT_PL_B8, CT_PL_I32, CT_PL_I64, CT_PL_F16, CT_PL_F32, CT_PL_F64};
   for (size_t k = 0; k < sizeof ct_cl_reductions / sizeof *ct_cl_reductions; ++k) {
@@ -123,6 +132,13 @@ int ct_cl_register_reduce(void) {
       const int status = ct_cl_register(r->name, signature, 2, ct_cl_reduce_run, NULL, r);
       if (status != CT_OK) return status;
     }
+  }
+  static const ct_pl_type floats[] = {CT_PL_F16, CT_PL_F32, CT_PL_F64};
+  for (int t = 0; t < 3; ++t) {
+    const ct_pl_type signature[3] = {floats[t], floats[t], floats[t]};
+    const int status =
+        ct_cl_register("sum_to_shape", signature, 3, ct_cl_sum_to_shape_run, NULL, NULL);
+    if (status != CT_OK) return status;
   }
   return CT_OK;
 }

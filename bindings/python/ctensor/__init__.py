@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 # _backends first: importing it discovers plugins, before ops are bound to the registry.
-from . import _backends, ops  # noqa: F401
+from . import _backends, autodiff, ops  # noqa: F401
 from ._backends import BackendInfo, backends, load_backend
 from ._bind import BoundCall, bind
 from ._device_array import DeviceArray, asarray
@@ -48,6 +48,7 @@ __all__ = [
     "__version__",
     "abi_version",
     "asarray",
+    "autodiff",
     "BackendInfo",
     "backends",
     "bind",

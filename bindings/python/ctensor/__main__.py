@@ -3,6 +3,7 @@
     python -m ctensor                 version, ABI, threads and the operator table
     python -m ctensor --markdown-ops  the operator table, generated from the registry
     python -m ctensor --operators-page  docs/operators.md (that table with its key)
+    python -m ctensor --gradients-page  docs/gradients.md (every op's gradient entry)
     python -m ctensor --pkgconfigdir  directory holding ctensor.pc
     python -m ctensor --includedir    directory holding ctensor.h
     python -m ctensor --libdir        directory holding libctensor
@@ -93,6 +94,77 @@ def operators_page() -> str:
     return "\n".join([header, "", markdown_ops(["cpu", "opencl"]), ""])
 
 
+GRADIENTS_PAGE_COMMAND = "python -m ctensor --gradients-page > docs/gradients.md"
+
+GRADIENTS_PAGE_KEY = """\
+Every operator's gradient entry, as the registry holds it (`ct_op_gradient` in C,
+`ctensor.op_info(name)["gradient"]` in Python, `"gradient"` in the schema JSON). A formula is
+a program of registered operators: `grad_<input>` is the cotangent of that input,
+`grad_<output>` the cotangent given for that output, and every other name an input, an output
+or an earlier step. `ctensor.autodiff.vjp` runs it; a framework builds its autograd from it
+with no code per op. The row format is in `capi/gradients/gradient_rows.h`.
+
+Subgradients follow PyTorch: relu'(0) = 0, abs'(0) = 0, and the notes below say how each op
+with a kink or ties chooses."""
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def gradients_page() -> str:
+    """docs/gradients.md: the differentiable ops with their formulas, then the ops that are not
+    differentiable with the reason."""
+    differentiable, other, backward = [], [], []
+    for name in ctensor.list_ops():
+        entry = ctensor.op_info(name)["gradient"]
+        if entry.get("differentiable"):
+            saved = [
+                p["name"]
+                for p, s in zip(ctensor.op_info(name)["inputs"], entry["saved_inputs"], strict=True)
+                if s
+            ]
+            saved += [
+                p["name"]
+                for p, s in zip(
+                    ctensor.op_info(name)["outputs"], entry["saved_outputs"], strict=True
+                )
+                if s
+            ]
+            differentiable.append(
+                f"| `{name}` | `{_escape(entry['formula'])}` | {', '.join(saved) or '—'} | "
+                f"{_escape(entry['note']) or '—'} |"
+            )
+        elif "_backward" in name:
+            backward.append(f"`{name}`")
+        else:
+            other.append(f"| `{name}` | {_escape(entry.get('note') or entry.get('error', ''))} |")
+    return "\n".join(
+        [
+            f"# Gradients\n\nGenerated from the registry by `{GRADIENTS_PAGE_COMMAND}`; a test\n"
+            f"(tests/test_gradients.py) fails when this file is stale. {GRADIENTS_PAGE_KEY}",
+            "",
+            f"## Differentiable operators ({len(differentiable)})",
+            "",
+            "| op | vector-Jacobian product | saved | note |",
+            "|---|---|---|---|",
+            *differentiable,
+            "",
+            f"## Operators that are not differentiable ({len(other)})",
+            "",
+            "| op | why |",
+            "|---|---|",
+            *other,
+            "",
+            f"## Backward operators ({len(backward)})",
+            "",
+            "These compute the gradients above; they have no gradient of their own (no second",
+            "derivatives): " + (", ".join(backward) or "none") + ".",
+            "",
+        ]
+    )
+
+
 def summary() -> str:
     lines = [
         f"ctensor {ctensor.__version__}",
@@ -165,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         help="print docs/operators.md, generated from the registry",
     )
     parser.add_argument(
+        "--gradients-page",
+        action="store_true",
+        help="print docs/gradients.md, generated from the registry's gradient entries",
+    )
+    parser.add_argument(
         "--markdown-ops", action="store_true", help="print the operator table as Markdown"
     )
     parser.add_argument(
@@ -178,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         print(answer)
     elif args.operators_page:
         print(operators_page(), end="")
+    elif args.gradients_page:
+        print(gradients_page(), end="")
     elif args.markdown_ops:
         print(markdown_ops(args.devices.split(",") if args.devices else None))
     else:

@@ -227,6 +227,7 @@ class OpSpec:
             "dtypes": dtypes,
             "signatures": signatures,
             "devices": sorted(self.kernels),
+            "gradient": copy.deepcopy(self.schema.get("gradient")),
         }
 
 
@@ -280,7 +281,10 @@ def op_info(name: str) -> dict:
     ``inputs`` and ``outputs`` (name, doc, optional, variadic), ``attrs`` (name, type, default,
     required, nullable, doc), ``dtypes`` (per device: the dtypes the first input accepts, in
     NumPy's type order), ``signatures`` (per device: every kernel's dtypes, one per input then
-    per output) and ``devices``. Raises UnknownOpError for a name that is not registered.
+    per output), ``devices`` and ``gradient`` (the gradient entry: ``differentiable``,
+    ``formula``, ``note``, ``steps``, ``input_grads``, ``saved_inputs``, ``saved_outputs``,
+    ``output_takes_cotangent``; docs/schema-json.md).
+    Raises UnknownOpError for a name that is not registered.
     """
     if not isinstance(name, str):
         raise TypeError(f"op_info() takes an op name, got {type(name).__name__}")
