@@ -34,6 +34,8 @@ def build(env: Env) -> list[Case]:
     pool_out = np.empty(
         pool_in.shape[:2] + (pool_in.shape[2] // 2, pool_in.shape[3] // 2), np.float32
     )
+    pool_grad = env.normal(pool_out.shape)
+    pool_grad_in = np.empty_like(pool_in)
     side = 128 if quick else 4096
     table_rows, table_dim, lookups = (1000, 64, 256) if quick else (50000, 512, 16384)
     emb_idx = env.rng.integers(0, table_rows, lookups).astype(np.int64)
@@ -51,6 +53,8 @@ def build(env: Env) -> list[Case]:
         "b": b,
         "p": pool_in,
         "po": pool_out,
+        "pg": pool_grad,
+        "pgi": pool_grad_in,
         "sq": sq,
         "sqt": sq_t,
         "cols": cols,
@@ -76,6 +80,8 @@ def build(env: Env) -> list[Case]:
             tw=env.t(w),
             tb=env.t(b),
             tp=env.t(pool_in),
+            tpg=env.t(pool_grad),
+            tpi=torch.ops.aten.max_pool2d_with_indices(env.t(pool_in), [2, 2], [2, 2])[1],
             tsq=env.t(sq),
             tsqt=env.t(sq_t),
             teg=env.t(emb_grad),
@@ -204,6 +210,22 @@ def build(env: Env) -> list[Case]:
             f"2x2, stride 2 on {pool_in.shape}",
             {"torch": "exact"} if has_torch else {},
             targets=_faster(2.0) if has_torch else [],
+        ),
+        Case(
+            "nn/max_pool2d_backward/" + "x".join(map(str, pool_in.shape)),
+            "nn",
+            "GB/s",
+            (2 * pool_in.size + pool_out.size) * _F32,
+            impls(
+                "ops.max_pool2d_backward(pg, p, kernel_size=2, out=pgi)",
+                "torch.ops.aten.max_pool2d_with_indices_backward("
+                "tpg, tp, [2, 2], [2, 2], [0, 0], [1, 1], False, tpi)",
+            ),
+            f"input cotangent of 2x2, stride 2 on {pool_in.shape} (torch given the forward's "
+            "indices, as its autograd)",
+            {"torch": "exact"} if has_torch else {},
+            targets=_faster(2.0) if has_torch else [],
+            outputs=("pgi",),
         ),
         Case(
             f"nn/transpose_copy/{side}x{side}",

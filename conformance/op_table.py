@@ -62,6 +62,14 @@ SCAN_GRAD_SHAPES = [
     ((1,), ()),
     ((2,), ()),
 ]
+# (grad_out, input) of the pooling cases on NCHW: the attribute sets pick the matching pairs.
+POOL_BACKWARD_SHAPES = [
+    ((2, 3, 3, 4), (2, 3, 7, 8)),
+    ((1, 2, 2, 2), (1, 2, 5, 5)),
+    ((0, 2, 2, 2), (0, 2, 4, 4)),
+    ((2, 3, 4, 4), (2, 3, 7, 8)),
+    ((1, 2, 3, 3), (1, 2, 5, 5)),
+]
 
 OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- element-wise extras
@@ -390,6 +398,77 @@ OPS: dict[str, dict] = {
             {"groups": 2, "dilation": [2]},
         ],
     },
+    "conv2d_backward_input": {
+        "shapes": [
+            ((2, 6, 5, 6), (2, 4, 7, 8), (6, 4, 3, 3)),
+            ((2, 6, 4, 4), (2, 4, 7, 8), (6, 4, 3, 3)),
+            ((2, 6, 3, 4), (2, 4, 7, 8), (6, 4, 3, 3)),
+            ((1, 6, 5, 3), (1, 4, 5, 5), (6, 2, 3, 3)),
+            ((0, 2, 3, 3), (0, 4, 5, 5), (2, 4, 3, 3)),
+        ],
+        "attrs": [
+            {},
+            {"stride": [2], "padding": [1]},
+            {"dilation": [2]},
+            {"groups": 2, "padding": [1, 0]},
+        ],
+        "edges": False,
+    },
+    "conv_transpose2d_backward_input": {
+        "shapes": [
+            ((2, 3, 7, 8), (2, 4, 5, 6), (4, 3, 3, 3)),
+            ((2, 3, 10, 12), (2, 4, 5, 6), (4, 3, 3, 3)),
+            ((1, 4, 8, 8), (1, 4, 4, 4), (4, 2, 3, 3)),
+        ],
+        "attrs": [
+            {},
+            {"stride": [2], "padding": [1], "output_padding": [1]},
+            {"groups": 2, "dilation": [2]},
+        ],
+        "edges": False,
+    },
+    "max_pool2d_backward": {
+        "shapes": POOL_BACKWARD_SHAPES,
+        "attrs": [
+            {"kernel_size": [2]},
+            {"kernel_size": [3], "stride": [2], "padding": [1]},
+            {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
+        ],
+    },
+    "avg_pool2d_backward": {
+        "shapes": POOL_BACKWARD_SHAPES,
+        "attrs": [
+            {"kernel_size": [2]},
+            {"kernel_size": [3], "stride": [2], "padding": [1]},
+            {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
+            {"kernel_size": [2], "divisor_override": 3},
+        ],
+    },
+    "adaptive_avg_pool2d_backward": {
+        "shapes": [
+            ((2, 3, 4, 4), (2, 3, 7, 8)),
+            ((2, 3, 3, 2), (2, 3, 7, 8)),
+            ((1, 2, 1, 1), (1, 2, 5, 5)),
+            ((0, 2, 4, 4), (0, 2, 4, 4)),
+        ],
+    },
+    "interpolate_backward": {
+        "shapes": [
+            ((1, 2, 10, 12), (1, 2, 5, 6)),
+            ((1, 2, 3, 4), (1, 2, 5, 6)),
+            ((1, 2, 7, 5), (1, 2, 5, 6)),
+            ((2, 1, 6, 6), (2, 1, 3, 3)),
+            ((1, 2, 7, 9), (1, 2, 5, 6)),
+            ((2, 1, 4, 4), (2, 1, 3, 3)),
+        ],
+        "attrs": [
+            {"size": [10, 12]},
+            {"size": [3, 4], "mode": "bilinear"},
+            {"size": [7, 5], "mode": "bilinear", "align_corners": True},
+            {"scale_factor": [2.0]},
+            {"scale_factor": [1.5], "mode": "bilinear"},
+        ],
+    },
     "batch_norm": {
         "shapes": [((2, 3, 4, 5), (3,), (3,), (3,), (3,)), ((4, 3), (3,), (3,), None, None)],
         "attrs": [{}, {"eps": 0.1}],
@@ -515,3 +594,5 @@ GRADIENT_DOMAINS: dict[str, dict] = {
     "reciprocal": {0: "positive"},
     "divide": {1: "positive"},
 }
+# conv2d's two backward operators take the same operands.
+OPS["conv2d_backward_weight"] = OPS["conv2d_backward_input"]

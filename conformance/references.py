@@ -774,6 +774,110 @@ def _adaptive(ins, attrs, out):  # noqa: ANN001, ANN202
     return [f.adaptive_avg_pool2d(_t(ins[0]), _pair(attrs["output_size"])).numpy()]
 
 
+def _vjp(forward, inputs, grad):  # noqa: ANN001, ANN202
+    """torch.autograd's float64 cotangents of `inputs` for the output cotangent `grad`."""
+    torch = _torch()
+    leaves = [_t(a).double().requires_grad_(True) for a in inputs]
+    return [g.numpy() for g in torch.autograd.grad(forward(*leaves), leaves, _t(grad).double())]
+
+
+def _conv_kwargs(attrs):  # noqa: ANN001, ANN202
+    return {
+        "stride": _pair(attrs["stride"]),
+        "padding": _pair(attrs["padding"]),
+        "dilation": _pair(attrs["dilation"]),
+        "groups": attrs["groups"],
+    }
+
+
+@_ref(TORCH, "conv2d_backward_input")
+def _conv2d_backward_input(ins, attrs, out):  # noqa: ANN001, ANN202
+    f, kwargs = _torch().nn.functional, _conv_kwargs(attrs)
+    return _vjp(lambda x: f.conv2d(x, _t(ins[2]).double(), **kwargs), [ins[1]], ins[0])
+
+
+@_ref(TORCH, "conv2d_backward_weight")
+def _conv2d_backward_weight(ins, attrs, out):  # noqa: ANN001, ANN202
+    # grad_out may cover the first rows and columns of conv2d's output only: zeros elsewhere.
+    f, kwargs = _torch().nn.functional, _conv_kwargs(attrs)
+    full = f.conv2d(_t(ins[1]).double(), _t(ins[2]).double(), **kwargs).shape
+    grad = np.zeros(full)
+    grad[:, :, : ins[0].shape[2], : ins[0].shape[3]] = ins[0]
+    return _vjp(lambda w: f.conv2d(_t(ins[1]).double(), w, **kwargs), [ins[2]], grad)
+
+
+@_ref(TORCH, "conv_transpose2d_backward_input")
+def _conv_t_backward_input(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    kwargs = {
+        "stride": _pair(attrs["stride"]),
+        "padding": _pair(attrs["padding"]),
+        "output_padding": _pair(attrs["output_padding"]),
+        "groups": attrs["groups"],
+        "dilation": _pair(attrs["dilation"]),
+    }
+    return _vjp(lambda x: f.conv_transpose2d(x, _t(ins[2]).double(), **kwargs), [ins[1]], ins[0])
+
+
+@_ref(TORCH, "max_pool2d_backward")
+def _max_pool_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    return _vjp(
+        lambda x: f.max_pool2d(
+            x,
+            _pair(attrs["kernel_size"]),
+            _pair(attrs["stride"]),
+            _pair(attrs["padding"]),
+            _pair(attrs["dilation"]),
+            attrs["ceil_mode"],
+        ),
+        [ins[1]],
+        ins[0],
+    )
+
+
+@_ref(TORCH, "avg_pool2d_backward")
+def _avg_pool_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    return _vjp(
+        lambda x: f.avg_pool2d(
+            x,
+            _pair(attrs["kernel_size"]),
+            _pair(attrs["stride"]),
+            _pair(attrs["padding"]),
+            attrs["ceil_mode"],
+            attrs["count_include_pad"],
+            attrs["divisor_override"],
+        ),
+        [ins[1]],
+        ins[0],
+    )
+
+
+@_ref(TORCH, "adaptive_avg_pool2d_backward")
+def _adaptive_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    f = _torch().nn.functional
+    size = tuple(ins[0].shape[-2:])
+    return _vjp(lambda x: f.adaptive_avg_pool2d(x, size), [ins[1]], ins[0])
+
+
+@_ref(TORCH, "interpolate_backward")
+def _interpolate_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    f, torch = _torch().nn.functional, _torch()
+    kwargs = {"mode": attrs["mode"]}
+    if attrs["size"] is not None:
+        kwargs["size"] = _pair(attrs["size"])
+    else:
+        kwargs["scale_factor"] = _pair(attrs["scale_factor"])
+    if attrs["mode"] == "bilinear":
+        kwargs["align_corners"] = bool(attrs["align_corners"])
+    # The source weights in the compute type (float32 below float64), as the forward.
+    dtype = torch.float64 if out[0] == "float64" else torch.float32
+    x = _t(ins[1]).to(dtype).requires_grad_(True)
+    (grad,) = torch.autograd.grad(f.interpolate(x, **kwargs), x, _t(ins[0]).to(dtype))
+    return [grad.double().numpy()]
+
+
 @_ref(TORCH, "interpolate")
 def _interpolate(ins, attrs, out):  # noqa: ANN001, ANN202
     f = _torch().nn.functional
