@@ -1,6 +1,7 @@
 """Neural-network and data-movement cases: softmax, layer_norm, their backward ops, max_pool2d,
-transpose copy and argmax (bytes read + written per call, against torch CPU), with ctensor on the
-OpenCL device (``ctensor.opencl``) beside them when that backend is loaded."""
+transpose copy, argmax and embedding backward (bytes read + written per call, against torch
+CPU), with ctensor on the OpenCL device (``ctensor.opencl``) beside them when that backend is
+loaded."""
 
 from __future__ import annotations
 
@@ -33,7 +34,14 @@ def build(env: Env) -> list[Case]:
     pool_out = np.empty(
         pool_in.shape[:2] + (pool_in.shape[2] // 2, pool_in.shape[3] // 2), np.float32
     )
+    pool_grad = env.normal(pool_out.shape)
+    pool_grad_in = np.empty_like(pool_in)
     side = 128 if quick else 4096
+    table_rows, table_dim, lookups = (1000, 64, 256) if quick else (50000, 512, 16384)
+    emb_idx = env.rng.integers(0, table_rows, lookups).astype(np.int64)
+    emb_grad = env.normal((lookups, table_dim))
+    emb_table = np.empty((table_rows, table_dim), np.float32)
+    emb_out = np.empty_like(emb_table)
     sq = env.normal((side, side))
     sq_t = np.empty_like(sq)
     ns = {
@@ -45,9 +53,16 @@ def build(env: Env) -> list[Case]:
         "b": b,
         "p": pool_in,
         "po": pool_out,
+        "pg": pool_grad,
+        "pgi": pool_grad_in,
         "sq": sq,
         "sqt": sq_t,
         "cols": cols,
+        "eg": emb_grad,
+        "ei": emb_idx,
+        "ew": emb_table,
+        "egw": emb_out,
+        "rows_e": table_rows,
         "gy": gy,
         "y_sm": y_sm,
         "y_lsm": y_lsm,
@@ -65,8 +80,13 @@ def build(env: Env) -> list[Case]:
             tw=env.t(w),
             tb=env.t(b),
             tp=env.t(pool_in),
+            tpg=env.t(pool_grad),
+            tpi=torch.ops.aten.max_pool2d_with_indices(env.t(pool_in), [2, 2], [2, 2])[1],
             tsq=env.t(sq),
             tsqt=env.t(sq_t),
+            teg=env.t(emb_grad),
+            tei=torch.from_numpy(emb_idx),
+            emb_backward=torch.ops.aten.embedding_dense_backward,
             tgy=env.t(gy),
             ty_sm=env.t(y_sm),
             ty_lsm=env.t(y_lsm),
@@ -192,6 +212,22 @@ def build(env: Env) -> list[Case]:
             targets=_faster(2.0) if has_torch else [],
         ),
         Case(
+            "nn/max_pool2d_backward/" + "x".join(map(str, pool_in.shape)),
+            "nn",
+            "GB/s",
+            (2 * pool_in.size + pool_out.size) * _F32,
+            impls(
+                "ops.max_pool2d_backward(pg, p, kernel_size=2, out=pgi)",
+                "torch.ops.aten.max_pool2d_with_indices_backward("
+                "tpg, tp, [2, 2], [2, 2], [0, 0], [1, 1], False, tpi)",
+            ),
+            f"input cotangent of 2x2, stride 2 on {pool_in.shape} (torch given the forward's "
+            "indices, as its autograd)",
+            {"torch": "exact"} if has_torch else {},
+            targets=_faster(2.0) if has_torch else [],
+            outputs=("pgi",),
+        ),
+        Case(
             f"nn/transpose_copy/{side}x{side}",
             "nn",
             "GB/s",
@@ -221,5 +257,19 @@ def build(env: Env) -> list[Case]:
             f"{shape_text}, last axis",
             exact_np,
             targets=_faster(2.0) if has_torch else [],
+        ),
+        Case(
+            f"nn/embedding_backward/{table_rows}x{table_dim}/{lookups}",
+            "nn",
+            "GB/s",
+            (emb_grad.size + emb_out.size) * _F32,
+            impls(
+                "ops.embedding_backward(eg, ei, ew, out=egw)",
+                "emb_backward(teg, tei, rows_e, -1, False)",
+            ),
+            f"weight gradient of a ({table_rows}, {table_dim}) table from {lookups} random "
+            "int64 indices (grad_out read, the whole table written)",
+            {"torch": (1e-5, 1e-6)} if has_torch else {},
+            targets=_faster(1.0) if has_torch else [],
         ),
     ]
