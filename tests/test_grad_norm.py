@@ -344,7 +344,7 @@ def test_batch_norm_training(dtype, data):
     rm = data.draw(arrays(dtype, [c])) if running else None
     rv = data.draw(arrays(dtype, [c], elements=finite(dtype).map(abs))) if running else None
     outs = ctensor.ops.batch_norm_training(x, rm, rv, weight, bias, momentum=momentum, eps=eps)
-    assert len(outs) == (5 if running else 3)
+    assert len(outs) == 5
     xt, wt = t64(x, True), weight_or_ones(weight, [c])
     bt = (t64(bias) if bias is not None else torch.zeros(c, dtype=torch.float64)).requires_grad_()
     rm64, rv64 = (t64(rm), t64(rv)) if running else (None, None)
@@ -363,9 +363,13 @@ def test_batch_norm_training(dtype, data):
     check(outs[0], out.detach().numpy(), dtype, s_out)
     check(outs[1], mean, dtype, np.abs(x64).max(axes))
     check(outs[2], istd, dtype, istd * 4)
-    if running:
-        check(outs[3], rm64.numpy(), dtype, np.abs(to_float64(rm)) + np.abs(x64).max(axes))
-        check(outs[4], rv64.numpy(), dtype, to_float64(rv) + 2 * (x64**2).max(axes) * 4)
+    if not running:  # absent: a fresh BatchNorm's zeros and ones
+        rm64, rv64 = torch.zeros(c, dtype=torch.float64), torch.ones(c, dtype=torch.float64)
+        F.batch_norm(t64(x), rm64, rv64, training=True, momentum=momentum, eps=eps)
+    rm_in = np.abs(to_float64(rm)) if running else 0.0
+    rv_in = to_float64(rv) if running else 1.0
+    check(outs[3], rm64.numpy(), dtype, rm_in + np.abs(x64).max(axes))
+    check(outs[4], rv64.numpy(), dtype, rv_in + 2 * (x64**2).max(axes) * 4)
     # the backward from the saved statistics
     grads = ctensor.ops.batch_norm_backward(g, x, weight, outs[1], outs[2], eps=eps)
     expected = torch.autograd.grad(out, (xt, wt, bt), t64(g))
@@ -401,6 +405,11 @@ def test_errors():
         ctensor.ops.batch_norm_training(np.ones((1, 3), np.float32))
     with pytest.raises(ctensor.CTensorError, match="running_mean and running_var"):
         ctensor.ops.batch_norm_training(x, np.zeros(3, np.float32))
+    with pytest.raises(ctensor.CTensorError, match="same view"):  # in place: the same view only
+        rm = np.zeros(6, np.float32)
+        outs = [np.empty((2, 3), np.float32)] + [np.empty(3, np.float32) for _ in range(4)]
+        outs[3] = rm[1:4]
+        ctensor.ops.batch_norm_training(x, rm[:3], np.ones(3, np.float32), out=tuple(outs))
     with pytest.raises(ctensor.CTensorError, match="same shape"):
         ctensor.ops.softmax_backward(x, np.ones((3, 2), np.float32))
     with pytest.raises(ctensor.CTensorError, match="normalized_shape"):
@@ -551,6 +560,7 @@ def test_vjp_batch_norm(dtype, training, data):
             {"eps": eps},
             lambda t, m, v, tw, tb: F.batch_norm(t, m, v, tw, tb, training=False, eps=eps),
             dtype=dtype,
+            constants=(1, 2),
         )
         return
     running = data.draw(st.booleans())
@@ -558,8 +568,6 @@ def test_vjp_batch_norm(dtype, training, data):
     rm, rv = (mean, var) if running else (None, None)
 
     def torch_fn(t, m, v, tw, tb):
-        m = None if m is None else m.detach().clone()
-        v = None if v is None else v.detach().clone()
         return F.batch_norm(t, m, v, tw, tb, training=True, momentum=momentum, eps=eps)
 
     check_vjp(
@@ -568,4 +576,5 @@ def test_vjp_batch_norm(dtype, training, data):
         {"momentum": momentum, "eps": eps},
         torch_fn,
         dtype=dtype,
+        constants=(1, 2),
     )
