@@ -90,6 +90,13 @@ ACCUMULATING = frozenset(
         "cumulative_prod_backward",
         "matmul_backward",
         "einsum_backward",
+        "conv2d_backward_input",
+        "conv2d_backward_weight",
+        "conv_transpose2d_backward_input",
+        "max_pool2d_backward",
+        "avg_pool2d_backward",
+        "adaptive_avg_pool2d_backward",
+        "interpolate_backward",
         "sum_to_shape",
     }
 )
