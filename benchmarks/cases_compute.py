@@ -110,6 +110,51 @@ def _conv2d(env: Env, batch: int, channels: int, size: int) -> Case:
     )
 
 
+def _conv2d_backward(env: Env, batch: int, channels: int, size: int) -> Case:
+    """conv2d's input and weight cotangents (cuDNN's backward-data plus backward-filter) of the
+    forward case's convolution, against torch's convolution_backward (what autograd runs)."""
+    x = env.normal((batch, channels, size, size))
+    w = env.normal((channels, channels, 3, 3)) * np.float32(1.0 / np.sqrt(9 * channels))
+    g = env.normal((batch, channels, size, size))
+    gx, gw = np.empty_like(x), np.empty_like(w)
+    flops = 2 * 2.0 * g.size * channels * 9
+    ns = {"ops": env.ops, "x": x, "w": w, "g": g, "gx": gx, "gw": gw}
+    impls = {
+        "ctensor": Impl(
+            "(ops.conv2d_backward_input(g, x, w, padding=1, out=gx), "
+            "ops.conv2d_backward_weight(g, x, w, padding=1, out=gw))",
+            ns,
+        )
+    }
+    reference: dict = {}
+    targets = []
+    convert: dict = {}
+    if env.torch is not None:
+        torch = env.torch
+        ns.update(torch=torch, tx=env.t(x), tw=env.t(w), tg=env.t(g))
+        impls["torch"] = Impl(
+            "torch.ops.aten.convolution_backward(tg, tx, tw, None, [1, 1], [1, 1], [1, 1], "
+            "False, [0, 0], 1, [True, True, False])",
+            ns,
+        )
+        convert["torch"] = lambda r: (r[0].numpy(), r[1].numpy())
+        reference["torch"] = (1e-3, 1e-3 * np.sqrt(batch * size * size))
+        targets.append(Target(">= 1.0x torch", "speedup", "torch", 1.0))
+    return Case(
+        f"conv2d_backward/resnet50_3x3/{batch}x{channels}x{size}x{size}",
+        "conv2d",
+        "GFLOP/s",
+        flops,
+        impls,
+        f"input and weight cotangents of conv2d on ({batch}, {channels}, {size}, {size}), "
+        f"weight ({channels}, {channels}, 3, 3), padding 1",
+        reference,
+        convert=convert,
+        targets=targets,
+        outputs=("gx", "gw"),
+    )
+
+
 def build(env: Env) -> list[Case]:
     peak = [Target(">= 0.85x FMA peak", "machine", "machine", 0.85)]
     sizes = (64, 128) if env.quick else (256, 512, 1024, 2048)
@@ -145,4 +190,5 @@ def build(env: Env) -> list[Case]:
     ]
     shapes = ((1, 8, 8),) if env.quick else ((8, 64, 56), (8, 128, 28), (8, 256, 14), (8, 512, 7))
     cases += [_conv2d(env, *s) for s in shapes]
+    cases += [_conv2d_backward(env, *s) for s in shapes]
     return cases

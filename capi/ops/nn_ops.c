@@ -123,3 +123,82 @@ CT_DEFINE_OP(conv2d,
              "float16/bfloat16 compute in float32.",
              CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_conv2d_inputs, ct_params_out, ct_conv2d_attrs,
              ct_infer_conv2d);
+
+/* ----- conv2d's backward operators ----- */
+
+static const ct_param_schema ct_conv2d_backward_inputs[3] = {
+    {"grad_out", "the cotangent of the forward's output (N, C_out, H_out, W_out)", 0, 0},
+    {"input", "the forward's input (N, C_in, H, W)", 0, 0},
+    {"weight", "the forward's weight (C_out, C_in / groups, kH, kW)", 0, 0}};
+
+static const ct_param_schema ct_conv2d_backward_input_outputs[1] = {
+    {"grad_input", "the cotangent of input", 0, 0}};
+static const ct_param_schema ct_conv2d_backward_weight_outputs[1] = {
+    {"grad_weight", "the cotangent of weight", 0, 0}};
+
+/* conv2d's infer on (input, weight), then grad_out: conv2d's output shape, except that with
+ * `partial` its (H, W) may be smaller (conv_transpose2d's weight cotangent reads only the
+ * positions its output_padding leaves). */
+static int ct_infer_conv2d_backward(const ct_infer_call* call, bool partial, const ct_tensor* like,
+                                    ct_tensor_info* outputs, int32_t* num_outputs) {
+  const char* op = call->schema->name;
+  const ct_tensor* grad_out = call->inputs[0];
+  const ct_tensor* forward_inputs[3] = {call->inputs[1], call->inputs[2], NULL};
+  const ct_infer_call forward = {&ct_op_def_conv2d.schema, forward_inputs, 3, call->attrs};
+  ct_tensor_info expected[1];
+  int32_t count = 0;
+  int status = ct_infer_conv2d(&forward, expected, 1, &count);
+  if (status != CT_OK) return status;
+  bool same = grad_out->ndim == 4 && grad_out->shape[0] == expected[0].shape[0] &&
+              grad_out->shape[1] == expected[0].shape[1];
+  for (int32_t k = 2; same && k < 4; ++k) {
+    same = partial ? grad_out->shape[k] >= 1 && grad_out->shape[k] <= expected[0].shape[k]
+                   : grad_out->shape[k] == expected[0].shape[k];
+  }
+  if (!same) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "%s: grad_out must have conv2d's output shape (%lld, %lld, %lld, %lld)", op,
+                        (long long)expected[0].shape[0], (long long)expected[0].shape[1],
+                        (long long)expected[0].shape[2], (long long)expected[0].shape[3]);
+  }
+  if (!ct_dtype_equal(grad_out->dtype, like->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                        "%s: grad_out, input and weight must share one dtype", op);
+  }
+  if (!ct_dtype_is_float(like->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: the arrays must be float, got %s", op,
+                        ct_dtype_describe(like->dtype));
+  }
+  ct_info_from_tensor(like, like->dtype, &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+static int ct_infer_conv2d_backward_input(const ct_infer_call* call, ct_tensor_info* outputs,
+                                          int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  return ct_infer_conv2d_backward(call, false, call->inputs[1], outputs, num_outputs);
+}
+
+static int ct_infer_conv2d_backward_weight(const ct_infer_call* call, ct_tensor_info* outputs,
+                                           int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  return ct_infer_conv2d_backward(call, true, call->inputs[2], outputs, num_outputs);
+}
+
+CT_DEFINE_OP(conv2d_backward_input,
+             "The cotangent of conv2d's input (cuDNN's backward-data): the transposed "
+             "convolution of grad_out with weight over the input's extent (input's data is not "
+             "read). Workspace-requesting: GEMM then col2im in the caller's workspace. "
+             "float16/bfloat16 compute in float32.",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_conv2d_backward_inputs,
+             ct_conv2d_backward_input_outputs, ct_conv2d_attrs, ct_infer_conv2d_backward_input);
+
+CT_DEFINE_OP(conv2d_backward_weight,
+             "The cotangent of conv2d's weight (cuDNN's backward-filter): grad_out times the "
+             "im2col matrix of input, summed over the images (weight's data is not read). "
+             "grad_out's (H, W) may be smaller than conv2d's output: only those positions count "
+             "(conv_transpose2d's weight cotangent). Workspace-requesting. float16/bfloat16 "
+             "compute in float32.",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_conv2d_backward_inputs,
+             ct_conv2d_backward_weight_outputs, ct_conv2d_attrs, ct_infer_conv2d_backward_weight);

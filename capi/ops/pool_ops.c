@@ -340,3 +340,144 @@ CT_DEFINE_OP(conv_transpose2d,
              "workspace. float16/bfloat16 compute in float32.",
              CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_conv_transpose2d_inputs, ct_params_out,
              ct_conv_transpose2d_attrs, ct_infer_conv_transpose2d);
+
+/* ----- backward operators: the cotangent of the forward's input ----- */
+
+static const ct_param_schema ct_pool_backward_inputs[2] = {
+    {"grad_out", "the cotangent of the forward's output", 0, 0},
+    {"input", "the forward's input (N, C, H, W) or (C, H, W)", 0, 0}};
+
+static const ct_param_schema ct_pool_backward_outputs[1] = {
+    {"grad_input", "the cotangent of the forward's input", 0, 0}};
+
+/* Runs the forward's infer on `input` with the same attributes and checks that grad_out has the
+ * forward output's shape and input's dtype; the output is like input. */
+static int ct_infer_backward_of(const ct_op_def* forward, const ct_infer_call* call,
+                                const ct_tensor* const* forward_inputs, int32_t num_forward_inputs,
+                                ct_tensor_info* outputs, int32_t* num_outputs) {
+  const char* op = call->schema->name;
+  const ct_tensor* grad_out = call->inputs[0];
+  const ct_tensor* x = call->inputs[1];
+  const ct_infer_call forward_call = {&forward->schema, forward_inputs, num_forward_inputs,
+                                      call->attrs};
+  ct_tensor_info expected[1];
+  int32_t count = 0;
+  const int status = forward->infer(&forward_call, expected, 1, &count);
+  if (status != CT_OK) return status;
+  bool same = grad_out->ndim == expected[0].ndim;
+  for (int32_t k = 0; same && k < grad_out->ndim; ++k)
+    same = grad_out->shape[k] == expected[0].shape[k];
+  if (!same) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "%s: grad_out must have the forward output's shape (%d-D, last dims %lld "
+                        "x %lld)",
+                        op, expected[0].ndim, (long long)expected[0].shape[expected[0].ndim - 2],
+                        (long long)expected[0].shape[expected[0].ndim - 1]);
+  }
+  if (!ct_dtype_equal(grad_out->dtype, x->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: grad_out and input must share one dtype",
+                        op);
+  }
+  ct_info_from_tensor(x, x->dtype, &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+static int ct_infer_pool_backward(const ct_op_def* forward, const ct_infer_call* call,
+                                  ct_tensor_info* outputs, int32_t* num_outputs) {
+  const ct_tensor* forward_inputs[1] = {call->inputs[1]};
+  return ct_infer_backward_of(forward, call, forward_inputs, 1, outputs, num_outputs);
+}
+
+static int ct_infer_max_pool2d_backward(const ct_infer_call* call, ct_tensor_info* outputs,
+                                        int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  return ct_infer_pool_backward(&ct_op_def_max_pool2d, call, outputs, num_outputs);
+}
+
+CT_DEFINE_OP(max_pool2d_backward,
+             "The cotangent of max_pool2d's input: each window's grad_out goes to the first "
+             "maximum of the window in row-major order, or to its last NaN (torch's choice). "
+             "Workspace-requesting: float16/bfloat16 accumulate in a float32 copy of grad_input.",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_pool_backward_inputs, ct_pool_backward_outputs,
+             ct_max_pool2d_attrs, ct_infer_max_pool2d_backward);
+
+static int ct_infer_avg_pool2d_backward(const ct_infer_call* call, ct_tensor_info* outputs,
+                                        int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  return ct_infer_pool_backward(&ct_op_def_avg_pool2d, call, outputs, num_outputs);
+}
+
+CT_DEFINE_OP(avg_pool2d_backward,
+             "The cotangent of avg_pool2d's input: each window's grad_out divided by the "
+             "forward's divisor, added to the window's input positions (input's data is not "
+             "read). Workspace as max_pool2d_backward.",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_pool_backward_inputs, ct_pool_backward_outputs,
+             ct_avg_pool2d_attrs, ct_infer_avg_pool2d_backward);
+
+static int ct_infer_adaptive_avg_pool2d_backward(const ct_infer_call* call, ct_tensor_info* outputs,
+                                                 int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  const ct_tensor* grad_out = call->inputs[0];
+  const ct_tensor* x = call->inputs[1];
+  int status = ct_pool_check_input("adaptive_avg_pool2d_backward", x);
+  if (status != CT_OK) return status;
+  bool same = grad_out->ndim == x->ndim;
+  for (int32_t k = 0; same && k < x->ndim - 2; ++k) same = grad_out->shape[k] == x->shape[k];
+  if (!same) {
+    return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
+                        "adaptive_avg_pool2d_backward: grad_out must be (N, C, H_out, W_out) or "
+                        "(C, H_out, W_out) with input's leading dims");
+  }
+  if (!ct_dtype_equal(grad_out->dtype, x->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                        "adaptive_avg_pool2d_backward: grad_out and input must share one dtype");
+  }
+  ct_info_from_tensor(x, x->dtype, &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP_NO_ATTRS(
+    adaptive_avg_pool2d_backward,
+    "The cotangent of adaptive_avg_pool2d's input, the output size being "
+    "grad_out's (H_out, W_out): each window's grad_out divided by its size, added "
+    "to the window's input positions (input's data is not read).",
+    CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_pool_backward_inputs, ct_pool_backward_outputs,
+    ct_infer_adaptive_avg_pool2d_backward);
+
+static int ct_infer_interpolate_backward(const ct_infer_call* call, ct_tensor_info* outputs,
+                                         int32_t capacity, int32_t* num_outputs) {
+  (void)capacity;
+  return ct_infer_pool_backward(&ct_op_def_interpolate, call, outputs, num_outputs);
+}
+
+CT_DEFINE_OP(interpolate_backward,
+             "The cotangent of interpolate's input: each output element's grad_out added to the "
+             "source pixels it was read from, times their weights (input's data is not read). "
+             "Accumulates in float32 for float16/bfloat16/float32 and float64 for float64.",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_pool_backward_inputs, ct_pool_backward_outputs,
+             ct_interpolate_attrs, ct_infer_interpolate_backward);
+
+/* conv_transpose2d's input cotangent: conv2d(grad_out, weight) over the input's extent. */
+static const ct_param_schema ct_conv_transpose2d_backward_inputs[3] = {
+    {"grad_out", "the cotangent of the forward's output (N, C_out, H_out, W_out)", 0, 0},
+    {"input", "the forward's input (N, C_in, H, W); only its shape is read", 0, 0},
+    {"weight", "the forward's weight (C_in, C_out / groups, kH, kW)", 0, 0}};
+
+static int ct_infer_conv_transpose2d_backward_input(const ct_infer_call* call,
+                                                    ct_tensor_info* outputs, int32_t capacity,
+                                                    int32_t* num_outputs) {
+  (void)capacity;
+  const ct_tensor* forward_inputs[3] = {call->inputs[1], call->inputs[2], NULL};
+  return ct_infer_backward_of(&ct_op_def_conv_transpose2d, call, forward_inputs, 3, outputs,
+                              num_outputs);
+}
+
+CT_DEFINE_OP(conv_transpose2d_backward_input,
+             "The cotangent of conv_transpose2d's input: conv2d(grad_out, weight) with the same "
+             "stride, padding, dilation and groups, over the input's (H, W) (output_padding rows "
+             "and columns are never read). Workspace-requesting, as conv2d.",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_conv_transpose2d_backward_inputs,
+             ct_pool_backward_outputs, ct_conv_transpose2d_attrs,
+             ct_infer_conv_transpose2d_backward_input);

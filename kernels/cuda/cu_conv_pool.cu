@@ -4,7 +4,9 @@
  * (output channels x output positions, contracting over input channels x kernel taps) in
  * shared-memory tiles, or a direct kernel (one thread per output) when a group has few output
  * channels (depthwise convolutions); neither needs a workspace. Pooling is one thread per output.
- * float16 computes and accumulates in float, float32 in float, float64 in double. */
+ * float16 computes and accumulates in float, float32 in float, float64 in double. The backward
+ * operators (conv2d_backward_input/_weight, <pool>_backward) are one thread per element of the
+ * cotangent they write, each gathering its sum (no atomics, no workspace). */
 #include <math.h>
 
 #include "cu_call.h"
@@ -332,6 +334,217 @@ int ct_cu_pool_run(const ct_kernel_call* call) {
                                                       : "adaptive_avg_pool2d");
 }
 
+/* ----- backward operators: one thread per element of the cotangent written, gathering (no
+ * atomics, no workspace), in the compute type ----- */
+
+struct ct_cu_conv_bwd_params {
+  ct_cu_nchw out, g, v; /* v: the weight (input cotangent) or the input (weight cotangent) */
+  int64_t stride[2], padding[2], dilation[2];
+  int64_t groups;
+};
+
+/* conv2d_backward_input (Weight false): grad_input[b, c, h, w] = sum over the output channels
+ * of c's group and the taps (i, j) with (h + pH - i·dH) a multiple of sH (and likewise w) of
+ * grad_out[b, oc, oh, ow] · weight[oc, c % cg, i, j]. conv2d_backward_weight (Weight true):
+ * grad_weight[oc, c, i, j] = sum over (b, oh, ow) of grad_out[b, oc, oh, ow] ·
+ * input[b, group · cg + c, oh·sH - pH + i·dH, ow·sW - pW + j·dW]. */
+template <ct_pl_type Tag, bool Weight>
+__global__ void __launch_bounds__(256)
+    ct_cu_conv2d_backward_kernel(const ct_cu_conv_bwd_params p, char* out, const char* g,
+                                 const char* v) {
+  using T = ct_cu_compute_t<Tag>;
+  const int64_t n3 = p.out.shape[3], n2 = p.out.shape[2], n1 = p.out.shape[1];
+  const int64_t n = p.out.shape[0] * n1 * n2 * n3;
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t a3 = i % n3, a2 = (i / n3) % n2, a1 = (i / (n3 * n2)) % n1;
+    const int64_t a0 = i / (n3 * n2 * n1);
+    T acc = 0;
+    if constexpr (Weight) {
+      const int64_t og = p.out.shape[0] / p.groups, c = (a0 / og) * n1 + a1;
+      for (int64_t b = 0; b < p.g.shape[0]; ++b) {
+        for (int64_t oh = 0; oh < p.g.shape[2]; ++oh) {
+          const int64_t ih = oh * p.stride[0] - p.padding[0] + a2 * p.dilation[0];
+          if (ih < 0 || ih >= p.v.shape[2]) continue;
+          for (int64_t ow = 0; ow < p.g.shape[3]; ++ow) {
+            const int64_t iw = ow * p.stride[1] - p.padding[1] + a3 * p.dilation[1];
+            if (iw < 0 || iw >= p.v.shape[3]) continue;
+            acc += ct_cu_load<Tag>(g + b * p.g.strides[0] + a0 * p.g.strides[1] +
+                                   oh * p.g.strides[2] + ow * p.g.strides[3]) *
+                   ct_cu_load<Tag>(v + b * p.v.strides[0] + c * p.v.strides[1] +
+                                   ih * p.v.strides[2] + iw * p.v.strides[3]);
+          }
+        }
+      }
+    } else {
+      const int64_t cg = n1 / p.groups, og = p.v.shape[0] / p.groups;
+      const int64_t grp = a1 / cg, cl = a1 - grp * cg;
+      for (int64_t o = 0; o < og; ++o) {
+        const int64_t oc = grp * og + o;
+        for (int64_t ki = 0; ki < p.v.shape[2]; ++ki) {
+          const int64_t t = a2 + p.padding[0] - ki * p.dilation[0];
+          if (t < 0 || t % p.stride[0] != 0 || t / p.stride[0] >= p.g.shape[2]) continue;
+          for (int64_t kj = 0; kj < p.v.shape[3]; ++kj) {
+            const int64_t u = a3 + p.padding[1] - kj * p.dilation[1];
+            if (u < 0 || u % p.stride[1] != 0 || u / p.stride[1] >= p.g.shape[3]) continue;
+            acc += ct_cu_load<Tag>(g + a0 * p.g.strides[0] + oc * p.g.strides[1] +
+                                   (t / p.stride[0]) * p.g.strides[2] +
+                                   (u / p.stride[1]) * p.g.strides[3]) *
+                   ct_cu_load<Tag>(v + oc * p.v.strides[0] + cl * p.v.strides[1] +
+                                   ki * p.v.strides[2] + kj * p.v.strides[3]);
+          }
+        }
+      }
+    }
+    ct_cu_store<Tag>(out + a0 * p.out.strides[0] + a1 * p.out.strides[1] + a2 * p.out.strides[2] +
+                         a3 * p.out.strides[3],
+                     acc);
+  }
+}
+
+template <ct_pl_type Tag, bool Weight>
+int ct_cu_conv2d_backward_run(const ct_kernel_call* call) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_tensor* other = Weight ? call->inputs[1] : call->inputs[2];
+  const ct_tensor* out = call->outputs[0];
+  const int64_t n = ct_pl_tensor_elements(out);
+  if (n == 0) return CT_OK;
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  ct_cu_conv_bwd_params p;
+  p.out = ct_cu_nchw_of(out);
+  p.g = ct_cu_nchw_of(grad);
+  p.v = ct_cu_nchw_of(other);
+  ct_pl_attr_pair(&call->attrs[0], ones, p.stride);
+  ct_pl_attr_pair(&call->attrs[1], zeros, p.padding);
+  ct_pl_attr_pair(&call->attrs[2], ones, p.dilation);
+  p.groups = call->attrs[3].value.i;
+  ct_cu_conv2d_backward_kernel<Tag, Weight>
+      <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+          p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(grad), ct_cu_tensor_bytes(other));
+  return ct_cu_launch_status(Weight ? "conv2d_backward_weight" : "conv2d_backward_input");
+}
+
+/* <pool>_backward: grad_input[b, c, h, w] gathers grad_out over the windows that hold (h, w):
+ * max where the window's maximum (the forward's rule: first maximum, a later NaN replacing it)
+ * is (h, w); avg divided by the window's divisor; adaptive divided by its height and width. */
+template <ct_pl_type Tag, int Mode>
+__global__ void __launch_bounds__(256)
+    ct_cu_pool_backward_kernel(const ct_cu_pool_params p, ct_cu_nchw g, char* out, const char* grad,
+                               const char* x) {
+  using T = ct_cu_compute_t<Tag>;
+  const int64_t w_n = p.out.shape[3], h_n = p.out.shape[2], c_n = p.out.shape[1];
+  const int64_t n = p.out.shape[0] * c_n * h_n * w_n;
+  const int64_t oh_n = g.shape[2], ow_n = g.shape[3];
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t wi = i % w_n, hi = (i / w_n) % h_n, c = (i / (w_n * h_n)) % c_n;
+    const int64_t b = i / (w_n * h_n * c_n);
+    const char* gplane = grad + b * g.strides[0] + c * g.strides[1];
+    T acc = 0;
+    if constexpr (Mode == CT_CU_POOL_ADAPTIVE) {
+      const int64_t oh_end = min(oh_n, (hi + 1) * oh_n / h_n + 2);
+      const int64_t ow_end = min(ow_n, (wi + 1) * ow_n / w_n + 2);
+      for (int64_t oh = max((int64_t)0, hi * oh_n / h_n - 1); oh < oh_end; ++oh) {
+        const int64_t h0 = oh * h_n / oh_n, h1 = ((oh + 1) * h_n + oh_n - 1) / oh_n;
+        if (hi < h0 || hi >= h1) continue;
+        for (int64_t ow = max((int64_t)0, wi * ow_n / w_n - 1); ow < ow_end; ++ow) {
+          const int64_t w0 = ow * w_n / ow_n, w1 = ((ow + 1) * w_n + ow_n - 1) / ow_n;
+          if (wi < w0 || wi >= w1) continue;
+          acc += ct_cu_load<Tag>(gplane + oh * g.strides[2] + ow * g.strides[3]) / (T)(h1 - h0) /
+                 (T)(w1 - w0);
+        }
+      }
+    } else {
+      const int64_t kh = p.kernel[0], kw = p.kernel[1], sh = p.stride[0], sw = p.stride[1];
+      const int64_t ph = p.padding[0], pw = p.padding[1], dh = p.dilation[0], dw = p.dilation[1];
+      const int64_t lo_h = hi + ph - (kh - 1) * dh, lo_w = wi + pw - (kw - 1) * dw;
+      const int64_t oh_lo = lo_h > 0 ? (lo_h + sh - 1) / sh : 0;
+      const int64_t ow_lo = lo_w > 0 ? (lo_w + sw - 1) / sw : 0;
+      const int64_t oh_hi = min(oh_n - 1, (hi + ph) / sh), ow_hi = min(ow_n - 1, (wi + pw) / sw);
+      for (int64_t oh = oh_lo; oh <= oh_hi; ++oh) {
+        if ((hi + ph - oh * sh) % dh != 0) continue;
+        for (int64_t ow = ow_lo; ow <= ow_hi; ++ow) {
+          if ((wi + pw - ow * sw) % dw != 0) continue;
+          const T gv = ct_cu_load<Tag>(gplane + oh * g.strides[2] + ow * g.strides[3]);
+          int64_t h0 = oh * sh - ph, w0 = ow * sw - pw;
+          if constexpr (Mode == CT_CU_POOL_MAX) {
+            const char* plane = x + b * p.x.strides[0] + c * p.x.strides[1];
+            const int64_t h1 = min(h0 + (kh - 1) * dh + 1, h_n);
+            const int64_t w1 = min(w0 + (kw - 1) * dw + 1, w_n);
+            while (h0 < 0) h0 += dh;
+            while (w0 < 0) w0 += dw;
+            T best = -INFINITY;
+            int64_t bh = h0, bw = w0;
+            for (int64_t ih = h0; ih < h1; ih += dh) {
+              for (int64_t iw = w0; iw < w1; iw += dw) {
+                const T v = ct_cu_load<Tag>(plane + ih * p.x.strides[2] + iw * p.x.strides[3]);
+                if (v > best || isnan(v)) {
+                  best = v;
+                  bh = ih;
+                  bw = iw;
+                }
+              }
+            }
+            if (bh == hi && bw == wi) acc += gv;
+          } else {
+            int64_t h1 = min(h0 + kh, h_n + ph), w1 = min(w0 + kw, w_n + pw);
+            const int64_t pool_size = (h1 - h0) * (w1 - w0);
+            h0 = max(h0, (int64_t)0);
+            w0 = max(w0, (int64_t)0);
+            h1 = min(h1, h_n);
+            w1 = min(w1, w_n);
+            const int64_t divide = p.has_divisor         ? p.divisor
+                                   : p.count_include_pad ? pool_size
+                                                         : (h1 - h0) * (w1 - w0);
+            acc += gv / (T)divide;
+          }
+        }
+      }
+    }
+    ct_cu_store<Tag>(out + b * p.out.strides[0] + c * p.out.strides[1] + hi * p.out.strides[2] +
+                         wi * p.out.strides[3],
+                     acc);
+  }
+}
+
+template <ct_pl_type Tag, int Mode>
+int ct_cu_pool_backward_run(const ct_kernel_call* call) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_tensor* x = call->inputs[1];
+  const ct_tensor* out = call->outputs[0];
+  const int64_t n = ct_pl_tensor_elements(out);
+  if (n == 0) return CT_OK;
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  ct_cu_pool_params p = {};
+  p.out = ct_cu_nchw_of(out);
+  p.x = ct_cu_nchw_of(x);
+  const ct_cu_nchw g = ct_cu_nchw_of(grad);
+  p.dilation[0] = p.dilation[1] = 1;
+  if (Mode != CT_CU_POOL_ADAPTIVE) {
+    ct_pl_attr_pair(&call->attrs[0], ones, p.kernel);
+    ct_pl_attr_pair(&call->attrs[1], p.kernel, p.stride);
+    ct_pl_attr_pair(&call->attrs[2], zeros, p.padding);
+  }
+  if (Mode == CT_CU_POOL_MAX) ct_pl_attr_pair(&call->attrs[3], ones, p.dilation);
+  if (Mode == CT_CU_POOL_AVG) {
+    p.count_include_pad = call->attrs[4].value.b != 0;
+    p.has_divisor = call->attrs[5].type == CT_ATTR_INT;
+    p.divisor = p.has_divisor ? call->attrs[5].value.i : 0;
+  }
+  ct_cu_pool_backward_kernel<Tag, Mode>
+      <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+          p, g, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(grad), ct_cu_tensor_bytes(x));
+  return ct_cu_launch_status(Mode == CT_CU_POOL_MAX   ? "max_pool2d_backward"
+                             : Mode == CT_CU_POOL_AVG ? "avg_pool2d_backward"
+                                                      : "adaptive_avg_pool2d_backward");
+}
+
 template <ct_pl_type Tag>
 int ct_cu_register_conv_pool_type() {
   const ct_pl_type signature[4] = {Tag, Tag, Tag, Tag};
@@ -347,6 +560,26 @@ int ct_cu_register_conv_pool_type() {
   if (status == CT_OK) {
     status = ct_cu_register("adaptive_avg_pool2d", signature, 2,
                             ct_cu_pool_run<Tag, CT_CU_POOL_ADAPTIVE>, nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("conv2d_backward_input", signature, 4,
+                            ct_cu_conv2d_backward_run<Tag, false>, nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("conv2d_backward_weight", signature, 4,
+                            ct_cu_conv2d_backward_run<Tag, true>, nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("max_pool2d_backward", signature, 3,
+                            ct_cu_pool_backward_run<Tag, CT_CU_POOL_MAX>, nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("avg_pool2d_backward", signature, 3,
+                            ct_cu_pool_backward_run<Tag, CT_CU_POOL_AVG>, nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("adaptive_avg_pool2d_backward", signature, 3,
+                            ct_cu_pool_backward_run<Tag, CT_CU_POOL_ADAPTIVE>, nullptr, nullptr);
   }
   return status;
 }

@@ -160,8 +160,8 @@ static void CT_C2_NAME(ct_cpu_conv2d_unfold)(int64_t begin, int64_t end, void* c
   }
 }
 
-static int CT_C2_NAME(ct_cpu_conv2d_workspace)(const ct_kernel_call* call, uint64_t* bytes,
-                                               uint64_t* alignment) {
+int CT_C2_NAME(ct_cpu_conv2d_workspace)(const ct_kernel_call* call, uint64_t* bytes,
+                                        uint64_t* alignment) {
   ct_conv2d_job job;
   const int status =
       ct_conv2d_prepare(call, (int64_t)sizeof(CT_C2_C), (int64_t)sizeof(CT_C2_T), &job);
@@ -190,7 +190,7 @@ static int CT_C2_NAME(ct_cpu_conv2d_workspace)(const ct_kernel_call* call, uint6
   return CT_OK;
 }
 
-static int CT_C2_NAME(ct_cpu_conv2d)(const ct_kernel_call* call) {
+int CT_C2_NAME(ct_cpu_conv2d)(const ct_kernel_call* call) {
   ct_conv2d_job job;
   const int status =
       ct_conv2d_prepare(call, (int64_t)sizeof(CT_C2_C), (int64_t)sizeof(CT_C2_T), &job);

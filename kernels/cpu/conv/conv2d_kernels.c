@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "conv/conv2d_direct.h"
+#include "conv/conv_entry.h"
 #include "conv/conv2d_winograd.h"
 #include "cpu_register.h"
 #include "gemm/gemm.h"

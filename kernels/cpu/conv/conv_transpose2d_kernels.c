@@ -15,6 +15,7 @@
  * Parallelism is inside each step. */
 #include <string.h>
 
+#include "conv/conv_entry.h"
 #include "cpu_register.h"
 #include "gemm/gemm.h"
 #include "engine/strided_iter.h"
@@ -207,13 +208,13 @@ static int ct_ct2d_workspace(const ct_kernel_call* call, int64_t compute_size,
     }                                                                                             \
   }                                                                                               \
                                                                                                   \
-  static int ct_cpu_ct2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,             \
-                                         uint64_t* alignment) {                                   \
+  int ct_cpu_ct2d_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,                    \
+                                  uint64_t* alignment) {                                          \
     return ct_ct2d_workspace(call, (int64_t)sizeof(C), ct_gemm_workspace_##GEMM, bytes,           \
                              alignment);                                                          \
   }                                                                                               \
                                                                                                   \
-  static int ct_cpu_conv_transpose2d_##SFX(const ct_kernel_call* call) {                          \
+  int ct_cpu_conv_transpose2d_##SFX(const ct_kernel_call* call) {                                 \
     ct_ct2d_job job;                                                                              \
     const int status = ct_ct2d_prepare(call, (int64_t)sizeof(C), &job);                           \
     if (status != CT_OK) return status;                                                           \

@@ -28,6 +28,7 @@ typedef struct ct_interp_job {
   int64_t xs[4], os[4];
   const char* x;
   char* y;
+  void* acc; /* interpolate_backward, float16/bfloat16: the float32 grad_input */
 } ct_interp_job;
 
 static void ct_interp_prepare(const ct_kernel_call* call, ct_interp_job* job) {
@@ -147,8 +148,104 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
     return CT_OK;                                                                               \
   }
 
-#define CT_INTERP_REG(SFX, T, C, ID) \
-  {"interpolate", 2, {ID, ID}, ct_cpu_interpolate_##SFX, NULL, NULL},
+/* interpolate_backward: each output element's grad_out added to its source pixels, times the
+ * forward's weights (lh · lw for bilinear), into each plane of grad_input zeroed first: in
+ * grad_input itself for float32/float64, in a float32 copy in the workspace for
+ * float16/bfloat16 (rounded once at the end). grad_out is inputs[0], input (shape only)
+ * inputs[1]. */
+#define CT_INTERP_BACKWARD_DEFINE(SFX, T, C, ID)                                                \
+  static void ct_cpu_interp_bw_planes_##SFX(int64_t begin, int64_t end, void* context) {        \
+    const ct_interp_job* job = context;                                                         \
+    const C sh = ct_interp_scale_##SFX(job, 0), sw = ct_interp_scale_##SFX(job, 1);             \
+    const bool direct = sizeof(T) == sizeof(C);                                                 \
+    const int64_t plane_size = job->in[0] * job->in[1];                                         \
+    for (int64_t plane = begin; plane < end; ++plane) {                                         \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                       \
+      const T* g = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                          \
+      T* gi = (T*)job->y + n * job->os[0] + c * job->os[1];                                     \
+      C* acc = direct ? (C*)(void*)gi : (C*)(void*)((float*)job->acc + plane * plane_size);     \
+      const int64_t a2 = direct ? job->os[2] : job->in[1], a3 = direct ? job->os[3] : 1;        \
+      for (int64_t ih = 0; ih < job->in[0]; ++ih) {                                             \
+        for (int64_t iw = 0; iw < job->in[1]; ++iw) acc[ih * a2 + iw * a3] = (C)0;              \
+      }                                                                                         \
+      for (int64_t oh = 0; oh < job->out[0]; ++oh) {                                            \
+        const T* row = g + oh * job->xs[2];                                                     \
+        if (!job->bilinear) {                                                                   \
+          C* dst = acc + ct_interp_nearest(job, 0, oh) * a2;                                    \
+          for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                        \
+            dst[ct_interp_nearest(job, 1, ow) * a3] += ct_load_##SFX(row[ow * job->xs[3]]);     \
+          }                                                                                     \
+          continue;                                                                             \
+        }                                                                                       \
+        int64_t h0, h1;                                                                         \
+        C lh0, lh1;                                                                             \
+        ct_interp_linear_##SFX(job, 0, sh, oh, &h0, &h1, &lh0, &lh1);                           \
+        C* r0 = acc + h0 * a2;                                                                  \
+        C* r1 = acc + h1 * a2;                                                                  \
+        for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                          \
+          int64_t w0, w1;                                                                       \
+          C lw0, lw1;                                                                           \
+          ct_interp_linear_##SFX(job, 1, sw, ow, &w0, &w1, &lw0, &lw1);                         \
+          const C v = ct_load_##SFX(row[ow * job->xs[3]]);                                      \
+          r0[w0 * a3] += v * (lh0 * lw0);                                                       \
+          r0[w1 * a3] += v * (lh0 * lw1);                                                       \
+          r1[w0 * a3] += v * (lh1 * lw0);                                                       \
+          r1[w1 * a3] += v * (lh1 * lw1);                                                       \
+        }                                                                                       \
+      }                                                                                         \
+      if (!direct) {                                                                            \
+        for (int64_t ih = 0; ih < job->in[0]; ++ih) {                                           \
+          for (int64_t iw = 0; iw < job->in[1]; ++iw) {                                         \
+            gi[ih * job->os[2] + iw * job->os[3]] = ct_store_##SFX(acc[ih * a2 + iw * a3]);     \
+          }                                                                                     \
+        }                                                                                       \
+      }                                                                                         \
+    }                                                                                           \
+  }                                                                                             \
+                                                                                                \
+  static int ct_cpu_interp_bw_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,      \
+                                              uint64_t* alignment) {                            \
+    const ct_tensor* x = call->inputs[1];                                                       \
+    *alignment = 64;                                                                            \
+    *bytes = 0;                                                                                 \
+    int64_t elements = 1;                                                                       \
+    for (int32_t k = 0; k < x->ndim; ++k) {                                                     \
+      if (!ct_checked_mul_i64(elements, x->shape[k], &elements)) {                              \
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW,                                             \
+                            "interpolate_backward: the workspace overflows int64");             \
+      }                                                                                         \
+    }                                                                                           \
+    if (sizeof(T) != sizeof(C)) *bytes = (uint64_t)elements * sizeof(float);                    \
+    return CT_OK;                                                                               \
+  }                                                                                             \
+                                                                                                \
+  static int ct_cpu_interpolate_backward_##SFX(const ct_kernel_call* call) {                    \
+    /* The forward's job with the roles swapped: x is grad_out (the forward's output extent), y \
+     * is grad_input (the forward's input extent). */                                           \
+    ct_interp_job job;                                                                          \
+    const ct_tensor* swapped_inputs[1] = {call->inputs[0]};                                     \
+    const ct_tensor* swapped_outputs[1] = {call->outputs[0]};                                   \
+    ct_kernel_call swapped = *call;                                                             \
+    swapped.inputs = swapped_inputs;                                                            \
+    swapped.outputs = swapped_outputs;                                                          \
+    ct_interp_prepare(&swapped, &job);                                                          \
+    for (int k = 0; k < 2; ++k) {                                                               \
+      const int64_t in = job.out[k];                                                            \
+      job.out[k] = job.in[k];                                                                   \
+      job.in[k] = in;                                                                           \
+    }                                                                                           \
+    job.acc = call->workspace;                                                                  \
+    const int64_t planes = call->inputs[0]->shape[0] * job.channels;                            \
+    if (planes == 0) return CT_OK;                                                              \
+    ct_cpu_parallel_for(planes, 4 * job.out[0] * job.out[1] + job.in[0] * job.in[1],            \
+                        ct_cpu_interp_bw_planes_##SFX, &job);                                   \
+    return CT_OK;                                                                               \
+  }
+
+#define CT_INTERP_REG(SFX, T, C, ID)                                                           \
+  {"interpolate", 2, {ID, ID}, ct_cpu_interpolate_##SFX, NULL, NULL},                          \
+      {"interpolate_backward",           3,   {ID, ID, ID}, ct_cpu_interpolate_backward_##SFX, \
+       ct_cpu_interp_bw_workspace_##SFX, NULL},
 
 #define CT_INTERP_TYPES(X)             \
   X(f16, uint16_t, float, CT_DT_F16)   \
@@ -157,6 +254,7 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
   X(f64, double, double, CT_DT_F64)
 
 CT_INTERP_TYPES(CT_INTERP_DEFINE)
+CT_INTERP_TYPES(CT_INTERP_BACKWARD_DEFINE)
 
 static const ct_cpu_kernel ct_cpu_interpolate_kernels[] = {CT_INTERP_TYPES(CT_INTERP_REG)};
 

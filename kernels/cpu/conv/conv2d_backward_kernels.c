@@ -1,0 +1,444 @@
+/* conv2d_backward_kernels.c - conv2d_backward_input, conv2d_backward_weight and
+ * conv_transpose2d_backward_input.
+ *
+ * conv2d_backward_input (cuDNN's backward-data) is a transposed convolution of grad_out with the
+ * weight. With stride 1 and padding <= dilation · (kernel - 1) it is a plain conv2d of grad_out
+ * with the weight flipped in (kH, kW) and its two channel dims swapped per group, and padding
+ * dilation · (kernel - 1) - padding: the forward conv2d kernel runs it (Winograd, direct or the
+ * implicit GEMM), the flipped weight built in the workspace. Otherwise the conv_transpose2d
+ * kernel runs it (GEMM then col2im), its output extent being the input's.
+ *
+ * conv_transpose2d_backward_input is conv2d(grad_out, weight) over the input's extent: the
+ * conv2d kernel computes that many output rows and columns.
+ *
+ * conv2d_backward_weight (backward-filter): per group, grad_weight (O/groups × K) =
+ * grad_out (O/groups × N·P) · colᵀ (N·P × K), K = C_in/groups · kH · kW and P = H_out · W_out,
+ * with col the im2col matrix of the images side by side: one packed GEMM, the groups its batch,
+ * its depth every position of every image, colᵀ never built: the GEMM's B packer reads the
+ * input into its micro-panels (as conv2d's forward reads col).
+ * Workspace (compute type C: float for float16/bfloat16/float32, double for float64), each part
+ * padded to 64 bytes:
+ *   gout: C_out × N·P: grad_out, compact, of type C (the GEMM's A);
+ *   acc:  C_out × K: the sums, stored into grad_weight at the end (rounding once);
+ *   gemm: the packed GEMM's panels (ct_gemm_workspace_<instance>). */
+#include <string.h>
+
+#include "conv/conv_entry.h"
+#include "cpu_register.h"
+#include "engine/strided_iter.h"
+#include "gemm/gemm.h"
+#include "ops/op_defs.h"
+
+#define CT_C2BW_ALIGNMENT 64
+/* Positions the B packer of conv2d_backward_weight writes at once: that many rows of each
+ * micro-panel (64 × 32 floats = 8 KB) stay in L1 while every tap writes its column. */
+#define CT_C2BW_PACK_ROWS 64
+
+static int64_t ct_c2bw_align(int64_t bytes) {
+  return (bytes + CT_C2BW_ALIGNMENT - 1) / CT_C2BW_ALIGNMENT * CT_C2BW_ALIGNMENT;
+}
+
+/* ----- conv2d_backward_input and conv_transpose2d_backward_input: other kernels on views ----- */
+
+/* A conv2d (or conv_transpose2d) call on other operands, with the attribute storage it points
+ * into. */
+typedef struct ct_c2bw_inner {
+  ct_kernel_call call;
+  const ct_tensor* inputs[3];
+  const ct_tensor* outputs[1];
+  ct_attr_value attrs[5];
+  int64_t padding[2];
+  ct_tensor weight; /* the flipped weight (flip path) */
+  int64_t weight_shape[4];
+  bool flip; /* conv2d with the flipped weight; else conv_transpose2d */
+  int64_t weight_bytes;
+} ct_c2bw_inner;
+
+/* Sets up the inner call of conv2d_backward_input: the flip path where it applies. */
+static int ct_c2bw_input_inner(const ct_kernel_call* call, int64_t elem_size,
+                               ct_c2bw_inner* inner) {
+  int64_t stride[2], padding[2], dilation[2], groups;
+  const int status = ct_conv2d_params(call->attrs, stride, padding, dilation, &groups);
+  if (status != CT_OK) return status;
+  const ct_tensor* grad_out = call->inputs[0];
+  const ct_tensor* weight = call->inputs[2];
+  inner->call = *call;
+  inner->outputs[0] = call->outputs[0];
+  inner->call.outputs = inner->outputs;
+  inner->call.num_outputs = 1;
+  inner->call.inputs = inner->inputs;
+  inner->call.num_inputs = 3;
+  inner->inputs[0] = grad_out;
+  inner->inputs[2] = NULL;
+  inner->flip = stride[0] == 1 && stride[1] == 1;
+  for (int k = 0; k < 2; ++k) {
+    inner->padding[k] = dilation[k] * (weight->shape[2 + k] - 1) - padding[k];
+    if (inner->padding[k] < 0) inner->flip = false;
+  }
+  inner->weight_bytes = 0;
+  if (inner->flip) {
+    const int64_t og = weight->shape[0] / groups;
+    inner->weight_shape[0] = weight->shape[1] * groups;
+    inner->weight_shape[1] = og;
+    inner->weight_shape[2] = weight->shape[2];
+    inner->weight_shape[3] = weight->shape[3];
+    inner->weight =
+        (ct_tensor){NULL, weight->device, 4, weight->dtype, inner->weight_shape, NULL, 0};
+    inner->weight_bytes = ct_c2bw_align(ct_tensor_numel(weight) * elem_size);
+    inner->inputs[1] = &inner->weight;
+    inner->attrs[0] = call->attrs[0];
+    inner->attrs[1] = (ct_attr_value){CT_ATTR_INT_LIST, 0, 2, {.ints = inner->padding}};
+    inner->attrs[2] = call->attrs[2];
+    inner->attrs[3] = call->attrs[3];
+  } else { /* conv_transpose2d's attributes: stride, padding, output_padding, groups, dilation */
+    inner->inputs[1] = weight;
+    inner->attrs[0] = call->attrs[0];
+    inner->attrs[1] = call->attrs[1];
+    inner->attrs[2] = call->attrs[1]; /* output_padding: not read, the output has its extent */
+    inner->attrs[3] = call->attrs[3];
+    inner->attrs[4] = call->attrs[2];
+  }
+  inner->call.attrs = inner->attrs;
+  return CT_OK;
+}
+
+/* conv_transpose2d_backward_input: conv2d(grad_out, weight), attributes reordered. */
+static void ct_c2bw_transpose_inner(const ct_kernel_call* call, ct_c2bw_inner* inner) {
+  inner->call = *call;
+  inner->inputs[0] = call->inputs[0];
+  inner->inputs[1] = call->inputs[2];
+  inner->inputs[2] = NULL;
+  inner->outputs[0] = call->outputs[0];
+  inner->call.inputs = inner->inputs;
+  inner->call.num_inputs = 3;
+  inner->call.outputs = inner->outputs;
+  inner->call.num_outputs = 1;
+  inner->attrs[0] = call->attrs[0]; /* stride */
+  inner->attrs[1] = call->attrs[1]; /* padding */
+  inner->attrs[2] = call->attrs[4]; /* dilation */
+  inner->attrs[3] = call->attrs[3]; /* groups */
+  inner->call.attrs = inner->attrs;
+  inner->flip = false;
+  inner->weight_bytes = 0;
+}
+
+/* ----- conv2d_backward_weight ----- */
+
+typedef struct ct_c2bw_job {
+  int64_t n, channels, h, w;    /* input (N, C, H, W) */
+  int64_t out_channels, kh, kw; /* weight (O, C/groups, kH, kW) */
+  int64_t oh, ow;               /* grad_out's spatial extents */
+  int64_t stride[2], padding[2], dilation[2], groups;
+  int64_t cg, og, kg, p; /* C/groups, O/groups, cg · kH · kW, oh · ow */
+  int64_t depth;         /* n · p: the GEMM's depth */
+  int64_t gout_bytes, acc_bytes;
+  int64_t xs[4], gs[4], ws[4];
+  const char *x, *grad;
+  char* out;
+  void *gout, *acc;
+  ct_gemm_desc gemm;
+  int64_t batch_shape[1], a_bs[1], b_bs[1], c_bs[1];
+} ct_c2bw_job;
+
+static int ct_c2bw_weight_prepare(const ct_kernel_call* call, int64_t csize, ct_c2bw_job* job) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_tensor* x = call->inputs[1];
+  const ct_tensor* out = call->outputs[0];
+  int status =
+      ct_conv2d_params(call->attrs, job->stride, job->padding, job->dilation, &job->groups);
+  if (status != CT_OK) return status;
+  job->n = x->shape[0];
+  job->channels = x->shape[1];
+  job->h = x->shape[2];
+  job->w = x->shape[3];
+  job->out_channels = out->shape[0];
+  job->kh = out->shape[2];
+  job->kw = out->shape[3];
+  job->oh = grad->shape[2];
+  job->ow = grad->shape[3];
+  job->cg = job->channels / job->groups;
+  job->og = job->out_channels / job->groups;
+  job->kg = job->cg * job->kh * job->kw;
+  job->p = job->oh * job->ow;
+  job->depth = job->n * job->p;
+  for (int32_t k = 0; k < 4; ++k) {
+    job->xs[k] = ct_tensor_stride(x, k);
+    job->gs[k] = ct_tensor_stride(grad, k);
+    job->ws[k] = ct_tensor_stride(out, k);
+  }
+  job->x = ct_tensor_base(x);
+  job->grad = ct_tensor_base(grad);
+  job->out = ct_tensor_base(out);
+  job->gout = job->acc = NULL;
+  /* grad_out's and grad_weight's element counts, times the compute type's size: no overflow
+   * (a view's bytes fit in int64, and the compute type is at most twice the storage type). */
+  job->gout_bytes = ct_c2bw_align(job->out_channels * job->depth * csize);
+  job->acc_bytes = ct_c2bw_align(job->out_channels * job->kg * csize);
+  ct_gemm_desc* d = &job->gemm;
+  *d = (ct_gemm_desc){0};
+  d->m = job->og;
+  d->n = job->kg;
+  d->k = job->depth;
+  d->a_rs = job->depth;
+  d->a_cs = 1;
+  d->c_rs = job->kg;
+  d->c_cs = 1;
+  job->batch_shape[0] = job->groups;
+  job->a_bs[0] = job->og * job->depth;
+  job->b_bs[0] = 0; /* the packer finds its own place */
+  job->c_bs[0] = job->og * job->kg;
+  d->batch_ndim = 1;
+  d->batch_shape = job->batch_shape;
+  d->a_bs = job->a_bs;
+  d->b_bs = job->b_bs;
+  d->c_bs = job->c_bs;
+  d->pack_b_context = job;
+  return CT_OK;
+}
+
+static bool ct_c2bw_weight_empty(const ct_c2bw_job* job) {
+  return job->out_channels == 0 || job->kg == 0;
+}
+
+static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
+  return (uint64_t)(job->gout_bytes + job->acc_bytes);
+}
+
+/* (SFX, T, C, GEMM): storage type, compute type, the GEMM instance over C. */
+#define CT_C2BW_DEFINE(SFX, T, C, GEMM)                                                            \
+  /* The GEMM's B packer (ct_gemm_pack_b_fn): B = colᵀ of group `batch`, rows [k0, k0 + kc) the  \
+   * positions (image, oh, ow) of all images, columns [j0, j0 + nb) the taps (c, i, j). In         \
+   * blocks of CT_C2BW_PACK_ROWS positions, whose rows of the micro-panels stay in L1, tap by      \
+   * tap, each reading its input rows in order and writing its column of the micro-panel. */       \
+  static void ct_c2bw_pack_col_##SFX(const void* context, int64_t batch, int64_t k0, int64_t kc,   \
+                                     int64_t j0, int64_t nb, int64_t nr, void* dst_void) {         \
+    const ct_c2bw_job* job = context;                                                              \
+    C* dst = dst_void;                                                                             \
+    const int64_t taps = job->kh * job->kw, sw = job->stride[1];                                   \
+    const int64_t step = sw * job->xs[3];                                                          \
+    for (int64_t pb = 0; pb < kc; pb += CT_C2BW_PACK_ROWS) {                                       \
+      const int64_t rows = kc - pb < CT_C2BW_PACK_ROWS ? kc - pb : CT_C2BW_PACK_ROWS;              \
+      const int64_t q0 = k0 + pb;                                                                  \
+      const int64_t first_image = q0 / job->p, first_oh = (q0 % job->p) / job->ow;                 \
+      const int64_t first_ow = q0 % job->ow;                                                       \
+      for (int64_t jj = 0; jj < nb; ++jj) {                                                        \
+        const int64_t t = j0 + jj;                                                                 \
+        const int64_t c = batch * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;   \
+        const int64_t shift = j * job->dilation[1] - job->padding[1];                              \
+        int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                       \
+        int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                      \
+        if (lo > job->ow) lo = job->ow;                                                            \
+        if (hi > job->ow) hi = job->ow;                                                            \
+        if (hi < lo) hi = lo;                                                                      \
+        const T* xc = (const T*)job->x + c * job->xs[1] + shift * job->xs[3];                      \
+        const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
+        C* d = dst + (jj / nr) * kc * nr + pb * nr + jj % nr;                                      \
+        int64_t image = first_image, oh = first_oh, ow = first_ow;                                 \
+        for (int64_t p = 0; p < rows;) {                                                           \
+          const int64_t seg = rows - p < job->ow - ow ? rows - p : job->ow - ow;                   \
+          C* ds = d + p * nr;                                                                      \
+          const int64_t ih = oh * job->stride[0] + ih_base;                                        \
+          if (ih < 0 || ih >= job->h) {                                                            \
+            for (int64_t u = 0; u < seg; ++u) ds[u * nr] = (C)0;                                   \
+          } else {                                                                                 \
+            int64_t a = lo - ow, b = hi - ow;                                                      \
+            a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
+            b = b < a ? a : (b > seg ? seg : b);                                                   \
+            const T* src = xc + image * job->xs[0] + ih * job->xs[2] + ow * step;                  \
+            for (int64_t u = 0; u < a; ++u) ds[u * nr] = (C)0;                                     \
+            if (step == 1) {                                                                       \
+              for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u]);                  \
+            } else {                                                                               \
+              for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u * step]);           \
+            }                                                                                      \
+            for (int64_t u = b; u < seg; ++u) ds[u * nr] = (C)0;                                   \
+          }                                                                                        \
+          p += seg;                                                                                \
+          ow += seg;                                                                               \
+          if (ow == job->ow) {                                                                     \
+            ow = 0;                                                                                \
+            if (++oh == job->oh) {                                                                 \
+              oh = 0;                                                                              \
+              ++image;                                                                             \
+            }                                                                                      \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    const int64_t tail = (nb + nr - 1) / nr * nr;                                                  \
+    for (int64_t jj = nb; jj < tail; ++jj) {                                                       \
+      C* d = dst + (jj / nr) * kc * nr + jj % nr;                                                  \
+      for (int64_t p = 0; p < kc; ++p) d[p * nr] = (C)0;                                           \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* grad_out channels [begin, end), all images side by side, compact, of type C. */               \
+  static void ct_c2bw_pack_grad_##SFX(int64_t begin, int64_t end, void* context) {                 \
+    const ct_c2bw_job* job = context;                                                              \
+    for (int64_t o = begin; o < end; ++o) {                                                        \
+      C* dst = (C*)job->gout + o * job->depth;                                                     \
+      for (int64_t image = 0; image < job->n; ++image) {                                           \
+        const T* g = (const T*)job->grad + image * job->gs[0] + o * job->gs[1];                    \
+        for (int64_t oh = 0; oh < job->oh; ++oh) {                                                 \
+          const T* src = g + oh * job->gs[2];                                                      \
+          if (job->gs[3] == 1) {                                                                   \
+            for (int64_t ow = 0; ow < job->ow; ++ow) dst[ow] = ct_load_##SFX(src[ow]);             \
+          } else {                                                                                 \
+            for (int64_t ow = 0; ow < job->ow; ++ow)                                               \
+              dst[ow] = ct_load_##SFX(src[ow * job->gs[3]]);                                       \
+          }                                                                                        \
+          dst += job->ow;                                                                          \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* grad_weight rows (output channels) [begin, end) from acc (zeros when the depth is 0). */      \
+  static void ct_c2bw_store_##SFX(int64_t begin, int64_t end, void* context) {                     \
+    const ct_c2bw_job* job = context;                                                              \
+    for (int64_t o = begin; o < end; ++o) {                                                        \
+      const C* src = job->depth > 0 ? (const C*)job->acc + o * job->kg : NULL;                     \
+      T* w = (T*)job->out + o * job->ws[0];                                                        \
+      for (int64_t c = 0; c < job->cg; ++c) {                                                      \
+        for (int64_t i = 0; i < job->kh; ++i) {                                                    \
+          T* dst = w + c * job->ws[1] + i * job->ws[2];                                            \
+          for (int64_t j = 0; j < job->kw; ++j) {                                                  \
+            dst[j * job->ws[3]] = ct_store_##SFX(src ? *src++ : (C)0);                             \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  static int ct_cpu_conv2d_backward_weight_workspace_##SFX(const ct_kernel_call* call,             \
+                                                           uint64_t* bytes, uint64_t* alignment) { \
+    ct_c2bw_job job;                                                                               \
+    const int status = ct_c2bw_weight_prepare(call, (int64_t)sizeof(C), &job);                     \
+    if (status != CT_OK) return status;                                                            \
+    *alignment = CT_C2BW_ALIGNMENT;                                                                \
+    job.gemm.pack_b = ct_c2bw_pack_col_##SFX;                                                      \
+    *bytes = ct_c2bw_weight_empty(&job) || job.depth == 0                                          \
+                 ? 0                                                                               \
+                 : ct_c2bw_weight_fixed(&job) + ct_gemm_workspace_##GEMM(&job.gemm);               \
+    return CT_OK;                                                                                  \
+  }                                                                                                \
+                                                                                                   \
+  static int ct_cpu_conv2d_backward_weight_##SFX(const ct_kernel_call* call) {                     \
+    ct_c2bw_job job;                                                                               \
+    const int status = ct_c2bw_weight_prepare(call, (int64_t)sizeof(C), &job);                     \
+    if (status != CT_OK) return status;                                                            \
+    if (ct_c2bw_weight_empty(&job)) return CT_OK;                                                  \
+    if (job.depth > 0) {                                                                           \
+      char* ws = call->workspace;                                                                  \
+      job.gout = ws;                                                                               \
+      job.acc = ws + job.gout_bytes;                                                               \
+      ct_gemm_desc* d = &job.gemm;                                                                 \
+      d->a = job.gout;                                                                             \
+      d->c = job.acc;                                                                              \
+      d->pack_b = ct_c2bw_pack_col_##SFX;                                                          \
+      d->pack_b_context = &job;                                                                    \
+      d->workspace = ws + ct_c2bw_weight_fixed(&job);                                              \
+      d->workspace_size = call->workspace_size - ct_c2bw_weight_fixed(&job);                       \
+      ct_cpu_parallel_for(job.out_channels, job.depth, ct_c2bw_pack_grad_##SFX, &job);             \
+      ct_gemm_##GEMM(d);                                                                           \
+    }                                                                                              \
+    ct_cpu_parallel_for(job.out_channels, job.kg, ct_c2bw_store_##SFX, &job);                      \
+    return CT_OK;                                                                                  \
+  }                                                                                                \
+                                                                                                   \
+  /* conv2d_backward_input */                                                                      \
+  static int ct_cpu_conv2d_backward_input_workspace_##SFX(const ct_kernel_call* call,              \
+                                                          uint64_t* bytes, uint64_t* alignment) {  \
+    ct_c2bw_inner inner;                                                                           \
+    int status = ct_c2bw_input_inner(call, (int64_t)sizeof(T), &inner);                            \
+    if (status != CT_OK) return status;                                                            \
+    status = inner.flip ? ct_cpu_conv2d_workspace_##SFX(&inner.call, bytes, alignment)             \
+                        : ct_cpu_ct2d_workspace_##SFX(&inner.call, bytes, alignment);              \
+    if (status != CT_OK) return status;                                                            \
+    *bytes += (uint64_t)inner.weight_bytes;                                                        \
+    if (*alignment < CT_C2BW_ALIGNMENT) *alignment = CT_C2BW_ALIGNMENT;                            \
+    return CT_OK;                                                                                  \
+  }                                                                                                \
+                                                                                                   \
+  static int ct_cpu_conv2d_backward_input_##SFX(const ct_kernel_call* call) {                      \
+    ct_c2bw_inner inner;                                                                           \
+    const int status = ct_c2bw_input_inner(call, (int64_t)sizeof(T), &inner);                      \
+    if (status != CT_OK) return status;                                                            \
+    if (!inner.flip) return ct_cpu_conv_transpose2d_##SFX(&inner.call);                            \
+    /* The flipped weight: wt[g·cg + c, o, i, j] = weight[g·og + o, c, kH-1-i, kW-1-j]. */         \
+    const ct_tensor* weight = call->inputs[2];                                                     \
+    const int64_t groups = call->attrs[3].value.i;                                                 \
+    const int64_t og = inner.weight_shape[1], cg = weight->shape[1];                               \
+    const int64_t kh = weight->shape[2], kw = weight->shape[3];                                    \
+    const T* w = (const T*)(const void*)ct_tensor_base(weight);                                    \
+    const int64_t s0 = ct_tensor_stride(weight, 0), s1 = ct_tensor_stride(weight, 1);              \
+    const int64_t s2 = ct_tensor_stride(weight, 2), s3 = ct_tensor_stride(weight, 3);              \
+    T* wt = call->workspace;                                                                       \
+    for (int64_t g = 0; g < groups; ++g) {                                                         \
+      for (int64_t c = 0; c < cg; ++c) {                                                           \
+        for (int64_t o = 0; o < og; ++o) {                                                         \
+          const T* src = w + (g * og + o) * s0 + c * s1;                                           \
+          T* dst = wt + ((g * cg + c) * og + o) * kh * kw;                                         \
+          for (int64_t i = 0; i < kh; ++i) {                                                       \
+            for (int64_t j = 0; j < kw; ++j) {                                                     \
+              dst[i * kw + j] = src[(kh - 1 - i) * s2 + (kw - 1 - j) * s3];                        \
+            }                                                                                      \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    inner.weight.data = wt;                                                                        \
+    inner.call.workspace = (char*)call->workspace + inner.weight_bytes;                            \
+    inner.call.workspace_size = call->workspace_size - (uint64_t)inner.weight_bytes;               \
+    return ct_cpu_conv2d_##SFX(&inner.call);                                                       \
+  }                                                                                                \
+                                                                                                   \
+  /* conv_transpose2d_backward_input */                                                            \
+  static int ct_cpu_ct2d_backward_input_workspace_##SFX(const ct_kernel_call* call,                \
+                                                        uint64_t* bytes, uint64_t* alignment) {    \
+    ct_c2bw_inner inner;                                                                           \
+    ct_c2bw_transpose_inner(call, &inner);                                                         \
+    return ct_cpu_conv2d_workspace_##SFX(&inner.call, bytes, alignment);                           \
+  }                                                                                                \
+                                                                                                   \
+  static int ct_cpu_ct2d_backward_input_##SFX(const ct_kernel_call* call) {                        \
+    ct_c2bw_inner inner;                                                                           \
+    ct_c2bw_transpose_inner(call, &inner);                                                         \
+    return ct_cpu_conv2d_##SFX(&inner.call);                                                       \
+  }
+
+#define CT_C2BW_REG(SFX, T, C, GEMM, ID)              \
+  {"conv2d_backward_input",                           \
+   4,                                                 \
+   {ID, ID, ID, ID},                                  \
+   ct_cpu_conv2d_backward_input_##SFX,                \
+   ct_cpu_conv2d_backward_input_workspace_##SFX,      \
+   NULL},                                             \
+      {"conv2d_backward_weight",                      \
+       4,                                             \
+       {ID, ID, ID, ID},                              \
+       ct_cpu_conv2d_backward_weight_##SFX,           \
+       ct_cpu_conv2d_backward_weight_workspace_##SFX, \
+       NULL},                                         \
+      {"conv_transpose2d_backward_input",             \
+       4,                                             \
+       {ID, ID, ID, ID},                              \
+       ct_cpu_ct2d_backward_input_##SFX,              \
+       ct_cpu_ct2d_backward_input_workspace_##SFX,    \
+       NULL},
+
+#define CT_C2BW_TYPES(X)                    \
+  X(f16, uint16_t, float, f32, CT_DT_F16)   \
+  X(bf16, uint16_t, float, f32, CT_DT_BF16) \
+  X(f32, float, float, f32, CT_DT_F32)      \
+  X(f64, double, double, f64, CT_DT_F64)
+
+#define CT_C2BW_DEFINE_5(SFX, T, C, GEMM, ID) CT_C2BW_DEFINE(SFX, T, C, GEMM)
+CT_C2BW_TYPES(CT_C2BW_DEFINE_5)
+
+static const ct_cpu_kernel ct_cpu_conv2d_backward_kernels[] = {CT_C2BW_TYPES(CT_C2BW_REG)};
+
+int ct_cpu_register_conv2d_backward(void) {
+  return ct_cpu_register_all(ct_cpu_conv2d_backward_kernels,
+                             CT_CPU_KERNEL_COUNT(ct_cpu_conv2d_backward_kernels));
+}

@@ -1,0 +1,339 @@
+/* pool_backward_kernels.c - max_pool2d_backward, avg_pool2d_backward,
+ * adaptive_avg_pool2d_backward over (N, C, H, W) or (C, H, W), as torch's CPU kernels.
+ *
+ * Each (image, channel) plane runs on its own (planes in parallel): the plane of grad_input is
+ * zeroed, then every output position adds its grad_out to the input positions of its window
+ * (the window's maximum for max_pool2d, found with the forward's rule: the first maximum in
+ * row-major order, a later NaN replacing it; every position, times 1 / divisor, for the
+ * averages). The sums accumulate in the compute type: float32 and float64 in grad_input itself,
+ * float16 and bfloat16 in a float32 copy of grad_input in the workspace, rounded once at the
+ * end. max_pool2d with windows that do not overlap (stride >= the dilated kernel) writes each
+ * row of grad_input once instead: zeros, and grad_out at each window's maximum. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_register.h"
+#include "engine/cpu_dtypes.h"
+#include "engine/strided_iter.h"
+
+typedef enum ct_pool_bw_mode {
+  CT_POOL_BW_MAX,
+  CT_POOL_BW_AVG,
+  CT_POOL_BW_ADAPTIVE
+} ct_pool_bw_mode;
+
+typedef struct ct_pool_bw_job {
+  ct_pool_bw_mode mode;
+  int64_t channels, h, w, oh, ow;
+  int64_t xs[4], gs[4], is[4]; /* input, grad_out, grad_input (N, C, H, W); N stride 0 for 3-D */
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+  bool count_include_pad, has_divisor;
+  int64_t divisor;
+  const char *x, *grad;
+  char* out;
+  float* acc; /* float16/bfloat16: the float32 grad_input planes (H · W each) */
+} ct_pool_bw_job;
+
+static void ct_pool_bw_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
+  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
+    out[0] = fallback[0];
+    out[1] = fallback[1];
+    return;
+  }
+  out[0] = value->value.ints[0];
+  out[1] = value->value.ints[value->count - 1];
+}
+
+static void ct_pool_bw_prepare(const ct_kernel_call* call, ct_pool_bw_mode mode,
+                               ct_pool_bw_job* job) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_tensor* x = call->inputs[1];
+  const ct_tensor* out = call->outputs[0];
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  const int32_t lead = x->ndim - 3;
+  job->mode = mode;
+  job->channels = x->shape[lead];
+  job->h = x->shape[lead + 1];
+  job->w = x->shape[lead + 2];
+  job->oh = grad->shape[lead + 1];
+  job->ow = grad->shape[lead + 2];
+  job->xs[0] = lead ? ct_tensor_stride(x, 0) : 0;
+  job->gs[0] = lead ? ct_tensor_stride(grad, 0) : 0;
+  job->is[0] = lead ? ct_tensor_stride(out, 0) : 0;
+  for (int32_t k = 1; k < 4; ++k) {
+    job->xs[k] = ct_tensor_stride(x, lead + k - 1);
+    job->gs[k] = ct_tensor_stride(grad, lead + k - 1);
+    job->is[k] = ct_tensor_stride(out, lead + k - 1);
+  }
+  job->x = ct_tensor_base(x);
+  job->grad = ct_tensor_base(grad);
+  job->out = ct_tensor_base(out);
+  job->acc = NULL;
+  job->dilation[0] = job->dilation[1] = 1;
+  job->count_include_pad = true;
+  job->has_divisor = false;
+  job->divisor = 0;
+  if (mode == CT_POOL_BW_ADAPTIVE) return;
+  ct_pool_bw_pair(&call->attrs[0], ones, job->kernel);
+  ct_pool_bw_pair(&call->attrs[1], job->kernel, job->stride);
+  ct_pool_bw_pair(&call->attrs[2], zeros, job->padding);
+  if (mode == CT_POOL_BW_MAX) {
+    ct_pool_bw_pair(&call->attrs[3], ones, job->dilation);
+  } else {
+    job->count_include_pad = call->attrs[4].value.b != 0;
+    job->has_divisor = call->attrs[5].type == CT_ATTR_INT;
+    job->divisor = job->has_divisor ? call->attrs[5].value.i : 0;
+  }
+}
+
+static int64_t ct_pool_bw_planes(const ct_kernel_call* call, const ct_pool_bw_job* job) {
+  const ct_tensor* x = call->inputs[1];
+  return (x->ndim == 4 ? x->shape[0] : 1) * job->channels;
+}
+
+/* Windows that do not overlap, in both dims: each input position is in at most one window. */
+static bool ct_pool_bw_disjoint(const ct_pool_bw_job* job) {
+  return job->stride[0] >= (job->kernel[0] - 1) * job->dilation[0] + 1 &&
+         job->stride[1] >= (job->kernel[1] - 1) * job->dilation[1] + 1;
+}
+
+/* Window [h0, h1) x [w0, w1) of avg_pool2d or adaptive_avg_pool2d output (oh, ow), clipped to the
+ * input, and its divisor, as the forward. */
+static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t ow, int64_t* h0,
+                                  int64_t* h1, int64_t* w0, int64_t* w1, int64_t* divide_h,
+                                  int64_t* divide_w, int64_t* divide) {
+  if (job->mode == CT_POOL_BW_ADAPTIVE) {
+    *h0 = oh * job->h / job->oh;
+    *h1 = ((oh + 1) * job->h + job->oh - 1) / job->oh;
+    *w0 = ow * job->w / job->ow;
+    *w1 = ((ow + 1) * job->w + job->ow - 1) / job->ow;
+    *divide_h = *h1 - *h0;
+    *divide_w = *w1 - *w0;
+    *divide = 0;
+    return;
+  }
+  *h0 = oh * job->stride[0] - job->padding[0];
+  *w0 = ow * job->stride[1] - job->padding[1];
+  *h1 = *h0 + job->kernel[0] < job->h + job->padding[0] ? *h0 + job->kernel[0]
+                                                        : job->h + job->padding[0];
+  *w1 = *w0 + job->kernel[1] < job->w + job->padding[1] ? *w0 + job->kernel[1]
+                                                        : job->w + job->padding[1];
+  const int64_t pool_size = (*h1 - *h0) * (*w1 - *w0);
+  if (*h0 < 0) *h0 = 0;
+  if (*w0 < 0) *w0 = 0;
+  if (*h1 > job->h) *h1 = job->h;
+  if (*w1 > job->w) *w1 = job->w;
+  *divide = job->has_divisor         ? job->divisor
+            : job->count_include_pad ? pool_size
+                                     : (*h1 - *h0) * (*w1 - *w0);
+  *divide_h = *divide_w = 0;
+}
+
+/* The flat offset (ih · W + iw) of the maximum of max_pool2d's window of output (oh, ow), as the
+ * forward finds it; -1 for a window of padding only (dilation or ceil_mode can make one): its
+ * output is -inf whatever the input, so its cotangent goes nowhere (torch reads past the window
+ * there). */
+#define CT_POOL_BW_ARGMAX(SFX, T, C)                                                               \
+  static inline int64_t ct_pool_bw_argmax_##SFX(const ct_pool_bw_job* job, const T* x, int64_t oh, \
+                                                int64_t ow) {                                      \
+    const int64_t dh = job->dilation[0], dw = job->dilation[1];                                    \
+    int64_t h0 = oh * job->stride[0] - job->padding[0];                                            \
+    int64_t w0 = ow * job->stride[1] - job->padding[1];                                            \
+    const int64_t h1 =                                                                             \
+        h0 + (job->kernel[0] - 1) * dh + 1 < job->h ? h0 + (job->kernel[0] - 1) * dh + 1 : job->h; \
+    const int64_t w1 =                                                                             \
+        w0 + (job->kernel[1] - 1) * dw + 1 < job->w ? w0 + (job->kernel[1] - 1) * dw + 1 : job->w; \
+    while (h0 < 0) h0 += dh;                                                                       \
+    while (w0 < 0) w0 += dw;                                                                       \
+    if (h0 >= h1 || w0 >= w1) return -1; /* only padding: the output is -inf, a constant */        \
+    int64_t best = h0 * job->w + w0;                                                               \
+    C result = (C) - INFINITY;                                                                     \
+    for (int64_t ih = h0; ih < h1; ih += dh) {                                                     \
+      const T* row = x + ih * job->xs[2];                                                          \
+      for (int64_t iw = w0; iw < w1; iw += dw) {                                                   \
+        const C v = ct_load_##SFX(row[iw * job->xs[3]]);                                           \
+        if (v > result || isnan(v)) {                                                              \
+          result = v;                                                                              \
+          best = ih * job->w + iw;                                                                 \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    return best;                                                                                   \
+  }
+
+#define CT_POOL_BW_DEFINE(SFX, T, C, ID)                                                           \
+  CT_POOL_BW_ARGMAX(SFX, T, C)                                                                     \
+                                                                                                   \
+  /* max_pool2d, disjoint windows, grad_input of the storage type written directly: each input     \
+   * row once, zeros except at its windows' maxima. */                                             \
+  static void ct_pool_bw_max_disjoint_##SFX(const ct_pool_bw_job* job, const T* x, const T* g,     \
+                                            T* gi) {                                               \
+    const T zero = ct_store_##SFX((C)0);                                                           \
+    for (int64_t ih = 0; ih < job->h; ++ih) {                                                      \
+      T* row = gi + ih * job->is[2];                                                               \
+      for (int64_t iw = 0; iw < job->w; ++iw) row[iw * job->is[3]] = zero;                         \
+    }                                                                                              \
+    for (int64_t oh = 0; oh < job->oh; ++oh) {                                                     \
+      const T* grow = g + oh * job->gs[2];                                                         \
+      for (int64_t ow = 0; ow < job->ow; ++ow) {                                                   \
+        const int64_t best = ct_pool_bw_argmax_##SFX(job, x, oh, ow);                              \
+        if (best < 0) continue;                                                                    \
+        const int64_t ih = best / job->w, iw = best % job->w;                                      \
+        gi[ih * job->is[2] + iw * job->is[3]] = grow[ow * job->gs[3]];                             \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* max_pool2d, 2 x 2 windows with stride 2, no padding, dilation 1, unit column strides: two     \
+   * input rows per output row, written once. */                                                   \
+  static void ct_pool_bw_max_2x2_##SFX(const ct_pool_bw_job* job, const T* x, const T* g, T* gi) { \
+    const T zero = ct_store_##SFX((C)0);                                                           \
+    for (int64_t oh = 0; oh < job->oh; ++oh) {                                                     \
+      const T* x0 = x + 2 * oh * job->xs[2];                                                       \
+      const T* x1 = x0 + job->xs[2];                                                               \
+      T* r0 = gi + 2 * oh * job->is[2];                                                            \
+      T* r1 = r0 + job->is[2];                                                                     \
+      const T* grow = g + oh * job->gs[2];                                                         \
+      for (int64_t ow = 0; ow < job->ow; ++ow) {                                                   \
+        const int64_t a = 2 * ow;                                                                  \
+        const C v00 = ct_load_##SFX(x0[a]), v01 = ct_load_##SFX(x0[a + 1]);                        \
+        const C v10 = ct_load_##SFX(x1[a]), v11 = ct_load_##SFX(x1[a + 1]);                        \
+        int which = 0;                                                                             \
+        C best = v00;                                                                              \
+        if (v01 > best || isnan(v01)) {                                                            \
+          best = v01;                                                                              \
+          which = 1;                                                                               \
+        }                                                                                          \
+        if (v10 > best || isnan(v10)) {                                                            \
+          best = v10;                                                                              \
+          which = 2;                                                                               \
+        }                                                                                          \
+        if (v11 > best || isnan(v11)) which = 3;                                                   \
+        const T gv = grow[ow * job->gs[3]];                                                        \
+        r0[a] = which == 0 ? gv : zero;                                                            \
+        r0[a + 1] = which == 1 ? gv : zero;                                                        \
+        r1[a] = which == 2 ? gv : zero;                                                            \
+        r1[a + 1] = which == 3 ? gv : zero;                                                        \
+      }                                                                                            \
+      for (int64_t iw = 2 * job->ow; iw < job->w; ++iw) r0[iw] = r1[iw] = zero;                    \
+    }                                                                                              \
+    for (int64_t ih = 2 * job->oh; ih < job->h; ++ih) {                                            \
+      T* row = gi + ih * job->is[2];                                                               \
+      for (int64_t iw = 0; iw < job->w; ++iw) row[iw] = zero;                                      \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  static void ct_cpu_pool_bw_planes_##SFX(int64_t begin, int64_t end, void* context) {             \
+    const ct_pool_bw_job* job = context;                                                           \
+    const bool direct = sizeof(T) == sizeof(C); /* accumulate in grad_input itself */              \
+    for (int64_t plane = begin; plane < end; ++plane) {                                            \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                          \
+      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                             \
+      const T* g = (const T*)job->grad + n * job->gs[0] + c * job->gs[1];                          \
+      T* gi = (T*)job->out + n * job->is[0] + c * job->is[1];                                      \
+      if (job->mode == CT_POOL_BW_MAX && ct_pool_bw_disjoint(job)) {                               \
+        if (job->kernel[0] == 2 && job->kernel[1] == 2 && job->stride[0] == 2 &&                   \
+            job->stride[1] == 2 && job->padding[0] == 0 && job->padding[1] == 0 &&                 \
+            job->dilation[0] == 1 && job->dilation[1] == 1 && job->xs[3] == 1 &&                   \
+            job->is[3] == 1 && 2 * job->oh <= job->h && 2 * job->ow <= job->w) {                   \
+          ct_pool_bw_max_2x2_##SFX(job, x, g, gi);                                                 \
+        } else {                                                                                   \
+          ct_pool_bw_max_disjoint_##SFX(job, x, g, gi);                                            \
+        }                                                                                          \
+        continue;                                                                                  \
+      }                                                                                            \
+      /* acc[ih · a2 + iw · a3]: grad_input itself, or its float32 plane */                        \
+      C* acc = direct ? (C*)(void*)gi : (C*)(void*)(job->acc + plane * job->h * job->w);           \
+      const int64_t a2 = direct ? job->is[2] : job->w, a3 = direct ? job->is[3] : 1;               \
+      for (int64_t ih = 0; ih < job->h; ++ih) {                                                    \
+        for (int64_t iw = 0; iw < job->w; ++iw) acc[ih * a2 + iw * a3] = (C)0;                     \
+      }                                                                                            \
+      for (int64_t oh = 0; oh < job->oh; ++oh) {                                                   \
+        for (int64_t ow = 0; ow < job->ow; ++ow) {                                                 \
+          const C gv = ct_load_##SFX(g[oh * job->gs[2] + ow * job->gs[3]]);                        \
+          if (job->mode == CT_POOL_BW_MAX) {                                                       \
+            const int64_t best = ct_pool_bw_argmax_##SFX(job, x, oh, ow);                          \
+            if (best >= 0) acc[best / job->w * a2 + best % job->w * a3] += gv;                     \
+            continue;                                                                              \
+          }                                                                                        \
+          int64_t h0, h1, w0, w1, dh, dw, divide;                                                  \
+          ct_pool_bw_avg_window(job, oh, ow, &h0, &h1, &w0, &w1, &dh, &dw, &divide);               \
+          const C delta = job->mode == CT_POOL_BW_ADAPTIVE ? gv / (C)dh / (C)dw : gv / (C)divide;  \
+          for (int64_t ih = h0; ih < h1; ++ih) {                                                   \
+            for (int64_t iw = w0; iw < w1; ++iw) acc[ih * a2 + iw * a3] += delta;                  \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+      if (!direct) {                                                                               \
+        for (int64_t ih = 0; ih < job->h; ++ih) {                                                  \
+          for (int64_t iw = 0; iw < job->w; ++iw) {                                                \
+            gi[ih * job->is[2] + iw * job->is[3]] = ct_store_##SFX(acc[ih * a2 + iw * a3]);        \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  static int ct_cpu_pool_bw_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,           \
+                                            uint64_t* alignment) {                                 \
+    *alignment = 64;                                                                               \
+    *bytes = 0;                                                                                    \
+    if (sizeof(T) != sizeof(C)) {                                                                  \
+      const ct_tensor* x = call->inputs[1];                                                        \
+      int64_t elements = 1;                                                                        \
+      for (int32_t k = 0; k < x->ndim; ++k) {                                                      \
+        if (!ct_checked_mul_i64(elements, x->shape[k], &elements)) {                               \
+          return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: the workspace overflows int64",         \
+                              call->schema->name);                                                 \
+        }                                                                                          \
+      }                                                                                            \
+      *bytes = (uint64_t)elements * sizeof(float);                                                 \
+    }                                                                                              \
+    return CT_OK;                                                                                  \
+  }                                                                                                \
+                                                                                                   \
+  static int ct_cpu_pool_bw_run_##SFX(const ct_kernel_call* call, ct_pool_bw_mode mode) {          \
+    ct_pool_bw_job job;                                                                            \
+    ct_pool_bw_prepare(call, mode, &job);                                                          \
+    const int64_t planes = ct_pool_bw_planes(call, &job);                                          \
+    if (planes == 0 || job.h * job.w == 0) return CT_OK;                                           \
+    job.acc = call->workspace;                                                                     \
+    const int64_t window = mode == CT_POOL_BW_ADAPTIVE                                             \
+                               ? (job.h / job.oh + 1) * (job.w / job.ow + 1)                       \
+                               : job.kernel[0] * job.kernel[1];                                    \
+    ct_cpu_parallel_for(planes, job.oh * job.ow * window + job.h * job.w,                          \
+                        ct_cpu_pool_bw_planes_##SFX, &job);                                        \
+    return CT_OK;                                                                                  \
+  }                                                                                                \
+  static int ct_cpu_max_pool2d_backward_##SFX(const ct_kernel_call* call) {                        \
+    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_BW_MAX);                                         \
+  }                                                                                                \
+  static int ct_cpu_avg_pool2d_backward_##SFX(const ct_kernel_call* call) {                        \
+    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_BW_AVG);                                         \
+  }                                                                                                \
+  static int ct_cpu_adaptive_avg_pool2d_backward_##SFX(const ct_kernel_call* call) {               \
+    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_BW_ADAPTIVE);                                    \
+  }
+
+#define CT_POOL_BW_REG(SFX, T, C, ID)                                                                \
+  {"max_pool2d_backward",          3,   {ID, ID, ID}, ct_cpu_max_pool2d_backward_##SFX,              \
+   ct_cpu_pool_bw_workspace_##SFX, NULL},                                                            \
+      {"avg_pool2d_backward",          3,   {ID, ID, ID}, ct_cpu_avg_pool2d_backward_##SFX,          \
+       ct_cpu_pool_bw_workspace_##SFX, NULL},                                                        \
+      {"adaptive_avg_pool2d_backward", 3,   {ID, ID, ID}, ct_cpu_adaptive_avg_pool2d_backward_##SFX, \
+       ct_cpu_pool_bw_workspace_##SFX, NULL},
+
+#define CT_POOL_BW_TYPES(X)            \
+  X(f16, uint16_t, float, CT_DT_F16)   \
+  X(bf16, uint16_t, float, CT_DT_BF16) \
+  X(f32, float, float, CT_DT_F32)      \
+  X(f64, double, double, CT_DT_F64)
+
+CT_POOL_BW_TYPES(CT_POOL_BW_DEFINE)
+
+static const ct_cpu_kernel ct_cpu_pool_backward_kernels[] = {CT_POOL_BW_TYPES(CT_POOL_BW_REG)};
+
+int ct_cpu_register_pool_backward(void) {
+  return ct_cpu_register_all(ct_cpu_pool_backward_kernels,
+                             CT_CPU_KERNEL_COUNT(ct_cpu_pool_backward_kernels));
+}
