@@ -287,6 +287,26 @@ def test_max_pool2d_backward(dtype, case, seed, lx, lg, ties):
     check(got, want, bound, windows, dtype)
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", [(2, 3, 10, 38), (1, 2, 7, 17), (3, 4, 4)])
+def test_max_pool2d_backward_2x2_rows(dtype, shape):
+    """2 x 2 windows at stride 2 (the vectorised path: eight windows at a time, a scalar tail,
+    an odd last row and column left at zero), with ties, NaN, infinities and signed zeros."""
+    gen = torch.Generator().manual_seed(len(shape) + shape[-1])
+    x = torch.round(torch.randn(shape, generator=gen, dtype=torch.float64) * 2)
+    flat = x.view(-1)
+    picks = torch.randperm(flat.numel(), generator=gen)[:12]
+    flat[picks[:4]] = float("nan")
+    flat[picks[4:6]] = float("inf")
+    flat[picks[6:8]] = -float("inf")
+    flat[picks[8:10]] = -0.0
+    x = x.to(DTYPES[dtype])
+    g = random(F.max_pool2d(f64(x), 2).shape, dtype, gen)
+    got = ctensor.ops.max_pool2d_backward(g, x, kernel_size=2)
+    (want,) = vjp(lambda a: F.max_pool2d(a, 2), [x], g)
+    assert torch.equal(got.to(torch.float64), want)
+
+
 def test_max_pool2d_backward_drops_padding_only_windows():
     x = torch.randn(2, 3, 4, 1)
     attrs = {"kernel_size": [1, 2], "stride": [2, 2], "padding": [0, 1], "dilation": [1, 2]}
