@@ -1,12 +1,13 @@
-"""Neural-network and data-movement cases: softmax, layer_norm, max_pool2d, transpose copy and
-argmax (bytes read + written per call, against torch CPU), with ctensor on the OpenCL device
-(``ctensor.opencl``) beside them when that backend is loaded."""
+"""Neural-network and data-movement cases: softmax, layer_norm, their backward ops, max_pool2d,
+transpose copy, argmax and embedding backward (bytes read + written per call, against torch
+CPU), with ctensor on the OpenCL device (``ctensor.opencl``) beside them when that backend is
+loaded."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .case import Case, Impl, Target
+from .case import OUT_NAMES, Case, Impl, Target
 from .env import Env
 
 __all__ = ["build"]
@@ -24,6 +25,11 @@ def build(env: Env) -> list[Case]:
     x = env.normal((rows, cols))
     y = np.empty_like(x)
     w, b = env.normal((cols,)), env.normal((cols,))
+    # backward ops: a cotangent, the forwards' outputs and the gradients' buffers
+    gy = env.normal((rows, cols))
+    y_sm = env.ops.softmax(x, axis=-1)
+    y_lsm = env.ops.log_softmax(x, axis=-1)
+    gw, gb = np.empty_like(w), np.empty_like(b)
     pool_in = env.normal((1, 8, 16, 16) if quick else (8, 64, 56, 56))
     pool_out = np.empty(
         pool_in.shape[:2] + (pool_in.shape[2] // 2, pool_in.shape[3] // 2), np.float32
@@ -31,6 +37,11 @@ def build(env: Env) -> list[Case]:
     pool_grad = env.normal(pool_out.shape)
     pool_grad_in = np.empty_like(pool_in)
     side = 128 if quick else 4096
+    table_rows, table_dim, lookups = (1000, 64, 256) if quick else (50000, 512, 16384)
+    emb_idx = env.rng.integers(0, table_rows, lookups).astype(np.int64)
+    emb_grad = env.normal((lookups, table_dim))
+    emb_table = np.empty((table_rows, table_dim), np.float32)
+    emb_out = np.empty_like(emb_table)
     sq = env.normal((side, side))
     sq_t = np.empty_like(sq)
     ns = {
@@ -47,6 +58,16 @@ def build(env: Env) -> list[Case]:
         "sq": sq,
         "sqt": sq_t,
         "cols": cols,
+        "eg": emb_grad,
+        "ei": emb_idx,
+        "ew": emb_table,
+        "egw": emb_out,
+        "rows_e": table_rows,
+        "gy": gy,
+        "y_sm": y_sm,
+        "y_lsm": y_lsm,
+        "gw": gw,
+        "gb": gb,
     }
     has_torch = env.torch is not None
     if has_torch:
@@ -63,7 +84,16 @@ def build(env: Env) -> list[Case]:
             tpi=torch.ops.aten.max_pool2d_with_indices(env.t(pool_in), [2, 2], [2, 2])[1],
             tsq=env.t(sq),
             tsqt=env.t(sq_t),
+            teg=env.t(emb_grad),
+            tei=torch.from_numpy(emb_idx),
+            emb_backward=torch.ops.aten.embedding_dense_backward,
+            tgy=env.t(gy),
+            ty_sm=env.t(y_sm),
+            ty_lsm=env.t(y_lsm),
         )
+        # torch's layer_norm backward takes the forward's saved mean and rstd
+        _, tmean, trstd = torch.native_layer_norm(ns["tx"], (cols,), ns["tw"], ns["tb"], 1e-5)
+        ns.update(tmean=tmean, trstd=trstd)
     if env.jnp is not None:
         jax_nn = __import__("jax").nn
         ns.update(jsoftmax=env.jit(lambda v: jax_nn.softmax(v, axis=-1)), jx=env.j(x))
@@ -126,6 +156,48 @@ def build(env: Env) -> list[Case]:
             targets=_faster(1.2) if has_torch else [],
         ),
         Case(
+            f"nn/softmax_backward/{rows}x{cols}",
+            "nn",
+            "GB/s",
+            3 * x.size * _F32,
+            impls(
+                "ops.softmax_backward(gy, y_sm, axis=-1, out=y)",
+                "torch._softmax_backward_data(tgy, ty_sm, -1, torch.float32)",
+            ),
+            f"{shape_text}, last axis: grad_input from the cotangent and the forward's output",
+            {"torch": (1e-5, 1e-6)} if has_torch else {},
+            targets=_faster(1.2) if has_torch else [],
+        ),
+        Case(
+            f"nn/log_softmax_backward/{rows}x{cols}",
+            "nn",
+            "GB/s",
+            3 * x.size * _F32,
+            impls(
+                "ops.log_softmax_backward(gy, y_lsm, axis=-1, out=y)",
+                "torch._log_softmax_backward_data(tgy, ty_lsm, -1, torch.float32)",
+            ),
+            f"{shape_text}, last axis: grad_input from the cotangent and the forward's output",
+            {"torch": (1e-5, 1e-5)} if has_torch else {},
+            targets=_faster(1.2) if has_torch else [],
+        ),
+        Case(
+            f"nn/layer_norm_backward/{rows}x{cols}",
+            "nn",
+            "GB/s",
+            3 * x.size * _F32,
+            impls(
+                "ops.layer_norm_backward(gy, x, w, normalized_shape=[cols], out=(y, gw, gb))",
+                "torch.ops.aten.native_layer_norm_backward("
+                "tgy, tx, (cols,), tmean, trstd, tw, tb, [True, True, True])",
+            ),
+            f"{shape_text} over the last axis: grad_input, grad_weight and grad_bias (torch: "
+            "from the forward's saved mean and rstd; ctensor recomputes them)",
+            {"torch": (1e-4, 1e-3)} if has_torch else {},
+            targets=_faster(1.2) if has_torch else [],
+            outputs=(*OUT_NAMES, "gw", "gb"),
+        ),
+        Case(
             "nn/max_pool2d/" + "x".join(map(str, pool_in.shape)),
             "nn",
             "GB/s",
@@ -185,5 +257,19 @@ def build(env: Env) -> list[Case]:
             f"{shape_text}, last axis",
             exact_np,
             targets=_faster(2.0) if has_torch else [],
+        ),
+        Case(
+            f"nn/embedding_backward/{table_rows}x{table_dim}/{lookups}",
+            "nn",
+            "GB/s",
+            (emb_grad.size + emb_out.size) * _F32,
+            impls(
+                "ops.embedding_backward(eg, ei, ew, out=egw)",
+                "emb_backward(teg, tei, rows_e, -1, False)",
+            ),
+            f"weight gradient of a ({table_rows}, {table_dim}) table from {lookups} random "
+            "int64 indices (grad_out read, the whole table written)",
+            {"torch": (1e-5, 1e-6)} if has_torch else {},
+            targets=_faster(1.0) if has_torch else [],
         ),
     ]

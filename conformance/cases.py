@@ -19,7 +19,7 @@ from ctensor._registry import OpSpec
 
 from . import dtypes as dt
 from .abi_calls import infer
-from .op_table import BINARY_SHAPES, OPS, UNARY_SHAPES
+from .op_table import BINARY_SHAPES, GRADIENT_DOMAINS, OPS, UNARY_SHAPES
 from .tolerances import tolerance_class
 
 __all__ = ["Case", "generate", "LAYOUTS", "case_seed"]
@@ -210,6 +210,7 @@ def gradient_cases(spec: OpSpec, signature: tuple[str, ...], seed: int, count: i
             "few",
         ):
             domains[k] = "small"  # moderate values: exp, pow and the like stay finite
+    domains.update(GRADIENT_DOMAINS.get(spec.name, {}))
     entry["domains"] = domains
     cases = generate(spec, signature, seed ^ 0x9E3779B9, 4 * count, entry)
     cases = [c for c in cases if all(a is None or a.size for a in c.inputs)]

@@ -38,6 +38,30 @@ REDUCE_ATTRS = [
     {"keepdims": True},
 ]
 NCHW = [((2, 3, 7, 8),), ((1, 2, 5, 5),), ((0, 2, 4, 4),)]
+# (grad_out, x) of a reduction's backward op: grad_out in each reduced shape REDUCE_ATTRS gives.
+REDUCE_GRAD_SHAPES = [
+    ((), (2, 3, 4)),
+    ((3, 4), (2, 3, 4)),
+    ((2, 3, 1), (2, 3, 4)),
+    ((3,), (2, 3, 4)),
+    ((1, 1, 1), (2, 3, 4)),
+    ((), (3, 4)),
+    ((4,), (3, 4)),
+    ((3, 1), (3, 4)),
+    ((), ()),
+    ((3,), (0, 3)),
+]
+# (grad_out, x, out): out in the reduced shape too.
+REDUCE_GRAD_OUT_SHAPES = [(g, x, g) for g, x in REDUCE_GRAD_SHAPES if 0 not in x]
+# (grad_out, x) of a scan's backward op.
+SCAN_GRAD_SHAPES = [
+    ((7,), (7,)),
+    ((8,), (7,)),
+    ((3, 4), (3, 4)),
+    ((3, 5), (3, 4)),
+    ((1,), ()),
+    ((2,), ()),
+]
 # (grad_out, input) of the pooling cases on NCHW: the attribute sets pick the matching pairs.
 POOL_BACKWARD_SHAPES = [
     ((2, 3, 3, 4), (2, 3, 7, 8)),
@@ -109,6 +133,38 @@ OPS: dict[str, dict] = {
         "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
         "domains": {0: "small"},
     },
+    # ---------------------------------------------------------------- their backward ops
+    "sum_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_SHAPES},
+    "mean_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_SHAPES},
+    "prod_backward": {
+        "attrs": REDUCE_ATTRS,
+        "shapes": REDUCE_GRAD_SHAPES,
+        "domains": {1: "small"},
+    },
+    "max_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_OUT_SHAPES},
+    "min_backward": {"attrs": REDUCE_ATTRS, "shapes": REDUCE_GRAD_OUT_SHAPES},
+    "logsumexp_backward": {
+        "attrs": REDUCE_ATTRS,
+        "shapes": REDUCE_GRAD_OUT_SHAPES,
+        "domains": {1: "small", 2: "small"},
+    },
+    "var_backward": {
+        "attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}],
+        "shapes": REDUCE_GRAD_SHAPES + [((2, 4), (2, 3, 4))],
+    },
+    "std_backward": {
+        "attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}],
+        "shapes": REDUCE_GRAD_OUT_SHAPES + [((2, 4), (2, 3, 4), (2, 4))],
+    },
+    "cumulative_sum_backward": {
+        "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
+        "shapes": SCAN_GRAD_SHAPES,
+    },
+    "cumulative_prod_backward": {
+        "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
+        "shapes": [(g, x, g) for g, x in SCAN_GRAD_SHAPES],
+        "domains": {1: "small", 2: "small"},
+    },
     "softmax": {"attrs": [{}, {"axis": 0}], "shapes": NONEMPTY_SHAPES[1:]},
     "log_softmax": {"attrs": [{}, {"axis": 0}], "shapes": NONEMPTY_SHAPES[1:]},
     # ---------------------------------------------------------------- linear algebra
@@ -124,6 +180,19 @@ OPS: dict[str, dict] = {
             ((3, 4), (4,)),
         ],
         "domains": {0: "small", 1: "small"},
+    },
+    "matmul_backward": {
+        "shapes": [
+            ((3, 5), (3, 4), (4, 5)),
+            ((3,), (4,), (4, 3)),
+            ((2, 3, 2), (2, 3, 4), (4, 2)),
+            ((), (5,), (5,)),
+            ((2, 3, 3, 2), (2, 1, 3, 4), (3, 4, 2)),
+            ((0, 3), (0, 4), (4, 3)),
+            ((3, 2), (3, 0), (0, 2)),
+            ((3,), (3, 4), (4,)),
+        ],
+        "domains": {0: "small", 1: "small", 2: "small"},
     },
     "vecdot": {
         "shapes": [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((4, 3), (4, 3)), ((0, 2), (2,))],
@@ -155,6 +224,25 @@ OPS: dict[str, dict] = {
             {"subscripts": "ij->ji"},
         ],
         "domains": {0: "small"},
+    },
+    "einsum_backward": {
+        "shapes": [
+            ((3, 5), [(3, 4), (4, 5)]),
+            ((4,), [(4, 4)]),
+            ((), [(4, 4)]),
+            ((4, 3), [(3, 4)]),
+            ((2, 3, 5), [(2, 3, 4), (2, 4, 5)]),
+            ((), [(5,), (5,)]),
+        ],
+        "attrs": [
+            {"subscripts": "ij,jk->ik"},
+            {"subscripts": "ii->i"},
+            {"subscripts": "ii"},
+            {"subscripts": "ij->ji"},
+            {"subscripts": "bij,bjk->bik"},
+            {"subscripts": "i,i"},
+        ],
+        "domains": {0: "small", 1: "small"},
     },
     # ---------------------------------------------------------------- shape and indexing
     "broadcast_to": {
@@ -387,6 +475,16 @@ OPS: dict[str, dict] = {
         "domains": {2: "positive"},
         "edges": False,
     },
+    "batch_norm_training": {
+        "shapes": [
+            ((2, 3, 4, 5), (3,), (3,), (3,), (3,)),
+            ((4, 3), None, None, (3,), (3,)),
+            ((5, 2, 3), (2,), (2,), None, None),
+        ],
+        "attrs": [{}, {"eps": 0.1, "momentum": 0.3}],
+        "domains": {2: "positive"},
+        "edges": False,
+    },
     "group_norm": {
         "shapes": [((2, 6, 4, 4), (6,), (6,)), ((3, 4, 5), None, None)],
         "attrs": [{"num_groups": 3}, {"num_groups": 2, "eps": 0.01}],
@@ -418,5 +516,93 @@ OPS: dict[str, dict] = {
     },
 }
 
+# ---------------------------------------------------------------- element-wise backward ops
+# (capi/ops/elementwise_grad_table.h): cotangents and values of moderate size, without edge
+# values: a backward formula chains several rounded operations in the kernel's compute type, so
+# an infinity or a huge value overflows an intermediate result that the float64 reference
+# keeps (the edge values of these ops are checked against torch in tests/test_grad_*).
+_GRAD_PAIR_SHAPES = [((), ()), ((7,), (7,)), ((3, 4), (3, 4)), ((3, 4), (4,)), ((0, 3), (0, 3))]
+_GRAD_TRIPLE_SHAPES = [
+    ((3, 4), (3, 4), (3, 4)),
+    ((3, 4), (3, 1), (4,)),
+    ((2, 3), (), (2, 3)),
+    ((0, 2), (0, 2), (2,)),
+]
+_GRAD_DOMAINS = {
+    "log1p_backward": {1: ("range", -0.9, 3.0)},
+    "log2_backward": {1: "positive"},
+    "log10_backward": {1: "positive"},
+    "acosh_backward": {1: ("range", 1.0, 3.0)},
+    "pow_backward": {1: "positive", 2: "exponent"},
+}
+_GRAD_ATTRS = {
+    "leaky_relu_backward": [{}, {"negative_slope": 0.2}],
+    "elu_backward": [{}, {"alpha": 0.5}],
+    "softplus_backward": [{}, {"beta": 2.0, "threshold": 1.0}],
+    "gelu_backward": [{}, {"approximate": "tanh"}],
+}
+for _name in [
+    "abs_backward",
+    "relu_backward",
+    "expm1_backward",
+    "log1p_backward",
+    "log2_backward",
+    "log10_backward",
+    "tan_backward",
+    "asin_backward",
+    "acos_backward",
+    "atan_backward",
+    "tanh_backward",
+    "asinh_backward",
+    "acosh_backward",
+    "atanh_backward",
+    "erf_backward",
+    "sigmoid_backward",
+    "silu_backward",
+    "selu_backward",
+    "hardswish_backward",
+    "leaky_relu_backward",
+    "elu_backward",
+    "softplus_backward",
+    "gelu_backward",
+    "where_backward",
+]:
+    OPS[_name] = {
+        "shapes": _GRAD_PAIR_SHAPES,
+        "domains": {0: "small", 1: "small", **_GRAD_DOMAINS.get(_name, {})},
+        "edges": False,
+    }
+    if _name in _GRAD_ATTRS:
+        OPS[_name]["attrs"] = _GRAD_ATTRS[_name]
+for _name in [
+    "maximum_backward",
+    "minimum_backward",
+    "pow_backward",
+    "atan2_backward",
+    "logaddexp_backward",
+    "copysign_backward",
+]:
+    OPS[_name] = {
+        "shapes": _GRAD_TRIPLE_SHAPES,
+        "domains": {0: "small", 1: "small", 2: "small", **_GRAD_DOMAINS.get(_name, {})},
+        "edges": False,
+    }
+
+#: Value domains of gradient checks (cases.gradient_cases), where the default (uniform in
+#: [-2, 2]) leaves the function's domain or sits on a kink: {op: {input index: domain}}.
+GRADIENT_DOMAINS: dict[str, dict] = {
+    "acos": {0: ("range", -0.9, 0.9)},
+    "asin": {0: ("range", -0.9, 0.9)},
+    "atanh": {0: ("range", -0.9, 0.9)},
+    "acosh": {0: ("range", 1.1, 3.0)},
+    "log": {0: "positive"},
+    "log2": {0: "positive"},
+    "log10": {0: "positive"},
+    "log1p": {0: ("range", -0.5, 3.0)},
+    "sqrt": {0: "positive"},
+    "pow": {0: "positive", 1: "small"},
+    "reciprocal": {0: "positive"},
+    "divide": {1: "positive"},
+}
 # conv2d's two backward operators take the same operands.
 OPS["conv2d_backward_weight"] = OPS["conv2d_backward_input"]

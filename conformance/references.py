@@ -649,6 +649,27 @@ def _batch_norm(ins, attrs, out):  # noqa: ANN001, ANN202
     return [r]
 
 
+@_ref(NUMPY, "batch_norm_training")
+def _batch_norm_training(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, running_mean, running_var, w, b = ins
+    axes = (0, *range(2, x.ndim))
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    invstd = 1.0 / np.sqrt(var + attrs["eps"])
+    r = (x - mean.reshape(shape)) * invstd.reshape(shape)
+    if w is not None:
+        r = r * w.reshape(shape)
+    if b is not None:
+        r = r + b.reshape(shape)
+    outs = [r, mean, invstd]
+    m, n = attrs["momentum"], x.size // max(x.shape[1], 1)
+    if running_mean is not None:
+        outs.append((1 - m) * running_mean + m * mean)
+    if running_var is not None:
+        outs.append((1 - m) * running_var + m * var * n / max(n - 1, 1))
+    return outs
+
+
 @_ref(NUMPY, "layer_norm")
 def _layer_norm(ins, attrs, out):  # noqa: ANN001, ANN202
     x, w, b = ins
@@ -891,3 +912,284 @@ def _interpolate(ins, attrs, out):  # noqa: ANN001, ANN202
     # The source index is computed in the compute type (float32 below float64), as torch does.
     x = _t(ins[0]) if out[0] == "float64" else _t(ins[0].astype(np.float32))
     return [f.interpolate(x, **kwargs).double().numpy()]
+
+
+# ------------------------------------------------------------ element-wise backward ops
+# capi/ops/elementwise_grad_table.h: torch's backward formulas (edge points included), with
+# 1 - x * x computed as (1 - x) * (1 + x) as the kernels do. Inputs: grad_out, then x, out or
+# x1 and x2 (where_backward: the condition); results at the broadcast shape.
+
+
+def _grad(fn):  # noqa: ANN001, ANN202
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        g, *rest = (np.asarray(v, np.float64) if v.dtype != bool else v for v in ins)
+        result = fn(g, *rest, attrs)
+        shape = np.broadcast_shapes(*(v.shape for v in ins))
+        return [
+            np.broadcast_to(r, shape) for r in (result if isinstance(result, tuple) else (result,))
+        ]
+
+    return run
+
+
+def _one_minus_square(x):  # noqa: ANN001, ANN202
+    return (1.0 - x) * (1.0 + x)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GRAD_REFERENCES = {
+    "abs_backward": lambda g, x, a: g * np.where(x > 0, 1.0, np.where(x < 0, -1.0, 0.0)),
+    "relu_backward": lambda g, y, a: np.where(y <= 0, 0.0, g),
+    "expm1_backward": lambda g, y, a: g * (y + 1.0),
+    "log1p_backward": lambda g, x, a: g / (x + 1.0),
+    "log2_backward": lambda g, x, a: g / (x * math.log(2.0)),
+    "log10_backward": lambda g, x, a: g / (x * math.log(10.0)),
+    "tan_backward": lambda g, y, a: g * (1.0 + y * y),
+    "asin_backward": lambda g, x, a: g / np.sqrt(_one_minus_square(x)),
+    "acos_backward": lambda g, x, a: -g / np.sqrt(_one_minus_square(x)),
+    "atan_backward": lambda g, x, a: g / (x * x + 1.0),
+    "tanh_backward": lambda g, y, a: g * _one_minus_square(y),
+    "asinh_backward": lambda g, x, a: g / np.sqrt(x * x + 1.0),
+    "acosh_backward": lambda g, x, a: g / np.sqrt((x - 1.0) * (x + 1.0)),
+    "atanh_backward": lambda g, x, a: g / _one_minus_square(x),
+    "erf_backward": lambda g, x, a: g * 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
+    "sigmoid_backward": lambda g, y, a: g * (1.0 - y) * y,
+    "silu_backward": lambda g, x, a: (
+        g / (1.0 + np.exp(-x)) * (1.0 + x * (1.0 - 1.0 / (1.0 + np.exp(-x))))
+    ),
+    "selu_backward": lambda g, x, a: np.where(
+        x <= 0, g * _SELU_ALPHA * _SELU_SCALE * np.exp(x), g * _SELU_SCALE
+    ),
+    "hardswish_backward": lambda g, x, a: np.where(
+        (x > -3) & (x < 3), g * (x / 3.0 + 0.5), np.where(x <= -3, 0.0, g)
+    ),
+    "leaky_relu_backward": lambda g, x, a: np.where(x > 0, g, g * a["negative_slope"]),
+    "elu_backward": lambda g, x, a: np.where(x <= 0, g * a["alpha"] * np.exp(x), g),
+    "softplus_backward": lambda g, x, a: np.where(
+        x * a["beta"] > a["threshold"],
+        g,
+        g * np.exp(x * a["beta"]) / (np.exp(x * a["beta"]) + 1.0),
+    ),
+    "maximum_backward": lambda g, x1, x2, a: (
+        np.where(x1 == x2, g / 2, np.where(x1 < x2, 0.0, g)),
+        np.where(x1 == x2, g / 2, np.where(x1 > x2, 0.0, g)),
+    ),
+    "minimum_backward": lambda g, x1, x2, a: (
+        np.where(x1 == x2, g / 2, np.where(x1 > x2, 0.0, g)),
+        np.where(x1 == x2, g / 2, np.where(x1 < x2, 0.0, g)),
+    ),
+    "pow_backward": lambda g, x1, x2, a: (
+        np.where(x2 == 0, 0.0, g * (x2 * x1 ** (x2 - 1.0))),
+        np.where((x1 == 0) & (x2 >= 0), 0.0, g * (x1**x2 * np.log(x1))),
+    ),
+    "atan2_backward": lambda g, x1, x2, a: (
+        g * x2 * _atan2_reciprocal(x1, x2),
+        g * -x1 * _atan2_reciprocal(x1, x2),
+    ),
+    "logaddexp_backward": lambda g, x1, x2, a: (
+        g / (1.0 + np.exp(x2 - x1)),
+        g / (1.0 + np.exp(x1 - x2)),
+    ),
+    "copysign_backward": lambda g, x1, x2, a: g * np.where(x1 == 0, 0.0, np.copysign(x1, x2) / x1),
+    "where_backward": lambda g, c, a: (np.where(c, g, 0.0), np.where(c, 0.0, g)),
+}
+
+
+def _atan2_reciprocal(x1, x2):  # noqa: ANN001, ANN202
+    r = x1 * x1 + x2 * x2
+    return np.where(r == 0, 0.0, 1.0 / np.where(r == 0, 1.0, r))
+
+
+def _gelu_backward(g, x, attrs):  # noqa: ANN001, ANN202
+    if attrs["approximate"] == "tanh":
+        kappa = 0.044715
+        t = np.tanh(_SQRT_2_OVER_PI * (x + kappa * x**3))
+        return g * (
+            0.5 * (1.0 + t)
+            + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3.0 * kappa * x * x)
+        )
+    cdf = 0.5 * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64))
+    return g * (cdf + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi))
+
+
+_GRAD_REFERENCES["gelu_backward"] = _gelu_backward
+for _name, _fn in _GRAD_REFERENCES.items():
+    NUMPY[_name] = _grad(_fn)
+
+
+# ------------------------------------------------------------------ reduction and linalg gradients
+
+
+def _reduced_axes(attrs, ndim: int) -> tuple:
+    axis = _axes(attrs["axis"], ndim)
+    return tuple(range(ndim)) if axis is None else axis
+
+
+def _unreduce(a: np.ndarray, ndim: int, attrs) -> np.ndarray:
+    """A reduced-shape array with the reduced dims re-inserted (extent 1)."""
+    axes = _reduced_axes(attrs, ndim)
+    return np.expand_dims(a, axes) if axes and not attrs["keepdims"] else a
+
+
+def _group_size(x: np.ndarray, attrs) -> int:
+    return int(np.prod([x.shape[a] for a in _reduced_axes(attrs, x.ndim)]))
+
+
+@_ref(NUMPY, "sum_backward")
+def _sum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x = ins[0], ins[1]
+    return [np.array(np.broadcast_to(_unreduce(g, x.ndim, attrs), x.shape))]
+
+
+@_ref(NUMPY, "mean_backward")
+def _mean_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x = ins[0], ins[1]
+    n = max(_group_size(x, attrs), 1)
+    return [np.array(np.broadcast_to(_unreduce(g, x.ndim, attrs) / n, x.shape))]
+
+
+@_ref(NUMPY, "prod_backward")
+def _prod_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """torch's rule: no zero, g * prod / x; one zero, it takes g * the others' product."""
+    g, x = ins[0], ins[1].astype(np.float64)
+    axes = _reduced_axes(attrs, x.ndim)
+    gb = _unreduce(g, x.ndim, attrs)
+    zeros = np.sum(x == 0, axis=axes, keepdims=True)
+    product = np.prod(np.where(x == 0, 1.0, x), axis=axes, keepdims=True)
+    with np.errstate(all="ignore"):
+        r = np.where(
+            zeros == 0, gb * (product / x), np.where((zeros == 1) & (x == 0), gb * product, 0)
+        )
+    return [np.array(np.broadcast_to(r, x.shape))]
+
+
+@_ref(NUMPY, "max_backward", "min_backward")
+def _extremum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """Split evenly among the ties (torch.amax); a nan extremum among the nans."""
+    g, x, o = ins
+    axes = _reduced_axes(attrs, x.ndim)
+    ob = _unreduce(o, x.ndim, attrs)
+    mask = np.where(np.isnan(ob), np.isnan(x), x == ob)
+    count = np.sum(mask, axis=axes, keepdims=True)
+    with np.errstate(all="ignore"):
+        r = np.where(mask, _unreduce(g, x.ndim, attrs) / count, 0.0)
+    return [np.array(np.broadcast_to(r, x.shape))]
+
+
+@_ref(NUMPY, "logsumexp_backward")
+def _logsumexp_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, o = ins
+    with np.errstate(all="ignore"):
+        r = _unreduce(g, x.ndim, attrs) * np.exp(x - _unreduce(o, x.ndim, attrs))
+    return [np.array(np.broadcast_to(r, x.shape))]
+
+
+@_ref(NUMPY, "var_backward", "std_backward")
+def _moment_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """2 (x - mean) / (N - correction) (torch; without axis and N - correction <= 0, nan where x
+    is the mean and inf elsewhere); std's scales grad_out by 1 / (2 std), 0 where std is 0."""
+    g, x = ins[0], ins[1]
+    if x.size == 0:
+        return [np.zeros(x.shape)]
+    axes = _reduced_axes(attrs, x.ndim)
+    gb = _unreduce(g, x.ndim, attrs)
+    with np.errstate(all="ignore"):
+        if len(ins) == 3:
+            ob = _unreduce(ins[2], x.ndim, attrs)
+            gb = np.where(ob == 0, 0.0, gb / (2.0 * ob))
+        mean = np.mean(x, axis=axes, keepdims=True) if axes else x
+        dof = _group_size(x, attrs) - attrs["correction"]
+        if dof <= 0 and attrs["axis"] is None:
+            r = gb * np.where(x == mean, np.nan, np.inf)
+        else:
+            r = (2.0 * gb / dof) * (x - mean)
+    return [np.array(np.broadcast_to(r, x.shape))]
+
+
+def _scan_lanes(ins, attrs):  # noqa: ANN001, ANN202
+    """grad_out, x (and out) with the scanned axis first; the axis."""
+    x = ins[1].reshape(1) if ins[1].ndim == 0 else ins[1]
+    axis = 0 if attrs["axis"] is None else attrs["axis"] % x.ndim
+    moved = [np.moveaxis(a.reshape(1) if a.ndim == 0 else a, axis, 0) for a in ins]
+    moved[1] = np.moveaxis(x, axis, 0)
+    return moved, axis
+
+
+@_ref(NUMPY, "cumulative_sum_backward")
+def _cumsum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    (g, x), axis = _scan_lanes(ins, attrs)
+    g = g[1:] if attrs["include_initial"] else g
+    r = np.flip(np.cumsum(np.flip(g, 0), axis=0), 0)
+    return [np.moveaxis(r, 0, axis).reshape(ins[1].shape)]
+
+
+@_ref(NUMPY, "cumulative_prod_backward")
+def _cumprod_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """grad_x[i] = out[i - 1] * s[i], s[i] = g[i] + x[i + 1] s[i + 1] (no division)."""
+    (g, x, o), axis = _scan_lanes(ins, attrs)
+    shift = 1 if attrs["include_initial"] else 0
+    n = x.shape[0]
+    r = np.zeros(x.shape)
+    s = np.zeros(x.shape[1:])
+    with np.errstate(all="ignore"):
+        for i in reversed(range(n)):
+            s = g[i + shift] + (x[i + 1] * s if i + 1 < n else 0.0)
+            before = i - 1 + shift
+            r[i] = (o[before] if before >= 0 else 1.0) * s
+    return [np.moveaxis(r, 0, axis).reshape(ins[1].shape)]
+
+
+def _sum_to(t: np.ndarray, shape: tuple) -> np.ndarray:
+    t = t.sum(axis=tuple(range(t.ndim - len(shape)))) if t.ndim > len(shape) else t
+    axes = tuple(d for d, e in enumerate(shape) if e == 1 and t.shape[d] != 1)
+    return t.sum(axis=axes, keepdims=True) if axes else t
+
+
+@_ref(NUMPY, "matmul_backward")
+def _matmul_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, a, b = ins
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    g2 = np.expand_dims(g, -1) if b.ndim == 1 else g
+    g2 = np.expand_dims(g2, -2) if a.ndim == 1 else g2
+    ga = _sum_to(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
+    gb = _sum_to(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
+    return [ga, gb]
+
+
+def _einsum_letters(subscripts: str, ops: list) -> tuple[list, str, dict]:
+    """Each operand's letters, the output's (NumPy's implicit rule), each letter's extent."""
+    inputs, _, output = subscripts.replace(" ", "").partition("->")
+    names = inputs.split(",")
+    if "->" not in subscripts:
+        once = [c for c in set(inputs) - {","} if inputs.count(c) == 1]
+        output = "".join(sorted(once, key=lambda c: (c.islower(), c)))
+    extent: dict = {}
+    for name, op in zip(names, ops, strict=True):
+        for c, e in zip(name, op.shape, strict=True):
+            extent[c] = max(extent.get(c, 1), e)
+    return names, output, extent
+
+
+@_ref(NUMPY, "einsum_backward")
+def _einsum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """Every product of the sum, by letter assignment: grad_i[its letters] += g[output letters]
+    * the other operand at its letters (extent-1 dims broadcast)."""
+    g, ops = ins[0], list(ins[1] if isinstance(ins[1], list) else ins[1:])
+    names, output, extent = _einsum_letters(attrs["subscripts"], ops)
+    letters = sorted(extent)
+    grads = [np.zeros(op.shape) for op in ops]
+
+    def at(op, name, assign):  # noqa: ANN001, ANN202
+        return tuple(0 if e == 1 else assign[c] for c, e in zip(name, op.shape, strict=True))
+
+    for values in np.ndindex(*[extent[c] for c in letters]):
+        assign = dict(zip(letters, values, strict=True))
+        gv = g[tuple(assign[c] for c in output)]
+        for i, op in enumerate(ops):
+            term = gv
+            for j, other in enumerate(ops):
+                if j != i:
+                    term = term * other[at(other, names[j], assign)]
+            grads[i][at(op, names[i], assign)] += term
+    return grads

@@ -15,6 +15,7 @@ from .calls import decoded, run_case, run_inplace
 from .cases import Case, generate
 from .device import HostDevice
 from .gradients import check_gradient
+from .op_table import OPS
 from .tolerances import compare, input_scale, tolerance_class
 
 __all__ = [
@@ -271,12 +272,9 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
     return result
 
 
-def backward_result(spec: OpSpec, signature: tuple, label: str, target: Target) -> Result:
-    """The row of a backward operator: the runs of its kernel that the gradient checks of
-    forward ops made (their shapes come from the forward's cases), each compared with the CPU
-    backend in float64. SKIP when no gradient check reached this kernel."""
-    result = Result(spec.name, label, signature, reference="cpu float64 (gradient steps)")
-    runs = [
+def _backward_runs(spec: OpSpec, signature: tuple, target: Target) -> list:
+    """The runs of this backward kernel that gradient checks of forward ops made."""
+    return [
         run
         for (op, key), step_runs in target.backward_runs.items()
         if op == spec.name
@@ -284,16 +282,27 @@ def backward_result(spec: OpSpec, signature: tuple, label: str, target: Target) 
         and all(k is None or k == s for k, s in zip(key, signature, strict=True))
         for run in step_runs
     ]
-    if not runs:
-        result.status, result.check = SKIP, "gradient"
-        result.reason = "no gradient check of a forward op on this backend reached this kernel"
-        return result
+
+
+def backward_result(spec: OpSpec, signature: tuple, label: str, target: Target) -> Result:
+    """The row of a backward operator. Its cases come from its forwards: the runs of its kernel
+    that gradient checks made (each compared with the CPU backend in float64), plus, where
+    op_table lists the op, the usual cases and checks of any op. SKIP when neither reached it."""
+    runs = _backward_runs(spec, signature, target)
+    if spec.name in OPS:
+        result = run_signature(spec, signature, label, target)
+    else:
+        result = Result(spec.name, label, signature, reference="cpu float64 (gradient steps)")
+        if not runs:
+            result.status, result.check = SKIP, "gradient"
+            result.reason = "no gradient check of a forward op on this backend reached this kernel"
+            return result
     for run in runs:
         result.cases += 1
         if run.worst >= result.worst and run.worst_error:
             result.worst, result.worst_error = run.worst, run.worst_error
         for check, reason in run.violations:
-            result.fail(check, reason, run.case)
+            result.fail(check, f"in a gradient: {reason}", run.case)
     for check in ("infer", "run", "numerics", "inputs_unchanged", "output_bounds"):
         result.checks.setdefault(check, PASS)
     return result

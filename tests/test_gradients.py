@@ -234,3 +234,68 @@ def test_gradients_page_is_generated_from_the_registry():
         "docs/gradients.md is stale: regenerate it with "
         "`python -m ctensor --gradients-page > docs/gradients.md`"
     )
+
+
+# ----- every differentiable op, through ctensor.autodiff.vjp -----
+
+
+def _grouped_inputs(name: str, flat: list) -> list:
+    info = ctensor.op_info(name)
+    if info["inputs"] and info["inputs"][-1].get("variadic"):
+        fixed = len(info["inputs"]) - 1
+        return [*flat[:fixed], list(flat[fixed:])]
+    return list(flat)
+
+
+def _float64_case(name: str):
+    """The largest float64 case the conformance suite checks this op's gradient with (op_table's
+    shapes and attributes, moderate values)."""
+    from conformance.cases import gradient_cases
+    from conformance.runner import signature_labels
+    from ctensor._registry import get_spec
+
+    spec = get_spec(name)
+    signatures = [
+        s
+        for s in signature_labels(spec)
+        if "float64" in s and all(d in ("float64", "bool", "int64") for d in s)
+    ]
+    assert signatures, f"{name}: no float64 kernel"
+    case = gradient_cases(spec, signatures[0], 0, 1)[0]
+    return [None if a is None else np.array(a) for a in case.inputs], dict(case.attrs)
+
+
+@pytest.mark.parametrize("name", ctensor.autodiff.differentiable_ops())
+def test_every_differentiable_op_matches_finite_differences(name):
+    flat, attrs = _float64_case(name)
+    inputs = _grouped_inputs(name, flat)
+    check_vjp(name, inputs, attrs, None)
+    # The same entry on torch tensors gives the same cotangents, as torch tensors.
+    as_torch = [
+        [torch.from_numpy(a) for a in v]
+        if isinstance(v, list)
+        else None
+        if v is None
+        else torch.from_numpy(v)
+        for v in inputs
+    ]
+    outputs = getattr(ctensor.ops, name)(*as_torch, **attrs)
+    outputs = list(outputs) if isinstance(outputs, tuple) else [outputs]
+    takes = ctensor.op_info(name)["gradient"]["output_takes_cotangent"]
+    rng = np.random.default_rng(0)
+    cotangents = [
+        torch.from_numpy(rng.standard_normal(tuple(o.shape))) if t else None
+        for o, t in zip(outputs, takes, strict=True)
+    ]
+    torch_grads = ctensor.autodiff.vjp(name, as_torch, cotangents, **attrs)
+    numpy_grads = ctensor.autodiff.vjp(
+        name, inputs, [None if c is None else c.numpy() for c in cotangents], **attrs
+    )
+    for got, want in zip(torch_grads, numpy_grads, strict=True):
+        if want is None:
+            assert got is None
+            continue
+        pairs = zip(got, want, strict=True) if isinstance(want, list) else [(got, want)]
+        for g, w in pairs:
+            assert isinstance(g, torch.Tensor)
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12)

@@ -39,7 +39,8 @@ static const ct_attr_schema ct_gelu_backward_attrs[] = {
     CT_ATTR_SPEC_STRING("approximate", "\"none\" (exact, with erf) or \"tanh\"", "none")};
 
 /* Outputs: grad_out's dtype, the inputs' broadcast shape. The value inputs must have grad_out's
- * dtype (the gradient entries pass them so), the condition must be bool. */
+ * dtype (the gradient entries pass them so), the condition must be bool: otherwise
+ * CT_ERROR_UNSUPPORTED_DTYPE, as for a signature no kernel has. */
 static int ct_infer_elementwise_grad(const ct_infer_call* call, ct_tensor_info* outputs,
                                      int32_t capacity, int32_t* num_outputs) {
   const char* name = call->schema->name;
@@ -48,10 +49,8 @@ static int ct_infer_elementwise_grad(const ct_infer_call* call, ct_tensor_info* 
     const ct_dtype d = call->inputs[i]->dtype;
     const bool condition = strcmp(call->schema->inputs[i].name, "condition") == 0;
     if (condition ? !ct_dtype_is_bool(d) : !ct_dtype_equal(d, dtype)) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
-                          "%s: %s must have %s's dtype (%s), got another dtype", name,
-                          call->schema->inputs[i].name, condition ? "a bool" : "grad_out",
-                          condition ? "bool" : "the cotangent's");
+      return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: %s must be %s", name,
+                          call->schema->inputs[i].name, condition ? "bool" : "of grad_out's dtype");
     }
   }
   if (call->schema->num_attrs == 1 && call->attrs[0].type == CT_ATTR_STRING) {

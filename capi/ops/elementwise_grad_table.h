@@ -27,7 +27,9 @@
  * The formulas are PyTorch's (torch/csrc/autograd/FunctionsManual.cpp and the backward kernels
  * of aten/src/ATen/native/cpu), so that edge points agree: relu'(0) = 0, abs'(0) = 0, ties of
  * maximum and minimum split the gradient in half, hardswish' is 0 at -3 and 1 at 3,
- * leaky_relu'(0) = negative_slope, elu'(0) = alpha.
+ * leaky_relu'(0) = negative_slope, elu'(0) = alpha. One change: torch's 1 - x * x (asin, acos,
+ * atanh, tanh) and x * x - 1 (acosh) are computed as (1 - x) * (1 + x) and (x - 1) * (x + 1),
+ * within an ulp where torch's form loses the low digits of x * x near |x| = 1.
  */
 #ifndef CTENSOR_ELEMENTWISE_GRAD_TABLE_H_
 #define CTENSOR_ELEMENTWISE_GRAD_TABLE_H_
@@ -78,19 +80,19 @@
     CT_NA, "Gradient of log10: grad_out / (x * log(10)).")                                         \
   X(tan_backward, FROM_OUT, GRAD_X, NONE, g*((T)1 + a * a), CT_NA,                                 \
     "Gradient of tan from its result: grad_out * (1 + out * out).")                                \
-  X(asin_backward, FROM_X, GRAD_X, NONE, g*((T)1 / sqrt((T)1 - a * a)), CT_NA,                     \
+  X(asin_backward, FROM_X, GRAD_X, NONE, g*((T)1 / sqrt(((T)1 - a) * ((T)1 + a))), CT_NA,          \
     "Gradient of asin: grad_out / sqrt(1 - x * x).")                                               \
-  X(acos_backward, FROM_X, GRAD_X, NONE, g * (-((T)1 / sqrt((T)1 - a * a))), CT_NA,                \
+  X(acos_backward, FROM_X, GRAD_X, NONE, g * (-((T)1 / sqrt(((T)1 - a) * ((T)1 + a)))), CT_NA,     \
     "Gradient of acos: -grad_out / sqrt(1 - x * x).")                                              \
   X(atan_backward, FROM_X, GRAD_X, NONE, g / (a * a + (T)1), CT_NA,                                \
     "Gradient of atan: grad_out / (x * x + 1).")                                                   \
-  X(tanh_backward, FROM_OUT, GRAD_X, NONE, g*((T)1 - a * a), CT_NA,                                \
+  X(tanh_backward, FROM_OUT, GRAD_X, NONE, g*(((T)1 - a) * ((T)1 + a)), CT_NA,                     \
     "Gradient of tanh from its result: grad_out * (1 - out * out).")                               \
   X(asinh_backward, FROM_X, GRAD_X, NONE, g*((T)1 / sqrt(a * a + (T)1)), CT_NA,                    \
     "Gradient of asinh: grad_out / sqrt(x * x + 1).")                                              \
-  X(acosh_backward, FROM_X, GRAD_X, NONE, g*((T)1 / sqrt(a * a - (T)1)), CT_NA,                    \
+  X(acosh_backward, FROM_X, GRAD_X, NONE, g*((T)1 / sqrt((a - (T)1) * (a + (T)1))), CT_NA,         \
     "Gradient of acosh: grad_out / sqrt(x * x - 1).")                                              \
-  X(atanh_backward, FROM_X, GRAD_X, NONE, g / ((T)1 - a * a), CT_NA,                               \
+  X(atanh_backward, FROM_X, GRAD_X, NONE, g / (((T)1 - a) * ((T)1 + a)), CT_NA,                    \
     "Gradient of atanh: grad_out / (1 - x * x).")                                                  \
   X(erf_backward, FROM_X, GRAD_X, NONE,                                                            \
     g*((T)1.12837916709551257389615890312154517169 * exp(-(a * a))), CT_NA,                        \

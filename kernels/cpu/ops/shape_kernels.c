@@ -1,5 +1,6 @@
 /* shape_kernels.c - concat, stack, flip, roll, matrix_transpose, broadcast_to, tile, repeat,
- * slice, pad, tril, triu. All of them only move elements: each is one or a few strided copies
+ * slice, pad, tril, triu, and the backward ops that are copies too (roll, permute_dims, concat,
+ * stack, slice). All of them only move elements: each is one or a few strided copies
  * through the iteration engine with computed base pointers and byte strides, using the copy loop
  * of the dtype's element size (copy_loops.h). pad's constant fill also stores the fill value in
  * the dtype, so its kernel data carries a per-dtype store function. */
@@ -302,7 +303,8 @@ static void ct_copy_flat(const ct_cpu_loop_entry* entry, const ct_tensor* x, con
   }
 }
 
-static int ct_cpu_roll_run(const ct_kernel_call* call) {
+/* roll, or with `back` its inverse (roll_backward: every shift s becomes n - s). */
+static int ct_cpu_roll_impl(const ct_kernel_call* call, bool back) {
   const ct_tensor *x = call->inputs[0], *out = call->outputs[0];
   const ct_cpu_loop_entry* entry = call->kernel_data;
   const int64_t numel = ct_tensor_numel(x);
@@ -310,6 +312,13 @@ static int ct_cpu_roll_run(const ct_kernel_call* call) {
   const int status =
       ct_roll_params(&call->attrs[0], &call->attrs[1], x->ndim, x->shape, numel, shift);
   if (status != CT_OK) return status;
+  if (back && numel > 0) {
+    const bool flat = call->attrs[1].type == CT_ATTR_NONE;
+    for (int32_t k = 0; k < (flat ? 1 : x->ndim); ++k) {
+      const int64_t n = flat ? numel : x->shape[k];
+      shift[k] = (n - shift[k]) % n;
+    }
+  }
   int64_t xs[CT_MAX_NDIM], os[CT_MAX_NDIM];
   ct_byte_strides(x, xs);
   ct_byte_strides(out, os);
@@ -345,6 +354,10 @@ static int ct_cpu_roll_run(const ct_kernel_call* call) {
     ct_copy_raw(entry, x->ndim, shape, src, xs, dst, os);
   }
   return CT_OK;
+}
+
+static int ct_cpu_roll_run(const ct_kernel_call* call) {
+  return ct_cpu_roll_impl(call, false);
 }
 
 /* ----- tril / triu: per row, a copied part and a zeroed part ----- */
@@ -512,10 +525,109 @@ static int ct_cpu_pad_run(const ct_kernel_call* call) {
   return CT_OK;
 }
 
+/* ----- backward ops that only move elements (their schemas: capi/ops/shape_grad_ops.c) ----- */
+
+static int ct_cpu_roll_backward_run(const ct_kernel_call* call) {
+  return ct_cpu_roll_impl(call, true);
+}
+
+/* grad_x = grad_out with its dims sent back: grad_out's dim i is grad_x's dim axes[i]. */
+static int ct_cpu_permute_dims_backward_run(const ct_kernel_call* call) {
+  const ct_tensor *grad = call->inputs[0], *out = call->outputs[0];
+  int64_t gs[CT_MAX_NDIM], os[CT_MAX_NDIM], moved[CT_MAX_NDIM];
+  ct_byte_strides(grad, gs);
+  ct_byte_strides(out, os);
+  for (int32_t i = 0; i < grad->ndim; ++i) {
+    const int64_t a = call->attrs[0].value.ints[i];
+    moved[i] = os[a < 0 ? a + grad->ndim : a];
+  }
+  ct_copy_raw(call->kernel_data, grad->ndim, grad->shape, ct_tensor_base(grad), gs,
+              ct_tensor_base(out), moved);
+  return CT_OK;
+}
+
+/* Output i is the slab of grad_out that array i (inputs[1 + i]) filled. */
+static int ct_cpu_concat_backward_run(const ct_kernel_call* call) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_cpu_loop_entry* entry = call->kernel_data;
+  int64_t gs[CT_MAX_NDIM], os[CT_MAX_NDIM];
+  ct_byte_strides(grad, gs);
+  int64_t offset = 0;
+  const bool flat = call->attrs[0].type == CT_ATTR_NONE;
+  int32_t axis = 0;
+  if (!flat) {
+    const int status =
+        ct_normalize_axis("concat_backward", call->attrs[0].value.i, grad->ndim, &axis);
+    if (status != CT_OK) return status;
+  }
+  for (int32_t i = 0; i < call->num_outputs; ++i) {
+    const ct_tensor* out = call->outputs[i];
+    ct_byte_strides(out, os);
+    if (flat) { /* grad_out is 1-D: out's elements in row-major order from offset */
+      int64_t compact[CT_MAX_NDIM];
+      ct_compact_strides(out->ndim, out->shape, compact);
+      for (int32_t k = 0; k < out->ndim; ++k) compact[k] *= gs[0];
+      ct_copy_raw(entry, out->ndim, out->shape, ct_tensor_base(grad) + offset * gs[0], compact,
+                  ct_tensor_base(out), os);
+      offset += ct_tensor_numel(out);
+    } else {
+      ct_copy_raw(entry, out->ndim, out->shape, ct_tensor_base(grad) + offset * gs[axis], gs,
+                  ct_tensor_base(out), os);
+      offset += out->shape[axis];
+    }
+  }
+  return CT_OK;
+}
+
+/* Output i is grad_out[..., i, ...] along axis. */
+static int ct_cpu_stack_backward_run(const ct_kernel_call* call) {
+  const ct_tensor* grad = call->inputs[0];
+  int32_t axis;
+  const int status = ct_normalize_axis("stack_backward", call->attrs[0].value.i, grad->ndim, &axis);
+  if (status != CT_OK) return status;
+  int64_t gs[CT_MAX_NDIM], rest[CT_MAX_NDIM], os[CT_MAX_NDIM];
+  ct_byte_strides(grad, gs);
+  for (int32_t k = 0, j = 0; k < grad->ndim; ++k) {
+    if (k != axis) rest[j++] = gs[k];
+  }
+  for (int32_t i = 0; i < call->num_outputs; ++i) {
+    const ct_tensor* out = call->outputs[i];
+    ct_byte_strides(out, os);
+    ct_copy_raw(call->kernel_data, out->ndim, out->shape,
+                ct_tensor_base(grad) + (int64_t)i * gs[axis], rest, ct_tensor_base(out), os);
+  }
+  return CT_OK;
+}
+
+/* Zeros, then grad_out copied into the sliced positions of grad_x. */
+static int ct_cpu_slice_backward_run(const ct_kernel_call* call) {
+  const ct_tensor *grad = call->inputs[0], *out = call->outputs[0];
+  const ct_cpu_loop_entry* entry = call->kernel_data;
+  int64_t first[CT_MAX_NDIM], steps[CT_MAX_NDIM], lengths[CT_MAX_NDIM];
+  const int status = ct_slice_params(call->attrs, out->ndim, out->shape, first, steps, lengths);
+  if (status != CT_OK) return status;
+  int64_t gs[CT_MAX_NDIM], os[CT_MAX_NDIM], zeros[CT_MAX_NDIM] = {0};
+  ct_byte_strides(grad, gs);
+  ct_byte_strides(out, os);
+  ct_copy_raw(entry, out->ndim, out->shape, (const char*)&ct_cpu_zero_word, zeros,
+              ct_tensor_base(out), os);
+  char* base = ct_tensor_base(out);
+  for (int32_t k = 0; k < out->ndim; ++k) {
+    if (lengths[k] == 0) return CT_OK;
+    base += first[k] * os[k];
+    os[k] *= steps[k];
+  }
+  ct_copy_raw(entry, out->ndim, grad->shape, ct_tensor_base(grad), gs, base, os);
+  return CT_OK;
+}
+
 /* ----- registration ----- */
 
 #define CT_SHAPE_REG_X(A, SFX, T, C, U, ID) \
   {#A, 2, {ID, ID}, ct_cpu_##A##_run, NULL, CT_CPU_COPY_ENTRY(T)},
+/* (grad_out, arrays or x) -> output: three slots. */
+#define CT_SHAPE_BACKWARD_REG_X(A, SFX, T, C, U, ID) \
+  {#A, 3, {ID, ID, ID}, ct_cpu_##A##_run, NULL, CT_CPU_COPY_ENTRY(T)},
 #define CT_PAD_REG_X(A, SFX, T, C, U, ID) \
   {"pad", 2, {ID, ID}, ct_cpu_pad_run, NULL, &ct_pad_kernel_##SFX},
 
@@ -534,7 +646,13 @@ static const ct_cpu_kernel ct_cpu_shape_kernels[] = {
                 CT_SHAPE_REG_X, broadcast_to) CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, tile)
                 CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, repeat) CT_CPU_COMPLEX_TYPES(
                     CT_SHAPE_REG_X, slice) CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, tril)
-                    CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, triu)};
+                    CT_CPU_COMPLEX_TYPES(CT_SHAPE_REG_X, triu)
+    /* backward ops: the float dtypes, as every gradient */
+    CT_CPU_FLOAT_TYPES(CT_SHAPE_REG_X, roll_backward)
+        CT_CPU_FLOAT_TYPES(CT_SHAPE_REG_X, permute_dims_backward)
+            CT_CPU_FLOAT_TYPES(CT_SHAPE_BACKWARD_REG_X, concat_backward)
+                CT_CPU_FLOAT_TYPES(CT_SHAPE_BACKWARD_REG_X, stack_backward)
+                    CT_CPU_FLOAT_TYPES(CT_SHAPE_BACKWARD_REG_X, slice_backward)};
 
 int ct_cpu_register_shape(void) {
   return ct_cpu_register_all(ct_cpu_shape_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_shape_kernels));
