@@ -185,11 +185,12 @@ def test_conv_transpose2d_backward(dtype, case, seed, lx, lg):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(2, 16, 12, 12), (3, 8, 9, 7)])
+@pytest.mark.parametrize("shape", [(2, 16, 12, 12), (3, 8, 9, 7), (2, 5, 41, 37)])
 @pytest.mark.parametrize("stride", [1, 2])
 def test_conv2d_backward_resnet_like(dtype, shape, stride):
     """3 × 3 windows with padding 1 (the flip path at stride 1 runs the forward's Winograd or
-    direct kernels), and the GEMM + col2im path at stride 2."""
+    direct kernels), and the GEMM + col2im path at stride 2; (2, 5, 41, 37) at stride 1 has
+    enough positions for the weight's cotangent to split them into chunks (the last padded)."""
     gen = torch.Generator().manual_seed(1)
     x = random(shape, dtype, gen)
     w = random((shape[1] + 4, shape[1], 3, 3), dtype, gen)
