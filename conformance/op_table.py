@@ -518,7 +518,11 @@ OPS: dict[str, dict] = {
         "edges": False,
     },
     "layer_norm_backward": {
-        "shapes": [((2, 3, 8), (2, 3, 8), (8,)), ((2, 3, 8), (2, 3, 8), (3, 8)), ((4, 5),) * 2],
+        "shapes": [
+            ((2, 3, 8), (2, 3, 8), (8,)),
+            ((2, 3, 8), (2, 3, 8), (3, 8)),
+            ((4, 5), (4, 5), None),
+        ],
         "attrs": [
             {"normalized_shape": [8]},
             {"normalized_shape": [3, 8]},
