@@ -475,6 +475,16 @@ OPS: dict[str, dict] = {
         "domains": {2: "positive"},
         "edges": False,
     },
+    "batch_norm_training": {
+        "shapes": [
+            ((2, 3, 4, 5), (3,), (3,), (3,), (3,)),
+            ((4, 3), None, None, (3,), (3,)),
+            ((5, 2, 3), (2,), (2,), None, None),
+        ],
+        "attrs": [{}, {"eps": 0.1, "momentum": 0.3}],
+        "domains": {2: "positive"},
+        "edges": False,
+    },
     "group_norm": {
         "shapes": [((2, 6, 4, 4), (6,), (6,)), ((3, 4, 5), None, None)],
         "attrs": [{"num_groups": 3}, {"num_groups": 2, "eps": 0.01}],
@@ -508,7 +518,11 @@ OPS: dict[str, dict] = {
         "edges": False,
     },
     "layer_norm_backward": {
-        "shapes": [((2, 3, 8), (2, 3, 8), (8,)), ((2, 3, 8), (2, 3, 8), (3, 8)), ((4, 5),) * 2],
+        "shapes": [
+            ((2, 3, 8), (2, 3, 8), (8,)),
+            ((2, 3, 8), (2, 3, 8), (3, 8)),
+            ((4, 5), (4, 5), None),
+        ],
         "attrs": [
             {"normalized_shape": [8]},
             {"normalized_shape": [3, 8]},

@@ -284,9 +284,8 @@ def test_every_differentiable_op_matches_finite_differences(name):
         else torch.from_numpy(v)
         for v in inputs
     ]
-    outputs = getattr(ctensor.ops, name)(
-        *[t for v in as_torch for t in (v if isinstance(v, list) else [v])], **attrs
-    )
+    # ctensor.ops takes a variadic parameter as one list, as vjp does
+    outputs = getattr(ctensor.ops, name)(*as_torch, **attrs)
     outputs = list(outputs) if isinstance(outputs, tuple) else [outputs]
     takes = ctensor.op_info(name)["gradient"]["output_takes_cotangent"]
     rng = np.random.default_rng(0)
