@@ -578,3 +578,39 @@ def test_vjp_batch_norm(dtype, training, data):
         dtype=dtype,
         constants=(1, 2),
     )
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+def test_large_rows(op):
+    """Rows long and many enough for the contiguous loops' chunks, the row blocks of the weight
+    sums and the streamed output (16 MB, lines split at odd row lengths), against float64."""
+    rng = np.random.default_rng(1)
+    rows, n = 4099, 1003
+    x = rng.standard_normal((rows, n)).astype(np.float32) + 3
+    g = rng.standard_normal((rows, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    x64, g64, w64 = (a.astype(np.float64) for a in (x, g, w))
+    if op in ("softmax", "log_softmax"):
+        out = getattr(ctensor.ops, op)(x, axis=-1)
+        y64 = out.astype(np.float64)
+        got = getattr(ctensor.ops, op + "_backward")(g, out, axis=-1)
+        if op == "softmax":
+            want = y64 * (g64 - (g64 * y64).sum(1, keepdims=True))
+        else:
+            want = g64 - np.exp(y64) * g64.sum(1, keepdims=True)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+        return
+    rms = op == "rms_norm"
+    got = getattr(ctensor.ops, op + "_backward")(g, x, w, normalized_shape=[n], eps=1e-5)
+    mean = 0.0 if rms else x64.mean(1, keepdims=True)
+    var = (x64**2).mean(1, keepdims=True) if rms else x64.var(1, keepdims=True)
+    rstd = 1 / np.sqrt(var + 1e-5)
+    xhat = (x64 - mean) * rstd
+    gw = g64 * w64
+    gx = gw - xhat * (gw * xhat).mean(1, keepdims=True)
+    if not rms:
+        gx = gx - gw.mean(1, keepdims=True)
+    np.testing.assert_allclose(got[0], gx * rstd, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], (g64 * xhat).sum(0), rtol=1e-4, atol=1e-3)
+    if not rms:
+        np.testing.assert_allclose(got[2], g64.sum(0), rtol=1e-4, atol=1e-3)

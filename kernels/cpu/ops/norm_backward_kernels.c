@@ -19,8 +19,8 @@
  * double partials in the workspace, and the blocks are added in order afterwards, so results do
  * not depend on the thread count. Batch norm's rows are its channels: their sums are the
  * results. Rows contiguous for every operand take loops compiled per ISA (cpu_isa.h) with
- * CT_NB_LANES independent double accumulators per sum; a large output is written with
- * non-temporal stores from a row buffer (stream_store.h). */
+ * CT_NB_LANES independent accumulators per sum, widened to double every CT_NB_CHUNK elements; a
+ * large output is written with non-temporal stores from a row buffer (stream_store.h). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -50,8 +50,8 @@ typedef enum ct_nb_mode {
 /* Most blocks of rows with their own partial sums; a block has at least this many elements. */
 #define CT_NB_MAX_BLOCKS 64
 #define CT_NB_BLOCK_ELEMENTS 16384
-/* Independent accumulators of the contiguous loops. */
-#define CT_NB_LANES 16
+/* Independent accumulators of the contiguous loops (whole vectors of every ISA). */
+#define CT_NB_LANES 64 /* four AVX-512 float vectors: independent add chains */
 /* Rows up to this many elements are streamed through a buffer on the stack. */
 #define CT_NB_ROW_BUFFER_BYTES 16384
 
@@ -80,7 +80,7 @@ typedef struct ct_nb_job {
   int64_t pshape[CT_MAX_NDIM], gw_strides[CT_MAX_NDIM], gb_strides[CT_MAX_NDIM];
   int64_t params;
   int64_t blocks, rows_per_block;
-  double* partials; /* blocks x 2 x params (workspace) */
+  void* partials; /* blocks x 2 x params of the compute type (workspace) */
 } ct_nb_job;
 
 static inline int64_t ct_nb_offset(int64_t flat, int32_t nd, const int64_t* shape,
@@ -365,40 +365,64 @@ static void ct_nb_stream_row(char* dst, const char* src, int64_t bytes, int mode
   memcpy(dst + head + body, src + head + body, (size_t)(bytes - head - body));
 }
 
-static double ct_nb_lanes_sum(const double* r) {
-  double h[CT_NB_LANES];
-  for (int k = 0; k < CT_NB_LANES; ++k) h[k] = r[k];
-  for (int width = CT_NB_LANES / 2; width > 0; width /= 2) {
-    for (int k = 0; k < width; ++k) h[k] += h[k + width];
-  }
-  return h[0];
+/* Prefetches `bytes` at p into the caches, a line at a time: the next row's operands, read
+ * while this row is computed (the rows' passes depend on each other, so the hardware
+ * prefetcher alone leaves each row's first pass waiting on memory). */
+static inline void ct_nb_prefetch(const void* p, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += CT_STREAM_LINE_BYTES) __builtin_prefetch((const char*)p + b);
 }
 
-/* The contiguous rows, per dtype. ct_nb_dot: sums of a (and of a*b when b). */
+/* The contiguous rows, per dtype. Sums run in CT_NB_LANES accumulators of the compute type over
+ * chunks of CT_NB_CHUNK elements (vector registers), each chunk's lanes then added into double
+ * accumulators: the vector width of float, the accuracy of a double sum over chunks. */
+#define CT_NB_CHUNK 1024
+/* Elements of grad_weight and grad_bias summed at a time over the blocks. */
+#define CT_NB_REDUCE_CHUNK 256
+
+/* Adds the lanes of a chunk, pairwise in the compute type, into the double TOTAL and clears
+ * them. */
+#define CT_NB_WIDEN(TOTAL, R)                                   \
+  do {                                                          \
+    for (int k_ = 0; k_ < 32; ++k_) (R)[k_] += (R)[k_ + 32];    \
+    for (int k_ = 0; k_ < 16; ++k_) (R)[k_] += (R)[k_ + 16];    \
+    for (int k_ = 0; k_ < 8; ++k_) (R)[k_] += (R)[k_ + 8];      \
+    for (int k_ = 0; k_ < 4; ++k_) (R)[k_] += (R)[k_ + 4];      \
+    (TOTAL) += (double)(((R)[0] + (R)[2]) + ((R)[1] + (R)[3])); \
+    for (int k_ = 0; k_ < CT_NB_LANES; ++k_) (R)[k_] = 0;       \
+  } while (0);
+_Static_assert(CT_NB_LANES == 64, "CT_NB_WIDEN adds 64 lanes");
+
 #define CT_NB_CONTIGUOUS_DEFINE(SFX, T, C)                                                         \
   /* sum(g * y) (softmax) or sum(g) (log_softmax) */                                               \
   static CT_CPU_ISA_BODY void ct_nb_sum_##SFX##_body(const T* g, const T* y, int64_t n,            \
                                                      double* out) {                                \
     const int64_t whole = n - n % CT_NB_LANES;                                                     \
-    double r[CT_NB_LANES] = {0.0};                                                                 \
-    if (y) {                                                                                       \
-      for (int64_t i = 0; i < whole; i += CT_NB_LANES)                                             \
-        for (int k = 0; k < CT_NB_LANES; ++k)                                                      \
-          r[k] += (double)ct_load_##SFX(g[i + k]) * (double)ct_load_##SFX(y[i + k]);               \
-      for (int64_t i = whole; i < n; ++i)                                                          \
-        r[0] += (double)ct_load_##SFX(g[i]) * (double)ct_load_##SFX(y[i]);                         \
-    } else {                                                                                       \
-      for (int64_t i = 0; i < whole; i += CT_NB_LANES)                                             \
-        for (int k = 0; k < CT_NB_LANES; ++k) r[k] += (double)ct_load_##SFX(g[i + k]);             \
-      for (int64_t i = whole; i < n; ++i) r[0] += (double)ct_load_##SFX(g[i]);                     \
+    double acc = 0.0;                                                                              \
+    C r[CT_NB_LANES] = {0};                                                                        \
+    for (int64_t i0 = 0; i0 < whole; i0 += CT_NB_CHUNK) {                                          \
+      const int64_t i1 = whole - i0 < CT_NB_CHUNK ? whole : i0 + CT_NB_CHUNK;                      \
+      if (y) {                                                                                     \
+        for (int64_t i = i0; i < i1; i += CT_NB_LANES)                                             \
+          for (int k = 0; k < CT_NB_LANES; ++k)                                                    \
+            r[k] += ct_load_##SFX(g[i + k]) * ct_load_##SFX(y[i + k]);                             \
+      } else {                                                                                     \
+        for (int64_t i = i0; i < i1; i += CT_NB_LANES)                                             \
+          for (int k = 0; k < CT_NB_LANES; ++k) r[k] += ct_load_##SFX(g[i + k]);                   \
+      }                                                                                            \
+      CT_NB_WIDEN(acc, r)                                                                          \
     }                                                                                              \
-    *out = ct_nb_lanes_sum(r);                                                                     \
+    double total = acc;                                                                            \
+    for (int64_t i = whole; i < n; ++i)                                                            \
+      total += y ? (double)ct_load_##SFX(g[i]) * (double)ct_load_##SFX(y[i])                       \
+                 : (double)ct_load_##SFX(g[i]);                                                    \
+    *out = total;                                                                                  \
   }                                                                                                \
   CT_CPU_ISA_LOOP(ct_nb_sum_##SFX, (const T* g, const T* y, int64_t n, double* out),               \
                   (g, y, n, out))                                                                  \
   /* softmax: dst = y (g - s); log_softmax: dst = g - e s, e = exp(y) given in dst (float32) */    \
   static CT_CPU_ISA_BODY void ct_nb_softmax_out_##SFX##_body(                                      \
-      const T* g, const T* y, T* dst, int64_t n, C s, int log, int have_e) {                       \
+      const T* restrict g, const T* restrict y, T* restrict dst, int64_t n, C s, int log,          \
+      int have_e) {                                                                                \
     if (!log) {                                                                                    \
       for (int64_t i = 0; i < n; ++i) {                                                            \
         const C yv = ct_load_##SFX(y[i]);                                                          \
@@ -417,63 +441,115 @@ static double ct_nb_lanes_sum(const double* r) {
   CT_CPU_ISA_LOOP(ct_nb_softmax_out_##SFX,                                                         \
                   (const T* g, const T* y, T* dst, int64_t n, C s, int log, int have_e),           \
                   (g, y, dst, n, s, log, have_e))                                                  \
-  /* layer/rms: mean (center), then sums of squared deviations, g w and g w (x - mean) */          \
+  /* layer/rms: sums[0] the mean (0 without center), [1] the squared deviations from it, [2]       \
+   * sum(g w), [3] sum(g w (x - mean)). Deviations are taken from the mean rounded to C, m;        \
+   * with c = mean - m their sums are corrected: sum (d - c)^2 = sum d^2 - n c^2. */               \
   static CT_CPU_ISA_BODY void ct_nb_norm_sums_##SFX##_body(const T* x, const T* g, const T* w,     \
                                                            int64_t n, int center, double* sums) {  \
     const int64_t whole = n - n % CT_NB_LANES;                                                     \
     double mean = 0.0;                                                                             \
     if (center) {                                                                                  \
-      double r[CT_NB_LANES] = {0.0};                                                               \
-      for (int64_t i = 0; i < whole; i += CT_NB_LANES)                                             \
-        for (int k = 0; k < CT_NB_LANES; ++k) r[k] += (double)ct_load_##SFX(x[i + k]);             \
-      double sum = ct_nb_lanes_sum(r);                                                             \
-      for (int64_t i = whole; i < n; ++i) sum += (double)ct_load_##SFX(x[i]);                      \
-      mean = sum / (double)n;                                                                      \
-    }                                                                                              \
-    double sq[CT_NB_LANES] = {0.0}, a[CT_NB_LANES] = {0.0}, b[CT_NB_LANES] = {0.0};                \
-    for (int64_t i = 0; i < whole; i += CT_NB_LANES) {                                             \
-      for (int k = 0; k < CT_NB_LANES; ++k) {                                                      \
-        const double d = (double)ct_load_##SFX(x[i + k]) - mean;                                   \
-        double gw = (double)ct_load_##SFX(g[i + k]);                                               \
-        if (w) gw *= (double)ct_load_##SFX(w[i + k]);                                              \
-        sq[k] += d * d;                                                                            \
-        a[k] += gw;                                                                                \
-        b[k] += gw * d;                                                                            \
+      double acc = 0.0;                                                                            \
+      C r[CT_NB_LANES] = {0};                                                                      \
+      for (int64_t i0 = 0; i0 < whole; i0 += CT_NB_CHUNK) {                                        \
+        const int64_t i1 = whole - i0 < CT_NB_CHUNK ? whole : i0 + CT_NB_CHUNK;                    \
+        for (int64_t i = i0; i < i1; i += CT_NB_LANES)                                             \
+          for (int k = 0; k < CT_NB_LANES; ++k) r[k] += ct_load_##SFX(x[i + k]);                   \
+        CT_NB_WIDEN(acc, r)                                                                        \
       }                                                                                            \
+      double total = acc;                                                                          \
+      for (int64_t i = whole; i < n; ++i) total += (double)ct_load_##SFX(x[i]);                    \
+      mean = total / (double)n;                                                                    \
     }                                                                                              \
-    double s_sq = ct_nb_lanes_sum(sq), s_a = ct_nb_lanes_sum(a), s_b = ct_nb_lanes_sum(b);         \
+    const C m = (C)mean;                                                                           \
+    double a_sq = 0.0, a_dv = 0.0;                                                                 \
+    double a_gw = 0.0, a_gd = 0.0;                                                                 \
+    C sq[CT_NB_LANES] = {0}, dv[CT_NB_LANES] = {0}, gs[CT_NB_LANES] = {0}, gd[CT_NB_LANES] = {0};  \
+    for (int64_t i0 = 0; i0 < whole; i0 += CT_NB_CHUNK) {                                          \
+      const int64_t i1 = whole - i0 < CT_NB_CHUNK ? whole : i0 + CT_NB_CHUNK;                      \
+      if (w) {                                                                                     \
+        for (int64_t i = i0; i < i1; i += CT_NB_LANES) {                                           \
+          for (int k = 0; k < CT_NB_LANES; ++k) {                                                  \
+            const C d = ct_load_##SFX(x[i + k]) - m;                                               \
+            const C gw = ct_load_##SFX(g[i + k]) * ct_load_##SFX(w[i + k]);                        \
+            sq[k] += d * d;                                                                        \
+            dv[k] += d;                                                                            \
+            gs[k] += gw;                                                                           \
+            gd[k] += gw * d;                                                                       \
+          }                                                                                        \
+        }                                                                                          \
+      } else {                                                                                     \
+        for (int64_t i = i0; i < i1; i += CT_NB_LANES) {                                           \
+          for (int k = 0; k < CT_NB_LANES; ++k) {                                                  \
+            const C d = ct_load_##SFX(x[i + k]) - m;                                               \
+            const C gw = ct_load_##SFX(g[i + k]);                                                  \
+            sq[k] += d * d;                                                                        \
+            dv[k] += d;                                                                            \
+            gs[k] += gw;                                                                           \
+            gd[k] += gw * d;                                                                       \
+          }                                                                                        \
+        }                                                                                          \
+      }                                                                                            \
+      CT_NB_WIDEN(a_sq, sq)                                                                        \
+      CT_NB_WIDEN(a_dv, dv)                                                                        \
+      CT_NB_WIDEN(a_gw, gs)                                                                        \
+      CT_NB_WIDEN(a_gd, gd)                                                                        \
+    }                                                                                              \
+    double s_sq = a_sq, s_dv = a_dv;                                                               \
+    double s_gw = a_gw, s_gd = a_gd;                                                               \
     for (int64_t i = whole; i < n; ++i) {                                                          \
-      const double d = (double)ct_load_##SFX(x[i]) - mean;                                         \
+      const double d = (double)(ct_load_##SFX(x[i]) - m);                                          \
       double gw = (double)ct_load_##SFX(g[i]);                                                     \
       if (w) gw *= (double)ct_load_##SFX(w[i]);                                                    \
       s_sq += d * d;                                                                               \
-      s_a += gw;                                                                                   \
-      s_b += gw * d;                                                                               \
+      s_dv += d;                                                                                   \
+      s_gw += gw;                                                                                  \
+      s_gd += gw * d;                                                                              \
     }                                                                                              \
-    sums[0] = mean;                                                                                \
-    sums[1] = s_sq;                                                                                \
-    sums[2] = s_a;                                                                                 \
-    sums[3] = s_b;                                                                                 \
+    const double c = center ? s_dv / (double)n : 0.0;                                              \
+    double squares = s_sq - (double)n * c * c;                                                     \
+    if (squares < 0.0) squares = 0.0;                                                              \
+    sums[0] = (double)m;                                                                           \
+    sums[1] = squares;                                                                             \
+    sums[2] = s_gw;                                                                                \
+    sums[3] = s_gd - c * s_gw;                                                                     \
   }                                                                                                \
   CT_CPU_ISA_LOOP(ct_nb_norm_sums_##SFX,                                                           \
                   (const T* x, const T* g, const T* w, int64_t n, int center, double* sums),       \
                   (x, g, w, n, center, sums))                                                      \
-  /* gx = rstd g w + c1 xhat + c0; partials pw += g xhat, pb += g */                               \
-  static CT_CPU_ISA_BODY void ct_nb_norm_out_##SFX##_body(const T* x, const T* g, const T* w,      \
-                                                          T* dst, int64_t n, C m, C rstd, C c1,    \
-                                                          C c0, double* pw, double* pb) {          \
-    for (int64_t i = 0; i < n; ++i) {                                                              \
-      const C gv = ct_load_##SFX(g[i]);                                                            \
-      const C xhat = (ct_load_##SFX(x[i]) - m) * rstd;                                             \
-      const C gwv = w ? gv * ct_load_##SFX(w[i]) : gv;                                             \
-      dst[i] = ct_store_##SFX(rstd * gwv + (c1 * xhat + c0));                                      \
-      pw[i] += (double)(gv * xhat);                                                                \
-      if (pb) pb[i] += (double)gv;                                                                 \
+  /* gx = rstd g w + c1 xhat + c0; partials pw += g xhat, pb += g (pb may be NULL) */              \
+  static CT_CPU_ISA_BODY void ct_nb_norm_out_##SFX##_body(                                         \
+      const T* restrict x, const T* restrict g, const T* restrict w, T* restrict dst, int64_t n,   \
+      C m, C rstd, C c1, C c0, C* restrict pw, C* restrict pb) {                                   \
+    if (w && pb) {                                                                                 \
+      for (int64_t i = 0; i < n; ++i) {                                                            \
+        const C gv = ct_load_##SFX(g[i]);                                                          \
+        const C xhat = (ct_load_##SFX(x[i]) - m) * rstd;                                           \
+        dst[i] = ct_store_##SFX(rstd * (gv * ct_load_##SFX(w[i])) + (c1 * xhat + c0));             \
+        pw[i] += gv * xhat;                                                                        \
+        pb[i] += gv;                                                                               \
+      }                                                                                            \
+    } else if (pb) {                                                                               \
+      for (int64_t i = 0; i < n; ++i) {                                                            \
+        const C gv = ct_load_##SFX(g[i]);                                                          \
+        const C xhat = (ct_load_##SFX(x[i]) - m) * rstd;                                           \
+        dst[i] = ct_store_##SFX(rstd * gv + (c1 * xhat + c0));                                     \
+        pw[i] += gv * xhat;                                                                        \
+        pb[i] += gv;                                                                               \
+      }                                                                                            \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; ++i) {                                                            \
+        const C gv = ct_load_##SFX(g[i]);                                                          \
+        const C xhat = (ct_load_##SFX(x[i]) - m) * rstd;                                           \
+        const C gwv = w ? gv * ct_load_##SFX(w[i]) : gv;                                           \
+        dst[i] = ct_store_##SFX(rstd * gwv + (c1 * xhat + c0));                                    \
+        pw[i] += gv * xhat;                                                                        \
+      }                                                                                            \
     }                                                                                              \
   }                                                                                                \
   CT_CPU_ISA_LOOP(ct_nb_norm_out_##SFX,                                                            \
                   (const T* x, const T* g, const T* w, T* dst, int64_t n, C m, C rstd, C c1, C c0, \
-                   double* pw, double* pb),                                                        \
+                   C* pw, C* pb),                                                                  \
                   (x, g, w, dst, n, m, rstd, c1, c0, pw, pb))
 
 static inline float ct_nb_exp_float(float v) {
@@ -500,7 +576,7 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
   CT_NB_CONTIGUOUS_DEFINE(SFX, T, C)                                                               \
   /* One contiguous row of layer/rms norm. */                                                      \
   static void ct_nb_norm_row_##SFX(const ct_nb_job* job, const T* x, const T* g, const T* w,       \
-                                   T* dst, double* pw, double* pb) {                               \
+                                   T* dst, C* pw, C* pb) {                                         \
     const int center = job->mode == CT_NB_LAYER;                                                   \
     double sums[4], rstd, c1, c0;                                                                  \
     ct_nb_norm_sums_##SFX(x, g, w, job->inner, center, sums);                                      \
@@ -522,7 +598,7 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
   }                                                                                                \
   /* One strided row of any mode. */                                                               \
   static void ct_nb_strided_row_##SFX(const ct_nb_job* job, int64_t row, const int64_t* off,       \
-                                      double* pw, double* pb) {                                    \
+                                      C* pw, C* pb) {                                              \
     const T* xs = (const T*)job->base[CT_NB_X];                                                    \
     const T* gs = (const T*)job->base[CT_NB_G];                                                    \
     T* ys = (T*)job->base[CT_NB_Y];                                                                \
@@ -638,25 +714,26 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
           const C xhat = (ct_load_##SFX(xs[x]) - m) * r;                                           \
           const C gwv = ws ? gv * ct_load_##SFX(ws[w]) : gv;                                       \
           ys[y] = ct_store_##SFX(r * gwv + (k1 * xhat + k0));                                      \
-          pw[p] += (double)(gv * xhat);                                                            \
-          pb[p] += (double)gv;                                                                     \
+          pw[p] += gv * xhat;                                                                      \
+          pb[p] += gv;                                                                             \
         });                                                                                        \
         return;                                                                                    \
       }                                                                                            \
     }                                                                                              \
   }                                                                                                \
   /* Rows [begin, end) of one block (partials: its sums) or of any rows (no partials). */          \
-  static void ct_nb_rows_##SFX(const ct_nb_job* job, int64_t begin, int64_t end, double* pw,       \
-                               double* pb) {                                                       \
+  static void ct_nb_rows_##SFX(const ct_nb_job* job, int64_t begin, int64_t end, C* pw, C* pb,     \
+                               int64_t share) {                                                    \
     T* ys = (T*)job->base[CT_NB_Y];                                                                \
     const T* xs = (const T*)job->base[CT_NB_X];                                                    \
     const T* gs = (const T*)job->base[CT_NB_G];                                                    \
     const T* ws = (const T*)job->base[CT_NB_W];                                                    \
     const int64_t n = job->inner, bytes = n * (int64_t)sizeof(T);                                  \
-    const int stream = job->contiguous && bytes <= CT_NB_ROW_BUFFER_BYTES &&                       \
-                               ct_stream_worth((end - begin) * bytes)                              \
-                           ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)                       \
-                           : CT_STREAM_OFF;                                                        \
+    /* a thread's share of `share` rows of a huge output skips the caches (stream_store.h) */      \
+    const int stream =                                                                             \
+        job->contiguous && bytes <= CT_NB_ROW_BUFFER_BYTES && ct_stream_worth(share * bytes)       \
+            ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)                                      \
+            : CT_STREAM_OFF;                                                                       \
     _Alignas(64) char buffer[CT_NB_ROW_BUFFER_BYTES + CT_STREAM_LINE_BYTES];                       \
     int64_t index[CT_MAX_NDIM], off[CT_NB_OPERANDS];                                               \
     ct_nb_row_start(job, begin, index, off);                                                       \
@@ -664,6 +741,14 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
       if (!job->contiguous) {                                                                      \
         ct_nb_strided_row_##SFX(job, r, off, pw, pb);                                              \
         continue;                                                                                  \
+      }                                                                                            \
+      if (r + 1 < end) {                                                                           \
+        int64_t next_index[CT_MAX_NDIM], next[CT_NB_OPERANDS];                                     \
+        memcpy(next_index, index, sizeof next_index);                                              \
+        memcpy(next, off, sizeof next);                                                            \
+        ct_nb_row_next(job, next_index, next);                                                     \
+        ct_nb_prefetch(xs + next[CT_NB_X], bytes);                                                 \
+        ct_nb_prefetch(gs + next[CT_NB_G], bytes);                                                 \
       }                                                                                            \
       T* out = ys + off[CT_NB_Y];                                                                  \
       T* dst = stream ? (T*)(buffer + (uintptr_t)out % CT_STREAM_LINE_BYTES) : out;                \
@@ -680,33 +765,45 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
   static void ct_nb_tasks_##SFX(int64_t begin, int64_t end, void* context) {                       \
     const ct_nb_job* job = context;                                                                \
     if (!ct_nb_has_partials(job->mode)) {                                                          \
-      ct_nb_rows_##SFX(job, begin, end, NULL, NULL);                                               \
+      ct_nb_rows_##SFX(job, begin, end, NULL, NULL, end - begin);                                  \
       return;                                                                                      \
     }                                                                                              \
     for (int64_t blk = begin; blk < end; ++blk) {                                                  \
-      double* pw = job->partials + blk * 2 * job->params;                                          \
-      double* pb = pw + job->params;                                                               \
+      C* pw = (C*)job->partials + blk * 2 * job->params;                                           \
+      C* pb = pw + job->params;                                                                    \
       for (int64_t i = 0; i < 2 * job->params; ++i) pw[i] = 0.0;                                   \
       const int64_t first = blk * job->rows_per_block;                                             \
       const int64_t last =                                                                         \
           first + job->rows_per_block < job->rows ? first + job->rows_per_block : job->rows;       \
-      ct_nb_rows_##SFX(job, first, last, pw, pb);                                                  \
+      ct_nb_rows_##SFX(job, first, last, pw, pb, (end - begin) * job->rows_per_block);             \
     }                                                                                              \
   }                                                                                                \
-  /* grad_weight and grad_bias from the blocks' partials, added in block order. */                 \
+  /* grad_weight and grad_bias from the blocks' partials, added in block order (per element, a     \
+   * double sum of the blocks in order; elements a chunk at a time, so that the loads are rows).   \
+   */                                                                                              \
   static void ct_nb_reduce_##SFX(int64_t begin, int64_t end, void* context) {                      \
     const ct_nb_job* job = context;                                                                \
-    for (int64_t p = begin; p < end; ++p) {                                                        \
-      double sw = 0.0, sb = 0.0;                                                                   \
+    const C* part = (const C*)job->partials;                                                       \
+    for (int64_t p0 = begin; p0 < end; p0 += CT_NB_REDUCE_CHUNK) {                                 \
+      const int64_t count = end - p0 < CT_NB_REDUCE_CHUNK ? end - p0 : CT_NB_REDUCE_CHUNK;         \
+      double sw[CT_NB_REDUCE_CHUNK], sb[CT_NB_REDUCE_CHUNK];                                       \
+      for (int64_t j = 0; j < count; ++j) sw[j] = sb[j] = 0.0;                                     \
       for (int64_t blk = 0; blk < job->blocks; ++blk) {                                            \
-        sw += job->partials[blk * 2 * job->params + p];                                            \
-        sb += job->partials[(blk * 2 + 1) * job->params + p];                                      \
+        const C* pw = part + blk * 2 * job->params + p0;                                           \
+        const C* pb = pw + job->params;                                                            \
+        for (int64_t j = 0; j < count; ++j) {                                                      \
+          sw[j] += (double)pw[j];                                                                  \
+          sb[j] += (double)pb[j];                                                                  \
+        }                                                                                          \
       }                                                                                            \
-      ((T*)job->gw)[ct_nb_offset(p, job->pnd, job->pshape, job->gw_strides)] =                     \
-          ct_store_##SFX((C)sw);                                                                   \
-      if (job->gb) {                                                                               \
-        ((T*)job->gb)[ct_nb_offset(p, job->pnd, job->pshape, job->gb_strides)] =                   \
-            ct_store_##SFX((C)sb);                                                                 \
+      for (int64_t j = 0; j < count; ++j) {                                                        \
+        const int64_t p = p0 + j;                                                                  \
+        ((T*)job->gw)[ct_nb_offset(p, job->pnd, job->pshape, job->gw_strides)] =                   \
+            ct_store_##SFX((C)sw[j]);                                                              \
+        if (job->gb) {                                                                             \
+          ((T*)job->gb)[ct_nb_offset(p, job->pnd, job->pshape, job->gb_strides)] =                 \
+              ct_store_##SFX((C)sb[j]);                                                            \
+        }                                                                                          \
       }                                                                                            \
     }                                                                                              \
   }                                                                                                \
