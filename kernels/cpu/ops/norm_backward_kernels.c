@@ -589,11 +589,9 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
     const int log = job->mode == CT_NB_LOG_SOFTMAX;                                                \
     double s;                                                                                      \
     ct_nb_sum_##SFX(g, log ? NULL : y, job->inner, &s);                                            \
-    int have_e = 0;                                                                                \
-    if (log && sizeof(T) == sizeof(float) && sizeof(C) == sizeof(float)) {                         \
-      ct_vector_math_get()->exp_f32((const float*)y, (float*)dst, job->inner, 0);                  \
-      have_e = 1;                                                                                  \
-    }                                                                                              \
+    /* float32: exp(y) by vector_math's explicit vector loop, into dst */                          \
+    const int have_e = log && sizeof(T) == sizeof(float) && sizeof(C) == sizeof(float);            \
+    if (have_e) ct_vector_math_get()->exp_f32((const float*)y, (float*)dst, job->inner, 0);        \
     ct_nb_softmax_out_##SFX(g, y, dst, job->inner, (C)s, log, have_e);                             \
   }                                                                                                \
   /* One strided row of any mode. */                                                               \
