@@ -10,6 +10,7 @@
  * grad_out's row-major order (the CPU kernel's order, so no atomics and the same sums). */
 #include "cl_layout.h"
 #include "cl_types.h"
+#include "plugin_grad_geometry.h"
 
 /* ct_less: the ascending order (nan after everything). BEFORE(a, b): a comes first. */
 static const char ct_cl_order_source[] =
@@ -164,9 +165,9 @@ static int ct_cl_check_indices(const ct_cl_exec* exec, const ct_tensor* indices,
   return status;
 }
 
-/* grad_x element k of a lane along axis sums grad_out over the reduced dims (axis, and the dims
- * where x has extent 1 and grad_out more), row-major, where the index equals k (negative ones
- * counting from the end). Lane dims: (grad_x, grad_out, indices broadcast to grad_out). */
+/* Element k of a grad_x lane sums, in row-major order, the grad_out entries of its reduced
+ * sub-space (ct_pl_take_along_grad_layouts: `meta` the lanes, `rmeta` the reduced dims) whose
+ * index (negative ones counting from the end) is k. */
 static const char ct_cl_take_along_source[] =
     "__kernel void ct_take_along_backward(__global char* gx, long off_gx, __global const char* "
     "g, long off_g, __global const char* idx, long off_idx, __global const long* meta, int ndim, "
@@ -187,52 +188,20 @@ static const char ct_cl_take_along_source[] =
 
 static int ct_cl_take_along_axis_backward_run(const ct_kernel_call* call) {
   const ct_tensor *grad = call->inputs[0], *indices = call->inputs[2], *gx = call->outputs[0];
-  const int32_t axis = (int32_t)ct_cl_axis(gx, call->attrs[0].value.i);
+  ct_pl_layout lanes, reduced;
+  const int32_t axis = ct_pl_take_along_grad_layouts(call, &lanes, &reduced);
   const int64_t extent = gx->shape[axis];
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  const int64_t grad_elements = ct_pl_tensor_elements(grad);
-  if (grad_elements > 0) {
+  if (ct_pl_tensor_elements(grad) > 0) {
     status = ct_cl_check_indices(&exec, indices, extent);
     if (status != CT_OK) return status;
   }
   const int64_t n = ct_pl_tensor_elements(gx);
   if (n == 0) return CT_OK;
-
-  /* Byte strides per dim of grad_out and of the indices broadcast to grad_out's shape. */
-  int64_t g_strides[CT_MAX_NDIM], i_strides[CT_MAX_NDIM], lane_g[CT_MAX_NDIM], lane_i[CT_MAX_NDIM];
-  ct_pl_tensor_strides(grad, g_strides);
-  ct_pl_tensor_strides(indices, i_strides);
-  const int64_t g_size = (grad->dtype.bits + 7) / 8, i_size = (indices->dtype.bits + 7) / 8;
-  int64_t rmeta[3 * CT_MAX_NDIM];
-  int32_t rdim = 0;
-  int64_t rtotal = 1;
-  int64_t reduced[CT_MAX_NDIM][3];
-  for (int32_t k = 0; k < gx->ndim; ++k) {
-    const int64_t gs = g_strides[k] * g_size;
-    const int64_t is = indices->shape[k] == 1 ? 0 : i_strides[k] * i_size;
-    const bool is_reduced = k == axis || (gx->shape[k] == 1 && grad->shape[k] != 1);
-    lane_g[k] = is_reduced ? 0 : gs;
-    lane_i[k] = is_reduced ? 0 : is;
-    if (is_reduced) {
-      reduced[rdim][0] = grad->shape[k];
-      reduced[rdim][1] = gs;
-      reduced[rdim][2] = is;
-      rtotal *= grad->shape[k];
-      ++rdim;
-    }
-  }
-  for (int32_t d = 0; d < rdim; ++d) {
-    for (int c = 0; c < 3; ++c) rmeta[c * rdim + d] = reduced[d][c];
-  }
-  ct_pl_layout layout;
-  ct_pl_lane_layout(&layout, gx, axis);
-  ct_pl_layout_add(&layout, gx);
-  ct_pl_layout_add_strides(&layout, lane_g);
-  ct_pl_layout_add_strides(&layout, lane_i);
-  ct_pl_layout_collapse(&layout, NULL);
   const int64_t gx_step = ct_pl_byte_stride(gx, axis);
+  const int64_t rtotal = reduced.elements;
 
   const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(gx->dtype)];
   ct_cl_source loop, source;
@@ -244,26 +213,24 @@ static int ct_cl_take_along_axis_backward_run(const ct_kernel_call* call) {
   ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define ITAG %s\n", t->compute, t->tag,
                    indices->dtype.bits == 64 ? "i64" : "i32");
   ct_cl_source_add(&source, ct_cl_take_along_source, loop.text);
-  cl_mem meta = NULL, rmeta_buffer = NULL;
-  status = ct_cl_layout_meta(&exec, &layout, &meta);
-  if (status == CT_OK) {
-    status = ct_cl_meta_buffer(&exec, rmeta, (size_t)(3 * rdim), &rmeta_buffer);
-  }
+  cl_mem meta = NULL, rmeta = NULL;
+  status = ct_cl_layout_meta(&exec, &lanes, &meta);
+  if (status == CT_OK) status = ct_cl_layout_meta(&exec, &reduced, &rmeta);
   if (status == CT_OK) {
     CT_CL_TENSOR_ARGS(gx_buffer, off_gx, gx);
     CT_CL_TENSOR_ARGS(g_buffer, off_g, grad);
     CT_CL_TENSOR_ARGS(idx_buffer, off_idx, indices);
-    const cl_int ndim = layout.ndim, rdim_arg = rdim;
+    const cl_int ndim = lanes.ndim, rdim = reduced.ndim;
     const ct_cl_arg args[] = {CT_CL_ARG(gx_buffer), CT_CL_ARG(off_gx),     CT_CL_ARG(g_buffer),
                               CT_CL_ARG(off_g),     CT_CL_ARG(idx_buffer), CT_CL_ARG(off_idx),
-                              CT_CL_ARG(meta),      CT_CL_ARG(ndim),       CT_CL_ARG(rmeta_buffer),
-                              CT_CL_ARG(rdim_arg),  CT_CL_ARG(n),          CT_CL_ARG(extent),
+                              CT_CL_ARG(meta),      CT_CL_ARG(ndim),       CT_CL_ARG(rmeta),
+                              CT_CL_ARG(rdim),      CT_CL_ARG(n),          CT_CL_ARG(extent),
                               CT_CL_ARG(gx_step),   CT_CL_ARG(rtotal)};
     status = ct_cl_launch(&exec, &source, "ct_take_along_backward", (size_t)n, args,
                           (int)(sizeof args / sizeof *args));
   }
   if (meta) ct_cl.clReleaseMemObject(meta);
-  if (rmeta_buffer) ct_cl.clReleaseMemObject(rmeta_buffer);
+  if (rmeta) ct_cl.clReleaseMemObject(rmeta);
   return status;
 }
 
