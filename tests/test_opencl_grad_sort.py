@@ -11,7 +11,7 @@ from arrays import kernel_signatures, strided_arrays
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from opencl_arrays import DEVICE, device_like, require_opencl
+from opencl_arrays import device_like, require_opencl
 
 import ctensor
 from ctensor import ops
