@@ -248,15 +248,14 @@ int ct_cl_register_sort(void) {
     }
     if (status != CT_OK) return status;
   }
+  /* int64 indices: those argsort and topk give. int32 ones would come only from a
+   * take_along_axis forward, which this backend lacks (the kernel reads either). */
   static const ct_pl_type floats[] = {CT_PL_F16, CT_PL_F32, CT_PL_F64};
-  static const ct_pl_type index_types[] = {CT_PL_I32, CT_PL_I64};
   for (int f = 0; f < 3; ++f) {
-    for (int i = 0; i < 2; ++i) {
-      const ct_pl_type signature[4] = {floats[f], floats[f], index_types[i], floats[f]};
-      const int status = ct_cl_register("take_along_axis_backward", signature, 4,
-                                        ct_cl_take_along_axis_backward_run, NULL, NULL);
-      if (status != CT_OK) return status;
-    }
+    const ct_pl_type signature[4] = {floats[f], floats[f], CT_PL_I64, floats[f]};
+    const int status = ct_cl_register("take_along_axis_backward", signature, 4,
+                                      ct_cl_take_along_axis_backward_run, NULL, NULL);
+    if (status != CT_OK) return status;
   }
   return CT_OK;
 }
