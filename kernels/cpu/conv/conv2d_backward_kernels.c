@@ -108,6 +108,46 @@ static int ct_c2bw_input_inner(const ct_kernel_call* call, int64_t elem_size,
   return CT_OK;
 }
 
+/* The flip path's weight: wt[g·cg + c, o, i, j] = weight[g·og + o, c, kH-1-i, kW-1-j], compact,
+ * of the weight's own type (a permutation: nothing is rounded). */
+typedef struct ct_c2bw_flip {
+  const ct_tensor* weight;
+  int64_t groups, og;
+  void* dst;
+} ct_c2bw_flip;
+
+#define CT_C2BW_FLIP_LOOP(T)                                                                      \
+  for (int64_t r = begin; r < end; ++r) {                                                         \
+    const int64_t g = r / cg, c = r % cg;                                                         \
+    T* dst = (T*)f->dst + r * f->og * kh * kw;                                                    \
+    for (int64_t o = 0; o < f->og; ++o) {                                                         \
+      const T* src = (const T*)(const void*)base + (g * f->og + o) * s[0] + c * s[1];             \
+      for (int64_t i = 0; i < kh; ++i) {                                                          \
+        for (int64_t j = 0; j < kw; ++j) *dst++ = src[(kh - 1 - i) * s[2] + (kw - 1 - j) * s[3]]; \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+/* Rows (g · cg + c) [begin, end) of the flipped weight. */
+static void ct_c2bw_flip_rows(int64_t begin, int64_t end, void* context) {
+  const ct_c2bw_flip* f = context;
+  const ct_tensor* w = f->weight;
+  const int64_t cg = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+  const int64_t s[4] = {ct_tensor_stride(w, 0), ct_tensor_stride(w, 1), ct_tensor_stride(w, 2),
+                        ct_tensor_stride(w, 3)};
+  const char* base = ct_tensor_base(w);
+  switch ((w->dtype.bits + 7) / 8) {
+    case 2:
+      CT_C2BW_FLIP_LOOP(uint16_t)
+      break;
+    case 4:
+      CT_C2BW_FLIP_LOOP(uint32_t)
+      break;
+    default:
+      CT_C2BW_FLIP_LOOP(uint64_t)
+  }
+}
+
 /* conv_transpose2d_backward_input: conv2d(grad_out, weight), attributes reordered. */
 static void ct_c2bw_transpose_inner(const ct_kernel_call* call, ct_c2bw_inner* inner) {
   inner->call = *call;
@@ -394,28 +434,12 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const int status = ct_c2bw_input_inner(call, (int64_t)sizeof(T), &inner);                      \
     if (status != CT_OK) return status;                                                            \
     if (!inner.flip) return ct_cpu_conv_transpose2d_##SFX(&inner.call);                            \
-    /* The flipped weight: wt[g·cg + c, o, i, j] = weight[g·og + o, c, kH-1-i, kW-1-j]. */         \
+    ct_c2bw_flip flip = {call->inputs[2], call->attrs[3].value.i, inner.weight_shape[1],           \
+                         call->workspace};                                                         \
     const ct_tensor* weight = call->inputs[2];                                                     \
-    const int64_t groups = call->attrs[3].value.i;                                                 \
-    const int64_t og = inner.weight_shape[1], cg = weight->shape[1];                               \
-    const int64_t kh = weight->shape[2], kw = weight->shape[3];                                    \
-    const T* w = (const T*)(const void*)ct_tensor_base(weight);                                    \
-    const int64_t s0 = ct_tensor_stride(weight, 0), s1 = ct_tensor_stride(weight, 1);              \
-    const int64_t s2 = ct_tensor_stride(weight, 2), s3 = ct_tensor_stride(weight, 3);              \
+    ct_cpu_parallel_for(weight->shape[1] * flip.groups,                                            \
+                        flip.og * weight->shape[2] * weight->shape[3], ct_c2bw_flip_rows, &flip);  \
     T* wt = call->workspace;                                                                       \
-    for (int64_t g = 0; g < groups; ++g) {                                                         \
-      for (int64_t c = 0; c < cg; ++c) {                                                           \
-        for (int64_t o = 0; o < og; ++o) {                                                         \
-          const T* src = w + (g * og + o) * s0 + c * s1;                                           \
-          T* dst = wt + ((g * cg + c) * og + o) * kh * kw;                                         \
-          for (int64_t i = 0; i < kh; ++i) {                                                       \
-            for (int64_t j = 0; j < kw; ++j) {                                                     \
-              dst[i * kw + j] = src[(kh - 1 - i) * s2 + (kw - 1 - j) * s3];                        \
-            }                                                                                      \
-          }                                                                                        \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
     inner.weight.data = wt;                                                                        \
     inner.call.workspace = (char*)call->workspace + inner.weight_bytes;                            \
     inner.call.workspace_size = call->workspace_size - (uint64_t)inner.weight_bytes;               \
