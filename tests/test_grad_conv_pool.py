@@ -316,10 +316,11 @@ def test_max_pool2d_backward(dtype, case, seed, lx, lg, ties):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("shape", [(2, 3, 10, 38), (1, 2, 7, 17), (3, 4, 4)])
+@pytest.mark.parametrize("shape", [(2, 3, 10, 38), (1, 2, 7, 17), (3, 4, 4), (1, 2, 4, 70)])
 def test_max_pool2d_backward_2x2_rows(dtype, shape):
-    """2 x 2 windows at stride 2 (the vectorised path: eight windows at a time, a scalar tail,
-    an odd last row and column left at zero), with ties, NaN, infinities and signed zeros."""
+    """2 x 2 windows at stride 2 (the vectorised paths: 16 or 8 windows at a time, masked or
+    scalar tails, an odd last row and column left at zero), with ties, NaN, infinities and
+    signed zeros."""
     gen = torch.Generator().manual_seed(len(shape) + shape[-1])
     x = torch.round(torch.randn(shape, generator=gen, dtype=torch.float64) * 2)
     flat = x.view(-1)
