@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from arrays import TOLERANCE
+from gradcheck import check_vjp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -331,3 +332,152 @@ def test_backward_ops_reject_a_non_bool_condition_and_unbroadcastable_shapes() -
         ctensor.ops.where_backward(np.ones(3), np.ones(3))
     with pytest.raises(ctensor.CTensorError, match="broadcast"):
         ctensor.ops.maximum_backward(np.ones(3), np.ones(3), np.ones(4))
+
+
+# ----- gradient entries end to end: ctensor.autodiff.vjp against torch and finite differences -----
+
+# Forward ops with one input: name -> (torch forward, domain of x, attribute strategy).
+UNARY_ROWS = {
+    "negative": (torch.neg, (-3, 3), NO_ATTRS),
+    "positive": (torch.positive, (-3, 3), NO_ATTRS),
+    "abs": (torch.abs, (-3, 3), NO_ATTRS),
+    "square": (torch.square, (-3, 3), NO_ATTRS),
+    "relu": (torch.relu, (-3, 3), NO_ATTRS),
+    "exp": (torch.exp, (-3, 3), NO_ATTRS),
+    "expm1": (torch.expm1, (-3, 3), NO_ATTRS),
+    "log": (torch.log, (0.1, 5), NO_ATTRS),
+    "log1p": (torch.log1p, (-0.9, 5), NO_ATTRS),
+    "log2": (torch.log2, (0.1, 5), NO_ATTRS),
+    "log10": (torch.log10, (0.1, 5), NO_ATTRS),
+    "sqrt": (torch.sqrt, (0.1, 5), NO_ATTRS),
+    "reciprocal": (torch.reciprocal, (0.3, 4), NO_ATTRS),
+    "sin": (torch.sin, (-4, 4), NO_ATTRS),
+    "cos": (torch.cos, (-4, 4), NO_ATTRS),
+    "tan": (torch.tan, (-1.2, 1.2), NO_ATTRS),
+    "asin": (torch.asin, (-0.9, 0.9), NO_ATTRS),
+    "acos": (torch.acos, (-0.9, 0.9), NO_ATTRS),
+    "atan": (torch.atan, (-4, 4), NO_ATTRS),
+    "sinh": (torch.sinh, (-3, 3), NO_ATTRS),
+    "cosh": (torch.cosh, (-3, 3), NO_ATTRS),
+    "tanh": (torch.tanh, (-3, 3), NO_ATTRS),
+    "asinh": (torch.asinh, (-4, 4), NO_ATTRS),
+    "acosh": (torch.acosh, (1.2, 4), NO_ATTRS),
+    "atanh": (torch.atanh, (-0.9, 0.9), NO_ATTRS),
+    "erf": (torch.erf, (-3, 3), NO_ATTRS),
+    "sigmoid": (torch.sigmoid, (-6, 6), NO_ATTRS),
+    **{name[: -len("_backward")]: FROM_X[name] for name in FROM_X if name != "abs_backward"},
+}
+# Forward ops with two inputs: name -> (torch forward, domain of x1, domain of x2).
+BINARY_ROWS = {
+    "add": (torch.add, (-3, 3), (-3, 3)),
+    "subtract": (torch.subtract, (-3, 3), (-3, 3)),
+    "multiply": (torch.multiply, (-3, 3), (-3, 3)),
+    "divide": (torch.divide, (-3, 3), (0.5, 3)),
+    "maximum": (torch.maximum, (-3, 3), (-3, 3)),
+    "minimum": (torch.minimum, (-3, 3), (-3, 3)),
+    "pow": (torch.pow, (0.2, 3), (-2, 3)),
+    "atan2": (torch.atan2, (-3, 3), (-3, 3)),
+    "hypot": (torch.hypot, (-3, 3), (-3, 3)),
+    "logaddexp": (torch.logaddexp, (-4, 4), (-4, 4)),
+    "remainder": (torch.remainder, (-5, 5), (0.7, 3)),
+}
+NOT_DIFFERENTIABLE = [
+    "sign", "floor", "ceil", "trunc", "round", "isnan", "isinf", "isfinite", "logical_not",
+    "bitwise_invert", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_left_shift", "bitwise_right_shift", "equal", "not_equal", "less", "less_equal",
+    "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
+]  # fmt: skip
+VJP_DTYPES = ["float64", "float32", "float16", "bfloat16"]
+
+
+def _values(rng: np.random.Generator, shape, domain) -> np.ndarray:
+    return np.asarray(rng.uniform(domain[0], domain[1], size=shape))
+
+
+def test_every_elementwise_op_has_a_gradient_row() -> None:
+    covered = {*UNARY_ROWS, *BINARY_ROWS, *NOT_DIFFERENTIABLE, "copysign", "where"}
+    elementwise = {
+        name
+        for name in ctensor.list_ops()
+        if "elementwise" in ctensor.op_info(name)["flags"]
+        and not name.endswith("_backward")
+        and name not in ("astype", "clip", "sum_to_shape")
+    }
+    assert elementwise <= covered, sorted(elementwise - covered)
+    for name in covered:
+        entry = ctensor.op_info(name)["gradient"]
+        assert "error" not in entry, (name, entry)
+        assert entry["differentiable"] == (name not in NOT_DIFFERENTIABLE), name
+    for name in NOT_DIFFERENTIABLE:
+        assert ctensor.op_info(name)["gradient"]["note"], f"{name}: no reason given"
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_ROWS))
+@settings(max_examples=4, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(VJP_DTYPES), shape=shapes)
+def test_unary_vjp_matches_torch_and_finite_differences(name, data, dtype, shape) -> None:
+    forward, domain, attrs_strategy = UNARY_ROWS[name]
+    attrs = data.draw(attrs_strategy)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = _values(rng, shape, domain)
+    check_vjp(name, [x], attrs, lambda t: forward(t, **attrs), dtype=dtype)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_ROWS))
+@settings(max_examples=4, deadline=None)
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(VJP_DTYPES),
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+)
+def test_binary_vjp_reduces_to_each_input_shape(name, data, dtype, shapes) -> None:
+    forward, domain1, domain2 = BINARY_ROWS[name]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x1 = _values(rng, shapes.input_shapes[0], domain1)
+    x2 = _values(rng, shapes.input_shapes[1], domain2)
+    if name == "remainder":  # finite differences across a jump of x1 - floor(x1 / x2) * x2
+        q = x1 / x2
+        x1 = np.where(np.abs(q - np.round(q)) < 0.05, x1 + 0.2 * x2, x1)
+    check_vjp(name, [x1, x2], {}, forward, dtype=dtype)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(VJP_DTYPES),
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, max_side=4),
+)
+def test_where_vjp_leaves_the_condition_without_a_cotangent(data, dtype, shapes) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    condition = np.asarray(rng.random(shapes.input_shapes[0]) < 0.5)
+    x1 = _values(rng, shapes.input_shapes[1], (-2, 2))
+    x2 = _values(rng, shapes.input_shapes[2], (-2, 2))
+    grads = check_vjp("where", [condition, x1, x2], {}, torch.where, dtype=dtype)
+    assert grads[0] is None
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(VJP_DTYPES),
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+)
+def test_copysign_vjp_gives_x1_a_cotangent_and_x2_none(data, dtype, shapes) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    (shape1, shape2), result_shape = shapes
+    x1 = laid_out(_values(rng, shape1, (-3, 3)), dtype, "compact")
+    x2 = laid_out(_values(rng, shape2, (-3, 3)), dtype, "compact")
+    g = laid_out(_values(rng, result_shape, (-2, 2)), dtype, "compact")
+    grad_x1, grad_x2 = ctensor.autodiff.vjp("copysign", [x1, x2], [g])
+    assert grad_x2 is None  # torch gives zeros: the sign of x2 is piecewise constant
+    (expected,) = autograd(lambda a: torch.copysign(a, x2.double()), [x1], g)
+    assert_grad_close(grad_x1, expected, dtype)
+
+
+@pytest.mark.parametrize("name", NOT_DIFFERENTIABLE)
+def test_vjp_of_a_not_differentiable_op_is_refused(name) -> None:
+    x = np.array([1.5, -2.0, 3.0])
+    arity = len(ctensor.op_info(name)["inputs"])
+    inputs = [x.astype(np.int32) if name.startswith("bitwise") else x] * arity
+    with pytest.raises(ctensor.autodiff.NotDifferentiableError):
+        ctensor.autodiff.vjp(name, inputs, [np.ones(3)])
