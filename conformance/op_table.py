@@ -475,16 +475,6 @@ OPS: dict[str, dict] = {
         "domains": {2: "positive"},
         "edges": False,
     },
-    "batch_norm_training": {
-        "shapes": [
-            ((2, 3, 4, 5), (3,), (3,), (3,), (3,)),
-            ((4, 3), None, None, (3,), (3,)),
-            ((5, 2, 3), (2,), (2,), None, None),
-        ],
-        "attrs": [{}, {"eps": 0.1, "momentum": 0.3}],
-        "domains": {2: "positive"},
-        "edges": False,
-    },
     "group_norm": {
         "shapes": [((2, 6, 4, 4), (6,), (6,)), ((3, 4, 5), None, None)],
         "attrs": [{"num_groups": 3}, {"num_groups": 2, "eps": 0.01}],

@@ -649,27 +649,6 @@ def _batch_norm(ins, attrs, out):  # noqa: ANN001, ANN202
     return [r]
 
 
-@_ref(NUMPY, "batch_norm_training")
-def _batch_norm_training(ins, attrs, out):  # noqa: ANN001, ANN202
-    x, running_mean, running_var, w, b = ins
-    axes = (0, *range(2, x.ndim))
-    shape = [1, -1] + [1] * (x.ndim - 2)
-    mean, var = x.mean(axis=axes), x.var(axis=axes)
-    invstd = 1.0 / np.sqrt(var + attrs["eps"])
-    r = (x - mean.reshape(shape)) * invstd.reshape(shape)
-    if w is not None:
-        r = r * w.reshape(shape)
-    if b is not None:
-        r = r + b.reshape(shape)
-    outs = [r, mean, invstd]
-    m, n = attrs["momentum"], x.size // max(x.shape[1], 1)
-    if running_mean is not None:
-        outs.append((1 - m) * running_mean + m * mean)
-    if running_var is not None:
-        outs.append((1 - m) * running_var + m * var * n / max(n - 1, 1))
-    return outs
-
-
 @_ref(NUMPY, "layer_norm")
 def _layer_norm(ins, attrs, out):  # noqa: ANN001, ANN202
     x, w, b = ins

@@ -214,6 +214,33 @@ def test_conv2d_backward_resnet_like(dtype, shape, stride):
     )
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"stride": [2, 1], "padding": [1, 2], "dilation": [2, 3], "groups": 2},
+        {"stride": [1, 1], "padding": [0, 0], "dilation": [1, 1], "groups": 1},
+        {"stride": [3, 1], "padding": [2, 1], "dilation": [1, 2], "groups": 3},
+    ],
+)
+@pytest.mark.parametrize("kind", ["compact", "sliced"])
+def test_conv2d_backward_weight_wide_rows(dtype, attrs, kind):
+    """Rows wide enough for the weight cotangent's 8 x 8 tiles (float32, compact rows), with the
+    padding, dilation and groups that make some tiles fall back to one element at a time."""
+    gen = torch.Generator().manual_seed(2)
+    x = layout(random((2, 6, 19, 29), dtype, gen), kind)
+    w = random((12, 6 // attrs["groups"], 3, 4), dtype, gen)
+    g = random(F.conv2d(f64(x), f64(w), **attrs).shape, dtype, gen)
+
+    def forward(b):
+        return F.conv2d(f64(x), b, **attrs)
+
+    (want,) = vjp(forward, [w], g)
+    (bound,) = vjp(lambda b: F.conv2d(f64(x).abs(), b, **attrs), [w], g.abs())
+    got = ctensor.ops.conv2d_backward_weight(g, x, w, **attrs)
+    check(got, want, bound, g.shape[0] * g.shape[2] * g.shape[3], dtype)
+
+
 def test_conv2d_backward_rejects_bad_shapes():
     x = np.ones((1, 2, 5, 5), np.float32)
     w = np.ones((3, 2, 3, 3), np.float32)
@@ -289,10 +316,11 @@ def test_max_pool2d_backward(dtype, case, seed, lx, lg, ties):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("shape", [(2, 3, 10, 38), (1, 2, 7, 17), (3, 4, 4)])
+@pytest.mark.parametrize("shape", [(2, 3, 10, 38), (1, 2, 7, 17), (3, 4, 4), (1, 2, 4, 70)])
 def test_max_pool2d_backward_2x2_rows(dtype, shape):
-    """2 x 2 windows at stride 2 (the vectorised path: eight windows at a time, a scalar tail,
-    an odd last row and column left at zero), with ties, NaN, infinities and signed zeros."""
+    """2 x 2 windows at stride 2 (the vectorised paths: 16 or 8 windows at a time, masked or
+    scalar tails, an odd last row and column left at zero), with ties, NaN, infinities and
+    signed zeros."""
     gen = torch.Generator().manual_seed(len(shape) + shape[-1])
     x = torch.round(torch.randn(shape, generator=gen, dtype=torch.float64) * 2)
     flat = x.view(-1)

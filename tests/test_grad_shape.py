@@ -712,3 +712,37 @@ def test_every_shape_op_has_a_gradient(op):
     entry = ctensor.op_info(op)["gradient"]
     assert "error" not in entry, entry
     assert entry["differentiable"], op
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_strided_outputs(dtype):
+    """out= views with any strides: the scatter's store, embedding's rows, the copies."""
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((4, 3)).astype(dtype)
+    big = rng.standard_normal((2, 2, 6)).astype(dtype)
+    idx = np.array([[1, 0], [1, 2]])
+    out = np.zeros((3, 6), dtype)[:, ::2]  # rows with a column stride of 2
+    got = ops.embedding_backward(big[:, :, ::2], idx, np.zeros((3, 3), dtype), out=out)
+    want = np.zeros((3, 3))
+    np.add.at(want, idx.reshape(-1), big[:, :, ::2].reshape(4, 3).astype(np.float64))
+    assert_close(out, want, dtype, atol=1e-3)
+    assert_close(got, want, dtype, atol=1e-3)
+    x_out = np.zeros((3, 8), dtype)[:, ::2]
+    got = ops.tile_backward(
+        np.tile(g, (2, 1)), np.zeros((4, 3), dtype), repetitions=[2, 1], out=x_out.T
+    )
+    assert_close(got, 2.0 * g.astype(np.float64), dtype, atol=1e-3)
+    p_out = np.zeros((3, 4), dtype).T
+    got = ops.permute_dims_backward(g.T.copy(), axes=[1, 0], out=p_out)
+    np.testing.assert_array_equal(got, g)
+
+
+def test_bad_attributes_are_errors():
+    with pytest.raises(ValueError, match="axis"):
+        ops.permute_dims_backward(np.ones((2, 3)), axes=[0, 0])
+    with pytest.raises(ValueError, match="grad_out has shape"):
+        ops.clip_backward(np.ones(3), np.zeros(4), np.zeros(4), None)
+    with pytest.raises(ValueError, match="pad"):
+        ops.pad_backward(np.ones(5), np.zeros(3), pad_width=[1], mode="wrap")
+    with pytest.raises(ValueError, match="repeat"):
+        ops.repeat_backward(np.ones(5), np.zeros(3), repeats=[1, 2], axis=0)

@@ -232,7 +232,7 @@ def test_permute_dims_and_concat(data) -> None:
 
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
-def test_sort_and_topk(data) -> None:
+def test_sort_argsort_and_topk(data) -> None:
     dtype = data.draw(st.sampled_from(opencl_dtypes("sort")))
     elements = (
         st.sampled_from([0.0, -0.0, 1.0, -2.5, np.nan, np.inf, 3.0])
@@ -241,7 +241,9 @@ def test_sort_and_topk(data) -> None:
     )
     x = data.draw(strided_arrays(dtype, min_dims=1, max_dims=3, elements=elements))
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
-    same("sort", [x], axis=axis, descending=data.draw(st.booleans()))
+    descending = data.draw(st.booleans())
+    same("sort", [x], axis=axis, descending=descending)
+    same("argsort", [x], axis=axis, descending=descending)
     k = data.draw(st.integers(0, x.shape[axis]))
     same("topk", [x], k=k, axis=axis, largest=data.draw(st.booleans()))
 
@@ -281,6 +283,7 @@ def test_foundation_and_listed_ops_are_registered() -> None:
         "avg_pool2d",
         "concat",
         "sort",
+        "argsort",
         "topk",
         "prod",
         "min",

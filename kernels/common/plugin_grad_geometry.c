@@ -137,3 +137,42 @@ void ct_pl_matmul_grad_layouts(const ct_kernel_call* call, int which, ct_pl_layo
   ct_pl_layout_add_strides(reduced_layout, rs[1]);
   ct_pl_layout_collapse(reduced_layout, NULL);
 }
+
+int32_t ct_pl_take_along_grad_layouts(const ct_kernel_call* call, ct_pl_layout* lanes,
+                                      ct_pl_layout* reduced) {
+  const ct_tensor* g = call->inputs[0];
+  const ct_tensor* indices = call->inputs[2];
+  const ct_tensor* gx = call->outputs[0];
+  const int64_t attr_axis = call->attrs[0].value.i;
+  const int32_t axis = (int32_t)(attr_axis < 0 ? attr_axis + gx->ndim : attr_axis);
+  const int64_t g_size = (g->dtype.bits + 7) / 8, i_size = (indices->dtype.bits + 7) / 8;
+  int64_t gs[CT_MAX_NDIM], is[CT_MAX_NDIM];
+  ct_pl_tensor_strides(g, gs);
+  ct_pl_tensor_strides(indices, is);
+  int64_t lane_shape[CT_MAX_NDIM], reduced_shape[CT_MAX_NDIM];
+  int64_t lane_strides[2][CT_MAX_NDIM], reduced_strides[2][CT_MAX_NDIM];
+  int32_t count = 0;
+  for (int32_t d = 0; d < gx->ndim; ++d) {
+    const int64_t g_stride = gs[d] * g_size;
+    const int64_t i_stride = indices->shape[d] == 1 ? 0 : is[d] * i_size;
+    const bool summed = d == axis || (gx->shape[d] == 1 && g->shape[d] != 1);
+    lane_shape[d] = summed ? 1 : gx->shape[d];
+    lane_strides[0][d] = summed ? 0 : g_stride;
+    lane_strides[1][d] = summed ? 0 : i_stride;
+    if (summed) {
+      reduced_shape[count] = g->shape[d];
+      reduced_strides[0][count] = g_stride;
+      reduced_strides[1][count++] = i_stride;
+    }
+  }
+  ct_pl_layout_begin(lanes, gx->ndim, lane_shape);
+  ct_pl_layout_add(lanes, gx);
+  ct_pl_layout_add_strides(lanes, lane_strides[0]);
+  ct_pl_layout_add_strides(lanes, lane_strides[1]);
+  ct_pl_layout_collapse(lanes, NULL);
+  ct_pl_layout_begin(reduced, count, reduced_shape);
+  ct_pl_layout_add_strides(reduced, reduced_strides[0]);
+  ct_pl_layout_add_strides(reduced, reduced_strides[1]);
+  ct_pl_layout_collapse(reduced, NULL);
+  return axis;
+}

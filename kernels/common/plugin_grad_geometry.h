@@ -26,6 +26,14 @@ int64_t ct_pl_reduce_grad_layouts(const ct_kernel_call* call, ct_pl_layout* kept
 void ct_pl_matmul_grad_layouts(const ct_kernel_call* call, int which, ct_pl_layout* kept,
                                ct_pl_layout* reduced);
 
+/* take_along_axis_backward (inputs grad_out, x, indices; attribute axis; output grad_x): `lanes`
+ * over grad_x's lanes along the axis (grad_x's shape with the axis at extent 1) with operands
+ * (grad_x, grad_out, indices broadcast to grad_out); `reduced` over the grad_out entries that can
+ * land in one lane (the axis, and the dims where x has extent 1 and grad_out more), row-major,
+ * with operands (grad_out, indices). Byte strides, collapsed. Returns the axis. */
+int32_t ct_pl_take_along_grad_layouts(const ct_kernel_call* call, ct_pl_layout* lanes,
+                                      ct_pl_layout* reduced);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,13 +1,18 @@
-/* cu_sort.cu - sort and topk along an axis: every element finds its rank in its lane by counting
- * the lane elements ordered before it (ties by index, so the result is stable), one thread per
- * element and no scratch memory. Neighbouring threads share a lane and read the same element at
- * each step, so the lane reads are broadcasts served by the cache. The work is quadratic in the
- * lane length: fine for the lanes of typical tensors, slow for lanes of hundreds of thousands of
- * elements. Orders as the CPU backend: ascending puts nan last, descending (and topk largest)
- * puts nan first; -0.0 == 0.0. */
+/* cu_sort.cu - sort, argsort and topk along an axis: every element finds its rank in its lane by
+ * counting the lane elements ordered before it (ties by index, so the result is stable), one
+ * thread per element and no scratch memory. Neighbouring threads share a lane and read the same
+ * element at each step, so the lane reads are broadcasts served by the cache. The work is
+ * quadratic in the lane length: fine for the lanes of typical tensors, slow for lanes of hundreds
+ * of thousands of elements. Orders as the CPU backend: ascending puts nan last, descending (and
+ * topk largest) puts nan first; -0.0 == 0.0.
+ *
+ * Also take_along_axis_backward, the scatter-add that the gradients of sort and topk run: one
+ * thread per element of grad_x sums the grad_out entries whose index points at it, in grad_out's
+ * row-major order (the CPU kernel's order, so no atomics and the same sums). */
 #include "cu_call.h"
 #include "cu_layout.h"
 #include "cu_types.cuh"
+#include "plugin_grad_geometry.h"
 
 namespace {
 
@@ -26,8 +31,8 @@ __device__ __forceinline__ bool ct_cu_before(T a, T b) {
 }
 
 /* Element k of lane `lane` goes to position rank (the elements before it, equal ones with a lower
- * index included) of `values` (and its index k to `indices`) when rank < limit. Operands of
- * `layout`: values, indices, x. */
+ * index included) of `values` (when not null) and its index k to `indices` (when not null) when
+ * rank < limit. Operands of `layout`: values, indices, x. */
 template <ct_pl_type Tag, bool Descending>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_rank_kernel(const ct_pl_layout layout, char* values, char* indices, const char* x,
@@ -49,7 +54,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
       rank += j < k ? !ct_cu_before<Descending>(v, u) : ct_cu_before<Descending>(u, v);
     }
     if (rank < limit) {
-      ct_cu_store<Tag>(values + off[0] + rank * value_step, v);
+      if (values) ct_cu_store<Tag>(values + off[0] + rank * value_step, v);
       if (indices) ct_cu_store<CT_PL_I64>(indices + off[1] + rank * index_step, k);
     }
   }
@@ -60,7 +65,7 @@ int64_t ct_cu_axis(const ct_tensor* x, int64_t axis) {
 }
 
 /* Places the first `limit` elements of every lane of x along `axis`, in order, in `values`, and
- * their indices along the axis in `indices` (when not NULL). */
+ * their indices along the axis in `indices` (either may be NULL, not both). */
 template <ct_pl_type Tag>
 int ct_cu_rank_run(const ct_kernel_call* call, const ct_tensor* values, const ct_tensor* indices,
                    int64_t axis, bool descending, int64_t limit, const char* name) {
@@ -70,28 +75,30 @@ int ct_cu_rank_run(const ct_kernel_call* call, const ct_tensor* values, const ct
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
+  const ct_tensor* value_layout = values ? values : indices;
   const ct_tensor* index_layout = indices ? indices : values;
   ct_pl_layout layout;
   ct_pl_lane_layout(&layout, x, (int32_t)axis);
-  ct_pl_layout_add(&layout, values);
+  ct_pl_layout_add(&layout, value_layout);
   ct_pl_layout_add(&layout, index_layout);
   ct_pl_layout_add(&layout, x);
-  const int32_t sizes[3] = {ct_pl_type_size(Tag), (index_layout->dtype.bits + 7) / 8,
+  const int32_t sizes[3] = {(value_layout->dtype.bits + 7) / 8, (index_layout->dtype.bits + 7) / 8,
                             ct_pl_type_size(Tag)};
   ct_pl_layout_collapse(&layout, sizes);
-  const int64_t value_step = ct_pl_byte_stride(values, (int32_t)axis);
+  const int64_t value_step = values ? ct_pl_byte_stride(values, (int32_t)axis) : 0;
+  char* value_data = values ? ct_cu_tensor_bytes(values) : nullptr;
   const int64_t index_step = indices ? ct_pl_byte_stride(indices, (int32_t)axis) : 0;
   const int64_t x_step = ct_pl_byte_stride(x, (int32_t)axis);
   char* index_data = indices ? ct_cu_tensor_bytes(indices) : nullptr;
   const unsigned grid = ct_cu_grid(exec, layout.elements * extent, ct_cu_threads);
   if (descending) {
     ct_cu_rank_kernel<Tag, true><<<grid, ct_cu_threads, 0, exec.stream>>>(
-        layout, ct_cu_tensor_bytes(values), index_data, ct_cu_tensor_bytes(x), extent, value_step,
-        index_step, x_step, limit);
+        layout, value_data, index_data, ct_cu_tensor_bytes(x), extent, value_step, index_step,
+        x_step, limit);
   } else {
     ct_cu_rank_kernel<Tag, false><<<grid, ct_cu_threads, 0, exec.stream>>>(
-        layout, ct_cu_tensor_bytes(values), index_data, ct_cu_tensor_bytes(x), extent, value_step,
-        index_step, x_step, limit);
+        layout, value_data, index_data, ct_cu_tensor_bytes(x), extent, value_step, index_step,
+        x_step, limit);
   }
   return ct_cu_launch_status(name);
 }
@@ -104,6 +111,14 @@ int ct_cu_sort_run(const ct_kernel_call* call) {
 }
 
 template <ct_pl_type Tag>
+int ct_cu_argsort_run(const ct_kernel_call* call) {
+  const int64_t axis = ct_cu_axis(call->inputs[0], call->attrs[0].value.i);
+  const bool descending = call->attrs[1].value.b != 0;
+  return ct_cu_rank_run<Tag>(call, nullptr, call->outputs[0], axis, descending, INT64_MAX,
+                             "argsort");
+}
+
+template <ct_pl_type Tag>
 int ct_cu_topk_run(const ct_kernel_call* call) {
   const int64_t k = call->attrs[0].value.i;
   const int64_t axis = ct_cu_axis(call->inputs[0], call->attrs[1].value.i);
@@ -111,20 +126,150 @@ int ct_cu_topk_run(const ct_kernel_call* call) {
   return ct_cu_rank_run<Tag>(call, call->outputs[0], call->outputs[1], axis, largest, k, "topk");
 }
 
+/* ----- take_along_axis_backward ----- */
+
+/* Indices must lie in [-extent, extent), as on the CPU: found[0] is set, found[1] holds one bad
+ * index. */
+template <ct_pl_type Index>
+__global__ void __launch_bounds__(ct_cu_threads)
+    ct_cu_index_scan_kernel(const ct_pl_layout layout, const char* indices, int64_t extent,
+                            long long* found) {
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < layout.elements; i += step) {
+    int64_t off[1];
+    ct_cu_offsets<1>(layout, i, off);
+    const int64_t j = ct_cu_load<Index>(indices + off[0]);
+    if (j < -extent || j >= extent) {
+      found[0] = 1;
+      found[1] = j;
+    }
+  }
+}
+
+/* Scans the indices before anything is written; the error names one bad index. */
+int ct_cu_check_indices(const ct_cu_exec& exec, const ct_tensor* indices, int64_t extent) {
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, indices->ndim, indices->shape);
+  ct_pl_layout_add(&layout, indices);
+  const int32_t sizes[1] = {(indices->dtype.bits + 7) / 8};
+  ct_pl_layout_collapse(&layout, sizes);
+  long long* found = nullptr;
+  int status = ct_cu_check(
+      cudaMallocAsync(reinterpret_cast<void**>(&found), 2 * sizeof(long long), exec.stream),
+      "cudaMallocAsync");
+  if (status != CT_OK) return status;
+  long long result[2] = {0, 0};
+  status = ct_cu_check(cudaMemsetAsync(found, 0, sizeof result, exec.stream), "cudaMemsetAsync");
+  if (status == CT_OK) {
+    const unsigned grid = ct_cu_grid(exec, layout.elements, ct_cu_threads);
+    if (indices->dtype.bits == 64) {
+      ct_cu_index_scan_kernel<CT_PL_I64><<<grid, ct_cu_threads, 0, exec.stream>>>(
+          layout, ct_cu_tensor_bytes(indices), extent, found);
+    } else {
+      ct_cu_index_scan_kernel<CT_PL_I32><<<grid, ct_cu_threads, 0, exec.stream>>>(
+          layout, ct_cu_tensor_bytes(indices), extent, found);
+    }
+    status = ct_cu_launch_status("take_along_axis_backward (index scan)");
+  }
+  if (status == CT_OK) {
+    status = ct_cu_check(
+        cudaMemcpyAsync(result, found, sizeof result, cudaMemcpyDeviceToHost, exec.stream),
+        "cudaMemcpyAsync");
+  }
+  cudaFreeAsync(found, exec.stream);
+  if (status == CT_OK) {
+    status = ct_cu_check(cudaStreamSynchronize(exec.stream), "take_along_axis_backward");
+  }
+  if (status == CT_OK && result[0]) {
+    status = ct_cu_error(CT_ERROR_INVALID_ARGUMENT,
+                         "take_along_axis_backward: index %lld is out of range [%lld, %lld)",
+                         result[1], (long long)-extent, (long long)extent);
+  }
+  return status;
+}
+
+/* Element k of a grad_x lane sums, in row-major order, the grad_out entries of its reduced
+ * sub-space (ct_pl_take_along_grad_layouts: `lanes` with operands grad_x, grad_out, indices;
+ * `reduced` with operands grad_out, indices) whose index (negative ones counting from the end)
+ * is k. */
+template <ct_pl_type Tag, ct_pl_type Index>
+__global__ void __launch_bounds__(ct_cu_threads)
+    ct_cu_take_along_backward_kernel(const ct_pl_layout lanes, const ct_pl_layout reduced,
+                                     char* grad_x, const char* grad, const char* indices,
+                                     int64_t extent, int64_t grad_x_step) {
+  using T = ct_cu_compute_t<Tag>;
+  const int64_t n = lanes.elements * extent;
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t lane = i / extent, k = i % extent;
+    int64_t off[3];
+    ct_cu_offsets<3>(lanes, lane, off);
+    T acc = T(0);
+    for (int64_t t = 0; t < reduced.elements; ++t) {
+      int64_t inner[2];
+      ct_cu_offsets<2>(reduced, t, inner);
+      int64_t j = ct_cu_load<Index>(indices + off[2] + inner[1]);
+      if (j < 0) j += extent;
+      if (j == k) acc += ct_cu_load<Tag>(grad + off[1] + inner[0]);
+    }
+    ct_cu_store<Tag>(grad_x + off[0] + k * grad_x_step, acc);
+  }
+}
+
+template <ct_pl_type Tag, ct_pl_type Index>
+int ct_cu_take_along_axis_backward_run(const ct_kernel_call* call) {
+  const ct_tensor *grad = call->inputs[0], *indices = call->inputs[2], *grad_x = call->outputs[0];
+  ct_pl_layout lanes, reduced;
+  const int32_t axis = ct_pl_take_along_grad_layouts(call, &lanes, &reduced);
+  const int64_t extent = grad_x->shape[axis];
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  if (ct_pl_tensor_elements(grad) > 0) {
+    status = ct_cu_check_indices(exec, indices, extent);
+    if (status != CT_OK) return status;
+  }
+  const int64_t n = ct_pl_tensor_elements(grad_x);
+  if (n == 0) return CT_OK;
+  ct_cu_take_along_backward_kernel<Tag, Index>
+      <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+          lanes, reduced, ct_cu_tensor_bytes(grad_x), ct_cu_tensor_bytes(grad),
+          ct_cu_tensor_bytes(indices), extent, ct_pl_byte_stride(grad_x, axis));
+  return ct_cu_launch_status("take_along_axis_backward");
+}
+
 template <ct_pl_type Tag>
 int ct_cu_register_sort_type() {
   const ct_pl_type sort_signature[2] = {Tag, Tag};
+  const ct_pl_type argsort_signature[2] = {Tag, CT_PL_I64};
   const ct_pl_type topk_signature[3] = {Tag, Tag, CT_PL_I64};
   int status = ct_cu_register("sort", sort_signature, 2, ct_cu_sort_run<Tag>, nullptr, nullptr);
+  if (status == CT_OK) {
+    status =
+        ct_cu_register("argsort", argsort_signature, 2, ct_cu_argsort_run<Tag>, nullptr, nullptr);
+  }
   if (status == CT_OK) {
     status = ct_cu_register("topk", topk_signature, 3, ct_cu_topk_run<Tag>, nullptr, nullptr);
   }
   return status;
 }
 
+/* int64 indices: those argsort and topk give. int32 ones would come only from a take_along_axis
+ * forward, which this plugin lacks (the kernel is a template over either). */
+template <ct_pl_type Tag>
+int ct_cu_register_take_along_grad_type() {
+  const ct_pl_type signature[4] = {Tag, Tag, CT_PL_I64, Tag};
+  return ct_cu_register("take_along_axis_backward", signature, 4,
+                        ct_cu_take_along_axis_backward_run<Tag, CT_PL_I64>, nullptr, nullptr);
+}
+
 }  // namespace
 
 int ct_cu_register_sort(void) {
-  return ct_cu_for_each_tag(
+  int status = ct_cu_for_each_tag(
       ct_cu_all_tags{}, [](auto tag) { return ct_cu_register_sort_type<decltype(tag)::value>(); });
+  if (status != CT_OK) return status;
+  return ct_cu_for_each_tag(ct_cu_float_tags{}, [](auto tag) {
+    return ct_cu_register_take_along_grad_type<decltype(tag)::value>();
+  });
 }

@@ -142,7 +142,7 @@ def gradients_page() -> str:
     return "\n".join(
         [
             f"# Gradients\n\nGenerated from the registry by `{GRADIENTS_PAGE_COMMAND}`; a test\n"
-            f"(tests/test_gradients.py) fails when this file is stale. {GRADIENTS_PAGE_KEY}",
+            f"(tests/test_gradients.py) fails when this file is stale.\n\n{GRADIENTS_PAGE_KEY}",
             "",
             f"## Differentiable operators ({len(differentiable)})",
             "",

@@ -26,6 +26,7 @@
 
 #include "conv/conv_entry.h"
 #include "cpu_register.h"
+#include "engine/cpu_isa.h"
 #include "engine/strided_iter.h"
 #include "gemm/gemm.h"
 #include "ops/op_defs.h"
@@ -106,6 +107,46 @@ static int ct_c2bw_input_inner(const ct_kernel_call* call, int64_t elem_size,
   }
   inner->call.attrs = inner->attrs;
   return CT_OK;
+}
+
+/* The flip path's weight: wt[g·cg + c, o, i, j] = weight[g·og + o, c, kH-1-i, kW-1-j], compact,
+ * of the weight's own type (a permutation: nothing is rounded). */
+typedef struct ct_c2bw_flip {
+  const ct_tensor* weight;
+  int64_t groups, og;
+  void* dst;
+} ct_c2bw_flip;
+
+#define CT_C2BW_FLIP_LOOP(T)                                                                      \
+  for (int64_t r = begin; r < end; ++r) {                                                         \
+    const int64_t g = r / cg, c = r % cg;                                                         \
+    T* dst = (T*)f->dst + r * f->og * kh * kw;                                                    \
+    for (int64_t o = 0; o < f->og; ++o) {                                                         \
+      const T* src = (const T*)(const void*)base + (g * f->og + o) * s[0] + c * s[1];             \
+      for (int64_t i = 0; i < kh; ++i) {                                                          \
+        for (int64_t j = 0; j < kw; ++j) *dst++ = src[(kh - 1 - i) * s[2] + (kw - 1 - j) * s[3]]; \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+/* Rows (g · cg + c) [begin, end) of the flipped weight. */
+static void ct_c2bw_flip_rows(int64_t begin, int64_t end, void* context) {
+  const ct_c2bw_flip* f = context;
+  const ct_tensor* w = f->weight;
+  const int64_t cg = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+  const int64_t s[4] = {ct_tensor_stride(w, 0), ct_tensor_stride(w, 1), ct_tensor_stride(w, 2),
+                        ct_tensor_stride(w, 3)};
+  const char* base = ct_tensor_base(w);
+  switch ((w->dtype.bits + 7) / 8) {
+    case 2:
+      CT_C2BW_FLIP_LOOP(uint16_t)
+      break;
+    case 4:
+      CT_C2BW_FLIP_LOOP(uint32_t)
+      break;
+    default:
+      CT_C2BW_FLIP_LOOP(uint64_t)
+  }
 }
 
 /* conv_transpose2d_backward_input: conv2d(grad_out, weight), attributes reordered. */
@@ -219,6 +260,90 @@ static int ct_c2bw_weight_prepare(const ct_kernel_call* call, int64_t csize, ct_
   return CT_OK;
 }
 
+/* Eight taps of conv2d_backward_weight's col (float32, unit column steps): per tap, the input
+ * row offset and the output columns whose reads lie inside the input. */
+typedef struct ct_c2bw_taps8 {
+  const float* xc[8]; /* the tap's channel, shifted by its column offset */
+  int64_t ih_base[8], lo[8], hi[8];
+} ct_c2bw_taps8;
+
+static void ct_c2bw_taps8_of(const ct_c2bw_job* job, int64_t group, int64_t t0,
+                             ct_c2bw_taps8* taps8) {
+  const int64_t taps = job->kh * job->kw;
+  for (int k = 0; k < 8; ++k) {
+    const int64_t t = t0 + k;
+    const int64_t c = group * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;
+    const int64_t shift = j * job->dilation[1] - job->padding[1];
+    taps8->xc[k] = (const float*)(const void*)job->x + c * job->xs[1] + shift;
+    taps8->ih_base[k] = i * job->dilation[0] - job->padding[0];
+    taps8->lo[k] = shift >= 0 ? 0 : -shift;
+    taps8->hi[k] = job->w - shift; /* stride 1: output column ow reads input column ow + shift */
+  }
+}
+
+/* Whether all eight taps read inside the input at output columns [ow, ow + 8) of row oh of
+ * `image`; their eight source rows when they do. */
+static bool ct_c2bw_taps8_inside(const ct_c2bw_job* job, const ct_c2bw_taps8* taps8, int64_t image,
+                                 int64_t oh, int64_t ow, const float* src[8]) {
+  if (image >= job->n) return false;
+  for (int k = 0; k < 8; ++k) {
+    const int64_t ih = oh * job->stride[0] + taps8->ih_base[k];
+    if (ih < 0 || ih >= job->h || ow < taps8->lo[k] || ow + 8 > taps8->hi[k]) return false;
+    src[k] = taps8->xc[k] + image * job->xs[0] + ih * job->xs[2] + ow;
+  }
+  return true;
+}
+
+/* The eight taps at `count` (at most 8) output columns from ow on, in row oh of `image`, one
+ * element at a time: the input value, or zero outside the input. */
+static void ct_c2bw_taps8_scalar(const ct_c2bw_job* job, const ct_c2bw_taps8* taps8, int64_t image,
+                                 int64_t oh, int64_t ow, int64_t count, float* d, int64_t nr) {
+  for (int k = 0; k < 8; ++k) {
+    const int64_t ih = oh * job->stride[0] + taps8->ih_base[k];
+    const bool row = image < job->n && ih >= 0 && ih < job->h;
+    const float* src = row ? taps8->xc[k] + image * job->xs[0] + ih * job->xs[2] : NULL;
+    for (int64_t m = 0; m < count; ++m) {
+      const int64_t col = ow + m;
+      d[m * nr + k] = row && col >= taps8->lo[k] && col < taps8->hi[k] ? src[col] : 0.0f;
+    }
+  }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
+#include <immintrin.h>
+/* Eight rows of eight floats (one per tap) transposed into eight panel rows (one per position)
+ * at d, d + nr, ...: the micro-panels' layout. AVX2; called only when the CPU has it. */
+__attribute__((target("avx2"))) static void ct_c2bw_tile_8x8(const float* const src[8], float* d,
+                                                             int64_t nr) {
+  const __m256 r0 = _mm256_loadu_ps(src[0]), r1 = _mm256_loadu_ps(src[1]);
+  const __m256 r2 = _mm256_loadu_ps(src[2]), r3 = _mm256_loadu_ps(src[3]);
+  const __m256 r4 = _mm256_loadu_ps(src[4]), r5 = _mm256_loadu_ps(src[5]);
+  const __m256 r6 = _mm256_loadu_ps(src[6]), r7 = _mm256_loadu_ps(src[7]);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(d + 0 * nr, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(d + 1 * nr, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(d + 2 * nr, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(d + 3 * nr, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(d + 4 * nr, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(d + 5 * nr, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(d + 6 * nr, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(d + 7 * nr, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#else
+static void ct_c2bw_tile_8x8(const float* const src[8], float* d, int64_t nr) {
+  for (int m = 0; m < 8; ++m) {
+    for (int k = 0; k < 8; ++k) d[m * nr + k] = src[k][m];
+  }
+}
+#endif
+
 static bool ct_c2bw_weight_empty(const ct_c2bw_job* job) {
   return job->out_channels == 0 || job->kg == 0;
 }
@@ -229,54 +354,94 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
 
 /* (SFX, T, C, GEMM): storage type, compute type, the GEMM instance over C. */
 #define CT_C2BW_DEFINE(SFX, T, C, GEMM)                                                            \
+  /* Tap t (of group `group`) at `count` positions from (image, oh, ow) on, into d[u · nr]: the   \
+   * input value, or zero in the padding and past the last image. */                               \
+  static void ct_c2bw_pack_tap_##SFX(const ct_c2bw_job* job, int64_t group, int64_t t,             \
+                                     int64_t image, int64_t oh, int64_t ow, int64_t count, C* d,   \
+                                     int64_t nr) {                                                 \
+    const int64_t taps = job->kh * job->kw, sw = job->stride[1];                                   \
+    const int64_t step = sw * job->xs[3];                                                          \
+    const int64_t c = group * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;       \
+    const int64_t shift = j * job->dilation[1] - job->padding[1];                                  \
+    int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                           \
+    int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                          \
+    if (lo > job->ow) lo = job->ow;                                                                \
+    if (hi > job->ow) hi = job->ow;                                                                \
+    if (hi < lo) hi = lo;                                                                          \
+    const T* xc = (const T*)job->x + c * job->xs[1] + shift * job->xs[3];                          \
+    const int64_t ih_base = i * job->dilation[0] - job->padding[0];                                \
+    for (int64_t p = 0; p < count;) {                                                              \
+      const int64_t seg = count - p < job->ow - ow ? count - p : job->ow - ow;                     \
+      C* ds = d + p * nr;                                                                          \
+      const int64_t ih = oh * job->stride[0] + ih_base;                                            \
+      if (ih < 0 || ih >= job->h || image >= job->n) { /* padding, or past the last image */       \
+        for (int64_t u = 0; u < seg; ++u) ds[u * nr] = (C)0;                                       \
+      } else {                                                                                     \
+        int64_t a = lo - ow, b = hi - ow;                                                          \
+        a = a < 0 ? 0 : (a > seg ? seg : a);                                                       \
+        b = b < a ? a : (b > seg ? seg : b);                                                       \
+        const T* src = xc + image * job->xs[0] + ih * job->xs[2] + ow * step;                      \
+        for (int64_t u = 0; u < a; ++u) ds[u * nr] = (C)0;                                         \
+        if (step == 1) {                                                                           \
+          for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u]);                      \
+        } else {                                                                                   \
+          for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u * step]);               \
+        }                                                                                          \
+        for (int64_t u = b; u < seg; ++u) ds[u * nr] = (C)0;                                       \
+      }                                                                                            \
+      p += seg;                                                                                    \
+      ow += seg;                                                                                   \
+      if (ow == job->ow) {                                                                         \
+        ow = 0;                                                                                    \
+        if (++oh == job->oh) {                                                                     \
+          oh = 0;                                                                                  \
+          ++image;                                                                                 \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
   /* The GEMM's B packer (ct_gemm_pack_b_fn): B = colᵀ of group `batch`, rows [k0, k0 + kc) the  \
    * positions (image, oh, ow) of all images, columns [j0, j0 + nb) the taps (c, i, j). In         \
-   * blocks of CT_C2BW_PACK_ROWS positions, whose rows of the micro-panels stay in L1, tap by      \
-   * tap, each reading its input rows in order and writing its column of the micro-panel. */       \
+   * blocks of CT_C2BW_PACK_ROWS positions, whose rows of the micro-panels stay in L1: float32     \
+   * with unit column steps 8 taps x 8 positions at a time where all 64 lie inside the input       \
+   * (ct_c2bw_tile_8x8: 8 row loads, a transpose, 8 panel-row stores), the rest tap by tap, each   \
+   * reading its input rows in order and writing its column of the micro-panel. */                 \
   static void ct_c2bw_pack_col_##SFX(const void* context, int64_t batch, int64_t k0, int64_t kc,   \
                                      int64_t j0, int64_t nb, int64_t nr, void* dst_void) {         \
     const ct_c2bw_job* job = context;                                                              \
     C* dst = dst_void;                                                                             \
-    const int64_t taps = job->kh * job->kw, sw = job->stride[1];                                   \
-    const int64_t step = sw * job->xs[3];                                                          \
     const int64_t group = batch % job->groups;                                                     \
     k0 += batch / job->groups * job->chunk; /* the chunk's first position */                       \
+    const bool tiles = sizeof(T) == sizeof(float) && sizeof(C) == sizeof(float) &&                 \
+                       job->stride[1] == 1 && job->xs[3] == 1 && nr % 8 == 0 &&                    \
+                       ct_cpu_isa() >= CT_CPU_ISA_AVX2;                                            \
     for (int64_t pb = 0; pb < kc; pb += CT_C2BW_PACK_ROWS) {                                       \
       const int64_t rows = kc - pb < CT_C2BW_PACK_ROWS ? kc - pb : CT_C2BW_PACK_ROWS;              \
       const int64_t q0 = k0 + pb;                                                                  \
       const int64_t first_image = q0 / job->p, first_oh = (q0 % job->p) / job->ow;                 \
       const int64_t first_ow = q0 % job->ow;                                                       \
-      for (int64_t jj = 0; jj < nb; ++jj) {                                                        \
-        const int64_t t = j0 + jj;                                                                 \
-        const int64_t c = group * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;   \
-        const int64_t shift = j * job->dilation[1] - job->padding[1];                              \
-        int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                       \
-        int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                      \
-        if (lo > job->ow) lo = job->ow;                                                            \
-        if (hi > job->ow) hi = job->ow;                                                            \
-        if (hi < lo) hi = lo;                                                                      \
-        const T* xc = (const T*)job->x + c * job->xs[1] + shift * job->xs[3];                      \
-        const int64_t ih_base = i * job->dilation[0] - job->padding[0];                            \
+      int64_t jj = 0;                                                                              \
+      for (; tiles && jj + 8 <= nb; jj += 8) { /* 8 taps of one micro-panel */                     \
         C* d = dst + (jj / nr) * kc * nr + pb * nr + jj % nr;                                      \
+        ct_c2bw_taps8 taps8;                                                                       \
+        ct_c2bw_taps8_of(job, group, j0 + jj, &taps8);                                             \
         int64_t image = first_image, oh = first_oh, ow = first_ow;                                 \
         for (int64_t p = 0; p < rows;) {                                                           \
           const int64_t seg = rows - p < job->ow - ow ? rows - p : job->ow - ow;                   \
-          C* ds = d + p * nr;                                                                      \
-          const int64_t ih = oh * job->stride[0] + ih_base;                                        \
-          if (ih < 0 || ih >= job->h || image >= job->n) { /* padding, or past the last image */   \
-            for (int64_t u = 0; u < seg; ++u) ds[u * nr] = (C)0;                                   \
-          } else {                                                                                 \
-            int64_t a = lo - ow, b = hi - ow;                                                      \
-            a = a < 0 ? 0 : (a > seg ? seg : a);                                                   \
-            b = b < a ? a : (b > seg ? seg : b);                                                   \
-            const T* src = xc + image * job->xs[0] + ih * job->xs[2] + ow * step;                  \
-            for (int64_t u = 0; u < a; ++u) ds[u * nr] = (C)0;                                     \
-            if (step == 1) {                                                                       \
-              for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u]);                  \
+          int64_t u = 0;                                                                           \
+          for (; u + 8 <= seg; u += 8) {                                                           \
+            const float* src[8];                                                                   \
+            if (ct_c2bw_taps8_inside(job, &taps8, image, oh, ow + u, src)) {                       \
+              ct_c2bw_tile_8x8(src, (float*)(void*)(d + (p + u) * nr), nr);                        \
             } else {                                                                               \
-              for (int64_t u = a; u < b; ++u) ds[u * nr] = ct_load_##SFX(src[u * step]);           \
+              ct_c2bw_taps8_scalar(job, &taps8, image, oh, ow + u, 8,                              \
+                                   (float*)(void*)(d + (p + u) * nr), nr);                         \
             }                                                                                      \
-            for (int64_t u = b; u < seg; ++u) ds[u * nr] = (C)0;                                   \
+          }                                                                                        \
+          if (u < seg) {                                                                           \
+            ct_c2bw_taps8_scalar(job, &taps8, image, oh, ow + u, seg - u,                          \
+                                 (float*)(void*)(d + (p + u) * nr), nr);                           \
           }                                                                                        \
           p += seg;                                                                                \
           ow += seg;                                                                               \
@@ -288,6 +453,10 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
             }                                                                                      \
           }                                                                                        \
         }                                                                                          \
+      }                                                                                            \
+      for (; jj < nb; ++jj) {                                                                      \
+        ct_c2bw_pack_tap_##SFX(job, group, j0 + jj, first_image, first_oh, first_ow, rows,         \
+                               dst + (jj / nr) * kc * nr + pb * nr + jj % nr, nr);                 \
       }                                                                                            \
     }                                                                                              \
     const int64_t tail = (nb + nr - 1) / nr * nr;                                                  \
@@ -394,28 +563,12 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const int status = ct_c2bw_input_inner(call, (int64_t)sizeof(T), &inner);                      \
     if (status != CT_OK) return status;                                                            \
     if (!inner.flip) return ct_cpu_conv_transpose2d_##SFX(&inner.call);                            \
-    /* The flipped weight: wt[g·cg + c, o, i, j] = weight[g·og + o, c, kH-1-i, kW-1-j]. */         \
+    ct_c2bw_flip flip = {call->inputs[2], call->attrs[3].value.i, inner.weight_shape[1],           \
+                         call->workspace};                                                         \
     const ct_tensor* weight = call->inputs[2];                                                     \
-    const int64_t groups = call->attrs[3].value.i;                                                 \
-    const int64_t og = inner.weight_shape[1], cg = weight->shape[1];                               \
-    const int64_t kh = weight->shape[2], kw = weight->shape[3];                                    \
-    const T* w = (const T*)(const void*)ct_tensor_base(weight);                                    \
-    const int64_t s0 = ct_tensor_stride(weight, 0), s1 = ct_tensor_stride(weight, 1);              \
-    const int64_t s2 = ct_tensor_stride(weight, 2), s3 = ct_tensor_stride(weight, 3);              \
+    ct_cpu_parallel_for(weight->shape[1] * flip.groups,                                            \
+                        flip.og * weight->shape[2] * weight->shape[3], ct_c2bw_flip_rows, &flip);  \
     T* wt = call->workspace;                                                                       \
-    for (int64_t g = 0; g < groups; ++g) {                                                         \
-      for (int64_t c = 0; c < cg; ++c) {                                                           \
-        for (int64_t o = 0; o < og; ++o) {                                                         \
-          const T* src = w + (g * og + o) * s0 + c * s1;                                           \
-          T* dst = wt + ((g * cg + c) * og + o) * kh * kw;                                         \
-          for (int64_t i = 0; i < kh; ++i) {                                                       \
-            for (int64_t j = 0; j < kw; ++j) {                                                     \
-              dst[i * kw + j] = src[(kh - 1 - i) * s2 + (kw - 1 - j) * s3];                        \
-            }                                                                                      \
-          }                                                                                        \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
     inner.weight.data = wt;                                                                        \
     inner.call.workspace = (char*)call->workspace + inner.weight_bytes;                            \
     inner.call.workspace_size = call->workspace_size - (uint64_t)inner.weight_bytes;               \
