@@ -475,6 +475,16 @@ OPS: dict[str, dict] = {
         "domains": {2: "positive"},
         "edges": False,
     },
+    "batch_norm_training": {
+        "shapes": [
+            ((2, 3, 4, 5), (3,), (3,), (3,), (3,)),
+            ((4, 3), None, None, (3,), (3,)),
+            ((5, 2, 3), (2,), (2,), None, None),
+        ],
+        "attrs": [{}, {"eps": 0.1, "momentum": 0.3}],
+        "domains": {2: "positive"},
+        "edges": False,
+    },
     "group_norm": {
         "shapes": [((2, 6, 4, 4), (6,), (6,)), ((3, 4, 5), None, None)],
         "attrs": [{"num_groups": 3}, {"num_groups": 2, "eps": 0.01}],
@@ -492,6 +502,57 @@ OPS: dict[str, dict] = {
     "rms_norm": {
         "shapes": [((2, 3, 8), (8,)), ((4, 5), None)],
         "attrs": [{"normalized_shape": [8]}, {"normalized_shape": [5], "eps": 1e-5}],
+        "edges": False,
+    },
+    # ---------------------------------------------------------------- their backward ops
+    "softmax_backward": {
+        "shapes": [((3, 5), (3, 5)), ((2, 3, 4), (2, 3, 4)), ((0, 4), (0, 4))],
+        "attrs": [{}, {"axis": 0}, {"axis": 1}],
+        "domains": {1: "positive"},
+        "edges": False,
+    },
+    "log_softmax_backward": {
+        "shapes": [((3, 5), (3, 5)), ((2, 3, 4), (2, 3, 4)), ((0, 4), (0, 4))],
+        "attrs": [{}, {"axis": 0}, {"axis": 1}],
+        "domains": {1: ("range", -4.0, -0.01)},
+        "edges": False,
+    },
+    "layer_norm_backward": {
+        "shapes": [
+            ((2, 3, 8), (2, 3, 8), (8,)),
+            ((2, 3, 8), (2, 3, 8), (3, 8)),
+            ((4, 5), (4, 5), None),
+        ],
+        "attrs": [
+            {"normalized_shape": [8]},
+            {"normalized_shape": [3, 8]},
+            {"normalized_shape": [5], "eps": 0.1},
+        ],
+        "edges": False,
+    },
+    "rms_norm_backward": {
+        "shapes": [((2, 3, 8), (2, 3, 8), (8,)), ((4, 5), (4, 5), None)],
+        "attrs": [{"normalized_shape": [8]}, {"normalized_shape": [5], "eps": 1e-5}],
+        "edges": False,
+    },
+    "group_norm_backward": {
+        "shapes": [((2, 6, 4, 4), (2, 6, 4, 4), (6,)), ((3, 4, 5), (3, 4, 5), None)],
+        "attrs": [{"num_groups": 3}, {"num_groups": 2, "eps": 0.01}],
+        "edges": False,
+    },
+    "batch_norm_backward": {
+        "shapes": [
+            ((2, 3, 4, 5), (2, 3, 4, 5), (3,), (3,), (3,)),
+            ((4, 3), (4, 3), None, (3,), (3,)),
+        ],
+        "attrs": [{}, {"training": False, "eps": 0.1}],
+        "domains": {4: "positive"},
+        "edges": False,
+    },
+    "batch_norm_training": {
+        "shapes": [((2, 3, 4, 5), (3,), (3,), (3,), (3,)), ((4, 3), None, None, None, None)],
+        "attrs": [{}, {"momentum": 0.5, "eps": 0.1}],
+        "domains": {2: "positive"},
         "edges": False,
     },
     "interpolate": {

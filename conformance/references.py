@@ -649,6 +649,27 @@ def _batch_norm(ins, attrs, out):  # noqa: ANN001, ANN202
     return [r]
 
 
+@_ref(NUMPY, "batch_norm_training")
+def _batch_norm_training(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, running_mean, running_var, w, b = ins
+    axes = (0, *range(2, x.ndim))
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    invstd = 1.0 / np.sqrt(var + attrs["eps"])
+    r = (x - mean.reshape(shape)) * invstd.reshape(shape)
+    if w is not None:
+        r = r * w.reshape(shape)
+    if b is not None:
+        r = r + b.reshape(shape)
+    outs = [r, mean, invstd]
+    m, n = attrs["momentum"], x.size // max(x.shape[1], 1)
+    if running_mean is not None:
+        outs.append((1 - m) * running_mean + m * mean)
+    if running_var is not None:
+        outs.append((1 - m) * running_var + m * var * n / max(n - 1, 1))
+    return outs
+
+
 @_ref(NUMPY, "layer_norm")
 def _layer_norm(ins, attrs, out):  # noqa: ANN001, ANN202
     x, w, b = ins
@@ -685,6 +706,121 @@ def _group_norm(ins, attrs, out):  # noqa: ANN001, ANN202
     if w is not None:
         r = r * w.reshape(shape)
     return [r + b.reshape(shape) if b is not None else r]
+
+
+@_ref(NUMPY, "softmax_backward")
+def _softmax_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, y = ins
+    axis = attrs["axis"] if y.ndim else None
+    return [y * (g - np.sum(g * y, axis=axis, keepdims=True))]
+
+
+@_ref(NUMPY, "log_softmax_backward")
+def _log_softmax_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, y = ins
+    axis = attrs["axis"] if y.ndim else None
+    return [g - np.exp(y) * np.sum(g, axis=axis, keepdims=True)]
+
+
+def _norm_rows_backward(g, x, w, rms: bool, eps: float):  # noqa: ANN001, ANN202
+    """(rows, n) float64 g, x and w (broadcast): grad_input and the per-element terms of the
+    weight and bias gradients, g * xhat and g."""
+    n = x.shape[1]
+    mean = 0.0 if rms else x.mean(1, keepdims=True)
+    var = (x * x).mean(1, keepdims=True) if rms else ((x - mean) ** 2).mean(1, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mean) * rstd
+    gw = g * w
+    gx = gw - xhat * (gw * xhat).sum(1, keepdims=True) / n
+    if not rms:
+        gx = gx - gw.sum(1, keepdims=True) / n
+    return gx * rstd, g * xhat, g
+
+
+@_ref(NUMPY, "layer_norm_backward", "rms_norm_backward")
+def _trailing_norm_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, w = ins
+    shape = tuple(attrs["normalized_shape"])
+    rms = len(out) == 2
+    eps = attrs["eps"]
+    if eps is None:
+        eps = float(np.finfo(np.float64 if out[0] == "float64" else np.float32).eps)
+    n = int(np.prod(shape))
+    rows = x.size // n if n else 0
+    weight = np.ones(n) if w is None else w.reshape(1, n)
+    gx, gwx, gb = _norm_rows_backward(g.reshape(rows, n), x.reshape(rows, n), weight, rms, eps)
+    results = [gx.reshape(x.shape), gwx.sum(0).reshape(shape), gb.sum(0).reshape(shape)]
+    return results[: len(out)]
+
+
+@_ref(NUMPY, "group_norm_backward")
+def _group_norm_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, w = ins
+    n, c = x.shape[0], x.shape[1]
+    groups = attrs["num_groups"]
+    weight = np.ones(c) if w is None else w
+    spatial = x[0, 0].size if x.size else 0
+    wide = np.broadcast_to(
+        np.repeat(weight, spatial).reshape(1, groups, -1), (n, groups, c // groups * spatial)
+    )
+    gx, gwx, gb = _norm_rows_backward(
+        g.reshape(n * groups, -1),
+        x.reshape(n * groups, -1),
+        wide.reshape(n * groups, -1),
+        False,
+        attrs["eps"],
+    )
+    return [
+        gx.reshape(x.shape),
+        gwx.reshape(n, c, -1).sum((0, 2)),
+        gb.reshape(n, c, -1).sum((0, 2)),
+    ]
+
+
+def _channels_last(a):  # noqa: ANN001, ANN202
+    """(N, C, *) as (C, N * prod(*))."""
+    return np.moveaxis(a, 1, 0).reshape(a.shape[1], -1)
+
+
+@_ref(NUMPY, "batch_norm_backward")
+def _batch_norm_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, w, mean, istd = ins
+    c = x.shape[1]
+    if not attrs["training"]:
+        istd = 1.0 / np.sqrt(istd + attrs["eps"])
+    gr, xr = _channels_last(g), _channels_last(x)
+    weight = np.ones((c, 1)) if w is None else w.reshape(c, 1)
+    xhat = (xr - mean.reshape(c, 1)) * istd.reshape(c, 1)
+    gx = gr
+    if attrs["training"]:
+        count = xr.shape[1]
+        gx = (
+            gr - gr.sum(1, keepdims=True) / count - xhat * (gr * xhat).sum(1, keepdims=True) / count
+        )
+    gx = gx * weight * istd.reshape(c, 1)
+    shape = (c, x.shape[0]) + x.shape[2:]
+    return [np.moveaxis(gx.reshape(shape), 0, 1), (gr * xhat).sum(1), gr.sum(1)]
+
+
+@_ref(NUMPY, "batch_norm_training")
+def _batch_norm_training(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, rm, rv, w, b = ins
+    c = x.shape[1]
+    xr = _channels_last(x)
+    count = xr.shape[1]
+    mean = xr.mean(1)
+    var = ((xr - mean.reshape(c, 1)) ** 2).mean(1)
+    istd = 1.0 / np.sqrt(var + attrs["eps"])
+    shape = [1, c] + [1] * (x.ndim - 2)
+    r = (x - mean.reshape(shape)) * istd.reshape(shape)
+    if w is not None:
+        r = r * w.reshape(shape)
+    if b is not None:
+        r = r + b.reshape(shape)
+    m = attrs["momentum"]
+    rm = np.zeros(c) if rm is None else rm
+    rv = np.ones(c) if rv is None else rv
+    return [r, mean, istd, (1 - m) * rm + m * mean, (1 - m) * rv + m * var * count / (count - 1)]
 
 
 # ------------------------------------------------------------------ torch (CPU backend only) -----

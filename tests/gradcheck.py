@@ -89,18 +89,29 @@ def _cotangents(op: str, outputs: list, rng: np.random.Generator) -> list:
     ]
 
 
-def _torch_reference(torch_fn: Callable, inputs: list, cotangents: list, dtype: str) -> list:
-    """torch.autograd's cotangent of each float input (None elsewhere), computed in `dtype`."""
+def _torch_reference(
+    torch_fn: Callable, inputs: list, cotangents: list, dtype: str, constants: tuple = ()
+) -> list:
+    """torch.autograd's cotangent of each float input (None elsewhere), computed in `dtype`;
+    inputs at the indices `constants` are passed without requires_grad."""
     leaves: list = []
 
-    def to_torch(a: np.ndarray) -> torch.Tensor:
+    def to_torch(a: np.ndarray, constant: bool) -> torch.Tensor:
         if _is_float(a):
-            t = torch.tensor(a, dtype=_TORCH_DTYPES[dtype], requires_grad=True)
-            leaves.append(t)
+            t = torch.tensor(a, dtype=_TORCH_DTYPES[dtype], requires_grad=not constant)
+            if not constant:
+                leaves.append(t)
             return t
         return torch.from_numpy(np.array(a))
 
-    tensors = _map_inputs(inputs, to_torch)
+    tensors = [
+        None
+        if value is None
+        else [to_torch(a, i in constants) for a in value]
+        if isinstance(value, list)
+        else to_torch(value, i in constants)
+        for i, value in enumerate(inputs)
+    ]
     outputs = _outputs(torch_fn(*tensors))
     # torch_fn may return only the leading outputs (those that take cotangents)
     pairs = [(o, c) for o, c in zip(outputs, cotangents, strict=False) if c is not None]
@@ -111,7 +122,16 @@ def _torch_reference(torch_fn: Callable, inputs: list, cotangents: list, dtype: 
         allow_unused=True,
     )
     by_leaf = iter(grads)
-    return _map_inputs(inputs, lambda a: next(by_leaf) if _is_float(a) else None)
+    return [
+        None
+        if value is None or i in constants
+        else [next(by_leaf) if _is_float(a) else None for a in value]
+        if isinstance(value, list)
+        else next(by_leaf)
+        if _is_float(value)
+        else None
+        for i, value in enumerate(inputs)
+    ]
 
 
 def _finite_differences(op: str, inputs: list, attrs: dict, cotangents: list, rng) -> list:
@@ -172,10 +192,14 @@ def check_vjp(
     fd: bool = True,
     seed: int = 0,
     array_type: str = "numpy",
+    constants: tuple = (),
 ) -> list:
     """Checks op's gradient entry at `inputs` (see the module doc). `dtype` is the float dtype of
     the computation; "bfloat16" runs on torch tensors (NumPy has none), `array_type="torch"`
-    does so for any dtype. Returns the cotangents ctensor computed."""
+    does so for any dtype. `constants`: indices of float inputs the entry deliberately treats
+    as constants, as torch does (batch_norm's running statistics): their cotangent must be None,
+    and neither torch nor finite differences are asked about them. Returns the cotangents
+    ctensor computed."""
     rng = np.random.default_rng(seed)
     inputs64 = _map_inputs(inputs, lambda a: a.astype(np.float64) if _is_float(a) else a)
     use_torch = array_type == "torch" or dtype == "bfloat16"
@@ -206,10 +230,14 @@ def check_vjp(
     atol = default_atol if atol is None else atol
     if torch_fn is None:  # finite differences only
         grads64 = ctensor.autodiff.vjp(op, rounded, rounded_cotangents, **attrs)
-        _check_finite_differences(op, rounded, attrs, rounded_cotangents, grads64, rng)
+        _check_finite_differences(op, rounded, attrs, rounded_cotangents, grads64, rng, constants)
         return grads
-    want = _torch_reference(torch_fn, rounded, rounded_cotangents, "float64")
+    for i in constants:
+        assert grads[i] is None, f"{op}: input {i} is a constant but has a cotangent"
+    want = _torch_reference(torch_fn, rounded, rounded_cotangents, "float64", constants)
     for i, value in enumerate(rounded):
+        if i in constants:
+            continue
         places = [(i, k) for k in range(len(value))] if isinstance(value, list) else [(i, None)]
         for i_, k in places:
             reference = _pick(want, i_, k)
@@ -228,13 +256,13 @@ def check_vjp(
         grads64 = grads if dtype == "float64" and not use_torch else None
         if grads64 is None:
             grads64 = ctensor.autodiff.vjp(op, rounded, rounded_cotangents, **attrs)
-        _check_finite_differences(op, rounded, attrs, rounded_cotangents, grads64, rng)
+        _check_finite_differences(op, rounded, attrs, rounded_cotangents, grads64, rng, constants)
     return grads
 
 
-def _check_finite_differences(op, inputs, attrs, cotangents, grads64, rng) -> None:  # noqa: ANN001
+def _check_finite_differences(op, inputs, attrs, cotangents, grads64, rng, constants=()) -> None:  # noqa: ANN001
     for (i, k), chosen, values in _finite_differences(op, inputs, attrs, cotangents, rng):
-        got = _pick(grads64, i, k) if grads64[i] is not None else None
-        # An input the entry gives no cotangent must not move the result where it is smooth.
-        got = np.zeros(len(chosen)) if got is None else _to_numpy(got).reshape(-1)[chosen]
+        if i in constants or grads64[i] is None:
+            continue  # inputs held constant, or that the entry declares not differentiable
+        got = _to_numpy(_pick(grads64, i, k)).reshape(-1)[chosen]
         _assert_close(got, values, *FD_TOLERANCE, f"{op}: input {i} vs finite differences")

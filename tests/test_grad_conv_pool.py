@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from gradcheck import check_vjp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -184,11 +185,12 @@ def test_conv_transpose2d_backward(dtype, case, seed, lx, lg):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(2, 16, 12, 12), (3, 8, 9, 7)])
+@pytest.mark.parametrize("shape", [(2, 16, 12, 12), (3, 8, 9, 7), (2, 5, 41, 37)])
 @pytest.mark.parametrize("stride", [1, 2])
 def test_conv2d_backward_resnet_like(dtype, shape, stride):
     """3 × 3 windows with padding 1 (the flip path at stride 1 runs the forward's Winograd or
-    direct kernels), and the GEMM + col2im path at stride 2."""
+    direct kernels), and the GEMM + col2im path at stride 2; (2, 5, 41, 37) at stride 1 has
+    enough positions for the weight's cotangent to split them into chunks (the last padded)."""
     gen = torch.Generator().manual_seed(1)
     x = random(shape, dtype, gen)
     w = random((shape[1] + 4, shape[1], 3, 3), dtype, gen)
@@ -284,6 +286,26 @@ def test_max_pool2d_backward(dtype, case, seed, lx, lg, ties):
     (bound,) = vjp(lambda a: F.max_pool2d(a, **attrs), [x], g.abs())
     windows = int(np.prod(out_shape))
     check(got, want, bound, windows, dtype)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", [(2, 3, 10, 38), (1, 2, 7, 17), (3, 4, 4)])
+def test_max_pool2d_backward_2x2_rows(dtype, shape):
+    """2 x 2 windows at stride 2 (the vectorised path: eight windows at a time, a scalar tail,
+    an odd last row and column left at zero), with ties, NaN, infinities and signed zeros."""
+    gen = torch.Generator().manual_seed(len(shape) + shape[-1])
+    x = torch.round(torch.randn(shape, generator=gen, dtype=torch.float64) * 2)
+    flat = x.view(-1)
+    picks = torch.randperm(flat.numel(), generator=gen)[:12]
+    flat[picks[:4]] = float("nan")
+    flat[picks[4:6]] = float("inf")
+    flat[picks[6:8]] = -float("inf")
+    flat[picks[8:10]] = -0.0
+    x = x.to(DTYPES[dtype])
+    g = random(F.max_pool2d(f64(x), 2).shape, dtype, gen)
+    got = ctensor.ops.max_pool2d_backward(g, x, kernel_size=2)
+    (want,) = vjp(lambda a: F.max_pool2d(a, 2), [x], g)
+    assert torch.equal(got.to(torch.float64), want)
 
 
 def test_max_pool2d_backward_drops_padding_only_windows():
@@ -409,3 +431,107 @@ def test_interpolate_backward(dtype, shape, mode, by_scale, size, scale, seed, l
     # float16/bfloat16 round the weights to their own precision, as the forward
     extra = {"float16": 2e-3, "bfloat16": 1.6e-2}.get(dtype, 0.0)
     check(got, want.to(torch.float64), bound.to(torch.float64), 4 * terms, dtype, extra)
+
+
+# ----------------------------------------------------------------------------------------------
+# the gradient rows, end to end: ctensor.autodiff.vjp against torch.autograd and finite
+# differences of ctensor's forward (tests/gradcheck.py)
+# ----------------------------------------------------------------------------------------------
+
+VJP_DTYPES = st.sampled_from(["float64", "float32", "float16", "bfloat16"])
+
+
+def normal(rng: np.random.Generator, shape) -> np.ndarray:
+    return rng.standard_normal(shape)
+
+
+@settings(max_examples=20, deadline=None)
+@given(case=conv_cases(), bias=st.booleans(), dtype=VJP_DTYPES, seed=st.integers(0, 2**16))
+def test_conv2d_vjp(case, bias, dtype, seed):
+    rng = np.random.default_rng(seed)
+    attrs = case["attrs"]
+    x, w = normal(rng, case["x_shape"]), normal(rng, case["w_shape"])
+    b = normal(rng, case["w_shape"][:1]) if bias else None
+    check_vjp("conv2d", [x, w, b], attrs, lambda x, w, b: F.conv2d(x, w, b, **attrs), dtype=dtype)
+
+
+@settings(max_examples=20, deadline=None)
+@given(case=conv_cases(True), bias=st.booleans(), dtype=VJP_DTYPES, seed=st.integers(0, 2**16))
+def test_conv_transpose2d_vjp(case, bias, dtype, seed):
+    rng = np.random.default_rng(seed)
+    attrs = case["attrs"]
+    x, w = normal(rng, case["x_shape"]), normal(rng, case["w_shape"])
+    b = normal(rng, (case["w_shape"][1] * attrs["groups"],)) if bias else None
+    check_vjp(
+        "conv_transpose2d",
+        [x, w, b],
+        attrs,
+        lambda x, w, b: F.conv_transpose2d(x, w, b, **attrs),
+        dtype=dtype,
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    case=pool_cases(True),
+    dtype=st.sampled_from(["float64", "float32", "float16"]),
+    seed=st.integers(0, 2**16),
+)
+def test_max_pool2d_vjp(case, dtype, seed):
+    """Distinct values, exact in float16 (multiples of 1/8 below 256): finite differences at a
+    tie see half the cotangent on each side, where the subgradient takes one."""
+    shape, attrs = case
+    assume(not has_padding_only_window(shape, attrs))
+    count = int(np.prod(shape))
+    x = (np.random.default_rng(seed).permutation(count) - count / 2).reshape(shape) / 8
+    check_vjp("max_pool2d", [x], attrs, lambda x: F.max_pool2d(x, **attrs), dtype=dtype)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    case=pool_cases(False),
+    count_include_pad=st.booleans(),
+    divisor=st.sampled_from([None, 2]),
+    dtype=VJP_DTYPES,
+    seed=st.integers(0, 2**16),
+)
+def test_avg_pool2d_vjp(case, count_include_pad, divisor, dtype, seed):
+    shape, attrs = case
+    attrs = {**attrs, "count_include_pad": count_include_pad, "divisor_override": divisor}
+    x = normal(np.random.default_rng(seed), shape)
+    check_vjp("avg_pool2d", [x], attrs, lambda x: F.avg_pool2d(x, **attrs), dtype=dtype)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 9), st.integers(1, 9)),
+    size=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    dtype=VJP_DTYPES,
+    seed=st.integers(0, 2**16),
+)
+def test_adaptive_avg_pool2d_vjp(shape, size, dtype, seed):
+    x = normal(np.random.default_rng(seed), shape)
+    check_vjp(
+        "adaptive_avg_pool2d",
+        [x],
+        {"output_size": list(size)},
+        lambda x: F.adaptive_avg_pool2d(x, size),
+        dtype=dtype,
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 2), st.integers(1, 2), st.integers(1, 7), st.integers(1, 7)),
+    mode=st.sampled_from(["nearest", "bilinear", "bilinear-ac"]),
+    size=st.tuples(st.integers(1, 12), st.integers(1, 12)),
+    dtype=st.sampled_from(["float64", "float32"]),
+    seed=st.integers(0, 2**16),
+)
+def test_interpolate_vjp(shape, mode, size, dtype, seed):
+    attrs = {"size": list(size), "mode": "bilinear" if mode != "nearest" else "nearest"}
+    if mode == "bilinear-ac":
+        attrs["align_corners"] = True
+    torch_attrs = {**attrs, "size": size}
+    x = normal(np.random.default_rng(seed), shape)
+    check_vjp("interpolate", [x], attrs, lambda x: F.interpolate(x, **torch_attrs), dtype=dtype)

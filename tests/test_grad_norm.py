@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from arrays import FLOATS, assert_close, kernel_dtypes, strided_arrays, strided_bfloat16, to_float64
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import ctensor
 
@@ -343,7 +344,7 @@ def test_batch_norm_training(dtype, data):
     rm = data.draw(arrays(dtype, [c])) if running else None
     rv = data.draw(arrays(dtype, [c], elements=finite(dtype).map(abs))) if running else None
     outs = ctensor.ops.batch_norm_training(x, rm, rv, weight, bias, momentum=momentum, eps=eps)
-    assert len(outs) == (5 if running else 3)
+    assert len(outs) == 5
     xt, wt = t64(x, True), weight_or_ones(weight, [c])
     bt = (t64(bias) if bias is not None else torch.zeros(c, dtype=torch.float64)).requires_grad_()
     rm64, rv64 = (t64(rm), t64(rv)) if running else (None, None)
@@ -362,9 +363,13 @@ def test_batch_norm_training(dtype, data):
     check(outs[0], out.detach().numpy(), dtype, s_out)
     check(outs[1], mean, dtype, np.abs(x64).max(axes))
     check(outs[2], istd, dtype, istd * 4)
-    if running:
-        check(outs[3], rm64.numpy(), dtype, np.abs(to_float64(rm)) + np.abs(x64).max(axes))
-        check(outs[4], rv64.numpy(), dtype, to_float64(rv) + 2 * (x64**2).max(axes) * 4)
+    if not running:  # absent: a fresh BatchNorm's zeros and ones
+        rm64, rv64 = torch.zeros(c, dtype=torch.float64), torch.ones(c, dtype=torch.float64)
+        F.batch_norm(t64(x), rm64, rv64, training=True, momentum=momentum, eps=eps)
+    rm_in = np.abs(to_float64(rm)) if running else 0.0
+    rv_in = to_float64(rv) if running else 1.0
+    check(outs[3], rm64.numpy(), dtype, rm_in + np.abs(x64).max(axes))
+    check(outs[4], rv64.numpy(), dtype, rv_in + 2 * (x64**2).max(axes) * 4)
     # the backward from the saved statistics
     grads = ctensor.ops.batch_norm_backward(g, x, weight, outs[1], outs[2], eps=eps)
     expected = torch.autograd.grad(out, (xt, wt, bt), t64(g))
@@ -400,6 +405,11 @@ def test_errors():
         ctensor.ops.batch_norm_training(np.ones((1, 3), np.float32))
     with pytest.raises(ctensor.CTensorError, match="running_mean and running_var"):
         ctensor.ops.batch_norm_training(x, np.zeros(3, np.float32))
+    with pytest.raises(ctensor.CTensorError, match="same view"):  # in place: the same view only
+        rm = np.zeros(6, np.float32)
+        outs = [np.empty((2, 3), np.float32)] + [np.empty(3, np.float32) for _ in range(4)]
+        outs[3] = rm[1:4]
+        ctensor.ops.batch_norm_training(x, rm[:3], np.ones(3, np.float32), out=tuple(outs))
     with pytest.raises(ctensor.CTensorError, match="same shape"):
         ctensor.ops.softmax_backward(x, np.ones((3, 2), np.float32))
     with pytest.raises(ctensor.CTensorError, match="normalized_shape"):
@@ -408,3 +418,163 @@ def test_errors():
         ctensor.ops.group_norm_backward(x, x, num_groups=2)
     with pytest.raises(ctensor.CTensorError, match="out of bounds"):
         ctensor.ops.log_softmax_backward(x, x, axis=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# the gradient rows, end to end: ctensor.autodiff.vjp against torch.autograd and finite
+# differences (tests/gradcheck.py)
+# ----------------------------------------------------------------------------------------------
+
+
+@st.composite
+def values(draw, shape, low=-2.0, high=2.0, spread: bool = False):
+    """float64 values; `spread` keeps them apart (normalising nearly equal values is
+    ill-conditioned for finite differences)."""
+    shape = tuple(shape)
+    v = draw(hnp.arrays(np.float64, shape, elements=st.floats(low, high)))
+    if spread and v.size:
+        v = v + np.arange(v.size).reshape(shape) * 0.37 % 3.0
+    return v
+
+
+def strided(draw, v):
+    """v as a compact array or a view with other strides (sliced, reversed, transposed)."""
+    if v.ndim == 0:
+        return v
+    layout = draw(st.sampled_from(["compact", "sliced", "reversed", "transposed"]))
+    if layout == "sliced":
+        big = np.zeros(tuple(2 * s for s in v.shape))
+        big[tuple(slice(None, None, 2) for _ in v.shape)] = v
+        return big[tuple(slice(None, None, 2) for _ in v.shape)]
+    if layout == "reversed":
+        return np.ascontiguousarray(v[tuple(slice(None, None, -1) for _ in v.shape)])[
+            tuple(slice(None, None, -1) for _ in v.shape)
+        ]
+    if layout == "transposed" and v.ndim > 1:
+        return np.ascontiguousarray(v.T).T
+    return v
+
+
+VJP_SETTINGS = settings(max_examples=12, deadline=None)
+VJP_DTYPES = ["float64", "float32"]
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_softmax(dtype, op, data):
+    from gradcheck import check_vjp
+
+    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = strided(data.draw, data.draw(values(shape)))
+    fn = getattr(torch, op)
+    check_vjp(op, [x], {"axis": axis}, lambda t: fn(t, dim=axis), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_layer_rms_norm(dtype, op, data):
+    from gradcheck import check_vjp
+
+    shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    count = data.draw(st.integers(1, len(shape)))
+    shape[-1] = max(shape[-1], 2)  # at least two values normalised together
+    normalized = shape[len(shape) - count :]
+    x = strided(data.draw, data.draw(values(shape, spread=True)))
+    w = data.draw(st.none() | values(normalized, 0.5, 2.0))
+    eps = data.draw(st.sampled_from([1e-5, 0.1]))
+    attrs = {"normalized_shape": normalized, "eps": eps}
+    if op == "layer_norm":
+        b = data.draw(st.none() | values(normalized))
+        check_vjp(
+            op,
+            [x, w, b],
+            attrs,
+            lambda t, tw, tb: F.layer_norm(t, normalized, tw, tb, eps=eps),
+            dtype=dtype,
+        )
+    else:
+        check_vjp(
+            op, [x, w], attrs, lambda t, tw: F.rms_norm(t, normalized, tw, eps=eps), dtype=dtype
+        )
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_group_norm(dtype, data):
+    from gradcheck import check_vjp
+
+    groups = data.draw(st.integers(1, 3))
+    shape = [
+        data.draw(st.integers(1, 3)),
+        groups * data.draw(st.integers(1, 2)),
+        *data.draw(st.lists(st.integers(2, 3), max_size=2)),
+    ]
+    x = strided(data.draw, data.draw(values(shape, spread=True)))
+    c = shape[1]
+    w = data.draw(st.none() | values([c], 0.5, 2.0))
+    b = data.draw(st.none() | values([c]))
+    eps = data.draw(st.sampled_from([1e-5, 0.1]))
+    if x[0].size // groups < 2:
+        eps = 0.5  # one value per group: the gradient is eps-dominated, keep it tame
+    check_vjp(
+        "group_norm",
+        [x, w, b],
+        {"num_groups": groups, "eps": eps},
+        # torch's backward fails with no weight and a bias: ones stand in for the weight
+        lambda t, tw, tb: torch.group_norm(
+            t, groups, torch.ones(c, dtype=t.dtype) if tw is None else tw, tb, eps, False
+        ),
+        dtype=dtype,
+    )
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@pytest.mark.parametrize("training", [False, True])
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_batch_norm(dtype, training, data):
+    from gradcheck import check_vjp
+
+    shape = [
+        data.draw(st.integers(2, 3)),
+        data.draw(st.integers(1, 3)),
+        *data.draw(st.lists(st.integers(1, 3), max_size=2)),
+    ]
+    c = shape[1]
+    x = strided(data.draw, data.draw(values(shape, spread=True)))
+    w = data.draw(st.none() | values([c], 0.5, 2.0))
+    b = data.draw(st.none() | values([c]))
+    eps = data.draw(st.sampled_from([1e-5, 0.1]))
+    mean = data.draw(values([c]))
+    var = data.draw(values([c], 0.5, 2.0))
+    if not training:
+        check_vjp(
+            "batch_norm",
+            [x, mean, var, w, b],
+            {"eps": eps},
+            lambda t, m, v, tw, tb: F.batch_norm(t, m, v, tw, tb, training=False, eps=eps),
+            dtype=dtype,
+            constants=(1, 2),
+        )
+        return
+    running = data.draw(st.booleans())
+    momentum = data.draw(st.sampled_from([0.1, 0.3]))
+    rm, rv = (mean, var) if running else (None, None)
+
+    def torch_fn(t, m, v, tw, tb):
+        return F.batch_norm(t, m, v, tw, tb, training=True, momentum=momentum, eps=eps)
+
+    check_vjp(
+        "batch_norm_training",
+        [x, rm, rv, w, b],
+        {"momentum": momentum, "eps": eps},
+        torch_fn,
+        dtype=dtype,
+        constants=(1, 2),
+    )

@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from arrays import assert_close
+from gradcheck import check_vjp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -490,3 +491,224 @@ BACKWARD_OPS = [
 def test_backward_ops_take_every_float_dtype(op):
     sigs = ctensor.op_info(op)["signatures"]["cpu"]
     assert {s[0] for s in sigs} == set(FLOATS)
+
+
+# ---------------------------------------------------------------------------------------------
+# the gradient rows end to end: ctensor.autodiff.vjp against torch.autograd and float64 finite
+# differences of ctensor's forward (tests/gradcheck.py)
+# ---------------------------------------------------------------------------------------------
+
+VJP_DTYPES = ["float64", "float32"]
+VJP_SETTINGS = settings(max_examples=6, deadline=None)
+
+
+def values(data, shape):
+    return data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-3, 3, width=32)))
+
+
+def by_numbers(np_forward, shape):
+    """A torch forward for an op that only reads elements: x's flattened elements gathered at
+    np_forward(element numbers), zero where it gives -1 (pad's constant border)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    numbers = np.asarray(np_forward(np.arange(size, dtype=np.int64).reshape(shape)))
+    where = torch.from_numpy(np.where(numbers < 0, size, numbers))
+
+    def forward(x):
+        return torch.cat([x.reshape(-1), x.new_zeros(1)])[where]
+
+    return forward
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_permutes_and_flips(dtype, data):
+    shape = data.draw(shapes(max_dims=4))
+    x = values(data, shape)
+    axes = list(data.draw(st.permutations(range(len(shape)))))
+    check_vjp("permute_dims", [x], {"axes": axes}, lambda t: t.permute(axes), dtype=dtype)
+    flip_axes = None if not shape else sorted(data.draw(st.sets(st.integers(0, len(shape) - 1))))
+    check_vjp(
+        "flip",
+        [x],
+        {"axis": flip_axes},
+        lambda t: t.flip(list(range(t.ndim)) if flip_axes is None else flip_axes),
+        dtype=dtype,
+    )
+    if len(shape) >= 2:
+        k = data.draw(st.integers(-3, 3))
+        check_vjp("matrix_transpose", [x], {}, lambda t: t.transpose(-1, -2), dtype=dtype)
+        check_vjp("tril", [x], {"k": k}, lambda t: torch.tril(t, k), dtype=dtype)
+        check_vjp("triu", [x], {"k": k}, lambda t: torch.triu(t, k), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_broadcast_to_and_roll(dtype, data):
+    shape = data.draw(shapes(max_dims=3))
+    x = values(data, tuple(s if data.draw(st.booleans()) else 1 for s in shape))
+    target = data.draw(st.lists(st.integers(1, 3), max_size=2)) + list(shape)
+    check_vjp("broadcast_to", [x], {"shape": target}, lambda t: t.broadcast_to(target), dtype=dtype)
+    y = values(data, shape)
+    if shape and data.draw(st.booleans()):
+        axis = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=3))
+        shift = data.draw(st.lists(st.integers(-7, 7), min_size=len(axis), max_size=len(axis)))
+    else:
+        axis, shift = None, [data.draw(st.integers(-7, 7))]
+    fn = by_numbers(lambda n: np.roll(n, shift, axis), shape)
+    check_vjp("roll", [y], {"shift": shift, "axis": axis}, fn, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_concat_and_stack(dtype, data):
+    base = data.draw(shapes(min_dims=1))
+    axis = data.draw(st.integers(-len(base), len(base) - 1))
+    arrays = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        s = list(base)
+        s[axis] = data.draw(st.integers(0, 3))
+        arrays.append(values(data, tuple(s)))
+    check_vjp("concat", [arrays], {"axis": axis}, lambda ts: torch.cat(ts, axis), dtype=dtype)
+    flat = [values(data, data.draw(shapes())) for _ in range(2)]
+    check_vjp(
+        "concat",
+        [flat],
+        {"axis": None},
+        lambda ts: torch.cat([t.reshape(-1) for t in ts]),
+        dtype=dtype,
+    )
+    same = [values(data, base) for _ in range(data.draw(st.integers(1, 3)))]
+    new_axis = data.draw(st.integers(-len(base) - 1, len(base)))
+    check_vjp(
+        "stack", [same], {"axis": new_axis}, lambda ts: torch.stack(ts, new_axis), dtype=dtype
+    )
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_slice_tile_repeat_pad(dtype, data):
+    shape = data.draw(shapes(min_side=1))
+    x = values(data, shape)
+    start, stop, step = slice_attrs(data, shape)
+    key = tuple(slice(a, b, c) for a, b, c in zip(start, stop, step, strict=True))
+    attrs = {"start": start, "stop": stop, "step": step}
+    check_vjp("slice", [x], attrs, by_numbers(lambda n: n[key], shape), dtype=dtype)
+    reps = data.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
+    check_vjp("tile", [x], {"repetitions": reps}, lambda t: t.tile(reps), dtype=dtype)
+    axis = (
+        None if not shape or data.draw(st.booleans()) else data.draw(st.integers(0, len(shape) - 1))
+    )
+    n = x.size if axis is None else shape[axis]
+    repeats = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    fn = by_numbers(lambda m: np.repeat(m, repeats, axis=axis), shape)
+    check_vjp("repeat", [x], {"repeats": repeats, "axis": axis}, fn, dtype=dtype)
+    mode = data.draw(st.sampled_from(["constant", "reflect", "edge"]))
+    widths = [data.draw(st.integers(0, 4)) for _ in range(2 * len(shape))] or [1]
+    pairs = [(widths[2 * k], widths[2 * k + 1]) for k in range(len(shape))]
+    kw = {"constant_values": -1} if mode == "constant" else {}
+    fn = by_numbers(lambda m: np.pad(m, pairs, mode=mode, **kw) if m.ndim else m, shape)
+    check_vjp("pad", [x], {"pad_width": widths, "mode": mode, "value": 1.5}, fn, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_take_take_along_axis_embedding(dtype, data):
+    shape = data.draw(shapes(min_dims=1, min_side=1))
+    x = values(data, shape)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    idx = index_array(data, data.draw(shapes(max_dims=2)), shape[axis], "int64")
+    ax = axis % len(shape)
+
+    def take(t, i):
+        return t[(slice(None),) * ax + (i,)]
+
+    check_vjp("take", [x, idx], {"axis": axis}, take, dtype=dtype)
+    flat_idx = index_array(data, data.draw(shapes(max_dims=2)), x.size, "int32")
+    check_vjp(
+        "take", [x, flat_idx], {"axis": None}, lambda t, i: t.reshape(-1)[i.long()], dtype=dtype
+    )
+    along_shape = list(shape)
+    along_shape[ax] = data.draw(st.integers(0, 4))
+    along = index_array(data, tuple(along_shape), shape[ax], "int64")
+
+    def take_along(t, i):
+        return torch.take_along_dim(t, torch.where(i < 0, i + t.shape[ax], i), dim=ax)
+
+    check_vjp("take_along_axis", [x, along], {"axis": axis}, take_along, dtype=dtype)
+    table = values(data, (data.draw(st.integers(1, 5)), data.draw(st.integers(1, 4))))
+    rows = index_array(data, data.draw(shapes(max_dims=2)), table.shape[0], "int32", negative=False)
+    check_vjp("embedding", [rows, table], {}, lambda i, w: F.embedding(i.long(), w), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", VJP_DTYPES)
+@VJP_SETTINGS
+@given(data=st.data())
+def test_vjp_clip(dtype, data):
+    """Continuous values (finite differences need no kink within a step); broadcasting bounds."""
+    shape = data.draw(shapes(max_dims=3))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = 2 * rng.standard_normal(shape)
+    lo = rng.standard_normal(shape[data.draw(st.integers(0, len(shape))) :]) - 1.0
+    hi = rng.standard_normal(shape[data.draw(st.integers(0, len(shape))) :]) + 1.0
+    which = data.draw(st.sampled_from(["min", "max", "both"]))
+    lo = lo if which != "max" else None
+    hi = hi if which != "min" else None
+    check_vjp("clip", [x, lo, hi], {}, lambda a, b, c: torch.clamp(a, b, c), dtype=dtype)
+
+
+def test_vjp_clip_ties_follow_torch():
+    """At x == min or x == max, and min >= max, the cotangents go where torch.clamp's do."""
+    x = np.array([-1.0, 0.0, 1.0, 2.0, 0.5, 0.5])
+    lo = np.array([0.0, 0.0, 0.0, 0.0, 1.0, 0.5])
+    hi = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.5])
+    check_vjp("clip", [x, lo, hi], {}, lambda a, b, c: torch.clamp(a, b, c), fd=False)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_vjp_low_precision(dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4))
+    check_vjp("tile", [x], {"repetitions": [2, 1, 3]}, lambda t: t.tile([2, 1, 3]), dtype=dtype)
+    idx = np.array([[0, 2], [2, 2]])
+    check_vjp("embedding", [idx, x], {}, lambda i, w: F.embedding(i, w), dtype=dtype)
+    check_vjp("concat", [[x, x[:1]]], {"axis": 0}, lambda ts: torch.cat(ts, 0), dtype=dtype)
+
+
+def test_one_hot_is_not_differentiable():
+    entry = ctensor.op_info("one_hot")["gradient"]
+    assert not entry["differentiable"]
+    with pytest.raises(ctensor.autodiff.NotDifferentiableError):
+        ctensor.autodiff.vjp("one_hot", [np.array([0, 1])], [None], num_classes=2)
+
+
+SHAPE_FORWARDS = [
+    "broadcast_to",
+    "clip",
+    "concat",
+    "embedding",
+    "flip",
+    "matrix_transpose",
+    "pad",
+    "permute_dims",
+    "repeat",
+    "roll",
+    "slice",
+    "stack",
+    "take",
+    "take_along_axis",
+    "tile",
+    "tril",
+    "triu",
+]
+
+
+@pytest.mark.parametrize("op", SHAPE_FORWARDS)
+def test_every_shape_op_has_a_gradient(op):
+    entry = ctensor.op_info(op)["gradient"]
+    assert "error" not in entry, entry
+    assert entry["differentiable"], op

@@ -1,12 +1,11 @@
-/* linalg_grads.h - gradient rows of matmul, linear, einsum, vecdot, matrix_transpose and the linalg
- * extras. Format: gradient_rows.h. */
+/* linalg_grads.h - gradient rows of matmul and of the linalg extras (linear, einsum, vecdot);
+ * matrix_transpose's row is in shape_grads.h, its family's file. Format: gradient_rows.h. */
 #ifndef CTENSOR_LINALG_GRADS_H_
 #define CTENSOR_LINALG_GRADS_H_
 
 #define CT_LINALG_GRADS(G)                                                                   \
   G(matmul, "grad_x1, grad_x2 = matmul_backward(grad_out, x1, x2)",                          \
     "broadcast batch dimensions are summed and 1-D operands undone, as torch.matmul")        \
-  G(matrix_transpose, "grad_x = matrix_transpose(grad_out)", "")                             \
   G(linear,                                                                                  \
     "wt = matrix_transpose(weight); grad_x, gwt = matmul_backward(grad_out, x, wt); "        \
     "grad_weight = matrix_transpose(gwt); grad_bias = sum_to_shape(grad_out, bias)",         \

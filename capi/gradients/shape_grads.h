@@ -6,7 +6,6 @@
 /* Their backward ops: capi/ops/shape_grad_ops.c. */
 #define CT_SHAPE_GRADS(G)                                                                         \
   G(permute_dims, "grad_x = permute_dims_backward(grad_out; axes)", "")                           \
-  G(matrix_transpose, "grad_x = matrix_transpose(grad_out)", "")                                  \
   G(broadcast_to, "grad_x = sum_to_shape(grad_out, x)", "")                                       \
   G(concat, "grad_arrays = concat_backward(grad_out, arrays; axis)", "")                          \
   G(stack, "grad_arrays = stack_backward(grad_out, arrays; axis)", "")                            \

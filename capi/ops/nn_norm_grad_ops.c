@@ -267,8 +267,8 @@ CT_DEFINE_OP(group_norm_backward,
 
 static const ct_param_schema ct_batch_norm_training_inputs[5] = {
     {"input", "(N, C, *)", 0, 0},
-    {"running_mean", "(C,); with running_var, or both absent", CT_PARAM_OPTIONAL, 0},
-    {"running_var", "(C,); with running_mean, or both absent", CT_PARAM_OPTIONAL, 0},
+    {"running_mean", "(C,); with running_var, or both absent (then zeros)", CT_PARAM_OPTIONAL, 0},
+    {"running_var", "(C,); with running_mean, or both absent (then ones)", CT_PARAM_OPTIONAL, 0},
     {"weight", "(C,), multiplies the result per channel", CT_PARAM_OPTIONAL, 0},
     {"bias", "(C,), added to the result per channel", CT_PARAM_OPTIONAL, 0}};
 
@@ -277,13 +277,13 @@ static const ct_param_schema ct_batch_norm_training_outputs[5] = {
     {"save_mean", "(C,): the batch mean per channel", 0, 0},
     {"save_invstd", "(C,): 1 / sqrt(biased batch variance + eps) per channel", 0, 0},
     {"new_running_mean",
-     "(C,), only with the running statistics: (1 - momentum) * running_mean + momentum * mean; "
-     "may be the same view as running_mean (updated in place)",
-     CT_PARAM_OPTIONAL, 0},
+     "(C,): (1 - momentum) * running_mean + momentum * mean; may be the same view as "
+     "running_mean (updated in place)",
+     0, 0},
     {"new_running_var",
-     "(C,), only with the running statistics: (1 - momentum) * running_var + momentum * "
-     "unbiased batch variance; may be the same view as running_var",
-     CT_PARAM_OPTIONAL, 0}};
+     "(C,): (1 - momentum) * running_var + momentum * unbiased batch variance; may be the same "
+     "view as running_var",
+     0, 0}};
 
 static const ct_attr_schema ct_batch_norm_training_attrs[] = {
     CT_ATTR_SPEC_FLOAT("momentum", "weight of the batch statistics in the running ones", 0.1),
@@ -313,7 +313,7 @@ static int ct_infer_batch_norm_training(const ct_infer_call* call, ct_tensor_inf
                         "training, got input shape with %lld",
                         (long long)per_channel);
   }
-  const int32_t count = running ? 5 : 3;
+  const int32_t count = 5;
   if (capacity < count) {
     return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "batch_norm_training: room for %d outputs",
                         count);
@@ -327,11 +327,12 @@ static int ct_infer_batch_norm_training(const ct_infer_call* call, ct_tensor_inf
 CT_DEFINE_OP(batch_norm_training,
              "torch.nn.functional.batch_norm with training=True: normalises each channel (dim 1) "
              "with the batch's mean and biased variance, returns them as save_mean and "
-             "save_invstd (for batch_norm_backward), and, given running_mean and running_var, "
-             "their momentum update (the unbiased variance) as new_running_mean and "
-             "new_running_var, which may be the same views as running_mean and running_var to "
-             "update them in place. Statistics accumulate in float64, float16/bfloat16 compute "
-             "in float32.",
+             "save_invstd (for batch_norm_backward), and the momentum update of running_mean and "
+             "running_var (with the unbiased variance) as new_running_mean and new_running_var, "
+             "which may be the same views as running_mean and running_var to update them in "
+             "place; absent running statistics are taken as zeros and ones (a fresh "
+             "torch.nn.BatchNorm's buffers). Statistics accumulate in float64, float16/bfloat16 "
+             "compute in float32.",
              CT_OP_SHAPE_STATIC,
              CT_OP_FLAG_INPLACE | CT_OP_FLAG_DETERMINISTIC | CT_OP_FLAG_GRAPH_SAFE,
              ct_batch_norm_training_inputs, ct_batch_norm_training_outputs,

@@ -170,6 +170,57 @@ int ct_pl_concat_each(const ct_kernel_call* call, ct_pl_copy_fn copy, void* cont
   return status;
 }
 
+void ct_pl_permute_backward_layout(const ct_kernel_call* call, ct_pl_layout* layout) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  const int32_t size = (out->dtype.bits + 7) / 8;
+  int64_t out_strides[CT_MAX_NDIM], moved[CT_MAX_NDIM];
+  ct_pl_tensor_strides(out, out_strides);
+  const ct_attr_value* axes = &call->attrs[0];
+  for (int32_t d = 0; d < grad->ndim; ++d) {
+    int64_t a = axes->value.ints[d];
+    if (a < 0) a += out->ndim;
+    moved[d] = grad->shape[d] == 1 ? 0 : out_strides[a] * size;
+  }
+  ct_pl_layout_begin(layout, grad->ndim, grad->shape);
+  ct_pl_layout_add_strides(layout, moved);
+  ct_pl_layout_add(layout, grad);
+}
+
+int ct_pl_concat_backward_each(const ct_kernel_call* call, ct_pl_slab_fn copy, void* context) {
+  const ct_tensor* grad = call->inputs[0];
+  const int32_t size = (grad->dtype.bits + 7) / 8;
+  int64_t grad_strides[CT_MAX_NDIM];
+  ct_pl_tensor_strides(grad, grad_strides);
+  const bool flat = call->attrs[0].type == CT_ATTR_NONE;
+  int64_t axis = flat ? 0 : call->attrs[0].value.i;
+  if (axis < 0) axis += grad->ndim;
+  int64_t position = 0;
+  int status = CT_OK;
+  for (int32_t k = 0; k < call->num_outputs && status == CT_OK; ++k) {
+    const ct_tensor* out = call->outputs[k];
+    const int64_t elements = ct_pl_tensor_elements(out);
+    if (elements == 0) continue;
+    int64_t src_strides[CT_MAX_NDIM];
+    if (flat) {
+      int64_t step = grad_strides[0] * size;
+      for (int32_t d = out->ndim - 1; d >= 0; --d) {
+        src_strides[d] = step;
+        step *= out->shape[d];
+      }
+    } else {
+      for (int32_t d = 0; d < out->ndim; ++d) src_strides[d] = grad_strides[d] * size;
+    }
+    ct_pl_layout layout;
+    ct_pl_layout_begin(&layout, out->ndim, out->shape);
+    ct_pl_layout_add(&layout, out);
+    ct_pl_layout_add_strides(&layout, src_strides);
+    status = copy(context, &layout, position * grad_strides[flat ? 0 : axis] * size, out);
+    position += flat ? elements : out->shape[axis];
+  }
+  return status;
+}
+
 int ct_pl_allocate_output(const ct_host_api* host, const ct_kernel_call* call, int32_t index,
                           const ct_tensor_info* info, int32_t device_type, int32_t device_id,
                           void** data) {

@@ -75,6 +75,20 @@ typedef int (*ct_pl_copy_fn)(void* context, ct_pl_layout* layout, int64_t dst_of
  * the first status other than CT_OK and returns it. */
 int ct_pl_concat_each(const ct_kernel_call* call, ct_pl_copy_fn copy, void* context);
 
+/* permute_dims_backward: a layout over grad_out's shape, operand 0 the output walked with
+ * grad_out's dim d sent to its dim axes[d], operand 1 grad_out. */
+void ct_pl_permute_backward_layout(const ct_kernel_call* call, ct_pl_layout* layout);
+
+/* Copies layout operand 1 (elements of the op's first input, from `src_offset` bytes past its
+ * first byte) into operand 0 (`out`, from its first byte). */
+typedef int (*ct_pl_slab_fn)(void* context, ct_pl_layout* layout, int64_t src_offset,
+                             const ct_tensor* out);
+
+/* concat_backward: calls `copy` for each non-empty output, in order, with the layout and source
+ * offset of its slab of grad_out (inputs[0]) along the axis attribute (None: its run of the flat
+ * grad_out). Stops at the first status other than CT_OK and returns it. */
+int ct_pl_concat_backward_each(const ct_kernel_call* call, ct_pl_slab_fn copy, void* context);
+
 /* A dynamic op's output `index` from the caller's allocator (call->allocator) on the given
  * device. A failed allocation, or none for a non-empty output, is CT_ERROR_OUT_OF_MEMORY (or the
  * allocator's own negative status) with a message recorded through `host`. */

@@ -1,7 +1,7 @@
-/* cu_shape.cu - permute_dims and concat: strided copies of whole elements, moved as 1-, 2-, 4- or
- * 8-byte integers so that any dtype copies bit for bit. A copy that collapses to one dense run on
- * both sides is a cudaMemcpyAsync; any other is a grid-stride kernel over the collapsed layout,
- * walking the destination in order. */
+/* cu_shape.cu - permute_dims and concat, and their backward ops: strided copies of whole
+ * elements, moved as 1-, 2-, 4- or 8-byte integers so that any dtype copies bit for bit. A copy
+ * that collapses to one dense run on both sides is a cudaMemcpyAsync; any other is a grid-stride
+ * kernel over the collapsed layout, walking the destination in order. */
 #include "cu_call.h"
 #include "cu_layout.h"
 #include "plugin_geometry.h"
@@ -93,15 +93,64 @@ int ct_cu_concat_run(const ct_kernel_call* call) {
   return ct_pl_concat_each(call, ct_cu_concat_copy, &target);
 }
 
+/* grad_out copied back through the inverse permutation. */
+int ct_cu_permute_dims_backward_run(const ct_kernel_call* call) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
+  ct_cu_exec exec;
+  const int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  ct_pl_layout layout;
+  ct_pl_permute_backward_layout(call, &layout);
+  return ct_cu_copy(exec, &layout, (out->dtype.bits + 7) / 8, ct_cu_tensor_bytes(out),
+                    ct_cu_tensor_bytes(grad), "permute_dims_backward");
+}
+
+/* One output's slab of grad_out (ct_pl_concat_backward_each). */
+struct ct_cu_slab_source {
+  const ct_cu_exec* exec;
+  char* grad;
+};
+
+int ct_cu_concat_backward_copy(void* context, ct_pl_layout* layout, int64_t src_offset,
+                               const ct_tensor* out) {
+  const auto* source = static_cast<const ct_cu_slab_source*>(context);
+  return ct_cu_copy(*source->exec, layout, (out->dtype.bits + 7) / 8, ct_cu_tensor_bytes(out),
+                    source->grad + src_offset, "concat_backward");
+}
+
+/* Each output gets its slab of grad_out along `axis`, or (axis None) its run of the flat
+ * grad_out. */
+int ct_cu_concat_backward_run(const ct_kernel_call* call) {
+  const ct_tensor* grad = call->inputs[0];
+  if (ct_pl_tensor_elements(grad) == 0) return CT_OK;
+  ct_cu_exec exec;
+  const int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  ct_cu_slab_source source = {&exec, ct_cu_tensor_bytes(grad)};
+  return ct_pl_concat_backward_each(call, ct_cu_concat_backward_copy, &source);
+}
+
 }  // namespace
 
 int ct_cu_register_shape(void) {
   for (int t = 0; t < CT_PL_TYPE_COUNT; ++t) {
-    const ct_pl_type signature[2] = {(ct_pl_type)t, (ct_pl_type)t};
+    const ct_pl_type signature[3] = {(ct_pl_type)t, (ct_pl_type)t, (ct_pl_type)t};
     int status =
         ct_cu_register("permute_dims", signature, 2, ct_cu_permute_dims_run, nullptr, nullptr);
     if (status == CT_OK) {
       status = ct_cu_register("concat", signature, 2, ct_cu_concat_run, nullptr, nullptr);
+    }
+    // the backward ops: the float dtypes, as every gradient
+    const bool is_float = t == CT_PL_F16 || t == CT_PL_F32 || t == CT_PL_F64;
+    if (status == CT_OK && is_float) {
+      status = ct_cu_register("permute_dims_backward", signature, 2,
+                              ct_cu_permute_dims_backward_run, nullptr, nullptr);
+    }
+    if (status == CT_OK && is_float) {
+      status = ct_cu_register("concat_backward", signature, 3, ct_cu_concat_backward_run, nullptr,
+                              nullptr);
     }
     if (status != CT_OK) return status;
   }

@@ -1,5 +1,6 @@
-/* cl_shape.c - permute_dims and concat: strided copies of whole elements (moved as 1-, 2-, 4- or
- * 8-byte integers, so any dtype copies bit for bit) through one generated copy kernel. */
+/* cl_shape.c - permute_dims and concat, and their backward ops: strided copies of whole elements
+ * (moved as 1-, 2-, 4- or 8-byte integers, so any dtype copies bit for bit) through one generated
+ * copy kernel. */
 #include "cl_layout.h"
 #include "plugin_geometry.h"
 #include "cl_types.h"
@@ -77,12 +78,58 @@ static int ct_cl_concat_run(const ct_kernel_call* call) {
   return ct_pl_concat_each(call, ct_cl_concat_copy, &target);
 }
 
+static int ct_cl_permute_dims_backward_run(const ct_kernel_call* call) {
+  const ct_tensor* grad = call->inputs[0];
+  const ct_tensor* out = call->outputs[0];
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
+  ct_cl_exec exec;
+  const int status = ct_cl_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  ct_pl_layout layout;
+  ct_pl_permute_backward_layout(call, &layout);
+  return ct_cl_copy(&exec, &layout, (out->dtype.bits + 7) / 8, (cl_mem)out->data,
+                    (int64_t)out->byte_offset, (cl_mem)grad->data, (int64_t)grad->byte_offset);
+}
+
+/* One output's slab of grad_out (ct_pl_concat_backward_each). */
+typedef struct ct_cl_slab_source {
+  const ct_cl_exec* exec;
+  const ct_tensor* grad;
+} ct_cl_slab_source;
+
+static int ct_cl_concat_backward_copy(void* context, ct_pl_layout* layout, int64_t src_offset,
+                                      const ct_tensor* out) {
+  const ct_cl_slab_source* source = context;
+  return ct_cl_copy(source->exec, layout, (out->dtype.bits + 7) / 8, (cl_mem)out->data,
+                    (int64_t)out->byte_offset, (cl_mem)source->grad->data,
+                    (int64_t)source->grad->byte_offset + src_offset);
+}
+
+static int ct_cl_concat_backward_run(const ct_kernel_call* call) {
+  if (ct_pl_tensor_elements(call->inputs[0]) == 0) return CT_OK;
+  ct_cl_exec exec;
+  const int status = ct_cl_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  ct_cl_slab_source source = {&exec, call->inputs[0]};
+  return ct_pl_concat_backward_each(call, ct_cl_concat_backward_copy, &source);
+}
+
 int ct_cl_register_shape(void) {
   for (int t = 0; t < CT_PL_TYPE_COUNT; ++t) {
-    const ct_pl_type signature[2] = {(ct_pl_type)t, (ct_pl_type)t};
+    const ct_pl_type signature[3] = {(ct_pl_type)t, (ct_pl_type)t, (ct_pl_type)t};
     int status = ct_cl_register("permute_dims", signature, 2, ct_cl_permute_dims_run, NULL, NULL);
     if (status == CT_OK) {
       status = ct_cl_register("concat", signature, 2, ct_cl_concat_run, NULL, NULL);
+    }
+    /* the backward ops: the float dtypes, as every gradient */
+    const bool is_float = t == CT_PL_F16 || t == CT_PL_F32 || t == CT_PL_F64;
+    if (status == CT_OK && is_float) {
+      status = ct_cl_register("permute_dims_backward", signature, 2,
+                              ct_cl_permute_dims_backward_run, NULL, NULL);
+    }
+    if (status == CT_OK && is_float) {
+      status =
+          ct_cl_register("concat_backward", signature, 3, ct_cl_concat_backward_run, NULL, NULL);
     }
     if (status != CT_OK) return status;
   }

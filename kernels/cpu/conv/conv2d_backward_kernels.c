@@ -18,8 +18,9 @@
  * input into its micro-panels (as conv2d's forward reads col).
  * Workspace (compute type C: float for float16/bfloat16/float32, double for float64), each part
  * padded to 64 bytes:
- *   gout: C_out × N·P: grad_out, compact, of type C (the GEMM's A);
- *   acc:  C_out × K: the sums, stored into grad_weight at the end (rounding once);
+ *   gout: C_out × N·P (rounded up to the chunks): grad_out, compact, of type C (the GEMM's A);
+ *   acc:  chunks × C_out × K: each chunk's sums, added up and stored into grad_weight at the
+ *         end (rounding once);
  *   gemm: the packed GEMM's panels (ct_gemm_workspace_<instance>). */
 #include <string.h>
 
@@ -33,6 +34,11 @@
 /* Positions the B packer of conv2d_backward_weight writes at once: that many rows of each
  * micro-panel (64 × 32 floats = 8 KB) stay in L1 while every tap writes its column. */
 #define CT_C2BW_PACK_ROWS 64
+/* conv2d_backward_weight cuts its depth into at most this many chunks of at least
+ * CT_C2BW_MIN_CHUNK positions, their sums together at most CT_C2BW_CHUNK_SUMS_BYTES. */
+#define CT_C2BW_MAX_CHUNKS 8
+#define CT_C2BW_MIN_CHUNK 512
+#define CT_C2BW_CHUNK_SUMS_BYTES ((int64_t)8 << 20)
 
 static int64_t ct_c2bw_align(int64_t bytes) {
   return (bytes + CT_C2BW_ALIGNMENT - 1) / CT_C2BW_ALIGNMENT * CT_C2BW_ALIGNMENT;
@@ -130,14 +136,16 @@ typedef struct ct_c2bw_job {
   int64_t oh, ow;               /* grad_out's spatial extents */
   int64_t stride[2], padding[2], dilation[2], groups;
   int64_t cg, og, kg, p; /* C/groups, O/groups, cg · kH · kW, oh · ow */
-  int64_t depth;         /* n · p: the GEMM's depth */
+  int64_t depth;         /* n · p: every position of every image */
+  int64_t chunks, chunk; /* the depth as `chunks` GEMM batch entries of `chunk` positions */
+  int64_t padded;        /* chunks · chunk >= depth (grad_out's copy is zero past depth) */
   int64_t gout_bytes, acc_bytes;
   int64_t xs[4], gs[4], ws[4];
   const char *x, *grad;
   char* out;
   void *gout, *acc;
   ct_gemm_desc gemm;
-  int64_t batch_shape[1], a_bs[1], b_bs[1], c_bs[1];
+  int64_t batch_shape[2], a_bs[2], b_bs[2], c_bs[2];
 } ct_c2bw_job;
 
 static int ct_c2bw_weight_prepare(const ct_kernel_call* call, int64_t csize, ct_c2bw_job* job) {
@@ -172,22 +180,37 @@ static int ct_c2bw_weight_prepare(const ct_kernel_call* call, int64_t csize, ct_
   job->gout = job->acc = NULL;
   /* grad_out's and grad_weight's element counts, times the compute type's size: no overflow
    * (a view's bytes fit in int64, and the compute type is at most twice the storage type). */
-  job->gout_bytes = ct_c2bw_align(job->out_channels * job->depth * csize);
-  job->acc_bytes = ct_c2bw_align(job->out_channels * job->kg * csize);
+  /* Chunks of the depth, each a batch entry of the GEMM with its own sums (added up when
+   * grad_weight is stored): whole products for the threads to share, rather than every thread
+   * on every depth block of one product. As many as fit CT_C2BW_CHUNK_SUMS_BYTES of sums, up
+   * to CT_C2BW_MAX_CHUNKS (a constant, not the thread count, so that the workspace asked for
+   * fits any call), of at least CT_C2BW_MIN_CHUNK positions. */
+  const int64_t sums = job->out_channels * job->kg * csize;
+  job->chunks = sums > 0 ? CT_C2BW_CHUNK_SUMS_BYTES / sums : 1;
+  if (job->chunks > CT_C2BW_MAX_CHUNKS) job->chunks = CT_C2BW_MAX_CHUNKS;
+  if (job->chunks > job->depth / CT_C2BW_MIN_CHUNK) job->chunks = job->depth / CT_C2BW_MIN_CHUNK;
+  if (job->chunks < 1) job->chunks = 1;
+  job->chunk = (job->depth + job->chunks - 1) / job->chunks;
+  job->padded = job->chunks * job->chunk;
+  job->gout_bytes = ct_c2bw_align(job->out_channels * job->padded * csize);
+  job->acc_bytes = ct_c2bw_align(job->chunks * job->out_channels * job->kg * csize);
   ct_gemm_desc* d = &job->gemm;
   *d = (ct_gemm_desc){0};
   d->m = job->og;
   d->n = job->kg;
-  d->k = job->depth;
-  d->a_rs = job->depth;
+  d->k = job->chunk;
+  d->a_rs = job->padded;
   d->a_cs = 1;
   d->c_rs = job->kg;
   d->c_cs = 1;
-  job->batch_shape[0] = job->groups;
-  job->a_bs[0] = job->og * job->depth;
-  job->b_bs[0] = 0; /* the packer finds its own place */
-  job->c_bs[0] = job->og * job->kg;
-  d->batch_ndim = 1;
+  job->batch_shape[0] = job->chunks;
+  job->batch_shape[1] = job->groups;
+  job->a_bs[0] = job->chunk;
+  job->a_bs[1] = job->og * job->padded;
+  job->b_bs[0] = job->b_bs[1] = 0; /* the packer finds its own place */
+  job->c_bs[0] = job->out_channels * job->kg;
+  job->c_bs[1] = job->og * job->kg;
+  d->batch_ndim = 2;
   d->batch_shape = job->batch_shape;
   d->a_bs = job->a_bs;
   d->b_bs = job->b_bs;
@@ -216,6 +239,8 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     C* dst = dst_void;                                                                             \
     const int64_t taps = job->kh * job->kw, sw = job->stride[1];                                   \
     const int64_t step = sw * job->xs[3];                                                          \
+    const int64_t group = batch % job->groups;                                                     \
+    k0 += batch / job->groups * job->chunk; /* the chunk's first position */                       \
     for (int64_t pb = 0; pb < kc; pb += CT_C2BW_PACK_ROWS) {                                       \
       const int64_t rows = kc - pb < CT_C2BW_PACK_ROWS ? kc - pb : CT_C2BW_PACK_ROWS;              \
       const int64_t q0 = k0 + pb;                                                                  \
@@ -223,7 +248,7 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
       const int64_t first_ow = q0 % job->ow;                                                       \
       for (int64_t jj = 0; jj < nb; ++jj) {                                                        \
         const int64_t t = j0 + jj;                                                                 \
-        const int64_t c = batch * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;   \
+        const int64_t c = group * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;   \
         const int64_t shift = j * job->dilation[1] - job->padding[1];                              \
         int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                       \
         int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                      \
@@ -238,7 +263,7 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
           const int64_t seg = rows - p < job->ow - ow ? rows - p : job->ow - ow;                   \
           C* ds = d + p * nr;                                                                      \
           const int64_t ih = oh * job->stride[0] + ih_base;                                        \
-          if (ih < 0 || ih >= job->h) {                                                            \
+          if (ih < 0 || ih >= job->h || image >= job->n) { /* padding, or past the last image */   \
             for (int64_t u = 0; u < seg; ++u) ds[u * nr] = (C)0;                                   \
           } else {                                                                                 \
             int64_t a = lo - ow, b = hi - ow;                                                      \
@@ -276,7 +301,7 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
   static void ct_c2bw_pack_grad_##SFX(int64_t begin, int64_t end, void* context) {                 \
     const ct_c2bw_job* job = context;                                                              \
     for (int64_t o = begin; o < end; ++o) {                                                        \
-      C* dst = (C*)job->gout + o * job->depth;                                                     \
+      C* dst = (C*)job->gout + o * job->padded;                                                    \
       for (int64_t image = 0; image < job->n; ++image) {                                           \
         const T* g = (const T*)job->grad + image * job->gs[0] + o * job->gs[1];                    \
         for (int64_t oh = 0; oh < job->oh; ++oh) {                                                 \
@@ -290,6 +315,7 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
           dst += job->ow;                                                                          \
         }                                                                                          \
       }                                                                                            \
+      for (int64_t q = job->depth; q < job->padded; ++q) *dst++ = (C)0;                            \
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
@@ -298,12 +324,15 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const ct_c2bw_job* job = context;                                                              \
     for (int64_t o = begin; o < end; ++o) {                                                        \
       const C* src = job->depth > 0 ? (const C*)job->acc + o * job->kg : NULL;                     \
+      const int64_t chunk_stride = job->out_channels * job->kg;                                    \
       T* w = (T*)job->out + o * job->ws[0];                                                        \
       for (int64_t c = 0; c < job->cg; ++c) {                                                      \
         for (int64_t i = 0; i < job->kh; ++i) {                                                    \
           T* dst = w + c * job->ws[1] + i * job->ws[2];                                            \
-          for (int64_t j = 0; j < job->kw; ++j) {                                                  \
-            dst[j * job->ws[3]] = ct_store_##SFX(src ? *src++ : (C)0);                             \
+          for (int64_t j = 0; j < job->kw; ++j, src = src ? src + 1 : NULL) {                      \
+            C sum = (C)0;                                                                          \
+            for (int64_t k = 0; src && k < job->chunks; ++k) sum += src[k * chunk_stride];         \
+            dst[j * job->ws[3]] = ct_store_##SFX(sum);                                             \
           }                                                                                        \
         }                                                                                          \
       }                                                                                            \
@@ -339,10 +368,10 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
       d->pack_b_context = &job;                                                                    \
       d->workspace = ws + ct_c2bw_weight_fixed(&job);                                              \
       d->workspace_size = call->workspace_size - ct_c2bw_weight_fixed(&job);                       \
-      ct_cpu_parallel_for(job.out_channels, job.depth, ct_c2bw_pack_grad_##SFX, &job);             \
+      ct_cpu_parallel_for(job.out_channels, job.padded, ct_c2bw_pack_grad_##SFX, &job);            \
       ct_gemm_##GEMM(d);                                                                           \
     }                                                                                              \
-    ct_cpu_parallel_for(job.out_channels, job.kg, ct_c2bw_store_##SFX, &job);                      \
+    ct_cpu_parallel_for(job.out_channels, job.kg * job.chunks, ct_c2bw_store_##SFX, &job);         \
     return CT_OK;                                                                                  \
   }                                                                                                \
                                                                                                    \

@@ -496,275 +496,277 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
   *c0 = center ? -*rstd * sums[2] * inv_n : 0.0;
 }
 
-#define CT_NB_DEFINE(SFX, T, C, ID)                                                               \
-  CT_NB_CONTIGUOUS_DEFINE(SFX, T, C)                                                              \
-  /* One contiguous row of layer/rms norm. */                                                     \
-  static void ct_nb_norm_row_##SFX(const ct_nb_job* job, const T* x, const T* g, const T* w,      \
-                                   T* dst, double* pw, double* pb) {                              \
-    const int center = job->mode == CT_NB_LAYER;                                                  \
-    double sums[4], rstd, c1, c0;                                                                 \
-    ct_nb_norm_sums_##SFX(x, g, w, job->inner, center, sums);                                     \
-    ct_nb_norm_coefficients(job->inner, sums, job->eps, center, &rstd, &c1, &c0);                 \
-    ct_nb_norm_out_##SFX(x, g, w, dst, job->inner, (C)sums[0], (C)rstd, (C)c1, (C)c0, pw,         \
-                         center ? pb : NULL);                                                     \
-  }                                                                                               \
-  /* One contiguous row of softmax/log_softmax backward. */                                       \
-  static void ct_nb_softmax_row_##SFX(const ct_nb_job* job, const T* y, const T* g, T* dst) {     \
-    const int log = job->mode == CT_NB_LOG_SOFTMAX;                                               \
-    double s;                                                                                     \
-    ct_nb_sum_##SFX(g, log ? NULL : y, job->inner, &s);                                           \
-    int have_e = 0;                                                                               \
-    if (log && sizeof(T) == sizeof(float) && sizeof(C) == sizeof(float)) {                        \
-      ct_vector_math_get()->exp_f32((const float*)y, (float*)dst, job->inner, 0);                 \
-      have_e = 1;                                                                                 \
-    }                                                                                             \
-    ct_nb_softmax_out_##SFX(g, y, dst, job->inner, (C)s, log, have_e);                            \
-  }                                                                                               \
-  /* One strided row of any mode. */                                                              \
-  static void ct_nb_strided_row_##SFX(const ct_nb_job* job, int64_t row, const int64_t* off,      \
-                                      double* pw, double* pb) {                                   \
-    const T* xs = (const T*)job->base[CT_NB_X];                                                   \
-    const T* gs = (const T*)job->base[CT_NB_G];                                                   \
-    T* ys = (T*)job->base[CT_NB_Y];                                                               \
-    const T* ws = (const T*)job->base[CT_NB_W];                                                   \
-    const T* bs = (const T*)job->base[CT_NB_B];                                                   \
-    const double n = (double)job->inner;                                                          \
-    switch (job->mode) {                                                                          \
-      case CT_NB_SOFTMAX: {                                                                       \
-        double s = 0.0;                                                                           \
-        CT_NB_FOR_ROW(job, off,                                                                   \
-                      s += (double)ct_load_##SFX(gs[g]) * (double)ct_load_##SFX(xs[x]););         \
-        const C sc = (C)s;                                                                        \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          ys[y] = ct_store_##SFX(ct_load_##SFX(xs[x]) * (ct_load_##SFX(gs[g]) - sc));             \
-        });                                                                                       \
-        return;                                                                                   \
-      }                                                                                           \
-      case CT_NB_LOG_SOFTMAX: {                                                                   \
-        double s = 0.0;                                                                           \
-        CT_NB_FOR_ROW(job, off, s += (double)ct_load_##SFX(gs[g]););                              \
-        const C sc = (C)s;                                                                        \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          const C e = ct_nb_exp_##C(ct_load_##SFX(xs[x]));                                        \
-          ys[y] = ct_store_##SFX(ct_load_##SFX(gs[g]) - e * sc);                                  \
-        });                                                                                       \
-        return;                                                                                   \
-      }                                                                                           \
-      case CT_NB_BATCH_TRAIN: {                                                                   \
-        double sum = 0.0, squares = 0.0;                                                          \
-        CT_NB_FOR_ROW(job, off, sum += (double)ct_load_##SFX(xs[x]););                            \
-        const double mean = sum / n;                                                              \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          const double d = (double)ct_load_##SFX(xs[x]) - mean;                                   \
-          squares += d * d;                                                                       \
-        });                                                                                       \
-        const double var = squares / n, istd = 1.0 / sqrt(var + job->eps);                        \
-        const C m = (C)mean, r = (C)istd;                                                         \
-        const C wv = ws ? ct_load_##SFX(ws[off[CT_NB_W]]) : (C)1;                                 \
-        const C bv = bs ? ct_load_##SFX(bs[off[CT_NB_B]]) : (C)0;                                 \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          C v = (ct_load_##SFX(xs[x]) - m) * r;                                                   \
-          if (ws) v *= wv;                                                                        \
-          if (bs) v += bv;                                                                        \
-          ys[y] = ct_store_##SFX(v);                                                              \
-        });                                                                                       \
-        /* the per-channel outputs last, each read before any is written (they may be the */      \
-        /* same views as the running statistics) */                                               \
-        double update[2] = {0.0, 0.0};                                                            \
-        if (job->running[0]) {                                                                    \
-          const double mo = job->momentum;                                                        \
-          const double rm =                                                                       \
-              (double)ct_load_##SFX(((const T*)job->running[0])[row * job->running_stride[0]]);   \
-          const double rv =                                                                       \
-              (double)ct_load_##SFX(((const T*)job->running[1])[row * job->running_stride[1]]);   \
-          update[0] = (1.0 - mo) * rm + mo * mean;                                                \
-          update[1] = (1.0 - mo) * rv + mo * (squares / (n - 1.0));                               \
-        }                                                                                         \
-        const double values[4] = {mean, istd, update[0], update[1]};                              \
-        for (int j = 0; j < 4; ++j) {                                                             \
-          if (!job->row_out[j]) continue;                                                         \
-          ((T*)job->row_out[j])[row * job->row_out_stride[j]] = ct_store_##SFX((C)values[j]);     \
-        }                                                                                         \
-        return;                                                                                   \
-      }                                                                                           \
-      case CT_NB_BATCH: {                                                                         \
-        const double mean =                                                                       \
-            (double)ct_load_##SFX(((const T*)job->mean_in)[row * job->mean_in_stride]);           \
-        double istd = (double)ct_load_##SFX(((const T*)job->istd_in)[row * job->istd_in_stride]); \
-        if (!job->training) istd = 1.0 / sqrt(istd + job->eps);                                   \
-        const C m = (C)mean, r = (C)istd;                                                         \
-        double sum_g = 0.0, sum_gx = 0.0; /* not a, b: CT_NB_FOR_ROW names offsets so */          \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          const C gv = ct_load_##SFX(gs[g]);                                                      \
-          sum_g += (double)gv;                                                                    \
-          sum_gx += (double)gv * (double)((ct_load_##SFX(xs[x]) - m) * r);                        \
-        });                                                                                       \
-        const C wv = ws ? ct_load_##SFX(ws[off[CT_NB_W]]) : (C)1;                                 \
-        const C k = wv * r;                                                                       \
-        const C ma = job->training ? (C)(sum_g / n) : (C)0,                                       \
-                mb = job->training ? (C)(sum_gx / n) : (C)0;                                      \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          const C xhat = (ct_load_##SFX(xs[x]) - m) * r;                                          \
-          ys[y] = ct_store_##SFX(k * (ct_load_##SFX(gs[g]) - ma - xhat * mb));                    \
-        });                                                                                       \
-        ((T*)job->gw)[row * job->gw_strides[0]] = ct_store_##SFX((C)sum_gx);                      \
-        ((T*)job->gb)[row * job->gb_strides[0]] = ct_store_##SFX((C)sum_g);                       \
-        return;                                                                                   \
-      }                                                                                           \
-      default: {                                                                                  \
-        const int center = job->mode != CT_NB_RMS;                                                \
-        double mean = 0.0;                                                                        \
-        if (center) {                                                                             \
-          double sum = 0.0;                                                                       \
-          CT_NB_FOR_ROW(job, off, sum += (double)ct_load_##SFX(xs[x]););                          \
-          mean = sum / n;                                                                         \
-        }                                                                                         \
-        double sums[4] = {mean, 0.0, 0.0, 0.0};                                                   \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          const double d = (double)ct_load_##SFX(xs[x]) - mean;                                   \
-          double gw = (double)ct_load_##SFX(gs[g]);                                               \
-          if (ws) gw *= (double)ct_load_##SFX(ws[w]);                                             \
-          sums[1] += d * d;                                                                       \
-          sums[2] += gw;                                                                          \
-          sums[3] += gw * d;                                                                      \
-        });                                                                                       \
-        double rstd, c1, c0;                                                                      \
-        ct_nb_norm_coefficients(job->inner, sums, job->eps, center, &rstd, &c1, &c0);             \
-        const C m = (C)mean, r = (C)rstd, k1 = (C)c1, k0 = (C)c0;                                 \
-        CT_NB_FOR_ROW(job, off, {                                                                 \
-          const C gv = ct_load_##SFX(gs[g]);                                                      \
-          const C xhat = (ct_load_##SFX(xs[x]) - m) * r;                                          \
-          const C gwv = ws ? gv * ct_load_##SFX(ws[w]) : gv;                                      \
-          ys[y] = ct_store_##SFX(r * gwv + (k1 * xhat + k0));                                     \
-          pw[p] += (double)(gv * xhat);                                                           \
-          pb[p] += (double)gv;                                                                    \
-        });                                                                                       \
-        return;                                                                                   \
-      }                                                                                           \
-    }                                                                                             \
-  }                                                                                               \
-  /* Rows [begin, end) of one block (partials: its sums) or of any rows (no partials). */         \
-  static void ct_nb_rows_##SFX(const ct_nb_job* job, int64_t begin, int64_t end, double* pw,      \
-                               double* pb) {                                                      \
-    T* ys = (T*)job->base[CT_NB_Y];                                                               \
-    const T* xs = (const T*)job->base[CT_NB_X];                                                   \
-    const T* gs = (const T*)job->base[CT_NB_G];                                                   \
-    const T* ws = (const T*)job->base[CT_NB_W];                                                   \
-    const int64_t n = job->inner, bytes = n * (int64_t)sizeof(T);                                 \
-    const int stream = job->contiguous && bytes <= CT_NB_ROW_BUFFER_BYTES &&                      \
-                               ct_stream_worth((end - begin) * bytes)                             \
-                           ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)                      \
-                           : CT_STREAM_OFF;                                                       \
-    _Alignas(64) char buffer[CT_NB_ROW_BUFFER_BYTES + CT_STREAM_LINE_BYTES];                      \
-    int64_t index[CT_MAX_NDIM], off[CT_NB_OPERANDS];                                              \
-    ct_nb_row_start(job, begin, index, off);                                                      \
-    for (int64_t r = begin; r < end; ++r, ct_nb_row_next(job, index, off)) {                      \
-      if (!job->contiguous) {                                                                     \
-        ct_nb_strided_row_##SFX(job, r, off, pw, pb);                                             \
-        continue;                                                                                 \
-      }                                                                                           \
-      T* out = ys + off[CT_NB_Y];                                                                 \
-      T* dst = stream ? (T*)(buffer + (uintptr_t)out % CT_STREAM_LINE_BYTES) : out;               \
-      if (job->mode == CT_NB_SOFTMAX || job->mode == CT_NB_LOG_SOFTMAX) {                         \
-        ct_nb_softmax_row_##SFX(job, xs + off[CT_NB_X], gs + off[CT_NB_G], dst);                  \
-      } else {                                                                                    \
-        ct_nb_norm_row_##SFX(job, xs + off[CT_NB_X], gs + off[CT_NB_G],                           \
-                             ws ? ws + off[CT_NB_W] : NULL, dst, pw, pb);                         \
-      }                                                                                           \
-      if (stream) ct_nb_stream_row((char*)out, (const char*)dst, bytes, stream);                  \
-    }                                                                                             \
-    if (stream) ct_stream_fence();                                                                \
-  }                                                                                               \
-  static void ct_nb_tasks_##SFX(int64_t begin, int64_t end, void* context) {                      \
-    const ct_nb_job* job = context;                                                               \
-    if (!ct_nb_has_partials(job->mode)) {                                                         \
-      ct_nb_rows_##SFX(job, begin, end, NULL, NULL);                                              \
-      return;                                                                                     \
-    }                                                                                             \
-    for (int64_t blk = begin; blk < end; ++blk) {                                                 \
-      double* pw = job->partials + blk * 2 * job->params;                                         \
-      double* pb = pw + job->params;                                                              \
-      for (int64_t i = 0; i < 2 * job->params; ++i) pw[i] = 0.0;                                  \
-      const int64_t first = blk * job->rows_per_block;                                            \
-      const int64_t last =                                                                        \
-          first + job->rows_per_block < job->rows ? first + job->rows_per_block : job->rows;      \
-      ct_nb_rows_##SFX(job, first, last, pw, pb);                                                 \
-    }                                                                                             \
-  }                                                                                               \
-  /* grad_weight and grad_bias from the blocks' partials, added in block order. */                \
-  static void ct_nb_reduce_##SFX(int64_t begin, int64_t end, void* context) {                     \
-    const ct_nb_job* job = context;                                                               \
-    for (int64_t p = begin; p < end; ++p) {                                                       \
-      double sw = 0.0, sb = 0.0;                                                                  \
-      for (int64_t blk = 0; blk < job->blocks; ++blk) {                                           \
-        sw += job->partials[blk * 2 * job->params + p];                                           \
-        sb += job->partials[(blk * 2 + 1) * job->params + p];                                     \
-      }                                                                                           \
-      ((T*)job->gw)[ct_nb_offset(p, job->pnd, job->pshape, job->gw_strides)] =                    \
-          ct_store_##SFX((C)sw);                                                                  \
-      if (job->gb) {                                                                              \
-        ((T*)job->gb)[ct_nb_offset(p, job->pnd, job->pshape, job->gb_strides)] =                  \
-            ct_store_##SFX((C)sb);                                                                \
-      }                                                                                           \
-    }                                                                                             \
-  }                                                                                               \
-  static int ct_nb_run_##SFX(const ct_kernel_call* call, ct_nb_mode mode) {                       \
-    ct_nb_job job;                                                                                \
-    ct_nb_prepare(call, mode, sizeof(C) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON, &job);      \
-    if (ct_nb_has_partials(mode)) {                                                               \
-      if (job.params == 0) return CT_OK;                                                          \
-      if (job.rows == 0 || job.inner == 0) { /* no elements: the sums are zero */                 \
-        for (int64_t p = 0; p < job.params; ++p) {                                                \
-          ((T*)job.gw)[ct_nb_offset(p, job.pnd, job.pshape, job.gw_strides)] = ct_store_##SFX(0); \
-          if (job.gb) {                                                                           \
-            ((T*)job.gb)[ct_nb_offset(p, job.pnd, job.pshape, job.gb_strides)] =                  \
-                ct_store_##SFX(0);                                                                \
-          }                                                                                       \
-        }                                                                                         \
-        return CT_OK;                                                                             \
-      }                                                                                           \
-      if (call->workspace_size < ct_nb_workspace_bytes(&job)) {                                   \
-        return ct_set_error(CT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace too small",              \
-                            call->schema->name);                                                  \
-      }                                                                                           \
-      job.partials = call->workspace;                                                             \
-      ct_cpu_parallel_for(job.blocks, 4 * job.rows_per_block * job.inner, ct_nb_tasks_##SFX,      \
-                          &job);                                                                  \
-      ct_cpu_parallel_for(job.params, job.blocks * 2, ct_nb_reduce_##SFX, &job);                  \
-      return CT_OK;                                                                               \
-    }                                                                                             \
-    if (job.rows == 0) return CT_OK;                                                              \
-    if (job.inner == 0 && mode == CT_NB_BATCH) { /* empty channels: zero sums */                  \
-      for (int64_t c = 0; c < job.rows; ++c) {                                                    \
-        ((T*)job.gw)[c * job.gw_strides[0]] = ct_store_##SFX(0);                                  \
-        ((T*)job.gb)[c * job.gb_strides[0]] = ct_store_##SFX(0);                                  \
-      }                                                                                           \
-      return CT_OK;                                                                               \
-    }                                                                                             \
-    if (job.inner == 0) return CT_OK;                                                             \
-    ct_cpu_parallel_for(job.rows, 4 * job.inner, ct_nb_tasks_##SFX, &job);                        \
-    return CT_OK;                                                                                 \
-  }                                                                                               \
-  static int ct_cpu_softmax_backward_##SFX(const ct_kernel_call* call) {                          \
-    return ct_nb_run_##SFX(call, CT_NB_SOFTMAX);                                                  \
-  }                                                                                               \
-  static int ct_cpu_log_softmax_backward_##SFX(const ct_kernel_call* call) {                      \
-    return ct_nb_run_##SFX(call, CT_NB_LOG_SOFTMAX);                                              \
-  }                                                                                               \
-  static int ct_cpu_layer_norm_backward_##SFX(const ct_kernel_call* call) {                       \
-    return ct_nb_run_##SFX(call, CT_NB_LAYER);                                                    \
-  }                                                                                               \
-  static int ct_cpu_rms_norm_backward_##SFX(const ct_kernel_call* call) {                         \
-    return ct_nb_run_##SFX(call, CT_NB_RMS);                                                      \
-  }                                                                                               \
-  static int ct_cpu_group_norm_backward_##SFX(const ct_kernel_call* call) {                       \
-    return ct_nb_run_##SFX(call, CT_NB_GROUP);                                                    \
-  }                                                                                               \
-  static int ct_cpu_batch_norm_backward_##SFX(const ct_kernel_call* call) {                       \
-    return ct_nb_run_##SFX(call, CT_NB_BATCH);                                                    \
-  }                                                                                               \
-  static int ct_cpu_batch_norm_training_##SFX(const ct_kernel_call* call) {                       \
-    return ct_nb_run_##SFX(call, CT_NB_BATCH_TRAIN);                                              \
+#define CT_NB_DEFINE(SFX, T, C, ID)                                                                \
+  CT_NB_CONTIGUOUS_DEFINE(SFX, T, C)                                                               \
+  /* One contiguous row of layer/rms norm. */                                                      \
+  static void ct_nb_norm_row_##SFX(const ct_nb_job* job, const T* x, const T* g, const T* w,       \
+                                   T* dst, double* pw, double* pb) {                               \
+    const int center = job->mode == CT_NB_LAYER;                                                   \
+    double sums[4], rstd, c1, c0;                                                                  \
+    ct_nb_norm_sums_##SFX(x, g, w, job->inner, center, sums);                                      \
+    ct_nb_norm_coefficients(job->inner, sums, job->eps, center, &rstd, &c1, &c0);                  \
+    ct_nb_norm_out_##SFX(x, g, w, dst, job->inner, (C)sums[0], (C)rstd, (C)c1, (C)c0, pw,          \
+                         center ? pb : NULL);                                                      \
+  }                                                                                                \
+  /* One contiguous row of softmax/log_softmax backward. */                                        \
+  static void ct_nb_softmax_row_##SFX(const ct_nb_job* job, const T* y, const T* g, T* dst) {      \
+    const int log = job->mode == CT_NB_LOG_SOFTMAX;                                                \
+    double s;                                                                                      \
+    ct_nb_sum_##SFX(g, log ? NULL : y, job->inner, &s);                                            \
+    int have_e = 0;                                                                                \
+    if (log && sizeof(T) == sizeof(float) && sizeof(C) == sizeof(float)) {                         \
+      ct_vector_math_get()->exp_f32((const float*)y, (float*)dst, job->inner, 0);                  \
+      have_e = 1;                                                                                  \
+    }                                                                                              \
+    ct_nb_softmax_out_##SFX(g, y, dst, job->inner, (C)s, log, have_e);                             \
+  }                                                                                                \
+  /* One strided row of any mode. */                                                               \
+  static void ct_nb_strided_row_##SFX(const ct_nb_job* job, int64_t row, const int64_t* off,       \
+                                      double* pw, double* pb) {                                    \
+    const T* xs = (const T*)job->base[CT_NB_X];                                                    \
+    const T* gs = (const T*)job->base[CT_NB_G];                                                    \
+    T* ys = (T*)job->base[CT_NB_Y];                                                                \
+    const T* ws = (const T*)job->base[CT_NB_W];                                                    \
+    const T* bs = (const T*)job->base[CT_NB_B];                                                    \
+    const double n = (double)job->inner;                                                           \
+    switch (job->mode) {                                                                           \
+      case CT_NB_SOFTMAX: {                                                                        \
+        double s = 0.0;                                                                            \
+        CT_NB_FOR_ROW(job, off,                                                                    \
+                      s += (double)ct_load_##SFX(gs[g]) * (double)ct_load_##SFX(xs[x]););          \
+        const C sc = (C)s;                                                                         \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          ys[y] = ct_store_##SFX(ct_load_##SFX(xs[x]) * (ct_load_##SFX(gs[g]) - sc));              \
+        });                                                                                        \
+        return;                                                                                    \
+      }                                                                                            \
+      case CT_NB_LOG_SOFTMAX: {                                                                    \
+        double s = 0.0;                                                                            \
+        CT_NB_FOR_ROW(job, off, s += (double)ct_load_##SFX(gs[g]););                               \
+        const C sc = (C)s;                                                                         \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          const C e = ct_nb_exp_##C(ct_load_##SFX(xs[x]));                                         \
+          ys[y] = ct_store_##SFX(ct_load_##SFX(gs[g]) - e * sc);                                   \
+        });                                                                                        \
+        return;                                                                                    \
+      }                                                                                            \
+      case CT_NB_BATCH_TRAIN: {                                                                    \
+        double sum = 0.0, squares = 0.0;                                                           \
+        CT_NB_FOR_ROW(job, off, sum += (double)ct_load_##SFX(xs[x]););                             \
+        const double mean = sum / n;                                                               \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          const double d = (double)ct_load_##SFX(xs[x]) - mean;                                    \
+          squares += d * d;                                                                        \
+        });                                                                                        \
+        const double var = squares / n, istd = 1.0 / sqrt(var + job->eps);                         \
+        const C m = (C)mean, r = (C)istd;                                                          \
+        const C wv = ws ? ct_load_##SFX(ws[off[CT_NB_W]]) : (C)1;                                  \
+        const C bv = bs ? ct_load_##SFX(bs[off[CT_NB_B]]) : (C)0;                                  \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          C v = (ct_load_##SFX(xs[x]) - m) * r;                                                    \
+          if (ws) v *= wv;                                                                         \
+          if (bs) v += bv;                                                                         \
+          ys[y] = ct_store_##SFX(v);                                                               \
+        });                                                                                        \
+        /* the per-channel outputs last, each read before any is written (they may be the */       \
+        /* same views as the running statistics) */                                                \
+        /* absent running statistics: zeros and ones */                                            \
+        const double mo = job->momentum;                                                           \
+        const double rm =                                                                          \
+            job->running[0]                                                                        \
+                ? (double)ct_load_##SFX(((const T*)job->running[0])[row * job->running_stride[0]]) \
+                : 0.0;                                                                             \
+        const double rv =                                                                          \
+            job->running[1]                                                                        \
+                ? (double)ct_load_##SFX(((const T*)job->running[1])[row * job->running_stride[1]]) \
+                : 1.0;                                                                             \
+        const double update[2] = {(1.0 - mo) * rm + mo * mean,                                     \
+                                  (1.0 - mo) * rv + mo * (squares / (n - 1.0))};                   \
+        const double values[4] = {mean, istd, update[0], update[1]};                               \
+        for (int j = 0; j < 4; ++j) {                                                              \
+          if (!job->row_out[j]) continue;                                                          \
+          ((T*)job->row_out[j])[row * job->row_out_stride[j]] = ct_store_##SFX((C)values[j]);      \
+        }                                                                                          \
+        return;                                                                                    \
+      }                                                                                            \
+      case CT_NB_BATCH: {                                                                          \
+        const double mean =                                                                        \
+            (double)ct_load_##SFX(((const T*)job->mean_in)[row * job->mean_in_stride]);            \
+        double istd = (double)ct_load_##SFX(((const T*)job->istd_in)[row * job->istd_in_stride]);  \
+        if (!job->training) istd = 1.0 / sqrt(istd + job->eps);                                    \
+        const C m = (C)mean, r = (C)istd;                                                          \
+        double sum_g = 0.0, sum_gx = 0.0; /* not a, b: CT_NB_FOR_ROW names offsets so */           \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          const C gv = ct_load_##SFX(gs[g]);                                                       \
+          sum_g += (double)gv;                                                                     \
+          sum_gx += (double)gv * (double)((ct_load_##SFX(xs[x]) - m) * r);                         \
+        });                                                                                        \
+        const C wv = ws ? ct_load_##SFX(ws[off[CT_NB_W]]) : (C)1;                                  \
+        const C k = wv * r;                                                                        \
+        const C ma = job->training ? (C)(sum_g / n) : (C)0,                                        \
+                mb = job->training ? (C)(sum_gx / n) : (C)0;                                       \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          const C xhat = (ct_load_##SFX(xs[x]) - m) * r;                                           \
+          ys[y] = ct_store_##SFX(k * (ct_load_##SFX(gs[g]) - ma - xhat * mb));                     \
+        });                                                                                        \
+        ((T*)job->gw)[row * job->gw_strides[0]] = ct_store_##SFX((C)sum_gx);                       \
+        ((T*)job->gb)[row * job->gb_strides[0]] = ct_store_##SFX((C)sum_g);                        \
+        return;                                                                                    \
+      }                                                                                            \
+      default: {                                                                                   \
+        const int center = job->mode != CT_NB_RMS;                                                 \
+        double mean = 0.0;                                                                         \
+        if (center) {                                                                              \
+          double sum = 0.0;                                                                        \
+          CT_NB_FOR_ROW(job, off, sum += (double)ct_load_##SFX(xs[x]););                           \
+          mean = sum / n;                                                                          \
+        }                                                                                          \
+        double sums[4] = {mean, 0.0, 0.0, 0.0};                                                    \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          const double d = (double)ct_load_##SFX(xs[x]) - mean;                                    \
+          double gw = (double)ct_load_##SFX(gs[g]);                                                \
+          if (ws) gw *= (double)ct_load_##SFX(ws[w]);                                              \
+          sums[1] += d * d;                                                                        \
+          sums[2] += gw;                                                                           \
+          sums[3] += gw * d;                                                                       \
+        });                                                                                        \
+        double rstd, c1, c0;                                                                       \
+        ct_nb_norm_coefficients(job->inner, sums, job->eps, center, &rstd, &c1, &c0);              \
+        const C m = (C)mean, r = (C)rstd, k1 = (C)c1, k0 = (C)c0;                                  \
+        CT_NB_FOR_ROW(job, off, {                                                                  \
+          const C gv = ct_load_##SFX(gs[g]);                                                       \
+          const C xhat = (ct_load_##SFX(xs[x]) - m) * r;                                           \
+          const C gwv = ws ? gv * ct_load_##SFX(ws[w]) : gv;                                       \
+          ys[y] = ct_store_##SFX(r * gwv + (k1 * xhat + k0));                                      \
+          pw[p] += (double)(gv * xhat);                                                            \
+          pb[p] += (double)gv;                                                                     \
+        });                                                                                        \
+        return;                                                                                    \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  /* Rows [begin, end) of one block (partials: its sums) or of any rows (no partials). */          \
+  static void ct_nb_rows_##SFX(const ct_nb_job* job, int64_t begin, int64_t end, double* pw,       \
+                               double* pb) {                                                       \
+    T* ys = (T*)job->base[CT_NB_Y];                                                                \
+    const T* xs = (const T*)job->base[CT_NB_X];                                                    \
+    const T* gs = (const T*)job->base[CT_NB_G];                                                    \
+    const T* ws = (const T*)job->base[CT_NB_W];                                                    \
+    const int64_t n = job->inner, bytes = n * (int64_t)sizeof(T);                                  \
+    const int stream = job->contiguous && bytes <= CT_NB_ROW_BUFFER_BYTES &&                       \
+                               ct_stream_worth((end - begin) * bytes)                              \
+                           ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)                       \
+                           : CT_STREAM_OFF;                                                        \
+    _Alignas(64) char buffer[CT_NB_ROW_BUFFER_BYTES + CT_STREAM_LINE_BYTES];                       \
+    int64_t index[CT_MAX_NDIM], off[CT_NB_OPERANDS];                                               \
+    ct_nb_row_start(job, begin, index, off);                                                       \
+    for (int64_t r = begin; r < end; ++r, ct_nb_row_next(job, index, off)) {                       \
+      if (!job->contiguous) {                                                                      \
+        ct_nb_strided_row_##SFX(job, r, off, pw, pb);                                              \
+        continue;                                                                                  \
+      }                                                                                            \
+      T* out = ys + off[CT_NB_Y];                                                                  \
+      T* dst = stream ? (T*)(buffer + (uintptr_t)out % CT_STREAM_LINE_BYTES) : out;                \
+      if (job->mode == CT_NB_SOFTMAX || job->mode == CT_NB_LOG_SOFTMAX) {                          \
+        ct_nb_softmax_row_##SFX(job, xs + off[CT_NB_X], gs + off[CT_NB_G], dst);                   \
+      } else {                                                                                     \
+        ct_nb_norm_row_##SFX(job, xs + off[CT_NB_X], gs + off[CT_NB_G],                            \
+                             ws ? ws + off[CT_NB_W] : NULL, dst, pw, pb);                          \
+      }                                                                                            \
+      if (stream) ct_nb_stream_row((char*)out, (const char*)dst, bytes, stream);                   \
+    }                                                                                              \
+    if (stream) ct_stream_fence();                                                                 \
+  }                                                                                                \
+  static void ct_nb_tasks_##SFX(int64_t begin, int64_t end, void* context) {                       \
+    const ct_nb_job* job = context;                                                                \
+    if (!ct_nb_has_partials(job->mode)) {                                                          \
+      ct_nb_rows_##SFX(job, begin, end, NULL, NULL);                                               \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t blk = begin; blk < end; ++blk) {                                                  \
+      double* pw = job->partials + blk * 2 * job->params;                                          \
+      double* pb = pw + job->params;                                                               \
+      for (int64_t i = 0; i < 2 * job->params; ++i) pw[i] = 0.0;                                   \
+      const int64_t first = blk * job->rows_per_block;                                             \
+      const int64_t last =                                                                         \
+          first + job->rows_per_block < job->rows ? first + job->rows_per_block : job->rows;       \
+      ct_nb_rows_##SFX(job, first, last, pw, pb);                                                  \
+    }                                                                                              \
+  }                                                                                                \
+  /* grad_weight and grad_bias from the blocks' partials, added in block order. */                 \
+  static void ct_nb_reduce_##SFX(int64_t begin, int64_t end, void* context) {                      \
+    const ct_nb_job* job = context;                                                                \
+    for (int64_t p = begin; p < end; ++p) {                                                        \
+      double sw = 0.0, sb = 0.0;                                                                   \
+      for (int64_t blk = 0; blk < job->blocks; ++blk) {                                            \
+        sw += job->partials[blk * 2 * job->params + p];                                            \
+        sb += job->partials[(blk * 2 + 1) * job->params + p];                                      \
+      }                                                                                            \
+      ((T*)job->gw)[ct_nb_offset(p, job->pnd, job->pshape, job->gw_strides)] =                     \
+          ct_store_##SFX((C)sw);                                                                   \
+      if (job->gb) {                                                                               \
+        ((T*)job->gb)[ct_nb_offset(p, job->pnd, job->pshape, job->gb_strides)] =                   \
+            ct_store_##SFX((C)sb);                                                                 \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  static int ct_nb_run_##SFX(const ct_kernel_call* call, ct_nb_mode mode) {                        \
+    ct_nb_job job;                                                                                 \
+    ct_nb_prepare(call, mode, sizeof(C) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON, &job);       \
+    if (ct_nb_has_partials(mode)) {                                                                \
+      if (job.params == 0) return CT_OK;                                                           \
+      if (job.rows == 0 || job.inner == 0) { /* no elements: the sums are zero */                  \
+        for (int64_t p = 0; p < job.params; ++p) {                                                 \
+          ((T*)job.gw)[ct_nb_offset(p, job.pnd, job.pshape, job.gw_strides)] = ct_store_##SFX(0);  \
+          if (job.gb) {                                                                            \
+            ((T*)job.gb)[ct_nb_offset(p, job.pnd, job.pshape, job.gb_strides)] =                   \
+                ct_store_##SFX(0);                                                                 \
+          }                                                                                        \
+        }                                                                                          \
+        return CT_OK;                                                                              \
+      }                                                                                            \
+      if (call->workspace_size < ct_nb_workspace_bytes(&job)) {                                    \
+        return ct_set_error(CT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace too small",               \
+                            call->schema->name);                                                   \
+      }                                                                                            \
+      job.partials = call->workspace;                                                              \
+      ct_cpu_parallel_for(job.blocks, 4 * job.rows_per_block * job.inner, ct_nb_tasks_##SFX,       \
+                          &job);                                                                   \
+      ct_cpu_parallel_for(job.params, job.blocks * 2, ct_nb_reduce_##SFX, &job);                   \
+      return CT_OK;                                                                                \
+    }                                                                                              \
+    if (job.rows == 0) return CT_OK;                                                               \
+    if (job.inner == 0 && mode == CT_NB_BATCH) { /* empty channels: zero sums */                   \
+      for (int64_t c = 0; c < job.rows; ++c) {                                                     \
+        ((T*)job.gw)[c * job.gw_strides[0]] = ct_store_##SFX(0);                                   \
+        ((T*)job.gb)[c * job.gb_strides[0]] = ct_store_##SFX(0);                                   \
+      }                                                                                            \
+      return CT_OK;                                                                                \
+    }                                                                                              \
+    if (job.inner == 0) return CT_OK;                                                              \
+    ct_cpu_parallel_for(job.rows, 4 * job.inner, ct_nb_tasks_##SFX, &job);                         \
+    return CT_OK;                                                                                  \
+  }                                                                                                \
+  static int ct_cpu_softmax_backward_##SFX(const ct_kernel_call* call) {                           \
+    return ct_nb_run_##SFX(call, CT_NB_SOFTMAX);                                                   \
+  }                                                                                                \
+  static int ct_cpu_log_softmax_backward_##SFX(const ct_kernel_call* call) {                       \
+    return ct_nb_run_##SFX(call, CT_NB_LOG_SOFTMAX);                                               \
+  }                                                                                                \
+  static int ct_cpu_layer_norm_backward_##SFX(const ct_kernel_call* call) {                        \
+    return ct_nb_run_##SFX(call, CT_NB_LAYER);                                                     \
+  }                                                                                                \
+  static int ct_cpu_rms_norm_backward_##SFX(const ct_kernel_call* call) {                          \
+    return ct_nb_run_##SFX(call, CT_NB_RMS);                                                       \
+  }                                                                                                \
+  static int ct_cpu_group_norm_backward_##SFX(const ct_kernel_call* call) {                        \
+    return ct_nb_run_##SFX(call, CT_NB_GROUP);                                                     \
+  }                                                                                                \
+  static int ct_cpu_batch_norm_backward_##SFX(const ct_kernel_call* call) {                        \
+    return ct_nb_run_##SFX(call, CT_NB_BATCH);                                                     \
+  }                                                                                                \
+  static int ct_cpu_batch_norm_training_##SFX(const ct_kernel_call* call) {                        \
+    return ct_nb_run_##SFX(call, CT_NB_BATCH_TRAIN);                                               \
   }
 
 /* Workspace of the ops with partial sums (the same for every dtype: double partials). */

@@ -14,6 +14,7 @@
 
 #include "cpu_register.h"
 #include "engine/cpu_dtypes.h"
+#include "engine/cpu_isa.h"
 #include "engine/strided_iter.h"
 
 typedef enum ct_pool_bw_mode {
@@ -161,6 +162,51 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
     return best;                                                                                   \
   }
 
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(CT_NO_ISA_VARIANTS)
+#include <immintrin.h>
+/* max_pool2d_backward's 2 x 2, stride 2 row for float32, eight windows at a time with AVX2: the
+ * windows' (a, b) and (c, d) pairs de-interleaved (in the lane order 0 1 4 5 2 3 6 7, which
+ * grad_out is permuted to and the stores undo), the forward's rule as masks (a later value wins
+ * when greater or NaN), grad_out where a mask holds and +0 elsewhere. Returns the windows done
+ * (a multiple of 8); the caller finishes the row. */
+__attribute__((target("avx2"), always_inline)) static inline int64_t ct_pool_bw_max_2x2_avx_f32(
+    const float* x0, const float* x1, const float* g, float* r0, float* r1, int64_t count) {
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) {
+    const __m256 p0 = _mm256_loadu_ps(x0 + 2 * j), q0 = _mm256_loadu_ps(x0 + 2 * j + 8);
+    const __m256 p1 = _mm256_loadu_ps(x1 + 2 * j), q1 = _mm256_loadu_ps(x1 + 2 * j + 8);
+    const __m256 a = _mm256_shuffle_ps(p0, q0, 0x88), b = _mm256_shuffle_ps(p0, q0, 0xDD);
+    const __m256 c = _mm256_shuffle_ps(p1, q1, 0x88), d = _mm256_shuffle_ps(p1, q1, 0xDD);
+    const __m256 c1 =
+        _mm256_or_ps(_mm256_cmp_ps(b, a, _CMP_GT_OQ), _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+    const __m256 m1 = _mm256_blendv_ps(a, b, c1);
+    const __m256 c2 =
+        _mm256_or_ps(_mm256_cmp_ps(c, m1, _CMP_GT_OQ), _mm256_cmp_ps(c, c, _CMP_UNORD_Q));
+    const __m256 m2 = _mm256_blendv_ps(m1, c, c2);
+    const __m256 c3 =
+        _mm256_or_ps(_mm256_cmp_ps(d, m2, _CMP_GT_OQ), _mm256_cmp_ps(d, d, _CMP_UNORD_Q));
+    const __m256 gv =
+        _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_loadu_ps(g + j)), 0xD8));
+    const __m256 later = _mm256_or_ps(c2, c3);
+    const __m256 w0 = _mm256_andnot_ps(_mm256_or_ps(c1, later), gv);
+    const __m256 w1 = _mm256_and_ps(_mm256_andnot_ps(later, c1), gv);
+    const __m256 w2 = _mm256_and_ps(_mm256_andnot_ps(c3, c2), gv);
+    const __m256 w3 = _mm256_and_ps(c3, gv);
+    _mm256_storeu_ps(r0 + 2 * j, _mm256_unpacklo_ps(w0, w1));
+    _mm256_storeu_ps(r0 + 2 * j + 8, _mm256_unpackhi_ps(w0, w1));
+    _mm256_storeu_ps(r1 + 2 * j, _mm256_unpacklo_ps(w2, w3));
+    _mm256_storeu_ps(r1 + 2 * j + 8, _mm256_unpackhi_ps(w2, w3));
+  }
+  return j;
+}
+#else
+static inline int64_t ct_pool_bw_max_2x2_avx_f32(const float* x0, const float* x1, const float* g,
+                                                 float* r0, float* r1, int64_t count) {
+  (void)x0, (void)x1, (void)g, (void)r0, (void)r1, (void)count;
+  return 0;
+}
+#endif
+
 #define CT_POOL_BW_DEFINE(SFX, T, C, ID)                                                           \
   CT_POOL_BW_ARGMAX(SFX, T, C)                                                                     \
                                                                                                    \
@@ -184,37 +230,65 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
     }                                                                                              \
   }                                                                                                \
                                                                                                    \
-  /* max_pool2d, 2 x 2 windows with stride 2, no padding, dilation 1, unit column strides: two     \
-   * input rows per output row, written once. */                                                   \
+  /* Windows [begin, end) of one output row of max_pool2d with 2 x 2 windows at stride 2: input    \
+   * rows x0, x1 (unit column stride), grad_out row g, grad_input rows r0, r1 written once. */     \
+  static CT_CPU_ISA_BODY void ct_pool_bw_max_2x2_tail_##SFX(const T* x0, const T* x1, const T* g,  \
+                                                            int64_t gs, T* r0, T* r1,              \
+                                                            int64_t begin, int64_t end) {          \
+    const T zero = ct_store_##SFX((C)0);                                                           \
+    for (int64_t j = begin; j < end; ++j) {                                                        \
+      const C a = ct_load_##SFX(x0[2 * j]), b = ct_load_##SFX(x0[2 * j + 1]);                      \
+      const C c = ct_load_##SFX(x1[2 * j]), d = ct_load_##SFX(x1[2 * j + 1]);                      \
+      int which = 0;                                                                               \
+      C best = a;                                                                                  \
+      if (b > best || isnan(b)) {                                                                  \
+        best = b;                                                                                  \
+        which = 1;                                                                                 \
+      }                                                                                            \
+      if (c > best || isnan(c)) {                                                                  \
+        best = c;                                                                                  \
+        which = 2;                                                                                 \
+      }                                                                                            \
+      if (d > best || isnan(d)) which = 3;                                                         \
+      const T gv = g[j * gs];                                                                      \
+      r0[2 * j] = which == 0 ? gv : zero;                                                          \
+      r0[2 * j + 1] = which == 1 ? gv : zero;                                                      \
+      r1[2 * j] = which == 2 ? gv : zero;                                                          \
+      r1[2 * j + 1] = which == 3 ? gv : zero;                                                      \
+    }                                                                                              \
+  }                                                                                                \
+                                                                                                   \
+  /* The same for a whole row, float32 eight windows at a time with AVX2 in the AVX2 and           \
+   * AVX-512 copies, the rest one at a time. */                                                    \
+  static CT_CPU_ISA_BODY void ct_pool_bw_max_2x2_row_##SFX##_body(                                 \
+      const T* x0, const T* x1, const T* g, int64_t gs, T* r0, T* r1, int64_t count) {             \
+    ct_pool_bw_max_2x2_tail_##SFX(x0, x1, g, gs, r0, r1, 0, count);                                \
+  }                                                                                                \
+  CT_CPU_TARGET_AVX2 static CT_CPU_ISA_BODY void ct_pool_bw_max_2x2_row_##SFX##_wide_body(         \
+      const T* x0, const T* x1, const T* g, int64_t gs, T* r0, T* r1, int64_t count) {             \
+    int64_t done = 0;                                                                              \
+    if ((ID) == CT_DT_F32 && gs == 1) {                                                            \
+      done = ct_pool_bw_max_2x2_avx_f32(                                                           \
+          (const float*)(const void*)x0, (const float*)(const void*)x1,                            \
+          (const float*)(const void*)g, (float*)(void*)r0, (float*)(void*)r1, count);              \
+    }                                                                                              \
+    ct_pool_bw_max_2x2_tail_##SFX(x0, x1, g, gs, r0, r1, done, count);                             \
+  }                                                                                                \
+  CT_CPU_ISA_LOOP_WIDE(                                                                            \
+      ct_pool_bw_max_2x2_row_##SFX,                                                                \
+      (const T* x0, const T* x1, const T* g, int64_t gs, T* r0, T* r1, int64_t count),             \
+      (x0, x1, g, gs, r0, r1, count))                                                              \
+                                                                                                   \
+  /* max_pool2d, 2 x 2 windows with stride 2, no padding, dilation 1, unit column strides, the     \
+   * windows inside the input: two input rows per output row, written once. */                     \
   static void ct_pool_bw_max_2x2_##SFX(const ct_pool_bw_job* job, const T* x, const T* g, T* gi) { \
     const T zero = ct_store_##SFX((C)0);                                                           \
     for (int64_t oh = 0; oh < job->oh; ++oh) {                                                     \
       const T* x0 = x + 2 * oh * job->xs[2];                                                       \
-      const T* x1 = x0 + job->xs[2];                                                               \
       T* r0 = gi + 2 * oh * job->is[2];                                                            \
       T* r1 = r0 + job->is[2];                                                                     \
-      const T* grow = g + oh * job->gs[2];                                                         \
-      for (int64_t ow = 0; ow < job->ow; ++ow) {                                                   \
-        const int64_t a = 2 * ow;                                                                  \
-        const C v00 = ct_load_##SFX(x0[a]), v01 = ct_load_##SFX(x0[a + 1]);                        \
-        const C v10 = ct_load_##SFX(x1[a]), v11 = ct_load_##SFX(x1[a + 1]);                        \
-        int which = 0;                                                                             \
-        C best = v00;                                                                              \
-        if (v01 > best || isnan(v01)) {                                                            \
-          best = v01;                                                                              \
-          which = 1;                                                                               \
-        }                                                                                          \
-        if (v10 > best || isnan(v10)) {                                                            \
-          best = v10;                                                                              \
-          which = 2;                                                                               \
-        }                                                                                          \
-        if (v11 > best || isnan(v11)) which = 3;                                                   \
-        const T gv = grow[ow * job->gs[3]];                                                        \
-        r0[a] = which == 0 ? gv : zero;                                                            \
-        r0[a + 1] = which == 1 ? gv : zero;                                                        \
-        r1[a] = which == 2 ? gv : zero;                                                            \
-        r1[a + 1] = which == 3 ? gv : zero;                                                        \
-      }                                                                                            \
+      ct_pool_bw_max_2x2_row_##SFX(x0, x0 + job->xs[2], g + oh * job->gs[2], job->gs[3], r0, r1,   \
+                                   job->ow);                                                       \
       for (int64_t iw = 2 * job->ow; iw < job->w; ++iw) r0[iw] = r1[iw] = zero;                    \
     }                                                                                              \
     for (int64_t ih = 2 * job->oh; ih < job->h; ++ih) {                                            \

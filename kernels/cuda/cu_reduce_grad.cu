@@ -1,7 +1,7 @@
-/* cu_grad.cu - backward operators of the CUDA forwards sum, mean, prod, max, min and matmul.
+/* cu_reduce_grad.cu - backward operators of the CUDA forwards sum, mean, prod, max, min and matmul.
  *
  * Reductions: one thread per group (an element of grad_out) walks its group twice, as the
- * OpenCL kernels do (cl_grad.c): a first pass gathers what the formula needs (ties of the
+ * OpenCL kernels do (cl_reduce_grad.c): a first pass gathers what the formula needs (ties of the
  * maximum, zeros and the product of the other elements), a second writes grad_x; double
  * accumulators, the CPU kernels' formulas (reduce_grad_kernels.c). matmul_backward: one thread
  * per element of each cotangent, a strided dot product over the contracted dim and the batch
@@ -155,7 +155,7 @@ int ct_cu_register_grad_tag() {
 
 }  // namespace
 
-int ct_cu_register_grad(void) {
+int ct_cu_register_reduce_grad(void) {
   int status = ct_cu_register_grad_tag<CT_PL_F16>();
   if (status == CT_OK) status = ct_cu_register_grad_tag<CT_PL_F32>();
   if (status == CT_OK) status = ct_cu_register_grad_tag<CT_PL_F64>();

@@ -1,4 +1,5 @@
-/* cl_grad.c - backward operators of the OpenCL forwards sum, mean, prod, max, min and matmul.
+/* cl_reduce_grad.c - backward operators of the OpenCL forwards sum, mean, prod, max, min and
+ * matmul.
  *
  * Reductions: one work item per group (an element of grad_out), as the forward reductions have
  * one per output: a first pass over the group gathers what the formula needs (ties of the
@@ -177,7 +178,7 @@ static int ct_cl_matmul_backward_run(const ct_kernel_call* call) {
   return status;
 }
 
-int ct_cl_register_grad(void) {
+int ct_cl_register_reduce_grad(void) {
   static const ct_pl_type floats[] = {CT_PL_F16, CT_PL_F32, CT_PL_F64};
   for (int k = 0; k < 3; ++k) {
     const ct_pl_type t = floats[k];
