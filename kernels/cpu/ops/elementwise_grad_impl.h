@@ -13,6 +13,8 @@
 
 #include "cpu_register.h"
 #include "engine/cpu_dtypes.h"
+#include "engine/cpu_isa.h"
+#include "engine/elementwise_loops.h"
 #include "engine/strided_iter.h"
 #include "ops/elementwise_grad_table.h"
 #include "ops/elementwise_table.h"
@@ -71,15 +73,15 @@ CT_ELEMENTWISE_GRAD_HELPERS(CT_EWG_HELPER)
   } while (0)
 
 /* The loop ct_cpu_<NAME>_<SFX> and its kernel data: a copy for dense runs (constant steps, which
- * the compiler vectorises where the formula allows) and one for any steps. */
+ * the compiler vectorises) and one for any steps, compiled per instruction set (cpu_isa.h). */
 typedef struct ct_ewg_kernel {
   ct_cpu_strided_loop loop;
   ct_elementwise_params params;
 } ct_ewg_kernel;
 
 #define CT_EWG_LOOP(SFX, ST, ID, NAME, INPUTS, OUTPUTS, PARAMS, GRAD0, GRAD1)                   \
-  static void ct_cpu_##NAME##_##SFX(char** data, const int64_t* steps, int64_t n,               \
-                                    const void* extra) {                                        \
+  static CT_CPU_ISA_BODY void ct_cpu_##NAME##_##SFX##_body(char** data, const int64_t* steps,   \
+                                                           int64_t n, const void* extra) {      \
     const ct_ewg_params* params = (const ct_ewg_params*)extra;                                  \
     const T P0 = (T)params->v[0], P1 = (T)params->v[1];                                         \
     (void)P0, (void)P1;                                                                         \
@@ -100,6 +102,7 @@ typedef struct ct_ewg_kernel {
       }                                                                                         \
     }                                                                                           \
   }                                                                                             \
+  CT_CPU_ISA_LOOP(ct_cpu_##NAME##_##SFX, CT_CPU_LOOP_PARAMS, CT_CPU_LOOP_ARGS)                  \
   static const ct_ewg_kernel ct_cpu_##NAME##_##SFX##_kernel = {ct_cpu_##NAME##_##SFX,           \
                                                                CT_ELEMENTWISE_PARAMS_##PARAMS};
 #define CT_EWG_ROW_LOOPS(NAME, INPUTS, OUTPUTS, PARAMS, GRAD0, GRAD1, DOC) \
