@@ -392,6 +392,12 @@ static inline void ct_nb_prefetch(const void* p, int64_t bytes) {
   } while (0);
 _Static_assert(CT_NB_LANES == 64, "CT_NB_WIDEN adds 64 lanes");
 
+/* layer_norm's sums take one pass, deviations taken from the row's first element; where that
+ * element lies so far from the mean that n c^2 (c: the mean deviation) exceeds this many times
+ * the sum of squared deviations, the subtraction would cancel digits, and the row takes two
+ * passes (the mean first). */
+#define CT_NB_SHIFT_RATIO 16.0
+
 #define CT_NB_CONTIGUOUS_DEFINE(SFX, T, C)                                                         \
   /* sum(g * y) (softmax) or sum(g) (log_softmax) */                                               \
   static CT_CPU_ISA_BODY void ct_nb_sum_##SFX##_body(const T* g, const T* y, int64_t n,            \
@@ -448,7 +454,9 @@ _Static_assert(CT_NB_LANES == 64, "CT_NB_WIDEN adds 64 lanes");
                                                            int64_t n, int center, double* sums) {  \
     const int64_t whole = n - n % CT_NB_LANES;                                                     \
     double mean = 0.0;                                                                             \
-    if (center) {                                                                                  \
+    if (center == 1 && n > 0) {                                                                    \
+      mean = (double)ct_load_##SFX(x[0]);                                                          \
+    } else if (center) {                                                                           \
       double acc = 0.0;                                                                            \
       C r[CT_NB_LANES] = {0};                                                                      \
       for (int64_t i0 = 0; i0 < whole; i0 += CT_NB_CHUNK) {                                        \
@@ -508,8 +516,12 @@ _Static_assert(CT_NB_LANES == 64, "CT_NB_WIDEN adds 64 lanes");
     }                                                                                              \
     const double c = center ? s_dv / (double)n : 0.0;                                              \
     double squares = s_sq - (double)n * c * c;                                                     \
+    if (center == 1 && (double)n * c * c > CT_NB_SHIFT_RATIO * squares) {                          \
+      ct_nb_norm_sums_##SFX##_body(x, g, w, n, 2, sums);                                           \
+      return;                                                                                      \
+    }                                                                                              \
     if (squares < 0.0) squares = 0.0;                                                              \
-    sums[0] = (double)m;                                                                           \
+    sums[0] = (double)m + c;                                                                       \
     sums[1] = squares;                                                                             \
     sums[2] = s_gw;                                                                                \
     sums[3] = s_gd - c * s_gw;                                                                     \
