@@ -117,16 +117,27 @@ typedef struct ct_c2bw_flip {
   void* dst;
 } ct_c2bw_flip;
 
-#define CT_C2BW_FLIP_LOOP(T)                                                                      \
-  for (int64_t r = begin; r < end; ++r) {                                                         \
-    const int64_t g = r / cg, c = r % cg;                                                         \
-    T* dst = (T*)f->dst + r * f->og * kh * kw;                                                    \
-    for (int64_t o = 0; o < f->og; ++o) {                                                         \
-      const T* src = (const T*)(const void*)base + (g * f->og + o) * s[0] + c * s[1];             \
-      for (int64_t i = 0; i < kh; ++i) {                                                          \
-        for (int64_t j = 0; j < kw; ++j) *dst++ = src[(kh - 1 - i) * s[2] + (kw - 1 - j) * s[3]]; \
-      }                                                                                           \
-    }                                                                                             \
+/* In tiles of 16 rows by 16 of o: each tile reads 16 runs of 16 · kH · kW weight elements and
+ * writes 16 such runs (one row after the other, a row's o in order, reading the weight down its
+ * O axis, went to a new cache line at every element with hundreds of channels). */
+#define CT_C2BW_FLIP_LOOP(T)                                                              \
+  for (int64_t r0 = begin; r0 < end; r0 += 16) {                                          \
+    const int64_t r1 = r0 + 16 < end ? r0 + 16 : end;                                     \
+    for (int64_t o0 = 0; o0 < f->og; o0 += 16) {                                          \
+      const int64_t o1 = o0 + 16 < f->og ? o0 + 16 : f->og;                               \
+      for (int64_t r = r0; r < r1; ++r) {                                                 \
+        const int64_t g = r / cg, c = r % cg;                                             \
+        T* dst = (T*)f->dst + (r * f->og + o0) * kh * kw;                                 \
+        for (int64_t o = o0; o < o1; ++o) {                                               \
+          const T* src = (const T*)(const void*)base + (g * f->og + o) * s[0] + c * s[1]; \
+          for (int64_t i = 0; i < kh; ++i) {                                              \
+            for (int64_t j = 0; j < kw; ++j) {                                            \
+              *dst++ = src[(kh - 1 - i) * s[2] + (kw - 1 - j) * s[3]];                    \
+            }                                                                             \
+          }                                                                               \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
   }
 
 /* Rows (g · cg + c) [begin, end) of the flipped weight. */
@@ -336,11 +347,62 @@ __attribute__((target("avx2"))) static void ct_c2bw_tile_8x8(const float* const 
   _mm256_storeu_ps(d + 6 * nr, _mm256_permute2f128_ps(s2, s6, 0x31));
   _mm256_storeu_ps(d + 7 * nr, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
+
+/* Eight taps at `count` (1 to 8) positions from (image, oh, ow) on, in one output row, into
+ * `count` panel rows at d, d + nr, ...: each tap's row read under a mask of the columns inside
+ * the input (none in the padding rows or past the last image), the rest zero, then transposed as
+ * ct_c2bw_tile_8x8. AVX-512VL; called only when the CPU has it. This also does the tiles at
+ * the borders and rows shorter than 8 (7 x 7 images), which would go element by element. */
+#define CT_C2BW_HAS_MASKED_TILE 1
+__attribute__((target("avx512f,avx512vl"))) static void ct_c2bw_tile_8x8_masked(
+    const ct_c2bw_job* job, const ct_c2bw_taps8* taps8, int64_t image, int64_t oh, int64_t ow,
+    int64_t count, float* d, int64_t nr) {
+  __m256 r[8];
+  const bool image_in = image < job->n;
+  for (int k = 0; k < 8; ++k) {
+    const int64_t ih = oh * job->stride[0] + taps8->ih_base[k];
+    int64_t a = taps8->lo[k] - ow, b = taps8->hi[k] - ow;
+    if (a < 0) a = 0;
+    if (b > count) b = count;
+    if (!image_in || ih < 0 || ih >= job->h || b <= a) {
+      r[k] = _mm256_setzero_ps();
+      continue;
+    }
+    const __mmask8 m = (__mmask8)(((1u << b) - 1) & ~((1u << a) - 1));
+    /* the first lane read is column ow + a: the pointer stays inside the row */
+    const float* src = taps8->xc[k] + image * job->xs[0] + ih * job->xs[2] + ow + a;
+    r[k] = _mm256_maskz_loadu_ps((__mmask8)(m >> a), src);
+    if (a)
+      r[k] = _mm256_permutexvar_ps(
+          _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)a)),
+          r[k]);
+    if (a) r[k] = _mm256_maskz_mov_ps(m, r[k]);
+  }
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  const __m256 o[8] = {_mm256_permute2f128_ps(s0, s4, 0x20), _mm256_permute2f128_ps(s1, s5, 0x20),
+                       _mm256_permute2f128_ps(s2, s6, 0x20), _mm256_permute2f128_ps(s3, s7, 0x20),
+                       _mm256_permute2f128_ps(s0, s4, 0x31), _mm256_permute2f128_ps(s1, s5, 0x31),
+                       _mm256_permute2f128_ps(s2, s6, 0x31), _mm256_permute2f128_ps(s3, s7, 0x31)};
+  for (int64_t m = 0; m < count; ++m) _mm256_storeu_ps(d + m * nr, o[m]);
+}
 #else
 static void ct_c2bw_tile_8x8(const float* const src[8], float* d, int64_t nr) {
   for (int m = 0; m < 8; ++m) {
     for (int k = 0; k < 8; ++k) d[m * nr + k] = src[k][m];
   }
+}
+#define CT_C2BW_HAS_MASKED_TILE 0
+static void ct_c2bw_tile_8x8_masked(const ct_c2bw_job* job, const ct_c2bw_taps8* taps8,
+                                    int64_t image, int64_t oh, int64_t ow, int64_t count, float* d,
+                                    int64_t nr) {
+  ct_c2bw_taps8_scalar(job, taps8, image, oh, ow, count, d, nr);
 }
 #endif
 
@@ -416,6 +478,7 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const bool tiles = sizeof(T) == sizeof(float) && sizeof(C) == sizeof(float) &&                 \
                        job->stride[1] == 1 && job->xs[3] == 1 && nr % 8 == 0 &&                    \
                        ct_cpu_isa() >= CT_CPU_ISA_AVX2;                                            \
+    const bool masked = tiles && CT_C2BW_HAS_MASKED_TILE && ct_cpu_isa() == CT_CPU_ISA_AVX512;     \
     for (int64_t pb = 0; pb < kc; pb += CT_C2BW_PACK_ROWS) {                                       \
       const int64_t rows = kc - pb < CT_C2BW_PACK_ROWS ? kc - pb : CT_C2BW_PACK_ROWS;              \
       const int64_t q0 = k0 + pb;                                                                  \
@@ -430,6 +493,12 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
         for (int64_t p = 0; p < rows;) {                                                           \
           const int64_t seg = rows - p < job->ow - ow ? rows - p : job->ow - ow;                   \
           int64_t u = 0;                                                                           \
+          if (masked) {                                                                            \
+            for (; u < seg; u += 8) {                                                              \
+              ct_c2bw_tile_8x8_masked(job, &taps8, image, oh, ow + u, seg - u < 8 ? seg - u : 8,   \
+                                      (float*)(void*)(d + (p + u) * nr), nr);                      \
+            }                                                                                      \
+          }                                                                                        \
           for (; u + 8 <= seg; u += 8) {                                                           \
             const float* src[8];                                                                   \
             if (ct_c2bw_taps8_inside(job, &taps8, image, oh, ow + u, src)) {                       \
