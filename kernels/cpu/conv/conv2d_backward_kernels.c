@@ -39,7 +39,11 @@
  * CT_C2BW_MIN_CHUNK positions, their sums together at most CT_C2BW_CHUNK_SUMS_BYTES. */
 #define CT_C2BW_MAX_CHUNKS 8
 #define CT_C2BW_MIN_CHUNK 512
-#define CT_C2BW_CHUNK_SUMS_BYTES ((int64_t)8 << 20)
+/* 1.25 MB: small grad_weights (64 x 64 x 3 x 3: 147 KB) are cut into 8 chunks, 128 x 128 x 3 x 3
+ * (590 KB) into 2; from 256 x 256 x 3 x 3 on one product over the whole depth, the threads
+ * sharing its output tiles, ran 10-20% faster than 3 chunks of 523 positions and a final pass
+ * adding their sums (8 MB before). */
+#define CT_C2BW_CHUNK_SUMS_BYTES ((int64_t)5 << 18)
 
 static int64_t ct_c2bw_align(int64_t bytes) {
   return (bytes + CT_C2BW_ALIGNMENT - 1) / CT_C2BW_ALIGNMENT * CT_C2BW_ALIGNMENT;
@@ -348,36 +352,9 @@ __attribute__((target("avx2"))) static void ct_c2bw_tile_8x8(const float* const 
   _mm256_storeu_ps(d + 7 * nr, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
 
-/* Eight taps at `count` (1 to 8) positions from (image, oh, ow) on, in one output row, into
- * `count` panel rows at d, d + nr, ...: each tap's row read under a mask of the columns inside
- * the input (none in the padding rows or past the last image), the rest zero, then transposed as
- * ct_c2bw_tile_8x8. AVX-512VL; called only when the CPU has it. This also does the tiles at
- * the borders and rows shorter than 8 (7 x 7 images), which would go element by element. */
-#define CT_C2BW_HAS_MASKED_TILE 1
-__attribute__((target("avx512f,avx512vl"))) static void ct_c2bw_tile_8x8_masked(
-    const ct_c2bw_job* job, const ct_c2bw_taps8* taps8, int64_t image, int64_t oh, int64_t ow,
-    int64_t count, float* d, int64_t nr) {
-  __m256 r[8];
-  const bool image_in = image < job->n;
-  for (int k = 0; k < 8; ++k) {
-    const int64_t ih = oh * job->stride[0] + taps8->ih_base[k];
-    int64_t a = taps8->lo[k] - ow, b = taps8->hi[k] - ow;
-    if (a < 0) a = 0;
-    if (b > count) b = count;
-    if (!image_in || ih < 0 || ih >= job->h || b <= a) {
-      r[k] = _mm256_setzero_ps();
-      continue;
-    }
-    const __mmask8 m = (__mmask8)(((1u << b) - 1) & ~((1u << a) - 1));
-    /* the first lane read is column ow + a: the pointer stays inside the row */
-    const float* src = taps8->xc[k] + image * job->xs[0] + ih * job->xs[2] + ow + a;
-    r[k] = _mm256_maskz_loadu_ps((__mmask8)(m >> a), src);
-    if (a)
-      r[k] = _mm256_permutexvar_ps(
-          _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)a)),
-          r[k]);
-    if (a) r[k] = _mm256_maskz_mov_ps(m, r[k]);
-  }
+/* The 8 x 8 transpose of ct_c2bw_tile_8x8 on registers, its first `count` rows stored. */
+__attribute__((target("avx512f,avx512vl"), always_inline)) static inline void ct_c2bw_transpose8(
+    const __m256 r[8], float* d, int64_t nr, int64_t count) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
   const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
   const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
@@ -386,11 +363,70 @@ __attribute__((target("avx512f,avx512vl"))) static void ct_c2bw_tile_8x8_masked(
   const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
   const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
   const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  if (count == 8) {
+    _mm256_storeu_ps(d + 0 * nr, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(d + 1 * nr, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(d + 2 * nr, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(d + 3 * nr, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(d + 4 * nr, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(d + 5 * nr, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(d + 6 * nr, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_storeu_ps(d + 7 * nr, _mm256_permute2f128_ps(s3, s7, 0x31));
+    return;
+  }
   const __m256 o[8] = {_mm256_permute2f128_ps(s0, s4, 0x20), _mm256_permute2f128_ps(s1, s5, 0x20),
                        _mm256_permute2f128_ps(s2, s6, 0x20), _mm256_permute2f128_ps(s3, s7, 0x20),
                        _mm256_permute2f128_ps(s0, s4, 0x31), _mm256_permute2f128_ps(s1, s5, 0x31),
                        _mm256_permute2f128_ps(s2, s6, 0x31), _mm256_permute2f128_ps(s3, s7, 0x31)};
   for (int64_t m = 0; m < count; ++m) _mm256_storeu_ps(d + m * nr, o[m]);
+}
+
+/* Eight taps at the `seg` positions from (image, oh, ow) on, in one output row, into panel rows
+ * d, d + nr, ...: each tap's source row found once, then 8 positions at a time, plain loads where
+ * all eight taps read inside the input, else each tap's row read under a mask of the columns
+ * inside (zero in the padding rows and past the last image), transposed in registers. AVX-512VL;
+ * called only when the CPU has it. The border tiles and rows shorter than 8 (7 x 7 images) went
+ * element by element before. */
+#define CT_C2BW_HAS_MASKED_TILE 1
+__attribute__((target("avx512f,avx512vl"))) static void ct_c2bw_tile_row_masked(
+    const ct_c2bw_job* job, const ct_c2bw_taps8* taps8, int64_t image, int64_t oh, int64_t ow,
+    int64_t seg, float* d, int64_t nr) {
+  const float* row[8];
+  int64_t lo = 0, hi = ow + seg;
+  bool all_rows = image < job->n;
+  for (int k = 0; k < 8; ++k) {
+    const int64_t ih = oh * job->stride[0] + taps8->ih_base[k];
+    const bool in = image < job->n && ih >= 0 && ih < job->h;
+    row[k] = in ? taps8->xc[k] + image * job->xs[0] + ih * job->xs[2] : NULL;
+    all_rows = all_rows && in;
+    if (taps8->lo[k] > lo) lo = taps8->lo[k];
+    if (taps8->hi[k] < hi) hi = taps8->hi[k];
+  }
+  for (int64_t u = 0; u < seg; u += 8) {
+    const int64_t col = ow + u, count = seg - u < 8 ? seg - u : 8;
+    __m256 r[8];
+    if (all_rows && count == 8 && col >= lo && col + 8 <= hi) {
+      for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(row[k] + col);
+    } else {
+      for (int k = 0; k < 8; ++k) {
+        int64_t a = taps8->lo[k] - col, b = taps8->hi[k] - col;
+        if (a < 0) a = 0;
+        if (b > count) b = count;
+        if (!row[k] || b <= a) {
+          r[k] = _mm256_setzero_ps();
+          continue;
+        }
+        /* the first lane read is column col + a: the pointer stays inside the row */
+        r[k] = _mm256_maskz_loadu_ps((__mmask8)((1u << (b - a)) - 1), row[k] + col + a);
+        if (a) {
+          const __m256i shift = _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                                 _mm256_set1_epi32((int)a));
+          r[k] = _mm256_maskz_permutexvar_ps((__mmask8)(0xFFu << a), shift, r[k]);
+        }
+      }
+    }
+    ct_c2bw_transpose8(r, d + u * nr, nr, count);
+  }
 }
 #else
 static void ct_c2bw_tile_8x8(const float* const src[8], float* d, int64_t nr) {
@@ -399,10 +435,10 @@ static void ct_c2bw_tile_8x8(const float* const src[8], float* d, int64_t nr) {
   }
 }
 #define CT_C2BW_HAS_MASKED_TILE 0
-static void ct_c2bw_tile_8x8_masked(const ct_c2bw_job* job, const ct_c2bw_taps8* taps8,
-                                    int64_t image, int64_t oh, int64_t ow, int64_t count, float* d,
+static void ct_c2bw_tile_row_masked(const ct_c2bw_job* job, const ct_c2bw_taps8* taps8,
+                                    int64_t image, int64_t oh, int64_t ow, int64_t seg, float* d,
                                     int64_t nr) {
-  ct_c2bw_taps8_scalar(job, taps8, image, oh, ow, count, d, nr);
+  ct_c2bw_taps8_scalar(job, taps8, image, oh, ow, seg, d, nr);
 }
 #endif
 
@@ -494,10 +530,9 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
           const int64_t seg = rows - p < job->ow - ow ? rows - p : job->ow - ow;                   \
           int64_t u = 0;                                                                           \
           if (masked) {                                                                            \
-            for (; u < seg; u += 8) {                                                              \
-              ct_c2bw_tile_8x8_masked(job, &taps8, image, oh, ow + u, seg - u < 8 ? seg - u : 8,   \
-                                      (float*)(void*)(d + (p + u) * nr), nr);                      \
-            }                                                                                      \
+            ct_c2bw_tile_row_masked(job, &taps8, image, oh, ow, seg, (float*)(void*)(d + p * nr),  \
+                                    nr);                                                           \
+            u = seg;                                                                               \
           }                                                                                        \
           for (; u + 8 <= seg; u += 8) {                                                           \
             const float* src[8];                                                                   \
