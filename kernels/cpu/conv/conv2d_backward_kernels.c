@@ -121,19 +121,27 @@ typedef struct ct_c2bw_flip {
   void* dst;
 } ct_c2bw_flip;
 
-/* In tiles of 16 rows by 16 of o: each tile reads 16 runs of 16 · kH · kW weight elements and
- * writes 16 such runs (one row after the other, a row's o in order, reading the weight down its
- * O axis, went to a new cache line at every element with hundreds of channels). */
+/* In tiles of CT_C2BW_FLIP_ROWS rows by 16 of o, o outer: per o one run of CT_C2BW_FLIP_ROWS ·
+ * kH · kW weight elements read in order, and each row's 16 · kH · kW elements of the tile written
+ * in order. Reading the weight down its O axis (a row at a time) went to a new cache line at every
+ * o: with 512 channels (a 9.4 MB weight, from memory) the flip took 0.65 ms, 15% of the call. */
+#ifndef CT_C2BW_FLIP_ROWS
+#define CT_C2BW_FLIP_ROWS 64
+#endif
 #define CT_C2BW_FLIP_LOOP(T)                                                              \
-  for (int64_t r0 = begin; r0 < end; r0 += 16) {                                          \
-    const int64_t r1 = r0 + 16 < end ? r0 + 16 : end;                                     \
+  for (int64_t r0 = begin; r0 < end; r0 += CT_C2BW_FLIP_ROWS) {                           \
+    const int64_t r1 = r0 + CT_C2BW_FLIP_ROWS < end ? r0 + CT_C2BW_FLIP_ROWS : end;       \
     for (int64_t o0 = 0; o0 < f->og; o0 += 16) {                                          \
       const int64_t o1 = o0 + 16 < f->og ? o0 + 16 : f->og;                               \
-      for (int64_t r = r0; r < r1; ++r) {                                                 \
-        const int64_t g = r / cg, c = r % cg;                                             \
-        T* dst = (T*)f->dst + (r * f->og + o0) * kh * kw;                                 \
-        for (int64_t o = o0; o < o1; ++o) {                                               \
+      for (int64_t o = o0; o < o1; ++o) {                                                 \
+        for (int64_t r = r0; r < r1; ++r) {                                               \
+          const int64_t g = r / cg, c = r % cg;                                           \
+          T* dst = (T*)f->dst + (r * f->og + o) * taps;                                   \
           const T* src = (const T*)(const void*)base + (g * f->og + o) * s[0] + c * s[1]; \
+          if (compact) { /* the taps reversed: the element kh · kw - 1 - t */             \
+            for (int64_t t = taps - 1; t >= 0; --t) *dst++ = src[t];                      \
+            continue;                                                                     \
+          }                                                                               \
           for (int64_t i = 0; i < kh; ++i) {                                              \
             for (int64_t j = 0; j < kw; ++j) {                                            \
               *dst++ = src[(kh - 1 - i) * s[2] + (kw - 1 - j) * s[3]];                    \
@@ -152,6 +160,8 @@ static void ct_c2bw_flip_rows(int64_t begin, int64_t end, void* context) {
   const int64_t s[4] = {ct_tensor_stride(w, 0), ct_tensor_stride(w, 1), ct_tensor_stride(w, 2),
                         ct_tensor_stride(w, 3)};
   const char* base = ct_tensor_base(w);
+  const int64_t taps = kh * kw;
+  const bool compact = s[3] == 1 && s[2] == kw;
   switch ((w->dtype.bits + 7) / 8) {
     case 2:
       CT_C2BW_FLIP_LOOP(uint16_t)
