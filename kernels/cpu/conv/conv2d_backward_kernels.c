@@ -640,6 +640,9 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const int status = ct_c2bw_weight_prepare(call, (int64_t)sizeof(C), &job);                     \
     if (status != CT_OK) return status;                                                            \
     if (ct_c2bw_weight_empty(&job)) return CT_OK;                                                  \
+    /* grad_weight's rows (c, i, j) compact: no pass adding up chunks and storing */               \
+    const bool direct = job.depth > 0 && job.chunks == 1 && sizeof(T) == sizeof(C) &&              \
+                        job.ws[3] == 1 && job.ws[2] == job.kw && job.ws[1] == job.kh * job.kw;     \
     if (job.depth > 0) {                                                                           \
       char* ws = call->workspace;                                                                  \
       job.gout = ws;                                                                               \
@@ -647,6 +650,12 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
       ct_gemm_desc* d = &job.gemm;                                                                 \
       d->a = job.gout;                                                                             \
       d->c = job.acc;                                                                              \
+      if (direct) { /* one chunk of float32/float64 sums: the GEMM writes grad_weight */           \
+        d->c = job.out;                                                                            \
+        d->c_rs = job.ws[0];                                                                       \
+        job.c_bs[0] = 0;                                                                           \
+        job.c_bs[1] = job.og * job.ws[0];                                                          \
+      }                                                                                            \
       d->pack_b = ct_c2bw_pack_col_##SFX;                                                          \
       d->pack_b_context = &job;                                                                    \
       d->workspace = ws + ct_c2bw_weight_fixed(&job);                                              \
@@ -654,7 +663,9 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
       ct_cpu_parallel_for(job.out_channels, job.padded, ct_c2bw_pack_grad_##SFX, &job);            \
       ct_gemm_##GEMM(d);                                                                           \
     }                                                                                              \
-    ct_cpu_parallel_for(job.out_channels, job.kg * job.chunks, ct_c2bw_store_##SFX, &job);         \
+    if (!direct) {                                                                                 \
+      ct_cpu_parallel_for(job.out_channels, job.kg * job.chunks, ct_c2bw_store_##SFX, &job);       \
+    }                                                                                              \
     return CT_OK;                                                                                  \
   }                                                                                                \
                                                                                                    \
