@@ -255,7 +255,9 @@ static int ct_c2bw_weight_prepare(const ct_kernel_call* call, int64_t csize, ct_
   job->chunks = sums > 0 ? CT_C2BW_CHUNK_SUMS_BYTES / sums : 1;
   if (job->chunks > CT_C2BW_MAX_CHUNKS) job->chunks = CT_C2BW_MAX_CHUNKS;
   if (job->chunks > job->depth / CT_C2BW_MIN_CHUNK) job->chunks = job->depth / CT_C2BW_MIN_CHUNK;
-  if (job->chunks < 1) job->chunks = 1;
+  /* fewer than 4 chunks: one product over the whole depth, written into grad_weight directly
+   * (128 channels: 2 chunks and their sums' pass were no faster) */
+  if (job->chunks < 4) job->chunks = 1;
   job->chunk = (job->depth + job->chunks - 1) / job->chunks;
   job->padded = job->chunks * job->chunk;
   job->gout_bytes = ct_c2bw_align(job->out_channels * job->padded * csize);
