@@ -200,62 +200,91 @@ __attribute__((target("avx2"), always_inline)) static inline int64_t ct_pool_bw_
   return j;
 }
 
-/* The same with AVX-512, sixteen windows at a time and the row's last ones under masks (so it
- * does the whole row): the pairs de-interleaved and the results interleaved by two-source
- * permutes, the rule in mask registers. */
-__attribute__((target("avx512f"))) static int64_t ct_pool_bw_max_2x2_avx512_f32(
-    const float* x0, const float* x1, const float* g, float* r0, float* r1, int64_t count) {
+/* One block of sixteen windows of max_pool2d_backward's 2 x 2, stride 2 float32 AVX-512 path:
+ * the windows' (a, b) and (c, d) pairs de-interleaved and the results interleaved by two-source
+ * permutes, the forward's rule in mask registers; LOAD*, STORE* plain or masked (the row's last
+ * windows). */
+#define CT_POOL_BW_512_BLOCK(LOADP, LOADQ, LOADG, STOREP, STOREQ)                       \
+  do {                                                                                  \
+    const __m512 p0 = LOADP(x0 + 2 * j), q0 = LOADQ(x0 + 2 * j + 16);                   \
+    const __m512 p1 = LOADP(x1 + 2 * j), q1 = LOADQ(x1 + 2 * j + 16);                   \
+    const __m512 a = _mm512_permutex2var_ps(p0, even, q0);                              \
+    const __m512 b = _mm512_permutex2var_ps(p0, odd, q0);                               \
+    const __m512 c = _mm512_permutex2var_ps(p1, even, q1);                              \
+    const __m512 d = _mm512_permutex2var_ps(p1, odd, q1);                               \
+    const __mmask16 c1 =                                                                \
+        _mm512_cmp_ps_mask(b, a, _CMP_GT_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);  \
+    const __m512 m1 = _mm512_mask_blend_ps(c1, a, b);                                   \
+    const __mmask16 c2 =                                                                \
+        _mm512_cmp_ps_mask(c, m1, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q); \
+    const __m512 m2 = _mm512_mask_blend_ps(c2, m1, c);                                  \
+    const __mmask16 c3 =                                                                \
+        _mm512_cmp_ps_mask(d, m2, _CMP_GT_OQ) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q); \
+    const __m512 gv = LOADG(gr + j);                                                    \
+    const __mmask16 later = c2 | c3;                                                    \
+    const __m512 w0 = _mm512_maskz_mov_ps((__mmask16) ~(c1 | later), gv);               \
+    const __m512 w1 = _mm512_maskz_mov_ps(c1 & (__mmask16)~later, gv);                  \
+    const __m512 w2 = _mm512_maskz_mov_ps(c2 & (__mmask16)~c3, gv);                     \
+    const __m512 w3 = _mm512_maskz_mov_ps(c3, gv);                                      \
+    STOREP(r0 + 2 * j, _mm512_permutex2var_ps(w0, lo, w1));                             \
+    STOREQ(r0 + 2 * j + 16, _mm512_permutex2var_ps(w0, hi, w1));                        \
+    STOREP(r1 + 2 * j, _mm512_permutex2var_ps(w2, lo, w3));                             \
+    STOREQ(r1 + 2 * j + 16, _mm512_permutex2var_ps(w2, hi, w3));                        \
+  } while (0)
+#define CT_POOL_BW_512_LOAD(ptr) _mm512_loadu_ps(ptr)
+#define CT_POOL_BW_512_STORE(ptr, v) _mm512_storeu_ps(ptr, v)
+#define CT_POOL_BW_512_LOADP(ptr) _mm512_maskz_loadu_ps(mp, ptr)
+#define CT_POOL_BW_512_LOADQ(ptr) _mm512_maskz_loadu_ps(mq, ptr)
+#define CT_POOL_BW_512_LOADG(ptr) _mm512_maskz_loadu_ps(mg, ptr)
+#define CT_POOL_BW_512_STOREP(ptr, v) _mm512_mask_storeu_ps(ptr, mp, v)
+#define CT_POOL_BW_512_STOREQ(ptr, v) _mm512_mask_storeu_ps(ptr, mq, v)
+
+/* The same with AVX-512 for a whole plane: `rows` output rows of `count` windows (input rows at
+ * x + 2 · oh · xs and the next, grad_out rows g + oh · gs, grad_input rows gi + 2 · oh · is and
+ * the next, all of unit column stride), sixteen windows at a time and each row's last ones under
+ * masks computed once (one call per plane: a call per row cost as much as the row's work). */
+__attribute__((target("avx512f"))) static void ct_pool_bw_max_2x2_plane_avx512_f32(
+    const float* x, const float* g, float* gi, int64_t rows, int64_t count, int64_t xs, int64_t gs,
+    int64_t is) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i hi =
       _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  /* Whole blocks of 16 windows, then the row's last windows under masks (rows of 28 windows,
-   * as (56, 56) planes have, would otherwise leave 12 of them to the scalar loop). */
-  for (int64_t j = 0; j < count; j += 16) {
-    const int64_t rest = count - j < 16 ? count - j : 16;
-    const __mmask16 mp = rest >= 8 ? (__mmask16)0xFFFF : (__mmask16)((1u << (2 * rest)) - 1);
-    const __mmask16 mq = rest > 8 ? (__mmask16)((1u << (2 * (rest - 8))) - 1) : (__mmask16)0;
-    const __mmask16 mg = (__mmask16)((1u << rest) - 1);
-    const __m512 p0 = _mm512_maskz_loadu_ps(mp, x0 + 2 * j);
-    const __m512 q0 = _mm512_maskz_loadu_ps(mq, x0 + 2 * j + 16);
-    const __m512 p1 = _mm512_maskz_loadu_ps(mp, x1 + 2 * j);
-    const __m512 q1 = _mm512_maskz_loadu_ps(mq, x1 + 2 * j + 16);
-    const __m512 a = _mm512_permutex2var_ps(p0, even, q0), b = _mm512_permutex2var_ps(p0, odd, q0);
-    const __m512 c = _mm512_permutex2var_ps(p1, even, q1), d = _mm512_permutex2var_ps(p1, odd, q1);
-    const __mmask16 c1 =
-        _mm512_cmp_ps_mask(b, a, _CMP_GT_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
-    const __m512 m1 = _mm512_mask_blend_ps(c1, a, b);
-    const __mmask16 c2 =
-        _mm512_cmp_ps_mask(c, m1, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
-    const __m512 m2 = _mm512_mask_blend_ps(c2, m1, c);
-    const __mmask16 c3 =
-        _mm512_cmp_ps_mask(d, m2, _CMP_GT_OQ) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q);
-    const __m512 gv = _mm512_maskz_loadu_ps(mg, g + j);
-    const __mmask16 later = c2 | c3;
-    const __m512 w0 = _mm512_maskz_mov_ps((__mmask16) ~(c1 | later), gv);
-    const __m512 w1 = _mm512_maskz_mov_ps(c1 & (__mmask16)~later, gv);
-    const __m512 w2 = _mm512_maskz_mov_ps(c2 & (__mmask16)~c3, gv);
-    const __m512 w3 = _mm512_maskz_mov_ps(c3, gv);
-    _mm512_mask_storeu_ps(r0 + 2 * j, mp, _mm512_permutex2var_ps(w0, lo, w1));
-    _mm512_mask_storeu_ps(r0 + 2 * j + 16, mq, _mm512_permutex2var_ps(w0, hi, w1));
-    _mm512_mask_storeu_ps(r1 + 2 * j, mp, _mm512_permutex2var_ps(w2, lo, w3));
-    _mm512_mask_storeu_ps(r1 + 2 * j + 16, mq, _mm512_permutex2var_ps(w2, hi, w3));
+  const int64_t full = count & ~(int64_t)15, rest = count - full;
+  const __mmask16 mp = rest >= 8 ? (__mmask16)0xFFFF : (__mmask16)((1u << (2 * rest)) - 1);
+  const __mmask16 mq = rest > 8 ? (__mmask16)((1u << (2 * (rest - 8))) - 1) : (__mmask16)0;
+  const __mmask16 mg = (__mmask16)((1u << rest) - 1);
+  for (int64_t oh = 0; oh < rows; ++oh) {
+    const float* x0 = x + 2 * oh * xs;
+    const float* x1 = x0 + xs;
+    const float* gr = g + oh * gs;
+    float* r0 = gi + 2 * oh * is;
+    float* r1 = r0 + is;
+    int64_t j = 0;
+    for (; j < full; j += 16) {
+      CT_POOL_BW_512_BLOCK(CT_POOL_BW_512_LOAD, CT_POOL_BW_512_LOAD, CT_POOL_BW_512_LOAD,
+                           CT_POOL_BW_512_STORE, CT_POOL_BW_512_STORE);
+    }
+    if (rest) {
+      CT_POOL_BW_512_BLOCK(CT_POOL_BW_512_LOADP, CT_POOL_BW_512_LOADQ, CT_POOL_BW_512_LOADG,
+                           CT_POOL_BW_512_STOREP, CT_POOL_BW_512_STOREQ);
+    }
   }
-  return count;
 }
+#define CT_POOL_BW_AVX512_OK 1
 #else
 static inline int64_t ct_pool_bw_max_2x2_avx_f32(const float* x0, const float* x1, const float* g,
                                                  float* r0, float* r1, int64_t count) {
   (void)x0, (void)x1, (void)g, (void)r0, (void)r1, (void)count;
   return 0;
 }
-static inline int64_t ct_pool_bw_max_2x2_avx512_f32(const float* x0, const float* x1,
-                                                    const float* g, float* r0, float* r1,
-                                                    int64_t count) {
-  (void)x0, (void)x1, (void)g, (void)r0, (void)r1, (void)count;
-  return 0;
+static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const float* g, float* gi,
+                                                       int64_t rows, int64_t count, int64_t xs,
+                                                       int64_t gs, int64_t is) {
+  (void)x, (void)g, (void)gi, (void)rows, (void)count, (void)xs, (void)gs, (void)is;
 }
+#define CT_POOL_BW_AVX512_OK 0
 #endif
 
 #define CT_POOL_BW_DEFINE(SFX, T, C, ID)                                                           \
@@ -324,9 +353,6 @@ static inline int64_t ct_pool_bw_max_2x2_avx512_f32(const float* x0, const float
       const float* fg = (const float*)(const void*)g;                                              \
       float* o0 = (float*)(void*)r0;                                                               \
       float* o1 = (float*)(void*)r1;                                                               \
-      if (ct_cpu_isa() == CT_CPU_ISA_AVX512) {                                                     \
-        done = ct_pool_bw_max_2x2_avx512_f32(f0, f1, fg, o0, o1, count);                           \
-      }                                                                                            \
       done += ct_pool_bw_max_2x2_avx_f32(f0 + 2 * done, f1 + 2 * done, fg + done, o0 + 2 * done,   \
                                          o1 + 2 * done, count - done);                             \
     }                                                                                              \
@@ -341,12 +367,20 @@ static inline int64_t ct_pool_bw_max_2x2_avx512_f32(const float* x0, const float
    * windows inside the input: two input rows per output row, written once. */                     \
   static void ct_pool_bw_max_2x2_##SFX(const ct_pool_bw_job* job, const T* x, const T* g, T* gi) { \
     const T zero = ct_store_##SFX((C)0);                                                           \
+    const bool plane512 = CT_POOL_BW_AVX512_OK && (ID) == CT_DT_F32 && job->gs[3] == 1 &&          \
+                          ct_cpu_isa() == CT_CPU_ISA_AVX512;                                       \
+    if (plane512) {                                                                                \
+      ct_pool_bw_max_2x2_plane_avx512_f32((const float*)(const void*)x,                            \
+                                          (const float*)(const void*)g, (float*)(void*)gi,         \
+                                          job->oh, job->ow, job->xs[2], job->gs[2], job->is[2]);   \
+    }                                                                                              \
     for (int64_t oh = 0; oh < job->oh; ++oh) {                                                     \
       const T* x0 = x + 2 * oh * job->xs[2];                                                       \
       T* r0 = gi + 2 * oh * job->is[2];                                                            \
       T* r1 = r0 + job->is[2];                                                                     \
-      ct_pool_bw_max_2x2_row_##SFX(x0, x0 + job->xs[2], g + oh * job->gs[2], job->gs[3], r0, r1,   \
-                                   job->ow);                                                       \
+      if (!plane512)                                                                               \
+        ct_pool_bw_max_2x2_row_##SFX(x0, x0 + job->xs[2], g + oh * job->gs[2], job->gs[3], r0, r1, \
+                                     job->ow);                                                     \
       for (int64_t iw = 2 * job->ow; iw < job->w; ++iw) r0[iw] = r1[iw] = zero;                    \
     }                                                                                              \
     for (int64_t ih = 2 * job->oh; ih < job->h; ++ih) {                                            \
