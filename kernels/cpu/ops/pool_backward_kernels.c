@@ -16,41 +16,22 @@
 #include "engine/cpu_dtypes.h"
 #include "engine/cpu_isa.h"
 #include "engine/strided_iter.h"
-
-typedef enum ct_pool_bw_mode {
-  CT_POOL_BW_MAX,
-  CT_POOL_BW_AVG,
-  CT_POOL_BW_ADAPTIVE
-} ct_pool_bw_mode;
+#include "ops/pool_window.h"
 
 typedef struct ct_pool_bw_job {
-  ct_pool_bw_mode mode;
+  ct_pool_mode mode;
   int64_t channels, h, w, oh, ow;
   int64_t xs[4], gs[4], is[4]; /* input, grad_out, grad_input (N, C, H, W); N stride 0 for 3-D */
-  int64_t kernel[2], stride[2], padding[2], dilation[2];
-  bool count_include_pad, has_divisor;
-  int64_t divisor;
+  ct_pool_window window;
   const char *x, *grad;
   char* out;
   float* acc; /* float16/bfloat16: the float32 grad_input planes (H · W each) */
 } ct_pool_bw_job;
 
-static void ct_pool_bw_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
-  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
-    out[0] = fallback[0];
-    out[1] = fallback[1];
-    return;
-  }
-  out[0] = value->value.ints[0];
-  out[1] = value->value.ints[value->count - 1];
-}
-
-static void ct_pool_bw_prepare(const ct_kernel_call* call, ct_pool_bw_mode mode,
-                               ct_pool_bw_job* job) {
+static void ct_pool_bw_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_pool_bw_job* job) {
   const ct_tensor* grad = call->inputs[0];
   const ct_tensor* x = call->inputs[1];
   const ct_tensor* out = call->outputs[0];
-  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   const int32_t lead = x->ndim - 3;
   job->mode = mode;
   job->channels = x->shape[lead];
@@ -70,21 +51,7 @@ static void ct_pool_bw_prepare(const ct_kernel_call* call, ct_pool_bw_mode mode,
   job->grad = ct_tensor_base(grad);
   job->out = ct_tensor_base(out);
   job->acc = NULL;
-  job->dilation[0] = job->dilation[1] = 1;
-  job->count_include_pad = true;
-  job->has_divisor = false;
-  job->divisor = 0;
-  if (mode == CT_POOL_BW_ADAPTIVE) return;
-  ct_pool_bw_pair(&call->attrs[0], ones, job->kernel);
-  ct_pool_bw_pair(&call->attrs[1], job->kernel, job->stride);
-  ct_pool_bw_pair(&call->attrs[2], zeros, job->padding);
-  if (mode == CT_POOL_BW_MAX) {
-    ct_pool_bw_pair(&call->attrs[3], ones, job->dilation);
-  } else {
-    job->count_include_pad = call->attrs[4].value.b != 0;
-    job->has_divisor = call->attrs[5].type == CT_ATTR_INT;
-    job->divisor = job->has_divisor ? call->attrs[5].value.i : 0;
-  }
+  ct_pool_read_window(call->attrs, mode, &job->window);
 }
 
 static int64_t ct_pool_bw_planes(const ct_kernel_call* call, const ct_pool_bw_job* job) {
@@ -94,8 +61,8 @@ static int64_t ct_pool_bw_planes(const ct_kernel_call* call, const ct_pool_bw_jo
 
 /* Windows that do not overlap, in both dims: each input position is in at most one window. */
 static bool ct_pool_bw_disjoint(const ct_pool_bw_job* job) {
-  return job->stride[0] >= (job->kernel[0] - 1) * job->dilation[0] + 1 &&
-         job->stride[1] >= (job->kernel[1] - 1) * job->dilation[1] + 1;
+  return job->window.stride[0] >= (job->window.kernel[0] - 1) * job->window.dilation[0] + 1 &&
+         job->window.stride[1] >= (job->window.kernel[1] - 1) * job->window.dilation[1] + 1;
 }
 
 /* Window [h0, h1) x [w0, w1) of avg_pool2d or adaptive_avg_pool2d output (oh, ow), clipped to the
@@ -103,7 +70,7 @@ static bool ct_pool_bw_disjoint(const ct_pool_bw_job* job) {
 static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t ow, int64_t* h0,
                                   int64_t* h1, int64_t* w0, int64_t* w1, int64_t* divide_h,
                                   int64_t* divide_w, int64_t* divide) {
-  if (job->mode == CT_POOL_BW_ADAPTIVE) {
+  if (job->mode == CT_POOL_ADAPTIVE) {
     *h0 = oh * job->h / job->oh;
     *h1 = ((oh + 1) * job->h + job->oh - 1) / job->oh;
     *w0 = ow * job->w / job->ow;
@@ -113,20 +80,22 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
     *divide = 0;
     return;
   }
-  *h0 = oh * job->stride[0] - job->padding[0];
-  *w0 = ow * job->stride[1] - job->padding[1];
-  *h1 = *h0 + job->kernel[0] < job->h + job->padding[0] ? *h0 + job->kernel[0]
-                                                        : job->h + job->padding[0];
-  *w1 = *w0 + job->kernel[1] < job->w + job->padding[1] ? *w0 + job->kernel[1]
-                                                        : job->w + job->padding[1];
+  *h0 = oh * job->window.stride[0] - job->window.padding[0];
+  *w0 = ow * job->window.stride[1] - job->window.padding[1];
+  *h1 = *h0 + job->window.kernel[0] < job->h + job->window.padding[0]
+            ? *h0 + job->window.kernel[0]
+            : job->h + job->window.padding[0];
+  *w1 = *w0 + job->window.kernel[1] < job->w + job->window.padding[1]
+            ? *w0 + job->window.kernel[1]
+            : job->w + job->window.padding[1];
   const int64_t pool_size = (*h1 - *h0) * (*w1 - *w0);
   if (*h0 < 0) *h0 = 0;
   if (*w0 < 0) *w0 = 0;
   if (*h1 > job->h) *h1 = job->h;
   if (*w1 > job->w) *w1 = job->w;
-  *divide = job->has_divisor         ? job->divisor
-            : job->count_include_pad ? pool_size
-                                     : (*h1 - *h0) * (*w1 - *w0);
+  *divide = job->window.has_divisor         ? job->window.divisor
+            : job->window.count_include_pad ? pool_size
+                                            : (*h1 - *h0) * (*w1 - *w0);
   *divide_h = *divide_w = 0;
 }
 
@@ -137,13 +106,15 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
 #define CT_POOL_BW_ARGMAX(SFX, T, C)                                                               \
   static inline int64_t ct_pool_bw_argmax_##SFX(const ct_pool_bw_job* job, const T* x, int64_t oh, \
                                                 int64_t ow) {                                      \
-    const int64_t dh = job->dilation[0], dw = job->dilation[1];                                    \
-    int64_t h0 = oh * job->stride[0] - job->padding[0];                                            \
-    int64_t w0 = ow * job->stride[1] - job->padding[1];                                            \
-    const int64_t h1 =                                                                             \
-        h0 + (job->kernel[0] - 1) * dh + 1 < job->h ? h0 + (job->kernel[0] - 1) * dh + 1 : job->h; \
-    const int64_t w1 =                                                                             \
-        w0 + (job->kernel[1] - 1) * dw + 1 < job->w ? w0 + (job->kernel[1] - 1) * dw + 1 : job->w; \
+    const int64_t dh = job->window.dilation[0], dw = job->window.dilation[1];                      \
+    int64_t h0 = oh * job->window.stride[0] - job->window.padding[0];                              \
+    int64_t w0 = ow * job->window.stride[1] - job->window.padding[1];                              \
+    const int64_t h1 = h0 + (job->window.kernel[0] - 1) * dh + 1 < job->h                          \
+                           ? h0 + (job->window.kernel[0] - 1) * dh + 1                             \
+                           : job->h;                                                               \
+    const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                          \
+                           ? w0 + (job->window.kernel[1] - 1) * dw + 1                             \
+                           : job->w;                                                               \
     while (h0 < 0) h0 += dh;                                                                       \
     while (w0 < 0) w0 += dw;                                                                       \
     if (h0 >= h1 || w0 >= w1) return -1; /* only padding: the output is -inf, a constant */        \
@@ -397,10 +368,11 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
       const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                             \
       const T* g = (const T*)job->grad + n * job->gs[0] + c * job->gs[1];                          \
       T* gi = (T*)job->out + n * job->is[0] + c * job->is[1];                                      \
-      if (job->mode == CT_POOL_BW_MAX && ct_pool_bw_disjoint(job)) {                               \
-        if (job->kernel[0] == 2 && job->kernel[1] == 2 && job->stride[0] == 2 &&                   \
-            job->stride[1] == 2 && job->padding[0] == 0 && job->padding[1] == 0 &&                 \
-            job->dilation[0] == 1 && job->dilation[1] == 1 && job->xs[3] == 1 &&                   \
+      if (job->mode == CT_POOL_MAX && ct_pool_bw_disjoint(job)) {                                  \
+        if (job->window.kernel[0] == 2 && job->window.kernel[1] == 2 &&                            \
+            job->window.stride[0] == 2 && job->window.stride[1] == 2 &&                            \
+            job->window.padding[0] == 0 && job->window.padding[1] == 0 &&                          \
+            job->window.dilation[0] == 1 && job->window.dilation[1] == 1 && job->xs[3] == 1 &&     \
             job->is[3] == 1 && 2 * job->oh <= job->h && 2 * job->ow <= job->w) {                   \
           ct_pool_bw_max_2x2_##SFX(job, x, g, gi);                                                 \
         } else {                                                                                   \
@@ -417,14 +389,14 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
       for (int64_t oh = 0; oh < job->oh; ++oh) {                                                   \
         for (int64_t ow = 0; ow < job->ow; ++ow) {                                                 \
           const C gv = ct_load_##SFX(g[oh * job->gs[2] + ow * job->gs[3]]);                        \
-          if (job->mode == CT_POOL_BW_MAX) {                                                       \
+          if (job->mode == CT_POOL_MAX) {                                                          \
             const int64_t best = ct_pool_bw_argmax_##SFX(job, x, oh, ow);                          \
             if (best >= 0) acc[best / job->w * a2 + best % job->w * a3] += gv;                     \
             continue;                                                                              \
           }                                                                                        \
           int64_t h0, h1, w0, w1, dh, dw, divide;                                                  \
           ct_pool_bw_avg_window(job, oh, ow, &h0, &h1, &w0, &w1, &dh, &dw, &divide);               \
-          const C delta = job->mode == CT_POOL_BW_ADAPTIVE ? gv / (C)dh / (C)dw : gv / (C)divide;  \
+          const C delta = job->mode == CT_POOL_ADAPTIVE ? gv / (C)dh / (C)dw : gv / (C)divide;     \
           for (int64_t ih = h0; ih < h1; ++ih) {                                                   \
             for (int64_t iw = w0; iw < w1; ++iw) acc[ih * a2 + iw * a3] += delta;                  \
           }                                                                                        \
@@ -458,27 +430,26 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
     return CT_OK;                                                                                  \
   }                                                                                                \
                                                                                                    \
-  static int ct_cpu_pool_bw_run_##SFX(const ct_kernel_call* call, ct_pool_bw_mode mode) {          \
+  static int ct_cpu_pool_bw_run_##SFX(const ct_kernel_call* call, ct_pool_mode mode) {             \
     ct_pool_bw_job job;                                                                            \
     ct_pool_bw_prepare(call, mode, &job);                                                          \
     const int64_t planes = ct_pool_bw_planes(call, &job);                                          \
     if (planes == 0 || job.h * job.w == 0) return CT_OK;                                           \
     job.acc = call->workspace;                                                                     \
-    const int64_t window = mode == CT_POOL_BW_ADAPTIVE                                             \
-                               ? (job.h / job.oh + 1) * (job.w / job.ow + 1)                       \
-                               : job.kernel[0] * job.kernel[1];                                    \
+    const int64_t window = mode == CT_POOL_ADAPTIVE ? (job.h / job.oh + 1) * (job.w / job.ow + 1)  \
+                                                    : job.window.kernel[0] * job.window.kernel[1]; \
     ct_cpu_parallel_for(planes, job.oh * job.ow * window + job.h * job.w,                          \
                         ct_cpu_pool_bw_planes_##SFX, &job);                                        \
     return CT_OK;                                                                                  \
   }                                                                                                \
   static int ct_cpu_max_pool2d_backward_##SFX(const ct_kernel_call* call) {                        \
-    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_BW_MAX);                                         \
+    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_MAX);                                            \
   }                                                                                                \
   static int ct_cpu_avg_pool2d_backward_##SFX(const ct_kernel_call* call) {                        \
-    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_BW_AVG);                                         \
+    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_AVG);                                            \
   }                                                                                                \
   static int ct_cpu_adaptive_avg_pool2d_backward_##SFX(const ct_kernel_call* call) {               \
-    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_BW_ADAPTIVE);                                    \
+    return ct_cpu_pool_bw_run_##SFX(call, CT_POOL_ADAPTIVE);                                       \
   }
 
 #define CT_POOL_BW_REG(SFX, T, C, ID)                                                                \

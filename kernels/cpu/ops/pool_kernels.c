@@ -12,6 +12,7 @@
 #include "cpu_register.h"
 #include "engine/reduce_layout.h"
 #include "engine/strided_iter.h"
+#include "ops/pool_window.h"
 
 /* max_pool2d on planes with unit W strides: the output columns whose windows lie inside the
  * input are computed CT_POOL_BLOCK at a time, window element by window element in the same
@@ -19,35 +20,18 @@
  * included), in a loop the compiler vectorises (compiled per ISA, cpu_isa.h). */
 #define CT_POOL_BLOCK 256
 
-typedef enum ct_pool_mode { CT_POOL_MAX, CT_POOL_AVG, CT_POOL_ADAPTIVE } ct_pool_mode;
-
 typedef struct ct_pool_job {
   ct_pool_mode mode;
   int64_t channels, h, w, oh, ow;
   int64_t xs[4], os[4]; /* (N, C, H, W) element strides; N stride 0 for 3-D */
-  int64_t kernel[2], stride[2], padding[2], dilation[2];
-  bool count_include_pad;
-  bool has_divisor;
-  int64_t divisor;
+  ct_pool_window window;
   const char* x;
   char* out;
 } ct_pool_job;
 
-/* A pair attribute of one or two values (validated by infer); None or [] gives fallback. */
-static void ct_pool_read_pair(const ct_attr_value* value, const int64_t* fallback, int64_t out[2]) {
-  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
-    out[0] = fallback[0];
-    out[1] = fallback[1];
-    return;
-  }
-  out[0] = value->value.ints[0];
-  out[1] = value->value.ints[value->count - 1];
-}
-
 static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_pool_job* job) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* out = call->outputs[0];
-  static const int64_t ones[2] = {1, 1};
   const int32_t lead = x->ndim - 3; /* 1 for (N, C, H, W), 0 for (C, H, W) */
   job->mode = mode;
   job->channels = x->shape[lead];
@@ -63,21 +47,7 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
   }
   job->x = ct_tensor_base(x);
   job->out = ct_tensor_base(out);
-  job->dilation[0] = job->dilation[1] = 1;
-  job->count_include_pad = true;
-  job->has_divisor = false;
-  job->divisor = 0;
-  if (mode == CT_POOL_ADAPTIVE) return;
-  ct_pool_read_pair(&call->attrs[0], ones, job->kernel);
-  ct_pool_read_pair(&call->attrs[1], job->kernel, job->stride);
-  ct_pool_read_pair(&call->attrs[2], ones, job->padding);
-  if (mode == CT_POOL_MAX) {
-    ct_pool_read_pair(&call->attrs[3], ones, job->dilation);
-  } else {
-    job->count_include_pad = call->attrs[4].value.b != 0;
-    job->has_divisor = call->attrs[5].type == CT_ATTR_INT;
-    job->divisor = job->has_divisor ? call->attrs[5].value.i : 0;
-  }
+  ct_pool_read_window(call->attrs, mode, &job->window);
 }
 
 /* r[j] = max(r[j], p[j * step]) for j < len, nan propagating, for each of the kw window
@@ -108,8 +78,8 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
   CT_POOL_MAX_ROW(SFX, T, C)                                                                       \
   /* Output columns [*first, *last) of max_pool2d whose windows lie inside the input's width. */   \
   static void ct_pool_inner_columns_##SFX(const ct_pool_job* job, int64_t* first, int64_t* last) { \
-    const int64_t sw = job->stride[1], pw = job->padding[1];                                       \
-    const int64_t reach = (job->kernel[1] - 1) * job->dilation[1] + 1;                             \
+    const int64_t sw = job->window.stride[1], pw = job->window.padding[1];                         \
+    const int64_t reach = (job->window.kernel[1] - 1) * job->window.dilation[1] + 1;               \
     int64_t a = (pw + sw - 1) / sw;                                                                \
     int64_t b = job->w + pw >= reach ? (job->w + pw - reach) / sw + 1 : 0;                         \
     if (b > job->ow) b = job->ow;                                                                  \
@@ -129,9 +99,9 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
       T* y = (T*)job->out + n * job->os[0] + c * job->os[1];                                       \
       for (int64_t oh = 0; oh < job->oh; ++oh) {                                                   \
         if (inner_first < inner_last) {                                                            \
-          const int64_t dh = job->dilation[0];                                                     \
-          int64_t h0 = oh * job->stride[0] - job->padding[0];                                      \
-          const int64_t reach = h0 + (job->kernel[0] - 1) * dh + 1;                                \
+          const int64_t dh = job->window.dilation[0];                                              \
+          int64_t h0 = oh * job->window.stride[0] - job->window.padding[0];                        \
+          const int64_t reach = h0 + (job->window.kernel[0] - 1) * dh + 1;                         \
           const int64_t h1 = reach < job->h ? reach : job->h;                                      \
           while (h0 < 0) h0 += dh;                                                                 \
           for (int64_t b0 = inner_first; b0 < inner_last; b0 += CT_POOL_BLOCK) {                   \
@@ -139,8 +109,9 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
             C r[CT_POOL_BLOCK];                                                                    \
             for (int64_t j = 0; j < len; ++j) r[j] = (C) - INFINITY;                               \
             for (int64_t ih = h0; ih < h1; ih += dh) {                                             \
-              ct_pool_max_row_##SFX(x + ih * job->xs[2] + b0 * job->stride[1] - job->padding[1],   \
-                                    job->stride[1], job->dilation[1], job->kernel[1], len, r);     \
+              ct_pool_max_row_##SFX(                                                               \
+                  x + ih * job->xs[2] + b0 * job->window.stride[1] - job->window.padding[1],       \
+                  job->window.stride[1], job->window.dilation[1], job->window.kernel[1], len, r);  \
             }                                                                                      \
             T* yr = y + oh * job->os[2] + b0;                                                      \
             for (int64_t j = 0; j < len; ++j) yr[j] = ct_store_##SFX(r[j]);                        \
@@ -153,14 +124,14 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
           }                                                                                        \
           C result;                                                                                \
           if (job->mode == CT_POOL_MAX) {                                                          \
-            const int64_t dh = job->dilation[0], dw = job->dilation[1];                            \
-            int64_t h0 = oh * job->stride[0] - job->padding[0];                                    \
-            int64_t w0 = ow * job->stride[1] - job->padding[1];                                    \
-            const int64_t h1 = h0 + (job->kernel[0] - 1) * dh + 1 < job->h                         \
-                                   ? h0 + (job->kernel[0] - 1) * dh + 1                            \
+            const int64_t dh = job->window.dilation[0], dw = job->window.dilation[1];              \
+            int64_t h0 = oh * job->window.stride[0] - job->window.padding[0];                      \
+            int64_t w0 = ow * job->window.stride[1] - job->window.padding[1];                      \
+            const int64_t h1 = h0 + (job->window.kernel[0] - 1) * dh + 1 < job->h                  \
+                                   ? h0 + (job->window.kernel[0] - 1) * dh + 1                     \
                                    : job->h;                                                       \
-            const int64_t w1 = w0 + (job->kernel[1] - 1) * dw + 1 < job->w                         \
-                                   ? w0 + (job->kernel[1] - 1) * dw + 1                            \
+            const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                  \
+                                   ? w0 + (job->window.kernel[1] - 1) * dw + 1                     \
                                    : job->w;                                                       \
             while (h0 < 0) h0 += dh;                                                               \
             while (w0 < 0) w0 += dw;                                                               \
@@ -180,20 +151,22 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
               w1 = ((ow + 1) * job->w + job->ow - 1) / job->ow;                                    \
               divide = (h1 - h0) * (w1 - w0);                                                      \
             } else {                                                                               \
-              h0 = oh * job->stride[0] - job->padding[0];                                          \
-              w0 = ow * job->stride[1] - job->padding[1];                                          \
-              h1 = h0 + job->kernel[0] < job->h + job->padding[0] ? h0 + job->kernel[0]            \
-                                                                  : job->h + job->padding[0];      \
-              w1 = w0 + job->kernel[1] < job->w + job->padding[1] ? w0 + job->kernel[1]            \
-                                                                  : job->w + job->padding[1];      \
+              h0 = oh * job->window.stride[0] - job->window.padding[0];                            \
+              w0 = ow * job->window.stride[1] - job->window.padding[1];                            \
+              h1 = h0 + job->window.kernel[0] < job->h + job->window.padding[0]                    \
+                       ? h0 + job->window.kernel[0]                                                \
+                       : job->h + job->window.padding[0];                                          \
+              w1 = w0 + job->window.kernel[1] < job->w + job->window.padding[1]                    \
+                       ? w0 + job->window.kernel[1]                                                \
+                       : job->w + job->window.padding[1];                                          \
               const int64_t pool_size = (h1 - h0) * (w1 - w0);                                     \
               if (h0 < 0) h0 = 0;                                                                  \
               if (w0 < 0) w0 = 0;                                                                  \
               if (h1 > job->h) h1 = job->h;                                                        \
               if (w1 > job->w) w1 = job->w;                                                        \
-              divide = job->has_divisor         ? job->divisor                                     \
-                       : job->count_include_pad ? pool_size                                        \
-                                                : (h1 - h0) * (w1 - w0);                           \
+              divide = job->window.has_divisor         ? job->window.divisor                       \
+                       : job->window.count_include_pad ? pool_size                                 \
+                                                       : (h1 - h0) * (w1 - w0);                    \
             }                                                                                      \
             C sum = (C)0;                                                                          \
             for (int64_t ih = h0; ih < h1; ++ih) {                                                 \
@@ -216,7 +189,7 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
     const int64_t planes = n * job.channels, per_plane = job.oh * job.ow;                          \
     if (planes == 0 || per_plane == 0) return CT_OK;                                               \
     const int64_t window = mode == CT_POOL_ADAPTIVE ? (job.h / job.oh + 1) * (job.w / job.ow + 1)  \
-                                                    : job.kernel[0] * job.kernel[1];               \
+                                                    : job.window.kernel[0] * job.window.kernel[1]; \
     ct_cpu_parallel_for(planes, per_plane * window, ct_cpu_pool_planes_##SFX, &job);               \
     return CT_OK;                                                                                  \
   }                                                                                                \

@@ -1,0 +1,54 @@
+/* pool_window.h - the window of max_pool2d, avg_pool2d and adaptive_avg_pool2d as their
+ * attributes give it, read the same way by the forward kernels (pool_kernels.c) and the backward
+ * ones (pool_backward_kernels.c), whose schemas share the attribute order. */
+#ifndef CTENSOR_CPU_POOL_WINDOW_H_
+#define CTENSOR_CPU_POOL_WINDOW_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctensor.h"
+
+typedef enum ct_pool_mode { CT_POOL_MAX, CT_POOL_AVG, CT_POOL_ADAPTIVE } ct_pool_mode;
+
+/* kernel, stride, padding and dilation as (H, W); avg_pool2d's divisor rule. */
+typedef struct ct_pool_window {
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+  bool count_include_pad;
+  bool has_divisor;
+  int64_t divisor;
+} ct_pool_window;
+
+/* A pair attribute of one or two values (validated by infer); None or [] gives fallback. */
+static inline void ct_pool_read_pair(const ct_attr_value* value, const int64_t* fallback,
+                                     int64_t out[2]) {
+  if (value->type != CT_ATTR_INT_LIST || value->count == 0) {
+    out[0] = fallback[0];
+    out[1] = fallback[1];
+    return;
+  }
+  out[0] = value->value.ints[0];
+  out[1] = value->value.ints[value->count - 1];
+}
+
+/* The window of a call's resolved attributes (kernel_size, stride, padding, then dilation for
+ * max, count_include_pad and divisor_override for avg; adaptive pooling has none: its windows
+ * depend on the output position). */
+static inline void ct_pool_read_window(const ct_attr_value* attrs, ct_pool_mode mode,
+                                       ct_pool_window* window) {
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  *window = (ct_pool_window){.dilation = {1, 1}, .count_include_pad = true};
+  if (mode == CT_POOL_ADAPTIVE) return;
+  ct_pool_read_pair(&attrs[0], ones, window->kernel);
+  ct_pool_read_pair(&attrs[1], window->kernel, window->stride);
+  ct_pool_read_pair(&attrs[2], zeros, window->padding);
+  if (mode == CT_POOL_MAX) {
+    ct_pool_read_pair(&attrs[3], ones, window->dilation);
+  } else {
+    window->count_include_pad = attrs[4].value.b != 0;
+    window->has_divisor = attrs[5].type == CT_ATTR_INT;
+    window->divisor = window->has_divisor ? attrs[5].value.i : 0;
+  }
+}
+
+#endif /* CTENSOR_CPU_POOL_WINDOW_H_ */
