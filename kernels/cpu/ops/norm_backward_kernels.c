@@ -27,6 +27,7 @@
 
 #include "engine/cpu_dtypes.h"
 #include "engine/cpu_isa.h"
+#include "engine/row_walk.h"
 #include "cpu_register.h"
 #include "engine/stream_store.h"
 #include "engine/strided_iter.h"
@@ -331,23 +332,12 @@ static uint64_t ct_nb_workspace_bytes(const ct_nb_job* job) {
   } while (0)
 
 static void ct_nb_row_start(const ct_nb_job* job, int64_t row, int64_t* index, int64_t* off) {
-  for (int32_t i = 0; i < CT_NB_OPERANDS; ++i) off[i] = 0;
-  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
-    index[k] = row % job->outer_shape[k];
-    row /= job->outer_shape[k];
-    for (int32_t i = 0; i < CT_NB_OPERANDS; ++i) off[i] += index[k] * job->outer_strides[i][k];
-  }
+  ct_row_walk_start(job->outer_nd, job->outer_shape, CT_NB_OPERANDS, job->outer_strides, row, index,
+                    off);
 }
 
 static inline void ct_nb_row_next(const ct_nb_job* job, int64_t* index, int64_t* off) {
-  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
-    for (int32_t i = 0; i < CT_NB_OPERANDS; ++i) off[i] += job->outer_strides[i][k];
-    if (++index[k] < job->outer_shape[k]) return;
-    for (int32_t i = 0; i < CT_NB_OPERANDS; ++i) {
-      off[i] -= job->outer_strides[i][k] * job->outer_shape[k];
-    }
-    index[k] = 0;
-  }
+  ct_row_walk_next(job->outer_nd, job->outer_shape, CT_NB_OPERANDS, job->outer_strides, index, off);
 }
 
 /* Writes `bytes` from a row buffer `src` to dst: whole cache lines with non-temporal stores,

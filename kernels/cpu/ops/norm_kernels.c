@@ -19,6 +19,7 @@
 
 #include "engine/cpu_dtypes.h"
 #include "engine/cpu_isa.h"
+#include "engine/row_walk.h"
 #include "cpu_register.h"
 #include "engine/stream_store.h"
 #include "engine/strided_iter.h"
@@ -259,24 +260,14 @@ static bool ct_norm_rows_contiguous(const ct_norm_job* job) {
 
 /* The multi-index of row `row` over the outer dims and every operand's offset there. */
 static void ct_norm_row_start(const ct_norm_job* job, int64_t row, int64_t* index, int64_t* off) {
-  for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] = 0;
-  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
-    index[k] = row % job->outer_shape[k];
-    row /= job->outer_shape[k];
-    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] += index[k] * job->outer_strides[i][k];
-  }
+  ct_row_walk_start(job->outer_nd, job->outer_shape, CT_NORM_OPERANDS, job->outer_strides, row,
+                    index, off);
 }
 
 /* Steps index and offsets to the next row (an odometer: no divisions per row). */
 static inline void ct_norm_row_next(const ct_norm_job* job, int64_t* index, int64_t* off) {
-  for (int32_t k = job->outer_nd - 1; k >= 0; --k) {
-    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) off[i] += job->outer_strides[i][k];
-    if (++index[k] < job->outer_shape[k]) return;
-    for (int32_t i = 0; i < CT_NORM_OPERANDS; ++i) {
-      off[i] -= job->outer_strides[i][k] * job->outer_shape[k];
-    }
-    index[k] = 0;
-  }
+  ct_row_walk_next(job->outer_nd, job->outer_shape, CT_NORM_OPERANDS, job->outer_strides, index,
+                   off);
 }
 
 #define CT_NORM_DEFINE(SFX, T, C, ID)                                                          \
