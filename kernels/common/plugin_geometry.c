@@ -265,3 +265,24 @@ void ct_pl_sum_to_shape_call(const ct_kernel_call* call, ct_pl_sum_to_shape* sum
   sum->call.outputs = sum->outputs;
   sum->call.attrs = sum->attrs;
 }
+
+_Static_assert(sizeof(ct_pl_pool_window) == 11 * sizeof(int64_t),
+               "ct_pl_pool_window is eleven int64s, the OpenCL kernels' parameter layout");
+
+void ct_pl_pool_window_read(const ct_attr_value* attrs, int32_t mode, ct_pl_pool_window* window) {
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  memset(window, 0, sizeof *window);
+  window->dilation[0] = window->dilation[1] = 1;
+  window->count_include_pad = 1;
+  if (mode == CT_PL_POOL_ADAPTIVE) return;
+  ct_pl_attr_pair(&attrs[0], ones, window->kernel);
+  ct_pl_attr_pair(&attrs[1], window->kernel, window->stride);
+  ct_pl_attr_pair(&attrs[2], zeros, window->padding);
+  if (mode == CT_PL_POOL_MAX) {
+    ct_pl_attr_pair(&attrs[3], ones, window->dilation);
+  } else {
+    window->count_include_pad = attrs[4].value.b != 0;
+    window->has_divisor = attrs[5].type == CT_ATTR_INT;
+    window->divisor = window->has_divisor ? attrs[5].value.i : 0;
+  }
+}

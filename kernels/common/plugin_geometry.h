@@ -34,6 +34,20 @@ void ct_pl_reduced_axes(const ct_attr_value* axis, bool single, int32_t ndim, bo
 int64_t ct_pl_reduce_layouts(const ct_kernel_call* call, bool single, bool innermost_densest,
                              ct_pl_layout* kept, ct_pl_layout* reduced);
 
+/* The window of max_pool2d (mode 0), avg_pool2d (1) and adaptive_avg_pool2d (2), and of their
+ * backward ops, whose schemas share the attribute order: kernel_size, stride (kernel_size when
+ * absent), padding, then dilation (max) or count_include_pad and divisor_override (avg).
+ * Adaptive pooling has no window attributes: kernel, stride and padding are 0. Eleven int64s in
+ * this order, as the OpenCL kernels read them from their parameter block. */
+typedef struct ct_pl_pool_window {
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+  int64_t count_include_pad, has_divisor, divisor;
+} ct_pl_pool_window;
+
+enum { CT_PL_POOL_MAX = 0, CT_PL_POOL_AVG = 1, CT_PL_POOL_ADAPTIVE = 2 };
+
+void ct_pl_pool_window_read(const ct_attr_value* attrs, int32_t mode, ct_pl_pool_window* window);
+
 /* sum_to_shape(x, like) as a call of the sum kernel: the output viewed with x's ndim (extent 1
  * on the dims summed, which broadcasting added), attributes {axis: those dims, keepdims: true}.
  * `call` points into the struct: fill it in place and do not copy it. */

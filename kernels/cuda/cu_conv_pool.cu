@@ -234,6 +234,21 @@ struct ct_cu_pool_params {
   int64_t divisor;
 };
 
+/* The call's window (plugin_geometry.h), read the same way as the OpenCL kernels read it. */
+void ct_cu_pool_read_window(const ct_kernel_call* call, int32_t mode, ct_cu_pool_params* p) {
+  ct_pl_pool_window window;
+  ct_pl_pool_window_read(call->attrs, mode, &window);
+  for (int k = 0; k < 2; ++k) {
+    p->kernel[k] = window.kernel[k];
+    p->stride[k] = window.stride[k];
+    p->padding[k] = window.padding[k];
+    p->dilation[k] = window.dilation[k];
+  }
+  p->count_include_pad = window.count_include_pad != 0;
+  p->has_divisor = window.has_divisor != 0;
+  p->divisor = window.divisor;
+}
+
 /* One thread per output element. max: the largest value of the window's taps inside the input
  * (padding is -inf), NaN as soon as any tap is NaN. avg: the sum of the window clipped to the
  * input over divisor_override, the window counted with its padding (clipped to input + padding,
@@ -310,22 +325,10 @@ int ct_cu_pool_run(const ct_kernel_call* call) {
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   ct_cu_pool_params p = {};
   p.out = ct_cu_nchw_of(out);
   p.x = ct_cu_nchw_of(x);
-  p.dilation[0] = p.dilation[1] = 1;
-  if (Mode != CT_CU_POOL_ADAPTIVE) {
-    ct_pl_attr_pair(&call->attrs[0], ones, p.kernel);
-    ct_pl_attr_pair(&call->attrs[1], p.kernel, p.stride);
-    ct_pl_attr_pair(&call->attrs[2], zeros, p.padding);
-  }
-  if (Mode == CT_CU_POOL_MAX) ct_pl_attr_pair(&call->attrs[3], ones, p.dilation);
-  if (Mode == CT_CU_POOL_AVG) {
-    p.count_include_pad = call->attrs[4].value.b != 0;
-    p.has_divisor = call->attrs[5].type == CT_ATTR_INT;
-    p.divisor = p.has_divisor ? call->attrs[5].value.i : 0;
-  }
+  ct_cu_pool_read_window(call, Mode, &p);
   ct_cu_pool_kernel<Tag, Mode>
       <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
           p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x));
@@ -520,23 +523,11 @@ int ct_cu_pool_backward_run(const ct_kernel_call* call) {
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   ct_cu_pool_params p = {};
   p.out = ct_cu_nchw_of(out);
   p.x = ct_cu_nchw_of(x);
   const ct_cu_nchw g = ct_cu_nchw_of(grad);
-  p.dilation[0] = p.dilation[1] = 1;
-  if (Mode != CT_CU_POOL_ADAPTIVE) {
-    ct_pl_attr_pair(&call->attrs[0], ones, p.kernel);
-    ct_pl_attr_pair(&call->attrs[1], p.kernel, p.stride);
-    ct_pl_attr_pair(&call->attrs[2], zeros, p.padding);
-  }
-  if (Mode == CT_CU_POOL_MAX) ct_pl_attr_pair(&call->attrs[3], ones, p.dilation);
-  if (Mode == CT_CU_POOL_AVG) {
-    p.count_include_pad = call->attrs[4].value.b != 0;
-    p.has_divisor = call->attrs[5].type == CT_ATTR_INT;
-    p.divisor = p.has_divisor ? call->attrs[5].value.i : 0;
-  }
+  ct_cu_pool_read_window(call, Mode, &p);
   ct_cu_pool_backward_kernel<Tag, Mode>
       <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
           p, g, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(grad), ct_cu_tensor_bytes(x));

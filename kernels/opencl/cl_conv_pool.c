@@ -4,6 +4,8 @@
  * direct convolution needs no workspace. float16 computes in float. Their backward operators
  * (conv2d_backward_input/_weight, <pool>_backward) likewise: one work item per cotangent
  * element, gathering, no workspace. */
+#include <string.h>
+
 #include "cl_layout.h"
 #include "plugin_geometry.h"
 #include "cl_types.h"
@@ -247,24 +249,13 @@ static int ct_cl_pool_backward_run(const ct_kernel_call* call) {
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   int64_t p[35] = {0};
   ct_pl_nchw(out, p, p + 4);
   ct_pl_nchw(grad, p + 8, p + 12);
   ct_pl_nchw(x, p + 16, p + 20);
-  p[30] = p[31] = 1;
-  p[32] = 1;
-  if (mode != CT_CL_POOL_ADAPTIVE) {
-    ct_pl_attr_pair(&call->attrs[0], ones, p + 24);
-    ct_pl_attr_pair(&call->attrs[1], p + 24, p + 26);
-    ct_pl_attr_pair(&call->attrs[2], zeros, p + 28);
-  }
-  if (mode == CT_CL_POOL_MAX) ct_pl_attr_pair(&call->attrs[3], ones, p + 30);
-  if (mode == CT_CL_POOL_AVG) {
-    p[32] = call->attrs[4].value.b != 0;
-    p[33] = call->attrs[5].type == CT_ATTR_INT;
-    p[34] = p[33] ? call->attrs[5].value.i : 0;
-  }
+  ct_pl_pool_window window;
+  ct_pl_pool_window_read(call->attrs, (int32_t)mode, &window);
+  memcpy(p + 24, &window, sizeof window);
   const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
   const int32_t size = ct_pl_type_size(ct_pl_type_of(x->dtype));
   ct_cl_source source;
@@ -343,23 +334,12 @@ static int ct_cl_pool_run(const ct_kernel_call* call) {
   ct_cl_exec exec;
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
   int64_t p[27] = {0};
   ct_pl_nchw(out, p, p + 4);
   ct_pl_nchw(x, p + 8, p + 12);
-  p[22] = p[23] = 1;
-  p[24] = 1;
-  if (mode != CT_CL_POOL_ADAPTIVE) {
-    ct_pl_attr_pair(&call->attrs[0], ones, p + 16);
-    ct_pl_attr_pair(&call->attrs[1], p + 16, p + 18);
-    ct_pl_attr_pair(&call->attrs[2], zeros, p + 20);
-  }
-  if (mode == CT_CL_POOL_MAX) ct_pl_attr_pair(&call->attrs[3], ones, p + 22);
-  if (mode == CT_CL_POOL_AVG) {
-    p[24] = call->attrs[4].value.b != 0;
-    p[25] = call->attrs[5].type == CT_ATTR_INT;
-    p[26] = p[25] ? call->attrs[5].value.i : 0;
-  }
+  ct_pl_pool_window window;
+  ct_pl_pool_window_read(call->attrs, (int32_t)mode, &window);
+  memcpy(p + 16, &window, sizeof window);
   const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(x->dtype)];
   const int32_t x_size = ct_pl_type_size(ct_pl_type_of(x->dtype));
   ct_cl_source source;
