@@ -20,9 +20,12 @@ CXX = os.environ.get("CXX", "g++")
 # Random123's known-answer vectors for philox4x32 with 10 rounds: the three "philox4x32 10" lines
 # of tests/kat_vectors in https://github.com/DEShawResearch/random123 (columns: counter, 4 words;
 # key, 2 words; expected output, 4 words):
-#   philox4x32 10 00000000 00000000 00000000 00000000 00000000 00000000   6627e8d5 e169c58d bc57ac4c 9b00dbd8
-#   philox4x32 10 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff   408f276d 41c83b0e a20bc7c6 6d5451fd
-#   philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0   d16cfe09 94fdcceb 5001e420 24126ea1
+#   philox4x32 10 00000000 00000000 00000000 00000000 00000000 00000000
+#       -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8
+#   philox4x32 10 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff
+#       -> 408f276d 41c83b0e a20bc7c6 6d5451fd
+#   philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0
+#       -> d16cfe09 94fdcceb 5001e420 24126ea1
 KAT_PHILOX4X32_10 = [
     (
         (0x00000000, 0x00000000, 0x00000000, 0x00000000),
