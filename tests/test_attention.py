@@ -483,3 +483,128 @@ def test_every_instruction_set(isa):
         [sys.executable, "-c", _ISA_SCRIPT], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# dropout
+# ----------------------------------------------------------------------------------------------
+
+PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
+
+
+def philox_x0(index: np.ndarray, offset: int, seed: int) -> np.ndarray:
+    """Word x0 of Philox-4x32-10 for counters (lo(i), hi(i), lo(offset), hi(offset)) and key
+    (lo(seed), hi(seed)), in NumPy (Random123's rounds)."""
+    m32 = np.uint64(0xFFFFFFFF)
+    index = np.asarray(index, np.uint64)
+    c0, c1 = index & m32, index >> np.uint64(32)
+    c2 = np.full_like(c0, offset & 0xFFFFFFFF)
+    c3 = np.full_like(c0, offset >> 32)
+    k0, k1 = seed & 0xFFFFFFFF, seed >> 32
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + PHILOX_W0) & 0xFFFFFFFF, (k1 + PHILOX_W1) & 0xFFFFFFFF
+        p0, p1 = np.uint64(PHILOX_M0) * c0, np.uint64(PHILOX_M1) * c2
+        c0, c1, c2, c3 = (
+            (p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0),
+            p1 & m32,
+            (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1),
+            p0 & m32,
+        )
+    return c0
+
+
+def keep_mask(shape: tuple, p: float, seed: int, offset: int) -> np.ndarray:
+    """The dropout rule: element i kept iff (x0 >> 8) * 2^-24 >= (float32)p."""
+    x0 = philox_x0(np.arange(int(np.prod(shape))), offset, seed)
+    u = ((x0 >> np.uint64(8)).astype(np.float64) * 2.0**-24).astype(np.float32)
+    return (u >= np.float32(p)).reshape(shape)
+
+
+def test_philox_known_answers():
+    """Random123's philox4x32 10 vectors: the NumPy twin above is Philox-4x32-10."""
+    assert int(philox_x0(np.array([0]), 0, 0)[0]) == 0x6627E8D5
+    # counter (-1, -1, -1, -1), key (-1, -1): x0 = 0x408f276d
+    assert int(philox_x0(np.array([2**64 - 1]), 2**64 - 1, 2**64 - 1)[0]) == 0x408F276D
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data(), p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(0, 2**64 - 1))
+def test_dropout_is_dropout_of_the_weights(dtype, data, p, seed):
+    """out = (softmax(scores) * keep / (1 - p)) v with keep from the Philox stream, and the
+    backward is that function's VJP."""
+    q, k, v, mask, attrs = data.draw(attention_case(dtype))
+    offset = data.draw(st.integers(0, 2**64 - 1))
+    attrs = {**attrs, "dropout_p": p, "seed": seed, "offset": offset}
+    out, lse = ctensor.ops.scaled_dot_product_attention(q, k, v, mask, **attrs)
+    q64, k64, v64, m64 = to_float64(q), to_float64(k), to_float64(v), mask64(mask)
+    heads = q64.shape[-3]
+    base = reference(q64, k64, v64, m64, attrs["is_causal"], attrs["scale"])
+    weights_shape = q64.shape[:-1] + (k64.shape[-2],)
+    keep = keep_mask(weights_shape, p, seed, offset)
+    # the weights recomputed as the reference does, then dropped
+    probs = reference_weights(q64, k64, m64, attrs)
+    dropped = probs * keep / (1 - p)
+    vr = repeat_heads(v64, heads)
+    expected = dropped @ vr
+    check(out, expected, base["out_mag"] / (1 - p), dtype, eps_compute(dtype))
+    check(lse, base["lse"], base["lse_mag"], dtype, eps_compute(dtype))
+    if dtype != "float64" or min(q64.size, k64.size, v64.size) == 0:
+        return
+    g = np.random.default_rng(seed % 2**32).standard_normal(out.shape)
+    grads = ctensor.ops.scaled_dot_product_attention_backward(g, q, k, v, mask, out, lse, **attrs)
+    t = [torch.from_numpy(fresh(a)).requires_grad_(True) for a in (q64, k64, v64)]
+    tm = None if m64 is None else torch.from_numpy(fresh(m64))
+    w = F.scaled_dot_product_attention(
+        t[0],
+        t[1],
+        torch.eye(k64.shape[-2], dtype=torch.float64).expand(k64.shape[:-1] + (k64.shape[-2],)),
+        attn_mask=tm,
+        **{a: attrs[a] for a in ("is_causal", "scale", "enable_gqa")},
+    )  # the weights, as torch computes them (value = identity)
+    o = (w * torch.from_numpy(keep) / (1 - p)) @ torch.from_numpy(vr).requires_grad_(False)
+    o = o + 0.0 * t[2].sum()  # keep value in the graph
+    (gq, gk) = torch.autograd.grad(o, t[:2], torch.from_numpy(g))
+    gv = sum_heads(np.swapaxes(dropped, -1, -2) @ g, v64.shape[-3])
+    np.testing.assert_allclose(grads[0], gq.numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(grads[1], gk.numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(grads[2], gv, rtol=1e-9, atol=1e-11)
+
+
+def reference_weights(q, k, mask, attrs):
+    heads = q.shape[-3]
+    e = q.shape[-1]
+    scale = attrs["scale"] if attrs["scale"] is not None else (1.0 / math.sqrt(e) if e else 1.0)
+    s = np.einsum("...ie,...je->...ij", q, repeat_heads(k, heads)) * scale
+    allowed = np.ones(s.shape, bool)
+    if mask is not None:
+        if mask.dtype == bool:
+            allowed = allowed & mask
+        else:
+            s = s + mask
+    if attrs["is_causal"]:
+        allowed = allowed & np.tril(np.ones(s.shape[-2:], bool))
+    s = np.where(allowed, s, -np.inf)
+    m = s.max(-1, keepdims=True, initial=-np.inf)
+    seen = np.isfinite(m)
+    w = np.where(seen, np.exp(s - np.where(seen, m, 0.0)), 0.0)
+    total = w.sum(-1, keepdims=True)
+    return w / np.where(total > 0, total, 1.0)
+
+
+def test_dropout_edges():
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((2, 3, 7, 5)).astype(np.float32) for _ in range(3))
+    plain = ctensor.ops.scaled_dot_product_attention(q, k, v)
+    none = ctensor.ops.scaled_dot_product_attention(q, k, v, dropout_p=0.0, seed=5)
+    for a, b in zip(plain, none, strict=True):
+        np.testing.assert_array_equal(a, b)
+    out, lse = ctensor.ops.scaled_dot_product_attention(q, k, v, dropout_p=1.0, seed=5)
+    assert np.all(out == 0)
+    np.testing.assert_array_equal(lse, plain[1])  # logsumexp is before dropout
+    # another seed or offset: another mask
+    a = ctensor.ops.scaled_dot_product_attention(q, k, v, dropout_p=0.5, seed=1, offset=0)[0]
+    b = ctensor.ops.scaled_dot_product_attention(q, k, v, dropout_p=0.5, seed=1, offset=1)[0]
+    c = ctensor.ops.scaled_dot_product_attention(q, k, v, dropout_p=0.5, seed=2, offset=0)[0]
+    assert not np.array_equal(a, b) and not np.array_equal(a, c)
