@@ -53,7 +53,8 @@ typedef struct ct_attn_job {
   ct_attn_mask_kind mask;
   bool causal;
   bool backward;
-  bool f64; /* computes in double (float64 inputs), else in float */
+  bool split; /* backward: the split schedule (fewer key heads than threads) */
+  bool f64;   /* computes in double (float64 inputs), else in float */
   double scale;
   double dropout_p;
   uint64_t seed, offset;
