@@ -557,6 +557,133 @@ OPS: dict[str, dict] = {
     },
 }
 
+# ---------------------------------------------------------------- losses
+# Five classes throughout, so that ("index", 0, 5) targets are valid class indices; the
+# probability targets (float signatures) take the same shapes as the logits. Infer drops the
+# combinations that do not fit a signature.
+_CLASS_LOSS_SHAPES = [
+    ((4, 5), (4,), (5,)),
+    ((4, 5), (4,), None),
+    ((2, 5, 3), (2, 3), (5,)),
+    ((3, 2, 5), (3, 2), None),
+    ((5,), (), (5,)),
+    ((0, 5), (0,), None),
+    ((4, 5), (4, 5), (5,)),
+    ((2, 5, 3), (2, 5, 3), None),
+]
+_CLASS_LOSS_ATTRS = [
+    {},
+    {"reduction": "sum"},
+    {"reduction": "none"},
+    {"ignore_index": 2},
+    {"axis": -1, "reduction": "none", "ignore_index": 0},
+    {"reduction": "mean", "label_smoothing": 0.2},
+    {"axis": -1, "reduction": "sum", "label_smoothing": 0.1},
+]
+_NLL_ATTRS = [a for a in _CLASS_LOSS_ATTRS if "label_smoothing" not in a]
+
+
+def _loss_grad_shapes(shapes: list) -> list:
+    """(grad_out, *inputs) shapes: grad_out 0-d (reduced) or the samples' shape ("none")."""
+    found = []
+    for shape in shapes:
+        x = shape[0]
+        axis = 0 if len(x) == 1 else 1
+        samples = tuple(e for k, e in enumerate(x) if k != axis)
+        last = tuple(x[:-1])
+        for g in [(), samples, last]:
+            if (g, *shape) not in found:
+                found.append((g, *shape))
+    return found
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(x if y == 1 else y for x, y in zip(a, b, strict=True))
+
+
+_POINT_LOSS_ATTRS = [{}, {"reduction": "sum"}, {"reduction": "none"}]
+_PAIR_LOSS_SHAPES = [
+    ((3, 4), (3, 4)),
+    ((2, 3, 4), (4,)),
+    ((3, 1), (1, 4)),
+    ((0, 3), (0, 3)),
+    ((), ()),
+]
+_BCE_SHAPES = [
+    ((3, 4), (3, 4), (3, 4), (4,)),
+    ((3, 4), (3, 4), None, None),
+    ((2, 3, 4), (2, 3, 4), (3, 1), None),
+    ((0, 4), (0, 4), None, (4,)),
+]
+OPS.update(
+    {
+        "cross_entropy": {
+            "shapes": _CLASS_LOSS_SHAPES,
+            "attrs": _CLASS_LOSS_ATTRS,
+            "domains": {1: ("index", 0, 5), 2: "positive"},
+            "edges": False,
+        },
+        "nll_loss": {
+            "shapes": _CLASS_LOSS_SHAPES,
+            "attrs": _NLL_ATTRS,
+            "domains": {1: ("index", 0, 5), 2: "positive"},
+            "edges": False,
+        },
+        "cross_entropy_backward": {
+            "shapes": _loss_grad_shapes(_CLASS_LOSS_SHAPES),
+            "attrs": _CLASS_LOSS_ATTRS,
+            "domains": {0: "small", 1: "small", 2: ("index", 0, 5), 3: "positive"},
+            "edges": False,
+        },
+        "nll_loss_backward": {
+            "shapes": _loss_grad_shapes(_CLASS_LOSS_SHAPES),
+            "attrs": _NLL_ATTRS,
+            "domains": {0: "small", 2: ("index", 0, 5), 3: "positive"},
+            "edges": False,
+        },
+        "binary_cross_entropy_with_logits": {
+            "shapes": _BCE_SHAPES,
+            "attrs": _POINT_LOSS_ATTRS,
+            "domains": {0: "small", 1: ("range", 0.0, 1.0), 2: "positive", 3: "positive"},
+            "edges": False,
+        },
+        "binary_cross_entropy_with_logits_backward": {
+            "shapes": [(g, *s) for s in _BCE_SHAPES for g in [(), s[0]]],
+            "attrs": _POINT_LOSS_ATTRS,
+            "domains": {
+                0: "small",
+                1: "small",
+                2: ("range", 0.0, 1.0),
+                3: "positive",
+                4: "positive",
+            },
+            "edges": False,
+        },
+        "mse_loss": {
+            "shapes": _PAIR_LOSS_SHAPES,
+            "attrs": _POINT_LOSS_ATTRS,
+            "domains": {0: "small", 1: "small"},
+            "edges": False,
+        },
+        "smooth_l1_loss": {
+            "shapes": _PAIR_LOSS_SHAPES,
+            "attrs": _POINT_LOSS_ATTRS + [{"beta": 0.0}, {"beta": 0.5, "reduction": "none"}],
+            "domains": {0: "small", 1: "small"},
+            "edges": False,
+        },
+    }
+)
+for _name in ["mse_loss_backward", "smooth_l1_loss_backward"]:
+    _forward = OPS[_name.removesuffix("_backward")]
+    OPS[_name] = {
+        "shapes": [(g, *s) for s in _PAIR_LOSS_SHAPES for g in [(), _broadcast(*s)]],
+        "attrs": _forward["attrs"],
+        "domains": {0: "small", 1: "small", 2: "small"},
+        "edges": False,
+    }
+
 # ---------------------------------------------------------------- element-wise backward ops
 # (capi/ops/elementwise_grad_table.h): cotangents and values of moderate size, without edge
 # values: a backward formula chains several rounded operations in the kernel's compute type, so

@@ -1287,3 +1287,152 @@ def _einsum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
                     term = term * other[at(other, names[j], assign)]
             grads[i][at(op, names[i], assign)] += term
     return grads
+
+
+# ---------------------------------------------------------------- losses
+
+
+def _loss_reduce(per, mode: str, denominator: float):  # noqa: ANN001, ANN202
+    if mode == "none":
+        return per
+    total = per.sum()
+    if mode == "sum":
+        return total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.float64(total) / np.float64(denominator)
+
+
+def _class_loss_parts(x, target, w, attrs, nll: bool):  # noqa: ANN001, ANN202
+    """Per sample (classes moved last): the log-probabilities, the weights, the smoothed target
+    distribution q (None for class indices), the kept mask and the class indices, the sample
+    losses and the mean's denominator."""
+    axis = 0 if x.ndim == 1 else attrs["axis"] % x.ndim
+    xm = np.moveaxis(x, axis, -1)
+    classes = xm.shape[-1]
+    weight = np.ones(classes) if w is None else w
+    if nll:
+        logp = xm
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            m = xm.max(-1, keepdims=True) if xm.size else xm.sum(-1, keepdims=True)
+            logp = xm - m - np.log(np.exp(xm - m).sum(-1, keepdims=True))
+    smoothing = attrs.get("label_smoothing", 0.0)
+    if target.dtype.kind == "f":
+        q = (1 - smoothing) * np.moveaxis(target, axis, -1) + smoothing / classes
+        per = -(weight * q * logp).sum(-1)
+        return logp, weight, q, None, None, per, float(per.size), axis
+    ignore = attrs["ignore_index"]
+    y = np.asarray(target).astype(np.int64)
+    keep = np.ones(y.shape, bool) if ignore is None else y != ignore
+    ys = np.where(keep, y, 0)
+    picked = np.take_along_axis(logp, ys[..., None], -1)[..., 0]
+    wy = np.where(keep, weight[ys], 0.0)
+    per = np.where(keep, -wy * picked, 0.0)
+    if smoothing:
+        spread = -(weight * logp).sum(-1)
+        per = np.where(keep, (1 - smoothing) * per + smoothing / classes * spread, 0.0)
+    return logp, weight, None, keep, ys, per, float(wy.sum()), axis
+
+
+@_ref(NUMPY, "cross_entropy", "nll_loss")
+def _class_loss(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, target, w = ins
+    parts = _class_loss_parts(x, target, w, attrs, "label_smoothing" not in attrs)
+    return [_loss_reduce(parts[5], attrs["reduction"], parts[6])]
+
+
+@_ref(NUMPY, "cross_entropy_backward", "nll_loss_backward")
+def _class_loss_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, target, w = ins
+    nll = "label_smoothing" not in attrs
+    logp, weight, q, keep, ys, per, denominator, axis = _class_loss_parts(x, target, w, attrs, nll)
+    mode = attrs["reduction"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gs = np.asarray(g, np.float64) if mode == "none" else np.full(per.shape, float(g))
+        if mode == "mean":
+            gs = gs / denominator
+    gs = gs[..., None]
+    classes = logp.shape[-1]
+    smoothing = attrs.get("label_smoothing", 0.0)
+    if q is not None:
+        p = np.exp(logp)
+        gx = gs * (p * (weight * q).sum(-1, keepdims=True) - weight * q)
+        gt = gs * (1 - smoothing) * weight * (-logp)
+        return [np.moveaxis(gx, -1, axis), np.moveaxis(gt, -1, axis)]
+    onehot = np.arange(classes) == ys[..., None]
+    wy = weight[ys][..., None]
+    if nll:
+        gx = -gs * wy * onehot
+    else:
+        p = np.exp(logp)
+        a = (1 - smoothing) * wy + smoothing / classes * weight.sum()
+        gx = gs * (p * a - (1 - smoothing) * wy * onehot - smoothing / classes * weight)
+    gx = np.where(keep[..., None], gx, 0.0)
+    results = [np.moveaxis(gx, -1, axis)]
+    if not nll:
+        results.append(np.zeros(np.shape(target)))
+    return results
+
+
+def _log_sigmoid(x):  # noqa: ANN001, ANN202
+    return -np.logaddexp(0.0, -x)
+
+
+def _pointwise_loss(kind: str, ins, attrs):  # noqa: ANN001, ANN202
+    x, t = ins[0], ins[1]
+    if kind == "mse":
+        return (x - t) ** 2
+    if kind == "smooth_l1":
+        d, beta = np.abs(x - t), attrs["beta"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(d < beta, 0.5 * d * d / (beta if beta else 1.0), d - 0.5 * beta)
+    w, pw = ins[2], ins[3]
+    lw = 1.0 if pw is None else 1.0 + (pw - 1.0) * t
+    loss = (1 - t) * x - lw * _log_sigmoid(x)
+    return np.broadcast_to(loss if w is None else loss * w, x.shape)
+
+
+_POINTWISE_KINDS = {
+    "binary_cross_entropy_with_logits": "bce",
+    "mse_loss": "mse",
+    "smooth_l1_loss": "smooth_l1",
+}
+
+
+@_ref(NUMPY, *_POINTWISE_KINDS)
+def _pointwise_loss_ref(ins, attrs, out):  # noqa: ANN001, ANN202
+    kind = "bce" if len(ins) == 4 else "smooth_l1" if "beta" in attrs else "mse"
+    per = np.asarray(_pointwise_loss(kind, ins, attrs), np.float64)
+    return [_loss_reduce(per, attrs["reduction"], float(per.size))]
+
+
+@_ref(
+    NUMPY,
+    "binary_cross_entropy_with_logits_backward",
+    "mse_loss_backward",
+    "smooth_l1_loss_backward",
+)
+def _pointwise_loss_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, t = ins[0], ins[1], ins[2]
+    shape = np.broadcast_shapes(np.shape(x), np.shape(t))
+    size = int(np.prod(shape))
+    mode = attrs["reduction"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gs = np.broadcast_to(np.asarray(g, np.float64), shape)
+        if mode == "mean":
+            gs = gs / size
+    d = x - t
+    if len(ins) == 5:
+        w = 1.0 if ins[3] is None else ins[3]
+        pw = 1.0 if ins[4] is None else ins[4]
+        lw = 1.0 + (pw - 1.0) * t
+        sig = 1.0 / (1.0 + np.exp(-x))
+        gx = gs * w * (lw * sig - pw * t)
+        gt = gs * w * (-x - (pw - 1.0) * _log_sigmoid(x))
+        return [np.broadcast_to(gx, shape), np.broadcast_to(gt, shape)]
+    if "beta" in attrs:
+        beta = attrs["beta"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            slope = np.where(np.abs(d) < beta, d / (beta if beta else 1.0), np.sign(d))
+        return [np.broadcast_to(slope * gs, shape)]
+    return [np.broadcast_to(2.0 * d * gs, shape)]

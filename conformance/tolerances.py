@@ -62,6 +62,11 @@ ACCUMULATING = frozenset(
     {
         "sum",
         "prod",
+        "cross_entropy",
+        "nll_loss",
+        "binary_cross_entropy_with_logits",
+        "mse_loss",
+        "smooth_l1_loss",
         "mean",
         "var",
         "std",

@@ -122,6 +122,35 @@ def test_integer_pow_error_leaves_the_output_untouched() -> None:
     assert cupy.asnumpy(out).tolist() == [7, 7, 7]
 
 
+def test_losses_match_torch_and_check_class_indices() -> None:
+    """cross_entropy (ignore_index, label smoothing, weights) and its backward on torch CUDA
+    tensors against torch; an out-of-range class index is an error that writes nothing."""
+    x = torch.randn(64, 10, device="cuda", dtype=torch.float64)
+    y = torch.randint(0, 10, (64,), device="cuda")
+    y[::5] = -100
+    w = torch.rand(10, device="cuda", dtype=torch.float64) + 0.5
+    got = ctensor.ops.cross_entropy(x, y, w, ignore_index=-100, label_smoothing=0.1)
+    want = torch.nn.functional.cross_entropy(x, y, w, label_smoothing=0.1)
+    torch.testing.assert_close(got, want)
+    xg = x.clone().requires_grad_()
+    torch.nn.functional.cross_entropy(xg, y, w, label_smoothing=0.1).backward()
+    one = torch.ones((), device="cuda", dtype=torch.float64)
+    grad, _ = ctensor.ops.cross_entropy_backward(
+        one, x, y, w, ignore_index=-100, label_smoothing=0.1
+    )
+    torch.testing.assert_close(grad, xg.grad)
+    t = torch.rand(64, 10, device="cuda", dtype=torch.float64)
+    got = ctensor.ops.binary_cross_entropy_with_logits(x, t, reduction="none")
+    torch.testing.assert_close(
+        got, torch.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none")
+    )
+    out = torch.full((64,), 7.0, device="cuda", dtype=torch.float64)
+    y[3] = 10
+    with pytest.raises(ctensor.InvalidArgumentError, match="out of range"):
+        ctensor.ops.cross_entropy(x, y, reduction="none", ignore_index=-100, out=out)
+    assert bool((out == 7.0).all())
+
+
 def test_more_than_2_to_the_31_elements() -> None:
     n = (1 << 31) + 5
     x = cupy.zeros(n, dtype=cupy.bool_)
