@@ -10,6 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,3 +97,135 @@ def _kat_outputs(tmp_path: Path, compiler: list[str], suffix: str) -> list[tuple
 def test_philox_known_answer_vectors(tmp_path: Path, compiler: list[str], suffix: str) -> None:
     got = _kat_outputs(tmp_path, compiler, suffix)
     assert got == [expected for _, _, expected in KAT_PHILOX4X32_10]
+
+
+# ----- the header's distributions against the NumPy reference (conformance/philox.py) -----
+
+_DIST_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "philox.h"
+
+/* Writes, for elements 0..n-1 of the stream (seed, offset): the 4 words, then each
+ * distribution's raw bits, as a binary file of consecutive arrays. */
+int main(int argc, char** argv) {
+  if (argc != 7) return 2;
+  const ct_philox_u64 seed = strtoull(argv[1], NULL, 0), offset = strtoull(argv[2], NULL, 0);
+  const long n = strtol(argv[3], NULL, 0);
+  const float lo = strtof(argv[4], NULL), hi = strtof(argv[5], NULL);
+  const float lo16 = ct_philox_f16_to_f32(ct_philox_f32_to_f16(lo));
+  const float hi16 = ct_philox_f16_to_f32(ct_philox_f32_to_f16(hi));
+  const float lob = ct_philox_bf16_to_f32(ct_philox_f32_to_bf16(lo));
+  const float hib = ct_philox_bf16_to_f32(ct_philox_f32_to_bf16(hi));
+  FILE* out = fopen(argv[6], "wb");
+  for (int pass = 0; pass < 9; ++pass) {
+    for (long i = 0; i < n; ++i) {
+      const ct_philox4 w = ct_philox_element(seed, offset, (ct_philox_u64)i);
+      union { float f; double d; ct_philox_u16 h; ct_philox_u32 u[4]; } v;
+      size_t size = 4;
+      switch (pass) {
+        case 0: for (int k = 0; k < 4; ++k) v.u[k] = w.x[k]; size = 16; break;
+        case 1: v.f = ct_philox_uniform_range_f32(w.x[0], lo, hi); break;
+        case 2: v.h = ct_philox_uniform_range_f16(w.x[0], lo16, hi16); size = 2; break;
+        case 3: v.h = ct_philox_uniform_range_bf16(w.x[0], lob, hib); size = 2; break;
+        case 4: v.d = ct_philox_uniform_range_f64(w.x[0], w.x[1], lo, hi); size = 8; break;
+        case 5: v.f = ct_philox_normal_f32(w.x[0], w.x[1]); break;
+        case 6: v.d = ct_philox_normal_f64(w.x[0], w.x[1], w.x[2], w.x[3]); size = 8; break;
+        case 7: v.f = ct_philox_normal_range_f32(w.x[0], w.x[1], lo, hi); break;
+        default: v.d = ct_philox_normal_range_f64(w.x[0], w.x[1], w.x[2], w.x[3], lo, hi); size = 8;
+      }
+      fwrite(&v, size, 1, out);
+    }
+  }
+  fclose(out);
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def dist_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("philox")
+    src = tmp / "dist.c"
+    src.write_text(_DIST_DRIVER)
+    exe = tmp / "dist"
+    # -O2 -march=native: a machine with FMA would contract a * b + c here if the header let it.
+    flags = ["-std=c11", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror"]
+    native = subprocess.run(
+        [CC, "-march=native", "-E", "-x", "c", "/dev/null"], capture_output=True
+    )
+    if native.returncode == 0:
+        flags.append("-march=native")
+    subprocess.run(
+        [CC, *flags, f"-I{PHILOX_H.parent}", str(src), "-o", str(exe), "-lm"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return exe
+
+
+@pytest.mark.parametrize(
+    ("seed", "offset", "low", "high"),
+    [
+        (0, 0, 0.0, 1.0),
+        (0x123456789ABCDEF0, 7, -3.0, 5.5),
+        ((1 << 64) - 1, (1 << 64) - 1, 1.0, 1.5),
+    ],
+)
+def test_header_matches_numpy_reference(
+    dist_driver: Path, tmp_path: Path, seed: int, offset: int, low: float, high: float
+) -> None:
+    from ctensor.conformance import philox as ref
+
+    n = 20000
+    out = tmp_path / "values.bin"
+    subprocess.run(
+        [str(dist_driver), str(seed), str(offset), str(n), repr(low), repr(high), str(out)],
+        check=True,
+    )
+    raw = out.read_bytes()
+    sizes = [16, 4, 2, 2, 8, 4, 8, 4, 8]
+    parts, start = [], 0
+    for size in sizes:
+        parts.append(raw[start : start + size * n])
+        start += size * n
+    assert start == len(raw)
+    words = np.frombuffer(parts[0], np.uint32).reshape(n, 4)
+    expected_words = np.stack(ref.stream_words(seed, offset, n), axis=1)
+    np.testing.assert_array_equal(words, expected_words)
+    shape = (n,)
+    pairs = [
+        (
+            np.frombuffer(parts[1], np.uint32),
+            ref.uniform(seed, offset, shape, "float32", low, high),
+        ),
+        (
+            np.frombuffer(parts[2], np.uint16),
+            ref.uniform(seed, offset, shape, "float16", low, high),
+        ),
+        (
+            np.frombuffer(parts[3], np.uint16),
+            ref.uniform(seed, offset, shape, "bfloat16", low, high),
+        ),
+        (
+            np.frombuffer(parts[4], np.uint64),
+            ref.uniform(seed, offset, shape, "float64", np.float32(low), np.float32(high)),
+        ),
+        (np.frombuffer(parts[5], np.uint32), ref.normal(seed, offset, shape, "float32")),
+        (np.frombuffer(parts[6], np.uint64), ref.normal(seed, offset, shape, "float64")),
+        (np.frombuffer(parts[7], np.uint32), ref.normal(seed, offset, shape, "float32", low, high)),
+        (
+            np.frombuffer(parts[8], np.uint64),
+            ref.normal(seed, offset, shape, "float64", np.float32(low), np.float32(high)),
+        ),
+    ]
+    for k, (got, want) in enumerate(pairs):
+        want_bits = np.ascontiguousarray(want).view(got.dtype)
+        mismatches = np.flatnonzero(got != want_bits)
+        assert mismatches.size == 0, (
+            k,
+            mismatches[:5],
+            got[mismatches[:5]],
+            want_bits[mismatches[:5]],
+        )
