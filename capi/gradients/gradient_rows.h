@@ -35,13 +35,15 @@
   CT_SHAPE_GRADS(G)         \
   CT_NORM_GRADS(G)          \
   CT_CONV_POOL_GRADS(G)     \
-  CT_OTHER_GRADS(G)
+  CT_OTHER_GRADS(G)         \
+  CT_RANDOM_GRADS(G)
 
 #include "conv_pool_grads.h"
 #include "elementwise_grads.h"
 #include "linalg_grads.h"
 #include "norm_grads.h"
 #include "other_grads.h"
+#include "random_grads.h"
 #include "reduction_grads.h"
 #include "shape_grads.h"
 
