@@ -160,8 +160,8 @@ CT_PHILOX_FN ct_philox_u16 ct_philox_f32_to_f16(float f) {
   /* subnormal: the significand in units of 2^-24, rounded to nearest even */
   const ct_philox_u32 shift = 126u - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
   ct_philox_u32 q = m >> shift;
-  const ct_philox_u32 rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-  if (rest > half || (rest == half && (q & 1u))) ++q;
+  const ct_philox_u32 rest = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+  if (rest > halfway || (rest == halfway && (q & 1u))) ++q;
   return (ct_philox_u16)(sign | q);
 }
 
@@ -439,9 +439,9 @@ CT_PHILOX_FN double ct_philox_cos_half_pi_f64(double w) {
  * next 51, as the float32 version. */
 CT_PHILOX_FN double ct_philox_cos_2pi_f64(ct_philox_u32 hi, ct_philox_u32 lo) {
   const ct_philox_u64 u = ct_philox_top53(hi, lo);
-  const ct_philox_u64 quadrant = u >> 51, v = u & 0x7ffffffffffffull, half = 0x4000000000000ull;
-  const int flip = v > half;
-  const double w = (double)(flip ? 2 * half - v : v) * 4.44089209850062616169452667236328125e-16;
+  const ct_philox_u64 quadrant = u >> 51, v = u & 0x7ffffffffffffull, halfway = 0x4000000000000ull;
+  const int flip = v > halfway;
+  const double w = (double)(flip ? 2 * halfway - v : v) * 4.44089209850062616169452667236328125e-16;
   const int use_sin = (int)(quadrant & 1u) ^ flip;
   const double c = use_sin ? ct_philox_sin_half_pi_f64(w) : ct_philox_cos_half_pi_f64(w);
   return (quadrant == 1u || quadrant == 2u) ? -c : c;
