@@ -132,6 +132,12 @@ int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inp
   p->device_from_outputs = status == CT_OK && !p->has_device;
   if (status == CT_OK) status = ct_prepare_infer(p);
   if (status == CT_OK) status = ct_prepare_kernel(p, kernel);
+  if (status != CT_OK && p->device_from_outputs && *kernel == NULL &&
+      (status == CT_ERROR_UNSUPPORTED_DEVICE || status == CT_ERROR_UNSUPPORTED_DTYPE)) {
+    /* No input fixed the device: the outputs will (ct_check_outputs looks the kernel up). */
+    ct_clear_error();
+    status = CT_OK;
+  }
   return status;
 }
 
@@ -253,8 +259,9 @@ int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32
     status = ct_check_output_overlaps(schema, p->inputs, p->num_inputs, outputs, i, &label);
     if (status != CT_OK) return status;
   }
-  /* ct_prepare looked the kernel up for the CPU; the outputs say where the call runs. */
-  if (p->device_from_outputs && p->device.device_type != CT_DEVICE_CPU) {
+  /* ct_prepare looked the kernel up for the CPU (if it found one); the outputs say where the
+   * call runs. */
+  if (p->device_from_outputs && (p->device.device_type != CT_DEVICE_CPU || !*kernel)) {
     return ct_prepare_kernel(p, kernel);
   }
   return CT_OK;
@@ -337,6 +344,10 @@ int ct_op_workspace_with_context(const ct_op* op, const ct_tensor* const* inputs
     }
     outputs = described_ptrs;
     num_outputs = p.num_outputs;
+    if (!kernel) { /* no input or output fixes the device: the CPU's kernel */
+      status = ct_prepare_kernel(&p, &kernel);
+      if (status != CT_OK) return status;
+    }
   } else {
     status = ct_check_outputs(&p, outputs, num_outputs, &kernel);
     if (status != CT_OK) return status;

@@ -3,6 +3,7 @@
  * with kernels/common/philox.h (embedded in the program text at build time: the same text the
  * CPU backend and the CUDA plugin compile), so every value has the CPU's bits. Float16 and
  * bfloat16 values are stored as the bits philox.h rounds. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cl_layout.h"
