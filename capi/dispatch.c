@@ -131,10 +131,12 @@ int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inp
   int status = ct_prepare_inputs(p, op, inputs, num_inputs, attrs, num_attrs);
   p->device_from_outputs = status == CT_OK && !p->has_device;
   if (status == CT_OK) status = ct_prepare_infer(p);
-  if (status == CT_OK) status = ct_prepare_kernel(p, kernel);
-  if (status != CT_OK && p->device_from_outputs && *kernel == NULL &&
+  if (status != CT_OK) return status;
+  status = ct_prepare_kernel(p, kernel);
+  if (status != CT_OK && p->device_from_outputs &&
       (status == CT_ERROR_UNSUPPORTED_DEVICE || status == CT_ERROR_UNSUPPORTED_DTYPE)) {
     /* No input fixed the device: the outputs will (ct_check_outputs looks the kernel up). */
+    *kernel = NULL;
     ct_clear_error();
     status = CT_OK;
   }
