@@ -555,6 +555,78 @@ OPS: dict[str, dict] = {
             {"scale_factor": [1.5], "mode": "bilinear"},
         ],
     },
+    # ------------------------------------------------------- random numbers and arange
+    # No tensor inputs (one empty shape set); compared bit for bit with conformance/philox.py.
+    "random_uniform": {
+        "shapes": [()],
+        "attrs": [
+            lambda sig: {"shape": [3, 4], "dtype": sig[-1], "seed": 7},
+            lambda sig: {"shape": [2, 0, 3], "dtype": sig[-1], "seed": 1},
+            lambda sig: {"shape": [], "dtype": sig[-1], "seed": -1, "offset": -5},
+            lambda sig: {
+                "shape": [5, 3, 7],
+                "dtype": sig[-1],
+                "seed": 123456789012345,
+                "offset": 9,
+                "low": -2.5,
+                "high": 7.0,
+            },
+            lambda sig: {"shape": [700], "dtype": sig[-1], "seed": 3, "low": 1.0, "high": 1.001},
+        ],
+    },
+    "random_normal": {
+        "shapes": [()],
+        "attrs": [
+            lambda sig: {"shape": [3, 4], "dtype": sig[-1], "seed": 7},
+            lambda sig: {"shape": [0, 3], "dtype": sig[-1], "seed": 1},
+            lambda sig: {"shape": [], "dtype": sig[-1], "seed": -1, "offset": -5},
+            lambda sig: {
+                "shape": [4, 5, 6],
+                "dtype": sig[-1],
+                "seed": 2**40 + 3,
+                "offset": 2**33,
+                "mean": -1.5,
+                "std": 3.0,
+            },
+        ],
+    },
+    "random_bernoulli": {
+        "shapes": [(None,), ((3, 4),), ((4,),), ((2, 1, 3),)],
+        "attrs": [
+            lambda sig: {"seed": 11, "dtype": sig[-1]},
+            lambda sig: {"shape": [3, 4], "seed": 5, "dtype": sig[-1], "offset": 2},
+            lambda sig: {"shape": [2, 3, 4], "seed": 5, "p": 0.25, "dtype": sig[-1]},
+            lambda sig: {"shape": [2, 5, 3], "seed": -9, "dtype": sig[-1]},
+            lambda sig: {"shape": [6], "seed": 5, "p": 1.0, "dtype": sig[-1]},
+        ],
+        "domains": {0: ("range", -0.25, 1.25)},
+        "edges": False,
+    },
+    "dropout": {
+        "shapes": [((3, 4),), ((2, 3, 5),), ((0, 3),), ((),), ((257,),)],
+        "attrs": [
+            {"seed": 3},
+            {"seed": 9, "p": 0.2, "offset": 4},
+            {"seed": 1, "p": 1.0},
+            {"seed": 2, "p": 0.7, "training": False},
+            {"seed": -5, "p": 0.0},
+        ],
+    },
+    "dropout_backward": {
+        "shapes": [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((0, 3), (0, 3)), ((), ())],
+        "attrs": [{"p": 0.5}, {"p": 0.3, "training": False}, {"p": 1.0}, {"p": 0.1}],
+    },
+    "arange": {
+        "shapes": [()],
+        "attrs": [
+            lambda sig: {"start": 0.5, "stop": 7.3, "step": 0.7, "dtype": sig[-1]},
+            lambda sig: {"start": -5, "stop": 20, "step": 3, "dtype": sig[-1]},
+            lambda sig: {"start": 10, "dtype": sig[-1]},
+            lambda sig: {"start": 5, "stop": -6, "step": -2, "dtype": sig[-1]},
+            lambda sig: {"start": 3, "stop": 1, "dtype": sig[-1]},
+            lambda sig: {"start": 0.1, "stop": 1.0, "step": 0.1, "dtype": sig[-1]},
+        ],
+    },
 }
 
 # ---------------------------------------------------------------- losses

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from . import philox
+
 __all__ = ["NUMPY", "TORCH", "FUSED"]
 
 NUMPY: dict = {}
@@ -1436,3 +1438,78 @@ def _pointwise_loss_backward(ins, attrs, out):  # noqa: ANN001, ANN202
             slope = np.where(np.abs(d) < beta, d / (beta if beta else 1.0), np.sign(d))
         return [np.broadcast_to(slope * gs, shape)]
     return [np.broadcast_to(2.0 * d * gs, shape)]
+# ---------------------------------------------------------------- random numbers and arange
+# Bit-exact twins of the kernels (conformance/philox.py); results in the compute type, which the
+# comparison rounds to the output dtype exactly as the kernels do (float32 to float16 or
+# bfloat16, to nearest even).
+
+
+def _philox_values(values: np.ndarray, dtype: str) -> np.ndarray:
+    """philox.py's results as values: bfloat16 bits as float32, others as they are."""
+    return philox.bf16_bits_to_f32(values) if dtype == "bfloat16" else values
+
+
+@_ref(NUMPY, "random_uniform")
+def _random_uniform(ins, attrs, out):  # noqa: ANN001, ANN202
+    shape = tuple(attrs["shape"])
+    r = philox.uniform(attrs["seed"], attrs["offset"], shape, out[0], attrs["low"], attrs["high"])
+    return [_philox_values(r, out[0])]
+
+
+@_ref(NUMPY, "random_normal")
+def _random_normal(ins, attrs, out):  # noqa: ANN001, ANN202
+    shape = tuple(attrs["shape"])
+    r = philox.normal(attrs["seed"], attrs["offset"], shape, out[0], attrs["mean"], attrs["std"])
+    return [_philox_values(r, out[0])]
+
+
+@_ref(NUMPY, "random_bernoulli")
+def _random_bernoulli(ins, attrs, out):  # noqa: ANN001, ANN202
+    probs = ins[0]
+    shape = tuple(attrs["shape"]) if attrs["shape"] is not None else probs.shape
+    p = np.asarray(probs, np.float64) if probs is not None else attrs["p"]
+    p = 0.5 if p is None else p
+    bits = philox.bernoulli(attrs["seed"], attrs["offset"], shape, p)
+    return [bits if out[0] == "bool" else bits.astype(np.float64)]
+
+
+def _dropout_scale(p: float, training: bool, dtype: str) -> np.floating:
+    scale = 1.0 if not training else 0.0 if p >= 1 else 1.0 / (1.0 - p)
+    return np.float64(scale) if dtype == "float64" else np.float32(scale)
+
+
+@_ref(NUMPY, "dropout")
+def _dropout(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = np.asarray(ins[0])
+    compute = np.float64 if out[0] == "float64" else np.float32
+    if not attrs["training"]:
+        return [x, np.ones(x.shape, bool)]
+    u = philox.uniform(attrs["seed"], attrs["offset"], x.shape, "float32")
+    mask = u >= np.float32(attrs["p"])
+    scale = _dropout_scale(attrs["p"], True, out[0])
+    with np.errstate(all="ignore"):
+        kept = x.astype(compute) * scale
+    return [np.where(mask, kept, compute(0)), mask]
+
+
+@_ref(NUMPY, "dropout_backward")
+def _dropout_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, mask = np.asarray(ins[0]), np.asarray(ins[1], bool)
+    compute = np.float64 if out[0] == "float64" else np.float32
+    scale = _dropout_scale(attrs["p"], attrs["training"], out[0])
+    with np.errstate(all="ignore"):
+        kept = g.astype(compute) * scale
+    return [np.where(np.broadcast_to(mask, g.shape), kept, compute(0))]
+
+
+@_ref(NUMPY, "arange")
+def _arange(ins, attrs, out):  # noqa: ANN001, ANN202
+    start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    if stop is None:
+        start, stop = 0.0, start
+    length = max(0, math.ceil((stop - start) / step))
+    i = np.arange(length, dtype=np.float64)
+    if out[0] in ("float16", "bfloat16", "float32", "float64"):
+        v = np.float64(start) + i * np.float64(step)
+        return [v if out[0] == "float64" else v.astype(np.float32)]
+    return [np.int64(start) + np.arange(length, dtype=np.int64) * np.int64(step)]

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import dtypes as dt
 
-__all__ = ["EPS", "ULPS", "ACCUMULATING", "tolerance_class", "compare"]
+__all__ = ["EPS", "ULPS", "ACCUMULATING", "EXACT", "tolerance_class", "compare"]
 
 #: Machine epsilon per float dtype.
 EPS = {
@@ -114,6 +114,20 @@ ACCUMULATING = frozenset(
 )
 
 
+#: Ops whose float results must match the reference bit for bit: the random ops (their stream
+#: is fixed by kernels/common/philox.h, reproduced in conformance/philox.py) and arange.
+EXACT = frozenset(
+    {
+        "random_uniform",
+        "random_normal",
+        "random_bernoulli",
+        "dropout",
+        "dropout_backward",
+        "arange",
+    }
+)
+
+
 def tolerance_class(op: str) -> str:
     """Backward operators accumulate (a cotangent sums over everything an input touched)."""
     return "accumulating" if op in ACCUMULATING or "_backward" in op else "elementwise"
@@ -198,7 +212,7 @@ def compare(
         )
         ulp = np.where(ref == act, 0, ulp)
         err = np.abs(act - ref)
-    limit = ULPS[tolerance_class(op)][dtype]
+    limit = 0 if op in EXACT else ULPS[tolerance_class(op)][dtype]
     finite = np.isfinite(ref)
     if tolerance_class(op) == "accumulating":
         scale = max(1e-300, scale, float(np.max(np.abs(ref[finite]), initial=0.0)))

@@ -37,6 +37,8 @@
   CT_CONV_POOL_GRADS(G)     \
   CT_LOSS_GRADS(G)          \
   CT_OTHER_GRADS(G)
+  CT_OTHER_GRADS(G)         \
+  CT_RANDOM_GRADS(G)
 
 #include "conv_pool_grads.h"
 #include "elementwise_grads.h"
@@ -44,6 +46,7 @@
 #include "loss_grads.h"
 #include "norm_grads.h"
 #include "other_grads.h"
+#include "random_grads.h"
 #include "reduction_grads.h"
 #include "shape_grads.h"
 
