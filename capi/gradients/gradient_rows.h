@@ -35,10 +35,12 @@
   CT_SHAPE_GRADS(G)         \
   CT_NORM_GRADS(G)          \
   CT_CONV_POOL_GRADS(G)     \
-  CT_OTHER_GRADS(G)
+  CT_OTHER_GRADS(G)         \
+  CT_INDEX_GRADS(G)
 
 #include "conv_pool_grads.h"
 #include "elementwise_grads.h"
+#include "index_grads.h"
 #include "linalg_grads.h"
 #include "norm_grads.h"
 #include "other_grads.h"
