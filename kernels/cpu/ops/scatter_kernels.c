@@ -10,7 +10,8 @@
  *   index_select_backward, which add into zeros) copy x to out and apply the positions in
  *   row-major order on one thread: repeated indices resolve in that order (the last value wins
  *   for "none", sums and products accumulate in it), whatever the thread count, and in the
- *   order the OpenCL and CUDA kernels use;
+ *   order the OpenCL and CUDA kernels use; float16 and bfloat16 instead accumulate each element
+ *   in double over the positions landing on it (found as below), rounding once;
  * - the backward ops of the reductions none, multiply, max and min find, for each element of x
  *   (and for each position's element), the positions that land on it by a loop over W's reduced
  *   dims (index_plan.h), in parallel: their cost is x's elements times the reduced extent. */
@@ -235,17 +236,12 @@ static void ct_ix_gather(ct_ix_call* c) {
 
 /* ----- the positions landing on one element ----- */
 
-/* Statistics of the positions landing on element xc (W operand 1: the values): how many, how
- * many equal `match`, how many are zero, the product of the values but the one at reduced
- * position `skip` (-1: none), and whether one comes after reduced position `after`. */
-typedef struct ct_ix_group {
-  int64_t count, matches, zeros;
-  double product;
-  bool later;
-} ct_ix_group;
+/* Calls visit(state, t, value pointer) for each position landing on element xc of x, in
+ * row-major order (t: its index over the reduced dims; the value: W operand 1 there). */
+typedef void (*ct_ix_visit_fn)(void* state, int64_t t, const char* value);
 
-static void ct_ix_group_of(const ct_ix_call* c, const int64_t* xc, double match, int64_t skip,
-                           int64_t after, ct_ix_group* g) {
+static void ct_ix_landing(const ct_ix_call* c, const int64_t* xc, ct_ix_visit_fn visit,
+                          void* state) {
   const ct_index_plan* p = c->p;
   int64_t rdim[CT_MAX_NDIM], rshape[CT_MAX_NDIM], rc[CT_MAX_NDIM] = {0}, wc[CT_MAX_NDIM];
   int64_t nr = 0, total = 1;
@@ -259,9 +255,6 @@ static void ct_ix_group_of(const ct_ix_call* c, const int64_t* xc, double match,
       wc[u] = 0;
     }
   }
-  memset(g, 0, sizeof *g);
-  g->product = 1.0;
-  const bool floats = c->dtype->load != NULL;
   for (int64_t t = 0; t < total; ++t, ct_ix_next(nr, rshape, rc)) {
     for (int64_t r = 0; r < nr; ++r) wc[rdim[r]] = rc[r];
     const char* at = c->indices + ct_ix_dot(wc, p->w_strides[0], p->wnd);
@@ -271,15 +264,98 @@ static void ct_ix_group_of(const ct_ix_call* c, const int64_t* xc, double match,
       if (j < 0) j += p->extent[m];
       lands = j == xc[p->comp_xdim[m]];
     }
-    if (!lands) continue;
-    ++g->count;
-    if (t > after) g->later = true;
-    if (!floats) continue;
-    const double v = c->dtype->load(c->w[1] + ct_ix_dot(wc, p->w_strides[1], p->wnd));
-    g->matches += v == match;
-    g->zeros += v == 0.0;
-    if (t != skip) g->product *= v;
+    if (lands) visit(state, t, c->w[1] + ct_ix_dot(wc, p->w_strides[1], p->wnd));
   }
+}
+
+/* Statistics of the positions landing on one element: how many, how many equal `match`, how
+ * many are zero, the product of the values but the one at reduced position `skip` (-1: none),
+ * and whether one comes after reduced position `after`. */
+typedef struct ct_ix_group {
+  const ct_ix_dtype* dtype;
+  double match;
+  int64_t skip, after;
+  int64_t count, matches, zeros;
+  double product;
+  bool later;
+} ct_ix_group;
+
+static void ct_ix_group_visit(void* state, int64_t t, const char* value) {
+  ct_ix_group* g = state;
+  const double v = g->dtype->load(value);
+  ++g->count;
+  g->later |= t > g->after;
+  g->matches += v == g->match;
+  g->zeros += v == 0.0;
+  if (t != g->skip) g->product *= v;
+}
+
+static void ct_ix_group_of(const ct_ix_call* c, const int64_t* xc, double match, int64_t skip,
+                           int64_t after, ct_ix_group* g) {
+  memset(g, 0, sizeof *g);
+  g->dtype = c->dtype;
+  g->match = match;
+  g->skip = skip;
+  g->after = after;
+  g->product = 1.0;
+  ct_ix_landing(c, xc, ct_ix_group_visit, g);
+}
+
+/* A scatter's result at one element, accumulated in double (float16 and bfloat16: rounded once,
+ * as the OpenCL and CUDA kernels do, instead of at every step). */
+typedef struct ct_ix_accumulator {
+  const ct_ix_call* call;
+  double value;
+} ct_ix_accumulator;
+
+static void ct_ix_accumulate_visit(void* state, int64_t t, const char* value) {
+  (void)t;
+  ct_ix_accumulator* a = state;
+  const double v = a->call->dtype->load(value), r = a->value;
+  switch (a->call->reduction) {
+    case CT_IP_NONE:
+      a->value = v;
+      break;
+    case CT_IP_ADD:
+      a->value = r + a->call->alpha * v;
+      break;
+    case CT_IP_MULTIPLY:
+      a->value = r * v;
+      break;
+    case CT_IP_MAX:
+      a->value = v != v ? v : r < v ? v : r;
+      break;
+    default:
+      a->value = v != v ? v : v < r ? v : r;
+      break;
+  }
+}
+
+/* X operand 0 = X operand 1 (zeros when absent) with the positions applied, per element. */
+static void ct_ix_scatter_elements_range(int64_t begin, int64_t end, void* context) {
+  const ct_ix_call* c = context;
+  const ct_index_plan* p = c->p;
+  int64_t xc[CT_MAX_NDIM];
+  ct_ix_unravel(begin, p->xnd, p->x_shape, xc);
+  for (int64_t i = begin; i < end; ++i, ct_ix_next(p->xnd, p->x_shape, xc)) {
+    ct_ix_accumulator a = {c, 0.0};
+    if (c->x[1]) a.value = c->dtype->load(c->x[1] + ct_ix_dot(xc, p->x_strides[1], p->xnd));
+    ct_ix_landing(c, xc, ct_ix_accumulate_visit, &a);
+    c->dtype->store(c->x[0] + ct_ix_dot(xc, p->x_strides[0], p->xnd), a.value);
+  }
+}
+
+/* Scatters a float16 or bfloat16 call element by element (see ct_ix_scatter_elements_range);
+ * false for other dtypes, which take ct_ix_scatter. */
+static bool ct_ix_scatter_half(ct_ix_call* c) {
+  if (!c->dtype->load || c->dtype->size != 2) return false;
+  if (c->reduction < 0) c->reduction = CT_IP_ADD;
+  const ct_index_plan* p = c->p;
+  int64_t reduced = 1;
+  for (int64_t u = 0; u < p->wnd; ++u) reduced *= p->w_xdim[u] < 0 ? p->w_shape[u] : 1;
+  const int64_t n = ct_index_numel(p->xnd, p->x_shape);
+  if (n > 0) ct_cpu_parallel_for(n, 16 + 8 * reduced, ct_ix_scatter_elements_range, c);
+  return true;
 }
 
 /* Reduced position (row-major over the reduced dims) of position wc. */
@@ -383,14 +459,17 @@ static int ct_ix_scatter_run(const ct_kernel_call* call, ct_index_kind kind, int
   if (status != CT_OK) return status;
   if (ct_ix_empty(out)) return CT_OK;
   ct_index_plan_x(&p, 0, out);
+  ct_index_plan_x(&p, 1, x);
   ct_index_plan_w(&p, 1, values);
-  ct_ix_copy(x, out);
   ct_ix_call c;
   ct_ix_call_begin(&c, &p, call, indices);
   c.x[0] = ct_tensor_base(out);
+  c.x[1] = ct_tensor_base(x);
   c.w[1] = ct_tensor_base(values);
   c.reduction = reduction;
   c.alpha = alpha;
+  if (ct_ix_scatter_half(&c)) return CT_OK;
+  ct_ix_copy(x, out);
   ct_ix_scatter(&c);
   return CT_OK;
 }
@@ -456,12 +535,13 @@ static int ct_ix_gather_backward_run(const ct_kernel_call* call, ct_index_kind k
   if (status != CT_OK) return status;
   ct_ix_call c;
   ct_ix_call_begin(&c, &p, call, indices);
-  ct_ix_zero(grad_x, c.dtype);
   ct_index_plan_x(&p, 0, grad_x);
   ct_index_plan_w(&p, 1, grad);
   c.x[0] = ct_tensor_base(grad_x);
   c.w[1] = ct_tensor_base(grad);
   c.reduction = CT_IP_ADD;
+  if (ct_ix_scatter_half(&c)) return CT_OK;
+  ct_ix_zero(grad_x, c.dtype);
   ct_ix_scatter(&c);
   return CT_OK;
 }
