@@ -604,7 +604,7 @@ def scatter_nd_reference(x, indices, updates, reduction="none"):  # noqa: ANN001
     out = x.copy()
     k = indices.shape[-1]
     tuples = indices.reshape(-1, k)
-    slabs = updates.reshape((-1,) + x.shape[k:])
+    slabs = updates.reshape((tuples.shape[0],) + x.shape[k:])
     for i in range(tuples.shape[0]):
         where = tuple(tuples[i])
         out[where] = (
@@ -632,15 +632,12 @@ def index_add_reference(x, indices, source, axis, alpha=1.0):  # noqa: ANN001, A
     """torch.index_add: source slices added in index order."""
     out = x.copy()
     axis = axis % x.ndim
-    scale = alpha if _is_float(x) else int(alpha)
+    # integers: alpha wraps to x's dtype, as the products and sums do
+    scale = alpha if _is_float(x) else np.array(int(alpha), np.int64).astype(x.dtype)[()]
     source = np.moveaxis(source, axis, 0)
     view = np.moveaxis(out, axis, 0)
     for i, j in enumerate(indices.reshape(-1)):
-        view[j] = (
-            view[j] + source[i] * scale
-            if _is_float(x)
-            else view[j] + source[i] * x.dtype.type(scale)
-        )
+        view[j] = view[j] + source[i] * scale
     return out
 
 
