@@ -71,6 +71,8 @@ POOL_BACKWARD_SHAPES = [
     ((1, 2, 3, 3), (1, 2, 5, 5)),
 ]
 
+SCATTER_REDUCTIONS = ["none", "add", "multiply", "max", "min"]
+
 OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- element-wise extras
     "pow": {"domains": {0: "small", 1: "exponent"}},
@@ -326,6 +328,59 @@ OPS: dict[str, dict] = {
     "embedding": {
         "shapes": [((3, 4), (10, 5)), ((6,), (7, 3)), ((), (4, 2))],
         "domains": {0: ("index_of", 1)},
+        "edges": False,
+    },
+    "put_along_axis": {
+        "shapes": [
+            ((4, 5), (4, 3), (4, 3)),
+            ((4, 5), (2, 5), (2, 5)),
+            ((6,), (9,), ()),
+            ((1, 5), (3, 2), (3, 1)),
+            ((2, 3, 4), (2, 1, 6), (6,)),
+            ((0, 3), (0, 2), (0, 2)),
+        ],
+        "attrs": [{"axis": -1, "reduction": r} for r in SCATTER_REDUCTIONS]
+        + [{"axis": 0, "reduction": "none"}, {"axis": 0, "reduction": "add"}],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "gather_nd": {
+        "shapes": [
+            ((4, 4, 3), (5, 2)),
+            ((4, 4), (2, 3, 1)),
+            ((2, 4, 3), (2, 5, 1)),
+            ((4, 4), (0, 2)),
+        ],
+        "attrs": [{}, {"batch_dims": 1}],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "scatter_nd": {
+        "shapes": [
+            ((4, 4, 3), (5, 2), (5, 3)),
+            ((4, 4), (3, 1), (3, 4)),
+            ((5,), (6, 1), (6,)),
+            ((3, 3), (0, 2), (0,)),
+        ],
+        "attrs": [{"reduction": r} for r in SCATTER_REDUCTIONS],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "index_select": {
+        "shapes": [((5, 4), (3,)), ((5, 4), ()), ((3, 4, 2), (6,)), ((5, 4), (0,))],
+        "attrs": [{"axis": 0}, {"axis": 1}, {"axis": -1}],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "index_add": {
+        "shapes": [
+            ((5, 4), (6,), (6, 4)),
+            ((5, 4), (6,), (5, 6)),
+            ((5,), (), (1,)),
+            ((0, 3), (2,), (0, 2)),
+        ],
+        "attrs": [{"axis": 0}, {"axis": 1, "alpha": 2.0}, {"axis": -1}],
+        "domains": {1: ("index_of", 0)},
         "edges": False,
     },
     "one_hot": {

@@ -550,6 +550,104 @@ def _take_along(ins, attrs, out):  # noqa: ANN001, ANN202
     return [np.take_along_axis(ins[0], ins[1], axis=attrs["axis"])]
 
 
+_SCATTER_UFUNCS = {
+    "add": np.add,
+    "multiply": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+}
+
+
+def _scatter_into(out, index, values, reduction):  # noqa: ANN001, ANN202
+    """out[index] = reduce(out[index], values), repeated positions applied in row-major order
+    (NumPy's fancy assignment keeps the last; ufunc.at accumulates in order)."""
+    if reduction == "none":
+        out[index] = values
+    else:
+        _SCATTER_UFUNCS[reduction].at(out, index, values)
+    return out
+
+
+def along_axis_index(shape, indices, axis):  # noqa: ANN001, ANN201
+    """NumPy's fancy index of put_along_axis: the indices along axis, aranges elsewhere."""
+    axis = axis % len(shape)
+    index = []
+    for d, n in enumerate(shape):
+        if d == axis:
+            index.append(indices)
+        else:
+            s = [1] * len(shape)
+            s[d] = n
+            index.append(np.arange(n).reshape(s))
+    return tuple(index)
+
+
+@_ref(NUMPY, "put_along_axis")
+def _put_along_axis(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, indices, values = ins
+    index = along_axis_index(x.shape, indices, attrs["axis"])
+    shape = np.broadcast_shapes(*(i.shape for i in index))
+    values = np.broadcast_to(values, shape)
+    return [_scatter_into(x.copy(), index, values, attrs["reduction"])]
+
+
+def gather_nd_reference(x, indices, batch_dims=0):  # noqa: ANN001, ANN201
+    """ONNX GatherND."""
+    b, k = batch_dims, indices.shape[-1]
+    result = np.empty(indices.shape[:-1] + x.shape[b + k :], x.dtype)
+    for bi in np.ndindex(indices.shape[:b]):
+        tuples = indices[bi]
+        result[bi] = x[bi][tuple(tuples[..., m] for m in range(k))]
+    return result
+
+
+def scatter_nd_reference(x, indices, updates, reduction="none"):  # noqa: ANN001, ANN201
+    """ONNX ScatterND: the updates applied one tuple after the other, in row-major order."""
+    out = x.copy()
+    k = indices.shape[-1]
+    tuples = indices.reshape(-1, k)
+    slabs = updates.reshape((tuples.shape[0],) + x.shape[k:])
+    for i in range(tuples.shape[0]):
+        where = tuple(tuples[i])
+        out[where] = (
+            slabs[i] if reduction == "none" else _SCATTER_UFUNCS[reduction](out[where], slabs[i])
+        )
+    return out
+
+
+@_ref(NUMPY, "gather_nd")
+def _gather_nd(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [gather_nd_reference(ins[0], ins[1], attrs["batch_dims"])]
+
+
+@_ref(NUMPY, "scatter_nd")
+def _scatter_nd(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [scatter_nd_reference(ins[0], ins[1], ins[2], attrs["reduction"])]
+
+
+@_ref(NUMPY, "index_select")
+def _index_select(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [np.take(ins[0], ins[1].reshape(-1), axis=attrs["axis"])]
+
+
+def index_add_reference(x, indices, source, axis, alpha=1.0):  # noqa: ANN001, ANN201
+    """torch.index_add: source slices added in index order."""
+    out = x.copy()
+    axis = axis % x.ndim
+    # integers: alpha wraps to x's dtype, as the products and sums do
+    scale = alpha if _is_float(x) else np.array(int(alpha), np.int64).astype(x.dtype)[()]
+    source = np.moveaxis(source, axis, 0)
+    view = np.moveaxis(out, axis, 0)
+    for i, j in enumerate(indices.reshape(-1)):
+        view[j] = view[j] + source[i] * scale
+    return out
+
+
+@_ref(NUMPY, "index_add")
+def _index_add(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [index_add_reference(ins[0], ins[1], ins[2], attrs["axis"], attrs["alpha"])]
+
+
 @_ref(NUMPY, "embedding")
 def _embedding(ins, attrs, out):  # noqa: ANN001, ANN202
     return [ins[1][ins[0]]]

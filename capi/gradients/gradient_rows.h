@@ -39,9 +39,12 @@
   CT_OTHER_GRADS(G)
   CT_OTHER_GRADS(G)         \
   CT_RANDOM_GRADS(G)
+  CT_OTHER_GRADS(G)         \
+  CT_INDEX_GRADS(G)
 
 #include "conv_pool_grads.h"
 #include "elementwise_grads.h"
+#include "index_grads.h"
 #include "linalg_grads.h"
 #include "loss_grads.h"
 #include "norm_grads.h"
