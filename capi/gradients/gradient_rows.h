@@ -36,11 +36,9 @@
   CT_NORM_GRADS(G)          \
   CT_CONV_POOL_GRADS(G)     \
   CT_LOSS_GRADS(G)          \
+  CT_INDEX_GRADS(G)         \
+  CT_RANDOM_GRADS(G)        \
   CT_OTHER_GRADS(G)
-  CT_OTHER_GRADS(G)         \
-  CT_RANDOM_GRADS(G)
-  CT_OTHER_GRADS(G)         \
-  CT_INDEX_GRADS(G)
 
 #include "conv_pool_grads.h"
 #include "elementwise_grads.h"
