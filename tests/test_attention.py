@@ -543,8 +543,8 @@ def test_philox_known_answers():
 @settings(max_examples=15, deadline=None)
 @given(data=st.data(), p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(-(2**63), 2**63 - 1))
 def test_dropout_is_dropout_of_the_weights(dtype, data, p, seed):
-    """out = (softmax(scores) * keep / (1 - p)) v with keep from the Philox stream, and the
-    backward is that function's VJP."""
+    """out = dropout(softmax(scores), p, seed, offset) v: keep from the Philox stream (the
+    dropout op's mask, and the NumPy twin's), and the backward is that function's VJP."""
     q, k, v, mask, attrs = data.draw(attention_case(dtype))
     offset = data.draw(st.integers(-(2**63), 2**63 - 1))  # uint64 values as their int64 bits
     attrs = {**attrs, "dropout_p": p, "seed": seed, "offset": offset}
@@ -556,7 +556,10 @@ def test_dropout_is_dropout_of_the_weights(dtype, data, p, seed):
     keep = keep_mask(weights_shape, p, seed % 2**64, offset % 2**64)
     # the weights recomputed as the reference does, then dropped
     probs = reference_weights(q64, k64, m64, attrs)
-    dropped = probs * keep / (1 - p)
+    # the dropout op draws the same mask from the same stream
+    dropped, dropout_mask = ctensor.ops.dropout(probs, p=p, seed=seed, offset=offset)
+    np.testing.assert_array_equal(dropout_mask, keep)
+    np.testing.assert_allclose(dropped, probs * keep / (1 - p), rtol=1e-15)
     vr = repeat_heads(v64, heads)
     expected = dropped @ vr
     check(out, expected, base["out_mag"] / (1 - p), dtype, eps_compute(dtype))
