@@ -234,29 +234,86 @@ static void ct_ix_run_offsets(const ct_ix_call* c, const ct_ix_runs* r, int o, i
   }
 }
 
-/* Applies every position to X operand 0 from W operand 1 in row-major order: a run function
- * per run where the indices are constant along it, else per position. */
-static void ct_ix_scatter(const ct_ix_call* c) {
+/* A scatter split into tasks that never write the same element: positions whose direct dims
+ * differ land on different elements, so the tasks are the coordinates of the direct dims before
+ * the last (times chunks of the last dim when it is direct too); each task walks the reduced
+ * dims before the last in row-major order, then its stretch of each run. Every element thus sees
+ * the positions landing on it in row-major order, whatever the thread count. */
+typedef struct ct_ix_scatter_job {
+  const ct_ix_call* call;
+  ct_ix_runs runs;
+  int64_t direct[CT_MAX_NDIM], reduced[CT_MAX_NDIM]; /* outer W dims of each kind */
+  int64_t num_direct, num_reduced, reduced_count;
+  int64_t chunks, chunk; /* of the last dim, when it is direct */
+} ct_ix_scatter_job;
+
+/* Adds coordinate `k` (row-major over `dims`) to the offsets. */
+static void ct_ix_add_offsets(const ct_ix_scatter_job* job, const int64_t* dims, int64_t count,
+                              int64_t k, int64_t* xo, int64_t* io, int64_t* wo) {
+  const ct_index_plan* p = job->call->p;
+  for (int64_t d = count - 1; d >= 0; --d) {
+    const int64_t u = dims[d], q = k % p->w_shape[u];
+    k /= p->w_shape[u];
+    *xo += q * job->runs.dx[u];
+    *io += q * p->w_strides[0][u];
+    *wo += q * p->w_strides[1][u];
+  }
+}
+
+static void ct_ix_scatter_tasks(int64_t begin, int64_t end, void* context) {
+  const ct_ix_scatter_job* job = context;
+  const ct_ix_call* c = job->call;
   const ct_index_plan* p = c->p;
-  ct_ix_runs r;
-  ct_ix_runs_begin(c, 0, &r);
+  const ct_ix_runs* r = &job->runs;
   const ct_ix_run_fn run = c->dtype->run[c->reduction < 0 ? CT_IX_ADD_SCALED : c->reduction];
-  const int64_t dx = r.last >= 0 ? r.dx[r.last] : 0;
-  const int64_t di = r.last >= 0 ? p->w_strides[0][r.last] : 0;
-  const int64_t dw = r.last >= 0 ? p->w_strides[1][r.last] : 0;
-  for (int64_t k = 0; k < r.count; ++k) {
-    int64_t xo, io, wo;
-    ct_ix_run_offsets(c, &r, 0, 1, k, &xo, &io, &wo);
-    if (di == 0) {
-      run(c->x[0] + xo + ct_ix_components(c, 0, c->indices + io), dx, c->w[1] + wo, dw, r.length,
-          c->alpha);
-      continue;
-    }
-    for (int64_t i = 0; i < r.length; ++i) {
-      const int64_t at = xo + i * dx + ct_ix_components(c, 0, c->indices + io + i * di);
-      run(c->x[0] + at, 0, c->w[1] + wo + i * dw, 0, 1, c->alpha);
+  const int64_t dx = r->last >= 0 ? r->dx[r->last] : 0;
+  const int64_t di = r->last >= 0 ? p->w_strides[0][r->last] : 0;
+  const int64_t dw = r->last >= 0 ? p->w_strides[1][r->last] : 0;
+  for (int64_t task = begin; task < end; ++task) {
+    const int64_t outer = task / job->chunks, first = task % job->chunks * job->chunk;
+    const int64_t stop = first + job->chunk < r->length ? first + job->chunk : r->length;
+    int64_t xd = 0, id = 0, wd = 0;
+    ct_ix_add_offsets(job, job->direct, job->num_direct, outer, &xd, &id, &wd);
+    for (int64_t k = 0; k < job->reduced_count; ++k) {
+      int64_t xo = xd, io = id, wo = wd;
+      ct_ix_add_offsets(job, job->reduced, job->num_reduced, k, &xo, &io, &wo);
+      if (di == 0) {
+        run(c->x[0] + xo + first * dx + ct_ix_components(c, 0, c->indices + io), dx,
+            c->w[1] + wo + first * dw, dw, stop - first, c->alpha);
+        continue;
+      }
+      for (int64_t i = first; i < stop; ++i) {
+        const int64_t at = xo + i * dx + ct_ix_components(c, 0, c->indices + io + i * di);
+        run(c->x[0] + at, 0, c->w[1] + wo + i * dw, 0, 1, c->alpha);
+      }
     }
   }
+}
+
+/* Applies every position to X operand 0 from W operand 1, each element's in row-major order. */
+static void ct_ix_scatter(const ct_ix_call* c) {
+  const ct_index_plan* p = c->p;
+  ct_ix_scatter_job job;
+  memset(&job, 0, sizeof job);
+  job.call = c;
+  ct_ix_runs_begin(c, 0, &job.runs);
+  if (job.runs.count == 0) return;
+  int64_t direct_count = 1;
+  job.reduced_count = 1;
+  for (int64_t u = 0; u < job.runs.last; ++u) {
+    if (p->w_xdim[u] >= 0) {
+      job.direct[job.num_direct++] = u;
+      direct_count *= p->w_shape[u];
+    } else {
+      job.reduced[job.num_reduced++] = u;
+      job.reduced_count *= p->w_shape[u];
+    }
+  }
+  const bool last_direct = job.runs.last >= 0 && p->w_xdim[job.runs.last] >= 0;
+  job.chunks = last_direct && job.runs.length >= 1024 ? 8 : 1;
+  job.chunk = (job.runs.length + job.chunks - 1) / job.chunks;
+  ct_cpu_parallel_for(direct_count * job.chunks, job.reduced_count * job.chunk + 8,
+                      ct_ix_scatter_tasks, &job);
 }
 
 /* ----- gathers: W operand 1 (the output) = X operand 0 at each position, times alpha for
