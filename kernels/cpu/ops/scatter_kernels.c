@@ -7,10 +7,12 @@
  * - gathers (gather_nd, index_select, index_add_backward's grad_source) copy one element per
  *   position, in parallel;
  * - scatters (put_along_axis, scatter_nd, index_add; gather_nd_backward and
- *   index_select_backward, which add into zeros) copy x to out and apply the positions in
- *   row-major order on one thread: repeated indices resolve in that order (the last value wins
- *   for "none", sums and products accumulate in it), whatever the thread count, and in the
- *   order the OpenCL and CUDA kernels use; float16 and bfloat16 instead accumulate each element
+ *   index_select_backward, which add into zeros) copy x to out and apply the positions, each
+ *   element's in row-major order (threads take sets of elements no other thread writes):
+ *   repeated indices resolve in that order (the last value wins for "none", sums and products
+ *   accumulate in it), whatever the thread count, and in the order the OpenCL and CUDA kernels
+ *   use; runs along W's last dim go through per-dtype run functions where the indices do not
+ *   vary along them; float16 and bfloat16 instead accumulate each element
  *   in double over the positions landing on it (found as below), rounding once;
  * - the backward ops of the reductions none, multiply, max and min find, for each element of x
  *   (and for each position's element), the positions that land on it by a loop over W's reduced
