@@ -22,7 +22,7 @@ settings.load_profile("ctensor")
 
 _CUDA_UNAVAILABLE = cuda_unavailable_reason()
 _CUDA_PLUGIN_ABSENT = cuda_plugin_absent_reason()
-collect_ignore = ["test_cuda_device.py"] if _CUDA_UNAVAILABLE else []
+collect_ignore = ["test_cuda_device.py", "test_cuda_scatter.py"] if _CUDA_UNAVAILABLE else []
 if _CUDA_PLUGIN_ABSENT:
     collect_ignore.append("test_cuda_plugin.py")
 
@@ -32,5 +32,5 @@ def pytest_report_header() -> list[str]:
     device = f"not collected, {_CUDA_UNAVAILABLE}" if _CUDA_UNAVAILABLE else "collected"
     return [
         f"CUDA plugin tests (test_cuda_plugin.py): {plugin}",
-        f"CUDA device tests (test_cuda_device.py): {device}",
+        f"CUDA device tests (test_cuda_device.py, test_cuda_scatter.py): {device}",
     ]

@@ -183,6 +183,37 @@ def test_put_along_axis_is_independent_of_the_thread_count():
             np.testing.assert_array_equal(a, b)
 
 
+def test_index_add_and_scatter_nd_are_independent_of_the_thread_count():
+    # long runs along a direct last dim are split across threads; repeated indices stay in order
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((50, 2048)).astype(np.float32)
+    indices = rng.integers(-50, 50, 400)
+    source = rng.standard_normal((400, 2048)).astype(np.float32)
+    tuples = rng.integers(-50, 50, (400, 1))
+    before = ctensor.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2, 4):
+            ctensor.set_num_threads(threads)
+            results.append(
+                [
+                    np.asarray(ops.index_add(x, indices, source, axis=0, alpha=0.5)),
+                    np.asarray(ops.scatter_nd(x, tuples, source, reduction="multiply")),
+                    np.asarray(ops.scatter_nd(x, tuples, source)),
+                ]
+            )
+    finally:
+        ctensor.set_num_threads(before)
+    for other in results[1:]:
+        for a, b in zip(results[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
+    # float32 sums in index order, as a sequential loop computes them
+    want = x.copy()
+    for i, j in enumerate(indices):
+        want[j] = want[j] + np.float32(0.5) * source[i]
+    np.testing.assert_array_equal(results[0][0], want)
+
+
 def test_put_along_axis_max_min_propagate_nan_and_bool_is_or_and():
     x = np.array([[1.0, np.nan, 3.0]])
     indices = np.array([[0, 2, 0]])

@@ -7,10 +7,12 @@
  * - gathers (gather_nd, index_select, index_add_backward's grad_source) copy one element per
  *   position, in parallel;
  * - scatters (put_along_axis, scatter_nd, index_add; gather_nd_backward and
- *   index_select_backward, which add into zeros) copy x to out and apply the positions in
- *   row-major order on one thread: repeated indices resolve in that order (the last value wins
- *   for "none", sums and products accumulate in it), whatever the thread count, and in the
- *   order the OpenCL and CUDA kernels use; float16 and bfloat16 instead accumulate each element
+ *   index_select_backward, which add into zeros) copy x to out and apply the positions, each
+ *   element's in row-major order (threads take sets of elements no other thread writes):
+ *   repeated indices resolve in that order (the last value wins for "none", sums and products
+ *   accumulate in it), whatever the thread count, and in the order the OpenCL and CUDA kernels
+ *   use; runs along W's last dim go through per-dtype run functions where the indices do not
+ *   vary along them; float16 and bfloat16 instead accumulate each element
  *   in double over the positions landing on it (found as below), rounding once;
  * - the backward ops of the reductions none, multiply, max and min find, for each element of x
  *   (and for each position's element), the positions that land on it by a loop over W's reduced
@@ -26,83 +28,81 @@
 
 /* ----- per-dtype element functions ----- */
 
-/* dst = reduce(dst, src) for each reduction; dst += alpha * src for index_add. */
-typedef void (*ct_ix_combine_fn)(char* dst, const char* src);
-typedef void (*ct_ix_add_scaled_fn)(char* dst, const char* src, double alpha);
+/* Runs of n elements (byte steps ds, ss; ds may be 0: every element lands on one): dst =
+ * reduce(dst, src) in order for each reduction, and dst += alpha * src (index_add) at index
+ * CT_IX_ADD_SCALED. */
+#define CT_IX_ADD_SCALED 5
+typedef void (*ct_ix_run_fn)(char* d, int64_t ds, const char* s, int64_t ss, int64_t n,
+                             double alpha);
 
 typedef struct ct_ix_dtype {
   int64_t size;
-  ct_ix_combine_fn combine[5];
-  ct_ix_add_scaled_fn add_scaled;
+  ct_ix_run_fn run[6];
   double (*load)(const char* p); /* float dtypes: the value as a double */
   void (*store)(char* p, double v);
 } ct_ix_dtype;
 
-/* max and min as torch's scatter_reduce: a nan value wins; on ties the element keeps its value. */
-#define CT_IX_COMMON_X(SFX, T, C)                                             \
-  static void ct_ix_none_##SFX(char* d, const char* s) {                      \
-    *(T*)d = *(const T*)s;                                                    \
-  }                                                                           \
-  static void ct_ix_max_##SFX(char* d, const char* s) {                       \
-    const C a = ct_load_##SFX(*(const T*)d), b = ct_load_##SFX(*(const T*)s); \
-    *(T*)d = ct_store_##SFX(b != b ? b : a < b ? b : a);                      \
-  }                                                                           \
-  static void ct_ix_min_##SFX(char* d, const char* s) {                       \
-    const C a = ct_load_##SFX(*(const T*)d), b = ct_load_##SFX(*(const T*)s); \
-    *(T*)d = ct_store_##SFX(b != b ? b : b < a ? b : a);                      \
+/* A run function from an element expression in a (dst's value), b (src's value), alpha. */
+#define CT_IX_RUN(NAME, SFX, T, C, EXPR)                                                      \
+  static void ct_ix_##NAME##_##SFX(char* d, int64_t ds, const char* s, int64_t ss, int64_t n, \
+                                   double alpha) {                                            \
+    (void)alpha;                                                                              \
+    for (int64_t i = 0; i < n; ++i) {                                                         \
+      T* dp = (T*)(d + i * ds);                                                               \
+      const C a = ct_load_##SFX(*dp), b = ct_load_##SFX(*(const T*)(s + i * ss));             \
+      (void)a;                                                                                \
+      *dp = ct_store_##SFX(EXPR);                                                             \
+    }                                                                                         \
   }
 
-/* Integers add and multiply wrapping (through uint64_t: no undefined behaviour). */
-#define CT_IX_WIDE(U, p) ((uint64_t)(U)(*(p)))
-#define CT_IX_INT_X(A, SFX, T, C, U, ID)                                                           \
-  CT_IX_COMMON_X(SFX, T, C)                                                                        \
-  static void ct_ix_add_##SFX(char* d, const char* s) {                                            \
-    *(T*)d = (T)(U)(CT_IX_WIDE(U, (const T*)d) + CT_IX_WIDE(U, (const T*)s));                      \
-  }                                                                                                \
-  static void ct_ix_multiply_##SFX(char* d, const char* s) {                                       \
-    *(T*)d = (T)(U)(CT_IX_WIDE(U, (const T*)d) * CT_IX_WIDE(U, (const T*)s));                      \
-  }                                                                                                \
-  static void ct_ix_add_scaled_##SFX(char* d, const char* s, double alpha) {                       \
-    const uint64_t a = (uint64_t)(int64_t)alpha;                                                   \
-    *(T*)d = (T)(U)(CT_IX_WIDE(U, (const T*)d) + a * CT_IX_WIDE(U, (const T*)s));                  \
-  }                                                                                                \
-  static const ct_ix_dtype ct_ix_dtype_##SFX = {                                                   \
-      sizeof(T),                                                                                   \
-      {ct_ix_none_##SFX, ct_ix_add_##SFX, ct_ix_multiply_##SFX, ct_ix_max_##SFX, ct_ix_min_##SFX}, \
-      ct_ix_add_scaled_##SFX,                                                                      \
-      NULL,                                                                                        \
+/* max and min as torch's scatter_reduce: a nan value wins; on ties the element keeps its value. */
+#define CT_IX_COMMON_X(SFX, T, C)                       \
+  CT_IX_RUN(none, SFX, T, C, b)                         \
+  CT_IX_RUN(max, SFX, T, C, b != b ? b : a < b ? b : a) \
+  CT_IX_RUN(min, SFX, T, C, b != b ? b : b < a ? b : a)
+
+/* Integers add and multiply wrapping (in uint64_t: no undefined behaviour). */
+#define CT_IX_WRAP(U, v) ((uint64_t)(U)(v))
+#define CT_IX_INT_X(A, SFX, T, C, U, ID)                                                          \
+  CT_IX_COMMON_X(SFX, T, C)                                                                       \
+  CT_IX_RUN(add, SFX, T, C, (C)(U)(CT_IX_WRAP(U, a) + CT_IX_WRAP(U, b)))                          \
+  CT_IX_RUN(multiply, SFX, T, C, (C)(U)(CT_IX_WRAP(U, a) * CT_IX_WRAP(U, b)))                     \
+  CT_IX_RUN(add_scaled, SFX, T, C,                                                                \
+            (C)(U)(CT_IX_WRAP(U, a) + (uint64_t)(int64_t)alpha * CT_IX_WRAP(U, b)))               \
+  static const ct_ix_dtype ct_ix_dtype_##SFX = {                                                  \
+      sizeof(T),                                                                                  \
+      {ct_ix_none_##SFX, ct_ix_add_##SFX, ct_ix_multiply_##SFX, ct_ix_max_##SFX, ct_ix_min_##SFX, \
+       ct_ix_add_scaled_##SFX},                                                                   \
+      NULL,                                                                                       \
       NULL};
 CT_CPU_INT_TYPES(CT_IX_INT_X, _)
 
-#define CT_IX_FLOAT_X(A, SFX, T, C, U, ID)                                                         \
-  CT_IX_COMMON_X(SFX, T, C)                                                                        \
-  static void ct_ix_add_##SFX(char* d, const char* s) {                                            \
-    *(T*)d = ct_store_##SFX(ct_load_##SFX(*(const T*)d) + ct_load_##SFX(*(const T*)s));            \
-  }                                                                                                \
-  static void ct_ix_multiply_##SFX(char* d, const char* s) {                                       \
-    *(T*)d = ct_store_##SFX(ct_load_##SFX(*(const T*)d) * ct_load_##SFX(*(const T*)s));            \
-  }                                                                                                \
-  static void ct_ix_add_scaled_##SFX(char* d, const char* s, double alpha) {                       \
-    *(T*)d = ct_store_##SFX(ct_load_##SFX(*(const T*)d) + (C)alpha * ct_load_##SFX(*(const T*)s)); \
-  }                                                                                                \
-  static double ct_ix_load_##SFX(const char* p) {                                                  \
-    return (double)ct_load_##SFX(*(const T*)p);                                                    \
-  }                                                                                                \
-  static void ct_ix_store_##SFX(char* p, double v) {                                               \
-    *(T*)p = ct_store_##SFX((C)v);                                                                 \
-  }                                                                                                \
-  static const ct_ix_dtype ct_ix_dtype_##SFX = {                                                   \
-      sizeof(T),                                                                                   \
-      {ct_ix_none_##SFX, ct_ix_add_##SFX, ct_ix_multiply_##SFX, ct_ix_max_##SFX, ct_ix_min_##SFX}, \
-      ct_ix_add_scaled_##SFX,                                                                      \
-      ct_ix_load_##SFX,                                                                            \
+#define CT_IX_FLOAT_X(A, SFX, T, C, U, ID)                                                        \
+  CT_IX_COMMON_X(SFX, T, C)                                                                       \
+  CT_IX_RUN(add, SFX, T, C, a + b)                                                                \
+  CT_IX_RUN(multiply, SFX, T, C, a* b)                                                            \
+  CT_IX_RUN(add_scaled, SFX, T, C, a + (C)alpha * b)                                              \
+  static double ct_ix_load_##SFX(const char* p) {                                                 \
+    return (double)ct_load_##SFX(*(const T*)p);                                                   \
+  }                                                                                               \
+  static void ct_ix_store_##SFX(char* p, double v) {                                              \
+    *(T*)p = ct_store_##SFX((C)v);                                                                \
+  }                                                                                               \
+  static const ct_ix_dtype ct_ix_dtype_##SFX = {                                                  \
+      sizeof(T),                                                                                  \
+      {ct_ix_none_##SFX, ct_ix_add_##SFX, ct_ix_multiply_##SFX, ct_ix_max_##SFX, ct_ix_min_##SFX, \
+       ct_ix_add_scaled_##SFX},                                                                   \
+      ct_ix_load_##SFX,                                                                           \
       ct_ix_store_##SFX};
 CT_CPU_FLOAT_TYPES(CT_IX_FLOAT_X, _)
 
 /* bool: max is or, min is and (add and multiply are refused by the schema). */
 CT_IX_COMMON_X(b8, uint8_t, ct_bool8)
 static const ct_ix_dtype ct_ix_dtype_b8 = {
-    1, {ct_ix_none_b8, ct_ix_max_b8, ct_ix_min_b8, ct_ix_max_b8, ct_ix_min_b8}, NULL, NULL, NULL};
+    1,
+    {ct_ix_none_b8, ct_ix_max_b8, ct_ix_min_b8, ct_ix_max_b8, ct_ix_min_b8, ct_ix_max_b8},
+    NULL,
+    NULL};
 
 /* ----- positions and their elements ----- */
 
@@ -190,48 +190,196 @@ static void ct_ix_copy(const ct_tensor* x, const ct_tensor* out) {
   ct_cpu_iterate(2, operands, ct_cpu_copy_entry_of_size(ct_dtype_size(x->dtype))->loop, NULL);
 }
 
-/* Applies every position to X operand 0 from W operand 1: combine, or add_scaled when
- * reduction < 0. */
-static void ct_ix_scatter(const ct_ix_call* c) {
+/* The walk of W as runs along its last dim: per W dim, the byte step of X operand 0 through the
+ * direct dims (dx), and the component offset of the indices at one position. */
+typedef struct ct_ix_runs {
+  int64_t dx[CT_MAX_NDIM];
+  int64_t last;   /* W's last dim (a run), or -1 for a 0-d W (one run of one) */
+  int64_t length; /* elements per run */
+  int64_t count;  /* runs */
+} ct_ix_runs;
+
+static void ct_ix_runs_begin(const ct_ix_call* c, int o, ct_ix_runs* r) {
   const ct_index_plan* p = c->p;
-  const int64_t n = ct_index_numel(p->wnd, p->w_shape);
-  int64_t wc[CT_MAX_NDIM] = {0}, xc[CT_MAX_NDIM];
-  for (int64_t i = 0; i < n; ++i, ct_ix_next(p->wnd, p->w_shape, wc)) {
-    ct_ix_target(c, wc, xc);
-    char* dst = c->x[0] + ct_ix_dot(xc, p->x_strides[0], p->xnd);
-    const char* src = c->w[1] + ct_ix_dot(wc, p->w_strides[1], p->wnd);
-    if (c->reduction < 0) {
-      c->dtype->add_scaled(dst, src, c->alpha);
-    } else {
-      c->dtype->combine[c->reduction](dst, src);
+  for (int64_t u = 0; u < p->wnd; ++u) {
+    r->dx[u] = p->w_xdim[u] >= 0 ? p->x_strides[o][p->w_xdim[u]] : 0;
+  }
+  r->last = p->wnd - 1;
+  r->length = p->wnd ? p->w_shape[r->last] : 1;
+  r->count = r->length ? ct_index_numel(p->wnd, p->w_shape) / r->length : 0;
+}
+
+/* Byte offset into X operand `o` of the components read at indices byte offset `at`. */
+static inline int64_t ct_ix_components(const ct_ix_call* c, int o, const char* at) {
+  const ct_index_plan* p = c->p;
+  int64_t offset = 0;
+  for (int64_t m = 0; m < p->components; ++m) {
+    int64_t j = ct_ix_read(at + m * p->component_stride, c->index64);
+    if (j < 0) j += p->extent[m];
+    offset += j * p->x_strides[o][p->comp_xdim[m]];
+  }
+  return offset;
+}
+
+/* Offsets of run `k`'s first position: X operand `o` through the direct dims, the indices, W
+ * operand `w`. */
+static void ct_ix_run_offsets(const ct_ix_call* c, const ct_ix_runs* r, int o, int w, int64_t k,
+                              int64_t* x_offset, int64_t* index_offset, int64_t* w_offset) {
+  const ct_index_plan* p = c->p;
+  *x_offset = *index_offset = *w_offset = 0;
+  for (int64_t u = r->last - 1; u >= 0; --u) {
+    const int64_t q = k % p->w_shape[u];
+    k /= p->w_shape[u];
+    *x_offset += q * r->dx[u];
+    *index_offset += q * p->w_strides[0][u];
+    *w_offset += q * p->w_strides[w][u];
+  }
+}
+
+/* A scatter split into tasks that never write the same element: positions whose direct dims
+ * differ land on different elements, so the tasks are the coordinates of the direct dims before
+ * the last (times chunks of the last dim when it is direct too); each task walks the reduced
+ * dims before the last in row-major order, then its stretch of each run. Every element thus sees
+ * the positions landing on it in row-major order, whatever the thread count. */
+typedef struct ct_ix_scatter_job {
+  const ct_ix_call* call;
+  ct_ix_runs runs;
+  int64_t direct[CT_MAX_NDIM], reduced[CT_MAX_NDIM]; /* outer W dims of each kind */
+  int64_t num_direct, num_reduced, reduced_count;
+  int64_t chunks, chunk; /* of the last dim, when it is direct */
+} ct_ix_scatter_job;
+
+/* Adds coordinate `k` (row-major over `dims`) to the offsets. */
+static void ct_ix_add_offsets(const ct_ix_scatter_job* job, const int64_t* dims, int64_t count,
+                              int64_t k, int64_t* xo, int64_t* io, int64_t* wo) {
+  const ct_index_plan* p = job->call->p;
+  for (int64_t d = count - 1; d >= 0; --d) {
+    const int64_t u = dims[d], q = k % p->w_shape[u];
+    k /= p->w_shape[u];
+    *xo += q * job->runs.dx[u];
+    *io += q * p->w_strides[0][u];
+    *wo += q * p->w_strides[1][u];
+  }
+}
+
+static void ct_ix_scatter_tasks(int64_t begin, int64_t end, void* context) {
+  const ct_ix_scatter_job* job = context;
+  const ct_ix_call* c = job->call;
+  const ct_index_plan* p = c->p;
+  const ct_ix_runs* r = &job->runs;
+  const ct_ix_run_fn run = c->dtype->run[c->reduction < 0 ? CT_IX_ADD_SCALED : c->reduction];
+  const int64_t dx = r->last >= 0 ? r->dx[r->last] : 0;
+  const int64_t di = r->last >= 0 ? p->w_strides[0][r->last] : 0;
+  const int64_t dw = r->last >= 0 ? p->w_strides[1][r->last] : 0;
+  for (int64_t task = begin; task < end; ++task) {
+    const int64_t outer = task / job->chunks, first = task % job->chunks * job->chunk;
+    const int64_t stop = first + job->chunk < r->length ? first + job->chunk : r->length;
+    int64_t xd = 0, id = 0, wd = 0;
+    ct_ix_add_offsets(job, job->direct, job->num_direct, outer, &xd, &id, &wd);
+    for (int64_t k = 0; k < job->reduced_count; ++k) {
+      int64_t xo = xd, io = id, wo = wd;
+      ct_ix_add_offsets(job, job->reduced, job->num_reduced, k, &xo, &io, &wo);
+      if (di == 0) {
+        run(c->x[0] + xo + first * dx + ct_ix_components(c, 0, c->indices + io), dx,
+            c->w[1] + wo + first * dw, dw, stop - first, c->alpha);
+        continue;
+      }
+      for (int64_t i = first; i < stop; ++i) {
+        const int64_t at = xo + i * dx + ct_ix_components(c, 0, c->indices + io + i * di);
+        run(c->x[0] + at, 0, c->w[1] + wo + i * dw, 0, 1, c->alpha);
+      }
     }
   }
+}
+
+/* Applies every position to X operand 0 from W operand 1, each element's in row-major order. */
+static void ct_ix_scatter(const ct_ix_call* c) {
+  const ct_index_plan* p = c->p;
+  ct_ix_scatter_job job;
+  memset(&job, 0, sizeof job);
+  job.call = c;
+  ct_ix_runs_begin(c, 0, &job.runs);
+  if (job.runs.count == 0) return;
+  int64_t direct_count = 1;
+  job.reduced_count = 1;
+  for (int64_t u = 0; u < job.runs.last; ++u) {
+    if (p->w_xdim[u] >= 0) {
+      job.direct[job.num_direct++] = u;
+      direct_count *= p->w_shape[u];
+    } else {
+      job.reduced[job.num_reduced++] = u;
+      job.reduced_count *= p->w_shape[u];
+    }
+  }
+  const bool last_direct = job.runs.last >= 0 && p->w_xdim[job.runs.last] >= 0;
+  job.chunks = last_direct && job.runs.length >= 1024 ? 8 : 1;
+  job.chunk = (job.runs.length + job.chunks - 1) / job.chunks;
+  ct_cpu_parallel_for(direct_count * job.chunks, job.reduced_count * job.chunk + 8,
+                      ct_ix_scatter_tasks, &job);
 }
 
 /* ----- gathers: W operand 1 (the output) = X operand 0 at each position, times alpha for
  * float dtypes when alpha != 1 ----- */
 
+/* Copies n elements of `size` bytes with byte steps. */
+static void ct_ix_copy_run(char* d, int64_t ds, const char* s, int64_t ss, int64_t n,
+                           int64_t size) {
+  if (ds == size && ss == size) {
+    memcpy(d, s, (size_t)(n * size));
+    return;
+  }
+  switch (size) {
+    case 1:
+      for (int64_t i = 0; i < n; ++i) d[i * ds] = s[i * ss];
+      break;
+    case 2:
+      for (int64_t i = 0; i < n; ++i) *(uint16_t*)(d + i * ds) = *(const uint16_t*)(s + i * ss);
+      break;
+    case 4:
+      for (int64_t i = 0; i < n; ++i) *(uint32_t*)(d + i * ds) = *(const uint32_t*)(s + i * ss);
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) memcpy(d + i * ds, s + i * ss, (size_t)size);
+      break;
+  }
+}
+
+/* Positions [begin, end) in row-major order, run by run. */
 static void ct_ix_gather_range(int64_t begin, int64_t end, void* context) {
   const ct_ix_call* c = context;
   const ct_index_plan* p = c->p;
+  ct_ix_runs r;
+  ct_ix_runs_begin(c, 0, &r);
   const int64_t size = c->dtype->size;
-  int64_t wc[CT_MAX_NDIM], xc[CT_MAX_NDIM];
-  ct_ix_unravel(begin, p->wnd, p->w_shape, wc);
-  for (int64_t i = begin; i < end; ++i, ct_ix_next(p->wnd, p->w_shape, wc)) {
-    ct_ix_target(c, wc, xc);
-    const char* src = c->x[0] + ct_ix_dot(xc, p->x_strides[0], p->xnd);
-    char* dst = c->w[1] + ct_ix_dot(wc, p->w_strides[1], p->wnd);
-    if (c->alpha != 1.0) {
-      c->dtype->store(dst, c->alpha * c->dtype->load(src));
-    } else {
-      memcpy(dst, src, (size_t)size);
+  const int64_t dx = r.last >= 0 ? r.dx[r.last] : 0;
+  const int64_t di = r.last >= 0 ? p->w_strides[0][r.last] : 0;
+  const int64_t dw = r.last >= 0 ? p->w_strides[1][r.last] : 0;
+  for (int64_t position = begin; position < end;) {
+    const int64_t k = position / r.length, first = position % r.length;
+    const int64_t stop = end - k * r.length < r.length ? end - k * r.length : r.length;
+    int64_t xo, io, wo;
+    ct_ix_run_offsets(c, &r, 0, 1, k, &xo, &io, &wo);
+    for (int64_t i = first; i < stop;) {
+      /* a stretch whose indices are constant (the rest of the run when they do not vary) */
+      const int64_t n = di == 0 ? stop - i : 1;
+      const char* src = c->x[0] + xo + i * dx + ct_ix_components(c, 0, c->indices + io + i * di);
+      char* dst = c->w[1] + wo + i * dw;
+      if (c->alpha != 1.0) {
+        for (int64_t e = 0; e < n; ++e) {
+          c->dtype->store(dst + e * dw, c->alpha * c->dtype->load(src + e * dx));
+        }
+      } else {
+        ct_ix_copy_run(dst, dw, src, dx, n, size);
+      }
+      i += n;
     }
+    position = k * r.length + stop;
   }
 }
 
 static void ct_ix_gather(ct_ix_call* c) {
   const int64_t n = ct_index_numel(c->p->wnd, c->p->w_shape);
-  if (n > 0) ct_cpu_parallel_for(n, 4 * c->p->wnd + 8, ct_ix_gather_range, c);
+  if (n > 0) ct_cpu_parallel_for(n, 4, ct_ix_gather_range, c);
 }
 
 /* ----- the positions landing on one element ----- */
