@@ -17,6 +17,14 @@
 
 #define CT_RAND_MAX_OPERANDS 4
 
+/* The loops are also built for AVX2 (integer multiplies of 8 lanes for Philox), picked at load
+ * time; without contraction or FMA, so every build gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define CT_RAND_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CT_RAND_CLONES
+#endif
+
 /* The parameters of a call, as every loop reads them. */
 typedef struct ct_rand_params {
   ct_philox_u64 seed, offset;
@@ -133,8 +141,8 @@ static int ct_rand_walk_run(ct_rand_walk* walk, const ct_tensor* out, ct_rand_lo
 
 /* ----- random_uniform ----- */
 
-static void ct_uniform_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                            char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_uniform_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                           char* const* ptrs, const int64_t* steps) {
   char* o = ptrs[0];
   const int64_t so = steps[0];
   switch (q->out_type) {
@@ -183,8 +191,8 @@ static int ct_cpu_random_uniform_run(const ct_kernel_call* call) {
 
 /* ----- random_normal ----- */
 
-static void ct_normal_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                           char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_normal_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                          char* const* ptrs, const int64_t* steps) {
   char* o = ptrs[0];
   const int64_t so = steps[0];
   switch (q->out_type) {
@@ -256,8 +264,8 @@ static void ct_rand_store_bit(char* p, ct_dtype_id type, bool bit) {
   }
 }
 
-static void ct_bernoulli_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                              char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_bernoulli_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                             char* const* ptrs, const int64_t* steps) {
   for (int64_t j = 0; j < count; ++j) {
     const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j);
     const float p = q->in_type == CT_DT_INVALID
@@ -306,8 +314,8 @@ static void ct_dropout_store(char* dst, const char* src, ct_dtype_id type, bool 
 }
 
 /* Operands: out, x, mask. */
-static void ct_dropout_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                            char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_dropout_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                           char* const* ptrs, const int64_t* steps) {
   const int64_t size = q->out_type == CT_DT_F64 ? 8 : q->out_type == CT_DT_F32 ? 4 : 2;
   for (int64_t j = 0; j < count; ++j) {
     char* dst = ptrs[0] + j * steps[0];
