@@ -219,6 +219,8 @@ int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32
           "%s allocates its outputs through the context's allocator; pass no outputs",
           schema->name);
     }
+    /* no input fixed the device and no output can: the CPU's kernel */
+    if (p->device_from_outputs && !*kernel) return ct_prepare_kernel(p, kernel);
     return CT_OK;
   }
   if (num_outputs != p->num_outputs) {

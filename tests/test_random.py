@@ -319,10 +319,32 @@ def test_uniform_matches_twin(dtype, shape, seed, offset, bounds) -> None:
     got = run("random_uniform", dtype, shape=shape, seed=seed, offset=offset, low=low, high=high)
     want = ref.uniform(seed, offset, shape, dtype, low, high)
     expect_bits(got, want)
-    values = got.float().numpy() if isinstance(got, torch.Tensor) else got.astype(np.float64)
-    lo = ref._round16(low, dtype) if dtype in ("float16", "bfloat16") else low
-    assert np.all(values >= np.float32(lo) if dtype != "float64" else values >= low)
-    assert np.all(values < high) or dtype != "float64"
+    values = got.double().numpy() if isinstance(got, torch.Tensor) else got.astype(np.float64)
+    if dtype == "float64":
+        lo, hi = low, high
+    elif dtype == "float32":
+        lo, hi = np.float32(low), np.float32(high)
+    else:
+        lo, hi = ref._round16(low, dtype), ref._round16(high, dtype)
+    assert np.all(values >= lo) and np.all(values < hi)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "low", "high", "below"),
+    [
+        ("float16", 1000.0, 1001.0, 1000.5),
+        ("bfloat16", 128.0, 130.0, 129.0),
+        ("float32", 2.0**23, 2.0**23 + 2, 2.0**23 + 1),
+    ],
+)
+def test_uniform_never_returns_high(dtype, low, high, below) -> None:
+    # one or two values of dtype lie in [low, high): u close to 1 rounds up to high, and those
+    # elements become the largest value below high
+    got = run("random_uniform", dtype, shape=(4096,), seed=6, low=low, high=high)
+    values = got.double().numpy() if isinstance(got, torch.Tensor) else got.astype(np.float64)
+    assert set(np.unique(values)) == {low, below}
+    assert 0.3 < np.mean(values == below) < 0.8
+    expect_bits(got, ref.uniform(6, 0, (4096,), dtype, low, high))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -37,11 +37,13 @@ typedef ulong ct_philox_u64;
 typedef unsigned short ct_philox_u16;
 typedef unsigned int ct_philox_u32;
 typedef unsigned long long ct_philox_u64;
+#include <string.h>
 #define CT_PHILOX_FN static __host__ __device__ __forceinline__
 #define CT_PHILOX_HAS_F64 1
 #else
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 typedef uint16_t ct_philox_u16;
 typedef uint32_t ct_philox_u32;
 typedef uint64_t ct_philox_u64;
@@ -86,37 +88,39 @@ typedef struct ct_philox4 {
   ct_philox_u32 x[4];
 } ct_philox4;
 
-/* Philox-4x32 with `rounds` rounds on counter c0..c3 and key k0, k1 (Random123's
- * philox4x32_R). */
-CT_PHILOX_FN ct_philox4 ct_philox4x32_rounds(ct_philox_u32 c0, ct_philox_u32 c1, ct_philox_u32 c2,
-                                             ct_philox_u32 c3, ct_philox_u32 k0, ct_philox_u32 k1,
-                                             int rounds) {
-  for (int r = 0; r < rounds; ++r) {
-    if (r > 0) {
-      k0 += CT_PHILOX_W0;
-      k1 += CT_PHILOX_W1;
-    }
-    const ct_philox_u64 p0 = (ct_philox_u64)CT_PHILOX_M0 * (ct_philox_u64)c0;
-    const ct_philox_u64 p1 = (ct_philox_u64)CT_PHILOX_M1 * (ct_philox_u64)c2;
-    const ct_philox_u32 hi0 = (ct_philox_u32)(p0 >> 32), lo0 = (ct_philox_u32)p0;
-    const ct_philox_u32 hi1 = (ct_philox_u32)(p1 >> 32), lo1 = (ct_philox_u32)p1;
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-  }
+/* One Philox-4x32 round on words c[0..3] with key (k0, k1). */
+CT_PHILOX_FN void ct_philox_round(ct_philox_u32* c, ct_philox_u32 k0, ct_philox_u32 k1) {
+  const ct_philox_u64 p0 = (ct_philox_u64)CT_PHILOX_M0 * (ct_philox_u64)c[0];
+  const ct_philox_u64 p1 = (ct_philox_u64)CT_PHILOX_M1 * (ct_philox_u64)c[2];
+  const ct_philox_u32 hi0 = (ct_philox_u32)(p0 >> 32), lo0 = (ct_philox_u32)p0;
+  const ct_philox_u32 hi1 = (ct_philox_u32)(p1 >> 32), lo1 = (ct_philox_u32)p1;
+  c[0] = hi1 ^ c[1] ^ k0;
+  c[1] = lo1;
+  c[2] = hi0 ^ c[3] ^ k1;
+  c[3] = lo0;
+}
+
+/* Philox-4x32-10 (Random123's philox4x32_10): ten rounds on counter c0..c3, the key (k0, k1)
+ * bumped by the Weyl constants before rounds 2 to 10. Written out, without loops or branches,
+ * so that compilers vectorise loops over elements. */
+CT_PHILOX_FN ct_philox4 ct_philox4x32_10(ct_philox_u32 c0, ct_philox_u32 c1, ct_philox_u32 c2,
+                                         ct_philox_u32 c3, ct_philox_u32 k0, ct_philox_u32 k1) {
   ct_philox4 out;
   out.x[0] = c0;
   out.x[1] = c1;
   out.x[2] = c2;
   out.x[3] = c3;
+  ct_philox_round(out.x, k0, k1);
+  ct_philox_round(out.x, k0 + 1u * CT_PHILOX_W0, k1 + 1u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 2u * CT_PHILOX_W0, k1 + 2u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 3u * CT_PHILOX_W0, k1 + 3u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 4u * CT_PHILOX_W0, k1 + 4u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 5u * CT_PHILOX_W0, k1 + 5u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 6u * CT_PHILOX_W0, k1 + 6u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 7u * CT_PHILOX_W0, k1 + 7u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 8u * CT_PHILOX_W0, k1 + 8u * CT_PHILOX_W1);
+  ct_philox_round(out.x, k0 + 9u * CT_PHILOX_W0, k1 + 9u * CT_PHILOX_W1);
   return out;
-}
-
-/* Philox-4x32-10. */
-CT_PHILOX_FN ct_philox4 ct_philox4x32_10(ct_philox_u32 c0, ct_philox_u32 c1, ct_philox_u32 c2,
-                                         ct_philox_u32 c3, ct_philox_u32 k0, ct_philox_u32 k1) {
-  return ct_philox4x32_rounds(c0, c1, c2, c3, k0, k1, 10);
 }
 
 /* The 4 words of element `index` of the stream (seed, offset): the rule above. */
@@ -129,21 +133,30 @@ CT_PHILOX_FN ct_philox4 ct_philox_element(ct_philox_u64 seed, ct_philox_u64 offs
 
 /* ----- bit casts and the 16-bit float formats ----- */
 
-typedef union ct_philox_f32_bits {
-  float f;
-  ct_philox_u32 u;
-} ct_philox_f32_bits;
-
+/* Bit casts: OpenCL's as_type, CUDA's intrinsics in device code, memcpy elsewhere (which
+ * compilers turn into register moves, keeping loops vectorisable). */
 CT_PHILOX_FN ct_philox_u32 ct_philox_f32_to_bits(float f) {
-  ct_philox_f32_bits b;
-  b.f = f;
-  return b.u;
+#if defined(__OPENCL_VERSION__)
+  return as_uint(f);
+#elif defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  ct_philox_u32 u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+#endif
 }
 
 CT_PHILOX_FN float ct_philox_bits_to_f32(ct_philox_u32 u) {
-  ct_philox_f32_bits b;
-  b.u = u;
-  return b.f;
+#if defined(__OPENCL_VERSION__)
+  return as_float(u);
+#elif defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+#endif
 }
 
 /* float32 to float16 bits, rounding to nearest even (overflow to inf, nan stays nan). */
@@ -247,11 +260,11 @@ CT_PHILOX_FN ct_philox_u16 ct_philox_uniform_range_bf16(ct_philox_u32 x0, float 
 CT_PHILOX_FN float ct_philox_log_f32(float x) {
   const ct_philox_u32 b = ct_philox_f32_to_bits(x);
   int e = (int)(b >> 23) - 127;
-  float m = ct_philox_bits_to_f32((b & 0x7fffffu) | 0x3f800000u);
-  if (m > 1.41421353816986083984375f) {
-    m = CT_PHILOX_MULF(m, 0.5f);
-    e += 1;
-  }
+  const float m1 = ct_philox_bits_to_f32((b & 0x7fffffu) | 0x3f800000u);
+  /* selects rather than branches, so that compilers vectorise loops over elements */
+  const int big = m1 > 1.41421353816986083984375f;
+  const float m = CT_PHILOX_MULF(m1, big ? 0.5f : 1.0f);
+  e += big;
   const float f = CT_PHILOX_SUBF(m, 1.0f);
   float g = -0.074732959270477294921875f;
   g = CT_PHILOX_ADDF(CT_PHILOX_MULF(g, f), 0.128196656703948974609375f);
@@ -272,13 +285,12 @@ CT_PHILOX_FN float ct_philox_log_f32(float x) {
 /* sqrt(y) for a float32 y >= 0: three Newton steps on 1/sqrt(y) from the classic bit-level first
  * guess, then y / sqrt(y) (within 2 ulp). */
 CT_PHILOX_FN float ct_philox_sqrt_f32(float y) {
-  if (y == 0.0f) return 0.0f;
   float g = ct_philox_bits_to_f32(0x5f375a86u - (ct_philox_f32_to_bits(y) >> 1));
   const float h = CT_PHILOX_MULF(0.5f, y);
-  for (int k = 0; k < 3; ++k) {
-    g = CT_PHILOX_MULF(g, CT_PHILOX_SUBF(1.5f, CT_PHILOX_MULF(h, CT_PHILOX_MULF(g, g))));
-  }
-  return CT_PHILOX_MULF(y, g);
+  g = CT_PHILOX_MULF(g, CT_PHILOX_SUBF(1.5f, CT_PHILOX_MULF(h, CT_PHILOX_MULF(g, g))));
+  g = CT_PHILOX_MULF(g, CT_PHILOX_SUBF(1.5f, CT_PHILOX_MULF(h, CT_PHILOX_MULF(g, g))));
+  g = CT_PHILOX_MULF(g, CT_PHILOX_SUBF(1.5f, CT_PHILOX_MULF(h, CT_PHILOX_MULF(g, g))));
+  return y == 0.0f ? 0.0f : CT_PHILOX_MULF(y, g);
 }
 
 /* sin(pi w / 2) and cos(pi w / 2) for w in [0, 1/2] (angles up to pi/4): Taylor polynomials,
@@ -314,7 +326,8 @@ CT_PHILOX_FN float ct_philox_cos_2pi_f32(ct_philox_u32 x) {
   const float w = (float)(flip ? 0x400000u - v : v) * 2.384185791015625e-07f; /* 2^-22 */
   /* cos(q pi/2 + a): cos a, -sin a, -cos a, sin a for q = 0..3 */
   const int use_sin = (int)(quadrant & 1u) ^ flip;
-  const float c = use_sin ? ct_philox_sin_half_pi_f32(w) : ct_philox_cos_half_pi_f32(w);
+  const float sin = ct_philox_sin_half_pi_f32(w), cos = ct_philox_cos_half_pi_f32(w);
+  const float c = use_sin ? sin : cos;
   return (quadrant == 1u || quadrant == 2u) ? -c : c;
 }
 
@@ -336,21 +349,28 @@ CT_PHILOX_FN float ct_philox_normal_range_f32(ct_philox_u32 x0, ct_philox_u32 x1
 
 #if defined(CT_PHILOX_HAS_F64)
 
-typedef union ct_philox_f64_bits {
-  double f;
-  ct_philox_u64 u;
-} ct_philox_f64_bits;
-
 CT_PHILOX_FN ct_philox_u64 ct_philox_f64_to_bits(double f) {
-  ct_philox_f64_bits b;
-  b.f = f;
-  return b.u;
+#if defined(__OPENCL_VERSION__)
+  return as_ulong(f);
+#elif defined(__CUDA_ARCH__)
+  return (ct_philox_u64)__double_as_longlong(f);
+#else
+  ct_philox_u64 u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+#endif
 }
 
 CT_PHILOX_FN double ct_philox_bits_to_f64(ct_philox_u64 u) {
-  ct_philox_f64_bits b;
-  b.u = u;
-  return b.f;
+#if defined(__OPENCL_VERSION__)
+  return as_double(u);
+#elif defined(__CUDA_ARCH__)
+  return __longlong_as_double((long long)u);
+#else
+  double f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+#endif
 }
 
 /* The 53-bit integer of words (hi, lo): ((hi << 32 | lo) >> 11). */

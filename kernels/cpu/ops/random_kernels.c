@@ -17,6 +17,14 @@
 
 #define CT_RAND_MAX_OPERANDS 4
 
+/* The loops are also built for AVX2 (integer multiplies of 8 lanes for Philox), picked at load
+ * time; without contraction or FMA, so every build gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define CT_RAND_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CT_RAND_CLONES
+#endif
+
 /* The parameters of a call, as every loop reads them. */
 typedef struct ct_rand_params {
   ct_philox_u64 seed, offset;
@@ -109,40 +117,46 @@ static int ct_rand_walk_run(ct_rand_walk* walk, const ct_tensor* out, ct_rand_lo
 
 #define CT_AT_PTR(T, p, j, step) (*(T*)((p) + (j) * (step)))
 
-static ct_philox4 ct_rand_words(const ct_rand_params* params, uint64_t index) {
-  return ct_philox_element(params->seed, params->offset, index);
-}
+/* The Philox words of element `index` (a macro: always inlined, so that loops vectorise). */
+#define ct_rand_words(params, index) \
+  ct_philox_element((params)->seed, (params)->offset, (uint64_t)(index))
+
+/* A loop storing EXPR (of the element's words `w`) into `count` elements of type T at o with
+ * byte step so; a separate loop for the dense case, which compilers vectorise. */
+#define CT_RAND_STORE_LOOP(T, EXPR)                                 \
+  do {                                                              \
+    if (so == (int64_t)sizeof(T)) {                                 \
+      T* dst = (T*)o;                                               \
+      for (int64_t j = 0; j < count; ++j) {                         \
+        const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j); \
+        dst[j] = (EXPR);                                            \
+      }                                                             \
+    } else {                                                        \
+      for (int64_t j = 0; j < count; ++j) {                         \
+        const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j); \
+        CT_AT_PTR(T, o, j, so) = (EXPR);                            \
+      }                                                             \
+    }                                                               \
+  } while (0)
 
 /* ----- random_uniform ----- */
 
-static void ct_uniform_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                            char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_uniform_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                           char* const* ptrs, const int64_t* steps) {
   char* o = ptrs[0];
   const int64_t so = steps[0];
   switch (q->out_type) {
     case CT_DT_F32:
-      for (int64_t j = 0; j < count; ++j) {
-        const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j);
-        CT_AT_PTR(float, o, j, so) = ct_philox_uniform_range_f32(w.x[0], q->lo_f, q->hi_f);
-      }
+      CT_RAND_STORE_LOOP(float, ct_philox_uniform_range_f32(w.x[0], q->lo_f, q->hi_f));
       break;
     case CT_DT_F16:
-      for (int64_t j = 0; j < count; ++j) {
-        const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j);
-        CT_AT_PTR(uint16_t, o, j, so) = ct_philox_uniform_range_f16(w.x[0], q->lo_f, q->hi_f);
-      }
+      CT_RAND_STORE_LOOP(uint16_t, ct_philox_uniform_range_f16(w.x[0], q->lo_f, q->hi_f));
       break;
     case CT_DT_BF16:
-      for (int64_t j = 0; j < count; ++j) {
-        const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j);
-        CT_AT_PTR(uint16_t, o, j, so) = ct_philox_uniform_range_bf16(w.x[0], q->lo_f, q->hi_f);
-      }
+      CT_RAND_STORE_LOOP(uint16_t, ct_philox_uniform_range_bf16(w.x[0], q->lo_f, q->hi_f));
       break;
     default:
-      for (int64_t j = 0; j < count; ++j) {
-        const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j);
-        CT_AT_PTR(double, o, j, so) = ct_philox_uniform_range_f64(w.x[0], w.x[1], q->lo_d, q->hi_d);
-      }
+      CT_RAND_STORE_LOOP(double, ct_philox_uniform_range_f64(w.x[0], w.x[1], q->lo_d, q->hi_d));
   }
 }
 
@@ -177,28 +191,25 @@ static int ct_cpu_random_uniform_run(const ct_kernel_call* call) {
 
 /* ----- random_normal ----- */
 
-static void ct_normal_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                           char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_normal_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                          char* const* ptrs, const int64_t* steps) {
   char* o = ptrs[0];
   const int64_t so = steps[0];
-  for (int64_t j = 0; j < count; ++j) {
-    const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j);
-    switch (q->out_type) {
-      case CT_DT_F32:
-        CT_AT_PTR(float, o, j, so) = ct_philox_normal_range_f32(w.x[0], w.x[1], q->lo_f, q->hi_f);
-        break;
-      case CT_DT_F16:
-        CT_AT_PTR(uint16_t, o, j, so) =
-            ct_philox_f32_to_f16(ct_philox_normal_range_f32(w.x[0], w.x[1], q->lo_f, q->hi_f));
-        break;
-      case CT_DT_BF16:
-        CT_AT_PTR(uint16_t, o, j, so) =
-            ct_philox_f32_to_bf16(ct_philox_normal_range_f32(w.x[0], w.x[1], q->lo_f, q->hi_f));
-        break;
-      default:
-        CT_AT_PTR(double, o, j, so) =
-            ct_philox_normal_range_f64(w.x[0], w.x[1], w.x[2], w.x[3], q->lo_d, q->hi_d);
-    }
+  switch (q->out_type) {
+    case CT_DT_F32:
+      CT_RAND_STORE_LOOP(float, ct_philox_normal_range_f32(w.x[0], w.x[1], q->lo_f, q->hi_f));
+      break;
+    case CT_DT_F16:
+      CT_RAND_STORE_LOOP(uint16_t, ct_philox_f32_to_f16(ct_philox_normal_range_f32(
+                                       w.x[0], w.x[1], q->lo_f, q->hi_f)));
+      break;
+    case CT_DT_BF16:
+      CT_RAND_STORE_LOOP(uint16_t, ct_philox_f32_to_bf16(ct_philox_normal_range_f32(
+                                       w.x[0], w.x[1], q->lo_f, q->hi_f)));
+      break;
+    default:
+      CT_RAND_STORE_LOOP(
+          double, ct_philox_normal_range_f64(w.x[0], w.x[1], w.x[2], w.x[3], q->lo_d, q->hi_d));
   }
 }
 
@@ -253,8 +264,8 @@ static void ct_rand_store_bit(char* p, ct_dtype_id type, bool bit) {
   }
 }
 
-static void ct_bernoulli_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                              char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_bernoulli_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                             char* const* ptrs, const int64_t* steps) {
   for (int64_t j = 0; j < count; ++j) {
     const ct_philox4 w = ct_rand_words(q, index + (uint64_t)j);
     const float p = q->in_type == CT_DT_INVALID
@@ -303,8 +314,8 @@ static void ct_dropout_store(char* dst, const char* src, ct_dtype_id type, bool 
 }
 
 /* Operands: out, x, mask. */
-static void ct_dropout_loop(const ct_rand_params* q, uint64_t index, int64_t count,
-                            char* const* ptrs, const int64_t* steps) {
+CT_RAND_CLONES static void ct_dropout_loop(const ct_rand_params* q, uint64_t index, int64_t count,
+                                           char* const* ptrs, const int64_t* steps) {
   const int64_t size = q->out_type == CT_DT_F64 ? 8 : q->out_type == CT_DT_F32 ? 4 : 2;
   for (int64_t j = 0; j < count; ++j) {
     char* dst = ptrs[0] + j * steps[0];
