@@ -638,8 +638,9 @@ def index_add_reference(x, indices, source, axis, alpha=1.0):  # noqa: ANN001, A
     scale = alpha if _is_float(x) else np.array(int(alpha), np.int64).astype(x.dtype)[()]
     source = np.moveaxis(source, axis, 0)
     view = np.moveaxis(out, axis, 0)
-    for i, j in enumerate(indices.reshape(-1)):
-        view[j] = view[j] + source[i] * scale
+    with np.errstate(over="ignore"):  # integers wrap, as the kernels' do
+        for i, j in enumerate(indices.reshape(-1)):
+            view[j] = view[j] + source[i] * scale
     return out
 
 
