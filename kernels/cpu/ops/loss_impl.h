@@ -80,29 +80,31 @@ static void CT_LOSS_FN(class_backward)(const ct_class_job* j, const char* x, con
     CT_LOSS_STORE(gx + y * sg, -g * (double)CT_LOSS_FN(weight)(j, y));
     return;
   }
+  const double keep = 1.0 - j->smoothing, flat = j->smoothing / (double)n;
+#if CT_LOSS_VECTOR
+  if (y >= 0 && sx == (int64_t)sizeof(float) && sg == (int64_t)sizeof(float) && !j->weight) {
+    /* grad = g (p (keep + flat C) - flat - keep e_y): the exponentials go straight into the
+     * row, then one rescaling by their sum */
+    const ct_vector_math* vm = ct_vector_math_get();
+    const float m = vm->max_f32((const float*)x, n);
+    const double sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, m);
+    const double a = keep + flat * j->weight_total;
+    vm->scale_f32((float*)gx, (float*)gx, n, (float)(g * a / sum), 0);
+    if (flat != 0) {
+      const float shift = (float)(g * flat);
+      float* row = (float*)gx;
+      for (int64_t c = 0; c < n; ++c) row[c] -= shift;
+    }
+    ((float*)gx)[y] -= (float)(g * keep);
+    return;
+  }
+#endif
   C high;
   const double lse = CT_LOSS_FN(lse)(j, x, &high);
-  const double keep = 1.0 - j->smoothing, flat = j->smoothing / (double)n;
   if (y >= 0) {
     /* grad = g (p (keep w[y] + flat W) - flat w - keep w[y] e_y) */
     const double wy = (double)CT_LOSS_FN(weight)(j, y);
     const double a = keep * wy + flat * j->weight_total;
-#if CT_LOSS_VECTOR
-    if (sx == (int64_t)sizeof(float) && sg == (int64_t)sizeof(float) && !j->weight) {
-      /* exponentials straight into the row, then one rescaling (lse's maximum reused) */
-      const ct_vector_math* vm = ct_vector_math_get();
-      const float m = (float)high;
-      const double sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, m);
-      vm->scale_f32((float*)gx, (float*)gx, n, (float)(g * a / sum), 0);
-      if (flat != 0) {
-        const float shift = (float)(g * flat);
-        float* row = (float*)gx;
-        for (int64_t c = 0; c < n; ++c) row[c] -= shift;
-      }
-      ((float*)gx)[y] -= (float)(g * keep * wy);
-      return;
-    }
-#endif
     for (int64_t c = 0; c < n; ++c) {
       const C p = CT_LOSS_CAT(ct_loss_exp, C)((C)((double)CT_LOSS_LOAD(x + c * sx) - lse));
       double v = (double)p * a;
