@@ -61,6 +61,16 @@ static double CT_LOSS_FN(spread)(const ct_class_job* j, const char* x, const cha
 static double CT_LOSS_FN(class_forward)(const ct_class_job* j, const char* x, const char* t,
                                         int64_t y) {
   if (j->nll) return -(double)CT_LOSS_FN(weight)(j, y) * (double)CT_LOSS_LOAD(x + y * j->step[0]);
+#if CT_LOSS_VECTOR
+  if (y >= 0 && j->smoothing == 0 && j->step[0] == (int64_t)sizeof(float)) {
+    /* One pass: shifted by the target's logit, lse - x[y] = log(sum_c exp(x[c] - x[y])), and
+     * the sum is at least 1 (its own term), so nothing underflows to a zero sum; a sum that
+     * overflowed (some logit 88 above the target's) or is nan takes the two passes below. */
+    const float* row = (const float*)x;
+    const double sum = ct_vector_math_get()->exp_sum_f32(row, NULL, j->classes, row[y]);
+    if (sum <= DBL_MAX) return (double)CT_LOSS_FN(weight)(j, y) * log(sum);
+  }
+#endif
   C high;
   const double lse = CT_LOSS_FN(lse)(j, x, &high);
   if (y < 0) return CT_LOSS_FN(spread)(j, x, t, lse);

@@ -11,6 +11,7 @@
  * Reductions: the samples (elements) are cut into at most CT_LOSS_BLOCKS blocks fixed by their
  * count, each summed in double in order, the block sums then added in order: results do not
  * depend on the thread count. float16/bfloat16/float32 compute in float, float64 in double. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
