@@ -96,8 +96,12 @@ static void CT_LOSS_FN(class_backward)(const ct_class_job* j, const char* x, con
     /* grad = g (p (keep + flat C) - flat - keep e_y): the exponentials go straight into the
      * row, then one rescaling by their sum */
     const ct_vector_math* vm = ct_vector_math_get();
-    const float m = vm->max_f32((const float*)x, n);
-    const double sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, m);
+    /* shifted by the target's logit (the forward's one pass), else by the maximum */
+    double sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, ((const float*)x)[y]);
+    if (!(sum <= DBL_MAX)) {
+      const float m = vm->max_f32((const float*)x, n);
+      sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, m);
+    }
     const double a = keep + flat * j->weight_total;
     vm->scale_f32((float*)gx, (float*)gx, n, (float)(g * a / sum), 0);
     if (flat != 0) {
