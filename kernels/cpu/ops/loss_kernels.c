@@ -2,8 +2,11 @@
  * computes): cross_entropy, nll_loss (class axis), binary_cross_entropy_with_logits, mse_loss,
  * smooth_l1_loss (element-wise).
  *
- * Class-axis losses: one fused pass per sample row (the maximum, the sum of exponentials, the
- * target's entry; contiguous float32 rows through vector_math's loops), rows spread over threads.
+ * Class-axis losses: per sample row the maximum, then the sum of exponentials and the target's
+ * entry, rows spread over threads. Contiguous float32 rows run vector_math's loops, and with a
+ * class-index target (no smoothing) take one pass: shifted by the target's logit, lse - x[y] =
+ * log(sum_c exp(x[c] - x[y])), whose sum is at least 1; only a sum that overflows (a logit 88
+ * above the target's) or is nan falls back to the two passes.
  * Class indices are checked, and the mean's denominator (the summed weight of the samples not
  * ignored) summed, by a serial pre-pass over the targets before anything is written, so an
  * out-of-range index leaves the outputs untouched.
