@@ -190,6 +190,28 @@ static void CT_LOSS_FN(pointwise_backward)(const ct_point_job* j, const char* co
   CT_LOSS_STORE(q[1], g * w * (-x - (pw - (C)1) * CT_LOSS_FN(log_sigmoid)(x)));
 }
 
+/* A run of `len` elements, operand k stepping by steps[k] bytes: forward losses (stored for
+ * "none", added to acc's lanes by element index from e0) or backward cotangents. */
+static void CT_LOSS_FN(point_run)(const ct_point_job* j, const char* const* at,
+                                  const int64_t* steps, int64_t len, int64_t e0, double* acc) {
+  const char* p[CT_LOSS_OPERANDS];
+  memcpy(p, at, sizeof p);
+  for (int64_t i = 0; i < len; ++i) {
+    if (!j->backward) {
+      const double loss = CT_LOSS_FN(pointwise_forward)(j, p);
+      if (j->mode == CT_LOSS_NONE) CT_LOSS_STORE(p[CT_PT_SAMPLE], loss);
+      acc[(e0 + i) % CT_LOSS_LANES] += loss;
+    } else {
+      const double g = j->mode == CT_LOSS_NONE ? (double)CT_LOSS_LOAD(p[CT_PT_SAMPLE]) : j->g;
+      char* const q[2] = {(char*)p[CT_PT_GRAD_X], (char*)p[CT_PT_GRAD_TARGET]};
+      CT_LOSS_FN(pointwise_backward)(j, p, g, q);
+    }
+    for (int k = 0; k < CT_LOSS_OPERANDS; ++k) {
+      if (p[k]) p[k] += steps[k];
+    }
+  }
+}
+
 static void CT_LOSS_FN(store)(char* p, double v) {
   CT_LOSS_STORE(p, v);
 }
@@ -197,13 +219,9 @@ static double CT_LOSS_FN(load)(const char* p) {
   return (double)CT_LOSS_LOAD(p);
 }
 
-static const ct_loss_fns CT_LOSS_FN(fns) = {sizeof(T),
-                                            CT_LOSS_FN(class_forward),
-                                            CT_LOSS_FN(class_backward),
-                                            CT_LOSS_FN(pointwise_forward),
-                                            CT_LOSS_FN(pointwise_backward),
-                                            CT_LOSS_FN(store),
-                                            CT_LOSS_FN(load)};
+static const ct_loss_fns CT_LOSS_FN(fns) = {
+    sizeof(T),         CT_LOSS_FN(class_forward), CT_LOSS_FN(class_backward), CT_LOSS_FN(point_run),
+    CT_LOSS_FN(store), CT_LOSS_FN(load)};
 
 #undef CT_LOSS_CAT2
 #undef CT_LOSS_CAT

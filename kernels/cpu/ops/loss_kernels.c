@@ -136,8 +136,8 @@ typedef struct ct_loss_fns {
   double (*class_forward)(const ct_class_job* j, const char* x, const char* t, int64_t y);
   void (*class_backward)(const ct_class_job* j, const char* x, const char* t, int64_t y, double g,
                          char* gx, char* gt);
-  double (*pointwise_forward)(const ct_point_job* j, const char* const* p);
-  void (*pointwise_backward)(const ct_point_job* j, const char* const* p, double g, char* const* q);
+  void (*point_run)(const ct_point_job* j, const char* const* at, const int64_t* steps, int64_t len,
+                    int64_t e0, double* acc);
   void (*store)(char* p, double v);
   double (*load)(const char* p);
 } ct_loss_fns;
@@ -375,25 +375,36 @@ static int ct_cpu_class_backward_run(const ct_kernel_call* call) {
 
 /* ----- element-wise losses ----- */
 
+/* Moves p forward by `len` elements along the last dim, carrying into the outer dims at its
+ * end (len never passes the end of the current run). */
+static void ct_loss_walk_skip(const ct_loss_walker* w, ct_loss_position* p, int64_t len) {
+  const int32_t d = w->ndim - 1;
+  if (d < 0) return;
+  p->index[d] += len - 1;
+  for (int32_t k = 0; k < w->count; ++k) {
+    if (p->at[k]) p->at[k] += (len - 1) * w->strides[k][d];
+  }
+  ct_loss_walk_next(w, p);
+}
+
 static void ct_point_blocks(int64_t begin, int64_t end, void* context) {
   const ct_point_job* j = context;
-  const ct_loss_fns* f = j->fns;
+  const ct_loss_walker* w = &j->walk;
+  const int32_t last = w->ndim - 1;
+  int64_t steps[CT_LOSS_OPERANDS] = {0};
+  for (int32_t k = 0; k < w->count && last >= 0; ++k) steps[k] = w->strides[k][last];
   for (int64_t b = begin; b < end; ++b) {
     int64_t e0, e1;
     ct_loss_block_range(b, j->blocks, j->elements, &e0, &e1);
     ct_loss_position p;
-    ct_loss_walk_start(&j->walk, e0, &p);
+    ct_loss_walk_start(w, e0, &p);
     double acc[CT_LOSS_LANES] = {0.0};
-    for (int64_t e = e0; e < e1; ++e, ct_loss_walk_next(&j->walk, &p)) {
-      if (!j->backward) {
-        const double loss = f->pointwise_forward(j, p.at);
-        if (j->mode == CT_LOSS_NONE) f->store((char*)p.at[CT_PT_SAMPLE], loss);
-        acc[e % CT_LOSS_LANES] += loss;
-        continue;
-      }
-      const double g = j->mode == CT_LOSS_NONE ? f->load(p.at[CT_PT_SAMPLE]) : j->g;
-      char* const q[2] = {(char*)p.at[CT_PT_GRAD_X], (char*)p.at[CT_PT_GRAD_TARGET]};
-      f->pointwise_backward(j, p.at, g, q);
+    for (int64_t e = e0; e < e1;) {
+      const int64_t left = last >= 0 ? w->shape[last] - p.index[last] : 1;
+      const int64_t len = left < e1 - e ? left : e1 - e;
+      j->fns->point_run(j, p.at, steps, len, e, acc);
+      e += len;
+      if (e < e1) ct_loss_walk_skip(w, &p, len);
     }
     if (j->partial) j->partial[b] = ct_loss_lanes_total(acc);
   }
