@@ -196,6 +196,53 @@ static void CT_LOSS_FN(point_run)(const ct_point_job* j, const char* const* at,
                                   const int64_t* steps, int64_t len, int64_t e0, double* acc) {
   const char* p[CT_LOSS_OPERANDS];
   memcpy(p, at, sizeof p);
+#if CT_LOSS_FLOAT
+  if (j->kind == CT_POINT_BCE) {
+    /* binary_cross_entropy_with_logits in chunks: e = exp(-|x|), then log1p(e) a vector at a
+     * time through SLEEF (the C library's where the build has no SLEEF or the CPU no AVX2);
+     * log_sigmoid(x) = min(x, 0) - log1p(e), sigmoid(x) = 1 / (1 + e) or e / (1 + e). */
+    float e[CT_LOSS_CHUNK], l[CT_LOSS_CHUNK];
+    for (int64_t i0 = 0; i0 < len; i0 += CT_LOSS_CHUNK) {
+      const int64_t m = len - i0 < CT_LOSS_CHUNK ? len - i0 : CT_LOSS_CHUNK;
+      for (int64_t i = 0; i < m; ++i) {
+        const float x = CT_LOSS_LOAD(p[CT_PT_X] + (i0 + i) * steps[CT_PT_X]);
+        e[i] = ct_exp_f32(-fabsf(x));
+      }
+      if (!ct_sleef_unary_f32(CT_SLEEF_log1p, (const char*)e, 4, (char*)l, 4, m)) {
+        for (int64_t i = 0; i < m; ++i) l[i] = log1pf(e[i]);
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t k = i0 + i;
+        const float x = CT_LOSS_LOAD(p[CT_PT_X] + k * steps[CT_PT_X]);
+        const float t = CT_LOSS_LOAD(p[CT_PT_TARGET] + k * steps[CT_PT_TARGET]);
+        const float w =
+            p[CT_PT_WEIGHT] ? CT_LOSS_LOAD(p[CT_PT_WEIGHT] + k * steps[CT_PT_WEIGHT]) : 1.0f;
+        const float pw = p[CT_PT_POS_WEIGHT]
+                             ? CT_LOSS_LOAD(p[CT_PT_POS_WEIGHT] + k * steps[CT_PT_POS_WEIGHT])
+                             : 1.0f;
+        const float lw = 1.0f + (pw - 1.0f) * t;
+        const float log_sig = (x < 0 ? x : 0.0f) - l[i];
+        if (!j->backward) {
+          const float loss = w * ((1.0f - t) * x - lw * log_sig);
+          if (j->mode == CT_LOSS_NONE) {
+            CT_LOSS_STORE(p[CT_PT_SAMPLE] + k * steps[CT_PT_SAMPLE], loss);
+          }
+          acc[(e0 + k) % CT_LOSS_LANES] += (double)loss;
+          continue;
+        }
+        const float g = j->mode == CT_LOSS_NONE
+                            ? CT_LOSS_LOAD(p[CT_PT_SAMPLE] + k * steps[CT_PT_SAMPLE])
+                            : (float)j->g;
+        const float sig = (x >= 0 ? 1.0f : e[i]) / (1.0f + e[i]);
+        CT_LOSS_STORE((char*)p[CT_PT_GRAD_X] + k * steps[CT_PT_GRAD_X],
+                      g * w * (lw * sig - pw * t));
+        CT_LOSS_STORE((char*)p[CT_PT_GRAD_TARGET] + k * steps[CT_PT_GRAD_TARGET],
+                      g * w * (-x - (pw - 1.0f) * log_sig));
+      }
+    }
+    return;
+  }
+#endif
   for (int64_t i = 0; i < len; ++i) {
     if (!j->backward) {
       const double loss = CT_LOSS_FN(pointwise_forward)(j, p);

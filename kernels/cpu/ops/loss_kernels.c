@@ -22,12 +22,14 @@
 #include "engine/cpu_dtypes.h"
 #include "engine/reduce_layout.h"
 #include "engine/strided_iter.h"
+#include "math/sleef_math.h"
 #include "math/vector_math.h"
 
 #define CT_LOSS_BLOCKS 256       /* most blocks a reduction sums */
 #define CT_LOSS_POINT_GRAIN 2048 /* least elements of a block of an element-wise loss */
 #define CT_LOSS_LANES 8          /* independent accumulators of a row's sum */
 #define CT_LOSS_OPERANDS 8
+#define CT_LOSS_CHUNK 256 /* elements of BCE's log1p chunks */
 
 enum { CT_LOSS_NONE = 0, CT_LOSS_MEAN = 1, CT_LOSS_SUM = 2 };
 enum { CT_POINT_BCE, CT_POINT_MSE, CT_POINT_SMOOTH_L1 };
@@ -185,6 +187,7 @@ struct ct_point_job {
 };
 
 #define SFX f16
+#define CT_LOSS_FLOAT 1
 #define T uint16_t
 #define C float
 #define CT_LOSS_VECTOR 0
@@ -193,8 +196,10 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 #define SFX bf16
+#define CT_LOSS_FLOAT 1
 #define T uint16_t
 #define C float
 #define CT_LOSS_VECTOR 0
@@ -203,8 +208,10 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 #define SFX f32
+#define CT_LOSS_FLOAT 1
 #define T float
 #define C float
 #define CT_LOSS_VECTOR 1
@@ -213,8 +220,10 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 #define SFX f64
+#define CT_LOSS_FLOAT 0
 #define T double
 #define C double
 #define CT_LOSS_VECTOR 0
@@ -223,6 +232,7 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 /* ----- class-axis losses ----- */
 
