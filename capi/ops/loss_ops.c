@@ -202,9 +202,11 @@ CT_DEFINE_OP(cross_entropy,
              "(1 - s) p + s / C. \"mean\" divides the sum by the summed w[y] of the samples not "
              "ignored (class indices) or by the number of samples (probabilities); nan when that "
              "is 0, as torch. A class index outside [0, C) that is not ignore_index is an error. "
-             "Per row one pass for the maximum and one for the sum of exponentials; float16/"
-             "bfloat16 compute in float32, sums accumulate in float64, and the reduction sums "
-             "fixed blocks of samples, so results do not depend on the thread count.",
+             "Stable: the exponentials are shifted by the row's maximum (float32 class-index rows: "
+             "by the target's logit, one pass, the maximum only where that overflows); float16/"
+             "bfloat16 compute in float32, sums accumulate in float64 (float32 blocks of a row "
+             "first), and the reduction sums fixed blocks of samples, so results do not depend "
+             "on the thread count.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_cross_entropy_inputs, ct_params_out,
              ct_cross_entropy_attrs, ct_infer_class_loss);
 

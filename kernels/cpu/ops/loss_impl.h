@@ -61,6 +61,16 @@ static double CT_LOSS_FN(spread)(const ct_class_job* j, const char* x, const cha
 static double CT_LOSS_FN(class_forward)(const ct_class_job* j, const char* x, const char* t,
                                         int64_t y) {
   if (j->nll) return -(double)CT_LOSS_FN(weight)(j, y) * (double)CT_LOSS_LOAD(x + y * j->step[0]);
+#if CT_LOSS_VECTOR
+  if (y >= 0 && j->smoothing == 0 && j->step[0] == (int64_t)sizeof(float)) {
+    /* One pass: shifted by the target's logit, lse - x[y] = log(sum_c exp(x[c] - x[y])), and
+     * the sum is at least 1 (its own term), so nothing underflows to a zero sum; a sum that
+     * overflowed (some logit 88 above the target's) or is nan takes the two passes below. */
+    const float* row = (const float*)x;
+    const double sum = ct_vector_math_get()->exp_sum_f32(row, NULL, j->classes, row[y]);
+    if (sum <= DBL_MAX) return (double)CT_LOSS_FN(weight)(j, y) * log(sum);
+  }
+#endif
   C high;
   const double lse = CT_LOSS_FN(lse)(j, x, &high);
   if (y < 0) return CT_LOSS_FN(spread)(j, x, t, lse);
@@ -80,29 +90,35 @@ static void CT_LOSS_FN(class_backward)(const ct_class_job* j, const char* x, con
     CT_LOSS_STORE(gx + y * sg, -g * (double)CT_LOSS_FN(weight)(j, y));
     return;
   }
+  const double keep = 1.0 - j->smoothing, flat = j->smoothing / (double)n;
+#if CT_LOSS_VECTOR
+  if (y >= 0 && sx == (int64_t)sizeof(float) && sg == (int64_t)sizeof(float) && !j->weight) {
+    /* grad = g (p (keep + flat C) - flat - keep e_y): the exponentials go straight into the
+     * row, then one rescaling by their sum */
+    const ct_vector_math* vm = ct_vector_math_get();
+    /* shifted by the target's logit (the forward's one pass), else by the maximum */
+    double sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, ((const float*)x)[y]);
+    if (!(sum <= DBL_MAX)) {
+      const float m = vm->max_f32((const float*)x, n);
+      sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, m);
+    }
+    const double a = keep + flat * j->weight_total;
+    vm->scale_f32((float*)gx, (float*)gx, n, (float)(g * a / sum), 0);
+    if (flat != 0) {
+      const float shift = (float)(g * flat);
+      float* row = (float*)gx;
+      for (int64_t c = 0; c < n; ++c) row[c] -= shift;
+    }
+    ((float*)gx)[y] -= (float)(g * keep);
+    return;
+  }
+#endif
   C high;
   const double lse = CT_LOSS_FN(lse)(j, x, &high);
-  const double keep = 1.0 - j->smoothing, flat = j->smoothing / (double)n;
   if (y >= 0) {
     /* grad = g (p (keep w[y] + flat W) - flat w - keep w[y] e_y) */
     const double wy = (double)CT_LOSS_FN(weight)(j, y);
     const double a = keep * wy + flat * j->weight_total;
-#if CT_LOSS_VECTOR
-    if (sx == (int64_t)sizeof(float) && sg == (int64_t)sizeof(float) && !j->weight) {
-      /* exponentials straight into the row, then one rescaling (lse's maximum reused) */
-      const ct_vector_math* vm = ct_vector_math_get();
-      const float m = (float)high;
-      const double sum = vm->exp_sum_f32((const float*)x, (float*)gx, n, m);
-      vm->scale_f32((float*)gx, (float*)gx, n, (float)(g * a / sum), 0);
-      if (flat != 0) {
-        const float shift = (float)(g * flat);
-        float* row = (float*)gx;
-        for (int64_t c = 0; c < n; ++c) row[c] -= shift;
-      }
-      ((float*)gx)[y] -= (float)(g * keep * wy);
-      return;
-    }
-#endif
     for (int64_t c = 0; c < n; ++c) {
       const C p = CT_LOSS_CAT(ct_loss_exp, C)((C)((double)CT_LOSS_LOAD(x + c * sx) - lse));
       double v = (double)p * a;
@@ -174,6 +190,75 @@ static void CT_LOSS_FN(pointwise_backward)(const ct_point_job* j, const char* co
   CT_LOSS_STORE(q[1], g * w * (-x - (pw - (C)1) * CT_LOSS_FN(log_sigmoid)(x)));
 }
 
+/* A run of `len` elements, operand k stepping by steps[k] bytes: forward losses (stored for
+ * "none", added to acc's lanes by element index from e0) or backward cotangents. */
+static void CT_LOSS_FN(point_run)(const ct_point_job* j, const char* const* at,
+                                  const int64_t* steps, int64_t len, int64_t e0, double* acc) {
+  const char* p[CT_LOSS_OPERANDS];
+  memcpy(p, at, sizeof p);
+#if CT_LOSS_FLOAT
+  if (j->kind == CT_POINT_BCE) {
+    /* binary_cross_entropy_with_logits in chunks: e = exp(-|x|), then log1p(e) a vector at a
+     * time through SLEEF (the C library's where the build has no SLEEF or the CPU no AVX2);
+     * log_sigmoid(x) = min(x, 0) - log1p(e), sigmoid(x) = 1 / (1 + e) or e / (1 + e). */
+    float e[CT_LOSS_CHUNK], l[CT_LOSS_CHUNK];
+    for (int64_t i0 = 0; i0 < len; i0 += CT_LOSS_CHUNK) {
+      const int64_t m = len - i0 < CT_LOSS_CHUNK ? len - i0 : CT_LOSS_CHUNK;
+      for (int64_t i = 0; i < m; ++i) {
+        const float x = CT_LOSS_LOAD(p[CT_PT_X] + (i0 + i) * steps[CT_PT_X]);
+        e[i] = ct_exp_f32(-fabsf(x));
+      }
+      if (!ct_sleef_unary_f32(CT_SLEEF_log1p, (const char*)e, 4, (char*)l, 4, m)) {
+        for (int64_t i = 0; i < m; ++i) l[i] = log1pf(e[i]);
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t k = i0 + i;
+        const float x = CT_LOSS_LOAD(p[CT_PT_X] + k * steps[CT_PT_X]);
+        const float t = CT_LOSS_LOAD(p[CT_PT_TARGET] + k * steps[CT_PT_TARGET]);
+        const float w =
+            p[CT_PT_WEIGHT] ? CT_LOSS_LOAD(p[CT_PT_WEIGHT] + k * steps[CT_PT_WEIGHT]) : 1.0f;
+        const float pw = p[CT_PT_POS_WEIGHT]
+                             ? CT_LOSS_LOAD(p[CT_PT_POS_WEIGHT] + k * steps[CT_PT_POS_WEIGHT])
+                             : 1.0f;
+        const float lw = 1.0f + (pw - 1.0f) * t;
+        const float log_sig = (x < 0 ? x : 0.0f) - l[i];
+        if (!j->backward) {
+          const float loss = w * ((1.0f - t) * x - lw * log_sig);
+          if (j->mode == CT_LOSS_NONE) {
+            CT_LOSS_STORE(p[CT_PT_SAMPLE] + k * steps[CT_PT_SAMPLE], loss);
+          }
+          acc[(e0 + k) % CT_LOSS_LANES] += (double)loss;
+          continue;
+        }
+        const float g = j->mode == CT_LOSS_NONE
+                            ? CT_LOSS_LOAD(p[CT_PT_SAMPLE] + k * steps[CT_PT_SAMPLE])
+                            : (float)j->g;
+        const float sig = (x >= 0 ? 1.0f : e[i]) / (1.0f + e[i]);
+        CT_LOSS_STORE((char*)p[CT_PT_GRAD_X] + k * steps[CT_PT_GRAD_X],
+                      g * w * (lw * sig - pw * t));
+        CT_LOSS_STORE((char*)p[CT_PT_GRAD_TARGET] + k * steps[CT_PT_GRAD_TARGET],
+                      g * w * (-x - (pw - 1.0f) * log_sig));
+      }
+    }
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < len; ++i) {
+    if (!j->backward) {
+      const double loss = CT_LOSS_FN(pointwise_forward)(j, p);
+      if (j->mode == CT_LOSS_NONE) CT_LOSS_STORE(p[CT_PT_SAMPLE], loss);
+      acc[(e0 + i) % CT_LOSS_LANES] += loss;
+    } else {
+      const double g = j->mode == CT_LOSS_NONE ? (double)CT_LOSS_LOAD(p[CT_PT_SAMPLE]) : j->g;
+      char* const q[2] = {(char*)p[CT_PT_GRAD_X], (char*)p[CT_PT_GRAD_TARGET]};
+      CT_LOSS_FN(pointwise_backward)(j, p, g, q);
+    }
+    for (int k = 0; k < CT_LOSS_OPERANDS; ++k) {
+      if (p[k]) p[k] += steps[k];
+    }
+  }
+}
+
 static void CT_LOSS_FN(store)(char* p, double v) {
   CT_LOSS_STORE(p, v);
 }
@@ -181,13 +266,9 @@ static double CT_LOSS_FN(load)(const char* p) {
   return (double)CT_LOSS_LOAD(p);
 }
 
-static const ct_loss_fns CT_LOSS_FN(fns) = {sizeof(T),
-                                            CT_LOSS_FN(class_forward),
-                                            CT_LOSS_FN(class_backward),
-                                            CT_LOSS_FN(pointwise_forward),
-                                            CT_LOSS_FN(pointwise_backward),
-                                            CT_LOSS_FN(store),
-                                            CT_LOSS_FN(load)};
+static const ct_loss_fns CT_LOSS_FN(fns) = {
+    sizeof(T),         CT_LOSS_FN(class_forward), CT_LOSS_FN(class_backward), CT_LOSS_FN(point_run),
+    CT_LOSS_FN(store), CT_LOSS_FN(load)};
 
 #undef CT_LOSS_CAT2
 #undef CT_LOSS_CAT

@@ -2,8 +2,11 @@
  * computes): cross_entropy, nll_loss (class axis), binary_cross_entropy_with_logits, mse_loss,
  * smooth_l1_loss (element-wise).
  *
- * Class-axis losses: one fused pass per sample row (the maximum, the sum of exponentials, the
- * target's entry; contiguous float32 rows through vector_math's loops), rows spread over threads.
+ * Class-axis losses: per sample row the maximum, then the sum of exponentials and the target's
+ * entry, rows spread over threads. Contiguous float32 rows run vector_math's loops, and with a
+ * class-index target (no smoothing) take one pass: shifted by the target's logit, lse - x[y] =
+ * log(sum_c exp(x[c] - x[y])), whose sum is at least 1; only a sum that overflows (a logit 88
+ * above the target's) or is nan falls back to the two passes.
  * Class indices are checked, and the mean's denominator (the summed weight of the samples not
  * ignored) summed, by a serial pre-pass over the targets before anything is written, so an
  * out-of-range index leaves the outputs untouched.
@@ -11,6 +14,7 @@
  * Reductions: the samples (elements) are cut into at most CT_LOSS_BLOCKS blocks fixed by their
  * count, each summed in double in order, the block sums then added in order: results do not
  * depend on the thread count. float16/bfloat16/float32 compute in float, float64 in double. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -18,12 +22,14 @@
 #include "engine/cpu_dtypes.h"
 #include "engine/reduce_layout.h"
 #include "engine/strided_iter.h"
+#include "math/sleef_math.h"
 #include "math/vector_math.h"
 
 #define CT_LOSS_BLOCKS 256       /* most blocks a reduction sums */
 #define CT_LOSS_POINT_GRAIN 2048 /* least elements of a block of an element-wise loss */
 #define CT_LOSS_LANES 8          /* independent accumulators of a row's sum */
 #define CT_LOSS_OPERANDS 8
+#define CT_LOSS_CHUNK 256 /* elements of BCE's log1p chunks */
 
 enum { CT_LOSS_NONE = 0, CT_LOSS_MEAN = 1, CT_LOSS_SUM = 2 };
 enum { CT_POINT_BCE, CT_POINT_MSE, CT_POINT_SMOOTH_L1 };
@@ -132,8 +138,8 @@ typedef struct ct_loss_fns {
   double (*class_forward)(const ct_class_job* j, const char* x, const char* t, int64_t y);
   void (*class_backward)(const ct_class_job* j, const char* x, const char* t, int64_t y, double g,
                          char* gx, char* gt);
-  double (*pointwise_forward)(const ct_point_job* j, const char* const* p);
-  void (*pointwise_backward)(const ct_point_job* j, const char* const* p, double g, char* const* q);
+  void (*point_run)(const ct_point_job* j, const char* const* at, const int64_t* steps, int64_t len,
+                    int64_t e0, double* acc);
   void (*store)(char* p, double v);
   double (*load)(const char* p);
 } ct_loss_fns;
@@ -181,6 +187,7 @@ struct ct_point_job {
 };
 
 #define SFX f16
+#define CT_LOSS_FLOAT 1
 #define T uint16_t
 #define C float
 #define CT_LOSS_VECTOR 0
@@ -189,8 +196,10 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 #define SFX bf16
+#define CT_LOSS_FLOAT 1
 #define T uint16_t
 #define C float
 #define CT_LOSS_VECTOR 0
@@ -199,8 +208,10 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 #define SFX f32
+#define CT_LOSS_FLOAT 1
 #define T float
 #define C float
 #define CT_LOSS_VECTOR 1
@@ -209,8 +220,10 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 #define SFX f64
+#define CT_LOSS_FLOAT 0
 #define T double
 #define C double
 #define CT_LOSS_VECTOR 0
@@ -219,6 +232,7 @@ struct ct_point_job {
 #undef T
 #undef C
 #undef CT_LOSS_VECTOR
+#undef CT_LOSS_FLOAT
 
 /* ----- class-axis losses ----- */
 
@@ -371,25 +385,36 @@ static int ct_cpu_class_backward_run(const ct_kernel_call* call) {
 
 /* ----- element-wise losses ----- */
 
+/* Moves p forward by `len` elements along the last dim, carrying into the outer dims at its
+ * end (len never passes the end of the current run). */
+static void ct_loss_walk_skip(const ct_loss_walker* w, ct_loss_position* p, int64_t len) {
+  const int32_t d = w->ndim - 1;
+  if (d < 0) return;
+  p->index[d] += len - 1;
+  for (int32_t k = 0; k < w->count; ++k) {
+    if (p->at[k]) p->at[k] += (len - 1) * w->strides[k][d];
+  }
+  ct_loss_walk_next(w, p);
+}
+
 static void ct_point_blocks(int64_t begin, int64_t end, void* context) {
   const ct_point_job* j = context;
-  const ct_loss_fns* f = j->fns;
+  const ct_loss_walker* w = &j->walk;
+  const int32_t last = w->ndim - 1;
+  int64_t steps[CT_LOSS_OPERANDS] = {0};
+  for (int32_t k = 0; k < w->count && last >= 0; ++k) steps[k] = w->strides[k][last];
   for (int64_t b = begin; b < end; ++b) {
     int64_t e0, e1;
     ct_loss_block_range(b, j->blocks, j->elements, &e0, &e1);
     ct_loss_position p;
-    ct_loss_walk_start(&j->walk, e0, &p);
+    ct_loss_walk_start(w, e0, &p);
     double acc[CT_LOSS_LANES] = {0.0};
-    for (int64_t e = e0; e < e1; ++e, ct_loss_walk_next(&j->walk, &p)) {
-      if (!j->backward) {
-        const double loss = f->pointwise_forward(j, p.at);
-        if (j->mode == CT_LOSS_NONE) f->store((char*)p.at[CT_PT_SAMPLE], loss);
-        acc[e % CT_LOSS_LANES] += loss;
-        continue;
-      }
-      const double g = j->mode == CT_LOSS_NONE ? f->load(p.at[CT_PT_SAMPLE]) : j->g;
-      char* const q[2] = {(char*)p.at[CT_PT_GRAD_X], (char*)p.at[CT_PT_GRAD_TARGET]};
-      f->pointwise_backward(j, p.at, g, q);
+    for (int64_t e = e0; e < e1;) {
+      const int64_t left = last >= 0 ? w->shape[last] - p.index[last] : 1;
+      const int64_t len = left < e1 - e ? left : e1 - e;
+      j->fns->point_run(j, p.at, steps, len, e, acc);
+      e += len;
+      if (e < e1) ct_loss_walk_skip(w, &p, len);
     }
     if (j->partial) j->partial[b] = ct_loss_lanes_total(acc);
   }
