@@ -342,6 +342,11 @@ OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- sorting and selection
     "sort": {"attrs": [{}, {"axis": 0}, {"descending": True}], "domains": {0: "ties"}},
     "argsort": {"attrs": [{}, {"axis": 0}, {"descending": True}], "domains": {0: "ties"}},
+    "argpartition": {
+        "shapes": [((5, 6),), ((7,),), ((3, 4, 5),)],
+        "attrs": [{"kth": 2}, {"kth": -1}, {"kth": [0, 3]}, {"kth": 1, "axis": 0}],
+        "domains": {0: "ties"},
+    },
     "topk": {
         "shapes": [((5, 6),), ((7,),), ((3, 0),)],
         "attrs": [{"k": 3}, {"k": 2, "largest": False}, {"k": 0}, {"k": 2, "axis": 0}],
@@ -602,6 +607,8 @@ for _name in [
     "silu_backward",
     "selu_backward",
     "hardswish_backward",
+    "hardsigmoid_backward",
+    "mish_backward",
     "leaky_relu_backward",
     "elu_backward",
     "softplus_backward",

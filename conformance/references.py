@@ -147,6 +147,8 @@ NUMPY["relu"] = _unary(
 NUMPY["sigmoid"] = _unary(lambda x: 1.0 / (1.0 + np.exp(-x)))
 NUMPY["silu"] = _unary(lambda x: x / (1.0 + np.exp(-x)))
 NUMPY["hardswish"] = _unary(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+NUMPY["hardsigmoid"] = _unary(lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+NUMPY["mish"] = _unary(lambda x: x * np.tanh(np.log1p(np.exp(x))))
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 NUMPY["selu"] = _unary(lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(x)))
 
@@ -589,6 +591,12 @@ def _sort(ins, attrs, out):  # noqa: ANN001, ANN202
     x = ins[0] if ins[0].ndim else ins[0].reshape(1)
     order = _order(x, attrs["axis"], attrs["descending"])
     return [np.take_along_axis(x, order, attrs["axis"]).reshape(ins[0].shape)]
+
+
+@_ref(NUMPY, "argpartition")
+def _argpartition(ins, attrs, out):  # noqa: ANN001, ANN202
+    # the documented result: the stable ascending argsort (a partition for every kth, nan last)
+    return [_order(ins[0], attrs["axis"], False)]
 
 
 @_ref(NUMPY, "topk")
@@ -1056,6 +1064,14 @@ _GRAD_REFERENCES = {
     ),
     "hardswish_backward": lambda g, x, a: np.where(
         (x > -3) & (x < 3), g * (x / 3.0 + 0.5), np.where(x <= -3, 0.0, g)
+    ),
+    "hardsigmoid_backward": lambda g, x, a: np.where((x > -3) & (x < 3), g / 6.0, 0.0),
+    "mish_backward": lambda g, x, a: (
+        g
+        * (
+            np.tanh(np.log1p(np.exp(x)))
+            + x / (1.0 + np.exp(-x)) * (1.0 - np.tanh(np.log1p(np.exp(x))) ** 2)
+        )
     ),
     "leaky_relu_backward": lambda g, x, a: np.where(x > 0, g, g * a["negative_slope"]),
     "elu_backward": lambda g, x, a: np.where(x <= 0, g * a["alpha"] * np.exp(x), g),

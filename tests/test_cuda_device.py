@@ -74,6 +74,21 @@ def test_float16_and_integer_semantics_match_numpy() -> None:
             np.testing.assert_array_equal(cupy.asnumpy(got), ref(a, b))
 
 
+def test_topk_smallest_and_argpartition_match_the_cpu() -> None:
+    x = cupy.asarray(np.random.default_rng(0).standard_normal((7, 33)).astype(np.float32))
+    x[2, 5] = cupy.nan
+    host = cupy.asnumpy(x)
+    for largest in (True, False):
+        values, indices = ctensor.ops.topk(x, k=5, axis=1, largest=largest)
+        want_values, want_indices = ctensor.ops.topk(host, k=5, axis=1, largest=largest)
+        np.testing.assert_array_equal(cupy.asnumpy(indices), want_indices)
+        np.testing.assert_array_equal(cupy.asnumpy(values), want_values)
+    got = ctensor.ops.argpartition(x, kth=[3, -1], axis=1)
+    np.testing.assert_array_equal(
+        cupy.asnumpy(got), ctensor.ops.argpartition(host, kth=[3, -1], axis=1)
+    )
+
+
 def test_kernels_run_on_the_callers_stream() -> None:
     # A long CuPy kernel writes x on a non-blocking stream, then ctensor reads x on that same
     # stream without waiting: right only if ctensor's kernel is ordered after CuPy's.
