@@ -120,6 +120,19 @@ OPS: dict[str, dict] = {
     "var": {"attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}]},
     "std": {"attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}]},
     "logsumexp": {"attrs": REDUCE_ATTRS},
+    "vector_norm": {
+        "attrs": REDUCE_ATTRS
+        + [
+            {"ord": 1.0},
+            {"ord": 0.0, "axis": [1]},
+            {"ord": 3.0, "keepdims": True},
+            {"ord": 0.5, "axis": [-1]},
+            {"ord": -1.0},
+            {"ord": float("inf"), "axis": [0, 2]},
+            {"ord": float("-inf"), "axis": [1]},
+        ],
+        "shapes": NONEMPTY_SHAPES,
+    },
     "argmax": {
         "attrs": [{}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"keepdims": True}],
         "shapes": NONEMPTY_SHAPES,
@@ -155,6 +168,20 @@ OPS: dict[str, dict] = {
     "std_backward": {
         "attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}],
         "shapes": REDUCE_GRAD_OUT_SHAPES + [((2, 4), (2, 3, 4), (2, 4))],
+    },
+    "vector_norm_backward": {
+        "attrs": REDUCE_ATTRS
+        + [
+            {"ord": 1.0},
+            {"ord": 0.0},
+            {"ord": 3.0, "keepdims": True},
+            {"ord": 1.5, "axis": [0]},
+            {"ord": 0.5, "axis": [-1], "keepdims": True},
+            {"ord": float("inf")},
+            {"ord": float("-inf"), "axis": [0, 2]},
+        ],
+        "shapes": REDUCE_GRAD_OUT_SHAPES,
+        "domains": {2: "positive"},
     },
     "cumulative_sum_backward": {
         "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],

@@ -350,6 +350,35 @@ NUMPY["var"] = lambda ins, attrs, out: [_var(ins, attrs, out)[0].astype(np.float
 NUMPY["std"] = lambda ins, attrs, out: [np.sqrt(_var(ins, attrs, out)[0]).astype(np.float64)]
 
 
+def _norm_terms(a: np.ndarray, p: float, axis, keepdims: bool) -> np.ndarray:  # noqa: ANN001
+    """The p-norm of the moduli a (float64) over axis, as the array API's vector_norm."""
+    if p == np.inf:
+        return np.max(a, axis=axis, keepdims=keepdims, initial=0.0)
+    if p == -np.inf:
+        return np.min(a, axis=axis, keepdims=keepdims)
+    if p == 0:
+        return np.sum(a != 0, axis=axis, keepdims=keepdims).astype(np.float64)
+    if p > 0:  # scaled by the maximum, as the kernels, so that no power overflows
+        m = np.max(a, axis=axis, keepdims=True, initial=0.0)
+        safe = np.where((m == 0) | ~np.isfinite(m), 1.0, m)
+        s = np.sum((a / safe) ** p, axis=axis, keepdims=True)
+        r = np.where(m == 0, 0.0, safe * s ** (1.0 / p))
+        r = np.where(np.isinf(m), np.inf, r)
+        r = np.where(np.any(np.isnan(a), axis=axis, keepdims=True), np.nan, r)
+        if not keepdims:
+            r = np.squeeze(r, axis=axis) if axis is not None else r.reshape(())
+        return r
+    return np.sum(a**p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+
+
+@_ref(NUMPY, "vector_norm")
+def _vector_norm(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    a = np.abs(x).astype(np.float64)
+    with np.errstate(all="ignore"):
+        return [_norm_terms(a, attrs["ord"], _axes(attrs["axis"], x.ndim), attrs["keepdims"])]
+
+
 @_ref(NUMPY, "logsumexp")
 def _logsumexp(ins, attrs, out):  # noqa: ANN001, ANN202
     x = ins[0]
@@ -1183,6 +1212,33 @@ def _extremum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     count = np.sum(mask, axis=axes, keepdims=True)
     with np.errstate(all="ignore"):
         r = np.where(mask, _unreduce(g, x.ndim, attrs) / count, 0.0)
+    return [np.array(np.broadcast_to(r, x.shape))]
+
+
+@_ref(NUMPY, "vector_norm_backward")
+def _vector_norm_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """torch's linalg_vector_norm_backward (the CPU kernel's doc), 0 where the norm is 0."""
+    g, x, o = ins
+    p = attrs["ord"]
+    gb, ob = _unreduce(g, x.ndim, attrs), _unreduce(o, x.ndim, attrs)
+    sign, a = np.sign(np.nan_to_num(x, nan=0.0)), np.abs(x)
+    with np.errstate(all="ignore"):
+        if p == 0:
+            r = np.zeros(x.shape)
+        elif p == 1:
+            r = sign * gb
+        elif p == 2:
+            r = np.where(ob == 0, 0.0, gb * (x / ob))
+        elif np.isinf(p):
+            mask = (a == ob) | np.isnan(a)
+            count = np.sum(mask, axis=_reduced_axes(attrs, x.ndim), keepdims=True)
+            r = np.where(mask, sign * (gb / count), 0.0)
+        elif p < 1:
+            r = np.where(x == 0, 0.0, sign * a ** (p - 1)) * (gb * ob ** (1 - p))
+        elif p < 2:
+            r = sign * a ** (p - 1) * np.where(ob == 0, 0.0, gb / ob ** (p - 1))
+        else:
+            r = x * a ** (p - 2) * np.where(ob == 0, 0.0, gb / ob ** (p - 1))
     return [np.array(np.broadcast_to(r, x.shape))]
 
 

@@ -103,6 +103,8 @@ CT_OP(unique_values)
 CT_OP(var)
 CT_OP(var_backward)
 CT_OP(vecdot)
+CT_OP(vector_norm)
+CT_OP(vector_norm_backward)
 
 #include "elementwise_table.h"
 #define CT_EW_OP_LIST_ROW(NAME, ...) CT_OP(NAME)
