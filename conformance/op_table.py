@@ -399,6 +399,7 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
             {"kernel_size": [2], "divisor_override": 3},
+            {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
         ],
     },
     "max_pool2d": {
@@ -407,6 +408,7 @@ OPS: dict[str, dict] = {
             {"kernel_size": [2]},
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
+            {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
         ],
     },
     "conv2d": {

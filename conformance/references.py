@@ -889,35 +889,52 @@ def _conv_t(ins, attrs, out):  # noqa: ANN001, ANN202
     ]
 
 
+def _pool_padded(x, attrs, value):  # noqa: ANN001, ANN202
+    """(x, padding) for torch's pooling: padding beyond half the kernel (which ctensor takes, as
+    ONNX, and torch refuses) is applied to x explicitly with `value` (-inf for max, 0 for avg)
+    and the pool's own padding becomes 0: the same windows where ceil_mode is off (and, for
+    avg, where count_include_pad is on)."""
+    kernel, padding = _pair(attrs["kernel_size"]), _pair(attrs["padding"])
+    if all(p <= k // 2 for p, k in zip(padding, kernel, strict=True)):
+        return x, padding
+    assert not attrs["ceil_mode"] and attrs.get("count_include_pad", True)
+    pads = (padding[1], padding[1], padding[0], padding[0])
+    return _torch().nn.functional.pad(x, pads, value=value), (0, 0)
+
+
+def _avg_pool_of(x, attrs):  # noqa: ANN001, ANN202
+    x, padding = _pool_padded(x, attrs, 0.0)
+    return _torch().nn.functional.avg_pool2d(
+        x,
+        _pair(attrs["kernel_size"]),
+        _pair(attrs["stride"]),
+        padding,
+        attrs["ceil_mode"],
+        attrs["count_include_pad"],
+        attrs["divisor_override"],
+    )
+
+
+def _max_pool_of(x, attrs):  # noqa: ANN001, ANN202
+    x, padding = _pool_padded(x, attrs, -np.inf)
+    return _torch().nn.functional.max_pool2d(
+        x,
+        _pair(attrs["kernel_size"]),
+        _pair(attrs["stride"]),
+        padding,
+        _pair(attrs["dilation"]),
+        attrs["ceil_mode"],
+    )
+
+
 @_ref(TORCH, "avg_pool2d")
 def _avg_pool(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return [
-        f.avg_pool2d(
-            _t(ins[0]),
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            attrs["ceil_mode"],
-            attrs["count_include_pad"],
-            attrs["divisor_override"],
-        ).numpy()
-    ]
+    return [_avg_pool_of(_t(ins[0]), attrs).numpy()]
 
 
 @_ref(TORCH, "max_pool2d")
 def _max_pool(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return [
-        f.max_pool2d(
-            _t(ins[0]),
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            _pair(attrs["dilation"]),
-            attrs["ceil_mode"],
-        ).numpy()
-    ]
+    return [_max_pool_of(_t(ins[0]), attrs).numpy()]
 
 
 @_ref(TORCH, "adaptive_avg_pool2d")
@@ -973,37 +990,12 @@ def _conv_t_backward_input(ins, attrs, out):  # noqa: ANN001, ANN202
 
 @_ref(TORCH, "max_pool2d_backward")
 def _max_pool_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return _vjp(
-        lambda x: f.max_pool2d(
-            x,
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            _pair(attrs["dilation"]),
-            attrs["ceil_mode"],
-        ),
-        [ins[1]],
-        ins[0],
-    )
+    return _vjp(lambda x: _max_pool_of(x, attrs), [ins[1]], ins[0])
 
 
 @_ref(TORCH, "avg_pool2d_backward")
 def _avg_pool_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return _vjp(
-        lambda x: f.avg_pool2d(
-            x,
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            attrs["ceil_mode"],
-            attrs["count_include_pad"],
-            attrs["divisor_override"],
-        ),
-        [ins[1]],
-        ins[0],
-    )
+    return _vjp(lambda x: _avg_pool_of(x, attrs), [ins[1]], ins[0])
 
 
 @_ref(TORCH, "adaptive_avg_pool2d_backward")

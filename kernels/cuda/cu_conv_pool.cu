@@ -271,8 +271,8 @@ __global__ void __launch_bounds__(256)
       int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
       const int64_t h1 = min(h0 + (p.kernel[0] - 1) * dh + 1, h);
       const int64_t w1 = min(w0 + (p.kernel[1] - 1) * dw + 1, w);
-      while (h0 < 0) h0 += dh;
-      while (w0 < 0) w0 += dw;
+      if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;
+      if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;
       result = -INFINITY;
       for (int64_t ih = h0; ih < h1; ih += dh) {
         for (int64_t iw = w0; iw < w1; iw += dw) {
@@ -477,8 +477,8 @@ __global__ void __launch_bounds__(256)
             const char* plane = x + b * p.x.strides[0] + c * p.x.strides[1];
             const int64_t h1 = min(h0 + (kh - 1) * dh + 1, h_n);
             const int64_t w1 = min(w0 + (kw - 1) * dw + 1, w_n);
-            while (h0 < 0) h0 += dh;
-            while (w0 < 0) w0 += dw;
+            if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;
+            if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;
             T best = -INFINITY;
             int64_t bh = h0, bw = w0;
             for (int64_t ih = h0; ih < h1; ih += dh) {

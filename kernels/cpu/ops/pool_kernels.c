@@ -103,7 +103,7 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
           int64_t h0 = oh * job->window.stride[0] - job->window.padding[0];                        \
           const int64_t reach = h0 + (job->window.kernel[0] - 1) * dh + 1;                         \
           const int64_t h1 = reach < job->h ? reach : job->h;                                      \
-          while (h0 < 0) h0 += dh;                                                                 \
+          if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                               \
           for (int64_t b0 = inner_first; b0 < inner_last; b0 += CT_POOL_BLOCK) {                   \
             const int64_t len = inner_last - b0 < CT_POOL_BLOCK ? inner_last - b0 : CT_POOL_BLOCK; \
             C r[CT_POOL_BLOCK];                                                                    \
@@ -133,8 +133,8 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
             const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                  \
                                    ? w0 + (job->window.kernel[1] - 1) * dw + 1                     \
                                    : job->w;                                                       \
-            while (h0 < 0) h0 += dh;                                                               \
-            while (w0 < 0) w0 += dw;                                                               \
+            if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                             \
+            if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                             \
             result = (C) - INFINITY;                                                               \
             for (int64_t ih = h0; ih < h1; ih += dh) {                                             \
               for (int64_t iw = w0; iw < w1; iw += dw) {                                           \
