@@ -916,7 +916,10 @@ def _avg_pool_of(x, attrs):  # noqa: ANN001, ANN202
 
 
 def _max_pool_of(x, attrs):  # noqa: ANN001, ANN202
-    x, padding = _pool_padded(x, attrs, -np.inf)
+    torch = _torch()
+    # the padding value: -inf, an integer dtype's minimum
+    low = -np.inf if x.dtype.is_floating_point else torch.iinfo(x.dtype).min
+    x, padding = _pool_padded(x, attrs, low)
     return _torch().nn.functional.max_pool2d(
         x,
         _pair(attrs["kernel_size"]),
@@ -934,7 +937,13 @@ def _avg_pool(ins, attrs, out):  # noqa: ANN001, ANN202
 
 @_ref(TORCH, "max_pool2d")
 def _max_pool(ins, attrs, out):  # noqa: ANN001, ANN202
-    return [_max_pool_of(_t(ins[0]), attrs).numpy()]
+    x = ins[0]
+    if x.dtype.kind == "u":  # torch has no unsigned max_pool2d: int64 of the same order
+        flip = np.uint64(1 << 63)
+        shifted = (x.astype(np.uint64) ^ flip).view(np.int64)
+        pooled = _max_pool_of(_t(shifted), attrs).numpy()
+        return [(pooled.view(np.uint64) ^ flip).astype(x.dtype)]
+    return [_max_pool_of(_t(x), attrs).numpy()]
 
 
 @_ref(TORCH, "adaptive_avg_pool2d")

@@ -667,3 +667,59 @@ def test_pool_windows_entirely_in_padding():
     np.testing.assert_array_equal(
         ctensor.ops.avg_pool2d_backward(g, x, kernel_size=1, padding=1), np.ones_like(x)
     )
+
+
+# ----- integer max pooling: the padding is the dtype's minimum ---------------------------------
+
+INT_POOL_DTYPES = ["int8", "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64"]
+
+
+def test_max_pool2d_registered_for_integers():
+    assert set(INT_POOL_DTYPES) <= set(kernel_dtypes("max_pool2d"))
+    with pytest.raises(TypeError):
+        ctensor.ops.avg_pool2d(np.zeros((1, 2, 2), np.int32), kernel_size=2)
+
+
+@pytest.mark.parametrize("dtype", INT_POOL_DTYPES)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_integer_max_pool2d_matches_numpy(dtype, data):
+    info = np.iinfo(dtype)
+    values = st.integers(int(info.min), int(info.max))
+    k = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
+    s = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
+    p = (data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3)))
+    d = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)))
+    ceil_mode = data.draw(st.booleans())
+    shape = (
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 5)),
+        data.draw(st.integers(1, 5)),
+    )
+    x = data.draw(strided_arrays(dtype, shape=shape, elements=values))
+    h, w = shape[-2:]
+    if (
+        min(
+            pool_out_size(h, k[0], s[0], p[0], d[0], ceil_mode),
+            pool_out_size(w, k[1], s[1], p[1], d[1], ceil_mode),
+        )
+        < 1
+    ):
+        return
+    got = ctensor.ops.max_pool2d(
+        x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=ceil_mode
+    )
+    assert got.dtype == np.dtype(dtype)
+    # the float64 reference on the values' ranks (exact for 64-bit values too), -inf -> minimum
+    order = np.unique(x)
+    ranks = np.searchsorted(order, x).astype(np.float64)
+    want = numpy_pool(ranks, "max", k, s, p, d, ceil_mode)
+    expected = np.where(np.isinf(want), info.min, order[np.clip(want, 0, None).astype(np.int64)])
+    np.testing.assert_array_equal(got, expected.astype(dtype))
+    if (
+        dtype in ("int8", "uint8", "int16", "int32", "int64")
+        and p[0] <= k[0] // 2
+        and p[1] <= k[1] // 2
+    ):
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        np.testing.assert_array_equal(got, F.max_pool2d(t, k, s, p, d, ceil_mode=ceil_mode).numpy())

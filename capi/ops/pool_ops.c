@@ -11,7 +11,8 @@ static const int64_t ct_pool_zeros2[2] = {0, 0};
 
 static const ct_param_schema ct_pool_inputs[1] = {{"input", "(N, C, H, W) or (C, H, W)", 0, 0}};
 
-/* Input is 3-D or 4-D with non-zero non-batch dims (as torch). */
+/* Input is 3-D or 4-D with non-zero non-batch dims (as torch); float, or (max_pool2d) any
+ * integer dtype. */
 static int ct_pool_check_input(const char* op, const ct_tensor* x) {
   if (x->ndim != 3 && x->ndim != 4) {
     return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
@@ -23,7 +24,8 @@ static int ct_pool_check_input(const char* op, const ct_tensor* x) {
                           "%s: input must have non-zero size in its non-batch dims", op);
     }
   }
-  if (!ct_dtype_is_float(x->dtype)) {
+  const bool integer_max = strcmp(op, "max_pool2d") == 0 && ct_dtype_is_integer(x->dtype);
+  if (!ct_dtype_is_float(x->dtype) && !integer_max) {
     return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: input must be a float array, got %s", op,
                         ct_dtype_describe(x->dtype));
   }
@@ -94,7 +96,9 @@ static int ct_infer_max_pool2d(const ct_infer_call* call, ct_tensor_info* output
 CT_DEFINE_OP(max_pool2d,
              "Maximum over sliding windows (torch.nn.functional.max_pool2d without indices); NaN "
              "propagates. Any padding (ONNX MaxPool; torch allows at most half the kernel): a "
-             "window entirely in the padding gives -inf.",
+             "window entirely in the padding gives -inf. Integer inputs too (ONNX MaxPool's "
+             "int8/uint8; torch's CPU max_pool2d takes integers): the padding is the dtype's "
+             "minimum. Not differentiable for integers.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_pool_inputs, ct_params_out, ct_max_pool2d_attrs,
              ct_infer_max_pool2d);
 

@@ -273,11 +273,16 @@ __global__ void __launch_bounds__(256)
       const int64_t w1 = min(w0 + (p.kernel[1] - 1) * dw + 1, w);
       if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;
       if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;
-      result = -INFINITY;
+      /* the padding value: -inf, or an integer dtype's minimum */
+      if constexpr (ct_cu_is_float_v<Tag>) {
+        result = -INFINITY;
+      } else {
+        result = (T)(1ULL << (sizeof(T) * 8 - 1)); /* int32 and int64: the minimum */
+      }
       for (int64_t ih = h0; ih < h1; ih += dh) {
         for (int64_t iw = w0; iw < w1; iw += dw) {
           const T v = ct_cu_load<Tag>(plane + ih * p.x.strides[2] + iw * p.x.strides[3]);
-          if (v > result || isnan(v)) result = v;
+          if (v > result || v != v) result = v; /* v != v: nan */
         }
       }
     } else {
@@ -578,7 +583,18 @@ int ct_cu_register_conv_pool_type() {
 }  // namespace
 
 int ct_cu_register_conv_pool(void) {
-  return ct_cu_for_each_tag(ct_cu_float_tags{}, [](auto tag) {
+  int status = ct_cu_for_each_tag(ct_cu_float_tags{}, [](auto tag) {
     return ct_cu_register_conv_pool_type<decltype(tag)::value>();
   });
+  /* integer max pooling (the integer dtypes this plugin has) */
+  const ct_pl_type i32[2] = {CT_PL_I32, CT_PL_I32}, i64[2] = {CT_PL_I64, CT_PL_I64};
+  if (status == CT_OK) {
+    status = ct_cu_register("max_pool2d", i32, 2, ct_cu_pool_run<CT_PL_I32, CT_CU_POOL_MAX>,
+                            nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("max_pool2d", i64, 2, ct_cu_pool_run<CT_PL_I64, CT_CU_POOL_MAX>,
+                            nullptr, nullptr);
+  }
+  return status;
 }
