@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from gradcheck import check_vjp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ctensor
@@ -452,6 +452,9 @@ def test_vector_norm_backward(ord, case):
     axis, keepdims = case["axis"], case["keepdims"]
     dims = dims_of(axis, x.ndim)
     out = ops.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+    # a norm that overflows the dtype (float16's 65504: ord 0.5 over many elements) has no
+    # finite gradient to compare with torch's float64 one
+    assume(bool(torch.isfinite(torch.as_tensor(out).double()).all()))
     g = layout_tensor(rng.uniform(-1, 1, size=tuple(out.shape)), dtype, layout)
     got = ops.vector_norm_backward(g, x, out, axis=axis, keepdims=keepdims, ord=ord)
     assert got.dtype == x.dtype
