@@ -6,6 +6,7 @@
  *   inf, -inf  the largest (smallest) a, nan propagating;
  *   0          the count of non-zero a (nan counts);
  *   1          the sum of a;
+ *   2 and 1 of float32 input: plain sums in double (ct_vnorm_group_f32);
  *   p > 0      a running maximum m and s = sum (a / m)^p, rescaled when m grows (LAPACK's nrm2
  *              for p = 2), so that no power overflows or underflows where the norm does not;
  *              the norm is m * s^(1/p) (0 when m is 0);
@@ -44,6 +45,7 @@ typedef struct ct_vnorm_job {
   char* out;
   ct_vnorm_load_fn load;
   ct_vnorm_store_fn store;
+  bool f32; /* float32 input: ord 1 and 2 take the plain loop of ct_vnorm_group_f32 */
 } ct_vnorm_job;
 
 #define CT_VNORM_ACCESS_X(A, SFX, T, C, U, ID)          \
@@ -71,8 +73,51 @@ static double ct_vnorm_load_c128(const char* p) {
   return hypot(v[0], v[1]);
 }
 
+/* ord 1 and 2 of float32 input: |x| and x^2 summed in double, which no float32 overflows or
+ * underflows (so no scaling), four partial sums over each run for speed; the same order on
+ * every thread count. */
+static double ct_vnorm_group_f32(const ct_vnorm_job* job, const char* x0) {
+  const int32_t last = job->n_inner - 1;
+  const int64_t run = last >= 0 ? job->inner_shape[last] : 1;
+  const int64_t step = last >= 0 ? job->x_inner[last] : 0;
+  const bool squares = job->mode == CT_VNORM_TWO;
+  double total = 0.0;
+  int64_t idx[CT_MAX_NDIM] = {0};
+  const char* xp = x0;
+  for (int64_t e = 0; e < job->group_size; e += run) {
+    double s[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t i = 0;
+    if (step == (int64_t)sizeof(float)) {
+      const float* p = (const float*)xp;
+      for (; i + 4 <= run; i += 4) {
+        for (int k = 0; k < 4; ++k) {
+          const double a = (double)p[i + k];
+          s[k] += squares ? a * a : fabs(a);
+        }
+      }
+    }
+    for (; i < run; ++i) {
+      float v;
+      memcpy(&v, xp + i * step, sizeof v);
+      const double a = (double)v;
+      s[0] += squares ? a * a : fabs(a);
+    }
+    total += (s[0] + s[1]) + (s[2] + s[3]);
+    for (int32_t d = last - 1; d >= 0; --d) {
+      xp += job->x_inner[d];
+      if (++idx[d] < job->inner_shape[d]) break;
+      xp -= job->x_inner[d] * job->inner_shape[d];
+      idx[d] = 0;
+    }
+  }
+  return squares ? sqrt(total) : total;
+}
+
 /* The norm of one group, its elements walked in order. */
 static double ct_vnorm_group(const ct_vnorm_job* job, const char* x0) {
+  if (job->f32 && (job->mode == CT_VNORM_TWO || job->mode == CT_VNORM_SUM)) {
+    return ct_vnorm_group_f32(job, x0);
+  }
   const int32_t last = job->n_inner - 1;
   const int64_t run = last >= 0 ? job->inner_shape[last] : 1;
   const int64_t step = last >= 0 ? job->x_inner[last] : 0;
@@ -181,6 +226,7 @@ static int ct_cpu_vector_norm_run(const ct_kernel_call* call, ct_vnorm_load_fn l
   job.out = ct_tensor_base(out);
   job.load = load;
   job.store = store;
+  job.f32 = x->dtype.code == CT_DTYPE_FLOAT && x->dtype.bits == 32;
   job.group_size = 1;
   bool mask[CT_MAX_NDIM];
   const ct_attr_value* axis = &call->attrs[0];
