@@ -122,6 +122,19 @@ OPS: dict[str, dict] = {
     "var": {"attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}]},
     "std": {"attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}]},
     "logsumexp": {"attrs": REDUCE_ATTRS},
+    "vector_norm": {
+        "attrs": REDUCE_ATTRS
+        + [
+            {"ord": 1.0},
+            {"ord": 0.0, "axis": [1]},
+            {"ord": 3.0, "keepdims": True},
+            {"ord": 0.5, "axis": [-1]},
+            {"ord": -1.0},
+            {"ord": float("inf"), "axis": [0, 2]},
+            {"ord": float("-inf"), "axis": [1]},
+        ],
+        "shapes": NONEMPTY_SHAPES,
+    },
     "argmax": {
         "attrs": [{}, {"axis": 0}, {"axis": -1, "keepdims": True}, {"keepdims": True}],
         "shapes": NONEMPTY_SHAPES,
@@ -157,6 +170,20 @@ OPS: dict[str, dict] = {
     "std_backward": {
         "attrs": REDUCE_ATTRS + [{"axis": [1], "correction": 1.0}],
         "shapes": REDUCE_GRAD_OUT_SHAPES + [((2, 4), (2, 3, 4), (2, 4))],
+    },
+    "vector_norm_backward": {
+        "attrs": REDUCE_ATTRS
+        + [
+            {"ord": 1.0},
+            {"ord": 0.0},
+            {"ord": 3.0, "keepdims": True},
+            {"ord": 1.5, "axis": [0]},
+            {"ord": 0.5, "axis": [-1], "keepdims": True},
+            {"ord": float("inf")},
+            {"ord": float("-inf"), "axis": [0, 2]},
+        ],
+        "shapes": REDUCE_GRAD_OUT_SHAPES,
+        "domains": {2: "positive"},
     },
     "cumulative_sum_backward": {
         "attrs": [{}, {"axis": 0}, {"axis": -1, "include_initial": True}],
@@ -397,6 +424,11 @@ OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- sorting and selection
     "sort": {"attrs": [{}, {"axis": 0}, {"descending": True}], "domains": {0: "ties"}},
     "argsort": {"attrs": [{}, {"axis": 0}, {"descending": True}], "domains": {0: "ties"}},
+    "argpartition": {
+        "shapes": [((5, 6),), ((7,),), ((3, 4, 5),)],
+        "attrs": [{"kth": 2}, {"kth": -1}, {"kth": [0, 3]}, {"kth": 1, "axis": 0}],
+        "domains": {0: "ties"},
+    },
     "topk": {
         "shapes": [((5, 6),), ((7,),), ((3, 0),)],
         "attrs": [{"k": 3}, {"k": 2, "largest": False}, {"k": 0}, {"k": 2, "axis": 0}],
@@ -422,6 +454,7 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
             {"kernel_size": [2], "divisor_override": 3},
+            {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
         ],
     },
     "max_pool2d": {
@@ -430,6 +463,7 @@ OPS: dict[str, dict] = {
             {"kernel_size": [2]},
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
+            {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
         ],
     },
     "conv2d": {
@@ -889,6 +923,8 @@ for _name in [
     "silu_backward",
     "selu_backward",
     "hardswish_backward",
+    "hardsigmoid_backward",
+    "mish_backward",
     "leaky_relu_backward",
     "elu_backward",
     "softplus_backward",

@@ -149,6 +149,8 @@ NUMPY["relu"] = _unary(
 NUMPY["sigmoid"] = _unary(lambda x: 1.0 / (1.0 + np.exp(-x)))
 NUMPY["silu"] = _unary(lambda x: x / (1.0 + np.exp(-x)))
 NUMPY["hardswish"] = _unary(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+NUMPY["hardsigmoid"] = _unary(lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+NUMPY["mish"] = _unary(lambda x: x * np.tanh(np.log1p(np.exp(x))))
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 NUMPY["selu"] = _unary(lambda x: _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(x)))
 
@@ -348,6 +350,35 @@ def _var(ins, attrs, out):  # noqa: ANN001, ANN202
 
 NUMPY["var"] = lambda ins, attrs, out: [_var(ins, attrs, out)[0].astype(np.float64)]
 NUMPY["std"] = lambda ins, attrs, out: [np.sqrt(_var(ins, attrs, out)[0]).astype(np.float64)]
+
+
+def _norm_terms(a: np.ndarray, p: float, axis, keepdims: bool) -> np.ndarray:  # noqa: ANN001
+    """The p-norm of the moduli a (float64) over axis, as the array API's vector_norm."""
+    if p == np.inf:
+        return np.max(a, axis=axis, keepdims=keepdims, initial=0.0)
+    if p == -np.inf:
+        return np.min(a, axis=axis, keepdims=keepdims)
+    if p == 0:
+        return np.sum(a != 0, axis=axis, keepdims=keepdims).astype(np.float64)
+    if p > 0:  # scaled by the maximum, as the kernels, so that no power overflows
+        m = np.max(a, axis=axis, keepdims=True, initial=0.0)
+        safe = np.where((m == 0) | ~np.isfinite(m), 1.0, m)
+        s = np.sum((a / safe) ** p, axis=axis, keepdims=True)
+        r = np.where(m == 0, 0.0, safe * s ** (1.0 / p))
+        r = np.where(np.isinf(m), np.inf, r)
+        r = np.where(np.any(np.isnan(a), axis=axis, keepdims=True), np.nan, r)
+        if not keepdims:
+            r = np.squeeze(r, axis=axis) if axis is not None else r.reshape(())
+        return r
+    return np.sum(a**p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+
+
+@_ref(NUMPY, "vector_norm")
+def _vector_norm(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = ins[0]
+    a = np.abs(x).astype(np.float64)
+    with np.errstate(all="ignore"):
+        return [_norm_terms(a, attrs["ord"], _axes(attrs["axis"], x.ndim), attrs["keepdims"])]
 
 
 @_ref(NUMPY, "logsumexp")
@@ -692,6 +723,12 @@ def _sort(ins, attrs, out):  # noqa: ANN001, ANN202
     return [np.take_along_axis(x, order, attrs["axis"]).reshape(ins[0].shape)]
 
 
+@_ref(NUMPY, "argpartition")
+def _argpartition(ins, attrs, out):  # noqa: ANN001, ANN202
+    # the documented result: the stable ascending argsort (a partition for every kth, nan last)
+    return [_order(ins[0], attrs["axis"], False)]
+
+
 @_ref(NUMPY, "topk")
 def _topk(ins, attrs, out):  # noqa: ANN001, ANN202
     x, axis, k = ins[0], attrs["axis"], attrs["k"]
@@ -953,35 +990,61 @@ def _conv_t(ins, attrs, out):  # noqa: ANN001, ANN202
     ]
 
 
+def _pool_padded(x, attrs, value):  # noqa: ANN001, ANN202
+    """(x, padding) for torch's pooling: padding beyond half the kernel (which ctensor takes, as
+    ONNX, and torch refuses) is applied to x explicitly with `value` (-inf for max, 0 for avg)
+    and the pool's own padding becomes 0: the same windows where ceil_mode is off (and, for
+    avg, where count_include_pad is on)."""
+    kernel, padding = _pair(attrs["kernel_size"]), _pair(attrs["padding"])
+    if all(p <= k // 2 for p, k in zip(padding, kernel, strict=True)):
+        return x, padding
+    assert not attrs["ceil_mode"] and attrs.get("count_include_pad", True)
+    pads = (padding[1], padding[1], padding[0], padding[0])
+    return _torch().nn.functional.pad(x, pads, value=value), (0, 0)
+
+
+def _avg_pool_of(x, attrs):  # noqa: ANN001, ANN202
+    x, padding = _pool_padded(x, attrs, 0.0)
+    return _torch().nn.functional.avg_pool2d(
+        x,
+        _pair(attrs["kernel_size"]),
+        _pair(attrs["stride"]),
+        padding,
+        attrs["ceil_mode"],
+        attrs["count_include_pad"],
+        attrs["divisor_override"],
+    )
+
+
+def _max_pool_of(x, attrs):  # noqa: ANN001, ANN202
+    torch = _torch()
+    # the padding value: -inf, an integer dtype's minimum
+    low = -np.inf if x.dtype.is_floating_point else torch.iinfo(x.dtype).min
+    x, padding = _pool_padded(x, attrs, low)
+    return _torch().nn.functional.max_pool2d(
+        x,
+        _pair(attrs["kernel_size"]),
+        _pair(attrs["stride"]),
+        padding,
+        _pair(attrs["dilation"]),
+        attrs["ceil_mode"],
+    )
+
+
 @_ref(TORCH, "avg_pool2d")
 def _avg_pool(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return [
-        f.avg_pool2d(
-            _t(ins[0]),
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            attrs["ceil_mode"],
-            attrs["count_include_pad"],
-            attrs["divisor_override"],
-        ).numpy()
-    ]
+    return [_avg_pool_of(_t(ins[0]), attrs).numpy()]
 
 
 @_ref(TORCH, "max_pool2d")
 def _max_pool(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return [
-        f.max_pool2d(
-            _t(ins[0]),
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            _pair(attrs["dilation"]),
-            attrs["ceil_mode"],
-        ).numpy()
-    ]
+    x = ins[0]
+    if x.dtype.kind == "u":  # torch has no unsigned max_pool2d: int64 of the same order
+        flip = np.uint64(1 << 63)
+        shifted = (x.astype(np.uint64) ^ flip).view(np.int64)
+        pooled = _max_pool_of(_t(shifted), attrs).numpy()
+        return [(pooled.view(np.uint64) ^ flip).astype(x.dtype)]
+    return [_max_pool_of(_t(x), attrs).numpy()]
 
 
 @_ref(TORCH, "adaptive_avg_pool2d")
@@ -1037,37 +1100,12 @@ def _conv_t_backward_input(ins, attrs, out):  # noqa: ANN001, ANN202
 
 @_ref(TORCH, "max_pool2d_backward")
 def _max_pool_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return _vjp(
-        lambda x: f.max_pool2d(
-            x,
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            _pair(attrs["dilation"]),
-            attrs["ceil_mode"],
-        ),
-        [ins[1]],
-        ins[0],
-    )
+    return _vjp(lambda x: _max_pool_of(x, attrs), [ins[1]], ins[0])
 
 
 @_ref(TORCH, "avg_pool2d_backward")
 def _avg_pool_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    f = _torch().nn.functional
-    return _vjp(
-        lambda x: f.avg_pool2d(
-            x,
-            _pair(attrs["kernel_size"]),
-            _pair(attrs["stride"]),
-            _pair(attrs["padding"]),
-            attrs["ceil_mode"],
-            attrs["count_include_pad"],
-            attrs["divisor_override"],
-        ),
-        [ins[1]],
-        ins[0],
-    )
+    return _vjp(lambda x: _avg_pool_of(x, attrs), [ins[1]], ins[0])
 
 
 @_ref(TORCH, "adaptive_avg_pool2d_backward")
@@ -1157,6 +1195,14 @@ _GRAD_REFERENCES = {
     ),
     "hardswish_backward": lambda g, x, a: np.where(
         (x > -3) & (x < 3), g * (x / 3.0 + 0.5), np.where(x <= -3, 0.0, g)
+    ),
+    "hardsigmoid_backward": lambda g, x, a: np.where((x > -3) & (x < 3), g / 6.0, 0.0),
+    "mish_backward": lambda g, x, a: (
+        g
+        * (
+            np.tanh(np.log1p(np.exp(x)))
+            + x / (1.0 + np.exp(-x)) * (1.0 - np.tanh(np.log1p(np.exp(x))) ** 2)
+        )
     ),
     "leaky_relu_backward": lambda g, x, a: np.where(x > 0, g, g * a["negative_slope"]),
     "elu_backward": lambda g, x, a: np.where(x <= 0, g * a["alpha"] * np.exp(x), g),
@@ -1268,6 +1314,33 @@ def _extremum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     count = np.sum(mask, axis=axes, keepdims=True)
     with np.errstate(all="ignore"):
         r = np.where(mask, _unreduce(g, x.ndim, attrs) / count, 0.0)
+    return [np.array(np.broadcast_to(r, x.shape))]
+
+
+@_ref(NUMPY, "vector_norm_backward")
+def _vector_norm_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """torch's linalg_vector_norm_backward (the CPU kernel's doc), 0 where the norm is 0."""
+    g, x, o = ins
+    p = attrs["ord"]
+    gb, ob = _unreduce(g, x.ndim, attrs), _unreduce(o, x.ndim, attrs)
+    sign, a = np.sign(np.nan_to_num(x, nan=0.0)), np.abs(x)
+    with np.errstate(all="ignore"):
+        if p == 0:
+            r = np.zeros(x.shape)
+        elif p == 1:
+            r = sign * gb
+        elif p == 2:
+            r = np.where(ob == 0, 0.0, gb * (x / ob))
+        elif np.isinf(p):
+            mask = (a == ob) | np.isnan(a)
+            count = np.sum(mask, axis=_reduced_axes(attrs, x.ndim), keepdims=True)
+            r = np.where(mask, sign * (gb / count), 0.0)
+        elif p < 1:
+            r = np.where(x == 0, 0.0, sign * a ** (p - 1)) * (gb * ob ** (1 - p))
+        elif p < 2:
+            r = sign * a ** (p - 1) * np.where(ob == 0, 0.0, gb / ob ** (p - 1))
+        else:
+            r = x * a ** (p - 2) * np.where(ob == 0, 0.0, gb / ob ** (p - 1))
     return [np.array(np.broadcast_to(r, x.shape))]
 
 

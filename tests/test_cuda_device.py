@@ -74,6 +74,50 @@ def test_float16_and_integer_semantics_match_numpy() -> None:
             np.testing.assert_array_equal(cupy.asnumpy(got), ref(a, b))
 
 
+def test_topk_smallest_and_argpartition_match_the_cpu() -> None:
+    x = cupy.asarray(np.random.default_rng(0).standard_normal((7, 33)).astype(np.float32))
+    x[2, 5] = cupy.nan
+    host = cupy.asnumpy(x)
+    for largest in (True, False):
+        values, indices = ctensor.ops.topk(x, k=5, axis=1, largest=largest)
+        want_values, want_indices = ctensor.ops.topk(host, k=5, axis=1, largest=largest)
+        np.testing.assert_array_equal(cupy.asnumpy(indices), want_indices)
+        np.testing.assert_array_equal(cupy.asnumpy(values), want_values)
+    got = ctensor.ops.argpartition(x, kth=[3, -1], axis=1)
+    np.testing.assert_array_equal(
+        cupy.asnumpy(got), ctensor.ops.argpartition(host, kth=[3, -1], axis=1)
+    )
+
+
+def test_vector_norm_integer_max_pool_and_wide_padding_match_the_cpu() -> None:
+    host = np.random.default_rng(1).standard_normal((4, 5, 6))
+    x = cupy.asarray(host)
+    for ord in (2.0, 1.0, 0.0, float("inf"), float("-inf"), 3.0, 0.5):
+        got = ctensor.ops.vector_norm(x, axis=1, ord=ord)
+        want = ctensor.ops.vector_norm(host, axis=1, ord=ord)
+        np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-13)
+        g = np.ones_like(want)
+        gx = ctensor.ops.vector_norm_backward(cupy.asarray(g), x, got, axis=1, ord=ord)
+        np.testing.assert_allclose(
+            cupy.asnumpy(gx), ctensor.ops.vector_norm_backward(g, host, want, axis=1, ord=ord)
+        )
+    ints = (host * 50).astype(np.int32)[None]
+    for dtype in (np.int32, np.int64):
+        attrs = {"kernel_size": 2, "stride": 3, "padding": 3}
+        got = ctensor.ops.max_pool2d(cupy.asarray(ints.astype(dtype)), **attrs)
+        want = ctensor.ops.max_pool2d(ints.astype(dtype), **attrs)
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    avg = {"kernel_size": 2, "stride": 2, "padding": 2, "count_include_pad": False}
+    np.testing.assert_allclose(
+        cupy.asnumpy(ctensor.ops.avg_pool2d(x[None], **avg)),
+        ctensor.ops.avg_pool2d(host[None], **avg),
+    )
+    for name in ("hardsigmoid", "mish"):
+        np.testing.assert_allclose(
+            cupy.asnumpy(getattr(ctensor.ops, name)(x)), getattr(ctensor.ops, name)(host)
+        )
+
+
 def test_kernels_run_on_the_callers_stream() -> None:
     # A long CuPy kernel writes x on a non-blocking stream, then ctensor reads x on that same
     # stream without waiting: right only if ctensor's kernel is ordered after CuPy's.

@@ -563,3 +563,30 @@ def test_interpolate_vjp(shape, mode, size, dtype, seed):
     torch_attrs = {**attrs, "size": size}
     x = normal(np.random.default_rng(seed), shape)
     check_vjp("interpolate", [x], attrs, lambda x: F.interpolate(x, **torch_attrs), dtype=dtype)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    k=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    padding=st.tuples(st.integers(0, 4), st.integers(0, 4)),
+    shape=st.tuples(st.integers(1, 2), st.integers(1, 5), st.integers(1, 5)),
+    count_include_pad=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_pool_vjp_with_padding_beyond_half_the_kernel(
+    k, stride, padding, shape, count_include_pad, seed
+):
+    """Padding torch refuses (ONNX allows): the gradient entries against finite differences
+    alone (windows entirely in the padding are constants: -inf or 0, and get no gradient)."""
+    count = int(np.prod(shape))
+    x = (np.random.default_rng(seed).permutation(count) - count / 2).reshape(shape) / 8
+    attrs = {"kernel_size": list(k), "stride": list(stride), "padding": list(padding)}
+    try:
+        out = ctensor.ops.max_pool2d(x, **attrs)
+    except ctensor.ShapeMismatchError:
+        assume(False)  # a window larger than the padded input
+    if np.isfinite(out).all():  # -inf outputs have no finite difference
+        check_vjp("max_pool2d", [x], attrs, None, dtype="float64", seed=seed)
+    avg = {**attrs, "count_include_pad": count_include_pad}
+    check_vjp("avg_pool2d", [x], avg, None, dtype="float64", seed=seed)

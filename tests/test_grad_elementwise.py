@@ -34,6 +34,15 @@ TORCH_DTYPE = {
 # Domains stay where the derivative is well conditioned (a float32 kernel and a float64 reference
 # of the same rounded input then agree to a few ulps); the edge tests cover the rest.
 NO_ATTRS = st.just({})
+
+
+def hardsigmoid(x: torch.Tensor) -> torch.Tensor:
+    """torch's hardsigmoid with an exact derivative: torch's hardsigmoid_backward multiplies by
+    1/6 rounded to float32 even in float64, where ctensor divides by 6; the same kinks (0 at
+    +-3) and 0 at nan."""
+    return torch.where(torch.isnan(x), x * 0, F.relu6(x + 3) / 6)
+
+
 FROM_X = {
     "abs_backward": (torch.abs, (-3, 3), NO_ATTRS),
     "log1p_backward": (torch.log1p, (-0.9, 5), NO_ATTRS),
@@ -49,6 +58,8 @@ FROM_X = {
     "silu_backward": (F.silu, (-8, 8), NO_ATTRS),
     "selu_backward": (F.selu, (-4, 4), NO_ATTRS),
     "hardswish_backward": (F.hardswish, (-5, 5), NO_ATTRS),
+    "hardsigmoid_backward": (hardsigmoid, (-5, 5), NO_ATTRS),
+    "mish_backward": (F.mish, (-8, 8), NO_ATTRS),
     "leaky_relu_backward": (
         F.leaky_relu,
         (-3, 3),
@@ -277,6 +288,7 @@ def test_relu_abs_and_the_piecewise_linear_activations_at_their_kinks() -> None:
     exact("relu_backward", [[-1.0, 0.0, -0.0, 2.0, NAN]], None)
     exact("abs_backward", [[-1.0, 0.0, -0.0, 2.0, NAN]], torch.abs)
     exact("hardswish_backward", [[-3.5, -3.0, -2.5, 0.0, 2.5, 3.0, 3.5, NAN]], F.hardswish)
+    exact("hardsigmoid_backward", [[-3.5, -3.0, -2.5, 0.0, 2.5, 3.0, 3.5, NAN]], hardsigmoid)
     exact("leaky_relu_backward", [[-1.0, 0.0, 1.0, NAN]], F.leaky_relu, negative_slope=0.2)
     exact("elu_backward", [[-1.0, 0.0, 1.0, NAN]], F.elu, alpha=0.5)
     exact("selu_backward", [[-1.0, 0.0, 1.0, NAN]], F.selu)
@@ -309,6 +321,7 @@ def test_pow_atan2_copysign_and_logaddexp_at_zeros_and_infinities() -> None:
 
 def test_saturating_activations_give_exact_zeros_far_out() -> None:
     exact("silu_backward", [[-800.0, 800.0, 0.0]], F.silu)
+    exact("mish_backward", [[-800.0, 800.0, 0.0]], F.mish)
     exact("softplus_backward", [[-800.0, 20.0, 20.5, 0.0]], F.softplus)
     exact("sigmoid_backward", [[-800.0, 800.0, 0.0]], None)
     exact("tanh_backward", [[-800.0, 800.0, 0.0]], None)

@@ -1,5 +1,5 @@
 """Backward operators of the reductions and scans (sum, mean, prod, max, min, logsumexp, var, std,
-cumulative_sum, cumulative_prod) against torch.autograd in float64.
+vector_norm, cumulative_sum, cumulative_prod) against torch.autograd in float64.
 
 Inputs are drawn in the op's dtype (float16, bfloat16, float32, float64) as torch tensors in
 contiguous, sliced (a step of 2) and transposed layouts, with axis None, one axis (negative too)
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from gradcheck import check_vjp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ctensor
@@ -421,3 +421,73 @@ def test_not_differentiable_rows_say_why(name):
 
 def test_max_row_states_the_tie_rule():
     assert "torch.amax" in ctensor.op_info("max")["gradient"]["note"]
+
+
+# ----- vector_norm_backward ---------------------------------------------------------------------
+
+NORM_ORDS = [2.0, 1.0, 0.0, float("inf"), float("-inf"), 3.0, 0.5, 1.5, -1.0]
+
+
+def torch_norm_grad(x, g, ord, dims, keepdims):
+    xr = x.double().detach().requires_grad_(True)
+    y = torch.linalg.vector_norm(xr, ord=ord, dim=dims, keepdim=keepdims)
+    (grad,) = torch.autograd.grad(y, xr, g.double(), allow_unused=True)
+    return torch.zeros_like(xr) if grad is None else grad  # ord 0: torch gives no gradient
+
+
+@pytest.mark.parametrize("ord", NORM_ORDS)
+@settings(max_examples=25, deadline=None)
+@given(case=reduction_case(min_dims=1))
+def test_vector_norm_backward(ord, case):
+    """Against torch.autograd of torch.linalg.vector_norm; small integers for ord +-inf (ties
+    share the gradient) and zeros in every group sometimes (torch's 0 subgradient)."""
+    rng = np.random.default_rng(case["seed"])
+    dtype, layout = case["dtype"], case["layout"]
+    if ord in (float("inf"), float("-inf")):
+        values = rng.integers(-2, 3, size=case["shape"]).astype(np.float64)
+    else:
+        values = rng.uniform(0.5, 2, size=case["shape"]) * rng.choice([-1.0, 1.0], case["shape"])
+        values = np.where(rng.random(case["shape"]) < 0.1, 0.0, values)
+    x = layout_tensor(values, dtype, layout)
+    axis, keepdims = case["axis"], case["keepdims"]
+    dims = dims_of(axis, x.ndim)
+    out = ops.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+    # a norm that overflows the dtype (float16's 65504: ord 0.5 over many elements) has no
+    # finite gradient to compare with torch's float64 one
+    assume(bool(torch.isfinite(torch.as_tensor(out).double()).all()))
+    g = layout_tensor(rng.uniform(-1, 1, size=tuple(out.shape)), dtype, layout)
+    got = ops.vector_norm_backward(g, x, out, axis=axis, keepdims=keepdims, ord=ord)
+    assert got.dtype == x.dtype
+    expected = torch_norm_grad(x, g, ord, dims, keepdims)
+    assert_grad_close(got, expected, dtype, scale=8.0)
+
+
+def test_vector_norm_backward_at_zero_is_torchs_subgradient():
+    zeros = torch.zeros(2, 3, dtype=torch.float64)
+    for ord in NORM_ORDS:
+        out = ops.vector_norm(zeros.numpy(), ord=ord, axis=1)
+        got = ops.vector_norm_backward(np.ones(2), zeros.numpy(), out, ord=ord, axis=1)
+        want = torch_norm_grad(zeros, torch.ones(2), ord, (1,), False).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=str(ord))
+        np.testing.assert_array_equal(got, np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("ord", [2.0, 1.0, 3.0, 0.5, float("inf")])
+@settings(max_examples=10, deadline=None)
+@given(case=reduction_case(min_dims=1), vjp_dtype=st.sampled_from(["float64", "float32"]))
+def test_vector_norm_vjp(ord, case, vjp_dtype):
+    rng = np.random.default_rng(case["seed"])
+    shape, axis, keepdims = case["shape"], case["axis"], case["keepdims"]
+    dims = dims_of(axis, len(shape))
+    n = int(np.prod(shape))
+    # distinct magnitudes away from 0: no kinks for finite differences
+    values = (rng.permutation(n).reshape(shape) + 1.0) * 0.25 * rng.choice([-1.0, 1.0], shape)
+    x = numpy_layout(np.asarray(values, dtype=np.float64), case["layout"])
+    check_vjp(
+        "vector_norm",
+        [x],
+        {"axis": axis, "keepdims": keepdims, "ord": ord},
+        lambda t: torch.linalg.vector_norm(t, ord=ord, dim=dims, keepdim=keepdims),
+        dtype=vjp_dtype,
+        seed=case["seed"],
+    )

@@ -130,6 +130,11 @@ def test_edge_points_on_opencl() -> None:
     g = np.ones_like(x)
     cases = {
         "hardswish_backward": (torch.nn.functional.hardswish, {}),
+        # hardsigmoid with an exact derivative (torch's backward multiplies by float32 1/6)
+        "hardsigmoid_backward": (
+            lambda t: torch.where(torch.isnan(t), t * 0, torch.nn.functional.relu6(t + 3) / 6),
+            {},
+        ),
         "leaky_relu_backward": (torch.nn.functional.leaky_relu, {"negative_slope": 0.2}),
         "elu_backward": (torch.nn.functional.elu, {"alpha": 0.5}),
         "abs_backward": (torch.abs, {}),

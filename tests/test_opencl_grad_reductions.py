@@ -1,7 +1,7 @@
-"""The OpenCL backward ops of sum, mean, prod, max, min and matmul against the CPU ones (which
-test_grad_reductions.py and test_grad_linalg.py check against torch.autograd), over drawn
-shapes, axes, keepdims, dtypes and layouts (sliced, reversed, transposed views at byte offsets
-into larger device buffers)."""
+"""The OpenCL backward ops of sum, mean, prod, max, min, vector_norm and matmul (and vector_norm
+itself) against the CPU ones (which test_grad_reductions.py and test_grad_linalg.py check against
+torch.autograd), over drawn shapes, axes, keepdims, dtypes and layouts (sliced, reversed,
+transposed views at byte offsets into larger device buffers)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def setup_module() -> None:
 
 
 def test_registered_on_opencl():
-    for name in ["sum", "mean", "prod", "max", "min", "matmul"]:
+    for name in ["sum", "mean", "prod", "max", "min", "matmul", "vector_norm"]:
         sigs = set(ctensor.op_info(name + "_backward")["dtypes"]["opencl"])
         assert set(FLOATS) <= sigs, name
 
@@ -103,3 +103,34 @@ def test_max_backward_ties_and_nan_on_opencl():
     out = ops.max(x, axis=1)
     got = ops.max_backward(device_like(g), device_like(x), device_like(np.asarray(out)), axis=1)
     np.testing.assert_array_equal(np.asarray(got), [[2.0, 0, 2.0, 2.0], [0, 2.0, 0, 2.0]])
+
+
+@pytest.mark.parametrize("ord", [2.0, 1.0, 0.0, float("inf"), float("-inf"), 3.0, 0.5, -1.0])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_vector_norm_and_backward_match_cpu(ord, data):
+    dtype = data.draw(st.sampled_from(FLOATS))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    ndim = len(shape)
+    axis = data.draw(st.one_of(st.none(), st.integers(-ndim, ndim - 1)))
+    keepdims = data.draw(st.booleans())
+    x = draw_array(data, dtype, shape, small_integers=ord in (float("inf"), float("-inf")))
+    out = ops.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+    got = ops.vector_norm(device_like(x), axis=axis, keepdims=keepdims, ord=ord)
+    compare(got, out, dtype)
+    g = draw_array(data, dtype, np.shape(out))
+    args = [g, x, np.asarray(out)]
+    expected = ops.vector_norm_backward(*args, axis=axis, keepdims=keepdims, ord=ord)
+    got = ops.vector_norm_backward(
+        *[device_like(a) for a in args], axis=axis, keepdims=keepdims, ord=ord
+    )
+    compare(got, expected, dtype)
+
+
+def test_vector_norm_special_values_on_opencl():
+    inf, nan = float("inf"), float("nan")
+    x = np.array([[0.0, -3.0, inf, 2.0], [1e200, 2e200, 0.0, -2e200], [1.0, nan, 0.0, 2.0]])
+    for ord in (2.0, 1.0, 0.0, inf, -inf, 3.0, -1.0):
+        expected = ops.vector_norm(x, axis=1, ord=ord)
+        got = np.asarray(ops.vector_norm(device_like(x), axis=1, ord=ord))
+        np.testing.assert_allclose(got, expected, rtol=1e-14, err_msg=str(ord))

@@ -199,7 +199,7 @@ def test_pools(name: str, data) -> None:
         attrs = {
             "kernel_size": kernel,
             "stride": [data.draw(st.integers(1, 2))] * 2,
-            "padding": [data.draw(st.integers(0, k // 2)) for k in kernel],
+            "padding": [data.draw(st.integers(0, k + 2)) for k in kernel],  # beyond torch's k / 2
             "ceil_mode": data.draw(st.booleans()),
         }
         if name == "max_pool2d":
@@ -246,6 +246,10 @@ def test_sort_argsort_and_topk(data) -> None:
     same("argsort", [x], axis=axis, descending=descending)
     k = data.draw(st.integers(0, x.shape[axis]))
     same("topk", [x], k=k, axis=axis, largest=data.draw(st.booleans()))
+    same("topk", [x], k=k, axis=axis, largest=False)
+    if x.shape[axis]:
+        kth = data.draw(st.lists(st.integers(0, x.shape[axis] - 1), min_size=1, max_size=3))
+        same("argpartition", [x], kth=kth, axis=axis)
 
 
 @settings(max_examples=20, deadline=None)
@@ -284,6 +288,7 @@ def test_foundation_and_listed_ops_are_registered() -> None:
         "concat",
         "sort",
         "argsort",
+        "argpartition",
         "topk",
         "prod",
         "min",

@@ -349,9 +349,9 @@ def test_adaptive_avg_pool2d(dtype, data):
 def test_pool_errors():
     x = np.zeros((1, 2, 5, 5), np.float32)
     with pytest.raises(ValueError):
-        ctensor.ops.max_pool2d(x, kernel_size=2, padding=2)
-    with pytest.raises(ValueError):
         ctensor.ops.max_pool2d(x, kernel_size=0)
+    with pytest.raises(ValueError):
+        ctensor.ops.max_pool2d(x, kernel_size=2, padding=-1)
     with pytest.raises(ValueError):
         ctensor.ops.avg_pool2d(x, kernel_size=2, stride=0)
     with pytest.raises(ValueError):
@@ -529,3 +529,197 @@ def test_conv_transpose2d_errors():
         ctensor.ops.conv_transpose2d(x, w, padding=3)
     with pytest.raises(ctensor.ShapeMismatchError):
         ctensor.ops.conv_transpose2d(x, np.zeros((4, 0, 3, 3), np.float32))
+
+
+# ----- padding larger than half the kernel (ONNX allows it, torch refuses): a NumPy reference --
+
+
+def pool_out_size(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """torch's pooling_output_shape."""
+    numerator = n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = numerator // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def numpy_pool(x, mode, k, s, p, d, ceil_mode, count_include_pad=True, divisor=None):
+    """max_pool2d / avg_pool2d of x (..., H, W) in float64 by their definition: windows of k
+    taps d apart every s, over x padded with p elements (-inf for max, 0 for avg) on both
+    sides; an avg window's divisor counts the taps inside the padded extent (torch's rule) or
+    only those inside x; a window with no element of x gives -inf (max) or 0 (avg)."""
+    x = np.asarray(x, dtype=np.float64)
+    h, w = x.shape[-2:]
+    oh = pool_out_size(h, k[0], s[0], p[0], d[0], ceil_mode)
+    ow = pool_out_size(w, k[1], s[1], p[1], d[1], ceil_mode)
+    out = np.zeros((*x.shape[:-2], oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            rows = [i * s[0] - p[0] + a * d[0] for a in range(k[0])]
+            cols = [j * s[1] - p[1] + b * d[1] for b in range(k[1])]
+            inside_r = [r for r in rows if 0 <= r < h]
+            inside_c = [c for c in cols if 0 <= c < w]
+            window = x[..., inside_r, :][..., inside_c]
+            if mode == "max":
+                flat = window.reshape(*x.shape[:-2], -1)
+                if flat.shape[-1] == 0:
+                    out[..., i, j] = -np.inf
+                else:
+                    out[..., i, j] = np.max(flat, axis=-1)  # nan propagates
+                continue
+            if not inside_r or not inside_c:
+                continue  # 0
+            total = window.sum(axis=(-1, -2))
+            padded_r = [r for r in rows if -p[0] <= r < h + p[0]]
+            padded_c = [c for c in cols if -p[1] <= c < w + p[1]]
+            if divisor is not None:
+                n = divisor
+            elif count_include_pad:
+                n = len(padded_r) * len(padded_c)
+            else:
+                n = len(inside_r) * len(inside_c)
+            out[..., i, j] = total / n
+    return out
+
+
+@st.composite
+def wide_pool_case(draw, dtype: str, dilation: bool):
+    k = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    s = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    p = (draw(st.integers(0, 5)), draw(st.integers(0, 5)))
+    d = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) if dilation else (1, 1)
+    lead = draw(st.sampled_from([[], [2]]))
+    shape = [*lead, draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 5))]
+    x = draw(strided_arrays(dtype, shape=tuple(shape), elements=finite(dtype)))
+    return x, k, s, p, d, draw(st.booleans())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@SETTINGS
+@given(data=st.data())
+def test_max_pool2d_any_padding_matches_numpy(dtype, data):
+    x, k, s, p, d, ceil_mode = data.draw(wide_pool_case(dtype, True))
+    h, w = x.shape[-2:]
+    if (
+        min(
+            pool_out_size(h, k[0], s[0], p[0], d[0], ceil_mode),
+            pool_out_size(w, k[1], s[1], p[1], d[1], ceil_mode),
+        )
+        < 1
+    ):
+        with pytest.raises(ctensor.ShapeMismatchError):
+            ctensor.ops.max_pool2d(x, kernel_size=k, stride=s, padding=p, dilation=d)
+        return
+    got = ctensor.ops.max_pool2d(
+        x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=ceil_mode
+    )
+    np.testing.assert_array_equal(got, numpy_pool(x, "max", k, s, p, d, ceil_mode))
+    if p[0] <= k[0] // 2 and p[1] <= k[1] // 2:  # where torch takes it too
+        want = F.max_pool2d(t64(x), k, s, p, d, ceil_mode=ceil_mode).numpy()
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@SETTINGS
+@given(data=st.data())
+def test_avg_pool2d_any_padding_matches_numpy(dtype, data):
+    x, k, s, p, _, ceil_mode = data.draw(wide_pool_case(dtype, False))
+    count_include_pad = data.draw(st.booleans())
+    divisor = data.draw(st.none() | st.sampled_from([1, 3]))
+    h, w = x.shape[-2:]
+    if (
+        min(
+            pool_out_size(h, k[0], s[0], p[0], 1, ceil_mode),
+            pool_out_size(w, k[1], s[1], p[1], 1, ceil_mode),
+        )
+        < 1
+    ):
+        return
+    got = ctensor.ops.avg_pool2d(
+        x,
+        kernel_size=k,
+        stride=s,
+        padding=p,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+        divisor_override=divisor,
+    )
+    want = numpy_pool(x, "avg", k, s, p, (1, 1), ceil_mode, count_include_pad, divisor)
+    assert_close(got, want, dtype, atol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_pool_windows_entirely_in_padding():
+    x = np.arange(4.0).reshape(1, 1, 2, 2)
+    got = ctensor.ops.max_pool2d(x, kernel_size=1, padding=1)
+    want = np.full((1, 1, 4, 4), -np.inf)
+    want[..., 1:3, 1:3] = x
+    np.testing.assert_array_equal(got, want)
+    for count_include_pad in (True, False):
+        avg = ctensor.ops.avg_pool2d(
+            x, kernel_size=1, padding=1, count_include_pad=count_include_pad
+        )
+        np.testing.assert_array_equal(avg, np.where(np.isinf(want), 0.0, want))
+    # backward: windows in the padding send nothing back; the others as torch's interior
+    g = np.ones((1, 1, 4, 4))
+    np.testing.assert_array_equal(
+        ctensor.ops.max_pool2d_backward(g, x, kernel_size=1, padding=1), np.ones_like(x)
+    )
+    np.testing.assert_array_equal(
+        ctensor.ops.avg_pool2d_backward(g, x, kernel_size=1, padding=1), np.ones_like(x)
+    )
+
+
+# ----- integer max pooling: the padding is the dtype's minimum ---------------------------------
+
+INT_POOL_DTYPES = ["int8", "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64"]
+
+
+def test_max_pool2d_registered_for_integers():
+    assert set(INT_POOL_DTYPES) <= set(kernel_dtypes("max_pool2d"))
+    with pytest.raises(TypeError):
+        ctensor.ops.avg_pool2d(np.zeros((1, 2, 2), np.int32), kernel_size=2)
+
+
+@pytest.mark.parametrize("dtype", INT_POOL_DTYPES)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_integer_max_pool2d_matches_numpy(dtype, data):
+    info = np.iinfo(dtype)
+    values = st.integers(int(info.min), int(info.max))
+    k = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
+    s = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
+    p = (data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3)))
+    d = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)))
+    ceil_mode = data.draw(st.booleans())
+    shape = (
+        data.draw(st.integers(1, 2)),
+        data.draw(st.integers(1, 5)),
+        data.draw(st.integers(1, 5)),
+    )
+    x = data.draw(strided_arrays(dtype, shape=shape, elements=values))
+    h, w = shape[-2:]
+    if (
+        min(
+            pool_out_size(h, k[0], s[0], p[0], d[0], ceil_mode),
+            pool_out_size(w, k[1], s[1], p[1], d[1], ceil_mode),
+        )
+        < 1
+    ):
+        return
+    got = ctensor.ops.max_pool2d(
+        x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=ceil_mode
+    )
+    assert got.dtype == np.dtype(dtype)
+    # the float64 reference on the values' ranks (exact for 64-bit values too), -inf -> minimum
+    order = np.unique(x)
+    ranks = np.searchsorted(order, x).astype(np.float64)
+    want = numpy_pool(ranks, "max", k, s, p, d, ceil_mode)
+    expected = np.where(np.isinf(want), info.min, order[np.clip(want, 0, None).astype(np.int64)])
+    np.testing.assert_array_equal(got, expected.astype(dtype))
+    if (
+        dtype in ("int8", "uint8", "int16", "int32", "int64")
+        and p[0] <= k[0] // 2
+        and p[1] <= k[1] // 2
+    ):
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        np.testing.assert_array_equal(got, F.max_pool2d(t, k, s, p, d, ceil_mode=ceil_mode).numpy())

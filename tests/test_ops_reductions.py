@@ -1,5 +1,5 @@
-"""Reductions (sum, mean, prod, max, min, any, all, argmax) and softmax on every dtype their
-kernels declare.
+"""Reductions (sum, mean, prod, max, min, any, all, argmax, vector_norm) and softmax on every
+dtype their kernels declare.
 
 References are NumPy in float64 (float inputs), NumPy's own integer results for integer sums
 (int64/uint64 wrap-around included) and maxima, np.argmax for argmax (first occurrence, first nan
@@ -917,3 +917,135 @@ def test_invalid_arguments_raise_value_errors(call):
     with pytest.raises(ctensor.CTensorError) as info:
         call()
     assert isinstance(info.value, ValueError)
+
+
+# ----- vector_norm ------------------------------------------------------------------------------
+
+NORM_ORDS = [2.0, 1.0, 0.0, math.inf, -math.inf, 3.0, 0.5, 1.5, -1.0, -2.5]
+
+
+def norm_reference(x: np.ndarray, ord: float, axis, keepdims: bool) -> np.ndarray:
+    """The p-norm of |x| in float64 (NumPy), as torch.linalg.vector_norm defines it."""
+    a = np.abs(x).astype(np.float64)
+    with np.errstate(all="ignore"):
+        if ord == math.inf:
+            return np.max(a, axis=axis, keepdims=keepdims)
+        if ord == -math.inf:
+            return np.min(a, axis=axis, keepdims=keepdims)
+        if ord == 0:
+            return np.sum(a != 0, axis=axis, keepdims=keepdims).astype(np.float64)
+        if ord < 0:
+            return np.sum(a**ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+        # scaled by the largest modulus, so that tiny and huge values neither underflow nor
+        # overflow in the powers (as ctensor's kernels; NumPy's own norm does not scale)
+        m = np.max(a, axis=axis, keepdims=True, initial=0.0)
+        safe = np.where(m == 0, 1.0, m)
+        r = safe * np.sum((a / safe) ** ord, axis=axis, keepdims=True) ** (1.0 / ord)
+        r = np.where(m == 0, 0.0, r)
+        return r if keepdims else np.squeeze(r, axis=axis)
+
+
+def test_vector_norm_registered_for_floats_and_complex():
+    assert sorted(kernel_dtypes("vector_norm")) == sorted(FLOATS + COMPLEX)
+    assert sorted(kernel_dtypes("vector_norm_backward")) == sorted(FLOATS)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + COMPLEX)
+@SETTINGS
+@given(data=st.data(), ord=st.sampled_from(NORM_ORDS))
+def test_vector_norm_matches_numpy_and_torch(dtype, ord, data):
+    if dtype in COMPLEX:
+        width = 64 if dtype == "complex64" else 128
+        parts = st.complex_numbers(
+            max_magnitude=100, allow_nan=False, allow_infinity=False, width=width
+        )
+        x = data.draw(strided_arrays(dtype, max_side=5, elements=parts))
+    else:
+        x = data.draw(inputs(dtype, special=False, bound=100.0))
+    axis = data.draw(axes(x.ndim))
+    keepdims = data.draw(st.booleans())
+    x64 = f64(x) if dtype not in COMPLEX else np.asarray(x).astype(np.complex128)
+    empty = reduced_count(np.shape(x64), axis) == 0
+    if empty and (ord < 0 or ord == math.inf):
+        with pytest.raises(ValueError, match="identity"):
+            run("vector_norm", x, axis=axis, ord=ord, keepdims=keepdims)
+        return
+    got = run("vector_norm", x, axis=axis, ord=ord, keepdims=keepdims)
+    real = {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+    assert name_of(got) == real
+    want = norm_reference(
+        x64, ord, normalized(axis, x64.ndim) if axis is not None else None, keepdims
+    )
+    assert_close(f64(got), rounded_to(want, real), real, rtol_scale=8)
+    t = torch.from_numpy(np.ascontiguousarray(x64))
+    dims = normalized(axis, x64.ndim) if axis is not None else None
+    tiny = np.any((np.abs(x64) < 1e-30) & (x64 != 0))  # torch's powers underflow there
+    if not empty and x64.ndim and axis != () and not tiny:  # torch reads dim=() as every dim
+        ref = torch.linalg.vector_norm(t, ord=ord, dim=dims, keepdim=keepdims).numpy()
+        assert_close(f64(got), rounded_to(ref, real), real, rtol_scale=8)
+
+
+def test_vector_norm_scales_instead_of_overflowing():
+    """Squares of 1e200 overflow and of 1e-200 underflow in float64; the scaled sums do not
+    (NumPy's norm gives inf and 0 here; torch's float64 too)."""
+    for ord in (2.0, 3.0, 1.5):
+        for v in (1e200, 1e-200):
+            x = np.array([v, 2 * v, -2 * v])
+            want = v * (1 + 2**ord + 2**ord) ** (1 / ord)
+            np.testing.assert_allclose(ctensor.ops.vector_norm(x, ord=ord), want, rtol=1e-14)
+    big = np.full(1000, 1e37, np.float32)  # squares overflow float32, the norm does not
+    np.testing.assert_allclose(ctensor.ops.vector_norm(big), np.float32(1e37 * math.sqrt(1000)))
+
+
+def test_vector_norm_special_values():
+    nan, inf = math.nan, math.inf
+    for ord in NORM_ORDS:
+        with_nan = torch.tensor([1.0, nan, inf, 0.0], dtype=torch.float64)
+        want = torch.linalg.vector_norm(with_nan, ord=ord).item()  # nan, but a count for ord 0
+        got = ctensor.ops.vector_norm(with_nan.numpy(), ord=ord)
+        assert got == want or (math.isnan(got) and math.isnan(want)), ord
+        t = torch.tensor([0.0, -3.0, inf, 2.0])
+        want = torch.linalg.vector_norm(t.double(), ord=ord).item()
+        assert ctensor.ops.vector_norm(t.numpy(), ord=ord) == want, ord
+        zeros = np.zeros(4)
+        assert (
+            ctensor.ops.vector_norm(zeros, ord=ord)
+            == torch.linalg.vector_norm(torch.from_numpy(zeros), ord=ord).item()
+        ), ord
+    # ord 0 counts the non-zero elements, nan included
+    assert ctensor.ops.vector_norm(np.array([0.0, -0.0, 2.0, nan]), ord=0.0) == 2.0
+    # the modulus of complex elements, without overflow
+    z = np.array([3e200 + 4e200j, 0j])
+    assert ctensor.ops.vector_norm(z) == pytest.approx(5e200, rel=1e-15)
+    assert ctensor.ops.vector_norm(np.array([3 + 4j], np.complex64), ord=1.0).dtype == np.float32
+
+
+def test_vector_norm_empty_and_errors():
+    e = np.zeros((0, 3))
+    np.testing.assert_array_equal(ctensor.ops.vector_norm(e, axis=0), np.zeros(3))
+    assert ctensor.ops.vector_norm(e, ord=0.0) == 0.0
+    for ord in (math.inf, -math.inf, -1.0):
+        with pytest.raises(ValueError, match="identity"):
+            ctensor.ops.vector_norm(e, ord=ord, axis=0)
+        np.testing.assert_array_equal(ctensor.ops.vector_norm(e, ord=ord, axis=1), np.zeros(0))
+    with pytest.raises(ValueError, match="nan"):
+        ctensor.ops.vector_norm(np.ones(3), ord=math.nan)
+    with pytest.raises(ValueError):
+        ctensor.ops.vector_norm(np.ones(3), axis=1)
+    with pytest.raises((TypeError, ValueError, ctensor.CTensorError)):
+        ctensor.ops.vector_norm(np.ones(3, np.int32).astype(bool))
+
+
+def test_vector_norm_threads_do_not_change_bits():
+    x = np.random.default_rng(5).standard_normal((64, 300)).astype(np.float32)
+    before = ctensor.get_num_threads()
+    try:
+        ctensor.set_num_threads(2)
+        two = ctensor.ops.vector_norm(x, axis=1, ord=3.0)
+        ctensor.set_num_threads(1)
+        one = ctensor.ops.vector_norm(x, axis=1, ord=3.0)
+    finally:
+        ctensor.set_num_threads(before)
+    np.testing.assert_array_equal(one.view(np.uint32), two.view(np.uint32))
+    strided = ctensor.ops.vector_norm(np.asfortranarray(x)[:, ::-1], axis=1, ord=3.0)
+    np.testing.assert_allclose(strided, one, rtol=1e-6)

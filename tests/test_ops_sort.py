@@ -1,7 +1,10 @@
-"""Sorting and selection (sort, argsort, topk, searchsorted) on every dtype their CPU kernels
-declare, against NumPy exactly: ascending is np.argsort(kind="stable") (nan last, -0.0 == 0.0);
-descending is the stable order of decreasing value with nan first (torch.sort(stable=True));
-topk is the first k of that order; searchsorted is np.searchsorted. bfloat16 goes through
+"""Sorting and selection (sort, argsort, argpartition, topk, searchsorted) on every dtype their
+CPU kernels declare, against NumPy exactly: ascending is np.argsort(kind="stable") (nan last,
+-0.0 == 0.0); descending is the stable order of decreasing value with nan first
+(torch.sort(stable=True));
+topk is the first k of that order (largest=False: of the ascending order); argpartition is checked
+by the partition property (and against np.argpartition for distinct values), and gives the stable
+ascending order it documents; searchsorted is np.searchsorted. bfloat16 goes through
 PyTorch. Layouts come from arrays.strided_arrays (sliced, reversed, transposed, broadcast)."""
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ def assert_exact(actual, expected: np.ndarray, dtype: str) -> None:
 
 
 def test_declared_dtypes():
-    for op in ["sort", "argsort", "topk", "searchsorted"]:
+    for op in ["sort", "argsort", "argpartition", "topk", "searchsorted"]:
         assert sorted(kernel_dtypes(op)) == sorted(ALL_CT), op
 
 
@@ -138,6 +141,90 @@ def test_large_parallel(dtype, axis):
     np.testing.assert_array_equal(ops.sort(long), np.sort(long))
     values, indices = ops.topk(long, k=50)
     np.testing.assert_array_equal(indices, reference_argsort(long, 0, True)[:50])
+
+
+def dense_rank(x: np.ndarray) -> np.ndarray:
+    """Each element's rank among the distinct values of x (nan last, -0.0 == 0.0)."""
+    return np.unique(x.ravel(), return_inverse=True, equal_nan=True)[1].reshape(x.shape)
+
+
+def assert_partition(x: np.ndarray, indices: np.ndarray, kth: list[int], axis: int) -> None:
+    """indices partition x along axis at every kth as numpy.argpartition's contract: a
+    permutation of each lane; the element at k is the sorted one; none before it is larger,
+    none after it smaller (nan counts as the largest)."""
+    n = x.shape[axis]
+    lanes = np.moveaxis(indices, axis, -1)
+    np.testing.assert_array_equal(
+        np.sort(lanes, axis=-1), np.broadcast_to(np.arange(n), lanes.shape)
+    )
+    rank = np.moveaxis(np.take_along_axis(dense_rank(x), indices, axis), axis, -1)
+    sorted_rank = np.sort(np.moveaxis(dense_rank(x), axis, -1), axis=-1)
+    for k in kth:
+        k = k % n
+        np.testing.assert_array_equal(rank[..., k], sorted_rank[..., k])
+        assert (rank[..., :k] <= rank[..., k : k + 1]).all()
+        assert (rank[..., k + 1 :] >= rank[..., k : k + 1]).all()
+
+
+@pytest.mark.parametrize("dtype", ALL_CT)
+@EXAMPLES
+@given(data=st.data())
+def test_argpartition(dtype, data):
+    x = draw_array(data, dtype)
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    n = x.shape[axis]
+    if n == 0:
+        with pytest.raises(ValueError):
+            ops.argpartition(x, kth=0, axis=axis)
+        return
+    kth = data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3))
+    got = as_numpy(ops.argpartition(x, kth=kth if len(kth) > 1 else kth[0], axis=axis))
+    assert got.dtype == np.int64 and got.shape == x.shape
+    ref = as_numpy(x)
+    assert_partition(ref, got, kth, axis)
+    # numpy's own result satisfies the same check, and the documented one is the stable order
+    assert_partition(ref, np.argpartition(ref, kth, axis=axis), kth, axis)
+    np.testing.assert_array_equal(got, reference_argsort(ref, axis, False))
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_argpartition_distinct_values_match_numpy(data):
+    """Distinct values: the element at kth and the set of indices on each side are
+    np.argpartition's, nan (at most one, so still distinct) last."""
+    n = data.draw(st.integers(1, 40))
+    x = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))).permutation(n).astype(float)
+    if data.draw(st.booleans()):
+        x[data.draw(st.integers(0, n - 1))] = np.nan
+    k = data.draw(st.integers(-n, n - 1))
+    got = ops.argpartition(x, kth=k)
+    want = np.argpartition(x, k)
+    k %= n
+    assert got[k] == want[k]
+    assert set(got[:k].tolist()) == set(want[:k].tolist())
+    assert set(got[k + 1 :].tolist()) == set(want[k + 1 :].tolist())
+
+
+def test_argpartition_matches_torch_topk_smallest():
+    """The first k of an argpartition at k - 1 are torch.topk(largest=False)'s k indices."""
+    t = torch.tensor([[4.0, 1.0, float("nan"), 3.0, 0.5, 2.0], [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]])
+    idx = ops.argpartition(t.numpy(), kth=2, axis=1)
+    ref = torch.topk(t, 3, largest=False, sorted=True).indices
+    for row in range(2):
+        assert set(idx[row, :3].tolist()) == set(ref[row].tolist())
+
+
+def test_argpartition_errors():
+    x = np.arange(6.0).reshape(2, 3)
+    for bad in (3, -4, [0, 3]):
+        with pytest.raises(ValueError, match="kth"):
+            ops.argpartition(x, kth=bad)
+    with pytest.raises(ValueError):
+        ops.argpartition(np.float64(1.0), kth=0)
+    with pytest.raises(ValueError):
+        ops.argpartition(x, kth=0, axis=2)
+    with pytest.raises((ValueError, TypeError)):
+        ops.argpartition(x)
 
 
 def test_errors():

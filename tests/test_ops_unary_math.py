@@ -88,6 +88,8 @@ FLOAT_REF = {
     "silu": torch64(F.silu),
     "softplus": torch64(F.softplus),
     "hardswish": hardswish,
+    "hardsigmoid": torch64(F.hardsigmoid),
+    "mish": torch64(F.mish),
 }
 # integer / bool references, in the input dtype
 INT_REF = {
@@ -306,7 +308,18 @@ def test_dtype_coverage_is_numpys():
     for op in ["isnan", "isinf", "isfinite", "logical_not"]:
         assert declared(op) == {"bool"} | numeric | set(COMPLEX), op
     assert declared("bitwise_invert") == {"bool"} | set(INTEGER)
-    for op in ["erf", "leaky_relu", "elu", "selu", "gelu", "silu", "softplus", "hardswish"]:
+    for op in [
+        "erf",
+        "leaky_relu",
+        "elu",
+        "selu",
+        "gelu",
+        "silu",
+        "softplus",
+        "hardswish",
+        "hardsigmoid",
+        "mish",
+    ]:
         assert declared(op) == set(FLOATS), op
     for op in [
         "expm1",
@@ -369,7 +382,9 @@ def test_gelu_invalid_approximate_is_a_value_error():
         ctensor.ops.gelu(np.ones(3, np.float32), approximate="")
 
 
-@pytest.mark.parametrize("op", ["gelu", "silu", "elu", "hardswish", "softplus", "leaky_relu"])
+@pytest.mark.parametrize(
+    "op", ["gelu", "silu", "elu", "hardswish", "softplus", "leaky_relu", "hardsigmoid", "mish"]
+)
 def test_activations_reject_integers_like_torch(op):
     """DL activations are float-only; integers promote to float like the other float-only
     ops do, and the values match torch in that float dtype."""
@@ -393,6 +408,8 @@ def test_activation_torch_in_torch_out():
     for op, fn, kw in [
         ("gelu", F.gelu, {"approximate": "tanh"}),
         ("silu", F.silu, {}),
+        ("hardsigmoid", F.hardsigmoid, {}),
+        ("mish", F.mish, {}),
         ("softplus", F.softplus, {"beta": 2.0}),
         ("elu", F.elu, {"alpha": 0.3}),
         ("leaky_relu", F.leaky_relu, {"negative_slope": 0.1}),
@@ -453,6 +470,8 @@ ACTIVATION_ULPS = {
     "selu": (F.selu, 2.0),
     "leaky_relu": (F.leaky_relu, 1.0),
     "hardswish": (F.hardswish, 2.0),
+    "hardsigmoid": (F.hardsigmoid, 1.0),
+    "mish": (F.mish, 3.0),  # torch's own float32 mish reaches 2.51 here
 }
 
 

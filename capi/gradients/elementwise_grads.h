@@ -61,6 +61,9 @@
   G(selu, "grad_x = selu_backward(grad_out, x)", "selu'(0) = scale * alpha, as torch")             \
   G(hardswish, "grad_x = hardswish_backward(grad_out, x)",                                         \
     "as torch: 0 for x <= -3, 1 for x >= 3 (and nan), x / 3 + 0.5 between")                        \
+  G(hardsigmoid, "grad_x = hardsigmoid_backward(grad_out, x)",                                     \
+    "as torch: 1/6 strictly between -3 and 3, 0 at and beyond them and at nan")                    \
+  G(mish, "grad_x = mish_backward(grad_out, x)", "")                                               \
   G(leaky_relu, "grad_x = leaky_relu_backward(grad_out, x; negative_slope)",                       \
     "leaky_relu'(0) = negative_slope, as torch")                                                   \
   G(elu, "grad_x = elu_backward(grad_out, x; alpha)", "elu'(0) = alpha, as torch")                 \

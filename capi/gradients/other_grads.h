@@ -18,6 +18,7 @@
   G(topk, "grad_x = take_along_axis_backward(grad_values, x, indices; axis)",                      \
     "the cotangent of the values goes to the selected elements, as torch; the indices take none")  \
   G(argsort, "", "integer output (indices)")                                                       \
+  G(argpartition, "", "integer output (indices)")                                                  \
   G(searchsorted, "", "integer output (indices)")                                                  \
   G(nonzero, "", "integer output (indices)")                                                       \
   G(argwhere, "", "integer output (indices)")                                                      \

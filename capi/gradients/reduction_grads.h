@@ -21,6 +21,9 @@
     "where x equals the mean and inf elsewhere")                                                   \
   G(std, "grad_x = std_backward(grad_out, x, out; axis, keepdims, correction)",                    \
     "a zero std gives a zero gradient (torch)")                                                    \
+  G(vector_norm, "grad_x = vector_norm_backward(grad_out, x, out; axis, keepdims, ord)",           \
+    "torch's formulas per ord; 0 where the norm is 0 (torch's subgradient); ties of ord inf and "  \
+    "-inf share the gradient evenly")                                                              \
   G(cumulative_sum, "grad_x = cumulative_sum_backward(grad_out, x; axis, include_initial)", "")    \
   G(cumulative_prod, "grad_x = cumulative_prod_backward(grad_out, x, out; axis, include_initial)", \
     "exact with zeros (no division), as torch's zero-aware formula")                               \

@@ -41,6 +41,11 @@
   /* torch's silu_backward */                                                                \
   H(ct_silu_backward, (T g, T x), const T s = (T)1 / ((T)1 + exp(-x));                       \
     return g * s * ((T)1 + x * ((T)1 - s));)                                                 \
+  /* torch's mish_backward; tanh saturates exactly from 20 (a runtime's tanh may stop an ulp \
+   * short of 1, and x times that ulp is not small) */                                       \
+  H(ct_mish_backward, (T g, T x), const T sigmoid = (T)1 / ((T)1 + exp(-x));                 \
+    const T softplus = log1p(exp(x)); const T t = softplus >= (T)20 ? (T)1 : tanh(softplus); \
+    return g * (t + x * sigmoid * ((T)1 - t * t));)                                          \
   /* torch's softplus_backward: the gradient itself above the threshold */                   \
   H(ct_softplus_backward, (T g, T x, T beta, T threshold), const T z = exp(x * beta);        \
     return x * beta > threshold ? g : g * z / (z + (T)1);)                                   \
@@ -115,6 +120,12 @@
     CT_NA,                                                                                         \
     "Gradient of hardswish: grad_out * (x / 3 + 0.5) for -3 < x < 3, 0 for x <= -3, grad_out "     \
     "for x >= 3 and nan (torch).")                                                                 \
+  X(hardsigmoid_backward, FROM_X, GRAD_X, NONE, (a > (T) - 3 && a < (T)3 ? g / (T)6 : (T)0),       \
+    CT_NA,                                                                                         \
+    "Gradient of hardsigmoid: grad_out / 6 for -3 < x < 3, 0 elsewhere and at nan (torch).")       \
+  X(mish_backward, FROM_X, GRAD_X, NONE, ct_mish_backward(g, a), CT_NA,                            \
+    "Gradient of mish: grad_out * (t + x * sigmoid(x) * (1 - t * t)) with "                        \
+    "t = tanh(softplus(x)) (torch's mish_backward).")                                              \
   X(leaky_relu_backward, FROM_X, GRAD_X, FLOATS, (a > 0 ? g : g * P0), CT_NA,                      \
     "Gradient of leaky_relu: grad_out for x > 0, grad_out * negative_slope for x <= 0 and nan "    \
     "(torch).")                                                                                    \

@@ -127,6 +127,17 @@ typedef enum ct_elementwise_params {
   X(hardswish, 1, UNARY, SAME, NONE, ct_hardswish(a), CT_NA, CT_NA,                                \
     "x * relu6(x + 3) / 6, element-wise (torch.nn.functional.hardswish; x itself from 3 up, "      \
     "where torch's x * 6 / 6 can overflow).")                                                      \
+  X(hardsigmoid, 1, UNARY, SAME, NONE,                                                             \
+    (a + (T)3 < 0      ? (T)0                                                                      \
+     : a + (T)3 > (T)6 ? (T)1                                                                      \
+                       : (a + (T)3) / (T)6),                                                       \
+    CT_NA, CT_NA,                                                                                  \
+    "relu6(x + 3) / 6, element-wise (torch.nn.functional.hardsigmoid): 0 for x <= -3, 1 for "      \
+    "x >= 3, nan stays nan.")                                                                      \
+  X(mish, 1, UNARY, SAME, NONE, a*(log1p(exp(a)) >= (T)20 ? (T)1 : tanh(log1p(exp(a)))), CT_NA,    \
+    CT_NA,                                                                                         \
+    "x * tanh(softplus(x)), element-wise (torch.nn.functional.mish; torch's formula "              \
+    "x * tanh(log1p(exp(x))), so x itself where exp(x) overflows; tanh saturates from 20).")       \
   X(leaky_relu, 1, CUSTOM, SAME, FLOATS, (a > 0 ? a : a * P0), CT_NA, CT_NA,                       \
     "x if x >= 0 else negative_slope * x, element-wise (torch.nn.functional.leaky_relu).")         \
   X(elu, 1, CUSTOM, SAME, FLOATS, (a > 0 ? a : P0 * expm1(a)), CT_NA, CT_NA,                       \

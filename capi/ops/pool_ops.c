@@ -11,7 +11,8 @@ static const int64_t ct_pool_zeros2[2] = {0, 0};
 
 static const ct_param_schema ct_pool_inputs[1] = {{"input", "(N, C, H, W) or (C, H, W)", 0, 0}};
 
-/* Input is 3-D or 4-D with non-zero non-batch dims (as torch). */
+/* Input is 3-D or 4-D with non-zero non-batch dims (as torch); float, or (max_pool2d) any
+ * integer dtype. */
 static int ct_pool_check_input(const char* op, const ct_tensor* x) {
   if (x->ndim != 3 && x->ndim != 4) {
     return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
@@ -23,7 +24,8 @@ static int ct_pool_check_input(const char* op, const ct_tensor* x) {
                           "%s: input must have non-zero size in its non-batch dims", op);
     }
   }
-  if (!ct_dtype_is_float(x->dtype)) {
+  const bool integer_max = strcmp(op, "max_pool2d") == 0 && ct_dtype_is_integer(x->dtype);
+  if (!ct_dtype_is_float(x->dtype) && !integer_max) {
     return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "%s: input must be a float array, got %s", op,
                         ct_dtype_describe(x->dtype));
   }
@@ -54,10 +56,10 @@ static int ct_infer_pool(const char* op, const ct_infer_call* call,
     status = ct_attr_pair(op, "dilation", dilation_attr, NULL, 1, dilation);
   }
   if (status != CT_OK) return status;
-  if (padding[0] > kernel[0] / 2 || padding[1] > kernel[1] / 2) {
-    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
-                        "%s: padding must be at most half of kernel_size", op);
-  }
+  /* Any padding, as ONNX's MaxPool and AveragePool allow (torch refuses more than half the
+   * kernel): a window that lies entirely in the padding gives max_pool2d's padding value (-inf,
+   * the dtype's minimum for integers) and avg_pool2d 0 (with count_include_pad too, where no
+   * element of the input is in it). The output extents grow with it, as torch's formula. */
   ct_info_from_tensor(x, x->dtype, &outputs[0]);
   for (int k = 0; k < 2; ++k) {
     const int64_t in = x->shape[x->ndim - 2 + k];
@@ -93,7 +95,10 @@ static int ct_infer_max_pool2d(const ct_infer_call* call, ct_tensor_info* output
 
 CT_DEFINE_OP(max_pool2d,
              "Maximum over sliding windows (torch.nn.functional.max_pool2d without indices); NaN "
-             "propagates.",
+             "propagates. Any padding (ONNX MaxPool; torch allows at most half the kernel): a "
+             "window entirely in the padding gives -inf. Integer inputs too (ONNX MaxPool's "
+             "int8/uint8; torch's CPU max_pool2d takes integers): the padding is the dtype's "
+             "minimum. Not differentiable for integers.",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_pool_inputs, ct_params_out, ct_max_pool2d_attrs,
              ct_infer_max_pool2d);
 
@@ -120,7 +125,9 @@ static int ct_infer_avg_pool2d(const ct_infer_call* call, ct_tensor_info* output
 
 CT_DEFINE_OP(avg_pool2d,
              "Mean over sliding windows (torch.nn.functional.avg_pool2d); sums in float32 for "
-             "float16/bfloat16/float32, float64 for float64.",
+             "float16/bfloat16/float32, float64 for float64. Any padding (ONNX AveragePool; "
+             "torch allows at most half the kernel): a window entirely in the padding gives 0, "
+             "also with count_include_pad=False (no 0 / 0).",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_pool_inputs, ct_params_out, ct_avg_pool2d_attrs,
              ct_infer_avg_pool2d);
 

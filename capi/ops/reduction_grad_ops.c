@@ -117,6 +117,20 @@ CT_DEFINE_REDUCE_BACKWARD(std_backward, ct_rgrad_inputs_gxo, ct_rgrad_moments_at
                           "Cotangent of std: grad_out * (x - mean) / ((N - correction) out), "
                           "0 where out is 0 (torch). Means in float64.");
 
+static const ct_attr_schema ct_rgrad_vector_norm_attrs[] = {
+    CT_ATTR_SPEC_NULLABLE("axis", "the forward's axis or axes; None: all", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_BOOL("keepdims", "the forward's keepdims", 0),
+    CT_ATTR_SPEC_FLOAT("ord", "the forward's ord", 2.0)};
+
+CT_DEFINE_REDUCE_BACKWARD(vector_norm_backward, ct_rgrad_inputs_gxo, ct_rgrad_vector_norm_attrs,
+                          "Cotangent of vector_norm from x and out (the norm), torch's formulas "
+                          "(linalg_vector_norm_backward): ord 0 gives 0; 1: grad_out * sign(x); "
+                          "2: grad_out * x / out; inf and -inf: grad_out * sign(x) split evenly "
+                          "among the elements with |x| == out (or nan); p < 1: grad_out * "
+                          "sign(x) |x|^(p-1) out^(1-p), 0 at x = 0; other p: grad_out * sign(x) "
+                          "|x|^(p-1) / out^(p-1). Where out is 0 the gradient is 0 (torch's "
+                          "subgradient). Real floats; computed in float64.");
+
 /* ----- scans ----- */
 
 static const ct_attr_schema ct_sgrad_attrs[] = {

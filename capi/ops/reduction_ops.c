@@ -1,4 +1,5 @@
-/* reduction_ops.c - sum, mean, logsumexp, prod, max, min, any, all, var, std, argmax, argmin. */
+/* reduction_ops.c - sum, mean, logsumexp, prod, max, min, any, all, var, std, vector_norm, argmax,
+ * argmin. */
 #include <math.h>
 
 #include "op_defs.h"
@@ -135,6 +136,44 @@ CT_DEFINE_OP(std,
              "Standard deviation over axes: the square root of var (same correction and dtypes).",
              CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_moments_attrs,
              ct_infer_moments);
+
+static const ct_attr_schema ct_vector_norm_attrs[] = {
+    CT_ATTR_SPEC_NULLABLE("axis", "axis or axes to reduce; None reduces all", CT_ATTR_INT_LIST),
+    CT_ATTR_SPEC_BOOL("keepdims", "keep reduced axes as extent 1", 0),
+    CT_ATTR_SPEC_FLOAT("ord",
+                       "the order p: any number but nan; inf: max |x|, -inf: min |x|, 0: the "
+                       "count of non-zero elements",
+                       2.0)};
+
+static int ct_infer_vector_norm(const ct_infer_call* call, ct_tensor_info* outputs,
+                                int32_t capacity, int32_t* num_outputs) {
+  const ct_tensor* x = call->inputs[0];
+  const double ord = call->attrs[2].value.f;
+  if (!ct_dtype_is_float(x->dtype) && !ct_dtype_is_complex(x->dtype)) {
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE,
+                        "vector_norm: x must be a float or complex array, got %s",
+                        ct_dtype_describe(x->dtype));
+  }
+  if (ord != ord) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "vector_norm: ord must not be nan");
+  }
+  *num_outputs = 1;
+  /* no identity for max |x| and for negative orders (torch refuses them too) */
+  return ct_infer_reduction(call, outputs, ct_dtype_real_part(x->dtype),
+                            ord < 0 || ord == (double)INFINITY);
+}
+
+CT_DEFINE_OP(
+    vector_norm,
+    "The vector p-norm over axes (array API linalg.vector_norm, torch.linalg.vector_norm): "
+    "(sum |x|^p)^(1/p); ord inf: max |x|, -inf: min |x|, 0: the number of non-zero "
+    "elements (nan counts). Computed in float64 and rounded once; for p > 0 the sum is "
+    "scaled by the running maximum (LAPACK's nrm2), so no square overflows or "
+    "underflows where the norm does not; nan propagates, an inf element gives inf. "
+    "Complex input: the norm of the moduli, a real result (float32 for complex64). "
+    "An empty reduction is 0, refused for ord < 0 and inf (no identity).",
+    CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_vector_norm_attrs,
+    ct_infer_vector_norm);
 
 static const ct_attr_schema ct_argmax_attrs[] = {
     CT_ATTR_SPEC_NULLABLE("axis", "axis to search; None searches the flattened array", CT_ATTR_INT),

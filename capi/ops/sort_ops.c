@@ -52,6 +52,52 @@ CT_DEFINE_OP(argsort,
              CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_sort_attrs,
              ct_infer_argsort);
 
+/* ----- argpartition ----- */
+
+/* axis comes first, as sort's and argsort's, so that the argsort kernels read it in place. */
+static const ct_attr_schema ct_argpartition_attrs[] = {
+    CT_ATTR_SPEC_INT("axis", "axis to partition along", -1),
+    CT_ATTR_SPEC_REQUIRED("kth",
+                          "element index or indices (negative from the end) that end up in "
+                          "sorted position, each in [-n, n) for an axis of length n",
+                          CT_ATTR_INT_LIST)};
+
+static int ct_infer_argpartition(const ct_infer_call* call, ct_tensor_info* outputs,
+                                 int32_t capacity, int32_t* num_outputs) {
+  const ct_tensor* x = call->inputs[0];
+  int32_t axis;
+  const int status = ct_sort_axis("argpartition", x, call->attrs[0].value.i, &axis);
+  if (status != CT_OK) return status;
+  const ct_attr_value* kth = &call->attrs[1];
+  if (kth->type != CT_ATTR_INT && kth->type != CT_ATTR_INT_LIST) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "argpartition: kth must be an int or a list of ints");
+  }
+  const int64_t n = x->shape[axis];
+  const int64_t count = kth->type == CT_ATTR_INT ? 1 : kth->count;
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t k = kth->type == CT_ATTR_INT ? kth->value.i : kth->value.ints[j];
+    if (k < -n || k >= n) {
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                          "argpartition: kth(=%lld) out of bounds for an axis of length %lld",
+                          (long long)k, (long long)n);
+    }
+  }
+  ct_info_from_tensor(x, CT_DTYPE_I64_V, &outputs[0]);
+  *num_outputs = 1;
+  return CT_OK;
+}
+
+CT_DEFINE_OP(argpartition,
+             "int64 indices that partition x along an axis (numpy.argpartition): for every kth "
+             "k, the element at position k is the one a sort would put there, those before it "
+             "are <= it and those after it >= it, nan sorting last. Any such partition is valid "
+             "and the order within the parts is unspecified; every device returns the stable "
+             "ascending argsort, a partition for every kth at once (O(n log n), not "
+             "introselect's O(n)). Not differentiable (int64 result).",
+             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_params_x, ct_params_out, ct_argpartition_attrs,
+             ct_infer_argpartition);
+
 /* ----- topk ----- */
 
 static const ct_attr_schema ct_topk_attrs[] = {

@@ -271,13 +271,18 @@ __global__ void __launch_bounds__(256)
       int64_t h0 = oh * p.stride[0] - p.padding[0], w0 = ow * p.stride[1] - p.padding[1];
       const int64_t h1 = min(h0 + (p.kernel[0] - 1) * dh + 1, h);
       const int64_t w1 = min(w0 + (p.kernel[1] - 1) * dw + 1, w);
-      while (h0 < 0) h0 += dh;
-      while (w0 < 0) w0 += dw;
-      result = -INFINITY;
+      if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;
+      if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;
+      /* the padding value: -inf, or an integer dtype's minimum */
+      if constexpr (ct_cu_is_float_v<Tag>) {
+        result = -INFINITY;
+      } else {
+        result = (T)(1ULL << (sizeof(T) * 8 - 1)); /* int32 and int64: the minimum */
+      }
       for (int64_t ih = h0; ih < h1; ih += dh) {
         for (int64_t iw = w0; iw < w1; iw += dw) {
           const T v = ct_cu_load<Tag>(plane + ih * p.x.strides[2] + iw * p.x.strides[3]);
-          if (v > result || isnan(v)) result = v;
+          if (v > result || v != v) result = v; /* v != v: nan */
         }
       }
     } else {
@@ -477,8 +482,8 @@ __global__ void __launch_bounds__(256)
             const char* plane = x + b * p.x.strides[0] + c * p.x.strides[1];
             const int64_t h1 = min(h0 + (kh - 1) * dh + 1, h_n);
             const int64_t w1 = min(w0 + (kw - 1) * dw + 1, w_n);
-            while (h0 < 0) h0 += dh;
-            while (w0 < 0) w0 += dw;
+            if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;
+            if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;
             T best = -INFINITY;
             int64_t bh = h0, bw = w0;
             for (int64_t ih = h0; ih < h1; ih += dh) {
@@ -578,7 +583,18 @@ int ct_cu_register_conv_pool_type() {
 }  // namespace
 
 int ct_cu_register_conv_pool(void) {
-  return ct_cu_for_each_tag(ct_cu_float_tags{}, [](auto tag) {
+  int status = ct_cu_for_each_tag(ct_cu_float_tags{}, [](auto tag) {
     return ct_cu_register_conv_pool_type<decltype(tag)::value>();
   });
+  /* integer max pooling (the integer dtypes this plugin has) */
+  const ct_pl_type i32[2] = {CT_PL_I32, CT_PL_I32}, i64[2] = {CT_PL_I64, CT_PL_I64};
+  if (status == CT_OK) {
+    status = ct_cu_register("max_pool2d", i32, 2, ct_cu_pool_run<CT_PL_I32, CT_CU_POOL_MAX>,
+                            nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("max_pool2d", i64, 2, ct_cu_pool_run<CT_PL_I64, CT_CU_POOL_MAX>,
+                            nullptr, nullptr);
+  }
+  return status;
 }

@@ -118,6 +118,15 @@ int ct_cu_argsort_run(const ct_kernel_call* call) {
                              "argsort");
 }
 
+/* argpartition: the stable ascending argsort, a valid partition for every kth (attrs[0] is the
+ * axis, as argsort's). */
+template <ct_pl_type Tag>
+int ct_cu_argpartition_run(const ct_kernel_call* call) {
+  const int64_t axis = ct_cu_axis(call->inputs[0], call->attrs[0].value.i);
+  return ct_cu_rank_run<Tag>(call, nullptr, call->outputs[0], axis, false, INT64_MAX,
+                             "argpartition");
+}
+
 template <ct_pl_type Tag>
 int ct_cu_topk_run(const ct_kernel_call* call) {
   const int64_t k = call->attrs[0].value.i;
@@ -250,6 +259,10 @@ int ct_cu_register_sort_type() {
   }
   if (status == CT_OK) {
     status = ct_cu_register("topk", topk_signature, 3, ct_cu_topk_run<Tag>, nullptr, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("argpartition", argsort_signature, 2, ct_cu_argpartition_run<Tag>,
+                            nullptr, nullptr);
   }
   return status;
 }

@@ -60,8 +60,9 @@ static const char ct_cl_pool_source[] =
     "  const long dh = p[22], dw = p[23];\n"
     "  long h0 = oh * p[18] - p[20], w0 = ow * p[19] - p[21];\n"
     "  const long h1 = min(h0 + (p[16] - 1) * dh + 1, h), w1 = min(w0 + (p[17] - 1) * dw + 1, w);\n"
-    "  while (h0 < 0) h0 += dh;\n  while (w0 < 0) w0 += dw;\n"
-    "  result = -INFINITY;\n"
+    "  if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;\n"
+    "  if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;\n"
+    "  result = LOWEST;\n"
     "  for (long ih = h0; ih < h1; ih += dh)\n"
     "    for (long iw = w0; iw < w1; iw += dw) {\n"
     "      const T v = CAT(LD_, TAG)(x, base + SZ * (ih * p[14] + iw * p[15]));\n"
@@ -175,7 +176,8 @@ static const char ct_cl_pool_backward_source[] =
     "#if MODE == 0\n"
     "      long h0 = oh * sh - ph, w0 = ow * sw - pw;\n"
     "      const long h1 = min(h0 + (kh - 1) * dh + 1, h), w1 = min(w0 + (kw - 1) * dw + 1, w);\n"
-    "      while (h0 < 0) h0 += dh;\n      while (w0 < 0) w0 += dw;\n"
+    "      if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;\n      if (w0 < 0) w0 += (dw - 1 - w0) / dw "
+    "* dw;\n"
     "      const long xbase = off_x + SZ * (b0 * p[20] + c * p[21]);\n"
     "      T best = -INFINITY;\n      long bh = h0, bw = w0;\n"
     "      for (long ih = h0; ih < h1; ih += dh)\n"
@@ -344,8 +346,15 @@ static int ct_cl_pool_run(const ct_kernel_call* call) {
   const int32_t x_size = ct_pl_type_size(ct_pl_type_of(x->dtype));
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
-  ct_cl_source_add(&source, "#define T %s\n#define TAG %s\n#define SZ %d\n#define MODE %d\n%s",
-                   t->compute, t->tag, x_size, (int)mode, ct_cl_pool_source);
+  /* max_pool2d's padding value: -inf, or an integer dtype's minimum */
+  const ct_pl_type x_type = (ct_pl_type)ct_pl_type_of(x->dtype);
+  const char* lowest = x_type == CT_PL_I32   ? "INT_MIN"
+                       : x_type == CT_PL_I64 ? "LONG_MIN"
+                                             : "-INFINITY";
+  ct_cl_source_add(&source,
+                   "#define T %s\n#define TAG %s\n#define SZ %d\n#define MODE %d\n#define LOWEST "
+                   "%s\n%s",
+                   t->compute, t->tag, x_size, (int)mode, lowest, ct_cl_pool_source);
   cl_mem params = NULL;
   status = ct_cl_meta_buffer(&exec, p, 27, &params);
   if (status != CT_OK) return status;
@@ -364,6 +373,14 @@ int ct_cl_register_conv_pool(void) {
   static const char* pools[] = {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"};
   static const char* pool_backwards[] = {"max_pool2d_backward", "avg_pool2d_backward",
                                          "adaptive_avg_pool2d_backward"};
+  /* integer max pooling (the integer dtypes this plugin has) */
+  static const ct_pl_type integers[] = {CT_PL_I32, CT_PL_I64};
+  for (int t = 0; t < 2; ++t) {
+    const ct_pl_type signature[2] = {integers[t], integers[t]};
+    const int status =
+        ct_cl_register("max_pool2d", signature, 2, ct_cl_pool_run, NULL, (const void*)0);
+    if (status != CT_OK) return status;
+  }
   for (int t = 0; t < 3; ++t) {
     const ct_pl_type signature[4] = {floats[t], floats[t], floats[t], floats[t]};
     int status = ct_cl_register("conv2d", signature, 4, ct_cl_conv2d_run, NULL, NULL);

@@ -8,6 +8,7 @@
  * has it. matmul_backward: one work item per element of each cotangent, a strided dot product
  * over the contracted dim and the batch dims its operand was broadcast along
  * (plugin_grad_geometry.h). */
+#include <math.h>
 #include <string.h>
 
 #include "cl_layout.h"
@@ -32,6 +33,18 @@ static const ct_cl_rgrad ct_cl_rgrads[] = {
      "((ov != ov) ? (xv != xv) : (xv == ov)) ? gv / (ACCF)cnt : (ACCF)0"},
     {"min_backward", true, "cnt += (ov != ov) ? (xv != xv) : (xv == ov);",
      "((ov != ov) ? (xv != xv) : (xv == ov)) ? gv / (ACCF)cnt : (ACCF)0"},
+    /* P is the ord (a #define of the program): torch's linalg_vector_norm_backward, as the CPU
+     * kernel (reduce_grad_impl.h); cnt counts ord +-inf's ties */
+    {"vector_norm_backward", true, "if (isinf((ACCF)P)) cnt += fabs(xv) == ov || xv != xv;",
+     "P == 0 ? (ACCF)0"
+     " : P == 1 ? SGN(xv) * gv"
+     " : P == 2 ? (ov == 0 ? (ACCF)0 : gv * (xv / ov))"
+     " : isinf((ACCF)P) ? (fabs(xv) == ov || xv != xv ? SGN(xv) * (gv / (ACCF)cnt) : (ACCF)0)"
+     " : P < 1 ? (xv == 0 ? (ACCF)0 : SGN(xv) * pow(fabs(xv), (ACCF)P - 1))"
+     " * (gv * pow(ov, 1 - (ACCF)P))"
+     " : P < 2 ? SGN(xv) * pow(fabs(xv), (ACCF)P - 1) * (ov == 0 ? (ACCF)0 : gv / pow(ov, (ACCF)P "
+     "- 1))"
+     " : xv * pow(fabs(xv), (ACCF)P - 2) * (ov == 0 ? (ACCF)0 : gv / pow(ov, (ACCF)P - 1))"},
 };
 
 /* OpenCL source: the offsets of element j of the group (reduced layout rmeta, operands x and
@@ -64,6 +77,16 @@ static int ct_cl_rgrad_run(const ct_kernel_call* call) {
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define ACCF %s\n", exec.device->has_fp64 ? "double" : "float");
+  if (strcmp(r->name, "vector_norm_backward") == 0) {
+    const double ord = call->attrs[2].value.f;
+    if (isinf(ord)) {
+      ct_cl_source_add(&source, "#define P (%sINFINITY)\n", ord < 0 ? "-" : "");
+    } else {
+      ct_cl_source_add(&source, "#define P (%.17g)\n", ord);
+    }
+    ct_cl_source_add(&source,
+                     "#define SGN(v) ((v) > 0 ? (ACCF)1 : (v) < 0 ? (ACCF)-1 : (ACCF)0)\n");
+  }
   ct_cl_source_add(&source,
                    "__kernel void ct_rgrad(__global char* gx, long off_gx, __global const char* g, "
                    "long off_g, __global const char* x, long off_x, __global const char* o, long "

@@ -104,6 +104,15 @@ static int ct_cl_argsort_run(const ct_kernel_call* call) {
                         "ST_i64(a, off0 + rank * a_step, k);");
 }
 
+/* argpartition: the stable ascending argsort, a valid partition for every kth (attrs[0] is the
+ * axis, as argsort's). */
+static int ct_cl_argpartition_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  const int64_t axis = ct_cl_axis(x, call->attrs[0].value.i);
+  return ct_cl_rank_run(call, call->outputs[0], NULL, axis, false, INT64_MAX,
+                        "ST_i64(a, off0 + rank * a_step, k);");
+}
+
 static int ct_cl_topk_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const int64_t k = call->attrs[0].value.i;
@@ -245,6 +254,10 @@ int ct_cl_register_sort(void) {
     }
     if (status == CT_OK) {
       status = ct_cl_register("topk", topk_signature, 3, ct_cl_topk_run, NULL, NULL);
+    }
+    if (status == CT_OK) {
+      status =
+          ct_cl_register("argpartition", argsort_signature, 2, ct_cl_argpartition_run, NULL, NULL);
     }
     if (status != CT_OK) return status;
   }

@@ -66,6 +66,16 @@ CT_ACTIVATION_FN(tanh, ct_tanh_f32, tanh)
     const C y = x * t / (C)6;                                                                   \
     return x >= 3 ? x : y;                                                                      \
   }                                                                                             \
+  CT_ACTIVATION_OP C ct_op_hardsigmoid_##C(C x) {                                               \
+    /* torch's min(max(x + 3, 0), 6) / 6, nan staying nan; selects, so that it vectorises */    \
+    const C t = x + (C)3;                                                                       \
+    const C u = t < 0 ? (C)0 : t;                                                               \
+    return (u > (C)6 ? (C)6 : u) / (C)6;                                                        \
+  }                                                                                             \
+  CT_ACTIVATION_OP C ct_op_mish_##C(C x) {                                                      \
+    /* torch's x * tanh(log1p(exp(x))) */                                                       \
+    return x * ct_activation_tanh_##C(log1p##F(ct_activation_exp_##C(x)));                      \
+  }                                                                                             \
   CT_ACTIVATION_OP C ct_op_leaky_relu_##C(C x, const ct_math_params* p) {                       \
     return x > 0 ? x : x * (C)p->v[0];                                                          \
   }                                                                                             \
@@ -197,11 +207,13 @@ static const ct_cpu_loop_entry ct_cpu_softplus_f32_chunks_entry = {ct_cpu_softpl
 /* ----- the kernel lists: (op, dtypes), the only place to edit ----- */
 
 /* Output dtype equal to the input's. */
-#define CT_ACTIVATION_KERNELS(K) \
-  K(sigmoid, CT_CPU_FLOAT_TYPES) \
-  K(selu, CT_CPU_FLOAT_TYPES)    \
-  K(silu, CT_CPU_FLOAT_TYPES)    \
-  K(hardswish, CT_CPU_FLOAT_TYPES)
+#define CT_ACTIVATION_KERNELS(K)     \
+  K(sigmoid, CT_CPU_FLOAT_TYPES)     \
+  K(selu, CT_CPU_FLOAT_TYPES)        \
+  K(silu, CT_CPU_FLOAT_TYPES)        \
+  K(hardswish, CT_CPU_FLOAT_TYPES)   \
+  K(hardsigmoid, CT_CPU_FLOAT_TYPES) \
+  K(mish, CT_CPU_FLOAT_TYPES)
 
 /* Output dtype equal to the input's; attributes passed to the operator function (float32
  * softplus: the chunked loop above). */

@@ -115,8 +115,8 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
     const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                          \
                            ? w0 + (job->window.kernel[1] - 1) * dw + 1                             \
                            : job->w;                                                               \
-    while (h0 < 0) h0 += dh;                                                                       \
-    while (w0 < 0) w0 += dw;                                                                       \
+    if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                                     \
+    if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                                     \
     if (h0 >= h1 || w0 >= w1) return -1; /* only padding: the output is -inf, a constant */        \
     int64_t best = h0 * job->w + w0;                                                               \
     C result = (C) - INFINITY;                                                                     \

@@ -1,4 +1,5 @@
-/* pool_kernels.c - max_pool2d, avg_pool2d, adaptive_avg_pool2d over (N, C, H, W) or (C, H, W).
+/* pool_kernels.c - max_pool2d (float and integer), avg_pool2d, adaptive_avg_pool2d over
+ * (N, C, H, W) or (C, H, W).
  *
  * Each output element is computed on its own with torch's window arithmetic (so that edge
  * windows, ceil_mode and the avg_pool2d divisor match torch exactly); (image, channel) planes
@@ -103,7 +104,7 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
           int64_t h0 = oh * job->window.stride[0] - job->window.padding[0];                        \
           const int64_t reach = h0 + (job->window.kernel[0] - 1) * dh + 1;                         \
           const int64_t h1 = reach < job->h ? reach : job->h;                                      \
-          while (h0 < 0) h0 += dh;                                                                 \
+          if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                               \
           for (int64_t b0 = inner_first; b0 < inner_last; b0 += CT_POOL_BLOCK) {                   \
             const int64_t len = inner_last - b0 < CT_POOL_BLOCK ? inner_last - b0 : CT_POOL_BLOCK; \
             C r[CT_POOL_BLOCK];                                                                    \
@@ -133,8 +134,8 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
             const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                  \
                                    ? w0 + (job->window.kernel[1] - 1) * dw + 1                     \
                                    : job->w;                                                       \
-            while (h0 < 0) h0 += dh;                                                               \
-            while (w0 < 0) w0 += dw;                                                               \
+            if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                             \
+            if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                             \
             result = (C) - INFINITY;                                                               \
             for (int64_t ih = h0; ih < h1; ih += dh) {                                             \
               for (int64_t iw = w0; iw < w1; iw += dw) {                                           \
@@ -216,7 +217,58 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
 
 CT_POOL_TYPES(CT_POOL_DEFINE)
 
-static const ct_cpu_kernel ct_cpu_pool_kernels[] = {CT_POOL_TYPES(CT_POOL_REG)};
+/* Integer max_pool2d: each output the largest tap of its window inside the input, the dtype's
+ * minimum for a window entirely in the padding (the padding value). */
+#define CT_POOL_INT_DEFINE(A, SFX, T, C, U, ID)                                          \
+  static void ct_cpu_int_pool_planes_##SFX(int64_t begin, int64_t end, void* context) {  \
+    const ct_pool_job* job = context;                                                    \
+    const ct_pool_window* win = &job->window;                                            \
+    const T lowest = (T)(-1) < (T)0 ? (T)((U)1 << (sizeof(T) * 8 - 1)) : (T)0;           \
+    for (int64_t plane = begin; plane < end; ++plane) {                                  \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                \
+      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                   \
+      T* y = (T*)job->out + n * job->os[0] + c * job->os[1];                             \
+      for (int64_t oh = 0; oh < job->oh; ++oh) {                                         \
+        const int64_t dh = win->dilation[0], dw = win->dilation[1];                      \
+        int64_t h0 = oh * win->stride[0] - win->padding[0];                              \
+        const int64_t reach_h = h0 + (win->kernel[0] - 1) * dh + 1;                      \
+        const int64_t h1 = reach_h < job->h ? reach_h : job->h;                          \
+        if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                       \
+        for (int64_t ow = 0; ow < job->ow; ++ow) {                                       \
+          int64_t w0 = ow * win->stride[1] - win->padding[1];                            \
+          const int64_t reach_w = w0 + (win->kernel[1] - 1) * dw + 1;                    \
+          const int64_t w1 = reach_w < job->w ? reach_w : job->w;                        \
+          if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                     \
+          T result = lowest;                                                             \
+          for (int64_t ih = h0; ih < h1; ih += dh) {                                     \
+            for (int64_t iw = w0; iw < w1; iw += dw) {                                   \
+              const T v = x[ih * job->xs[2] + iw * job->xs[3]];                          \
+              result = v > result ? v : result;                                          \
+            }                                                                            \
+          }                                                                              \
+          y[oh * job->os[2] + ow * job->os[3]] = result;                                 \
+        }                                                                                \
+      }                                                                                  \
+    }                                                                                    \
+  }                                                                                      \
+  static int ct_cpu_int_max_pool2d_##SFX(const ct_kernel_call* call) {                   \
+    ct_pool_job job;                                                                     \
+    ct_pool_prepare(call, CT_POOL_MAX, &job);                                            \
+    const int64_t n = call->inputs[0]->ndim == 4 ? call->inputs[0]->shape[0] : 1;        \
+    const int64_t planes = n * job.channels, per_plane = job.oh * job.ow;                \
+    if (planes == 0 || per_plane == 0) return CT_OK;                                     \
+    ct_cpu_parallel_for(planes, per_plane * job.window.kernel[0] * job.window.kernel[1], \
+                        ct_cpu_int_pool_planes_##SFX, &job);                             \
+    return CT_OK;                                                                        \
+  }
+CT_CPU_INT_TYPES(CT_POOL_INT_DEFINE, _)
+#undef CT_POOL_INT_DEFINE
+
+#define CT_POOL_INT_REG(A, SFX, T, C, U, ID) \
+  {"max_pool2d", 2, {ID, ID}, ct_cpu_int_max_pool2d_##SFX, NULL, NULL},
+
+static const ct_cpu_kernel ct_cpu_pool_kernels[] = {CT_POOL_TYPES(CT_POOL_REG)
+                                                        CT_CPU_INT_TYPES(CT_POOL_INT_REG, _)};
 
 int ct_cpu_register_pool(void) {
   return ct_cpu_register_all(ct_cpu_pool_kernels, CT_CPU_KERNEL_COUNT(ct_cpu_pool_kernels));

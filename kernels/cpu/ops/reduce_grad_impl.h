@@ -85,6 +85,57 @@ static void CT_RG_NAME(ct_rgrad_block)(const ct_rgrad_job* job, int64_t unit) {
       });
       break;
     }
+    case CT_RGRAD_VECTOR_NORM: {
+      /* torch's linalg_vector_norm_backward, p the ord, out the norm; count: ord +-inf's ties
+       * (|x| == out, or nan) */
+      const double p = job->correction;
+      const bool extremum = isinf(p);
+      if (extremum) {
+        CT_RGRAD_FOR_GROUP(job, x0, gx0, {
+          for (int64_t w = 0; w < width; ++w) {
+            const double v = fabs(CT_RG_LOAD(xp + w * xw));
+            count[w] += v == out[w] || isnan(v);
+          }
+        });
+      }
+      for (int64_t w = 0; w < width; ++w) {
+        /* stat: the factor of sign(x) |x|^(p-1) (or of x for p = 2), 0 where the norm is 0 */
+        if (extremum) {
+          stat[w] = g[w] / (double)count[w];
+        } else if (p < 1.0) {
+          stat[w] = g[w] * pow(out[w], 1.0 - p);
+        } else if (p == 2.0) {
+          stat[w] = g[w];
+        } else {
+          stat[w] = out[w] == 0 ? 0.0 : g[w] / pow(out[w], p - 1.0);
+        }
+      }
+      CT_RGRAD_FOR_GROUP(job, x0, gx0, {
+        for (int64_t w = 0; w < width; ++w) {
+          const double v = CT_RG_LOAD(xp + w * xw);
+          const double sign = v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; /* torch's sgn: 0 at nan */
+          const double a = fabs(v);
+          double r;
+          if (p == 0.0) {
+            r = 0.0;
+          } else if (p == 1.0) {
+            r = sign * g[w];
+          } else if (p == 2.0) {
+            r = out[w] == 0 ? 0.0 : g[w] * (v / out[w]);
+          } else if (extremum) {
+            r = a == out[w] || isnan(a) ? sign * stat[w] : 0.0;
+          } else if (p < 1.0) {
+            r = (v == 0 ? 0.0 : sign * pow(a, p - 1.0)) * stat[w];
+          } else if (p < 2.0) {
+            r = sign * pow(a, p - 1.0) * stat[w];
+          } else {
+            r = v * pow(a, p - 2.0) * stat[w];
+          }
+          CT_RG_STORE(gp + w * gxw, r);
+        }
+      });
+      break;
+    }
     default: { /* var, std: stat is the mean, g becomes the factor of (x - mean) */
       CT_RGRAD_FOR_GROUP(job, x0, gx0, {
         for (int64_t w = 0; w < width; ++w) stat[w] += CT_RG_LOAD(xp + w * xw);

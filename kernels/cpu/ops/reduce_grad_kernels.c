@@ -1,5 +1,5 @@
 /* reduce_grad_kernels.c - the backward operators of the reductions (sum, mean, prod, max, min,
- * logsumexp, var, std) and of the scans (cumulative_sum, cumulative_prod).
+ * logsumexp, var, std, vector_norm) and of the scans (cumulative_sum, cumulative_prod).
  *
  * Reductions: x's dimensions split into kept ("outer") and reduced ("inner") ones. Each group
  * (one element of grad_out) is handled by one task: a first pass over the group's elements
@@ -28,7 +28,8 @@ typedef enum ct_rgrad_kind {
   CT_RGRAD_MAX, /* also min: the tie test is x == out either way */
   CT_RGRAD_LOGSUMEXP,
   CT_RGRAD_VAR,
-  CT_RGRAD_STD
+  CT_RGRAD_STD,
+  CT_RGRAD_VECTOR_NORM
 } ct_rgrad_kind;
 
 /* One call, in byte strides. */
@@ -40,9 +41,9 @@ typedef struct ct_rgrad_job {
   int64_t gx_outer[CT_MAX_NDIM], gx_inner[CT_MAX_NDIM];
   int64_t g_outer[CT_MAX_NDIM], o_outer[CT_MAX_NDIM];
   int64_t group_size;
-  double correction;
-  bool full;     /* axis None */
-  int64_t block; /* groups a task walks together (ct_rgrad_block) */
+  double correction; /* var, std; vector_norm: its ord */
+  bool full;         /* axis None */
+  int64_t block;     /* groups a task walks together (ct_rgrad_block) */
   const char *g, *x, *out;
   char* gx;
   /* The element-wise path (kinds without group statistics): every dim of x in order, grad_out
@@ -122,7 +123,9 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_cpu_r
   job.out = out ? ct_tensor_base(out) : NULL;
   job.gx = ct_tensor_base(gx);
   job.group_size = 1;
-  if (kind == CT_RGRAD_VAR || kind == CT_RGRAD_STD) job.correction = call->attrs[2].value.f;
+  if (kind == CT_RGRAD_VAR || kind == CT_RGRAD_STD || kind == CT_RGRAD_VECTOR_NORM) {
+    job.correction = call->attrs[2].value.f;
+  }
   bool mask[CT_MAX_NDIM];
   const ct_attr_value* axis = &call->attrs[0];
   job.full = axis->type == CT_ATTR_NONE;
@@ -264,6 +267,10 @@ static int ct_sgrad_run(const ct_kernel_call* call, bool prod, ct_cpu_range_body
   static int ct_cpu_std_backward_##SFX(const ct_kernel_call* call) {                            \
     return ct_rgrad_run(call, CT_RGRAD_STD, ct_rgrad_do_rows_##SFX, ct_rgrad_do_groups_##SFX);  \
   }                                                                                             \
+  static int ct_cpu_vector_norm_backward_##SFX(const ct_kernel_call* call) {                    \
+    return ct_rgrad_run(call, CT_RGRAD_VECTOR_NORM, ct_rgrad_do_rows_##SFX,                     \
+                        ct_rgrad_do_groups_##SFX);                                              \
+  }                                                                                             \
   static int ct_cpu_cumulative_sum_backward_##SFX(const ct_kernel_call* call) {                 \
     return ct_sgrad_run(call, false, ct_sgrad_do_lanes_##SFX);                                  \
   }                                                                                             \
@@ -285,7 +292,8 @@ CT_CPU_FLOAT_TYPES(CT_RGRAD_KERNELS_X, _)
       "min_backward", 4, {ID, ID, ID, ID}, ct_cpu_max_backward_##SFX, NULL, NULL},             \
       CT_RGRAD_REG3(logsumexp_backward, SFX, ID) CT_RGRAD_REG2(var_backward, SFX, ID)          \
           CT_RGRAD_REG3(std_backward, SFX, ID) CT_RGRAD_REG2(cumulative_sum_backward, SFX, ID) \
-              CT_RGRAD_REG3(cumulative_prod_backward, SFX, ID)
+              CT_RGRAD_REG3(cumulative_prod_backward, SFX, ID)                                 \
+                  CT_RGRAD_REG3(vector_norm_backward, SFX, ID)
 
 static const ct_cpu_kernel ct_cpu_reduce_grad_kernels[] = {CT_CPU_FLOAT_TYPES(CT_RGRAD_REG_X, _)};
 

@@ -569,12 +569,37 @@ static int ct_uqm_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_
   return CT_OK;
 }
 
+/* ----- argpartition: the stable ascending argsort, a valid partition for every kth ----- */
+
+/* The argsort call of an argpartition call: its axis (attrs[0], at the same place as
+ * argsort's), ascending. `attrs` holds the two attributes the argsort kernel reads. */
+static ct_kernel_call ct_argpartition_as_argsort(const ct_kernel_call* call,
+                                                 ct_attr_value attrs[2]) {
+  ct_kernel_call argsort = *call;
+  attrs[0] = call->attrs[0];
+  memset(&attrs[1], 0, sizeof attrs[1]);
+  attrs[1].type = CT_ATTR_BOOL;
+  attrs[1].value.b = 0;
+  argsort.attrs = attrs;
+  return argsort;
+}
+
+#define CT_ARGPARTITION_DEF_X(A, SFX, T, C, K, ID)                          \
+  static int ct_cpu_argpartition_##SFX(const ct_kernel_call* call) {        \
+    ct_attr_value attrs[2];                                                 \
+    const ct_kernel_call argsort = ct_argpartition_as_argsort(call, attrs); \
+    return ct_cpu_argsort_##SFX(&argsort);                                  \
+  }
+CT_SORT_KEY_TYPES(CT_ARGPARTITION_DEF_X, _)
+#undef CT_ARGPARTITION_DEF_X
+
 /* ----- registration ----- */
 
 #define CT_SORT_REG_X(A, SFX, T, C, K, ID)                                                           \
   {"sort", 2, {ID, ID}, ct_cpu_sort_##SFX, ct_sort_workspace, NULL},                                 \
       {"argsort", 2, {ID, CT_DT_I64}, ct_cpu_argsort_##SFX, ct_sort_workspace, NULL},                \
       {"topk", 3, {ID, ID, CT_DT_I64}, ct_cpu_topk_##SFX, ct_sort_workspace, NULL},                  \
+      {"argpartition", 2, {ID, CT_DT_I64}, ct_cpu_argpartition_##SFX, ct_sort_workspace, NULL},      \
       {"searchsorted", 3, {ID, ID, CT_DT_I64}, ct_cpu_searchsorted_##SFX, NULL, NULL},               \
       {"unique_counts", 3, {ID, ID, CT_DT_I64}, ct_cpu_unique_multi_##SFX, ct_uqm_workspace, NULL},  \
       {"unique_inverse", 3, {ID, ID, CT_DT_I64}, ct_cpu_unique_multi_##SFX, ct_uqm_workspace, NULL}, \
