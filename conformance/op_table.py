@@ -559,6 +559,39 @@ OPS: dict[str, dict] = {
         "domains": {2: "positive"},
         "edges": False,
     },
+    # ---------------------------------------------------------------- attention
+    "scaled_dot_product_attention": {
+        "shapes": [
+            ((2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 6), None),
+            ((2, 4, 6, 4), (2, 2, 5, 4), (2, 2, 5, 3), None),
+            ((3, 5, 4), (3, 6, 4), (3, 6, 4), (5, 6)),
+            ((2, 2, 4, 3), (2, 2, 4, 3), (2, 2, 4, 3), (2, 1, 4, 4)),
+            ((1, 2, 0, 4), (1, 2, 3, 4), (1, 2, 3, 4), None),
+        ],
+        "attrs": [{}, {"is_causal": True}, {"enable_gqa": True, "scale": 0.7}],
+        "domains": {0: "small", 1: "small", 2: "small", 3: "small"},
+        "edges": False,
+    },
+    "scaled_dot_product_attention_backward": {
+        "shapes": [
+            ((2, 3, 5, 6), (2, 3, 5, 4), (2, 3, 7, 4), (2, 3, 7, 6), None, (2, 3, 5, 6), (2, 3, 5)),
+            ((2, 4, 6, 3), (2, 4, 6, 4), (2, 2, 5, 4), (2, 2, 5, 3), None, (2, 4, 6, 3), (2, 4, 6)),
+            ((3, 5, 4), (3, 5, 4), (3, 6, 4), (3, 6, 4), (5, 6), (3, 5, 4), (3, 5)),
+            ((1, 2, 0, 4), (1, 2, 0, 4), (1, 2, 3, 4), (1, 2, 3, 4), None, (1, 2, 0, 4), (1, 2, 0)),
+        ],
+        "attrs": [{}, {"is_causal": True}, {"enable_gqa": True, "scale": 0.7}],
+        # logsumexp (input 6) near the scores' log-sum-exp: the weights stay moderate
+        "domains": {
+            0: "small",
+            1: "small",
+            2: "small",
+            3: "small",
+            4: "small",
+            5: "small",
+            6: ("range", 1.0, 3.0),
+        },
+        "edges": False,
+    },
     "interpolate": {
         "shapes": [((1, 2, 5, 6),), ((2, 1, 3, 3),)],
         "attrs": [

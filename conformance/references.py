@@ -1305,3 +1305,68 @@ def _einsum_backward(ins, attrs, out):  # noqa: ANN001, ANN202
                     term = term * other[at(other, names[j], assign)]
             grads[i][at(op, names[i], assign)] += term
     return grads
+
+
+# ------------------------------------------------------------------ attention --------------------
+
+
+def _attention_scores(q, k, mask, attrs):  # noqa: ANN001, ANN202
+    """scale q k^T + mask (bool: -inf where false; causal: -inf above the diagonal), with key
+    heads repeated for grouped-query attention, and the keys repeated as the scores need."""
+    if attrs["enable_gqa"] and q.ndim >= 3 and k.shape[-3] and q.shape[-3] != k.shape[-3]:
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+    e = q.shape[-1]
+    scale = attrs["scale"] if attrs["scale"] is not None else (1.0 / math.sqrt(e) if e else 1.0)
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
+    if attrs["is_causal"]:
+        lq, lk = s.shape[-2:]
+        s = np.where(np.tril(np.ones((lq, lk), bool)), s, -np.inf)
+    return s
+
+
+def _repeat_kv(x, q, attrs):  # noqa: ANN001, ANN202
+    if attrs["enable_gqa"] and q.ndim >= 3 and x.shape[-3] and q.shape[-3] != x.shape[-3]:
+        return np.repeat(x, q.shape[-3] // x.shape[-3], axis=-3)
+    return x
+
+
+def _sum_kv(x, k):  # noqa: ANN001, ANN202
+    """Sums a gradient over each key head's group of query heads."""
+    if x.ndim >= 3 and x.shape[-3] != k.shape[-3]:
+        group = x.shape[-3] // k.shape[-3]
+        x = x.reshape(x.shape[:-3] + (k.shape[-3], group) + x.shape[-2:]).sum(-3)
+    return x
+
+
+@_ref(NUMPY, "scaled_dot_product_attention")
+def _attention(ins, attrs, out):  # noqa: ANN001, ANN202
+    q, k, v, mask = ins
+    s = _attention_scores(q, k, mask, attrs)
+    m = s.max(-1, keepdims=True, initial=-np.inf)
+    finite = np.isfinite(m)
+    p = np.exp(s - np.where(finite, m, 0.0))
+    total = p.sum(-1, keepdims=True)
+    p = np.where(finite, p / np.where(total > 0, total, 1.0), 0.0)
+    lse = np.where(finite, m + np.log(np.where(total > 0, total, 1.0)), -np.inf)[..., 0]
+    return [np.matmul(p, _repeat_kv(v, q, attrs)), lse]
+
+
+@_ref(NUMPY, "scaled_dot_product_attention_backward")
+def _attention_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    """The backward op's formula from its inputs: P = exp(scores - logsumexp), D = rowsum(dO O),
+    dS = scale P (dO V^T - D)."""
+    g, q, k, v, mask, o, lse = ins
+    e = q.shape[-1]
+    scale = attrs["scale"] if attrs["scale"] is not None else (1.0 / math.sqrt(e) if e else 1.0)
+    s = _attention_scores(q, k, mask, attrs)
+    lse = lse[..., None]
+    p = np.where(np.isfinite(lse), np.exp(s - np.where(np.isfinite(lse), lse, 0.0)), 0.0)
+    kr, vr = _repeat_kv(k, q, attrs), _repeat_kv(v, q, attrs)
+    dp = np.matmul(g, np.swapaxes(vr, -1, -2))
+    ds = p * (dp - (g * o).sum(-1, keepdims=True)) * scale
+    gq = np.matmul(ds, kr)
+    gk = _sum_kv(np.matmul(np.swapaxes(ds, -1, -2), q), k)
+    gv = _sum_kv(np.matmul(np.swapaxes(p, -1, -2), g), v)
+    return [gq, gk, gv]

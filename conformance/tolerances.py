@@ -96,6 +96,8 @@ ACCUMULATING = frozenset(
         "cumulative_sum_backward",
         "cumulative_prod_backward",
         "matmul_backward",
+        "scaled_dot_product_attention",
+        "scaled_dot_product_attention_backward",
         "einsum_backward",
         "conv2d_backward_input",
         "conv2d_backward_weight",

@@ -35,8 +35,10 @@
   CT_SHAPE_GRADS(G)         \
   CT_NORM_GRADS(G)          \
   CT_CONV_POOL_GRADS(G)     \
-  CT_OTHER_GRADS(G)
+  CT_OTHER_GRADS(G)         \
+  CT_ATTENTION_GRADS(G)
 
+#include "attention_grads.h"
 #include "conv_pool_grads.h"
 #include "elementwise_grads.h"
 #include "linalg_grads.h"

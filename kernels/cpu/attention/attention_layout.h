@@ -1,0 +1,69 @@
+/* attention_layout.h - where each tile lives in one thread's workspace slot (byte offsets, each
+ * 64-byte aligned as the micro-kernels' packed panels must be). The forward and the backward
+ * use different sets; the sizes are in compute-type elements (float, or double for float64).
+ *
+ * Forward:  qa  Q tile as MR-row panels (BQ x E, pre-scaled)   kb  K^T as NR-column panels
+ *           vb  V as NR-column panels (BK x E_v pad)           s   scores / weights (BQ x BK)
+ *           pa  weights as MR-row panels                       o   output accumulator
+ *           m, l  running max and sum per row                  stage  one tile converted
+ * Backward: qa (scaled Q, MR panels), qb (Q, NR panels), doa, dob (grad_out, both ways), ktb
+ *           (K^T), kb (K), vtb (V^T), s (weights), dp (grad of the weights), pack (a transposed
+ *           tile as MR panels), dk, dv (accumulators of one key tile), stage, lse and d (per
+ *           query row of the tile), and, spanning L_q: dq (grad_query accumulators of the key
+ *           head's group of query heads) and dd (rowsum(grad_out * out) of those rows). */
+#ifndef CTENSOR_CPU_ATTENTION_LAYOUT_H_
+#define CTENSOR_CPU_ATTENTION_LAYOUT_H_
+
+#include "attention/attention_job.h"
+
+typedef struct ct_attn_layout {
+  uint64_t qa, kb, vb, s, pa, o, m, l, stage;
+  uint64_t qb, doa, dob, ktb, vtb, dp, pack, dk, dv, lse, d, dq, dd;
+  uint64_t bytes;
+} ct_attn_layout;
+
+static inline uint64_t ct_attn_layout_take(uint64_t* at, int64_t elements, int64_t size) {
+  const uint64_t here = *at;
+  *at += (uint64_t)ct_attn_round_up(elements * size, CT_ATTN_ALIGN);
+  return here;
+}
+
+static inline void ct_attn_layout_compute(const ct_attn_job* job, ct_attn_layout* layout) {
+  const int64_t size = job->f64 ? 8 : 4;
+  const int64_t bq = job->bq, bk = job->bk, bkr = ct_attn_round_up(bk, job->mr);
+  const int64_t e = job->e > 0 ? job->e : 1, ev = job->ev > 0 ? job->ev : 1;
+  const int64_t wide = bq > bkr ? bq : bkr;
+  const int64_t depth = e > ev ? e : ev;
+  uint64_t at = 0;
+  *layout = (ct_attn_layout){0};
+  layout->qa = ct_attn_layout_take(&at, bq * e, size);
+  layout->s = ct_attn_layout_take(&at, bq * bk, size);
+  layout->stage = ct_attn_layout_take(&at, wide * depth, size);
+  if (!job->backward) {
+    layout->kb = ct_attn_layout_take(&at, bk * e, size);
+    layout->vb = ct_attn_layout_take(&at, bk * job->ev_pad, size);
+    layout->pa = ct_attn_layout_take(&at, bq * bk, size);
+    layout->o = ct_attn_layout_take(&at, bq * job->ev_pad, size);
+    layout->m = ct_attn_layout_take(&at, bq, size);
+    layout->l = ct_attn_layout_take(&at, bq, size);
+  } else {
+    layout->qb = ct_attn_layout_take(&at, bq * job->e_pad, size);
+    layout->doa = ct_attn_layout_take(&at, bq * ev, size);
+    layout->dob = ct_attn_layout_take(&at, bq * job->ev_pad, size);
+    layout->ktb = ct_attn_layout_take(&at, e * bk, size);
+    layout->kb = ct_attn_layout_take(&at, bk * job->e_pad, size);
+    layout->vtb = ct_attn_layout_take(&at, ev * bk, size);
+    layout->dp = ct_attn_layout_take(&at, bq * bk, size);
+    layout->pack = ct_attn_layout_take(&at, wide * wide, size);
+    layout->dk = ct_attn_layout_take(&at, bkr * job->e_pad, size);
+    layout->dv = ct_attn_layout_take(&at, bkr * job->ev_pad, size);
+    layout->lse = ct_attn_layout_take(&at, bq, size);
+    layout->d = ct_attn_layout_take(&at, bq, size);
+    const int64_t lq_pad = ct_attn_round_up(job->lq, bq); /* the last tile's MR panels */
+    layout->dq = ct_attn_layout_take(&at, job->group * lq_pad * job->e_pad, size);
+    layout->dd = ct_attn_layout_take(&at, job->group * lq_pad, size);
+  }
+  layout->bytes = at;
+}
+
+#endif /* CTENSOR_CPU_ATTENTION_LAYOUT_H_ */
