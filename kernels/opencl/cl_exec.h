@@ -59,6 +59,11 @@ typedef struct ct_cl_arg {
 int ct_cl_launch(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
                  size_t global, const ct_cl_arg* args, int count);
 
+/* Enqueues kernel `name` of `source` as `groups` work-groups of `local` work items each (1-D):
+ * for kernels that share __local memory within a group. */
+int ct_cl_launch_groups(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
+                        size_t groups, size_t local, const ct_cl_arg* args, int count);
+
 /* A read-only device buffer holding `count` int64 values (at least one), for shapes and strides.
  * The caller releases it after enqueueing the kernel that reads it (OpenCL keeps it alive until
  * the kernel ran). */
