@@ -44,6 +44,12 @@ def build(env: Env) -> list[Case]:
     emb_out = np.empty_like(emb_table)
     sq = env.normal((side, side))
     sq_t = np.empty_like(sq)
+    # attention: (batch, heads, sequence, head dim), no mask, not causal
+    att_shape = (1, 2, 256, 64) if quick else (1, 8, 4096, 64)
+    aq, ak, av, ag = (env.normal(att_shape) for _ in range(4))
+    ao, alse = env.ops.scaled_dot_product_attention(aq, ak, av)
+    ao_buf, alse_buf = np.empty_like(ao), np.empty_like(alse)
+    agq, agk, agv = (np.empty_like(aq) for _ in range(3))
     ns = {
         "ops": env.ops,
         "np": np,
@@ -68,6 +74,17 @@ def build(env: Env) -> list[Case]:
         "y_lsm": y_lsm,
         "gw": gw,
         "gb": gb,
+        "aq": aq,
+        "ak": ak,
+        "av": av,
+        "ag": ag,
+        "ao": ao,
+        "alse": alse,
+        "ao_buf": ao_buf,
+        "alse_buf": alse_buf,
+        "agq": agq,
+        "agk": agk,
+        "agv": agv,
     }
     has_torch = env.torch is not None
     if has_torch:
@@ -94,9 +111,26 @@ def build(env: Env) -> list[Case]:
         # torch's layer_norm backward takes the forward's saved mean and rstd
         _, tmean, trstd = torch.native_layer_norm(ns["tx"], (cols,), ns["tw"], ns["tb"], 1e-5)
         ns.update(tmean=tmean, trstd=trstd)
+        ns.update(
+            taq=env.t(aq),
+            tak=env.t(ak),
+            tav=env.t(av),
+            tag=env.t(ag),
+            tao=env.t(ao),
+            talse=env.t(alse),
+            sdpa_backward=torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward,
+        )
     if env.jnp is not None:
         jax_nn = __import__("jax").nn
         ns.update(jsoftmax=env.jit(lambda v: jax_nn.softmax(v, axis=-1)), jx=env.j(x))
+        # jax.nn.dot_product_attention takes (batch, sequence, heads, head dim)
+        ns.update(
+            jsdpa=env.jit(jax_nn.dot_product_attention),
+            **{
+                f"j{n}": env.j(np.ascontiguousarray(a.transpose(0, 2, 1, 3)))
+                for n, a in (("aq", aq), ("ak", ak), ("av", av))
+            },
+        )
     env.opencl_arrays(
         ns, {"dy": y, "dpo": pool_out, "dsqt": sq_t}, dx=x, dw=w, db=b, dp=pool_in, dsq=sq
     )
@@ -123,7 +157,42 @@ def build(env: Env) -> list[Case]:
     close = {"torch": (1e-5, 1e-6)} if has_torch else {}
     exact_np = {"numpy": "exact", **({"torch": "exact"} if has_torch else {})}
     shape_text = f"({rows}, {cols})"
+    att_text = ", ".join(map(str, att_shape))
+    att_flops = 4.0 * np.prod(att_shape[:-1]) * att_shape[-2] * att_shape[-1]
     return [
+        Case(
+            "nn/sdpa/" + "x".join(map(str, att_shape)),
+            "nn",
+            "GFLOP/s",
+            att_flops,
+            impls(
+                "ops.scaled_dot_product_attention(aq, ak, av, out=(ao_buf, alse_buf))[0]",
+                "F.scaled_dot_product_attention(taq, tak, tav)",
+                jax="jsdpa(jaq, jak, jav)",
+            ),
+            f"scaled_dot_product_attention of float32 ({att_text}) query, key and value, no "
+            "mask, not causal (flops: the two products, 4 B H L^2 E)",
+            {"torch": (1e-4, 1e-5)} if has_torch else {},
+            targets=_faster(1.0) if has_torch else [],
+            outputs=("ao_buf", "alse_buf"),
+        ),
+        Case(
+            "nn/sdpa_backward/" + "x".join(map(str, att_shape)),
+            "nn",
+            "GFLOP/s",
+            2.5 * att_flops,
+            impls(
+                "ops.scaled_dot_product_attention_backward(ag, aq, ak, av, None, ao, alse, "
+                "out=(agq, agk, agv))",
+                "sdpa_backward(tag, taq, tak, tav, tao, talse, 0.0, False)",
+            ),
+            f"grad_query, grad_key and grad_value of scaled_dot_product_attention on "
+            f"({att_text}) from the forward's out and logsumexp (torch: its flash attention "
+            "CPU backward, as autograd runs it; flops: the five products, 10 B H L^2 E)",
+            {"torch": (1e-3, 1e-4)} if has_torch else {},
+            targets=_faster(1.0) if has_torch else [],
+            outputs=("agq", "agk", "agv"),
+        ),
         Case(
             f"nn/softmax/{rows}x{cols}",
             "nn",
