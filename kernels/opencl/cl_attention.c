@@ -69,27 +69,30 @@ static const char ct_cl_attention_source[] =
     "  const ct_philox4 w = ct_philox_element(seed, offset, idx);\n"
     "  return (float)(w.x[0] >> 8) * 5.9604644775390625e-8f >= p ? keep : (T)0;\n"
     "}\n"
+    "#else\n"
+    "#define ct_drop(idx, seed, offset, p, keep) ((T)1)\n"
     "#endif\n"
     /* the score of query row `qrow` (private) and key `kt` (local), masked; -inf when dropped */
     "#define SCORE(sc, qrow, krow, i, j, mb)                                   \\\n"
     "  do {                                                                   \\\n"
     "    T acc_ = 0;                                                          \\\n"
-    "    for (int c_ = 0; c_ < E; ++c_) acc_ += (qrow)[c_] * (krow)[c_];      \\\n"
+    "    for (int c_ = 0; c_ < e; ++c_) acc_ += (qrow)[c_] * (krow)[c_];      \\\n"
     "    sc = acc_ * scale;                                                   \\\n"
-    "    if (CAUSAL && (j) > (i)) sc = NEG_INF;                               \\\n"
-    "    if (MASK == 1 && !LD_b8(mask, (mb) + (i) * RS(3) + (j) * CS(3)))    \\\n"
+    "    if (causal && (j) > (i)) sc = NEG_INF;                               \\\n"
+    "    if (mask_kind == 1 && !LD_b8(mask, (mb) + (i) * RS(3) + (j) * CS(3)))    \\\n"
     "      sc = NEG_INF;                                                      \\\n"
-    "    if (MASK == 2) sc += (T)CAT(LD_, MTAG)(mask, (mb) + (i) * RS(3) + (j) * CS(3)); \\\n"
+    "    if (mask_kind == 2) sc += CAT(LD_, TAG)(mask, (mb) + (i) * RS(3) + (j) * CS(3)); \\\n"
     "  } while (0)\n"
     "#define ARGS __global const char* q, __global const char* k, __global const char* v, \\\n"
     "  __global const char* mask, __global const char* go, __global char* out, \\\n"
     "  __global char* lse, __global char* gq, __global char* gk, __global char* gv, \\\n"
     "  __global const long* meta, int nd, long lq, long lk, long group, long tiles, T scale, \\\n"
-    "  float p, T keep, ulong seed, ulong offset\n"
+    "  float p, T keep, ulong seed, ulong offset, int e, int ev, int causal, \\\n"
+    "  int mask_kind, int dropout\n"
     /* ----- forward ----- */
     "__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void ct_attn_forward(ARGS) {\n"
-    "  __local T kt[BK * E1];\n"
-    "  __local T vt[BK * EV1];\n"
+    "  __local T kt[BK * EMAX];\n"
+    "  __local T vt[BK * EVMAX];\n"
     "  const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * BQ;\n"
     "  const int t = get_local_id(0);\n"
     "  const long i = i0 + t;\n"
@@ -97,25 +100,25 @@ static const char ct_cl_attention_source[] =
     "  const long qb = ct_lead(meta, nd, 0, 0, bh), mb = ct_lead(meta, nd, 0, 3, bh);\n"
     "  const long kb = ct_lead(meta, nd, 1, 1, bh / group), vb = ct_lead(meta, nd, 1, 2, bh / "
     "group);\n"
-    "  T qr[E1], acc[EV1], s[BK];\n"
-    "  for (int c = 0; c < EV; ++c) acc[c] = 0;\n"
-    "  if (live) for (int c = 0; c < E; ++c) qr[c] = CAT(LD_, TAG)(q, qb + i * RS(0) + c * "
+    "  T qr[EMAX], acc[EVMAX], s[BK];\n"
+    "  for (int c = 0; c < ev; ++c) acc[c] = 0;\n"
+    "  if (live) for (int c = 0; c < e; ++c) qr[c] = CAT(LD_, TAG)(q, qb + i * RS(0) + c * "
     "CS(0));\n"
     "  T m = NEG_INF, l = 0;\n"
-    "  const long kend = CAUSAL ? min(lk, i0 + BQ) : lk;\n"
+    "  const long kend = causal ? min(lk, i0 + BQ) : lk;\n"
     "  for (long j0 = 0; j0 < kend; j0 += BK) {\n"
     "    const int cols = (int)min((long)BK, lk - j0);\n"
     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "    for (int x = t; x < cols * E; x += BQ)\n"
-    "      kt[x] = CAT(LD_, TAG)(k, kb + (j0 + x / E) * RS(1) + x % E * CS(1));\n"
-    "    for (int x = t; x < cols * EV; x += BQ)\n"
-    "      vt[x] = CAT(LD_, TAG)(v, vb + (j0 + x / EV) * RS(2) + x % EV * CS(2));\n"
+    "    for (int x = t; x < cols * e; x += BQ)\n"
+    "      kt[x] = CAT(LD_, TAG)(k, kb + (j0 + x / e) * RS(1) + x % e * CS(1));\n"
+    "    for (int x = t; x < cols * ev; x += BQ)\n"
+    "      vt[x] = CAT(LD_, TAG)(v, vb + (j0 + x / ev) * RS(2) + x % ev * CS(2));\n"
     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
     "    if (!live) continue;\n"
     "    T tmax = NEG_INF;\n"
     "    for (int jj = 0; jj < cols; ++jj) {\n"
     "      T sc;\n"
-    "      SCORE(sc, qr, kt + jj * E, i, j0 + jj, mb);\n"
+    "      SCORE(sc, qr, kt + jj * e, i, j0 + jj, mb);\n"
     "      s[jj] = sc;\n"
     "      tmax = fmax(tmax, sc);\n"
     "    }\n"
@@ -123,31 +126,27 @@ static const char ct_cl_attention_source[] =
     "    if (mnew == NEG_INF) continue;\n"
     "    const T corr = exp(m - mnew);\n"
     "    l *= corr;\n"
-    "    for (int c = 0; c < EV; ++c) acc[c] *= corr;\n"
+    "    for (int c = 0; c < ev; ++c) acc[c] *= corr;\n"
     "    for (int jj = 0; jj < cols; ++jj) {\n"
     "      const T pj = exp(s[jj] - mnew);\n"
     "      l += pj;\n"
-    "#if DROPOUT\n"
-    "      const T w = pj * ct_drop(((ulong)bh * lq + i) * lk + j0 + jj, seed, offset, p, "
-    "keep);\n"
-    "#else\n"
-    "      const T w = pj;\n"
-    "#endif\n"
-    "      if (w != 0) for (int c = 0; c < EV; ++c) acc[c] += w * vt[jj * EV + c];\n"
+    "      const T w = dropout ? pj * ct_drop(((ulong)bh * lq + i) * lk + j0 + jj, seed, "
+    "offset, p, keep) : pj;\n"
+    "      if (w != 0) for (int c = 0; c < ev; ++c) acc[c] += w * vt[jj * ev + c];\n"
     "    }\n"
     "    m = mnew;\n"
     "  }\n"
     "  if (!live) return;\n"
     "  const long ob = ct_lead(meta, nd, 0, 4, bh) + i * RS(4);\n"
     "  const T inv = l > 0 ? 1 / l : 0;\n"
-    "  for (int c = 0; c < EV; ++c) CAT(ST_, TAG)(out, ob + c * CS(4), acc[c] * inv);\n"
+    "  for (int c = 0; c < ev; ++c) CAT(ST_, TAG)(out, ob + c * CS(4), acc[c] * inv);\n"
     "  CAT(ST_, LTAG)(lse, ct_lead(meta, nd, 0, 5, bh) + i * RS(5), l > 0 ? m + log(l) : "
     "NEG_INF);\n"
     "}\n"
     /* ----- grad_query ----- */
     "__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void ct_attn_grad_query(ARGS) {\n"
-    "  __local T kt[BK * E1];\n"
-    "  __local T vt[BK * EV1];\n"
+    "  __local T kt[BK * EMAX];\n"
+    "  __local T vt[BK * EVMAX];\n"
     "  const long bh = get_group_id(0) / tiles, i0 = get_group_id(0) % tiles * BQ;\n"
     "  const int t = get_local_id(0);\n"
     "  const long i = i0 + t;\n"
@@ -157,49 +156,48 @@ static const char ct_cl_attention_source[] =
     "group);\n"
     "  const long gob = ct_lead(meta, nd, 0, 6, bh) + i * RS(6);\n"
     "  const long ob = ct_lead(meta, nd, 0, 4, bh) + i * RS(4);\n"
-    "  T qr[E1], dor[EV1], dq[E1];\n"
+    "  T qr[EMAX], dor[EVMAX], dq[EMAX];\n"
     "  T dd = 0, lr = NEG_INF;\n"
-    "  for (int c = 0; c < E; ++c) dq[c] = 0;\n"
+    "  for (int c = 0; c < e; ++c) dq[c] = 0;\n"
     "  if (live) {\n"
-    "    for (int c = 0; c < E; ++c) qr[c] = CAT(LD_, TAG)(q, qb + i * RS(0) + c * CS(0));\n"
-    "    for (int c = 0; c < EV; ++c) {\n"
+    "    for (int c = 0; c < e; ++c) qr[c] = CAT(LD_, TAG)(q, qb + i * RS(0) + c * CS(0));\n"
+    "    for (int c = 0; c < ev; ++c) {\n"
     "      dor[c] = CAT(LD_, TAG)(go, gob + c * CS(6));\n"
     "      dd += dor[c] * CAT(LD_, TAG)(out, ob + c * CS(4));\n"
     "    }\n"
     "    lr = CAT(LD_, LTAG)(lse, ct_lead(meta, nd, 0, 5, bh) + i * RS(5));\n"
     "  }\n"
-    "  const long kend = CAUSAL ? min(lk, i0 + BQ) : lk;\n"
+    "  const long kend = causal ? min(lk, i0 + BQ) : lk;\n"
     "  for (long j0 = 0; j0 < kend; j0 += BK) {\n"
     "    const int cols = (int)min((long)BK, lk - j0);\n"
     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "    for (int x = t; x < cols * E; x += BQ)\n"
-    "      kt[x] = CAT(LD_, TAG)(k, kb + (j0 + x / E) * RS(1) + x % E * CS(1));\n"
-    "    for (int x = t; x < cols * EV; x += BQ)\n"
-    "      vt[x] = CAT(LD_, TAG)(v, vb + (j0 + x / EV) * RS(2) + x % EV * CS(2));\n"
+    "    for (int x = t; x < cols * e; x += BQ)\n"
+    "      kt[x] = CAT(LD_, TAG)(k, kb + (j0 + x / e) * RS(1) + x % e * CS(1));\n"
+    "    for (int x = t; x < cols * ev; x += BQ)\n"
+    "      vt[x] = CAT(LD_, TAG)(v, vb + (j0 + x / ev) * RS(2) + x % ev * CS(2));\n"
     "    barrier(CLK_LOCAL_MEM_FENCE);\n"
     "    if (!live || lr == NEG_INF) continue;\n"
     "    for (int jj = 0; jj < cols; ++jj) {\n"
     "      T sc;\n"
-    "      SCORE(sc, qr, kt + jj * E, i, j0 + jj, mb);\n"
+    "      SCORE(sc, qr, kt + jj * e, i, j0 + jj, mb);\n"
     "      const T pj = exp(sc - lr);\n"
     "      if (pj == 0) continue;\n"
     "      T dp = 0;\n"
-    "      for (int c = 0; c < EV; ++c) dp += dor[c] * vt[jj * EV + c];\n"
-    "#if DROPOUT\n"
-    "      dp *= ct_drop(((ulong)bh * lq + i) * lk + j0 + jj, seed, offset, p, keep);\n"
-    "#endif\n"
+    "      for (int c = 0; c < ev; ++c) dp += dor[c] * vt[jj * ev + c];\n"
+    "      if (dropout) dp *= ct_drop(((ulong)bh * lq + i) * lk + j0 + jj, seed, offset, p, "
+    "keep);\n"
     "      const T ds = pj * (dp - dd) * scale;\n"
-    "      for (int c = 0; c < E; ++c) dq[c] += ds * kt[jj * E + c];\n"
+    "      for (int c = 0; c < e; ++c) dq[c] += ds * kt[jj * e + c];\n"
     "    }\n"
     "  }\n"
     "  if (!live) return;\n"
     "  const long gqb = ct_lead(meta, nd, 0, 7, bh) + i * RS(7);\n"
-    "  for (int c = 0; c < E; ++c) CAT(ST_, TAG)(gq, gqb + c * CS(7), dq[c]);\n"
+    "  for (int c = 0; c < e; ++c) CAT(ST_, TAG)(gq, gqb + c * CS(7), dq[c]);\n"
     "}\n"
     /* ----- grad_key, grad_value ----- */
     "__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void ct_attn_grad_kv(ARGS) {\n"
-    "  __local T qt[BK * E1];\n"
-    "  __local T dob[BK * EV1];\n"
+    "  __local T qt[BK * EMAX];\n"
+    "  __local T dob[BK * EVMAX];\n"
     "  __local T lt[BK], dt[BK];\n"
     "  const long kvh = get_group_id(0) / tiles, j0 = get_group_id(0) % tiles * BQ;\n"
     "  const int t = get_local_id(0);\n"
@@ -207,28 +205,28 @@ static const char ct_cl_attention_source[] =
     "  const int live = j < lk;\n"
     "  const long kb = ct_lead(meta, nd, 1, 1, kvh) + j * RS(1);\n"
     "  const long vb = ct_lead(meta, nd, 1, 2, kvh) + j * RS(2);\n"
-    "  T kr[E1], vr[EV1], dk[E1], dv[EV1];\n"
-    "  for (int c = 0; c < E; ++c) dk[c] = 0;\n"
-    "  for (int c = 0; c < EV; ++c) dv[c] = 0;\n"
+    "  T kr[EMAX], vr[EVMAX], dk[EMAX], dv[EVMAX];\n"
+    "  for (int c = 0; c < e; ++c) dk[c] = 0;\n"
+    "  for (int c = 0; c < ev; ++c) dv[c] = 0;\n"
     "  if (live) {\n"
-    "    for (int c = 0; c < E; ++c) kr[c] = CAT(LD_, TAG)(k, kb + c * CS(1));\n"
-    "    for (int c = 0; c < EV; ++c) vr[c] = CAT(LD_, TAG)(v, vb + c * CS(2));\n"
+    "    for (int c = 0; c < e; ++c) kr[c] = CAT(LD_, TAG)(k, kb + c * CS(1));\n"
+    "    for (int c = 0; c < ev; ++c) vr[c] = CAT(LD_, TAG)(v, vb + c * CS(2));\n"
     "  }\n"
     "  for (long g = 0; g < group; ++g) {\n"
     "    const long bh = kvh * group + g;\n"
     "    const long qb = ct_lead(meta, nd, 0, 0, bh), mb = ct_lead(meta, nd, 0, 3, bh);\n"
     "    const long gob = ct_lead(meta, nd, 0, 6, bh), ob = ct_lead(meta, nd, 0, 4, bh);\n"
     "    const long lb = ct_lead(meta, nd, 0, 5, bh);\n"
-    "    for (long i0 = CAUSAL ? j0 / BK * BK : 0; i0 < lq; i0 += BK) {\n"
+    "    for (long i0 = causal ? j0 / BK * BK : 0; i0 < lq; i0 += BK) {\n"
     "      const int rows = (int)min((long)BK, lq - i0);\n"
     "      barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "      for (int x = t; x < rows * E; x += BQ)\n"
-    "        qt[x] = CAT(LD_, TAG)(q, qb + (i0 + x / E) * RS(0) + x % E * CS(0));\n"
-    "      for (int x = t; x < rows * EV; x += BQ)\n"
-    "        dob[x] = CAT(LD_, TAG)(go, gob + (i0 + x / EV) * RS(6) + x % EV * CS(6));\n"
+    "      for (int x = t; x < rows * e; x += BQ)\n"
+    "        qt[x] = CAT(LD_, TAG)(q, qb + (i0 + x / e) * RS(0) + x % e * CS(0));\n"
+    "      for (int x = t; x < rows * ev; x += BQ)\n"
+    "        dob[x] = CAT(LD_, TAG)(go, gob + (i0 + x / ev) * RS(6) + x % ev * CS(6));\n"
     "      for (int x = t; x < rows; x += BQ) {\n"
     "        T d = 0;\n"
-    "        for (int c = 0; c < EV; ++c)\n"
+    "        for (int c = 0; c < ev; ++c)\n"
     "          d += CAT(LD_, TAG)(go, gob + (i0 + x) * RS(6) + c * CS(6)) *\n"
     "               CAT(LD_, TAG)(out, ob + (i0 + x) * RS(4) + c * CS(4));\n"
     "        dt[x] = d;\n"
@@ -240,28 +238,25 @@ static const char ct_cl_attention_source[] =
     "        const long i = i0 + ii;\n"
     "        if (lt[ii] == NEG_INF) continue;\n"
     "        T sc;\n"
-    "        SCORE(sc, qt + ii * E, kr, i, j, mb);\n"
+    "        SCORE(sc, qt + ii * e, kr, i, j, mb);\n"
     "        const T pj = exp(sc - lt[ii]);\n"
     "        if (pj == 0) continue;\n"
     "        T dp = 0;\n"
-    "        for (int c = 0; c < EV; ++c) dp += dob[ii * EV + c] * vr[c];\n"
-    "#if DROPOUT\n"
-    "        const T z = ct_drop(((ulong)bh * lq + i) * lk + j, seed, offset, p, keep);\n"
-    "#else\n"
-    "        const T z = 1;\n"
-    "#endif\n"
+    "        for (int c = 0; c < ev; ++c) dp += dob[ii * ev + c] * vr[c];\n"
+    "        const T z = dropout ? ct_drop(((ulong)bh * lq + i) * lk + j, seed, offset, p, keep) "
+    ": (T)1;\n"
     "        const T pv = pj * z;\n"
-    "        for (int c = 0; c < EV; ++c) dv[c] += pv * dob[ii * EV + c];\n"
+    "        for (int c = 0; c < ev; ++c) dv[c] += pv * dob[ii * ev + c];\n"
     "        const T ds = pj * (dp * z - dt[ii]) * scale;\n"
-    "        for (int c = 0; c < E; ++c) dk[c] += ds * qt[ii * E + c];\n"
+    "        for (int c = 0; c < e; ++c) dk[c] += ds * qt[ii * e + c];\n"
     "      }\n"
     "    }\n"
     "  }\n"
     "  if (!live) return;\n"
     "  const long gkb = ct_lead(meta, nd, 1, 8, kvh) + j * RS(8);\n"
     "  const long gvb = ct_lead(meta, nd, 1, 9, kvh) + j * RS(9);\n"
-    "  for (int c = 0; c < E; ++c) CAT(ST_, TAG)(gk, gkb + c * CS(8), dk[c]);\n"
-    "  for (int c = 0; c < EV; ++c) CAT(ST_, TAG)(gv, gvb + c * CS(9), dv[c]);\n"
+    "  for (int c = 0; c < e; ++c) CAT(ST_, TAG)(gk, gkb + c * CS(8), dk[c]);\n"
+    "  for (int c = 0; c < ev; ++c) CAT(ST_, TAG)(gv, gvb + c * CS(9), dv[c]);\n"
     "}\n";
 
 /* One call's operands and sizes. */
@@ -323,29 +318,32 @@ static void ct_cl_attn_prepare(ct_cl_attn_call* a) {
   }
 }
 
-/* Builds the program text for the call's dtypes and sizes. */
-static void ct_cl_attn_source(const ct_cl_exec* exec, const ct_cl_attn_call* a, bool causal,
-                              bool dropout, ct_cl_source* source) {
+/* The smallest power of two >= n, at least 8: the private arrays' extent, so that head sizes
+ * share a few compiled programs. */
+static int64_t ct_cl_attn_capacity(int64_t n) {
+  int64_t c = 8;
+  while (c < n) c *= 2;
+  return c;
+}
+
+/* Builds the program text for the call's dtype and head sizes (the private arrays hold up to
+ * EMAX and EVMAX values; the tiles BK rows of them); Philox only where dropout is on. */
+static void ct_cl_attn_source(const ct_cl_exec* exec, const ct_cl_attn_call* a, bool dropout,
+                              ct_cl_source* source) {
   const ct_tensor* q = a->t[CT_CL_ATTN_Q];
-  const ct_tensor* mask = a->t[CT_CL_ATTN_MASK];
   const ct_cl_type_info* t = &ct_cl_types[ct_pl_type_of(q->dtype)];
-  const int64_t e1 = a->e > 0 ? a->e : 1, ev1 = a->ev > 0 ? a->ev : 1;
+  const int64_t emax = ct_cl_attn_capacity(a->e), evmax = ct_cl_attn_capacity(a->ev);
   const int64_t bytes = q->dtype.bits == 64 ? 8 : 4;
-  int64_t bk = CT_CL_ATTN_LOCAL_BYTES / (bytes * (e1 + ev1 + 2));
+  int64_t bk = CT_CL_ATTN_LOCAL_BYTES / (bytes * (emax + evmax + 2));
   if (bk > 32) bk = 32;
   if (bk < 1) bk = 1;
-  const int mask_kind = !mask ? 0 : mask->dtype.code == CT_DTYPE_BOOL ? 1 : 2;
   ct_cl_source_begin(source, exec);
-  if (dropout) ct_cl_source_add(source, "%s", ct_cl_philox_source);
+  if (dropout) ct_cl_source_add(source, "%s#define DROPOUT 1\n", ct_cl_philox_source);
   ct_cl_source_add(source,
-                   "#define T %s\n#define TAG %s\n#define LTAG %s\n#define MTAG %s\n"
-                   "#define E %lld\n#define EV %lld\n#define E1 %lld\n#define EV1 %lld\n"
-                   "#define BQ %d\n#define BK %lld\n#define CAUSAL %d\n#define MASK %d\n"
-                   "#define DROPOUT %d\n",
-                   t->compute, t->tag, q->dtype.bits == 64 ? "f64" : "f32",
-                   mask_kind == 2 ? t->tag : "b8", (long long)a->e, (long long)a->ev, (long long)e1,
-                   (long long)ev1, CT_CL_ATTN_ROWS, (long long)bk, causal ? 1 : 0, mask_kind,
-                   dropout ? 1 : 0);
+                   "#define T %s\n#define TAG %s\n#define LTAG %s\n#define EMAX %lld\n"
+                   "#define EVMAX %lld\n#define BQ %d\n#define BK %lld\n",
+                   t->compute, t->tag, q->dtype.bits == 64 ? "f64" : "f32", (long long)emax,
+                   (long long)evmax, CT_CL_ATTN_ROWS, (long long)bk);
   ct_cl_source_add(source, "%s", ct_cl_attention_source);
 }
 
@@ -375,6 +373,10 @@ static int ct_cl_attn_launch(const ct_cl_exec* exec, const ct_cl_source* source,
   const float scale_f = (float)scale, keep_f = (float)keep;
   const bool f64 = q->dtype.bits == 64;
   const uint64_t seed = (uint64_t)call->attrs[4].value.i, offset = (uint64_t)call->attrs[5].value.i;
+  const ct_tensor* mask = a->t[CT_CL_ATTN_MASK];
+  const cl_int e = (cl_int)a->e, ev = (cl_int)a->ev, causal = call->attrs[0].value.b != 0;
+  const cl_int mask_kind = !mask ? 0 : mask->dtype.code == CT_DTYPE_BOOL ? 1 : 2;
+  const cl_int dropout = p > 0;
   const ct_cl_arg args[] = {CT_CL_ARG(buffers[CT_CL_ATTN_Q]),
                             CT_CL_ARG(buffers[CT_CL_ATTN_K]),
                             CT_CL_ARG(buffers[CT_CL_ATTN_V]),
@@ -395,7 +397,12 @@ static int ct_cl_attn_launch(const ct_cl_exec* exec, const ct_cl_source* source,
                             CT_CL_ARG(p_f),
                             f64 ? CT_CL_ARG(keep) : CT_CL_ARG(keep_f),
                             CT_CL_ARG(seed),
-                            CT_CL_ARG(offset)};
+                            CT_CL_ARG(offset),
+                            CT_CL_ARG(e),
+                            CT_CL_ARG(ev),
+                            CT_CL_ARG(causal),
+                            CT_CL_ARG(mask_kind),
+                            CT_CL_ARG(dropout)};
   status = ct_cl_launch_groups(exec, source, name, (size_t)groups, CT_CL_ATTN_ROWS, args,
                                (int)(sizeof args / sizeof *args));
   ct_cl.clReleaseMemObject(meta);
@@ -417,7 +424,7 @@ static int ct_cl_attention_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   ct_cl_source source;
-  ct_cl_attn_source(&exec, &a, call->attrs[0].value.b != 0, call->attrs[3].value.f > 0, &source);
+  ct_cl_attn_source(&exec, &a, call->attrs[3].value.f > 0, &source);
   return ct_cl_attn_launch(&exec, &source, &a, call, "ct_attn_forward", a.lead_q * tiles, tiles);
 }
 
@@ -441,7 +448,7 @@ static int ct_cl_attention_backward_run(const ct_kernel_call* call) {
   int status = ct_cl_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   ct_cl_source source;
-  ct_cl_attn_source(&exec, &a, call->attrs[0].value.b != 0, call->attrs[3].value.f > 0, &source);
+  ct_cl_attn_source(&exec, &a, call->attrs[3].value.f > 0, &source);
   status = ct_cl_attn_launch(&exec, &source, &a, call, "ct_attn_grad_query", a.lead_q * q_tiles,
                              q_tiles);
   if (status != CT_OK) return status;

@@ -27,7 +27,7 @@ int ct_cl_exec_for_buffer(int32_t device_id, void* stream, cl_mem buffer, ct_cl_
 
 /* Generated OpenCL C source, built up with ct_cl_source_add. */
 typedef struct ct_cl_source {
-  char text[24576];
+  char text[65536]; /* room for embedded headers (philox.h) beside a kernel */
   size_t length;
   bool overflow; /* the text did not fit: ct_cl_launch refuses it */
 } ct_cl_source;
