@@ -157,7 +157,7 @@ def attention_case(draw, dtype: str, big: bool = False):
         if kind == "bool":
             mask = np.asarray(draw(any_layout("bool", shape=shape)))
             if dtype == "bfloat16":
-                mask = torch.from_numpy(np.ascontiguousarray(mask))
+                mask = torch.from_numpy(fresh(mask))
         else:
             mask = draw(any_layout(dtype, shape=shape, elements=finite(dtype, 3.0)))
     scale = draw(st.none() | st.floats(0.05, 2.0))
@@ -418,13 +418,13 @@ def test_workspace_is_tiles_not_scores(threads):
         shape = (1, 8, 4096, 64)
         scores = 4096 * 4096 * 4
         forward = workspace_bytes(SDPA, [shape, shape, shape, None])
-        assert 0 < forward <= threads * 512 * 1024 and forward < scores / 64
+        assert 0 < forward <= threads * 1536 * 1024 and forward < scores / 16
         lse = shape[:-1]
         backward = workspace_bytes(
             SDPA + "_backward", [shape, shape, shape, shape, None, shape, lse]
         )
         # the backward also holds grad_query's accumulators of one head (L x E)
-        assert 0 < backward <= threads * (1024 * 1024 + 4096 * 65 * 4) and backward < scores / 16
+        assert 0 < backward <= threads * (2048 * 1024 + 4096 * 65 * 4) and backward < scores / 8
     finally:
         ctensor.set_num_threads(before)
 
@@ -530,19 +530,19 @@ def test_philox_known_answers():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @settings(max_examples=15, deadline=None)
-@given(data=st.data(), p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(0, 2**64 - 1))
+@given(data=st.data(), p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(-(2**63), 2**63 - 1))
 def test_dropout_is_dropout_of_the_weights(dtype, data, p, seed):
     """out = (softmax(scores) * keep / (1 - p)) v with keep from the Philox stream, and the
     backward is that function's VJP."""
     q, k, v, mask, attrs = data.draw(attention_case(dtype))
-    offset = data.draw(st.integers(0, 2**64 - 1))
+    offset = data.draw(st.integers(-(2**63), 2**63 - 1))  # uint64 values as their int64 bits
     attrs = {**attrs, "dropout_p": p, "seed": seed, "offset": offset}
     out, lse = ctensor.ops.scaled_dot_product_attention(q, k, v, mask, **attrs)
     q64, k64, v64, m64 = to_float64(q), to_float64(k), to_float64(v), mask64(mask)
     heads = q64.shape[-3]
     base = reference(q64, k64, v64, m64, attrs["is_causal"], attrs["scale"])
     weights_shape = q64.shape[:-1] + (k64.shape[-2],)
-    keep = keep_mask(weights_shape, p, seed, offset)
+    keep = keep_mask(weights_shape, p, seed % 2**64, offset % 2**64)
     # the weights recomputed as the reference does, then dropped
     probs = reference_weights(q64, k64, m64, attrs)
     dropped = probs * keep / (1 - p)

@@ -131,8 +131,10 @@ static const ct_attr_schema ct_attention_attrs[] = {
                        "probability of zeroing each attention weight (after the softmax); the "
                        "kept weights are scaled by 1 / (1 - dropout_p)",
                        0.0),
-    CT_ATTR_SPEC_INT("seed", "Philox-4x32-10 key of the dropout stream", 0),
-    CT_ATTR_SPEC_INT("offset", "Philox-4x32-10 counter offset of the dropout stream", 0)};
+    CT_ATTR_SPEC_INT(
+        "seed", "Philox-4x32-10 key of the dropout stream: a uint64 passed as its int64 bits", 0),
+    CT_ATTR_SPEC_INT(
+        "offset", "the high half of every dropout counter: a uint64 passed as its int64 bits", 0)};
 
 /* ----- scaled_dot_product_attention ----- */
 

@@ -54,7 +54,7 @@ static inline void ct_attn_layout_compute(const ct_attn_job* job, ct_attn_layout
     layout->kb = ct_attn_layout_take(&at, bk * job->e_pad, size);
     layout->vtb = ct_attn_layout_take(&at, ev * bk, size);
     layout->dp = ct_attn_layout_take(&at, bq * bk, size);
-    layout->pack = ct_attn_layout_take(&at, wide * wide, size);
+    layout->pack = ct_attn_layout_take(&at, bq * bkr, size);
     layout->dk = ct_attn_layout_take(&at, bkr * job->e_pad, size);
     layout->dv = ct_attn_layout_take(&at, bkr * job->ev_pad, size);
     layout->lse = ct_attn_layout_take(&at, bq, size);
