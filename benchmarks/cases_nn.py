@@ -1,7 +1,7 @@
 """Neural-network and data-movement cases: softmax, layer_norm, their backward ops, max_pool2d,
-transpose copy, argmax and embedding backward (bytes read + written per call, against torch
-CPU), with ctensor on the OpenCL device (``ctensor.opencl``) beside them when that backend is
-loaded."""
+transpose copy, argmax, embedding backward, cross_entropy and its backward (bytes read + written
+per call, against torch CPU), with ctensor on the OpenCL device (``ctensor.opencl``) beside them
+when that backend is loaded."""
 
 from __future__ import annotations
 
@@ -341,4 +341,73 @@ def build(env: Env) -> list[Case]:
             {"torch": (1e-5, 1e-6)} if has_torch else {},
             targets=_faster(1.0) if has_torch else [],
         ),
-    ]
+    ] + _loss_cases(env)
+
+
+def _loss_cases(env: Env) -> list[Case]:
+    """cross_entropy with class-index targets and the mean, forward and backward, on a
+    classifier's (8192 samples, 1000 classes) and a language model's (2048 tokens, 32000 words)
+    logits. torch's forward is F.cross_entropy (log_softmax, then nll_loss); its backward is what
+    its autograd runs, given the forward's saved log_softmax: nll_loss_backward, then
+    _log_softmax_backward_data. ctensor's backward recomputes the log-sum-exp from the logits."""
+    shapes = [(64, 100), (16, 3000)] if env.quick else [(8192, 1000), (2048, 32000)]
+    has_torch = env.torch is not None
+    cases = []
+    for rows, classes in shapes:
+        logits = env.normal((rows, classes))
+        target = env.rng.integers(0, classes, rows).astype(np.int64)
+        grad = np.empty_like(logits)
+        grad_target = np.empty(rows, np.float32)  # zeros: class indices take no cotangent
+        ns = {"ops": env.ops, "np": np, "x": logits, "t": target, "gx": grad, "gt": grad_target}
+        if has_torch:
+            torch = env.torch
+            tx, tt = env.t(logits), torch.from_numpy(target)
+            lsm = torch.log_softmax(tx, 1)
+            ns.update(
+                torch=torch,
+                F=torch.nn.functional,
+                tx=tx,
+                tt=tt,
+                lsm=lsm,
+                g1=torch.tensor(1.0),
+                tw=torch.tensor(float(rows)),
+                nll_backward=torch.ops.aten.nll_loss_backward,
+            )
+        forward = {"ctensor": Impl("ops.cross_entropy(x, t)", ns)}
+        backward = {
+            "ctensor": Impl(
+                "ops.cross_entropy_backward(np.float32(1.0), x, t, out=(gx, gt))[0]", ns
+            )
+        }
+        if has_torch:
+            forward["torch"] = Impl("F.cross_entropy(tx, tt)", ns)
+            backward["torch"] = Impl(
+                "torch._log_softmax_backward_data("
+                "nll_backward(g1, lsm, tt, None, 1, -100, tw), lsm, 1, torch.float32)",
+                ns,
+            )
+        text = f"({rows}, {classes}) float32 logits, int64 class targets, mean"
+        cases += [
+            Case(
+                f"nn/cross_entropy/{rows}x{classes}",
+                "nn",
+                "GB/s",
+                logits.size * _F32,
+                forward,
+                text,
+                {"torch": (1e-5, 1e-5)} if has_torch else {},
+                targets=_faster(1.5) if has_torch else [],
+            ),
+            Case(
+                f"nn/cross_entropy_backward/{rows}x{classes}",
+                "nn",
+                "GB/s",
+                2 * logits.size * _F32,
+                backward,
+                text + ": grad_logits (torch from the forward's saved log_softmax)",
+                {"torch": (1e-5, 1e-7)} if has_torch else {},
+                targets=_faster(1.0) if has_torch else [],
+                outputs=("gx",),
+            ),
+        ]
+    return cases

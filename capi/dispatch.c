@@ -40,6 +40,7 @@ static int ct_prepare_inputs(ct_prepared_call* p, const ct_op* op, const ct_tens
   p->op = op;
   p->schema = &op->def->schema;
   p->has_device = false;
+  p->device = (ct_device){CT_DEVICE_CPU, 0};
   const ct_op_schema* schema = p->schema;
   if (num_inputs < 0 || num_inputs > CT_MAX_CALL_TENSORS) {
     return ct_set_error(CT_ERROR_WRONG_ARITY, "%s: %d inputs is outside [0, %d]", schema->name,
@@ -128,8 +129,17 @@ int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inp
                const ct_kernel_entry** kernel) {
   p->backend = backend;
   int status = ct_prepare_inputs(p, op, inputs, num_inputs, attrs, num_attrs);
+  p->device_from_outputs = status == CT_OK && !p->has_device;
   if (status == CT_OK) status = ct_prepare_infer(p);
-  if (status == CT_OK) status = ct_prepare_kernel(p, kernel);
+  if (status != CT_OK) return status;
+  status = ct_prepare_kernel(p, kernel);
+  if (status != CT_OK && p->device_from_outputs &&
+      (status == CT_ERROR_UNSUPPORTED_DEVICE || status == CT_ERROR_UNSUPPORTED_DTYPE)) {
+    /* No input fixed the device: the outputs will (ct_check_outputs looks the kernel up). */
+    *kernel = NULL;
+    ct_clear_error();
+    status = CT_OK;
+  }
   return status;
 }
 
@@ -199,7 +209,8 @@ int ct_check_output_overlaps(const ct_op_schema* schema, const ct_tensor* const*
 }
 
 /* Checks the caller's outputs against the inferred ones, and every aliasing rule. */
-int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32_t num_outputs) {
+int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32_t num_outputs,
+                     const ct_kernel_entry** kernel) {
   const ct_op_schema* schema = p->schema;
   if (schema->category == CT_OP_DYNAMIC) {
     if (num_outputs != 0) {
@@ -249,6 +260,11 @@ int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32
     }
     status = ct_check_output_overlaps(schema, p->inputs, p->num_inputs, outputs, i, &label);
     if (status != CT_OK) return status;
+  }
+  /* ct_prepare looked the kernel up for the CPU (if it found one); the outputs say where the
+   * call runs. */
+  if (p->device_from_outputs && (p->device.device_type != CT_DEVICE_CPU || !*kernel)) {
+    return ct_prepare_kernel(p, kernel);
   }
   return CT_OK;
 }
@@ -330,8 +346,12 @@ int ct_op_workspace_with_context(const ct_op* op, const ct_tensor* const* inputs
     }
     outputs = described_ptrs;
     num_outputs = p.num_outputs;
+    if (!kernel) { /* no input or output fixes the device: the CPU's kernel */
+      status = ct_prepare_kernel(&p, &kernel);
+      if (status != CT_OK) return status;
+    }
   } else {
-    status = ct_check_outputs(&p, outputs, num_outputs);
+    status = ct_check_outputs(&p, outputs, num_outputs, &kernel);
     if (status != CT_OK) return status;
   }
   ct_context ctx;
@@ -398,7 +418,7 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
   int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context),
                           &kernel);
   if (status != CT_OK) return status;
-  status = ct_check_outputs(&p, outputs, num_outputs);
+  status = ct_check_outputs(&p, outputs, num_outputs, &kernel);
   if (status != CT_OK) return status;
   ct_kernel_call call;
   status = ct_prepare_run(&p, outputs, num_outputs, context, kernel, &call);

@@ -16,6 +16,9 @@ typedef struct ct_prepared_call {
   ct_attr_value attrs[CT_MAX_ATTRS];
   ct_device device;
   bool has_device;
+  /* No input fixed the device (an op without tensor inputs, or with its optional ones absent):
+   * the outputs' device picks the kernel (ct_check_outputs looks it up again). */
+  bool device_from_outputs;
   ct_tensor_info infos[CT_MAX_OUTPUTS];
   int32_t num_outputs;
   ct_dtype signature[CT_MAX_CALL_TENSORS];
@@ -32,9 +35,10 @@ CT_INTERNAL int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor
                            const char* backend, const ct_kernel_entry** kernel);
 
 /* Checks the caller's outputs against the inferred ones (count, views, device, dtype, shape) and
- * every aliasing rule. */
+ * every aliasing rule. When no input fixed the device, `*kernel` becomes the kernel for the
+ * outputs' device. */
 CT_INTERNAL int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs,
-                                 int32_t num_outputs);
+                                 int32_t num_outputs, const ct_kernel_entry** kernel);
 
 /* The label of output i in error messages (its parameter, and its position in a variadic one). */
 CT_INTERNAL ct_tensor_label ct_output_label(const ct_op_schema* schema, int32_t i);

@@ -108,7 +108,7 @@ int ct_plan_create(const ct_op* op, const ct_tensor* const* inputs, int32_t num_
   const ct_kernel_entry* kernel = NULL;
   int status =
       ct_prepare(p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context), &kernel);
-  if (status == CT_OK) status = ct_check_outputs(p, outputs, num_outputs);
+  if (status == CT_OK) status = ct_check_outputs(p, outputs, num_outputs, &kernel);
   ct_kernel_call call;
   if (status == CT_OK) status = ct_prepare_run(p, outputs, num_outputs, context, kernel, &call);
   if (status == CT_OK) {

@@ -266,6 +266,15 @@ def _index_extent(spec: OpSpec, entry: dict, flat, attrs, k: int):  # noqa: ANN0
     shape = flat[source]
     if spec.name == "embedding":
         return 0, shape[0]
+    if spec.name in ("gather_nd", "scatter_nd"):
+        # every component indexes its own dim: the smallest extent keeps all of them valid
+        b = attrs.get("batch_dims", 0)
+        k = flat[1][-1]
+        n = min(shape[b : b + k]) if k else 1
+        return -n, n
+    if spec.name in ("put_along_axis", "index_select", "index_add"):
+        n = shape[attrs["axis"]]
+        return -n, n
     axis = attrs.get("axis", -1 if spec.name == "take_along_axis" else None)
     n = int(np.prod(shape)) if axis is None else shape[axis]
     return (-n, n) if spec.name == "take" else (0, n)

@@ -71,6 +71,8 @@ POOL_BACKWARD_SHAPES = [
     ((1, 2, 3, 3), (1, 2, 5, 5)),
 ]
 
+SCATTER_REDUCTIONS = ["none", "add", "multiply", "max", "min"]
+
 OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- element-wise extras
     "pow": {"domains": {0: "small", 1: "exponent"}},
@@ -326,6 +328,59 @@ OPS: dict[str, dict] = {
     "embedding": {
         "shapes": [((3, 4), (10, 5)), ((6,), (7, 3)), ((), (4, 2))],
         "domains": {0: ("index_of", 1)},
+        "edges": False,
+    },
+    "put_along_axis": {
+        "shapes": [
+            ((4, 5), (4, 3), (4, 3)),
+            ((4, 5), (2, 5), (2, 5)),
+            ((6,), (9,), ()),
+            ((1, 5), (3, 2), (3, 1)),
+            ((2, 3, 4), (2, 1, 6), (6,)),
+            ((0, 3), (0, 2), (0, 2)),
+        ],
+        "attrs": [{"axis": -1, "reduction": r} for r in SCATTER_REDUCTIONS]
+        + [{"axis": 0, "reduction": "none"}, {"axis": 0, "reduction": "add"}],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "gather_nd": {
+        "shapes": [
+            ((4, 4, 3), (5, 2)),
+            ((4, 4), (2, 3, 1)),
+            ((2, 4, 3), (2, 5, 1)),
+            ((4, 4), (0, 2)),
+        ],
+        "attrs": [{}, {"batch_dims": 1}],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "scatter_nd": {
+        "shapes": [
+            ((4, 4, 3), (5, 2), (5, 3)),
+            ((4, 4), (3, 1), (3, 4)),
+            ((5,), (6, 1), (6,)),
+            ((3, 3), (0, 2), (0,)),
+        ],
+        "attrs": [{"reduction": r} for r in SCATTER_REDUCTIONS],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "index_select": {
+        "shapes": [((5, 4), (3,)), ((5, 4), ()), ((3, 4, 2), (6,)), ((5, 4), (0,))],
+        "attrs": [{"axis": 0}, {"axis": 1}, {"axis": -1}],
+        "domains": {1: ("index_of", 0)},
+        "edges": False,
+    },
+    "index_add": {
+        "shapes": [
+            ((5, 4), (6,), (6, 4)),
+            ((5, 4), (6,), (5, 6)),
+            ((5,), (), (1,)),
+            ((0, 3), (2,), (0, 2)),
+        ],
+        "attrs": [{"axis": 0}, {"axis": 1, "alpha": 2.0}, {"axis": -1}],
+        "domains": {1: ("index_of", 0)},
         "edges": False,
     },
     "one_hot": {
@@ -602,7 +657,206 @@ OPS: dict[str, dict] = {
             {"scale_factor": [1.5], "mode": "bilinear"},
         ],
     },
+    # ------------------------------------------------------- random numbers and arange
+    # No tensor inputs (one empty shape set); compared bit for bit with conformance/philox.py.
+    "random_uniform": {
+        "shapes": [()],
+        "attrs": [
+            lambda sig: {"shape": [3, 4], "dtype": sig[-1], "seed": 7},
+            lambda sig: {"shape": [2, 0, 3], "dtype": sig[-1], "seed": 1},
+            lambda sig: {"shape": [], "dtype": sig[-1], "seed": -1, "offset": -5},
+            lambda sig: {
+                "shape": [5, 3, 7],
+                "dtype": sig[-1],
+                "seed": 123456789012345,
+                "offset": 9,
+                "low": -2.5,
+                "high": 7.0,
+            },
+            lambda sig: {"shape": [700], "dtype": sig[-1], "seed": 3, "low": 1.0, "high": 1.001},
+        ],
+    },
+    "random_normal": {
+        "shapes": [()],
+        "attrs": [
+            lambda sig: {"shape": [3, 4], "dtype": sig[-1], "seed": 7},
+            lambda sig: {"shape": [0, 3], "dtype": sig[-1], "seed": 1},
+            lambda sig: {"shape": [], "dtype": sig[-1], "seed": -1, "offset": -5},
+            lambda sig: {
+                "shape": [4, 5, 6],
+                "dtype": sig[-1],
+                "seed": 2**40 + 3,
+                "offset": 2**33,
+                "mean": -1.5,
+                "std": 3.0,
+            },
+        ],
+    },
+    "random_bernoulli": {
+        "shapes": [(None,), ((3, 4),), ((4,),), ((2, 1, 3),)],
+        "attrs": [
+            lambda sig: {"seed": 11, "dtype": sig[-1]},
+            lambda sig: {"shape": [3, 4], "seed": 5, "dtype": sig[-1], "offset": 2},
+            lambda sig: {"shape": [2, 3, 4], "seed": 5, "p": 0.25, "dtype": sig[-1]},
+            lambda sig: {"shape": [2, 5, 3], "seed": -9, "dtype": sig[-1]},
+            lambda sig: {"shape": [6], "seed": 5, "p": 1.0, "dtype": sig[-1]},
+        ],
+        "domains": {0: ("range", -0.25, 1.25)},
+        "edges": False,
+    },
+    "dropout": {
+        "shapes": [((3, 4),), ((2, 3, 5),), ((0, 3),), ((),), ((257,),)],
+        "attrs": [
+            {"seed": 3},
+            {"seed": 9, "p": 0.2, "offset": 4},
+            {"seed": 1, "p": 1.0},
+            {"seed": 2, "p": 0.7, "training": False},
+            {"seed": -5, "p": 0.0},
+        ],
+    },
+    "dropout_backward": {
+        "shapes": [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((0, 3), (0, 3)), ((), ())],
+        "attrs": [{"p": 0.5}, {"p": 0.3, "training": False}, {"p": 1.0}, {"p": 0.1}],
+    },
+    "arange": {
+        "shapes": [()],
+        "attrs": [
+            lambda sig: {"start": 0.5, "stop": 7.3, "step": 0.7, "dtype": sig[-1]},
+            lambda sig: {"start": -5, "stop": 20, "step": 3, "dtype": sig[-1]},
+            lambda sig: {"start": 10, "dtype": sig[-1]},
+            lambda sig: {"start": 5, "stop": -6, "step": -2, "dtype": sig[-1]},
+            lambda sig: {"start": 3, "stop": 1, "dtype": sig[-1]},
+            lambda sig: {"start": 0.1, "stop": 1.0, "step": 0.1, "dtype": sig[-1]},
+        ],
+    },
 }
+
+# ---------------------------------------------------------------- losses
+# Five classes throughout, so that ("index", 0, 5) targets are valid class indices; the
+# probability targets (float signatures) take the same shapes as the logits. Infer drops the
+# combinations that do not fit a signature.
+_CLASS_LOSS_SHAPES = [
+    ((4, 5), (4,), (5,)),
+    ((4, 5), (4,), None),
+    ((2, 5, 3), (2, 3), (5,)),
+    ((3, 2, 5), (3, 2), None),
+    ((5,), (), (5,)),
+    ((0, 5), (0,), None),
+    ((4, 5), (4, 5), (5,)),
+    ((2, 5, 3), (2, 5, 3), None),
+]
+_CLASS_LOSS_ATTRS = [
+    {},
+    {"reduction": "sum"},
+    {"reduction": "none"},
+    {"ignore_index": 2},
+    {"axis": -1, "reduction": "none", "ignore_index": 0},
+    {"reduction": "mean", "label_smoothing": 0.2},
+    {"axis": -1, "reduction": "sum", "label_smoothing": 0.1},
+]
+_NLL_ATTRS = [a for a in _CLASS_LOSS_ATTRS if "label_smoothing" not in a]
+
+
+def _loss_grad_shapes(shapes: list) -> list:
+    """(grad_out, *inputs) shapes: grad_out 0-d (reduced) or the samples' shape ("none")."""
+    found = []
+    for shape in shapes:
+        x = shape[0]
+        axis = 0 if len(x) == 1 else 1
+        samples = tuple(e for k, e in enumerate(x) if k != axis)
+        last = tuple(x[:-1])
+        for g in [(), samples, last]:
+            if (g, *shape) not in found:
+                found.append((g, *shape))
+    return found
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(x if y == 1 else y for x, y in zip(a, b, strict=True))
+
+
+_POINT_LOSS_ATTRS = [{}, {"reduction": "sum"}, {"reduction": "none"}]
+_PAIR_LOSS_SHAPES = [
+    ((3, 4), (3, 4)),
+    ((2, 3, 4), (4,)),
+    ((3, 1), (1, 4)),
+    ((0, 3), (0, 3)),
+    ((), ()),
+]
+_BCE_SHAPES = [
+    ((3, 4), (3, 4), (3, 4), (4,)),
+    ((3, 4), (3, 4), None, None),
+    ((2, 3, 4), (2, 3, 4), (3, 1), None),
+    ((0, 4), (0, 4), None, (4,)),
+]
+OPS.update(
+    {
+        "cross_entropy": {
+            "shapes": _CLASS_LOSS_SHAPES,
+            "attrs": _CLASS_LOSS_ATTRS,
+            "domains": {1: ("index", 0, 5), 2: "positive"},
+            "edges": False,
+        },
+        "nll_loss": {
+            "shapes": _CLASS_LOSS_SHAPES,
+            "attrs": _NLL_ATTRS,
+            "domains": {1: ("index", 0, 5), 2: "positive"},
+            "edges": False,
+        },
+        "cross_entropy_backward": {
+            "shapes": _loss_grad_shapes(_CLASS_LOSS_SHAPES),
+            "attrs": _CLASS_LOSS_ATTRS,
+            "domains": {0: "small", 1: "small", 2: ("index", 0, 5), 3: "positive"},
+            "edges": False,
+        },
+        "nll_loss_backward": {
+            "shapes": _loss_grad_shapes(_CLASS_LOSS_SHAPES),
+            "attrs": _NLL_ATTRS,
+            "domains": {0: "small", 2: ("index", 0, 5), 3: "positive"},
+            "edges": False,
+        },
+        "binary_cross_entropy_with_logits": {
+            "shapes": _BCE_SHAPES,
+            "attrs": _POINT_LOSS_ATTRS,
+            "domains": {0: "small", 1: ("range", 0.0, 1.0), 2: "positive", 3: "positive"},
+            "edges": False,
+        },
+        "binary_cross_entropy_with_logits_backward": {
+            "shapes": [(g, *s) for s in _BCE_SHAPES for g in [(), s[0]]],
+            "attrs": _POINT_LOSS_ATTRS,
+            "domains": {
+                0: "small",
+                1: "small",
+                2: ("range", 0.0, 1.0),
+                3: "positive",
+                4: "positive",
+            },
+            "edges": False,
+        },
+        "mse_loss": {
+            "shapes": _PAIR_LOSS_SHAPES,
+            "attrs": _POINT_LOSS_ATTRS,
+            "domains": {0: "small", 1: "small"},
+            "edges": False,
+        },
+        "smooth_l1_loss": {
+            "shapes": _PAIR_LOSS_SHAPES,
+            "attrs": _POINT_LOSS_ATTRS + [{"beta": 0.0}, {"beta": 0.5, "reduction": "none"}],
+            "domains": {0: "small", 1: "small"},
+            "edges": False,
+        },
+    }
+)
+for _name in ["mse_loss_backward", "smooth_l1_loss_backward"]:
+    _forward = OPS[_name.removesuffix("_backward")]
+    OPS[_name] = {
+        "shapes": [(g, *s) for s in _PAIR_LOSS_SHAPES for g in [(), _broadcast(*s)]],
+        "attrs": _forward["attrs"],
+        "domains": {0: "small", 1: "small", 2: "small"},
+        "edges": False,
+    }
 
 # ---------------------------------------------------------------- element-wise backward ops
 # (capi/ops/elementwise_grad_table.h): cotangents and values of moderate size, without edge

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from . import philox
+
 __all__ = ["NUMPY", "TORCH", "FUSED"]
 
 NUMPY: dict = {}
@@ -546,6 +548,104 @@ def _take(ins, attrs, out):  # noqa: ANN001, ANN202
 @_ref(NUMPY, "take_along_axis")
 def _take_along(ins, attrs, out):  # noqa: ANN001, ANN202
     return [np.take_along_axis(ins[0], ins[1], axis=attrs["axis"])]
+
+
+_SCATTER_UFUNCS = {
+    "add": np.add,
+    "multiply": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+}
+
+
+def _scatter_into(out, index, values, reduction):  # noqa: ANN001, ANN202
+    """out[index] = reduce(out[index], values), repeated positions applied in row-major order
+    (NumPy's fancy assignment keeps the last; ufunc.at accumulates in order)."""
+    if reduction == "none":
+        out[index] = values
+    else:
+        _SCATTER_UFUNCS[reduction].at(out, index, values)
+    return out
+
+
+def along_axis_index(shape, indices, axis):  # noqa: ANN001, ANN201
+    """NumPy's fancy index of put_along_axis: the indices along axis, aranges elsewhere."""
+    axis = axis % len(shape)
+    index = []
+    for d, n in enumerate(shape):
+        if d == axis:
+            index.append(indices)
+        else:
+            s = [1] * len(shape)
+            s[d] = n
+            index.append(np.arange(n).reshape(s))
+    return tuple(index)
+
+
+@_ref(NUMPY, "put_along_axis")
+def _put_along_axis(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, indices, values = ins
+    index = along_axis_index(x.shape, indices, attrs["axis"])
+    shape = np.broadcast_shapes(*(i.shape for i in index))
+    values = np.broadcast_to(values, shape)
+    return [_scatter_into(x.copy(), index, values, attrs["reduction"])]
+
+
+def gather_nd_reference(x, indices, batch_dims=0):  # noqa: ANN001, ANN201
+    """ONNX GatherND."""
+    b, k = batch_dims, indices.shape[-1]
+    result = np.empty(indices.shape[:-1] + x.shape[b + k :], x.dtype)
+    for bi in np.ndindex(indices.shape[:b]):
+        tuples = indices[bi]
+        result[bi] = x[bi][tuple(tuples[..., m] for m in range(k))]
+    return result
+
+
+def scatter_nd_reference(x, indices, updates, reduction="none"):  # noqa: ANN001, ANN201
+    """ONNX ScatterND: the updates applied one tuple after the other, in row-major order."""
+    out = x.copy()
+    k = indices.shape[-1]
+    tuples = indices.reshape(-1, k)
+    slabs = updates.reshape((tuples.shape[0],) + x.shape[k:])
+    for i in range(tuples.shape[0]):
+        where = tuple(tuples[i])
+        out[where] = (
+            slabs[i] if reduction == "none" else _SCATTER_UFUNCS[reduction](out[where], slabs[i])
+        )
+    return out
+
+
+@_ref(NUMPY, "gather_nd")
+def _gather_nd(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [gather_nd_reference(ins[0], ins[1], attrs["batch_dims"])]
+
+
+@_ref(NUMPY, "scatter_nd")
+def _scatter_nd(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [scatter_nd_reference(ins[0], ins[1], ins[2], attrs["reduction"])]
+
+
+@_ref(NUMPY, "index_select")
+def _index_select(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [np.take(ins[0], ins[1].reshape(-1), axis=attrs["axis"])]
+
+
+def index_add_reference(x, indices, source, axis, alpha=1.0):  # noqa: ANN001, ANN201
+    """torch.index_add: source slices added in index order."""
+    out = x.copy()
+    axis = axis % x.ndim
+    # integers: alpha wraps to x's dtype, as the products and sums do
+    scale = alpha if _is_float(x) else np.array(int(alpha), np.int64).astype(x.dtype)[()]
+    source = np.moveaxis(source, axis, 0)
+    view = np.moveaxis(out, axis, 0)
+    for i, j in enumerate(indices.reshape(-1)):
+        view[j] = view[j] + source[i] * scale
+    return out
+
+
+@_ref(NUMPY, "index_add")
+def _index_add(ins, attrs, out):  # noqa: ANN001, ANN202
+    return [index_add_reference(ins[0], ins[1], ins[2], attrs["axis"], attrs["alpha"])]
 
 
 @_ref(NUMPY, "embedding")
@@ -1370,3 +1470,225 @@ def _attention_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     gk = _sum_kv(np.matmul(np.swapaxes(ds, -1, -2), q), k)
     gv = _sum_kv(np.matmul(np.swapaxes(p, -1, -2), g), v)
     return [gq, gk, gv]
+# ---------------------------------------------------------------- losses
+
+
+def _loss_reduce(per, mode: str, denominator: float):  # noqa: ANN001, ANN202
+    if mode == "none":
+        return per
+    total = per.sum()
+    if mode == "sum":
+        return total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.float64(total) / np.float64(denominator)
+
+
+def _class_loss_parts(x, target, w, attrs, nll: bool):  # noqa: ANN001, ANN202
+    """Per sample (classes moved last): the log-probabilities, the weights, the smoothed target
+    distribution q (None for class indices), the kept mask and the class indices, the sample
+    losses and the mean's denominator."""
+    axis = 0 if x.ndim == 1 else attrs["axis"] % x.ndim
+    xm = np.moveaxis(x, axis, -1)
+    classes = xm.shape[-1]
+    weight = np.ones(classes) if w is None else w
+    if nll:
+        logp = xm
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            m = xm.max(-1, keepdims=True) if xm.size else xm.sum(-1, keepdims=True)
+            logp = xm - m - np.log(np.exp(xm - m).sum(-1, keepdims=True))
+    smoothing = attrs.get("label_smoothing", 0.0)
+    if target.dtype.kind == "f":
+        q = (1 - smoothing) * np.moveaxis(target, axis, -1) + smoothing / classes
+        per = -(weight * q * logp).sum(-1)
+        return logp, weight, q, None, None, per, float(per.size), axis
+    ignore = attrs["ignore_index"]
+    y = np.asarray(target).astype(np.int64)
+    keep = np.ones(y.shape, bool) if ignore is None else y != ignore
+    ys = np.where(keep, y, 0)
+    picked = np.take_along_axis(logp, ys[..., None], -1)[..., 0]
+    wy = np.where(keep, weight[ys], 0.0)
+    per = np.where(keep, -wy * picked, 0.0)
+    if smoothing:
+        spread = -(weight * logp).sum(-1)
+        per = np.where(keep, (1 - smoothing) * per + smoothing / classes * spread, 0.0)
+    return logp, weight, None, keep, ys, per, float(wy.sum()), axis
+
+
+@_ref(NUMPY, "cross_entropy", "nll_loss")
+def _class_loss(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, target, w = ins
+    parts = _class_loss_parts(x, target, w, attrs, "label_smoothing" not in attrs)
+    return [_loss_reduce(parts[5], attrs["reduction"], parts[6])]
+
+
+@_ref(NUMPY, "cross_entropy_backward", "nll_loss_backward")
+def _class_loss_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, target, w = ins
+    nll = "label_smoothing" not in attrs
+    logp, weight, q, keep, ys, per, denominator, axis = _class_loss_parts(x, target, w, attrs, nll)
+    mode = attrs["reduction"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gs = np.asarray(g, np.float64) if mode == "none" else np.full(per.shape, float(g))
+        if mode == "mean":
+            gs = gs / denominator
+    gs = gs[..., None]
+    classes = logp.shape[-1]
+    smoothing = attrs.get("label_smoothing", 0.0)
+    if q is not None:
+        p = np.exp(logp)
+        gx = gs * (p * (weight * q).sum(-1, keepdims=True) - weight * q)
+        gt = gs * (1 - smoothing) * weight * (-logp)
+        return [np.moveaxis(gx, -1, axis), np.moveaxis(gt, -1, axis)]
+    onehot = np.arange(classes) == ys[..., None]
+    wy = weight[ys][..., None]
+    if nll:
+        gx = -gs * wy * onehot
+    else:
+        p = np.exp(logp)
+        a = (1 - smoothing) * wy + smoothing / classes * weight.sum()
+        gx = gs * (p * a - (1 - smoothing) * wy * onehot - smoothing / classes * weight)
+    gx = np.where(keep[..., None], gx, 0.0)
+    results = [np.moveaxis(gx, -1, axis)]
+    if not nll:
+        results.append(np.zeros(np.shape(target)))
+    return results
+
+
+def _log_sigmoid(x):  # noqa: ANN001, ANN202
+    return -np.logaddexp(0.0, -x)
+
+
+def _pointwise_loss(kind: str, ins, attrs):  # noqa: ANN001, ANN202
+    x, t = ins[0], ins[1]
+    if kind == "mse":
+        return (x - t) ** 2
+    if kind == "smooth_l1":
+        d, beta = np.abs(x - t), attrs["beta"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(d < beta, 0.5 * d * d / (beta if beta else 1.0), d - 0.5 * beta)
+    w, pw = ins[2], ins[3]
+    lw = 1.0 if pw is None else 1.0 + (pw - 1.0) * t
+    loss = (1 - t) * x - lw * _log_sigmoid(x)
+    return np.broadcast_to(loss if w is None else loss * w, x.shape)
+
+
+_POINTWISE_KINDS = {
+    "binary_cross_entropy_with_logits": "bce",
+    "mse_loss": "mse",
+    "smooth_l1_loss": "smooth_l1",
+}
+
+
+@_ref(NUMPY, *_POINTWISE_KINDS)
+def _pointwise_loss_ref(ins, attrs, out):  # noqa: ANN001, ANN202
+    kind = "bce" if len(ins) == 4 else "smooth_l1" if "beta" in attrs else "mse"
+    per = np.asarray(_pointwise_loss(kind, ins, attrs), np.float64)
+    return [_loss_reduce(per, attrs["reduction"], float(per.size))]
+
+
+@_ref(
+    NUMPY,
+    "binary_cross_entropy_with_logits_backward",
+    "mse_loss_backward",
+    "smooth_l1_loss_backward",
+)
+def _pointwise_loss_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, x, t = ins[0], ins[1], ins[2]
+    shape = np.broadcast_shapes(np.shape(x), np.shape(t))
+    size = int(np.prod(shape))
+    mode = attrs["reduction"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gs = np.broadcast_to(np.asarray(g, np.float64), shape)
+        if mode == "mean":
+            gs = gs / size
+    d = x - t
+    if len(ins) == 5:
+        w = 1.0 if ins[3] is None else ins[3]
+        pw = 1.0 if ins[4] is None else ins[4]
+        lw = 1.0 + (pw - 1.0) * t
+        sig = 1.0 / (1.0 + np.exp(-x))
+        gx = gs * w * (lw * sig - pw * t)
+        gt = gs * w * (-x - (pw - 1.0) * _log_sigmoid(x))
+        return [np.broadcast_to(gx, shape), np.broadcast_to(gt, shape)]
+    if "beta" in attrs:
+        beta = attrs["beta"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            slope = np.where(np.abs(d) < beta, d / (beta if beta else 1.0), np.sign(d))
+        return [np.broadcast_to(slope * gs, shape)]
+    return [np.broadcast_to(2.0 * d * gs, shape)]
+# ---------------------------------------------------------------- random numbers and arange
+# Bit-exact twins of the kernels (conformance/philox.py); results in the compute type, which the
+# comparison rounds to the output dtype exactly as the kernels do (float32 to float16 or
+# bfloat16, to nearest even).
+
+
+def _philox_values(values: np.ndarray, dtype: str) -> np.ndarray:
+    """philox.py's results as values: bfloat16 bits as float32, others as they are."""
+    return philox.bf16_bits_to_f32(values) if dtype == "bfloat16" else values
+
+
+@_ref(NUMPY, "random_uniform")
+def _random_uniform(ins, attrs, out):  # noqa: ANN001, ANN202
+    shape = tuple(attrs["shape"])
+    r = philox.uniform(attrs["seed"], attrs["offset"], shape, out[0], attrs["low"], attrs["high"])
+    return [_philox_values(r, out[0])]
+
+
+@_ref(NUMPY, "random_normal")
+def _random_normal(ins, attrs, out):  # noqa: ANN001, ANN202
+    shape = tuple(attrs["shape"])
+    r = philox.normal(attrs["seed"], attrs["offset"], shape, out[0], attrs["mean"], attrs["std"])
+    return [_philox_values(r, out[0])]
+
+
+@_ref(NUMPY, "random_bernoulli")
+def _random_bernoulli(ins, attrs, out):  # noqa: ANN001, ANN202
+    probs = ins[0]
+    shape = tuple(attrs["shape"]) if attrs["shape"] is not None else probs.shape
+    p = np.asarray(probs, np.float64) if probs is not None else attrs["p"]
+    p = 0.5 if p is None else p
+    bits = philox.bernoulli(attrs["seed"], attrs["offset"], shape, p)
+    return [bits if out[0] == "bool" else bits.astype(np.float64)]
+
+
+def _dropout_scale(p: float, training: bool, dtype: str) -> np.floating:
+    scale = 1.0 if not training else 0.0 if p >= 1 else 1.0 / (1.0 - p)
+    return np.float64(scale) if dtype == "float64" else np.float32(scale)
+
+
+@_ref(NUMPY, "dropout")
+def _dropout(ins, attrs, out):  # noqa: ANN001, ANN202
+    x = np.asarray(ins[0])
+    compute = np.float64 if out[0] == "float64" else np.float32
+    if not attrs["training"]:
+        return [x, np.ones(x.shape, bool)]
+    u = philox.uniform(attrs["seed"], attrs["offset"], x.shape, "float32")
+    mask = u >= np.float32(attrs["p"])
+    scale = _dropout_scale(attrs["p"], True, out[0])
+    with np.errstate(all="ignore"):
+        kept = x.astype(compute) * scale
+    return [np.where(mask, kept, compute(0)), mask]
+
+
+@_ref(NUMPY, "dropout_backward")
+def _dropout_backward(ins, attrs, out):  # noqa: ANN001, ANN202
+    g, mask = np.asarray(ins[0]), np.asarray(ins[1], bool)
+    compute = np.float64 if out[0] == "float64" else np.float32
+    scale = _dropout_scale(attrs["p"], attrs["training"], out[0])
+    with np.errstate(all="ignore"):
+        kept = g.astype(compute) * scale
+    return [np.where(np.broadcast_to(mask, g.shape), kept, compute(0))]
+
+
+@_ref(NUMPY, "arange")
+def _arange(ins, attrs, out):  # noqa: ANN001, ANN202
+    start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    if stop is None:
+        start, stop = 0.0, start
+    length = max(0, math.ceil((stop - start) / step))
+    i = np.arange(length, dtype=np.float64)
+    if out[0] in ("float16", "bfloat16", "float32", "float64"):
+        v = np.float64(start) + i * np.float64(step)
+        return [v if out[0] == "float64" else v.astype(np.float32)]
+    return [np.int64(start) + np.arange(length, dtype=np.int64) * np.int64(step)]

@@ -206,7 +206,7 @@ def check_vjp(
 
     def cast(a: np.ndarray) -> Any:
         if use_torch:
-            t = torch.from_numpy(np.ascontiguousarray(a))
+            t = torch.from_numpy(np.array(a, order="C"))  # keeps 0-d arrays 0-d
             return t.to(_TORCH_DTYPES[dtype]) if _is_float(a) else t
         return a.astype(dtype) if _is_float(a) else a
 

@@ -122,6 +122,35 @@ def test_integer_pow_error_leaves_the_output_untouched() -> None:
     assert cupy.asnumpy(out).tolist() == [7, 7, 7]
 
 
+def test_losses_match_torch_and_check_class_indices() -> None:
+    """cross_entropy (ignore_index, label smoothing, weights) and its backward on torch CUDA
+    tensors against torch; an out-of-range class index is an error that writes nothing."""
+    x = torch.randn(64, 10, device="cuda", dtype=torch.float64)
+    y = torch.randint(0, 10, (64,), device="cuda")
+    y[::5] = -100
+    w = torch.rand(10, device="cuda", dtype=torch.float64) + 0.5
+    got = ctensor.ops.cross_entropy(x, y, w, ignore_index=-100, label_smoothing=0.1)
+    want = torch.nn.functional.cross_entropy(x, y, w, label_smoothing=0.1)
+    torch.testing.assert_close(got, want)
+    xg = x.clone().requires_grad_()
+    torch.nn.functional.cross_entropy(xg, y, w, label_smoothing=0.1).backward()
+    one = torch.ones((), device="cuda", dtype=torch.float64)
+    grad, _ = ctensor.ops.cross_entropy_backward(
+        one, x, y, w, ignore_index=-100, label_smoothing=0.1
+    )
+    torch.testing.assert_close(grad, xg.grad)
+    t = torch.rand(64, 10, device="cuda", dtype=torch.float64)
+    got = ctensor.ops.binary_cross_entropy_with_logits(x, t, reduction="none")
+    torch.testing.assert_close(
+        got, torch.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="none")
+    )
+    out = torch.full((64,), 7.0, device="cuda", dtype=torch.float64)
+    y[3] = 10
+    with pytest.raises(ctensor.InvalidArgumentError, match="out of range"):
+        ctensor.ops.cross_entropy(x, y, reduction="none", ignore_index=-100, out=out)
+    assert bool((out == 7.0).all())
+
+
 def test_more_than_2_to_the_31_elements() -> None:
     n = (1 << 31) + 5
     x = cupy.zeros(n, dtype=cupy.bool_)
@@ -169,6 +198,44 @@ def test_registers_the_opencl_backends_kernel_set() -> None:
         cuda = {tuple(s) for s in signatures.get("cuda", [])}
         reference = {tuple(s) for s in signatures.get("opencl", [])}
         assert cuda == reference, f"{name}: cuda {sorted(cuda)} != opencl {sorted(reference)}"
+
+
+def test_random_ops_give_the_cpu_bits() -> None:
+    # kernels/common/philox.h compiled by nvcc (intrinsics, never contracted) gives the CPU's
+    # bits: every random op and dtype, and arange, through device= and through torch outputs.
+    def bits(a):  # noqa: ANN001, ANN202
+        a = np.asarray(a.cpu() if isinstance(a, torch.Tensor) else a)
+        return (
+            a if a.dtype == bool else a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
+        )
+
+    for dtype in ["float16", "float32", "float64"]:
+        for op, extra in [
+            ("random_uniform", {"low": -2.0, "high": 3.0}),
+            ("random_normal", {"std": 2.0}),
+        ]:
+            kwargs = {"shape": (33, 257), "dtype": dtype, "seed": -7, "offset": 5, **extra}
+            cpu = getattr(ctensor.ops, op)(**kwargs)
+            np.testing.assert_array_equal(
+                bits(getattr(ctensor.ops, op)(**kwargs, device="cuda:0")), bits(cpu)
+            )
+            out = torch.empty((257, 33), dtype=getattr(torch, dtype), device="cuda").T
+            getattr(ctensor.ops, op)(**kwargs, out=out)
+            np.testing.assert_array_equal(bits(out), bits(cpu))
+        x = np.random.default_rng(1).standard_normal((64, 65)).astype(dtype)
+        out, mask = ctensor.ops.dropout(torch.from_numpy(x).cuda(), p=0.3, seed=4)
+        want_out, want_mask = ctensor.ops.dropout(x, p=0.3, seed=4)
+        np.testing.assert_array_equal(bits(out), bits(want_out))
+        np.testing.assert_array_equal(bits(mask), bits(want_mask))
+        probs = torch.rand(64, 65, device="cuda", dtype=getattr(torch, dtype))
+        got = ctensor.ops.random_bernoulli(probs, seed=2)
+        np.testing.assert_array_equal(
+            bits(got), bits(ctensor.ops.random_bernoulli(probs.cpu().numpy(), seed=2))
+        )
+        arange = {"start": 0.5, "stop": 1000.0, "step": 0.3, "dtype": dtype}
+        np.testing.assert_array_equal(
+            bits(ctensor.ops.arange(**arange, device="cuda:0")), bits(ctensor.ops.arange(**arange))
+        )
 
 
 def _attention_case(rng, dtype, lq, lk, hq, hkv, e, ev, mask_kind):

@@ -37,13 +37,20 @@
   CT_CONV_POOL_GRADS(G)     \
   CT_OTHER_GRADS(G)         \
   CT_ATTENTION_GRADS(G)
+  CT_LOSS_GRADS(G)          \
+  CT_INDEX_GRADS(G)         \
+  CT_RANDOM_GRADS(G)        \
+  CT_OTHER_GRADS(G)
 
 #include "attention_grads.h"
 #include "conv_pool_grads.h"
 #include "elementwise_grads.h"
+#include "index_grads.h"
 #include "linalg_grads.h"
+#include "loss_grads.h"
 #include "norm_grads.h"
 #include "other_grads.h"
+#include "random_grads.h"
 #include "reduction_grads.h"
 #include "shape_grads.h"
 

@@ -20,6 +20,13 @@
        CT_COUNT_OF(OUTPUTS), 0, 0, INPUTS, OUTPUTS, NULL},                        \
       INFER}
 
+/* An op without tensor inputs (random numbers, arange): it runs on its outputs' device. */
+#define CT_DEFINE_OP_NO_INPUTS(NAME, DOC, CATEGORY, FLAGS, OUTPUTS, ATTRS, INFER)  \
+  const ct_op_def ct_op_def_##NAME = {                                             \
+      {sizeof(ct_op_schema), #NAME, DOC, CATEGORY, FLAGS, 0, CT_COUNT_OF(OUTPUTS), \
+       CT_COUNT_OF(ATTRS), 0, NULL, OUTPUTS, ATTRS},                               \
+      INFER}
+
 /* Attribute schema entries. */
 #define CT_ATTR_SPEC_INT(NAME, DOC, VALUE) \
   {                                        \

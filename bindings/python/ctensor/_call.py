@@ -101,6 +101,7 @@ def call(
     ``fast_op_declined``: the operator's FastOp read these arguments and did not run the call,
     so the fast path is not tried again on them."""
     backend = attrs.pop("backend", None) if attrs and "backend" in attrs else None
+    device = attrs.pop("device", None) if attrs and "device" in attrs else None
     try:
         frame = pool_pop()
     except IndexError:
@@ -108,9 +109,57 @@ def call(
     try:
         if backend is not None:
             spec = _on_backend(spec, backend, frame)
+        if device is not None:
+            target = _device_of_call(spec, args, out, device)
+            if target[0] != _CPU:
+                return _call_on_device(spec, args, attrs, frame, target)
         return _call(spec, args, out, attrs, frame, fast_op_declined)
     finally:
         release(frame)
+
+
+def _device_of_call(spec: OpSpec, args: tuple | list, out: Any, device: Any) -> tuple[int, int]:
+    """The DLPack device that ``device=`` names, for a call without array arguments (an op
+    without tensor inputs, such as random_uniform or arange, or whose optional inputs are all
+    left out): where its results are allocated and its kernel runs. Without ``device=`` such a
+    call runs on the CPU and returns NumPy arrays."""
+    from ._device_array import parse_device
+
+    if any(a is not None for a in args):
+        raise InvalidArgumentError(
+            f"{spec.name}: device= is for calls without array arguments; the arrays say where "
+            "this call runs"
+        )
+    if out is not None:
+        raise InvalidArgumentError(f"{spec.name}: pass out= or device=, not both")
+    return parse_device(device)
+
+
+def _call_on_device(
+    spec: OpSpec, args: tuple | list, attrs: dict | None, frame: Frame, device: tuple[int, int]
+) -> Any:
+    """Runs a call without array arguments on ``device``: results are ctensor DeviceArrays
+    there (the kernel is the device's, picked from the outputs' device)."""
+    from ._device_array import DeviceArray
+
+    like = DeviceArray.empty((0,), "uint8", device)
+    fw = framework_of(like, device)
+    if attrs:
+        attr_entry = attrs_for(spec, attrs)  # held until the call returns
+        attr_array, num_attrs = attr_entry[0], attr_entry[1]
+    else:
+        attr_array, num_attrs = _NULL, 0
+    n = len(args)
+    _read_inputs(spec, tuple(args), frame)  # absent optional inputs only
+    if n:
+        rc = _ctpy_open(frame.c, 0, n)
+        if rc:
+            raise open_error(frame.meta[-1 - rc], input_name(spec, -1 - rc))
+    packed = (device[0] & 0xFF) | (device[1] << 8)
+    results = execute(spec, frame, n, fw, None, like, packed, attr_array, num_attrs)
+    if spec.variadic_output or len(results) != 1:
+        return tuple(results)
+    return results[0]
 
 
 def _on_backend(spec: OpSpec, backend: Any, frame: Frame) -> OpSpec:

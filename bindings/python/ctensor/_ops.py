@@ -90,6 +90,13 @@ def _docstring(spec: OpSpec) -> str:
         "    Run the kernel of this backend and no other (a name from ctensor.backends()); "
         "by default the kernel registered last for the dtypes runs.",
     ]
+    if spec.num_required_inputs == 0:
+        lines += [
+            "device : str or (device_type, device_id), optional",
+            '    Where a call without array arguments runs and allocates its results ("cpu", '
+            '"opencl:0", "cuda:0"): a ctensor.DeviceArray off the CPU; by default the CPU '
+            "(NumPy arrays).",
+        ]
     for attr in spec.attrs:
         kind = attr["type"].replace("_", " ")
         if attr.get("nullable"):

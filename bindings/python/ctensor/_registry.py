@@ -213,7 +213,8 @@ class OpSpec:
         dtypes: dict[str, list[str]] = {}
         signatures: dict[str, list[list[str]]] = {}
         for device, sigs in self.kernels.items():
-            firsts = {sig[0] for sig in sigs} if self.inputs else set()
+            # the first input's dtypes; an op without inputs: its first output's
+            firsts = {sig[0] for sig in sigs if sig}
             dtypes[device] = sorted(firsts, key=lambda d: DTYPE_INDEX.get(d, len(DTYPE_INDEX)))
             signatures[device] = [list(sig) for sig in sigs]
         return {
@@ -279,11 +280,12 @@ def op_info(name: str) -> dict:
 
     ``name``, ``doc``, ``category`` ("shape_static", "workspace" or "dynamic"), ``flags``,
     ``inputs`` and ``outputs`` (name, doc, optional, variadic), ``attrs`` (name, type, default,
-    required, nullable, doc), ``dtypes`` (per device: the dtypes the first input accepts, in
-    NumPy's type order), ``signatures`` (per device: every kernel's dtypes, one per input then
-    per output), ``devices`` and ``gradient`` (the gradient entry: ``differentiable``,
-    ``formula``, ``note``, ``steps``, ``input_grads``, ``saved_inputs``, ``saved_outputs``,
-    ``output_takes_cotangent``; docs/schema-json.md).
+    required, nullable, doc), ``dtypes`` (per device: the dtypes the first input accepts, or the
+    first output's for ops without inputs, in NumPy's type order), ``signatures`` (per
+    device: every kernel's dtypes, one per input then per output), ``devices`` and
+    ``gradient`` (the gradient entry: ``differentiable``, ``formula``, ``note``, ``steps``,
+    ``input_grads``, ``saved_inputs``, ``saved_outputs``, ``output_takes_cotangent``;
+    docs/schema-json.md).
     Raises UnknownOpError for a name that is not registered.
     """
     if not isinstance(name, str):
