@@ -76,7 +76,12 @@ def check_forward(dtype, case):
         attrs["scale"],
     )
     check(np.asarray(out), want["out"], want["out_mag"], dtype, eps_compute(dtype))
-    check(np.asarray(lse), want["lse"], want["lse_mag"], lse_dtype, eps_compute(dtype))
+    # rows with no key: -inf exactly there; elsewhere within the bound of the finite rows
+    lse_h, empty = np.asarray(lse), np.isneginf(want["lse"])
+    np.testing.assert_array_equal(np.isneginf(lse_h), empty)
+    check(
+        lse_h[~empty], want["lse"][~empty], want["lse_mag"][~empty], lse_dtype, eps_compute(dtype)
+    )
     cpu_out, cpu_lse = forward(case, False)
     check(np.asarray(out), to_float64(cpu_out), 2 * want["out_mag"], dtype, eps_compute(dtype))
     return out, lse
@@ -166,15 +171,15 @@ def test_causal_with_more_queries_than_keys_and_fully_masked_rows():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @settings(max_examples=10, deadline=None)
-@given(data=st.data(), p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(0, 2**64 - 1))
+@given(data=st.data(), p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(-(2**63), 2**63 - 1))
 def test_dropout_matches_the_cpu_and_the_philox_mask(dtype, data, p, seed):
     q, k, v, mask, attrs = data.draw(attention_case(dtype))
-    offset = data.draw(st.integers(0, 2**64 - 1))
+    offset = data.draw(st.integers(-(2**63), 2**63 - 1))  # uint64 values as their int64 bits
     attrs = {**attrs, "dropout_p": p, "seed": seed, "offset": offset}
     out, lse = forward((q, k, v, mask, attrs), True)
     q64, k64, v64, m64 = to_float64(q), to_float64(k), to_float64(v), mask64(mask)
     base = reference(q64, k64, v64, m64, attrs["is_causal"], attrs["scale"])
-    keep = keep_mask(q64.shape[:-1] + (k64.shape[-2],), p, seed, offset)
+    keep = keep_mask(q64.shape[:-1] + (k64.shape[-2],), p, seed % 2**64, offset % 2**64)
     expected = (reference_weights(q64, k64, m64, attrs) * keep / (1 - p)) @ repeat_heads(
         v64, q64.shape[-3]
     )
