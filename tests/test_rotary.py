@@ -6,7 +6,8 @@ and finite differences.
 
 Tolerance: one pair's result a*cos - b*sin is computed in the compute type (float32 for
 float16/bfloat16) and rounded once to the dtype: the dtype's rtol plus an absolute slack of
-4 * eps_c * max|x| for the cancellation of the two products (|cos|, |sin| <= 1)."""
+4 * eps_c * max|x| for the cancellation of the two products (|cos|, |sin| <= 1) and the spacing
+of the dtype's subnormals."""
 
 from __future__ import annotations
 
@@ -27,6 +28,23 @@ EPS_C = {
     "float32": float(np.finfo(np.float32).eps),
     "float64": float(np.finfo(np.float64).eps),
 }
+
+
+# The spacing of each dtype's subnormals: a result that underflows into them rounds to a
+# multiple of it.
+SUBNORMAL = {
+    "float16": 2.0**-24,
+    "bfloat16": 2.0**-133,
+    "float32": 2.0**-149,
+    "float64": 2.0**-1074,
+}
+
+
+def slack(dtype: str, x) -> float:
+    """The absolute tolerance: the cancellation of a*cos - b*sin in the compute type, and a
+    result's rounding among the dtype's subnormals."""
+    magnitude = float(np.max(np.abs(to_float64(x)), initial=0))
+    return 4 * EPS_C[dtype] * magnitude + SUBNORMAL[dtype]
 
 
 def tables(max_pos: int, half: int, base: float = 10000.0) -> tuple[np.ndarray, np.ndarray]:
@@ -142,8 +160,7 @@ def test_against_numpy(dtype, data):
     x, cos, sin, pos, interleaved = data.draw(cases(dtype))
     got = call(x, cos, sin, pos, interleaved)
     want = reference(x, cos, sin, pos, interleaved)
-    magnitude = float(np.max(np.abs(to_float64(x)), initial=0))
-    assert_close(got, want, dtype=dtype, atol=4 * EPS_C[dtype] * magnitude + 1e-300)
+    assert_close(got, want, dtype=dtype, atol=slack(dtype, x))
 
 
 @SETTINGS

@@ -12,7 +12,8 @@
  * dS = P (Z dP - D) scale. grad_query: one block per (bh, query tile), one thread per query row
  * over key tiles; grad_key and grad_value: one block per (key/value lead index, key tile), one
  * thread per key row over the group's query heads and their query tiles in shared memory. Each
- * output element is written by one thread, summing in a fixed order.
+ * output element is written by one thread, summing in a fixed order: each tile's terms into a
+ * partial sum, then the partial sums (blocked summation).
  *
  * A thread holds its row in registers: the head sizes are rounded up to a capacity of 16, 64 or
  * 256 (a template parameter); larger heads are refused with a clear error (INVALID_ARGUMENT).
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_forward(const ct_c
   const int64_t mb = a.mask_kind ? ct_cu_attn_lead(a, 0, CT_CU_ATTN_MASK, bh) : 0;
   const int64_t kb = ct_cu_attn_lead(a, 1, CT_CU_ATTN_K, bh / a.group);
   const int64_t vb = ct_cu_attn_lead(a, 1, CT_CU_ATTN_V, bh / a.group);
-  C qr[Cap], acc[Cap], s[32];
+  C qr[Cap], acc[Cap], part[Cap], s[32];
   for (int c = 0; c < a.ev; ++c) acc[c] = 0;
   if (live) {
     for (int c = 0; c < a.e; ++c) {
@@ -137,16 +138,18 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_forward(const ct_c
     const C mnew = fmax(m, tmax);
     if (mnew == -(C)INFINITY) continue;
     const C corr = exp(m - mnew);
-    l *= corr;
-    for (int c = 0; c < a.ev; ++c) acc[c] *= corr;
+    C lpart = 0;
+    for (int c = 0; c < a.ev; ++c) part[c] = 0;
     for (int jj = 0; jj < cols; ++jj) {
       const C pj = exp(s[jj] - mnew);
-      l += pj;
+      lpart += pj;
       const C w = a.dropout ? pj * ct_cu_attn_drop<C>(a, (bh * a.lq + i) * a.lk + j0 + jj) : pj;
       if (w != 0) {
-        for (int c = 0; c < a.ev; ++c) acc[c] += w * vt[jj * a.ev + c];
+        for (int c = 0; c < a.ev; ++c) part[c] += w * vt[jj * a.ev + c];
       }
     }
+    l = l * corr + lpart;
+    for (int c = 0; c < a.ev; ++c) acc[c] = acc[c] * corr + part[c];
     m = mnew;
   }
   if (!live) return;
@@ -176,7 +179,7 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_query(const c
   const int64_t mb = a.mask_kind ? ct_cu_attn_lead(a, 0, CT_CU_ATTN_MASK, bh) : 0;
   const int64_t kb = ct_cu_attn_lead(a, 1, CT_CU_ATTN_K, bh / a.group);
   const int64_t vb = ct_cu_attn_lead(a, 1, CT_CU_ATTN_V, bh / a.group);
-  C qr[Cap], dor[Cap], dq[Cap];
+  C qr[Cap], dor[Cap], dq[Cap], part[Cap];
   C dd = 0, lr = -(C)INFINITY;
   for (int c = 0; c < a.e; ++c) dq[c] = 0;
   if (live) {
@@ -207,6 +210,7 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_query(const c
     }
     __syncthreads();
     if (!live || lr == -(C)INFINITY) continue;
+    for (int c = 0; c < a.e; ++c) part[c] = 0;
     for (int jj = 0; jj < cols; ++jj) {
       const C pj = exp(ct_cu_attn_score<Tag>(a, qr, kt + jj * a.e, i, j0 + jj, mb) - lr);
       if (pj == 0) continue;
@@ -214,8 +218,9 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_query(const c
       for (int c = 0; c < a.ev; ++c) dp += dor[c] * vt[jj * a.ev + c];
       if (a.dropout) dp *= ct_cu_attn_drop<C>(a, (bh * a.lq + i) * a.lk + j0 + jj);
       const C ds = pj * (dp - dd) * (C)a.scale;
-      for (int c = 0; c < a.e; ++c) dq[c] += ds * kt[jj * a.e + c];
+      for (int c = 0; c < a.e; ++c) part[c] += ds * kt[jj * a.e + c];
     }
+    for (int c = 0; c < a.e; ++c) dq[c] += part[c];
   }
   if (!live) return;
   const int64_t gqb = ct_cu_attn_lead(a, 0, CT_CU_ATTN_GQ, bh) + i * a.rs[CT_CU_ATTN_GQ];
@@ -240,7 +245,7 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_kv(const ct_c
   const bool live = j < a.lk;
   const int64_t kb = ct_cu_attn_lead(a, 1, CT_CU_ATTN_K, kvh) + j * a.rs[CT_CU_ATTN_K];
   const int64_t vb = ct_cu_attn_lead(a, 1, CT_CU_ATTN_V, kvh) + j * a.rs[CT_CU_ATTN_V];
-  C kr[Cap], vr[Cap], dk[Cap], dv[Cap];
+  C kr[Cap], vr[Cap], dk[Cap], dv[Cap], pk[Cap], pv[Cap];
   for (int c = 0; c < a.e; ++c) dk[c] = 0;
   for (int c = 0; c < a.ev; ++c) dv[c] = 0;
   if (live) {
@@ -283,6 +288,8 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_kv(const ct_c
       }
       __syncthreads();
       if (!live) continue;
+      for (int c = 0; c < a.e; ++c) pk[c] = 0;
+      for (int c = 0; c < a.ev; ++c) pv[c] = 0;
       for (int ii = 0; ii < rows; ++ii) {
         const int64_t i = i0 + ii;
         if (lt[ii] == -(C)INFINITY) continue;
@@ -291,11 +298,13 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_kv(const ct_c
         C dp = 0;
         for (int c = 0; c < a.ev; ++c) dp += dot[ii * a.ev + c] * vr[c];
         const C z = a.dropout ? ct_cu_attn_drop<C>(a, (bh * a.lq + i) * a.lk + j) : (C)1;
-        const C pv = pj * z;
-        for (int c = 0; c < a.ev; ++c) dv[c] += pv * dot[ii * a.ev + c];
+        const C pz = pj * z;
+        for (int c = 0; c < a.ev; ++c) pv[c] += pz * dot[ii * a.ev + c];
         const C ds = pj * (dp * z - dt[ii]) * (C)a.scale;
-        for (int c = 0; c < a.e; ++c) dk[c] += ds * qt[ii * a.e + c];
+        for (int c = 0; c < a.e; ++c) pk[c] += ds * qt[ii * a.e + c];
       }
+      for (int c = 0; c < a.e; ++c) dk[c] += pk[c];
+      for (int c = 0; c < a.ev; ++c) dv[c] += pv[c];
     }
   }
   if (!live) return;
