@@ -1470,6 +1470,8 @@ def _attention_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     gk = _sum_kv(np.matmul(np.swapaxes(ds, -1, -2), q), k)
     gv = _sum_kv(np.matmul(np.swapaxes(p, -1, -2), g), v)
     return [gq, gk, gv]
+
+
 # ---------------------------------------------------------------- losses
 
 
@@ -1617,6 +1619,8 @@ def _pointwise_loss_backward(ins, attrs, out):  # noqa: ANN001, ANN202
             slope = np.where(np.abs(d) < beta, d / (beta if beta else 1.0), np.sign(d))
         return [np.broadcast_to(slope * gs, shape)]
     return [np.broadcast_to(2.0 * d * gs, shape)]
+
+
 # ---------------------------------------------------------------- random numbers and arange
 # Bit-exact twins of the kernels (conformance/philox.py); results in the compute type, which the
 # comparison rounds to the output dtype exactly as the kernels do (float32 to float16 or

@@ -429,20 +429,26 @@ def test_workspace_is_tiles_not_scores(threads):
         ctensor.set_num_threads(before)
 
 
-def test_results_do_not_depend_on_the_thread_count():
+@pytest.mark.parametrize("kv_heads", [1, 2])
+@pytest.mark.parametrize("causal", [False, True])
+def test_results_do_not_depend_on_the_thread_count(kv_heads, causal):
+    """Bitwise the same on 1, 2 and 3 threads; with one key head on several threads the backward
+    splits the work by key tiles and query tiles, and adds the same terms in the same order."""
     rng = np.random.default_rng(5)
-    q = rng.standard_normal((2, 4, 200, 16)).astype(np.float32)
-    k = rng.standard_normal((2, 2, 300, 16)).astype(np.float32)
-    v = rng.standard_normal((2, 2, 300, 8)).astype(np.float32)
-    g = rng.standard_normal((2, 4, 200, 8)).astype(np.float32)
+    batch = 2 if kv_heads == 2 else 1
+    q = rng.standard_normal((batch, 4, 300, 16)).astype(np.float32)
+    k = rng.standard_normal((batch, kv_heads, 700, 16)).astype(np.float32)
+    v = rng.standard_normal((batch, kv_heads, 700, 8)).astype(np.float32)
+    g = rng.standard_normal((batch, 4, 300, 8)).astype(np.float32)
+    attrs = {"enable_gqa": True, "is_causal": causal, "dropout_p": 0.2, "seed": 3}
     before = ctensor.get_num_threads()
     results = []
     try:
         for threads in (1, 2, 3):
             ctensor.set_num_threads(threads)
-            out, lse = ctensor.ops.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+            out, lse = ctensor.ops.scaled_dot_product_attention(q, k, v, **attrs)
             grads = ctensor.ops.scaled_dot_product_attention_backward(
-                g, q, k, v, None, out, lse, enable_gqa=True
+                g, q, k, v, None, out, lse, **attrs
             )
             results.append([out, lse, *grads])
     finally:
@@ -450,6 +456,11 @@ def test_results_do_not_depend_on_the_thread_count():
     for other in results[1:]:
         for a, b in zip(results[0], other, strict=True):
             np.testing.assert_array_equal(a, b)
+    # and they are right
+    want = reference(
+        q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), None, causal, None
+    )
+    check(results[0][1], want["lse"], want["lse_mag"], "float32", EPS["float32"])
 
 
 _ISA_SCRIPT = """
@@ -532,8 +543,8 @@ def test_philox_known_answers():
 @settings(max_examples=15, deadline=None)
 @given(data=st.data(), p=st.sampled_from([0.1, 0.5, 0.9]), seed=st.integers(-(2**63), 2**63 - 1))
 def test_dropout_is_dropout_of_the_weights(dtype, data, p, seed):
-    """out = (softmax(scores) * keep / (1 - p)) v with keep from the Philox stream, and the
-    backward is that function's VJP."""
+    """out = dropout(softmax(scores), p, seed, offset) v: keep from the Philox stream (the
+    dropout op's mask, and the NumPy twin's), and the backward is that function's VJP."""
     q, k, v, mask, attrs = data.draw(attention_case(dtype))
     offset = data.draw(st.integers(-(2**63), 2**63 - 1))  # uint64 values as their int64 bits
     attrs = {**attrs, "dropout_p": p, "seed": seed, "offset": offset}
@@ -545,7 +556,10 @@ def test_dropout_is_dropout_of_the_weights(dtype, data, p, seed):
     keep = keep_mask(weights_shape, p, seed % 2**64, offset % 2**64)
     # the weights recomputed as the reference does, then dropped
     probs = reference_weights(q64, k64, m64, attrs)
-    dropped = probs * keep / (1 - p)
+    # the dropout op draws the same mask from the same stream
+    dropped, dropout_mask = ctensor.ops.dropout(probs, p=p, seed=seed, offset=offset)
+    np.testing.assert_array_equal(dropout_mask, keep)
+    np.testing.assert_allclose(dropped, probs * keep / (1 - p), rtol=1e-15)
     vr = repeat_heads(v64, heads)
     expected = dropped @ vr
     check(out, expected, base["out_mag"] / (1 - p), dtype, eps_compute(dtype))

@@ -39,6 +39,7 @@
   CT_LOSS_GRADS(G)          \
   CT_INDEX_GRADS(G)         \
   CT_RANDOM_GRADS(G)        \
+  CT_ATTENTION_GRADS(G)     \
   CT_OTHER_GRADS(G)
 
 #include "attention_grads.h"

@@ -107,12 +107,18 @@ void ct_attn_prepare(const ct_kernel_call* call, bool backward, ct_attn_job* job
   job->e_pad = ct_attn_round_up(job->e > 0 ? job->e : 1, job->nr);
   job->ev_pad = ct_attn_round_up(job->ev > 0 ? job->ev : 1, job->nr);
 
+  int64_t threads = ct_cpu_num_threads();
+  const int64_t q_tiles = job->q_rows_total * ((job->lq + job->bq - 1) / job->bq);
+  int64_t units = q_tiles;
+  if (backward) {
+    /* fewer key heads than threads: split the work by key tiles, then by query tiles */
+    const int64_t k_tiles = job->kv_heads_total * ((job->lk + job->bk - 1) / job->bk);
+    job->split = job->kv_heads_total < threads;
+    units = job->split ? (k_tiles > q_tiles ? k_tiles : q_tiles) : job->kv_heads_total;
+  }
   ct_attn_layout layout;
   ct_attn_layout_compute(job, &layout);
   job->slot_bytes = layout.bytes;
-  const int64_t units =
-      backward ? job->kv_heads_total : job->q_rows_total * ((job->lq + job->bq - 1) / job->bq);
-  int64_t threads = ct_cpu_num_threads();
   if (threads > units) threads = units;
   job->threads = (int32_t)(threads > 0 ? threads : 0);
 }

@@ -10,7 +10,8 @@
  * Tiles: BQ query rows by BK keys, the scores of one tile computed by the GEMM micro-kernels
  * (gemm_ukernel.h) from packed panels, so BQ is a multiple of the micro-kernel's MR and BK of its
  * NR. Each thread owns one slot of the workspace, `slot_bytes` long, holding its tiles: no buffer
- * grows with L_q * L_k. */
+ * grows with L_q * L_k (the backward by key head also keeps grad_query's accumulators of its
+ * group's query rows, group x L_q x E). */
 #ifndef CTENSOR_CPU_ATTENTION_JOB_H_
 #define CTENSOR_CPU_ATTENTION_JOB_H_
 
@@ -53,7 +54,8 @@ typedef struct ct_attn_job {
   ct_attn_mask_kind mask;
   bool causal;
   bool backward;
-  bool f64; /* computes in double (float64 inputs), else in float */
+  bool split; /* backward: the split schedule (fewer key heads than threads) */
+  bool f64;   /* computes in double (float64 inputs), else in float */
   double scale;
   double dropout_p;
   uint64_t seed, offset;
@@ -66,7 +68,7 @@ typedef struct ct_attn_job {
   int64_t kv_heads_total;          /* q_rows_total / group */
   /* tiles (elements) */
   int32_t mr, nr;
-  int64_t bq, bk;        /* BQ multiple of MR, BK of NR (and of MR) */
+  int64_t bq, bk;        /* BQ a multiple of MR, BK of NR */
   int64_t e_pad, ev_pad; /* E and E_v rounded up to NR */
   uint64_t slot_bytes;   /* one thread's scratch */
   int32_t threads;       /* slots in the workspace query's answer */

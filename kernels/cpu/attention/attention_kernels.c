@@ -4,9 +4,11 @@
  * registrations.
  *
  * Work units: the forward's are (batch-head, query tile) pairs, the backward's key/value heads
- * (each with its group of query heads), taken dynamically by the threads; every unit computes
- * its outputs alone and in a fixed order, so results do not depend on the thread count. Each
- * thread works in its own workspace slot (attention_layout.h). */
+ * (each with its group of query heads), or, with fewer key heads than threads, key tiles and
+ * then query tiles (attention_backward_impl.h); the threads take them dynamically. Every unit
+ * computes its outputs alone and in a fixed order, and both backward schedules add the same
+ * terms in the same order, so results do not depend on the thread count. Each thread works in
+ * its own workspace slot (attention_layout.h). */
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -55,9 +57,9 @@ typedef void (*ct_attn_unit_fn)(const ct_attn_job* job, const ct_attn_layout* la
 static int ct_attn_run(const ct_kernel_call* call, bool backward) {
   ct_attn_job job;
   ct_attn_prepare(call, backward, &job);
-  const int64_t units =
-      backward ? job.kv_heads_total : job.q_rows_total * ((job.lq + job.bq - 1) / job.bq);
-  if (units <= 0) return CT_OK;
+  const int64_t q_units = job.q_rows_total * ((job.lq + job.bq - 1) / job.bq);
+  const int64_t k_units = job.kv_heads_total * ((job.lk + job.bk - 1) / job.bk);
+  if (job.q_rows_total <= 0 || (!backward && job.lq <= 0)) return CT_OK;
   int64_t threads = job.slot_bytes > 0 ? (int64_t)(call->workspace_size / job.slot_bytes) : 0;
   if (threads > job.threads) threads = job.threads;
   if (threads < 1) {
@@ -72,12 +74,26 @@ static int ct_attn_run(const ct_kernel_call* call, bool backward) {
   }
   ct_attn_layout layout;
   ct_attn_layout_compute(&job, &layout);
-  const ct_attn_unit_fn body =
-      backward ? (job.f64 ? ct_attn_backward_unit_f64 : ct_attn_backward_unit_f32)
-               : (job.f64 ? ct_attn_forward_unit_f64 : ct_attn_forward_unit_f32);
+  /* up to two passes: (body, units) each */
+  ct_attn_unit_fn bodies[2] = {NULL, NULL};
+  int64_t counts[2] = {0, 0};
+  if (!backward) {
+    bodies[0] = job.f64 ? ct_attn_forward_unit_f64 : ct_attn_forward_unit_f32;
+    counts[0] = q_units;
+  } else if (!job.split) {
+    bodies[0] = job.f64 ? ct_attn_backward_unit_f64 : ct_attn_backward_unit_f32;
+    counts[0] = job.kv_heads_total;
+  } else {
+    bodies[0] = job.f64 ? ct_attn_backward_kv_unit_f64 : ct_attn_backward_kv_unit_f32;
+    counts[0] = k_units;
+    bodies[1] = job.f64 ? ct_attn_backward_q_unit_f64 : ct_attn_backward_q_unit_f32;
+    counts[1] = job.lq > 0 ? q_units : 0;
+  }
   char* workspace = call->workspace;
   if (threads <= 1) {
-    for (int64_t u = 0; u < units; ++u) body(&job, &layout, workspace, u);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int64_t u = 0; u < counts[pass]; ++u) bodies[pass](&job, &layout, workspace, u);
+    }
     return CT_OK;
   }
 #pragma omp parallel num_threads((int)threads)
@@ -87,8 +103,10 @@ static int ct_attn_run(const ct_kernel_call* call, bool backward) {
 #else
     char* slot = workspace;
 #endif
+    for (int pass = 0; pass < 2; ++pass) {
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; ++u) body(&job, &layout, slot, u);
+      for (int64_t u = 0; u < counts[pass]; ++u) bodies[pass](&job, &layout, slot, u);
+    }
   }
   return CT_OK;
 }

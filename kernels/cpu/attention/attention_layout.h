@@ -8,9 +8,10 @@
  *           m, l  running max and sum per row                  stage  one tile converted
  * Backward: qa (scaled Q, MR panels), qb (Q, NR panels), doa, dob (grad_out, both ways), ktb
  *           (K^T), kb (K), vtb (V^T), s (weights), dp (grad of the weights), pack (a transposed
- *           tile as MR panels), dk, dv (accumulators of one key tile), stage, lse and d (per
- *           query row of the tile), and, spanning L_q: dq (grad_query accumulators of the key
- *           head's group of query heads) and dd (rowsum(grad_out * out) of those rows). */
+ *           tile as MR panels), dk, dv (accumulators of one key tile), stage, ot (out's tile),
+ *           lse and d (per query row of the tile), and dq: grad_query's accumulators of one
+ *           query tile (the split schedule) or of the L_q rows of a key head's group of query
+ *           heads (by key head). */
 #ifndef CTENSOR_CPU_ATTENTION_LAYOUT_H_
 #define CTENSOR_CPU_ATTENTION_LAYOUT_H_
 
@@ -18,7 +19,7 @@
 
 typedef struct ct_attn_layout {
   uint64_t qa, kb, vb, s, pa, o, m, l, stage;
-  uint64_t qb, doa, dob, ktb, vtb, dp, pack, dk, dv, lse, d, dq, dd;
+  uint64_t qb, doa, dob, ktb, vtb, dp, pack, dk, dv, lse, d, ot, dq;
   uint64_t bytes;
 } ct_attn_layout;
 
@@ -59,9 +60,10 @@ static inline void ct_attn_layout_compute(const ct_attn_job* job, ct_attn_layout
     layout->dv = ct_attn_layout_take(&at, bkr * job->ev_pad, size);
     layout->lse = ct_attn_layout_take(&at, bq, size);
     layout->d = ct_attn_layout_take(&at, bq, size);
-    const int64_t lq_pad = ct_attn_round_up(job->lq, bq); /* the last tile's MR panels */
-    layout->dq = ct_attn_layout_take(&at, job->group * lq_pad * job->e_pad, size);
-    layout->dd = ct_attn_layout_take(&at, job->group * lq_pad, size);
+    layout->ot = ct_attn_layout_take(&at, bq * ev, size);
+    /* dq: one query tile (split), or the group's L_q rows (padded to whole tiles) */
+    const int64_t dq_rows = job->split ? bq : job->group * ct_attn_round_up(job->lq, bq);
+    layout->dq = ct_attn_layout_take(&at, dq_rows * job->e_pad, size);
   }
   layout->bytes = at;
 }
