@@ -35,7 +35,6 @@
   CT_SHAPE_GRADS(G)         \
   CT_NORM_GRADS(G)          \
   CT_CONV_POOL_GRADS(G)     \
-  CT_ATTENTION_GRADS(G)     \
   CT_LOSS_GRADS(G)          \
   CT_INDEX_GRADS(G)         \
   CT_RANDOM_GRADS(G)        \
