@@ -583,6 +583,20 @@ OPS: dict[str, dict] = {
         "attrs": [{"normalized_shape": [8]}, {"normalized_shape": [5], "eps": 1e-5}],
         "edges": False,
     },
+    "rotary_embedding": {
+        # (x, cos, sin, position_ids): full and partial rotary (rot_dim < dim), positions from
+        # the seq axis or given (broadcast over heads; a packed (tokens, heads, dim) layout)
+        "shapes": [
+            ((2, 3, 5, 8), (8, 4), (8, 4), None),
+            ((2, 3, 5, 8), (8, 3), (8, 3), (2, 1, 5)),
+            ((4, 6), (8, 2), (8, 2), None),
+            ((3, 2, 6), (8, 3), (8, 3), (3, 1)),
+            ((0, 5, 4), (8, 2), (8, 2), None),
+        ],
+        "attrs": [{}, {"interleaved": True}],
+        "domains": {3: ("index", 0, 8)},
+        "edges": False,
+    },
     # ---------------------------------------------------------------- their backward ops
     "softmax_backward": {
         "shapes": [((3, 5), (3, 5)), ((2, 3, 4), (2, 3, 4)), ((0, 4), (0, 4))],

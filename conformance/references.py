@@ -940,6 +940,24 @@ def _batch_norm_training(ins, attrs, out):  # noqa: ANN001, ANN202
     return [r, mean, istd, (1 - m) * rm + m * mean, (1 - m) * rv + m * var * count / (count - 1)]
 
 
+@_ref(NUMPY, "rotary_embedding")
+def _rotary_embedding(ins, attrs, out):  # noqa: ANN001, ANN202
+    x, cos, sin, pos = ins
+    half = cos.shape[1]
+    if pos is None:
+        pos = np.arange(x.shape[-2])
+    c, s = cos[pos], sin[pos]  # (..., half) broadcasting over x.shape[:-1]
+    if attrs["interleaved"]:
+        a, b = x[..., 0 : 2 * half : 2], x[..., 1 : 2 * half : 2]
+        rotated = np.stack([a * c - b * s, b * c + a * s], axis=-1).reshape(
+            a.shape[:-1] + (2 * half,)
+        )
+    else:
+        a, b = x[..., :half], x[..., half : 2 * half]
+        rotated = np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
+    return [np.concatenate([rotated, x[..., 2 * half :]], axis=-1)]
+
+
 # ------------------------------------------------------------------ torch (CPU backend only) -----
 
 

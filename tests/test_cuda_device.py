@@ -280,3 +280,71 @@ def test_random_ops_give_the_cpu_bits() -> None:
         np.testing.assert_array_equal(
             bits(ctensor.ops.arange(**arange, device="cuda:0")), bits(ctensor.ops.arange(**arange))
         )
+
+
+def _attention_case(rng, dtype, lq, lk, hq, hkv, e, ev, mask_kind):
+    q = torch.from_numpy(rng.standard_normal((2, hq, lq, e))).to(dtype)
+    k = torch.from_numpy(rng.standard_normal((2, hkv, lk, e))).to(dtype)
+    v = torch.from_numpy(rng.standard_normal((2, hkv, lk, ev))).to(dtype)
+    mask = None
+    if mask_kind == "bool":
+        mask = torch.from_numpy(rng.random((hq, lq, lk)) > 0.3)
+    elif mask_kind == "float":
+        mask = torch.from_numpy(rng.standard_normal((1, lk))).to(dtype)
+    return q, k, v, mask
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    "shape, attrs, mask_kind",
+    [
+        ((37, 70, 4, 2, 40, 24), {"enable_gqa": True, "is_causal": True}, None),
+        ((70, 37, 3, 3, 8, 8), {"is_causal": True}, None),
+        ((50, 90, 2, 2, 64, 64), {"scale": 0.3}, "bool"),
+        ((33, 65, 2, 1, 100, 80), {"enable_gqa": True}, "float"),
+        ((40, 60, 2, 2, 16, 16), {"dropout_p": 0.3, "seed": 7, "offset": 3}, None),
+    ],
+)
+def test_attention_matches_the_cpu(dtype, shape, attrs, mask_kind) -> None:
+    """scaled_dot_product_attention and its backward (kernels/cuda/cu_attention.cu) against the
+    CPU kernel: several query and key tiles, GQA, causal with L_q != L_k, masks, dropout (the
+    same Philox mask), every register capacity."""
+    rng = np.random.default_rng(0)
+    q, k, v, mask = _attention_case(rng, dtype, *shape, mask_kind)
+    out, lse = ctensor.ops.scaled_dot_product_attention(q, k, v, mask, **attrs)
+    cuda = [t.cuda() if t is not None else None for t in (q, k, v, mask)]
+    dout, dlse = ctensor.ops.scaled_dot_product_attention(*cuda, **attrs)
+    assert dout.device.type == "cuda" and dlse.dtype == lse.dtype
+    tol = {torch.float16: 2e-3, torch.float32: 2e-5, torch.float64: 1e-12}[dtype]
+    torch.testing.assert_close(dout.cpu(), out, rtol=tol, atol=tol)
+    torch.testing.assert_close(dlse.cpu(), lse, rtol=tol, atol=tol)
+    g = torch.from_numpy(rng.standard_normal(tuple(out.shape))).to(dtype)
+    cpu = ctensor.ops.scaled_dot_product_attention_backward(g, q, k, v, mask, out, lse, **attrs)
+    dev = ctensor.ops.scaled_dot_product_attention_backward(
+        g.cuda(), *cuda[:3], cuda[3], out.cuda(), lse.cuda(), **attrs
+    )
+    for got, want in zip(dev, cpu, strict=True):
+        scale = max(1.0, float(want.abs().max()))
+        torch.testing.assert_close(got.cpu(), want, rtol=10 * tol, atol=10 * tol * scale)
+
+
+def test_attention_head_size_limit_is_a_clear_error() -> None:
+    q = torch.zeros((1, 1, 4, 300), device="cuda")
+    with pytest.raises(ctensor.InvalidArgumentError, match="head sizes up to 256"):
+        ctensor.ops.scaled_dot_product_attention(q, q, q)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rotary_embedding_matches_the_cpu(dtype, interleaved) -> None:
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.standard_normal((2, 3, 50, 12))).to(dtype)
+    angles = np.arange(64)[:, None] * 10000.0 ** (-np.arange(5) / 5)
+    cos, sin = (torch.from_numpy(f(angles)).to(dtype) for f in (np.cos, np.sin))
+    pos = torch.from_numpy(rng.integers(0, 64, size=(2, 1, 50)))
+    for args in [(x, cos, sin), (x.transpose(-1, -2).contiguous().mT, cos, sin, pos)]:
+        want = ctensor.ops.rotary_embedding(*args, interleaved=interleaved)
+        got = ctensor.ops.rotary_embedding(*[a.cuda() for a in args], interleaved=interleaved)
+        torch.testing.assert_close(got.cpu(), want, rtol=2e-3, atol=2e-3)
+    with pytest.raises(ctensor.InvalidArgumentError, match="is out of range"):
+        ctensor.ops.rotary_embedding(x.cuda(), cos.cuda(), sin.cuda(), (pos + 64).cuda())

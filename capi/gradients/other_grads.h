@@ -26,6 +26,11 @@
   G(unique_counts, "", "piecewise constant in x: not provided (torch has no gradient either)")     \
   G(unique_inverse, "", "piecewise constant in x: not provided (torch has no gradient either)")    \
   G(unique_all, "", "piecewise constant in x: not provided (torch has no gradient either)")        \
-  G(boolean_mask, "", "not provided yet: torch's masked_select scatters the cotangent back")
+  G(boolean_mask, "", "not provided yet: torch's masked_select scatters the cotangent back")       \
+  G(rotary_embedding,                                                                              \
+    "t = negative(sin); grad_x = rotary_embedding(grad_out, cos, t, position_ids; interleaved)",   \
+    "the transposed rotation is the rotation by -theta (sin negated); the entries past rot_dim "   \
+    "pass the cotangent through. cos and sin are constant tables: not differentiable (torch "      \
+    "models build them under no_grad)")
 
 #endif /* CTENSOR_OTHER_GRADS_H_ */

@@ -153,8 +153,9 @@ void ct_cl_source_add(ct_cl_source* source, const char* format, ...) {
   source->length += (size_t)written;
 }
 
-int ct_cl_launch(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
-                 size_t global, const ct_cl_arg* args, int count) {
+/* Enqueues over `global` work items in groups of `local` (0: the runtime's choice). */
+static int ct_cl_enqueue(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
+                         size_t global, size_t local, const ct_cl_arg* args, int count) {
   if (global == 0) return CT_OK;
   cl_program program = NULL;
   int status = ct_cl_program_get(exec, source, &program);
@@ -168,12 +169,22 @@ int ct_cl_launch(const ct_cl_exec* exec, const ct_cl_source* source, const char*
                          "clSetKernelArg");
   }
   if (status == CT_OK) {
-    status = ct_cl_check(
-        ct_cl.clEnqueueNDRangeKernel(exec->queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL),
-        "clEnqueueNDRangeKernel");
+    status = ct_cl_check(ct_cl.clEnqueueNDRangeKernel(exec->queue, kernel, 1, NULL, &global,
+                                                      local ? &local : NULL, 0, NULL, NULL),
+                         "clEnqueueNDRangeKernel");
   }
   ct_cl.clReleaseKernel(kernel);
   return status;
+}
+
+int ct_cl_launch(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
+                 size_t global, const ct_cl_arg* args, int count) {
+  return ct_cl_enqueue(exec, source, name, global, 0, args, count);
+}
+
+int ct_cl_launch_groups(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
+                        size_t groups, size_t local, const ct_cl_arg* args, int count) {
+  return ct_cl_enqueue(exec, source, name, groups * local, local, args, count);
 }
 
 int ct_cl_meta_buffer(const ct_cl_exec* exec, const int64_t* values, size_t count, cl_mem* buffer) {

@@ -27,7 +27,7 @@ int ct_cl_exec_for_buffer(int32_t device_id, void* stream, cl_mem buffer, ct_cl_
 
 /* Generated OpenCL C source, built up with ct_cl_source_add. */
 typedef struct ct_cl_source {
-  char text[24576];
+  char text[65536]; /* room for embedded headers (philox.h) beside a kernel */
   size_t length;
   bool overflow; /* the text did not fit: ct_cl_launch refuses it */
 } ct_cl_source;
@@ -58,6 +58,11 @@ typedef struct ct_cl_arg {
 /* Enqueues kernel `name` of `source` over `global` work items (1-D) on the exec's queue. */
 int ct_cl_launch(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
                  size_t global, const ct_cl_arg* args, int count);
+
+/* Enqueues kernel `name` of `source` as `groups` work-groups of `local` work items each (1-D):
+ * for kernels that share __local memory within a group. */
+int ct_cl_launch_groups(const ct_cl_exec* exec, const ct_cl_source* source, const char* name,
+                        size_t groups, size_t local, const ct_cl_arg* args, int count);
 
 /* A read-only device buffer holding `count` int64 values (at least one), for shapes and strides.
  * The caller releases it after enqueueing the kernel that reads it (OpenCL keeps it alive until
