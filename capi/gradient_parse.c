@@ -125,8 +125,13 @@ static int ct_define_name(ct_grad_parser* p, const char* text, ct_grad_value val
   if (p->num_names == CT_GRAD_MAX_NAMES) {
     return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "gradient row of '%s': too many names", p->op);
   }
+  const size_t length = strlen(text);
+  if (length >= sizeof p->names[0].text) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "gradient row of '%s': name '%s' is too long",
+                        p->op, text);
+  }
   ct_grad_name* name = &p->names[p->num_names++];
-  snprintf(name->text, sizeof name->text, "%s", text);
+  memcpy(name->text, text, length + 1);
   name->value = value;
   return CT_OK;
 }

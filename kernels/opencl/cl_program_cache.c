@@ -124,7 +124,7 @@ static void ct_cl_program_to_disk(cl_program program, const char* file) {
   unsigned char* binary = malloc(size);
   if (!binary) return;
   unsigned char* binaries[1] = {binary};
-  char temporary[1100];
+  char temporary[1100 + 32]; /* the file name, a dot, a pid and ".tmp" */
   snprintf(temporary, sizeof temporary, "%s.%ld.tmp", file, (long)getpid());
   if (ct_cl.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binaries, binaries, NULL) ==
       CL_SUCCESS) {
