@@ -234,9 +234,7 @@ def test_forward_matches_torch(data):
     out, _ = ctensor.ops.scaled_dot_product_attention(q, k, v, mask, **attrs)
     t = [torch.from_numpy(fresh(a)) for a in (q, k, v)]
     tm = None if mask is None else torch.from_numpy(fresh(mask))
-    if any(a.numel() == 0 for a in t):
-        assert np.asarray(out).size == 0 or not np.any(np.asarray(out))
-        return
+    # zero-size cases included: torch gives zeros for rows without keys, as ctensor
     expected = F.scaled_dot_product_attention(*t, attn_mask=tm, **attrs)
     np.testing.assert_allclose(out, expected.numpy(), rtol=1e-10, atol=1e-12)
 
