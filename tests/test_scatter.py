@@ -455,3 +455,14 @@ def test_wrong_index_dtype_and_shapes_are_errors():
         )
     with pytest.raises(ctensor.InvalidArgumentError, match="batch_dims"):
         ops.gather_nd(x, np.zeros((3, 1), np.int64), batch_dims=2)
+    # integer x converts alpha to int64: infinities and values past int64 are errors
+    for alpha in (np.inf, -np.inf, np.nan, 2.0**63, -(2.0**64)):
+        with pytest.raises(ctensor.InvalidArgumentError, match="whole number"):
+            ops.index_add(
+                np.zeros(3, np.int64),
+                np.zeros(1, np.int64),
+                np.ones(1, np.int64),
+                axis=0,
+                alpha=alpha,
+            )
+
