@@ -61,7 +61,18 @@ def index_values(draw, shape, extent: int, dtype: str) -> np.ndarray:
     """Indices in [-extent, extent) (negative ones included), few distinct: repeats are common."""
     count = int(np.prod(shape))
     values = draw(st.lists(st.integers(-extent, extent - 1), min_size=count, max_size=count))
-    return np.array(values, dtype=dtype).reshape(shape)
+    return strided_view(draw, np.array(values, dtype=dtype).reshape(shape))
+
+
+def strided_view(draw, a: np.ndarray) -> np.ndarray:
+    """a itself, or the same values as a non-contiguous view (every other element of a larger
+    array, or reversed), so that the kernels read indices through arbitrary strides too."""
+    layout = draw(st.sampled_from(["plain", "every_other", "reversed"]))
+    if a.ndim == 0 or layout == "plain":
+        return a
+    if layout == "reversed":
+        return np.flip(np.flip(a, -1).copy(), -1)
+    return np.repeat(a, 2, axis=-1)[..., ::2]
 
 
 # ----------------------------------------------------------------------- put_along_axis
@@ -269,7 +280,7 @@ def nd_cases(draw, dtypes=DTYPES, batch=True):
         np.array(draw(st.lists(st.integers(-e, e - 1), min_size=count, max_size=count)))
         for e in extents
     ]
-    indices = np.stack(columns, -1).reshape(ishape).astype(index_dtype)
+    indices = strided_view(draw, np.stack(columns, -1).reshape(ishape).astype(index_dtype))
     x = draw(strided_arrays(dtype, shape=xshape, elements=elements(dtype)))
     return x, indices, b, dtype
 
@@ -465,4 +476,3 @@ def test_wrong_index_dtype_and_shapes_are_errors():
                 axis=0,
                 alpha=alpha,
             )
-
