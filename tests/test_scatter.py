@@ -466,6 +466,10 @@ def test_wrong_index_dtype_and_shapes_are_errors():
         )
     with pytest.raises(ctensor.InvalidArgumentError, match="batch_dims"):
         ops.gather_nd(x, np.zeros((3, 1), np.int64), batch_dims=2)
+    # broadcast views name 2^64 positions: an error before any index is read
+    many = np.broadcast_to(np.zeros((1, 1), np.int64), (2**44, 1))
+    with pytest.raises(ctensor.SizeOverflowError, match="too many positions"):
+        ops.put_along_axis(np.zeros((1, 2**20)), many, np.zeros((1, 1)), axis=0)
     # integer x converts alpha to int64: infinities and values past int64 are errors
     for alpha in (np.inf, -np.inf, np.nan, 2.0**63, -(2.0**64)):
         with pytest.raises(ctensor.InvalidArgumentError, match="whole number"):

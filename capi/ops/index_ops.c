@@ -122,6 +122,14 @@ static int ct_along_axis_positions(const char* op, const ct_tensor* x, const ct_
     }
     w->shape[k] = a == 1 ? b : a;
   }
+  /* broadcast (stride-0) x and indices can name more positions than int64 counts */
+  int64_t total = 1;
+  for (int32_t k = 0; k < w->ndim; ++k) {
+    if (!ct_checked_mul_i64(total, w->shape[k], &total)) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: x broadcast with indices names too many positions", op);
+    }
+  }
   return CT_OK;
 }
 
