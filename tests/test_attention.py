@@ -430,6 +430,18 @@ def test_workspace_is_tiles_not_scores(threads):
         ctensor.set_num_threads(before)
 
 
+def test_workspace_of_huge_head_dims_saturates():
+    """A head dim of 2^60 (a broadcast view) makes tiles past 64 bits: the query answers
+    UINT64_MAX, which no allocation meets, instead of a wrapped size the kernel overruns."""
+    big, one = (1, 1, 1, 2**60), (1, 1, 1, 1)
+    assert workspace_bytes(SDPA, [big, big, one, None]) == 2**64 - 1
+    lse = (1, 1, 1)
+    assert workspace_bytes(SDPA + "_backward", [one, big, big, one, None, one, lse]) == 2**64 - 1
+    q = np.broadcast_to(np.ones(one, np.float32), big)
+    with pytest.raises((ctensor.CTensorError, MemoryError, ValueError)):
+        ctensor.ops.scaled_dot_product_attention(q, q, np.ones(one, np.float32))
+
+
 @pytest.mark.parametrize("kv_heads", [1, 2])
 @pytest.mark.parametrize("causal", [False, True])
 def test_results_do_not_depend_on_the_thread_count(kv_heads, causal):
