@@ -61,7 +61,18 @@ def index_values(draw, shape, extent: int, dtype: str) -> np.ndarray:
     """Indices in [-extent, extent) (negative ones included), few distinct: repeats are common."""
     count = int(np.prod(shape))
     values = draw(st.lists(st.integers(-extent, extent - 1), min_size=count, max_size=count))
-    return np.array(values, dtype=dtype).reshape(shape)
+    return strided_view(draw, np.array(values, dtype=dtype).reshape(shape))
+
+
+def strided_view(draw, a: np.ndarray) -> np.ndarray:
+    """a itself, or the same values as a non-contiguous view (every other element of a larger
+    array, or reversed), so that the kernels read indices through arbitrary strides too."""
+    layout = draw(st.sampled_from(["plain", "every_other", "reversed"]))
+    if a.ndim == 0 or layout == "plain":
+        return a
+    if layout == "reversed":
+        return np.flip(np.flip(a, -1).copy(), -1)
+    return np.repeat(a, 2, axis=-1)[..., ::2]
 
 
 # ----------------------------------------------------------------------- put_along_axis
@@ -269,7 +280,7 @@ def nd_cases(draw, dtypes=DTYPES, batch=True):
         np.array(draw(st.lists(st.integers(-e, e - 1), min_size=count, max_size=count)))
         for e in extents
     ]
-    indices = np.stack(columns, -1).reshape(ishape).astype(index_dtype)
+    indices = strided_view(draw, np.stack(columns, -1).reshape(ishape).astype(index_dtype))
     x = draw(strided_arrays(dtype, shape=xshape, elements=elements(dtype)))
     return x, indices, b, dtype
 
@@ -455,3 +466,17 @@ def test_wrong_index_dtype_and_shapes_are_errors():
         )
     with pytest.raises(ctensor.InvalidArgumentError, match="batch_dims"):
         ops.gather_nd(x, np.zeros((3, 1), np.int64), batch_dims=2)
+    # broadcast views name 2^64 positions: an error before any index is read
+    many = np.broadcast_to(np.zeros((1, 1), np.int64), (2**44, 1))
+    with pytest.raises(ctensor.SizeOverflowError, match="too many positions"):
+        ops.put_along_axis(np.zeros((1, 2**20)), many, np.zeros((1, 1)), axis=0)
+    # integer x converts alpha to int64: infinities and values past int64 are errors
+    for alpha in (np.inf, -np.inf, np.nan, 2.0**63, -(2.0**64)):
+        with pytest.raises(ctensor.InvalidArgumentError, match="whole number"):
+            ops.index_add(
+                np.zeros(3, np.int64),
+                np.zeros(1, np.int64),
+                np.ones(1, np.int64),
+                axis=0,
+                alpha=alpha,
+            )

@@ -122,6 +122,14 @@ static int ct_along_axis_positions(const char* op, const ct_tensor* x, const ct_
     }
     w->shape[k] = a == 1 ? b : a;
   }
+  /* broadcast (stride-0) x and indices can name more positions than int64 counts */
+  int64_t total = 1;
+  for (int32_t k = 0; k < w->ndim; ++k) {
+    if (!ct_checked_mul_i64(total, w->shape[k], &total)) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: x broadcast with indices names too many positions", op);
+    }
+  }
   return CT_OK;
 }
 
@@ -331,9 +339,13 @@ static int ct_infer_index_add(const ct_infer_call* call, ct_tensor_info* outputs
   if (ct_dtype_is_bool(x->dtype)) {
     return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "index_add: x must not be bool");
   }
-  if (!ct_dtype_is_float(x->dtype) && alpha != floor(alpha)) {
+  /* the kernels convert alpha to int64 for integer x: it must be whole and in int64's range */
+  if (!ct_dtype_is_float(x->dtype) &&
+      (alpha != floor(alpha) || !(alpha >= -0x1p63 && alpha < 0x1p63))) {
     return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
-                        "index_add: alpha %g must be a whole number for integer x", alpha);
+                        "index_add: alpha %g must be a whole number in int64's range for "
+                        "integer x",
+                        alpha);
   }
   ct_info_from_tensor(x, x->dtype, &outputs[0]);
   *num_outputs = 1;

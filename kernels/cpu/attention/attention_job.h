@@ -83,7 +83,9 @@ CT_INTERNAL int64_t ct_attn_lead_offset(const ct_attn_job* job, int32_t which, i
 
 /* The workspace the job needs: one slot per thread. */
 static inline uint64_t ct_attn_workspace_bytes(const ct_attn_job* job) {
-  return job->slot_bytes * (uint64_t)job->threads;
+  uint64_t bytes = 0;
+  return __builtin_mul_overflow(job->slot_bytes, (uint64_t)job->threads, &bytes) ? UINT64_MAX
+                                                                                 : bytes;
 }
 
 #define CT_ATTN_ALIGN 64
