@@ -9,7 +9,6 @@
  * bits on every device and for any number of threads. The ops without tensor inputs run on the
  * device of their output (ct_op_run picks the kernel from the outputs' device). */
 #include <math.h>
-#include <stdio.h>
 
 #include "op_defs.h"
 
