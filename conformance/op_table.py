@@ -243,6 +243,10 @@ OPS: dict[str, dict] = {
             ([(3, 4)],),
             ([(2, 3, 4), (2, 4, 5)],),
             ([(5,), (5,)],),
+            ([(2, 3, 4), (4, 5)],),
+            ([(2, 1, 3), (4, 3)],),
+            ([(3, 4), (4, 5), (5, 2)],),
+            ([(3, 3), (3, 4), (2, 4), (4,)],),
         ],
         "attrs": [
             {"subscripts": "ij,jk->ik"},
@@ -251,8 +255,13 @@ OPS: dict[str, dict] = {
             {"subscripts": "bij,bjk->bik"},
             {"subscripts": "i,i"},
             {"subscripts": "ij->ji"},
+            {"subscripts": "...ij,...jk->...ik"},
+            {"subscripts": "...i,...i"},
+            {"subscripts": "ij,jk,kl->il"},
+            {"subscripts": "ij,jk,kl"},
+            {"subscripts": "ii,ij,...j,j->...i"},
         ],
-        "domains": {0: "small"},
+        "domains": {0: "small", 1: "small", 2: "small", 3: "small"},
     },
     "einsum_backward": {
         "shapes": [
@@ -262,6 +271,10 @@ OPS: dict[str, dict] = {
             ((4, 3), [(3, 4)]),
             ((2, 3, 5), [(2, 3, 4), (2, 4, 5)]),
             ((), [(5,), (5,)]),
+            ((2, 3, 5), [(2, 3, 4), (4, 5)]),
+            ((4, 2), [(2, 1, 3), (4, 3)]),
+            ((3, 2), [(3, 4), (4, 5), (5, 2)]),
+            ((2, 3), [(3, 3), (3, 4), (2, 4), (4,)]),
         ],
         "attrs": [
             {"subscripts": "ij,jk->ik"},
@@ -270,8 +283,12 @@ OPS: dict[str, dict] = {
             {"subscripts": "ij->ji"},
             {"subscripts": "bij,bjk->bik"},
             {"subscripts": "i,i"},
+            {"subscripts": "...ij,...jk->...ik"},
+            {"subscripts": "...i,...i"},
+            {"subscripts": "ij,jk,kl->il"},
+            {"subscripts": "ii,ij,...j,j->...i"},
         ],
-        "domains": {0: "small", 1: "small"},
+        "domains": {0: "small", 1: "small", 2: "small", 3: "small", 4: "small"},
     },
     # ---------------------------------------------------------------- shape and indexing
     "broadcast_to": {

@@ -1443,8 +1443,29 @@ def _matmul_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     return [ga, gb]
 
 
+def _einsum_expand(subscripts: str, ops: list) -> str:
+    """The spec with each "..." as fresh letters, right-aligned by each operand's dims (NumPy's
+    broadcast), and an explicit output (NumPy's implicit rule: the "..." dims, then the letters
+    used once, sorted)."""
+    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
+    names = inputs.split(",")
+    covered = [op.ndim - len(n.replace("...", "")) for n, op in zip(names, ops, strict=True)]
+    ell = max(covered, default=0)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    fresh = "".join(c for c in alphabet if c not in subscripts)[:ell]
+    names = [n.replace("...", fresh[ell - k :]) for n, k in zip(names, covered, strict=True)]
+    letters = "".join(names)
+    if arrow:
+        output = output.replace("...", fresh)
+    else:
+        once = [c for c in set(letters) - set(fresh) if letters.count(c) == 1]
+        output = fresh + "".join(sorted(once, key=lambda c: (c.islower(), c)))
+    return ",".join(names) + "->" + output
+
+
 def _einsum_letters(subscripts: str, ops: list) -> tuple[list, str, dict]:
     """Each operand's letters, the output's (NumPy's implicit rule), each letter's extent."""
+    subscripts = _einsum_expand(subscripts, ops)
     inputs, _, output = subscripts.replace(" ", "").partition("->")
     names = inputs.split(",")
     if "->" not in subscripts:

@@ -4,7 +4,8 @@ matmul_backward: operands of 1 to 4 dimensions with broadcast batch dimensions (
 extent 1 on either side), 1-D operands, zero extents, in contiguous, sliced and transposed
 layouts, on float16, bfloat16, float32 and float64. einsum_backward: one- and two-operand
 subscripts with contractions, batch letters, diagonals (repeated letters), letters only one
-operand has, implicit outputs and broadcast (extent-1) letters."""
+operand has, implicit outputs and broadcast (extent-1) letters; random specs with "..."
+(broadcast ellipsis dims, implicit and explicit outputs) and one to four operands."""
 
 from __future__ import annotations
 
@@ -277,5 +278,76 @@ def test_einsum_vjp(subscripts, data):
         [xs],
         {"subscripts": subscripts},
         lambda operands: torch.einsum(subscripts, *operands),
+        dtype=data.draw(st.sampled_from(["float64", "float32"])),
+    )
+
+
+# ----- einsum: ellipsis and more than two operands ----------------------------------------------
+
+
+@st.composite
+def einsum_problems(draw, min_extent: int = 0):
+    """A random NumPy einsum spec with its operand shapes: 1 to 4 operands over the letters a-e
+    (repeats in an operand take a diagonal), "..." anywhere in an operand covering a
+    right-aligned suffix of the broadcast dims, each of those dims 1 (broadcast) or the full
+    extent; an implicit output, or an explicit one of distinct letters with "..." somewhere."""
+    num = draw(st.integers(1, 4))
+    extent = {c: draw(st.integers(min_extent, 3)) for c in "abcde"}
+    batch = draw(st.lists(st.integers(max(min_extent, 1), 3), max_size=2))
+    terms, shapes, used, ellipsis = [], [], [], False
+    for _ in range(num):
+        letters = draw(st.lists(st.sampled_from("abcde"), max_size=3))
+        used += letters
+        shape = [extent[c] for c in letters]
+        if draw(st.booleans()):
+            ellipsis = True
+            covered = draw(st.integers(0, len(batch)))
+            dims = [b if draw(st.booleans()) else 1 for b in batch[len(batch) - covered :]]
+            at = draw(st.integers(0, len(letters)))
+            letters = letters[:at] + ["..."] + letters[at:]
+            shape = shape[:at] + dims + shape[at:]
+        terms.append("".join(letters))
+        shapes.append(tuple(shape))
+    spec = ",".join(terms)
+    if draw(st.booleans()):
+        out = draw(st.permutations(sorted(set(used))))
+        out = out[: draw(st.integers(0, len(out)))]
+        if ellipsis:
+            at = draw(st.integers(0, len(out)))
+            out = out[:at] + ["..."] + out[at:]
+        spec += "->" + "".join(out)
+    return spec, shapes
+
+
+@settings(max_examples=120, deadline=None)
+@given(problem=einsum_problems(), data=st.data())
+def test_einsum_backward_ellipsis_and_operands(problem, data):
+    spec, shapes = problem
+    dtype = data.draw(st.sampled_from(["float64", "float32"]))
+    layout = data.draw(st.sampled_from(["contiguous", "sliced", "transposed"]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    xs = [layout_tensor(rng.uniform(-1, 1, s), dtype, layout) for s in shapes]
+    refs = [x.double().requires_grad_(True) for x in xs]
+    y = torch.einsum(spec, *refs)
+    g = layout_tensor(rng.uniform(-1, 1, tuple(y.shape)), dtype, layout)
+    expected = torch.autograd.grad(y, refs, g.double(), allow_unused=True)
+    got = ops.einsum_backward(g, xs, subscripts=spec)
+    assert len(got) == len(xs)
+    for gi, ei, xi in zip(got, expected, xs, strict=True):
+        assert gi.dtype == xi.dtype
+        assert_grad_close(gi, torch.zeros_like(xi) if ei is None else ei, dtype)
+
+
+@settings(max_examples=25, deadline=None)
+@given(problem=einsum_problems(min_extent=1), data=st.data())
+def test_einsum_vjp_ellipsis_and_operands(problem, data):
+    spec, shapes = problem
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    xs = [rng.uniform(-1, 1, s) for s in shapes]
+    check_vjp(
+        "einsum",
+        [xs],
+        {"subscripts": spec},
+        lambda operands: torch.einsum(spec, *operands),
         dtype=data.draw(st.sampled_from(["float64", "float32"])),
     )

@@ -210,6 +210,86 @@ def test_einsum_errors():
     with pytest.raises(ValueError):
         ops.einsum([x], subscripts="ij->ii")
     with pytest.raises(ValueError):
-        ops.einsum([x], subscripts="...j")
+        ops.einsum([x], subscripts="...j->j")  # "..." covers a dim: the output must name it
+    with pytest.raises(ValueError):
+        ops.einsum([x], subscripts="...i...")
+    with pytest.raises(ValueError):
+        ops.einsum([x], subscripts="..j")
+    with pytest.raises(ValueError):
+        ops.einsum([x], subscripts="i...jk")  # 3 letters, 2 dims
+    with pytest.raises(ValueError):
+        ops.einsum([np.ones((2, 3)), np.ones((4, 3))], subscripts="...i,...i")  # 2 vs 4
+    with pytest.raises(ValueError):
+        ops.einsum([x, x], subscripts="ij,ij,ij")
     with pytest.raises(ctensor.CTensorError):
-        ops.einsum([x, x, x], subscripts="ij,ij,ij")
+        ops.einsum([np.ones(2)] * 17, subscripts=",".join("i" * 17))
+
+
+@st.composite
+def einsum_problems(draw, max_operands: int = 4):
+    """A random NumPy einsum spec with its operand shapes: 1 to max_operands operands over the
+    letters a-e (repeats in an operand take a diagonal), "..." anywhere in an operand covering a
+    right-aligned suffix of the broadcast dims, each of those dims 1 (broadcast) or the full
+    extent; an implicit output, or an explicit one of distinct letters with "..." somewhere."""
+    num = draw(st.integers(1, max_operands))
+    extent = {c: draw(st.integers(0, 3)) for c in "abcde"}
+    batch = draw(st.lists(st.integers(0, 3), max_size=2))
+    terms, shapes, used, ellipsis = [], [], [], False
+    for _ in range(num):
+        letters = draw(st.lists(st.sampled_from("abcde"), max_size=3))
+        used += letters
+        shape = [extent[c] for c in letters]
+        if draw(st.booleans()):
+            ellipsis = True
+            covered = draw(st.integers(0, len(batch)))
+            dims = [b if draw(st.booleans()) else 1 for b in batch[len(batch) - covered :]]
+            at = draw(st.integers(0, len(letters)))
+            letters = letters[:at] + ["..."] + letters[at:]
+            shape = shape[:at] + dims + shape[at:]
+        terms.append("".join(letters))
+        shapes.append(tuple(shape))
+    spec = ",".join(terms)
+    if draw(st.booleans()):
+        out = draw(st.permutations(sorted(set(used))))
+        out = out[: draw(st.integers(0, len(out)))]
+        if ellipsis:
+            at = draw(st.integers(0, len(out)))
+            out = out[:at] + ["..."] + out[at:]
+        spec += "->" + "".join(out)
+    return spec, shapes
+
+
+@settings(max_examples=150, deadline=None)
+@given(problem=einsum_problems(), data=st.data())
+def test_einsum_ellipsis_and_operands(problem, data):
+    """Ellipsis (broadcast, implicit and explicit output), 1-4 operands, traces: float64 NumPy
+    and torch.einsum references; float32 within tolerance."""
+    spec, shapes = problem
+    dtype = data.draw(st.sampled_from(["float64", "float32"]))
+    arrays = [draw(data, dtype, shape) for shape in shapes]
+    expected = np.einsum(spec, *[np.asarray(a, np.float64) for a in arrays])
+    got = ops.einsum(arrays, subscripts=spec)
+    assert_close(got, expected, dtype)
+    if dtype == "float64" and all(0 not in s for s in shapes):
+        reference = torch.einsum(spec, *[torch.from_numpy(np.array(a)) for a in arrays])
+        np.testing.assert_allclose(np.asarray(got), reference.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_einsum_chains():
+    """Named NumPy forms with three and four operands, strided and broadcast."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 4, 10))[:, :, ::2]
+    b = rng.standard_normal((5, 6))
+    c = rng.standard_normal((6, 2))
+    d = rng.standard_normal((2, 1, 3))
+    cases = [
+        ("ijk,kl,lm->ijm", (a, b, c)),
+        ("...k,kl,lm", (a, b, c)),
+        ("ij...,kl,lm,m...->...i", (a.transpose(2, 0, 1)[:, :, :1], b, c, d)),
+        ("...ik,kl,lm->...im", (a, b, c)),
+        ("ii,ij,jk,kk->ik", (np.ones((5, 5)), b, np.ones((6, 6)), np.ones((6, 6)))),
+        ("i,i,i,i->", (b[0], b[1], b[2], b[3])),
+    ]
+    for spec, args in cases:
+        expected = np.einsum(spec, *args)
+        np.testing.assert_allclose(ops.einsum(list(args), subscripts=spec), expected, 1e-12, 1e-12)

@@ -93,18 +93,22 @@ CT_DEFINE_OP_NO_ATTRS(linear,
 /* ----- einsum ----- */
 
 static const ct_param_schema ct_einsum_inputs[1] = {
-    {"operands", "one or two arrays, of one dtype", CT_PARAM_VARIADIC, 0}};
+    {"operands", "1 to 16 arrays, of one dtype", CT_PARAM_VARIADIC, 0}};
 
 static const ct_attr_schema ct_einsum_attrs[] = {CT_ATTR_SPEC_REQUIRED(
-    "subscripts", "e.g. \"ij,jk->ik\", \"ii->i\", \"ij\" (implicit output)", CT_ATTR_STRING)};
+    "subscripts",
+    "e.g. \"ij,jk->ik\", \"ii->i\", \"...ij,...jk->...ik\", \"ij,jk,kl\" (implicit output)",
+    CT_ATTR_STRING)};
 
 static int ct_infer_einsum(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
                            int32_t* num_outputs) {
   ct_einsum_spec plan;
   const int status = ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan);
   if (status != CT_OK) return status;
-  if (call->num_inputs == 2 && !ct_dtype_equal(call->inputs[0]->dtype, call->inputs[1]->dtype)) {
-    return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "einsum: the operands' dtypes differ");
+  for (int32_t i = 1; i < call->num_inputs; ++i) {
+    if (!ct_dtype_equal(call->inputs[0]->dtype, call->inputs[i]->dtype)) {
+      return ct_set_error(CT_ERROR_UNSUPPORTED_DTYPE, "einsum: the operands' dtypes differ");
+    }
   }
   outputs[0].dtype = call->inputs[0]->dtype;
   outputs[0].ndim = plan.out_ndim;
@@ -114,9 +118,16 @@ static int ct_infer_einsum(const ct_infer_call* call, ct_tensor_info* outputs, i
 }
 
 CT_DEFINE_OP(einsum,
-             "Einstein summation over one or two operands (numpy.einsum without ellipsis): "
-             "explicit (\"->\") or implicit output, repeated letters take diagonals, letters "
-             "not in the output are summed. Two-operand contractions run as one strided "
-             "batched GEMM (a loop of accumulating GEMMs when several letters are summed).",
+             "Einstein summation over 1 to 16 operands (numpy.einsum): explicit (\"->\") or "
+             "implicit output (the ellipsis dims, then the letters used once, sorted), "
+             "repeated letters take diagonals, letters not in the output are summed. \"...\" "
+             "stands for the dims no letter names, right-aligned and broadcast across "
+             "operands as NumPy's (extent-1 dims broadcast); with \"->\", the output names "
+             "\"...\" when those dims are not empty. Two-operand contractions run as one "
+             "strided batched GEMM (a loop of accumulating GEMMs when several letters are "
+             "summed). More operands contract pairwise left to right (numpy.einsum_path's "
+             "naive order): operands 0 and 1 into an intermediate keeping every letter a "
+             "later operand or the output needs, that with operand 2, and so on; the "
+             "intermediates live in the workspace (two buffers of the largest one).",
              CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_einsum_inputs, ct_params_out, ct_einsum_attrs,
              ct_infer_einsum);

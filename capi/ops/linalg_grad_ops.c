@@ -55,7 +55,7 @@ CT_DEFINE_OP_NO_ATTRS(matmul_backward,
 
 static const ct_param_schema ct_einsum_backward_inputs[2] = {
     {"grad_out", "cotangent of einsum's output", 0, 0},
-    {"operands", "einsum's operands (one or two)", CT_PARAM_VARIADIC, 0}};
+    {"operands", "einsum's operands (1 to 16)", CT_PARAM_VARIADIC, 0}};
 static const ct_param_schema ct_einsum_backward_outputs[1] = {
     {"grad_operands", "one cotangent per operand, in its shape", CT_PARAM_VARIADIC, 0}};
 
@@ -65,8 +65,9 @@ static const ct_attr_schema ct_einsum_backward_attrs[] = {
 static int ct_infer_einsum_backward(const ct_infer_call* call, ct_tensor_info* outputs,
                                     int32_t capacity, int32_t* num_outputs) {
   const int32_t n = call->num_inputs - 1;
-  if (n < 1 || n > 2) {
-    return ct_set_error(CT_ERROR_WRONG_ARITY, "einsum_backward: takes 1 or 2 operands, got %d", n);
+  if (n < 1 || n > CT_EINSUM_MAX_OPERANDS) {
+    return ct_set_error(CT_ERROR_WRONG_ARITY, "einsum_backward: takes 1 to %d operands, got %d",
+                        CT_EINSUM_MAX_OPERANDS, n);
   }
   if (capacity < n) return ct_set_error(CT_ERROR_WRONG_ARITY, "einsum_backward: too many outputs");
   const ct_tensor* const* operands = call->inputs + 1;
@@ -95,8 +96,11 @@ static int ct_infer_einsum_backward(const ct_infer_call* call, ct_tensor_info* o
 
 CT_DEFINE_OP(einsum_backward,
              "Cotangents of einsum, one per operand: each is the einsum of grad_out with the "
-             "other operand onto the operand's subscripts (diagonals written back in place, "
+             "other operands onto the operand's subscripts (diagonals written back in place, "
              "zeros elsewhere; letters the operand broadcast over are summed, letters only it "
-             "has are broadcast). Runs on the strided GEMM as einsum does.",
+             "has are broadcast; \"...\" as einsum's, its broadcast dims summed). With three "
+             "or more operands the others first contract (einsum's left-to-right order) into "
+             "one intermediate holding the letters the operand or the output names, in the "
+             "workspace. Runs on the strided GEMM as einsum does.",
              CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_einsum_backward_inputs, ct_einsum_backward_outputs,
              ct_einsum_backward_attrs, ct_infer_einsum_backward);

@@ -13,7 +13,7 @@
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
 #include "gemm/gemm.h"
-#include "ops/einsum_spec.h"
+#include "ops/einsum_chain.h"
 #include "engine/strided_iter.h"
 
 /* ----- vecdot ----- */
@@ -161,127 +161,31 @@ CT_CPU_FLOAT_TYPES(CT_LINEAR_X, _)
 
 /* ----- einsum ----- */
 
-/* The GEMM view of an einsum: one output letter absent from B is m, one absent from A is n, the
- * other output letters are batch dims; the longest summed letter is k and any other summed
- * letters are looped here, the GEMM accumulating onto C after the first. A single operand
- * multiplies by a one-element B of 1 (all strides 0). */
-typedef struct ct_einsum_gemm {
-  ct_gemm_desc d;
-  int64_t shape[CT_MAX_NDIM], a[CT_MAX_NDIM], b[CT_MAX_NDIM], c[CT_MAX_NDIM];
-  int32_t outer[CT_EINSUM_LETTERS]; /* summed letters looped here */
-  int32_t num_outer;
-} ct_einsum_gemm;
-
-static void ct_einsum_describe(const ct_kernel_call* call, const ct_einsum_spec* p, const void* one,
-                               ct_einsum_gemm* g) {
-  const ct_tensor* out = call->outputs[0];
-  const int64_t* sa = p->stride[0];
-  const int64_t* sb = p->stride[1];
-  int64_t sc[CT_EINSUM_LETTERS] = {0};
-  for (int32_t d = 0; d < p->out_ndim; ++d) sc[p->out_letter[d]] = ct_tensor_stride(out, d);
-  int32_t m = -1, n = -1, k = -1;
-  for (int32_t d = 0; d < p->out_ndim; ++d) {
-    const int32_t l = p->out_letter[d];
-    if (sb[l] == 0 && sa[l] != 0 && (m < 0 || p->extent[l] > p->extent[m])) m = l;
-    if (sa[l] == 0 && sb[l] != 0 && (n < 0 || p->extent[l] > p->extent[n])) n = l;
-  }
-  g->num_outer = 0;
-  for (int32_t l = 0; l < p->num_letters; ++l) {
-    if (p->in_output[l]) continue;
-    if (k < 0 || p->extent[l] > p->extent[k]) k = l;
-  }
-  for (int32_t l = 0; l < p->num_letters; ++l) {
-    if (!p->in_output[l] && l != k) g->outer[g->num_outer++] = l;
-  }
-  memset(&g->d, 0, sizeof g->d);
-  g->d.m = m >= 0 ? p->extent[m] : 1;
-  g->d.n = n >= 0 ? p->extent[n] : 1;
-  g->d.k = k >= 0 ? p->extent[k] : 1;
-  g->d.a = ct_tensor_base(call->inputs[0]);
-  g->d.b = call->num_inputs > 1 ? ct_tensor_base(call->inputs[1]) : one;
-  g->d.c = ct_tensor_base(out);
-  g->d.a_rs = m >= 0 ? sa[m] : 0;
-  g->d.a_cs = k >= 0 ? sa[k] : 0;
-  g->d.b_rs = k >= 0 ? sb[k] : 0;
-  g->d.b_cs = n >= 0 ? sb[n] : 0;
-  g->d.c_rs = m >= 0 ? sc[m] : 0;
-  g->d.c_cs = n >= 0 ? sc[n] : 0;
-  int32_t q = 0;
-  for (int32_t d = 0; d < p->out_ndim; ++d) {
-    const int32_t l = p->out_letter[d];
-    if (l == m || l == n) continue;
-    g->shape[q] = p->extent[l];
-    g->a[q] = sa[l];
-    g->b[q] = sb[l];
-    g->c[q] = sc[l];
-    ++q;
-  }
-  g->d.batch_ndim = q;
-  g->d.batch_shape = g->shape;
-  g->d.a_bs = g->a;
-  g->d.b_bs = g->b;
-  g->d.c_bs = g->c;
-}
-
-/* Runs the GEMMs: one per combination of the looped summed letters. */
-static void ct_einsum_loop(const ct_einsum_spec* p, ct_einsum_gemm* g, int64_t itemsize,
-                           void (*gemm)(const ct_gemm_desc*)) {
-  int64_t combos = 1;
-  for (int32_t i = 0; i < g->num_outer; ++i) combos *= p->extent[g->outer[i]];
-  if (combos == 0 || g->d.k == 0) { /* an empty sum: zeros */
-    g->d.k = 0;
-    gemm(&g->d);
-    return;
-  }
-  const char* a0 = g->d.a;
-  const char* b0 = g->d.b;
-  int64_t index[CT_EINSUM_LETTERS] = {0};
-  for (int64_t c = 0; c < combos; ++c) {
-    int64_t oa = 0, ob = 0;
-    for (int32_t i = 0; i < g->num_outer; ++i) {
-      oa += index[i] * p->stride[0][g->outer[i]];
-      ob += index[i] * p->stride[1][g->outer[i]];
-    }
-    g->d.a = a0 + oa * itemsize;
-    g->d.b = b0 + ob * itemsize;
-    g->d.accumulate = c > 0;
-    gemm(&g->d);
-    for (int32_t i = g->num_outer - 1; i >= 0; --i) {
-      if (++index[i] < p->extent[g->outer[i]]) break;
-      index[i] = 0;
-    }
-  }
-}
-
-#define CT_EINSUM_X(A, SFX, T, C, U, ID)                                                \
-  static int ct_cpu_einsum_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes, \
-                                           uint64_t* alignment) {                       \
-    *bytes = 0;                                                                         \
-    *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                           \
-    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
-    ct_einsum_spec plan;                                                                \
-    const int status =                                                                  \
-        ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan); \
-    if (status != CT_OK) return status;                                                 \
-    const T one = ct_store_##SFX((C)1);                                                 \
-    ct_einsum_gemm g;                                                                   \
-    ct_einsum_describe(call, &plan, &one, &g);                                          \
-    *bytes = ct_gemm_workspace_##SFX(&g.d);                                             \
-    return CT_OK;                                                                       \
-  }                                                                                     \
-  static int ct_cpu_einsum_##SFX(const ct_kernel_call* call) {                          \
-    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                           \
-    ct_einsum_spec plan;                                                                \
-    const int status =                                                                  \
-        ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan); \
-    if (status != CT_OK) return status;                                                 \
-    const T one = ct_store_##SFX((C)1);                                                 \
-    ct_einsum_gemm g;                                                                   \
-    ct_einsum_describe(call, &plan, &one, &g);                                          \
-    g.d.workspace = call->workspace;                                                    \
-    g.d.workspace_size = call->workspace_size;                                          \
-    ct_einsum_loop(&plan, &g, (int64_t)sizeof(T), ct_gemm_##SFX);                       \
-    return CT_OK;                                                                       \
+#define CT_EINSUM_X(A, SFX, T, C, U, ID)                                                          \
+  static int ct_cpu_einsum_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,           \
+                                           uint64_t* alignment) {                                 \
+    *bytes = 0;                                                                                   \
+    *alignment = CT_GEMM_WORKSPACE_ALIGNMENT;                                                     \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                                     \
+    ct_einsum_spec plan;                                                                          \
+    const int status =                                                                            \
+        ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan);           \
+    if (status != CT_OK) return status;                                                           \
+    const T one = ct_store_##SFX((C)1);                                                           \
+    const ct_einsum_kit kit = {ct_gemm_##SFX, ct_gemm_workspace_##SFX, (int64_t)sizeof(T), &one}; \
+    return ct_einsum_chain(plan.expanded, call->inputs, call->num_inputs, call->outputs[0], &kit, \
+                           NULL, 0, bytes);                                                       \
+  }                                                                                               \
+  static int ct_cpu_einsum_##SFX(const ct_kernel_call* call) {                                    \
+    if (ct_tensor_numel(call->outputs[0]) == 0) return CT_OK;                                     \
+    ct_einsum_spec plan;                                                                          \
+    const int status =                                                                            \
+        ct_einsum_parse(call->attrs[0].value.s, call->inputs, call->num_inputs, &plan);           \
+    if (status != CT_OK) return status;                                                           \
+    const T one = ct_store_##SFX((C)1);                                                           \
+    const ct_einsum_kit kit = {ct_gemm_##SFX, ct_gemm_workspace_##SFX, (int64_t)sizeof(T), &one}; \
+    return ct_einsum_chain(plan.expanded, call->inputs, call->num_inputs, call->outputs[0], &kit, \
+                           call->workspace, call->workspace_size, NULL);                          \
   }
 CT_CPU_ALL_TYPES(CT_EINSUM_X, _)
 CT_CPU_COMPLEX_TYPES(CT_EINSUM_X, _)

@@ -8,9 +8,9 @@
  * entry. Workspace: the packed GEMM's panels, the larger of the products' needs. */
 #include <string.h>
 
-#include "ops/einsum_spec.h"
 #include "cpu_register.h"
 #include "gemm/gemm.h"
+#include "ops/einsum_chain.h"
 
 /* One cotangent as GEMMs: the GEMM's batch dims plus summed dims looped here. */
 typedef struct ct_grad_gemm {
@@ -282,6 +282,80 @@ static void ct_eingrad_zero(const ct_tensor* t, int64_t size) {
   }
 }
 
+/* The cotangent of operand `which` of three or more: the other operands first contract
+ * (ct_einsum_chain, einsum's order) into an intermediate P of the letters of theirs that the
+ * operand or the output names; the cotangent is then the two-operand one of "sub,P->out" (the
+ * letters only the others have are summed inside P, which is the same sum). Workspace: P, then
+ * the chain's or the GEMM's scratch. With `need`, only sizes it. */
+static int ct_eingrad_many(const ct_kernel_call* call, const ct_einsum_spec* plan, int which,
+                           const ct_einsum_kit* kit, void* workspace, uint64_t workspace_size,
+                           uint64_t* need) {
+  const int32_t n = call->num_inputs - 1;
+  const ct_tensor* const* operands = call->inputs + 1;
+  ct_einsum_terms terms;
+  ct_einsum_split(plan->expanded, &terms);
+  bool wanted[CT_EINSUM_LETTERS] = {false};
+  for (const char* c = terms.sub[which]; *c; ++c) wanted[ct_einsum_code(*c)] = true;
+  for (const char* c = terms.out; *c; ++c) wanted[ct_einsum_code(*c)] = true;
+  const ct_tensor* others[CT_EINSUM_MAX_OPERANDS];
+  const char* subs[CT_EINSUM_MAX_OPERANDS];
+  char p_letters[CT_MAX_NDIM + 1] = "";
+  char spec[CT_EINSUM_SPEC_CAP] = "";
+  int32_t k = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (i == which) continue;
+    others[k] = operands[i];
+    subs[k] = terms.sub[i];
+    ct_einsum_keep(terms.sub[i], wanted, p_letters);
+    if (k > 0) strcat(spec, ",");
+    strcat(spec, terms.sub[i]);
+    ++k;
+  }
+  strcat(spec, "->");
+  strcat(spec, p_letters);
+  ct_einsum_temp product;
+  ct_einsum_temp_init(&product, p_letters, subs, others, k, operands[0]->dtype);
+  const uint64_t p_bytes =
+      ct_einsum_round((uint64_t)ct_tensor_numel(&product.t) * (uint64_t)kit->itemsize);
+  char* base = workspace;
+  product.t.data = base;
+  char* rest = base ? base + p_bytes : NULL;
+  const uint64_t rest_size = workspace_size > p_bytes ? workspace_size - p_bytes : 0;
+  uint64_t chain_need = 0;
+  int status =
+      ct_einsum_chain(spec, others, k, &product.t, kit, rest, rest_size, need ? &chain_need : NULL);
+  if (status != CT_OK) return status;
+  char pair[3 * CT_MAX_NDIM + 6];
+  snprintf(pair, sizeof pair, "%s,%s->%s", terms.sub[which], p_letters, terms.out);
+  const ct_tensor* ins[3] = {call->inputs[0], operands[which], &product.t};
+  const ct_tensor* outs[2] = {call->outputs[which], NULL};
+  ct_kernel_call two;
+  memset(&two, 0, sizeof two);
+  two.inputs = ins;
+  two.num_inputs = 3;
+  two.outputs = outs;
+  two.num_outputs = 2;
+  ct_einsum_spec p2;
+  status = ct_einsum_parse(pair, ins + 1, 2, &p2);
+  if (status != CT_OK) return status;
+  int32_t letters[2][CT_MAX_NDIM];
+  ct_einsum_dim_letters(p2.expanded, letters);
+  ct_grad_gemm g;
+  ct_eingrad_describe(&two, &p2, letters, 0, kit->one, &g);
+  if (need) {
+    const uint64_t gemm_need = kit->gemm_workspace(&g.d);
+    *need = p_bytes + (gemm_need > chain_need ? gemm_need : chain_need);
+    return CT_OK;
+  }
+  if (ct_eingrad_has_diagonal(operands[which], letters[0])) {
+    ct_eingrad_zero(call->outputs[which], kit->itemsize);
+  }
+  g.d.workspace = rest;
+  g.d.workspace_size = rest_size;
+  ct_grad_gemm_run(&g, kit->itemsize, kit->gemm);
+  return CT_OK;
+}
+
 #define CT_EINGRAD_X(A, SFX, T, C, U, ID)                                                        \
   static int ct_cpu_einsum_backward_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes, \
                                                     uint64_t* alignment) {                       \
@@ -291,9 +365,20 @@ static void ct_eingrad_zero(const ct_tensor* t, int64_t size) {
     const int status =                                                                           \
         ct_einsum_parse(call->attrs[0].value.s, call->inputs + 1, call->num_inputs - 1, &plan);  \
     if (status != CT_OK) return status;                                                          \
-    int32_t letters[2][CT_MAX_NDIM];                                                             \
-    ct_einsum_dim_letters(call->attrs[0].value.s, letters);                                      \
     const T one = ct_store_##SFX((C)1);                                                          \
+    if (call->num_inputs > 3) {                                                                  \
+      const ct_einsum_kit kit = {ct_gemm_##SFX, ct_gemm_workspace_##SFX, (int64_t)sizeof(T),     \
+                                 &one};                                                          \
+      for (int which = 0; which < call->num_inputs - 1; ++which) {                               \
+        uint64_t need = 0;                                                                       \
+        const int st = ct_eingrad_many(call, &plan, which, &kit, NULL, 0, &need);                \
+        if (st != CT_OK) return st;                                                              \
+        if (need > *bytes) *bytes = need;                                                        \
+      }                                                                                          \
+      return CT_OK;                                                                              \
+    }                                                                                            \
+    int32_t letters[2][CT_MAX_NDIM];                                                             \
+    ct_einsum_dim_letters(plan.expanded, letters);                                               \
     for (int which = 0; which < call->num_inputs - 1; ++which) {                                 \
       ct_grad_gemm p;                                                                            \
       ct_eingrad_describe(call, &plan, letters, which, &one, &p);                                \
@@ -307,9 +392,20 @@ static void ct_eingrad_zero(const ct_tensor* t, int64_t size) {
     const int status =                                                                           \
         ct_einsum_parse(call->attrs[0].value.s, call->inputs + 1, call->num_inputs - 1, &plan);  \
     if (status != CT_OK) return status;                                                          \
-    int32_t letters[2][CT_MAX_NDIM];                                                             \
-    ct_einsum_dim_letters(call->attrs[0].value.s, letters);                                      \
     const T one = ct_store_##SFX((C)1);                                                          \
+    if (call->num_inputs > 3) {                                                                  \
+      const ct_einsum_kit kit = {ct_gemm_##SFX, ct_gemm_workspace_##SFX, (int64_t)sizeof(T),     \
+                                 &one};                                                          \
+      for (int which = 0; which < call->num_inputs - 1; ++which) {                               \
+        if (ct_tensor_numel(call->outputs[which]) == 0) continue;                                \
+        const int st = ct_eingrad_many(call, &plan, which, &kit, call->workspace,                \
+                                       call->workspace_size, NULL);                              \
+        if (st != CT_OK) return st;                                                              \
+      }                                                                                          \
+      return CT_OK;                                                                              \
+    }                                                                                            \
+    int32_t letters[2][CT_MAX_NDIM];                                                             \
+    ct_einsum_dim_letters(plan.expanded, letters);                                               \
     for (int which = 0; which < call->num_inputs - 1; ++which) {                                 \
       const ct_tensor* gx = call->outputs[which];                                                \
       if (ct_tensor_numel(gx) == 0) continue;                                                    \
