@@ -259,11 +259,11 @@ typedef struct ct_op_schema {
   const char* doc;                /**< what it computes, a few lines */
   int32_t category;               /**< ct_op_category */
   uint32_t flags;                 /**< ct_op_flag bits */
-  int32_t num_inputs;             /**< entries in `inputs` */
+  int32_t num_inputs;             /**< entries in `inputs`; 0 for sources (arange, random_*) */
   int32_t num_outputs;            /**< entries in `outputs` */
   int32_t num_attrs;              /**< entries in `attrs` */
   int32_t reserved;               /**< zero */
-  const ct_param_schema* inputs;  /**< input parameters in call order */
+  const ct_param_schema* inputs;  /**< input parameters in call order (NULL when none) */
   const ct_param_schema* outputs; /**< output parameters in call order */
   const ct_attr_schema* attrs;    /**< attributes; kernels receive them in this order */
 } ct_op_schema;

@@ -231,9 +231,9 @@ static void test_registry(void) {
     previous = s->name;
     int ok = s->struct_size >= sizeof(ct_op_schema) && s->name[0] != '\0' && s->doc &&
              s->doc[0] != '\0' && s->category >= CT_OP_SHAPE_STATIC &&
-             s->category <= CT_OP_DYNAMIC && (s->flags & ~0x1fu) == 0 && s->num_inputs >= 1 &&
-             s->inputs && s->num_outputs >= 1 && s->outputs && s->num_attrs >= 0 &&
-             (s->num_attrs == 0 || s->attrs);
+             s->category <= CT_OP_DYNAMIC && (s->flags & ~0x1fu) == 0 && s->num_inputs >= 0 &&
+             (s->num_inputs == 0 || s->inputs) && s->num_outputs >= 1 && s->outputs &&
+             s->num_attrs >= 0 && (s->num_attrs == 0 || s->attrs);
     for (int32_t k = 0; ok && k < s->num_inputs; ++k) {
       ok = s->inputs[k].name && s->inputs[k].name[0] && (s->inputs[k].flags & ~3u) == 0;
       /* Only the last parameter may be variadic. */
