@@ -262,13 +262,46 @@ def test_group_norm_backward(dtype, data):
         s_in, s_w, s_b = norm_scales(x64, g64, w64, shape, False, eps)
         s_w = s_w.reshape(n, c, -1).sum((0, 2))
         s_b = s_b.reshape(n, c, -1).sum((0, 2))
+        t_in, t_w = torch_group_underflow(x64, w64, eps, n, per_group * groups // c)
     else:
         # torch's grad_weight is nan over empty groups; a sum over no elements is 0 here
         s_in, s_w, s_b = np.zeros(shape), np.zeros(c), np.zeros(c)
         expected = [expected[0], torch.zeros(c), torch.zeros(c)]
-    check(result[0], expected[0].numpy(), dtype, s_in)
-    check(result[1], expected[1].numpy(), dtype, s_w)
+        t_in = t_w = 0.0
+    check(result[0], expected[0].numpy(), dtype, s_in, t_in)
+    check(result[1], expected[1].numpy(), dtype, s_w, t_w)
     check(result[2], expected[2].numpy(), dtype, s_b)
+
+
+def test_group_norm_backward_subnormal_products():
+    """As test_batch_norm_training_subnormal_products for group_norm: torch rounds
+    ds = sum(g x) = -2.0e-316 before scaling by rstd = 316 (grad_weight 274 spacings off)."""
+    x = np.array([1.66131416e-158, -2.16802355e-158]).reshape(1, 2, 1)
+    g = np.array([-1.20244390e-158, 1.34641543e-158]).reshape(1, 2, 1)
+    result = ctensor.ops.group_norm_backward(g, x, np.ones(2), num_groups=1, eps=1e-5)
+    xt, wt = t64(x, True), weight_or_ones(np.ones(2), [2])
+    out = torch.group_norm(xt, 1, wt, None, 1e-5, False)
+    expected = torch.autograd.grad(out, (xt, wt), t64(g))
+    x64, w64 = x.reshape(1, 2), np.ones((1, 2))
+    s_in, s_w, _ = norm_scales(x64, g.reshape(1, 2), w64, [1, 2, 1], False, 1e-5)
+    t_in, t_w = torch_group_underflow(x64, w64, 1e-5, 1, 1)
+    check(result[0], expected[0].numpy(), "float64", s_in.reshape(x.shape), t_in)
+    check(result[1], expected[1].numpy(), "float64", s_w.reshape(1, 2, -1).sum((0, 2)), t_w)
+
+
+def torch_group_underflow(x64, w64, eps: float, n: int, spatial: int):
+    """As torch_batch_underflow for torch's float64 group_norm backward (x64, w64: one row per
+    (sample, group)): torch sums ds = g x and db = g per (sample, channel) unscaled, so each
+    ds carries up to (spatial + 1) s / 2 of subnormal rounding (with db·mean), grown by rstd in
+    grad_weight (summed over the n samples) and, through ds·w summed over the group, by
+    |w| rstd^3 |x - mean| in grad_input. Returns the largest of each (check takes the max)."""
+    s = SUBNORMAL["float64"]  # keep s as the last factor: s / 2 underflows to 0
+    mean = x64.mean(1, keepdims=True)
+    r = 1.0 / np.sqrt(x64.var(1, keepdims=True) + eps)
+    wmax = 1.0 if w64 is None else np.maximum(np.abs(w64), 1.0).max(1, keepdims=True)
+    gx = float(np.max(2 * wmax * r**3 * np.abs(x64 - mean), initial=0.0)) * s
+    gw = (n * (spatial + 2) * float(np.max(r, initial=0.0))) * s
+    return gx, gw
 
 
 # ----------------------------------------------------------------------------------------------
