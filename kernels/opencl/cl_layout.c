@@ -32,3 +32,52 @@ void ct_cl_source_index_loop_named(ct_cl_source* source, const char* index, cons
 void ct_cl_source_index_loop(ct_cl_source* source, int32_t operands) {
   ct_cl_source_index_loop_named(source, "i", "meta", "ndim", "off", operands);
 }
+
+int ct_cl_find_index_outside(const ct_cl_exec* exec, const ct_tensor* indices, int64_t lo,
+                             int64_t hi, bool* found, int64_t* value) {
+  *found = false;
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, indices->ndim, indices->shape);
+  ct_pl_layout_add(&layout, indices);
+  ct_pl_layout_collapse(&layout, NULL);
+  const int64_t n = layout.elements;
+  if (n == 0) return CT_OK;
+  ct_cl_source source;
+  ct_cl_source_begin(&source, exec);
+  ct_cl_source_add(&source,
+                   "__kernel void ct_index_outside(__global const char* idx, long off_idx, "
+                   "__global const long* meta, int ndim, long n, long lo, long hi, __global long* "
+                   "found) {\n  const long i = get_global_id(0);\n  if (i >= n) return;\n"
+                   "  long off0 = off_idx;\n");
+  ct_cl_source_index_loop(&source, 1);
+  ct_cl_source_add(&source,
+                   "  const long j = LD_%s(idx, off0);\n"
+                   "  if (j < lo || j >= hi) { found[0] = 1; found[1] = j; }\n}\n",
+                   indices->dtype.bits == 64 ? "i64" : "i32");
+  cl_mem meta = NULL, found_buffer = NULL;
+  int64_t result[2] = {0, 0};
+  int status = ct_cl_layout_meta(exec, &layout, &meta);
+  if (status == CT_OK) status = ct_cl_scratch_buffer(exec, sizeof result, &found_buffer);
+  if (status == CT_OK) {
+    status = ct_cl_check(ct_cl.clEnqueueWriteBuffer(exec->queue, found_buffer, CL_TRUE, 0,
+                                                    sizeof result, result, 0, NULL, NULL),
+                         "clEnqueueWriteBuffer");
+  }
+  if (status == CT_OK) {
+    CT_CL_TENSOR_ARGS(idx_buffer, off_idx, indices);
+    const cl_int ndim = layout.ndim;
+    const ct_cl_arg args[] = {CT_CL_ARG(idx_buffer), CT_CL_ARG(off_idx),     CT_CL_ARG(meta),
+                              CT_CL_ARG(ndim),       CT_CL_ARG(n),           CT_CL_ARG(lo),
+                              CT_CL_ARG(hi),         CT_CL_ARG(found_buffer)};
+    status = ct_cl_launch(exec, &source, "ct_index_outside", (size_t)n, args,
+                          (int)(sizeof args / sizeof *args));
+  }
+  if (status == CT_OK) status = ct_cl_read(exec, found_buffer, 0, result, sizeof result);
+  if (meta) ct_cl.clReleaseMemObject(meta);
+  if (found_buffer) ct_cl.clReleaseMemObject(found_buffer);
+  if (status == CT_OK) {
+    *found = result[0] != 0;
+    *value = result[1];
+  }
+  return status;
+}

@@ -3,6 +3,8 @@
 #ifndef CTENSOR_CL_LAYOUT_H_
 #define CTENSOR_CL_LAYOUT_H_
 
+#include <stdbool.h>
+
 #include "cl_exec.h"
 #include "plugin_layout.h"
 
@@ -20,6 +22,11 @@ void ct_cl_source_index_loop_named(ct_cl_source* source, const char* index, cons
                                    const char* ndim, const char* prefix, int32_t operands);
 
 /* The first cl_mem of a tensor and its byte offset, as kernel arguments. */
+/* Scans an int32/int64 index tensor on the device for a value outside [lo, hi): `*found` is
+ * set when one is, and `*value` is one such value. Index-taking ops run it before writing. */
+int ct_cl_find_index_outside(const ct_cl_exec* exec, const ct_tensor* indices, int64_t lo,
+                             int64_t hi, bool* found, int64_t* value);
+
 #define CT_CL_TENSOR_ARGS(buffer, offset, t) \
   cl_mem buffer = (cl_mem)(t)->data;         \
   const int64_t offset = (int64_t)(t)->byte_offset

@@ -8,53 +8,17 @@
 #include "cl_layout.h"
 #include "cl_types.h"
 
-/* Sets found[0] (and found[1] to the value) when a position lies outside [0, max_pos). */
+/* Positions outside [0, max_pos) are an error, found before anything is written. */
 static int ct_cl_rotary_check_positions(const ct_cl_exec* exec, const ct_tensor* pos,
                                         int64_t max_pos) {
-  ct_pl_layout layout;
-  ct_pl_layout_begin(&layout, pos->ndim, pos->shape);
-  ct_pl_layout_add(&layout, pos);
-  ct_pl_layout_collapse(&layout, NULL);
-  const int64_t n = layout.elements;
-  if (n == 0) return CT_OK;
-  ct_cl_source source;
-  ct_cl_source_begin(&source, exec);
-  ct_cl_source_add(&source,
-                   "__kernel void ct_rotary_scan(__global const char* idx, long off_idx, "
-                   "__global const long* meta, int ndim, long n, long max_pos, __global long* "
-                   "found) {\n  const long i = get_global_id(0);\n  if (i >= n) return;\n"
-                   "  long off0 = off_idx;\n");
-  ct_cl_source_index_loop(&source, 1);
-  ct_cl_source_add(&source,
-                   "  const long p = LD_%s(idx, off0);\n"
-                   "  if (p < 0 || p >= max_pos) { found[0] = 1; found[1] = p; }\n}\n",
-                   pos->dtype.bits == 64 ? "i64" : "i32");
-  cl_mem meta = NULL, found = NULL;
-  int64_t result[2] = {0, 0};
-  int status = ct_cl_layout_meta(exec, &layout, &meta);
-  if (status == CT_OK) status = ct_cl_scratch_buffer(exec, sizeof result, &found);
-  if (status == CT_OK) {
-    status = ct_cl_check(ct_cl.clEnqueueWriteBuffer(exec->queue, found, CL_TRUE, 0, sizeof result,
-                                                    result, 0, NULL, NULL),
-                         "clEnqueueWriteBuffer");
-  }
-  if (status == CT_OK) {
-    CT_CL_TENSOR_ARGS(idx_buffer, off_idx, pos);
-    const cl_int ndim = layout.ndim;
-    const ct_cl_arg args[] = {CT_CL_ARG(idx_buffer), CT_CL_ARG(off_idx), CT_CL_ARG(meta),
-                              CT_CL_ARG(ndim),       CT_CL_ARG(n),       CT_CL_ARG(max_pos),
-                              CT_CL_ARG(found)};
-    status = ct_cl_launch(exec, &source, "ct_rotary_scan", (size_t)n, args,
-                          (int)(sizeof args / sizeof *args));
-  }
-  if (status == CT_OK) status = ct_cl_read(exec, found, 0, result, sizeof result);
-  if (meta) ct_cl.clReleaseMemObject(meta);
-  if (found) ct_cl.clReleaseMemObject(found);
-  if (status == CT_OK && result[0]) {
+  bool found = false;
+  int64_t bad = 0;
+  int status = ct_cl_find_index_outside(exec, pos, 0, max_pos, &found, &bad);
+  if (status == CT_OK && found) {
     status = ct_cl_error(CT_ERROR_INVALID_ARGUMENT,
                          "rotary_embedding: position %lld is out of range [0, %lld) (the rows of "
                          "cos and sin)",
-                         (long long)result[1], (long long)max_pos);
+                         (long long)bad, (long long)max_pos);
   }
   return status;
 }

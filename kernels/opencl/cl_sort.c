@@ -126,50 +126,15 @@ static int ct_cl_topk_run(const ct_kernel_call* call) {
 /* ----- take_along_axis_backward ----- */
 
 /* Indices must lie in [-extent, extent), as on the CPU: they are scanned before grad_x is
- * written; found[0] is set, found[1] holds one bad index. */
+ * written. */
 static int ct_cl_check_indices(const ct_cl_exec* exec, const ct_tensor* indices, int64_t extent) {
-  ct_pl_layout layout;
-  ct_pl_layout_begin(&layout, indices->ndim, indices->shape);
-  ct_pl_layout_add(&layout, indices);
-  ct_pl_layout_collapse(&layout, NULL);
-  const int64_t n = layout.elements;
-  ct_cl_source source;
-  ct_cl_source_begin(&source, exec);
-  ct_cl_source_add(&source,
-                   "__kernel void ct_index_scan(__global const char* idx, long off_idx, __global "
-                   "const long* meta, int ndim, long n, long extent, __global long* found) {\n"
-                   "  const long i = get_global_id(0);\n  if (i >= n) return;\n"
-                   "  long off0 = off_idx;\n");
-  ct_cl_source_index_loop(&source, 1);
-  ct_cl_source_add(&source,
-                   "  const long j = LD_%s(idx, off0);\n"
-                   "  if (j < -extent || j >= extent) { found[0] = 1; found[1] = j; }\n}\n",
-                   indices->dtype.bits == 64 ? "i64" : "i32");
-  cl_mem meta = NULL, found = NULL;
-  int64_t result[2] = {0, 0};
-  int status = ct_cl_layout_meta(exec, &layout, &meta);
-  if (status == CT_OK) status = ct_cl_scratch_buffer(exec, sizeof result, &found);
-  if (status == CT_OK) {
-    status = ct_cl_check(ct_cl.clEnqueueWriteBuffer(exec->queue, found, CL_TRUE, 0, sizeof result,
-                                                    result, 0, NULL, NULL),
-                         "clEnqueueWriteBuffer");
-  }
-  if (status == CT_OK) {
-    CT_CL_TENSOR_ARGS(idx_buffer, off_idx, indices);
-    const cl_int ndim = layout.ndim;
-    const ct_cl_arg args[] = {CT_CL_ARG(idx_buffer), CT_CL_ARG(off_idx), CT_CL_ARG(meta),
-                              CT_CL_ARG(ndim),       CT_CL_ARG(n),       CT_CL_ARG(extent),
-                              CT_CL_ARG(found)};
-    status = ct_cl_launch(exec, &source, "ct_index_scan", (size_t)n, args,
-                          (int)(sizeof args / sizeof *args));
-  }
-  if (status == CT_OK) status = ct_cl_read(exec, found, 0, result, sizeof result);
-  if (meta) ct_cl.clReleaseMemObject(meta);
-  if (found) ct_cl.clReleaseMemObject(found);
-  if (status == CT_OK && result[0]) {
+  bool found = false;
+  int64_t bad = 0;
+  int status = ct_cl_find_index_outside(exec, indices, -extent, extent, &found, &bad);
+  if (status == CT_OK && found) {
     status = ct_cl_error(CT_ERROR_INVALID_ARGUMENT,
                          "take_along_axis_backward: index %lld is out of range [%lld, %lld)",
-                         (long long)result[1], (long long)-extent, (long long)extent);
+                         (long long)bad, (long long)-extent, (long long)extent);
   }
   return status;
 }
