@@ -49,4 +49,10 @@ inline char* ct_cu_tensor_bytes(const ct_tensor* t) {
  * fill the device, no more than the items need. */
 unsigned ct_cu_grid(const ct_cu_exec& exec, int64_t n, int threads);
 
+/* Scans an int32/int64 index tensor on the device for a value outside [lo, hi): `*found` is set
+ * when one is, and `*value` is one such value (`what` names the op in launch errors). Index-taking
+ * ops run it before writing. */
+int ct_cu_find_index_outside(const ct_cu_exec& exec, const ct_tensor* indices, int64_t lo,
+                             int64_t hi, const char* what, bool* found, int64_t* value);
+
 #endif /* CTENSOR_CU_CALL_H_ */

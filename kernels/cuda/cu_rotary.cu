@@ -21,61 +21,17 @@ struct ct_cu_rotary_args {
   bool interleaved;
 };
 
-template <ct_pl_type Index>
-__global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_rotary_scan_kernel(const ct_pl_layout layout, const char* pos, int64_t max_pos,
-                             long long* found) {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < layout.elements; i += step) {
-    int64_t off[1];
-    ct_cu_offsets<1>(layout, i, off);
-    const int64_t p = ct_cu_load<Index>(pos + off[0]);
-    if (p < 0 || p >= max_pos) {
-      found[0] = 1;
-      found[1] = p;
-    }
-  }
-}
-
-int ct_cu_rotary_check_positions(const ct_cu_exec& exec, const ct_tensor* pos, int64_t max_pos) {
-  ct_pl_layout layout;
-  ct_pl_layout_begin(&layout, pos->ndim, pos->shape);
-  ct_pl_layout_add(&layout, pos);
-  const int32_t sizes[1] = {(pos->dtype.bits + 7) / 8};
-  ct_pl_layout_collapse(&layout, sizes);
-  if (layout.elements == 0) return CT_OK;
-  long long* found = nullptr;
-  int status = ct_cu_check(
-      cudaMallocAsync(reinterpret_cast<void**>(&found), 2 * sizeof(long long), exec.stream),
-      "cudaMallocAsync");
-  if (status != CT_OK) return status;
-  long long result[2] = {0, 0};
-  status = ct_cu_check(cudaMemsetAsync(found, 0, sizeof result, exec.stream), "cudaMemsetAsync");
-  if (status == CT_OK) {
-    const unsigned grid = ct_cu_grid(exec, layout.elements, ct_cu_threads);
-    if (pos->dtype.bits == 64) {
-      ct_cu_rotary_scan_kernel<CT_PL_I64><<<grid, ct_cu_threads, 0, exec.stream>>>(
-          layout, ct_cu_tensor_bytes(pos), max_pos, found);
-    } else {
-      ct_cu_rotary_scan_kernel<CT_PL_I32><<<grid, ct_cu_threads, 0, exec.stream>>>(
-          layout, ct_cu_tensor_bytes(pos), max_pos, found);
-    }
-    status = ct_cu_launch_status("rotary_embedding (position scan)");
-  }
-  if (status == CT_OK) {
-    status = ct_cu_check(
-        cudaMemcpyAsync(result, found, sizeof result, cudaMemcpyDeviceToHost, exec.stream),
-        "cudaMemcpyAsync");
-  }
-  cudaFreeAsync(found, exec.stream);
-  if (status == CT_OK) {
-    status = ct_cu_check(cudaStreamSynchronize(exec.stream), "rotary_embedding");
-  }
-  if (status == CT_OK && result[0]) {
+static int ct_cu_rotary_check_positions(const ct_cu_exec& exec, const ct_tensor* pos,
+                                        int64_t max_pos) {
+  bool found = false;
+  int64_t bad = 0;
+  int status = ct_cu_find_index_outside(exec, pos, 0, max_pos, "rotary_embedding (position scan)",
+                                        &found, &bad);
+  if (status == CT_OK && found) {
     status = ct_cu_error(CT_ERROR_INVALID_ARGUMENT,
                          "rotary_embedding: position %lld is out of range [0, %lld) (the rows of "
                          "cos and sin)",
-                         result[1], (long long)max_pos);
+                         (long long)bad, (long long)max_pos);
   }
   return status;
 }

@@ -135,64 +135,81 @@ int ct_cu_topk_run(const ct_kernel_call* call) {
   return ct_cu_rank_run<Tag>(call, call->outputs[0], call->outputs[1], axis, largest, k, "topk");
 }
 
-/* ----- take_along_axis_backward ----- */
-
-/* Indices must lie in [-extent, extent), as on the CPU: found[0] is set, found[1] holds one bad
- * index. */
+/* Sets found[0] (and found[1] to the value) when an index lies outside [lo, hi). */
 template <ct_pl_type Index>
 __global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_index_scan_kernel(const ct_pl_layout layout, const char* indices, int64_t extent,
-                            long long* found) {
+    ct_cu_index_outside_kernel(const ct_pl_layout layout, const char* indices, int64_t lo,
+                               int64_t hi, long long* found) {
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < layout.elements; i += step) {
     int64_t off[1];
     ct_cu_offsets<1>(layout, i, off);
     const int64_t j = ct_cu_load<Index>(indices + off[0]);
-    if (j < -extent || j >= extent) {
+    if (j < lo || j >= hi) {
       found[0] = 1;
       found[1] = j;
     }
   }
 }
 
-/* Scans the indices before anything is written; the error names one bad index. */
-int ct_cu_check_indices(const ct_cu_exec& exec, const ct_tensor* indices, int64_t extent) {
+}  // namespace
+
+int ct_cu_find_index_outside(const ct_cu_exec& exec, const ct_tensor* indices, int64_t lo,
+                             int64_t hi, const char* what, bool* found, int64_t* value) {
+  *found = false;
   ct_pl_layout layout;
   ct_pl_layout_begin(&layout, indices->ndim, indices->shape);
   ct_pl_layout_add(&layout, indices);
   const int32_t sizes[1] = {(indices->dtype.bits + 7) / 8};
   ct_pl_layout_collapse(&layout, sizes);
-  long long* found = nullptr;
+  if (layout.elements == 0) return CT_OK;
+  long long* flag = nullptr;
   int status = ct_cu_check(
-      cudaMallocAsync(reinterpret_cast<void**>(&found), 2 * sizeof(long long), exec.stream),
+      cudaMallocAsync(reinterpret_cast<void**>(&flag), 2 * sizeof(long long), exec.stream),
       "cudaMallocAsync");
   if (status != CT_OK) return status;
   long long result[2] = {0, 0};
-  status = ct_cu_check(cudaMemsetAsync(found, 0, sizeof result, exec.stream), "cudaMemsetAsync");
+  status = ct_cu_check(cudaMemsetAsync(flag, 0, sizeof result, exec.stream), "cudaMemsetAsync");
   if (status == CT_OK) {
     const unsigned grid = ct_cu_grid(exec, layout.elements, ct_cu_threads);
     if (indices->dtype.bits == 64) {
-      ct_cu_index_scan_kernel<CT_PL_I64><<<grid, ct_cu_threads, 0, exec.stream>>>(
-          layout, ct_cu_tensor_bytes(indices), extent, found);
+      ct_cu_index_outside_kernel<CT_PL_I64><<<grid, ct_cu_threads, 0, exec.stream>>>(
+          layout, ct_cu_tensor_bytes(indices), lo, hi, flag);
     } else {
-      ct_cu_index_scan_kernel<CT_PL_I32><<<grid, ct_cu_threads, 0, exec.stream>>>(
-          layout, ct_cu_tensor_bytes(indices), extent, found);
+      ct_cu_index_outside_kernel<CT_PL_I32><<<grid, ct_cu_threads, 0, exec.stream>>>(
+          layout, ct_cu_tensor_bytes(indices), lo, hi, flag);
     }
-    status = ct_cu_launch_status("take_along_axis_backward (index scan)");
+    status = ct_cu_launch_status(what);
   }
   if (status == CT_OK) {
     status = ct_cu_check(
-        cudaMemcpyAsync(result, found, sizeof result, cudaMemcpyDeviceToHost, exec.stream),
+        cudaMemcpyAsync(result, flag, sizeof result, cudaMemcpyDeviceToHost, exec.stream),
         "cudaMemcpyAsync");
   }
-  cudaFreeAsync(found, exec.stream);
+  cudaFreeAsync(flag, exec.stream);
+  if (status == CT_OK) status = ct_cu_check(cudaStreamSynchronize(exec.stream), what);
   if (status == CT_OK) {
-    status = ct_cu_check(cudaStreamSynchronize(exec.stream), "take_along_axis_backward");
+    *found = result[0] != 0;
+    *value = result[1];
   }
-  if (status == CT_OK && result[0]) {
+  return status;
+}
+
+namespace {
+
+/* ----- take_along_axis_backward ----- */
+
+/* Indices must lie in [-extent, extent), as on the CPU: they are scanned before anything is
+ * written; the error names one bad index. */
+static int ct_cu_check_indices(const ct_cu_exec& exec, const ct_tensor* indices, int64_t extent) {
+  bool found = false;
+  int64_t bad = 0;
+  int status = ct_cu_find_index_outside(exec, indices, -extent, extent,
+                                        "take_along_axis_backward (index scan)", &found, &bad);
+  if (status == CT_OK && found) {
     status = ct_cu_error(CT_ERROR_INVALID_ARGUMENT,
                          "take_along_axis_backward: index %lld is out of range [%lld, %lld)",
-                         result[1], (long long)-extent, (long long)extent);
+                         (long long)bad, (long long)-extent, (long long)extent);
   }
   return status;
 }
