@@ -1,0 +1,101 @@
+"""Torch schema strings made from ctensor's operator schema (``ct_op_schema_json``).
+
+Tensor inputs come first, positionally, in the registry's order: a required input is ``Tensor``,
+an optional one ``Tensor?`` (defaulting to None when no required input follows it) and the
+variadic input ``Tensor[]``. Attributes follow, keyword-only, typed as torch types with the
+registry's defaults; a ``dtype`` attribute is a ``ScalarType`` (optional ones default to None,
+which means the registry's default). An operator without tensor inputs takes ``Device? device``
+as torch's factory functions do. Outputs are ``Tensor``, a tuple of them, or ``Tensor[]`` for
+the variadic output.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import math
+from typing import Any
+
+from .._registry import OpSpec
+
+__all__ = ["arg_name", "torch_schema"]
+
+#: Names a torch schema or call reserves: they get a trailing underscore, as Python keywords do.
+_RESERVED = frozenset({"out", "self", "device"})
+
+_SCALAR_TYPES = {
+    "int": "int",
+    "float": "float",
+    "bool": "bool",
+    "string": "str",
+    "int_list": "int[]",
+    "float_list": "float[]",
+    "dtype": "ScalarType",
+}
+
+
+def arg_name(name: str) -> str:
+    """The torch argument name of a ctensor input or attribute."""
+    if keyword.iskeyword(name) or name in _RESERVED:
+        return name + "_"
+    return name
+
+
+def _literal(value: Any, kind: str) -> str:
+    """A default value as the schema parser reads it."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v, kind) for v in value) + "]"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if kind in ("float", "float_list"):
+        number = float(value)
+        if math.isinf(number):
+            return "inf" if number > 0 else "-inf"
+        return repr(number)
+    if isinstance(value, str):
+        return json.dumps(value)
+    return str(value)
+
+
+def _attr_text(attr: dict) -> str:
+    kind = attr["type"]
+    name = arg_name(attr["name"])
+    base = _SCALAR_TYPES[kind]
+    if kind == "dtype":
+        return f"ScalarType {name}" if attr.get("required") else f"ScalarType? {name}=None"
+    if attr.get("nullable"):
+        default = attr.get("default")
+        text = "None" if default is None else _literal(default, kind)
+        return f"{base}? {name}={text}"
+    if attr.get("required"):
+        return f"{base} {name}"
+    return f"{base} {name}={_literal(attr['default'], kind)}"
+
+
+def _returns(spec: OpSpec) -> str:
+    types = ["Tensor[]" if out.get("variadic") else "Tensor" for out in spec.outputs]
+    if len(types) == 1:
+        return types[0]
+    return "(" + ", ".join(types) + ")"
+
+
+def torch_schema(spec: OpSpec) -> str:
+    """The schema of ``torch.ops.ctensor.<spec.name>``, e.g.
+    ``softmax(Tensor x, *, int axis=-1) -> Tensor``."""
+    params: list[str] = []
+    for index, inp in enumerate(spec.inputs):
+        name = arg_name(inp["name"])
+        if inp.get("variadic"):
+            params.append(f"Tensor[] {name}")
+        elif inp.get("optional"):
+            trailing = index >= spec.num_required_inputs
+            params.append(f"Tensor? {name}=None" if trailing else f"Tensor? {name}")
+        else:
+            params.append(f"Tensor {name}")
+    keywords = [_attr_text(attr) for attr in spec.attrs]
+    if not spec.inputs:
+        keywords.append("Device? device=None")
+    if keywords:
+        params.append("*")
+        params.extend(keywords)
+    return f"{spec.name}({', '.join(params)}) -> {_returns(spec)}"
