@@ -79,7 +79,7 @@ def _register() -> list[str]:
         for key in _kernel_keys(spec):
             library.impl(name, kernel, key)
         torch.library.register_fake(f"ctensor::{name}", _make_fake(spec), lib=library)
-        register_autograd(library, spec)
+        register_autograd(library, spec, kernel)
         if has_out_overload(spec):
             library.define(out_schema(spec), tags=tags)
             out_kernel = make_out_kernel(spec)

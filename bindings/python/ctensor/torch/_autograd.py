@@ -7,13 +7,22 @@ steps like any other op (higher-order gradients, ``torch.compile``'s backward gr
 operator has Python of its own here. Integer and bool outputs are marked non-differentiable, as
 torch's own ops do; the backward of an operator whose entry has no gradient raises
 ``ctensor.autodiff.NotDifferentiableError`` with the entry's reason.
+
+The Autograd kernel is torch's own (``make_autograd_impl``, what ``register_autograd`` installs)
+behind one shortcut: a call that records nothing (grad mode off, or no input requiring grad) on
+plain CPU or CUDA tensors, with no TorchDispatchMode and no functorch transform active, runs the
+ctensor kernel at once instead of redispatching below autograd through Python, which is most of
+a small call's cost. Every other call (FakeTensor, functional tensors, ``torch.func``, tracing,
+meta tensors, inputs requiring grad) takes torch's path unchanged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._library import autograd as _torch_autograd
 
 from .._registry import OpSpec
 from ..autodiff import NotDifferentiableError, Program
@@ -51,8 +60,57 @@ def _flat(values: Any) -> list:
     return flat
 
 
-def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
-    """Registers the autograd of ``spec`` on ``torch.ops.ctensor.<spec.name>``."""
+_Tensor = torch.Tensor
+_grad_enabled = torch._C.is_grad_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_functorch_level = torch._C._functorch.peek_interpreter_stack
+
+
+def _direct(tensors: tuple | list) -> bool:
+    """Whether a call on ``tensors`` (None for an absent input, a list for the variadic one) may
+    skip the dispatcher below autograd: it records no gradient and nothing else would see it
+    (no mode, no transform, no tensor subclass or wrapper), on a device ctensor runs on."""
+    if _dispatch_modes() or _functorch_level() is not None:
+        return False
+    grad = _grad_enabled()
+    for t in tensors:
+        if type(t) is not _Tensor:
+            if t is None:
+                continue
+            if type(t) is list and _direct_list(t, grad):
+                continue
+            return False
+        if grad and t.requires_grad or not (t.is_cpu or t.is_cuda):
+            return False
+    return True
+
+
+def _direct_list(tensors: list, grad: bool) -> bool:
+    for t in tensors:
+        if type(t) is not _Tensor or grad and t.requires_grad or not (t.is_cpu or t.is_cuda):
+            return False
+    return True
+
+
+def _autograd_kernel(op: Any, info: Any, kernel: Callable) -> Callable:
+    """torch's Autograd kernel of ``op`` for ``info`` (backward and setup_context), with the
+    shortcut to ``kernel`` (see the module's docstring)."""
+    slow = _torch_autograd.make_autograd_impl(op, info)
+
+    def autograd_kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        if _direct(args):
+            return kernel(*args, **kwargs)
+        return slow(keyset, *args, **kwargs)
+
+    return autograd_kernel
+
+
+def register_autograd(
+    library: torch.library.Library, spec: OpSpec, kernel: Callable | None = None
+) -> None:
+    """Registers the autograd of ``spec`` on ``torch.ops.ctensor.<spec.name>``; ``kernel``, the
+    op's CPU and CUDA kernel, is called directly where nothing needs the dispatcher (None:
+    torch's ``register_autograd`` alone)."""
     entry = spec.schema["gradient"]
     differentiable = bool(entry.get("differentiable"))
     num_inputs = len(spec.inputs)
@@ -131,6 +189,11 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
                 result.append([None] * ctx.list_length if is_list else None)
         return tuple(result) if len(result) != 1 else result[0]
 
-    torch.library.register_autograd(
-        f"ctensor::{spec.name}", backward, setup_context=setup_context, lib=library
-    )
+    if kernel is None or not spec.inputs:
+        torch.library.register_autograd(
+            f"ctensor::{spec.name}", backward, setup_context=setup_context, lib=library
+        )
+        return
+    op = getattr(torch.ops.ctensor, spec.name).default
+    info = _torch_autograd.Info(backward, setup_context)
+    library.impl(spec.name, _autograd_kernel(op, info, kernel), "Autograd", with_keyset=True)

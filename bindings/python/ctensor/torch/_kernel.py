@@ -65,12 +65,9 @@ def make_kernel(spec: OpSpec):  # noqa: ANN201
     variadic_out = spec.variadic_output
 
     if not spec.variadic_input and not renamed and not variadic_out:
-
-        def kernel(*args: Any, **kwargs: Any) -> Any:
-            # The dispatcher passes only attributes that differ from their defaults.
-            return function(*args, **kwargs)
-
-        return kernel
+        # ctensor.ops.<name> itself: the dispatcher passes only attributes that differ from
+        # their defaults, under their ctensor names.
+        return function
 
     def general_kernel(*args: Any, **kwargs: Any) -> Any:
         attrs = ctensor_attrs(spec, kwargs) if kwargs else None
