@@ -178,9 +178,11 @@ def register_autograd(
         inputs, outputs = values[:num_inputs], values[num_inputs:]
         cotangents = list(grads)
         program = Program(spec, entry, inputs, cotangents, ctx.attrs, run_torch_op, outputs)
+        # The dispatcher leaves out trailing inputs passed as their default (None), so the call
+        # may have had fewer inputs than the schema: one gradient per input it had.
         needs = ctx.needs_input_grad
         result = []
-        for index, ref in enumerate(entry["input_grads"]):
+        for index, ref in enumerate(entry["input_grads"][: len(needs)]):
             is_list = variadic_in and index == num_inputs - 1
             wanted = is_list or needs[index]
             if ref is not None and wanted and ctx.present[index]:
