@@ -53,7 +53,8 @@ class Target:
 @dataclass
 class Case:
     """One benchmark case. ``work`` is what one call does in ``unit`` terms (bytes for GB/s,
-    flops for GFLOP/s, elements for Melem/s); ``unit == "ns"`` reports time per call."""
+    flops for GFLOP/s, elements for Melem/s, 1 for steps/s); ``unit == "ns"`` reports time per
+    call."""
 
     name: str
     group: str

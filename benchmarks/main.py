@@ -19,6 +19,7 @@ _GROUP_MODULES = (
     "cases_compute",
     "cases_nn",
     "cases_data",
+    "cases_torch",
 )
 
 

@@ -9,6 +9,9 @@ from typing import Any
 __all__ = ["table", "write_json", "charts"]
 
 _PEERS = ("numpy", "torch", "jax", "machine")
+# Peers only some cases have (torch's own op through torch.ops, torch.compile): their columns
+# follow torch's.
+_MORE_PEERS = ("torch.aten", "torch.compile")
 _CTENSOR = ("ctensor", "ctensor.bind", "ctensor.opencl")
 # How the speedups and targets of each ctensor implementation are labelled.
 _TAGS = {"ctensor": "", "ctensor.bind": "bind ", "ctensor.opencl": "opencl "}
@@ -57,7 +60,7 @@ def table(document: dict) -> str:
     OpenCL time) and targets. A line above the table says
     why the ctensor.opencl column is absent, when it is."""
     records = document["cases"]
-    names = [*_CTENSOR, *_PEERS]
+    names = [*_CTENSOR, *_PEERS[:2], *_MORE_PEERS, *_PEERS[2:]]
     used = [n for n in names if any(n in r["results"] or n in r["checks"] for r in records)]
     widths = {n: max(12, len(n)) for n in used}
     width = max([len(r["name"]) for r in records] + [4])
@@ -124,6 +127,8 @@ def charts(document: dict, directory: str) -> list[str]:
         "ctensor.opencl": "#9467bd",
         "numpy": "#1f77b4",
         "torch": "#ff7f0e",
+        "torch.aten": "#ffbb78",
+        "torch.compile": "#8c564b",
         "jax": "#2ca02c",
         "machine": "#7f7f7f",
     }

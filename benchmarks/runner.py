@@ -138,7 +138,7 @@ def run_case(
     }
 
 
-_UNIT_SCALE = {"GB/s": 1e9, "GFLOP/s": 1e9, "Melem/s": 1e6, "ns": 1.0}
+_UNIT_SCALE = {"GB/s": 1e9, "GFLOP/s": 1e9, "Melem/s": 1e6, "steps/s": 1.0, "ns": 1.0}
 
 
 def judge_targets(case: Case, record: dict, limits: dict[str, float]) -> None:

@@ -44,6 +44,8 @@ def quick_run(tmp_path_factory):
         "nn/argmax",
         "--cases",
         "sum/accuracy",
+        "--cases",
+        "torch/overhead/add",
         "--json",
         str(path),
     ]
@@ -61,6 +63,7 @@ def test_quick_run_writes_the_selected_cases_and_the_machine_limits(quick_run):
     assert "overhead/add/numpy/out" in names
     assert any(n.startswith("elementwise/add/") for n in names)
     assert any(n.startswith("nn/argmax/") for n in names)
+    assert "torch/overhead/add/8" in names
     assert {"stream_copy", "stream_add", "stream_read", "fma_peak"} <= set(document["limits"])
     assert all(v > 0 for v in document["limits"].values())
     meta = document["meta"]
@@ -68,6 +71,9 @@ def test_quick_run_writes_the_selected_cases_and_the_machine_limits(quick_run):
     assert meta["settle_s"] == 0.0  # one thread: nothing spins between samples
     assert meta["ctensor"] and meta["numpy"] == np.__version__
     assert "targets met:" in stdout and "overhead/add/numpy/out" in stdout
+    # torch's own op through torch.ops: a column of its own, beside torch's
+    header = next(line for line in stdout.splitlines() if line.startswith("case "))
+    assert header.index(" torch ") < header.index(" torch.aten ")
 
 
 def test_every_ctensor_result_was_checked_and_timed(quick_run):
