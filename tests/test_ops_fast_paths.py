@@ -291,6 +291,27 @@ def test_max_pool2d_wide_rows_match_torch(dtype, kernel, stride, padding, dilati
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(64, 16, 8, 8), (3, 5, 7, 9), (2, 4, 2, 30)])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
+def test_max_pool2d_narrow_rows_match_torch(dtype, shape, layout):
+    # 2 x 2 windows at stride 2 on rows of fewer than 16 outputs (small CNNs' shapes), nan in a
+    # few windows and signed zeros in a whole plane
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, 0, 1, 1] = np.nan
+    x[-1, -1, 0, 0:2] = np.nan
+    x[0, 1] = np.where(x[0, 1] > 0, 0.0, -0.0)
+    if layout == "channels_last":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    elif layout == "strided":
+        x = np.repeat(x, 2, axis=3)[..., ::2]
+    got = ops.max_pool2d(x, kernel_size=[2, 2])
+    expected = F.max_pool2d(torch.from_numpy(np.ascontiguousarray(x)), 2).numpy()
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
 # ----- float32 sums: at least as accurate as NumPy's pairwise sum -----
 
 

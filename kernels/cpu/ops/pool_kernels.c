@@ -20,6 +20,9 @@
  * row-major order as the per-element loop (so the same result, nan and signed zeros
  * included), in a loop the compiler vectorises (compiled per ISA, cpu_isa.h). */
 #define CT_POOL_BLOCK 256
+/* Rows with fewer output columns inside the input than this take the per-element loop (or the
+ * 2 x 2 one): the vectorised call costs more than it saves on a few columns. */
+#define CT_POOL_MIN_VECTOR 16
 
 typedef struct ct_pool_job {
   ct_pool_mode mode;
@@ -75,8 +78,43 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
                   (const T* row, int64_t step, int64_t dw, int64_t kw, int64_t len, C* r),         \
                   (row, step, dw, kw, len, r))
 
+/* max_pool2d with 2 x 2 windows at stride 2, no padding or dilation, every window inside the
+ * input, on narrow rows (the shapes of small CNNs). */
+static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
+  const ct_pool_window* win = &job->window;
+  return job->mode == CT_POOL_MAX && job->ow < CT_POOL_MIN_VECTOR && win->kernel[0] == 2 &&
+         win->kernel[1] == 2 && win->stride[0] == 2 && win->stride[1] == 2 &&
+         win->padding[0] == 0 && win->padding[1] == 0 && win->dilation[0] == 1 &&
+         win->dilation[1] == 1 && 2 * job->oh <= job->h && 2 * job->ow <= job->w;
+}
+
+/* ct_pool_is_small_2x2's case, planes [begin, end): each window's four taps in row-major order,
+ * as the per-element loop takes them (the same result, nan and signed zeros included). */
+#define CT_POOL_MAX_2X2(SFX, T, C)                                                        \
+  static void ct_pool_max_2x2_##SFX(const ct_pool_job* job, int64_t begin, int64_t end) { \
+    const int64_t xw = job->xs[3], yw = job->os[3];                                       \
+    for (int64_t plane = begin; plane < end; ++plane) {                                   \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                 \
+      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                    \
+      T* y = (T*)job->out + n * job->os[0] + c * job->os[1];                              \
+      for (int64_t oh = 0; oh < job->oh; ++oh) {                                          \
+        const T* top = x + 2 * oh * job->xs[2];                                           \
+        const T* bottom = top + job->xs[2];                                               \
+        T* yr = y + oh * job->os[2];                                                      \
+        for (int64_t ow = 0; ow < job->ow; ++ow) {                                        \
+          C r = ct_load_##SFX(top[2 * ow * xw]);                                          \
+          r = CT_NAN_MAX(r, ct_load_##SFX(top[(2 * ow + 1) * xw]));                       \
+          r = CT_NAN_MAX(r, ct_load_##SFX(bottom[2 * ow * xw]));                          \
+          r = CT_NAN_MAX(r, ct_load_##SFX(bottom[(2 * ow + 1) * xw]));                    \
+          yr[ow * yw] = ct_store_##SFX(r);                                                \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+  }
+
 #define CT_POOL_DEFINE(SFX, T, C, ID)                                                              \
   CT_POOL_MAX_ROW(SFX, T, C)                                                                       \
+  CT_POOL_MAX_2X2(SFX, T, C)                                                                       \
   /* Output columns [*first, *last) of max_pool2d whose windows lie inside the input's width. */   \
   static void ct_pool_inner_columns_##SFX(const ct_pool_job* job, int64_t* first, int64_t* last) { \
     const int64_t sw = job->window.stride[1], pw = job->window.padding[1];                         \
@@ -93,6 +131,11 @@ static void ct_pool_prepare(const ct_kernel_call* call, ct_pool_mode mode, ct_po
     int64_t inner_first = 0, inner_last = 0;                                                       \
     if (job->mode == CT_POOL_MAX && job->xs[3] == 1 && job->os[3] == 1) {                          \
       ct_pool_inner_columns_##SFX(job, &inner_first, &inner_last);                                 \
+      if (inner_last - inner_first < CT_POOL_MIN_VECTOR) inner_first = inner_last = 0;             \
+    }                                                                                              \
+    if (ct_pool_is_small_2x2(job)) {                                                               \
+      ct_pool_max_2x2_##SFX(job, begin, end);                                                      \
+      return;                                                                                      \
     }                                                                                              \
     for (int64_t plane = begin; plane < end; ++plane) {                                            \
       const int64_t n = plane / job->channels, c = plane % job->channels;                          \
