@@ -5,21 +5,40 @@ caching allocator on CUDA), on the inputs' device; the workspace of a workspace-
 comes from torch too (``_frameworks``), and on CUDA the call runs on torch's current stream.
 An operator without tensor inputs allocates its outputs from ``ct_op_infer`` on the ``device``
 argument, then runs into them.
+
+Small calls with attributes (what a compiled graph of a small model makes: conv2d with its
+padding, max_pool2d with its window) spend most of their time in the general call path reading
+the arguments. Those on CPU tensors of at most ``PLAN_BYTES`` in all replay a bound call
+(``ctensor.bind``) made by the first call of the same operator, attributes and input layouts
+(dtype, shape, strides, storage offset), into results allocated like that call's: per thread,
+at most ``PLANS_PER_THREAD`` of them (then they are all dropped), each holding the tensors of
+the call that made it. A call ``bind`` refuses (a dtype the kernel casts) keeps the general
+path.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
 
 from .. import ops as _ops
+from .._bind import bind
 from .._call import call
 from .._registry import OpSpec
 from ._fake import infer
 from ._schema import arg_name
 
-__all__ = ["make_kernel", "ctensor_attrs", "op_results"]
+__all__ = ["make_kernel", "ctensor_attrs", "op_results", "PLAN_BYTES", "PLANS_PER_THREAD"]
+
+#: Calls whose input tensors hold at most this many bytes in all replay bound calls.
+PLAN_BYTES = 1 << 20
+#: Bound calls kept per thread.
+PLANS_PER_THREAD = 64
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_local = threading.local()
 
 
 def ctensor_attrs(spec: OpSpec, kwargs: dict) -> dict:
@@ -67,13 +86,75 @@ def make_kernel(spec: OpSpec):  # noqa: ANN201
     if not spec.variadic_input and not renamed and not variadic_out:
         # ctensor.ops.<name> itself: the dispatcher passes only attributes that differ from
         # their defaults, under their ctensor names.
-        return function
+        general = function
+    else:
 
-    def general_kernel(*args: Any, **kwargs: Any) -> Any:
-        attrs = ctensor_attrs(spec, kwargs) if kwargs else None
-        return op_results(spec, call(spec, _flat_inputs(spec, args), None, attrs))
+        def general(*args: Any, **kwargs: Any) -> Any:
+            attrs = ctensor_attrs(spec, kwargs) if kwargs else None
+            return op_results(spec, call(spec, _flat_inputs(spec, args), None, attrs))
 
-    return general_kernel
+    if spec.variadic_input or variadic_out or spec.is_dynamic or not spec.attrs:
+        return general
+    return _planned(spec, function, general)
+
+
+def _layout_key(args: tuple, kwargs: dict) -> tuple | None:
+    """What a bound call of these arguments depends on, or None for a call not to bind (not
+    only CPU tensors, or more than PLAN_BYTES)."""
+    key = []
+    total = 0
+    for t in args:
+        if t is None:
+            key.append(None)
+            continue
+        if type(t) not in _PLAIN or not t.is_cpu:
+            return None
+        total += t.nbytes
+        key.append((t.dtype, t.shape, t.stride(), t.storage_offset()))
+    if total > PLAN_BYTES:
+        return None
+    for name, value in kwargs.items():
+        key.append((name, tuple(value) if type(value) is list else value))
+    return tuple(key)
+
+
+def _planned(spec: OpSpec, function: Any, general: Any):  # noqa: ANN202
+    """``general`` behind the per-thread bound calls (see the module's docstring)."""
+    num_inputs = len(spec.inputs)
+    single = len(spec.outputs) == 1
+    name = spec.name
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        if not kwargs and len(args) == num_inputs:
+            return general(*args)  # ctensor's fast path (FastOp) takes it
+        key = _layout_key(args, kwargs)
+        if key is None:
+            return general(*args, **kwargs)
+        key = (name, key)
+        try:
+            plans = _local.plans
+        except AttributeError:
+            plans = _local.plans = {}
+        entry = plans.get(key)
+        if entry is not None:
+            bound, templates = entry
+            outs = tuple(torch.empty_like(t) for t in templates)
+            bound(*args, out=outs)
+            return outs[0] if single else outs
+        if key in plans:  # bind refused this call
+            return general(*args, **kwargs)
+        result = general(*args, **kwargs)
+        outs = (result,) if single else tuple(result)
+        try:
+            bound = bind(function, *args, out=outs, **ctensor_attrs(spec, kwargs))
+        except Exception:  # noqa: BLE001 - a call bind refuses keeps the general path
+            bound = None
+        if len(plans) >= PLANS_PER_THREAD:
+            plans.clear()
+        plans[key] = None if bound is None else (bound, outs)
+        return result
+
+    return kernel
 
 
 def _factory_kernel(spec: OpSpec):  # noqa: ANN202
