@@ -60,7 +60,7 @@ def _flat(values: Any) -> list:
     return flat
 
 
-_Tensor = torch.Tensor
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 _grad_enabled = torch._C.is_grad_enabled
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _functorch_level = torch._C._functorch.peek_interpreter_stack
@@ -69,12 +69,13 @@ _functorch_level = torch._C._functorch.peek_interpreter_stack
 def _direct(tensors: tuple | list) -> bool:
     """Whether a call on ``tensors`` (None for an absent input, a list for the variadic one) may
     skip the dispatcher below autograd: it records no gradient and nothing else would see it
-    (no mode, no transform, no tensor subclass or wrapper), on a device ctensor runs on."""
+    (no mode, no transform, no tensor subclass but Parameter, no wrapper), on a device ctensor
+    runs on."""
     if _dispatch_modes() or _functorch_level() is not None:
         return False
     grad = _grad_enabled()
     for t in tensors:
-        if type(t) is not _Tensor:
+        if type(t) not in _PLAIN:
             if t is None:
                 continue
             if type(t) is list and _direct_list(t, grad):
@@ -87,7 +88,7 @@ def _direct(tensors: tuple | list) -> bool:
 
 def _direct_list(tensors: list, grad: bool) -> bool:
     for t in tensors:
-        if type(t) is not _Tensor or grad and t.requires_grad or not (t.is_cpu or t.is_cuda):
+        if type(t) not in _PLAIN or grad and t.requires_grad or not (t.is_cpu or t.is_cuda):
             return False
     return True
 
