@@ -3,10 +3,11 @@
 Tensor inputs come first, positionally, in the registry's order: a required input is ``Tensor``,
 an optional one ``Tensor?`` (defaulting to None when no required input follows it) and the
 variadic input ``Tensor[]``. Attributes follow, keyword-only, typed as torch types with the
-registry's defaults; a ``dtype`` attribute is a ``ScalarType`` (optional ones default to None,
-which means the registry's default). An operator without tensor inputs takes ``Device? device``
-as torch's factory functions do. Outputs are ``Tensor``, a tuple of them, or ``Tensor[]`` for
-the variadic output.
+registry's defaults (a list attribute also takes one number: ``int[1]``); a ``dtype``
+attribute is a ``ScalarType`` (optional ones default to None, which means the registry's
+default). An operator that can be called without tensor inputs (none, or only optional ones,
+as random_bernoulli's ``probs``) takes ``Device? device`` as torch's factory functions do.
+Outputs are ``Tensor``, a tuple of them, or ``Tensor[]`` for the variadic output.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from .._registry import OpSpec
 
-__all__ = ["arg_name", "torch_schema"]
+__all__ = ["arg_name", "is_factory", "torch_schema"]
 
 #: Names a torch schema or call reserves: they get a trailing underscore, as Python keywords do.
 _RESERVED = frozenset({"out", "self", "device"})
@@ -28,8 +29,11 @@ _SCALAR_TYPES = {
     "float": "float",
     "bool": "bool",
     "string": "str",
-    "int_list": "int[]",
-    "float_list": "float[]",
+    # A list of size 1: torch then also takes one number, as a list of one, which ctensor reads
+    # as its int_list attributes say ("(sH, sW), or one value for both", "one count for all");
+    # lists of any length still pass as they are.
+    "int_list": "int[1]",
+    "float_list": "float[1]",
     "dtype": "ScalarType",
 }
 
@@ -55,6 +59,12 @@ def _literal(value: Any, kind: str) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     return str(value)
+
+
+def is_factory(spec: OpSpec) -> bool:
+    """Whether the op can be called without tensor inputs (every input optional, none
+    variadic): it then takes a ``device`` argument, and its kernel serves every dispatch key."""
+    return all(inp.get("optional") and not inp.get("variadic") for inp in spec.inputs)
 
 
 def _attr_text(attr: dict) -> str:
@@ -93,7 +103,7 @@ def torch_schema(spec: OpSpec) -> str:
         else:
             params.append(f"Tensor {name}")
     keywords = [_attr_text(attr) for attr in spec.attrs]
-    if not spec.inputs:
+    if is_factory(spec):
         keywords.append("Device? device=None")
     if keywords:
         params.append("*")
