@@ -378,3 +378,140 @@ def test_opcheck(name: str, index: int):
     exact = "deterministic" in spec.flags
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         _assert_same(g.detach(), w, name, f"output {k}", exact)
+
+
+# ---------------------------------------------------------------------- gradcheck ------------
+
+
+def _float64_signature(spec) -> tuple[str, ...]:  # noqa: ANN001
+    return next(
+        s
+        for s in _cpu_signatures(spec)
+        if {d for d in _input_dtypes(spec, s) if dt.is_float(d)} == {"float64"}
+    )
+
+
+def _as_function(name: str, args: tuple, kwargs: dict):  # noqa: ANN202
+    """The op as a function of its inputs that require grad (the others held fixed), and those
+    inputs; a function of float outputs only (indices are not differentiable)."""
+    flat = _flat(args)
+    positions = [k for k, t in enumerate(flat) if t is not None and t.requires_grad]
+    spec = get_spec(name)
+    op = getattr(torch.ops.ctensor, name)
+
+    def function(*leaves: torch.Tensor) -> tuple:
+        values = list(flat)
+        for k, leaf in zip(positions, leaves, strict=True):
+            values[k] = leaf
+        outputs = _outputs(op(*_call_args(spec, values), **kwargs))
+        return tuple(o for o in outputs if o.is_floating_point())
+
+    return function, tuple(flat[k] for k in positions)
+
+
+def _float_inputs_without_gradient(spec) -> list[int]:  # noqa: ANN001
+    grads = spec.schema["gradient"]["input_grads"]
+    signature = _float64_signature(spec)
+    return [k for k in range(len(spec.inputs)) if grads[k] is None and dt.is_float(signature[k])]
+
+
+@pytest.mark.parametrize("name", sorted(ctensor.autodiff.differentiable_ops()))
+def test_gradcheck(name: str):
+    spec = get_spec(name)
+    made = _gradient_inputs(spec, _float64_signature(spec))
+    assert made is not None, f"{name}: no float64 gradient case"
+    function, leaves = _as_function(name, *made)
+    assert leaves, f"{name}: no float input takes a gradient"
+    # every float input takes a gradient, but for the ones the op's entry documents as constant
+    constant = _float_inputs_without_gradient(spec)
+    taking = {k for k, t in enumerate(made[0]) if isinstance(t, torch.Tensor) and t.requires_grad}
+    floats = {
+        k for k, t in enumerate(made[0]) if isinstance(t, torch.Tensor) and t.is_floating_point()
+    }
+    assert floats - taking <= set(constant), f"{name}: float inputs without a gradient"
+    assert torch.autograd.gradcheck(function, leaves, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+#: Ops whose gradient programs are made of differentiable ops: second derivatives exist.
+_TWICE_DIFFERENTIABLE = ["exp", "sin", "log", "sqrt", "reciprocal", "square", "tril"]
+
+
+@pytest.mark.parametrize("name", _TWICE_DIFFERENTIABLE)
+def test_gradgradcheck(name: str):
+    spec = get_spec(name)
+    steps = {step["op"] for step in spec.schema["gradient"]["steps"]}
+    assert steps <= set(ctensor.autodiff.differentiable_ops())
+    function, leaves = _as_function(name, *_gradient_inputs(spec, _float64_signature(spec)))
+    assert torch.autograd.gradgradcheck(function, leaves, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def _reference_cases() -> list:
+    """(op, torch args, ctensor kwargs, torch's own function) for loss.backward() comparisons."""
+    generator = torch.Generator().manual_seed(SEED)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, dtype=torch.float64, generator=generator)
+
+    target = torch.randint(0, 5, (6,), generator=generator)
+    return [
+        ("softmax", (randn(4, 5),), {"axis": 1}, lambda x: torch.softmax(x, 1)),
+        (
+            "layer_norm",
+            (randn(3, 8), randn(8), randn(8)),
+            {"normalized_shape": [8]},
+            lambda x, w, b: torch.nn.functional.layer_norm(x, (8,), w, b),
+        ),
+        (
+            "conv2d",
+            (randn(2, 3, 7, 6), randn(4, 3, 3, 3), randn(4)),
+            {"stride": 2, "padding": 1},
+            lambda x, w, b: torch.nn.functional.conv2d(x, w, b, stride=2, padding=1),
+        ),
+        ("matmul", (randn(2, 3, 4), randn(4, 5)), {}, torch.matmul),
+        (
+            "cross_entropy",
+            (randn(6, 5), target),
+            {"label_smoothing": 0.1},
+            lambda x, t: torch.nn.functional.cross_entropy(x, t, label_smoothing=0.1),
+        ),
+        (
+            "max_pool2d",
+            (randn(2, 3, 6, 6),),
+            {"kernel_size": [2, 2]},
+            lambda x: torch.nn.functional.max_pool2d(x, 2),
+        ),
+        (
+            "gelu",
+            (randn(3, 7),),
+            {"approximate": "tanh"},
+            lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+        ),
+        (
+            "scaled_dot_product_attention",
+            (randn(2, 3, 5, 4), randn(2, 3, 6, 4), randn(2, 3, 6, 4)),
+            {},
+            torch.nn.functional.scaled_dot_product_attention,
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs", "reference"),
+    _reference_cases(),
+    ids=[case[0] for case in _reference_cases()],
+)
+def test_backward_matches_torch_autograd(name, args, kwargs, reference):  # noqa: ANN001
+    def leaves() -> list:
+        return [a.clone().requires_grad_(a.is_floating_point()) for a in args]
+
+    ours, theirs = leaves(), leaves()
+    out = _outputs(getattr(torch.ops.ctensor, name)(*ours, **kwargs))[0]
+    want = reference(*theirs)
+    torch.testing.assert_close(out, want, rtol=1e-10, atol=1e-12)
+    cotangent = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(1))
+    (out * cotangent).sum().backward()
+    (want * cotangent).sum().backward()
+    for k, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        if a.is_floating_point():
+            assert a.grad is not None, f"{name}: no gradient for input {k}"
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-9, atol=1e-11)
