@@ -9,7 +9,9 @@ the kernels of every loaded backend) through ``torch.library``, generated from t
 - the fake kernel, for FakeTensor, meta tensors and ``torch.compile``: ``ct_op_infer``
   (``_fake``), never reading data; dynamic operators get data-dependent sizes;
 - autograd from the operator's gradient entry, whose steps are ``torch.ops.ctensor`` calls
-  (``_autograd``).
+  (``_autograd``);
+- an ``out`` overload writing into the caller's tensors, for every op whose output sizes follow
+  from its inputs (``_out``).
 
 Each op carries ``torch.Tag.pt2_compliant_tag``: it traces under ``torch.compile`` with
 ``fullgraph=True``, and ``torch.library.opcheck`` passes for it (tests/test_torch_ops.py).
@@ -23,6 +25,7 @@ from .._registry import all_specs, get_spec
 from ._autograd import register_autograd
 from ._fake import fake_outputs
 from ._kernel import ctensor_attrs, make_kernel, op_results
+from ._out import has_out_overload, make_out_fake, make_out_kernel, out_schema
 from ._schema import is_factory
 from ._schema import torch_schema as _schema_of
 
@@ -79,6 +82,12 @@ def _register() -> list[str]:
             library.impl(name, kernel, key)
         torch.library.register_fake(f"ctensor::{name}", _make_fake(spec), lib=library)
         register_autograd(library, spec)
+        if has_out_overload(spec):
+            library.define(out_schema(spec), tags=tags)
+            out_kernel = make_out_kernel(spec)
+            for key in _kernel_keys(spec):
+                library.impl(f"{name}.out", out_kernel, key)
+            torch.library.register_fake(f"ctensor::{name}.out", make_out_fake(spec), lib=library)
         names.append(name)
     return names
 
