@@ -27,6 +27,7 @@ from ctensor._registry import all_specs, get_spec
 from ctensor.conformance import dtypes as dt
 from ctensor.conformance.cases import generate, gradient_cases
 from ctensor.conformance.op_table import OPS
+from ctensor.torch._out import has_out_overload, out_names
 from ctensor.torch._schema import arg_name
 
 SEED = 28
@@ -361,10 +362,10 @@ def _assert_same(got: torch.Tensor, want: np.ndarray, op: str, what: str, exact:
         torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
 
 
-@pytest.mark.parametrize(("name", "index"), [] if __name__ == "__main__" else _opcheck_params())
+@pytest.mark.parametrize(("name", "index"), _opcheck_params())
 def test_opcheck(name: str, index: int):
     case = _all_cases()[name][index]
-    op = getattr(torch.ops.ctensor, name)
+    op = getattr(torch.ops.ctensor, name).default
     args = _requiring_grad(case)
     result = torch.library.opcheck(op, args, case.kwargs)
     assert set(result.values()) == {"SUCCESS"}, f"{case}: {result}"
@@ -378,6 +379,44 @@ def test_opcheck(name: str, index: int):
     exact = "deterministic" in spec.flags
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         _assert_same(g.detach(), w, name, f"output {k}", exact)
+
+
+def _detached(case: _Case) -> tuple:
+    return tuple(
+        [t.detach() for t in a] if isinstance(a, list) else None if a is None else a.detach()
+        for a in case.args
+    )
+
+
+@pytest.mark.parametrize(
+    "name", [name for name in ctensor.list_ops() if has_out_overload(get_spec(name))]
+)
+def test_opcheck_out_overload(name: str):
+    """``<op>.out`` on the op's first case, into tensors shaped as its results: opcheck passes
+    and it writes what the functional op returns."""
+    spec = get_spec(name)
+    case = _all_cases()[name][0]
+    args = _detached(case)
+    want = getattr(torch.ops.ctensor, name).default(*args, **case.kwargs)
+    structured = [want] if len(spec.outputs) == 1 else list(want)
+    results = {
+        key: [torch.empty_like(t) for t in value]
+        if isinstance(value, list)
+        else torch.empty_like(value)
+        for key, value in zip(out_names(spec), structured, strict=True)
+    }
+    overload = getattr(torch.ops.ctensor, name).out
+    # attributes named as torch.compile's functionalization's own keywords ("mode") take a
+    # trailing underscore in the out overload
+    names = {argument.name for argument in overload._schema.arguments}  # noqa: SLF001
+    kwargs = {key if key in names else key + "_": value for key, value in case.kwargs.items()}
+    result = torch.library.opcheck(overload, args, {**kwargs, **results})
+    assert set(result.values()) == {"SUCCESS"}, f"{case}: {result}"
+    assert overload(*args, **kwargs, **results) is None
+    for key, value in zip(out_names(spec), structured, strict=True):
+        got = _flat((results[key],))
+        for k, (g, w) in enumerate(zip(got, _flat((value,)), strict=True)):
+            torch.testing.assert_close(g, w, rtol=0, atol=0, msg=f"{case}: {key}[{k}]")
 
 
 # ---------------------------------------------------------------------- gradcheck ------------

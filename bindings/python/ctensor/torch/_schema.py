@@ -38,9 +38,10 @@ _SCALAR_TYPES = {
 }
 
 
-def arg_name(name: str) -> str:
-    """The torch argument name of a ctensor input or attribute."""
-    if keyword.iskeyword(name) or name in _RESERVED:
+def arg_name(name: str, reserved: frozenset = frozenset()) -> str:
+    """The torch argument name of a ctensor input or attribute (``reserved``: more names that
+    get the trailing underscore)."""
+    if keyword.iskeyword(name) or name in _RESERVED or name in reserved:
         return name + "_"
     return name
 
@@ -67,9 +68,9 @@ def is_factory(spec: OpSpec) -> bool:
     return all(inp.get("optional") and not inp.get("variadic") for inp in spec.inputs)
 
 
-def _attr_text(attr: dict) -> str:
+def _attr_text(attr: dict, reserved: frozenset) -> str:
     kind = attr["type"]
-    name = arg_name(attr["name"])
+    name = arg_name(attr["name"], reserved)
     base = _SCALAR_TYPES[kind]
     if kind == "dtype":
         return f"ScalarType {name}" if attr.get("required") else f"ScalarType? {name}=None"
@@ -89,11 +90,12 @@ def _returns(spec: OpSpec) -> str:
     return "(" + ", ".join(types) + ")"
 
 
-def torch_schema(spec: OpSpec, with_device: bool = True) -> str:
+def torch_schema(spec: OpSpec, with_device: bool = True, reserved: frozenset = frozenset()) -> str:
     """The schema of ``torch.ops.ctensor.<spec.name>``, e.g.
     ``softmax(Tensor x, *, int axis=-1) -> Tensor``. ``with_device``: whether an op callable
     without tensor inputs takes ``device`` (its ``out`` overload does not: the results say
-    where)."""
+    where). ``reserved``: attribute names that get a trailing underscore besides the usual
+    ones."""
     params: list[str] = []
     for index, inp in enumerate(spec.inputs):
         name = arg_name(inp["name"])
@@ -104,7 +106,7 @@ def torch_schema(spec: OpSpec, with_device: bool = True) -> str:
             params.append(f"Tensor? {name}=None" if trailing else f"Tensor? {name}")
         else:
             params.append(f"Tensor {name}")
-    keywords = [_attr_text(attr) for attr in spec.attrs]
+    keywords = [_attr_text(attr, reserved) for attr in spec.attrs]
     if is_factory(spec) and with_device:
         keywords.append("Device? device=None")
     if keywords:
