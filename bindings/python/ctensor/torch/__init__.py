@@ -9,7 +9,15 @@ the kernels of every loaded backend) through ``torch.library``, generated from t
 - the fake kernel, for FakeTensor, meta tensors and ``torch.compile``: ``ct_op_infer``
   (``_fake``), never reading data; dynamic operators get data-dependent sizes;
 - autograd from the operator's gradient entry, whose steps are ``torch.ops.ctensor`` calls
-  (``_autograd``).
+  (``_autograd``);
+- a vmap rule, chosen from the schema (``_vmap``): elementwise ops broadcast, ops along an
+  ``axis`` shift it, every other op loops over the batch.
+
+Plain ``ctensor.ops.<name>`` calls reach these ops too (``_route``): on torch tensors without
+readable memory (FakeTensor, meta tensors, ``torch.func`` transforms' wrappers) in eager mode,
+and under ``torch.compile``, whose Dynamo traces them into ``torch.ops.ctensor`` nodes
+(``_compile``; registered by ``import ctensor`` once ``torch._dynamo`` is loaded, see
+``ctensor._torch_hook``).
 
 Each op carries ``torch.Tag.pt2_compliant_tag``: it traces under ``torch.compile`` with
 ``fullgraph=True``, and ``torch.library.opcheck`` passes for it (tests/test_torch_ops.py).
@@ -24,6 +32,7 @@ from ._autograd import register_autograd
 from ._fake import fake_outputs
 from ._kernel import ctensor_attrs, make_kernel, op_results
 from ._schema import torch_schema as _schema_of
+from ._vmap import register_vmap
 
 __all__ = ["library", "op_names", "torch_schema"]
 
@@ -77,6 +86,8 @@ def _register() -> list[str]:
             library.impl(name, kernel, key)
         torch.library.register_fake(f"ctensor::{name}", _make_fake(spec), lib=library)
         register_autograd(library, spec)
+        if spec.inputs:
+            register_vmap(library, spec)
         names.append(name)
     return names
 

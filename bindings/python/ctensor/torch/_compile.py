@@ -1,0 +1,65 @@
+"""``torch.compile`` of plain ``ctensor.ops`` calls: Dynamo traces them as ``torch.ops.ctensor``.
+
+Dynamo cannot trace into a ``ctensor.ops`` function: the commonest ones are FastOps (a C type)
+and the call path behind them runs C through cffi. ``register_polyfills`` gives Dynamo two
+polyfills (``torch.compiler.substitute_in_graph``), which it inlines in place of the originals
+while tracing; eager calls never see them:
+
+- ``FastOp.__call__`` (the slot every FastOp shares): calls the op's Python function
+  (``FastOp.fallback``), which takes the same arguments and hands them, normalised, to
+- ``ctensor._call.call``: made as the ``torch.ops.ctensor.<name>`` call (``_route.torch_call``),
+  which Dynamo puts in the graph like any custom op; its fake kernel gives the output shapes.
+
+A call ``torch_call`` cannot make (no torch tensor among the inputs, ``backend=``, ``device=``)
+runs eagerly: a graph break, or an error under ``fullgraph=True``.
+
+Registration needs ``torch._dynamo``, whose import costs about a second; it happens when both
+``ctensor`` and ``torch._dynamo`` are imported, whichever comes first (``ctensor._torch_hook``),
+so a program that never compiles never pays for it, and one that compiles needs no import of
+``ctensor.torch`` of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+import torch._dynamo
+
+from .. import _call
+from .._lib import FastOp
+from ._route import routable, torch_call
+
+__all__ = ["register_polyfills"]
+
+_lock = threading.Lock()
+_registered = False
+
+
+def register_polyfills() -> None:
+    """Registers the polyfills with Dynamo, once per process."""
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        _register()
+        _registered = True
+
+
+def _register() -> None:
+    eager_call = torch._dynamo.disable(
+        _call.call,
+        reason="a ctensor.ops call without torch tensors, or with backend= or device=, "
+        "runs eagerly",
+    )
+
+    @torch.compiler.substitute_in_graph(FastOp.__call__)
+    def fast_op_call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return self.fallback(*args, **kwargs)
+
+    @torch.compiler.substitute_in_graph(_call.call)
+    def call(spec: Any, args: Any, out: Any, attrs: Any, fast_op_declined: bool = False) -> Any:
+        if routable(spec, args, out, attrs):
+            return torch_call(spec, args, out, attrs)
+        return eager_call(spec, args, out, attrs, fast_op_declined)
