@@ -10,6 +10,8 @@ the kernels of every loaded backend) through ``torch.library``, generated from t
   (``_fake``), never reading data; dynamic operators get data-dependent sizes;
 - autograd from the operator's gradient entry, whose steps are ``torch.ops.ctensor`` calls
   (``_autograd``);
+- an ``out`` overload writing into the caller's tensors, for every op whose output sizes follow
+  from its inputs (``_out``);
 - a vmap rule, chosen from the schema (``_vmap``): elementwise ops broadcast, ops along an
   ``axis`` shift it, every other op loops over the batch.
 
@@ -31,6 +33,7 @@ from .._registry import all_specs, get_spec
 from ._autograd import register_autograd
 from ._fake import fake_outputs
 from ._kernel import ctensor_attrs, make_kernel, op_results
+from ._out import has_out_overload, make_out_fake, make_out_kernel, out_schema
 from ._schema import torch_schema as _schema_of
 from ._vmap import register_vmap
 
@@ -88,6 +91,12 @@ def _register() -> list[str]:
         register_autograd(library, spec)
         if spec.inputs:
             register_vmap(library, spec)
+        if has_out_overload(spec):
+            library.define(out_schema(spec), tags=tags)
+            out_kernel = make_out_kernel(spec)
+            for key in ("CPU", "CUDA") if spec.inputs else ("CompositeExplicitAutograd",):
+                library.impl(f"{name}.out", out_kernel, key)
+            torch.library.register_fake(f"ctensor::{name}.out", make_out_fake(spec), lib=library)
         names.append(name)
     return names
 

@@ -79,9 +79,10 @@ def _returns(spec: OpSpec) -> str:
     return "(" + ", ".join(types) + ")"
 
 
-def torch_schema(spec: OpSpec) -> str:
+def torch_schema(spec: OpSpec, with_device: bool = True) -> str:
     """The schema of ``torch.ops.ctensor.<spec.name>``, e.g.
-    ``softmax(Tensor x, *, int axis=-1) -> Tensor``."""
+    ``softmax(Tensor x, *, int axis=-1) -> Tensor``. ``with_device``: whether an op without
+    tensor inputs takes ``device`` (its ``out`` overload does not: the results say where)."""
     params: list[str] = []
     for index, inp in enumerate(spec.inputs):
         name = arg_name(inp["name"])
@@ -93,7 +94,7 @@ def torch_schema(spec: OpSpec) -> str:
         else:
             params.append(f"Tensor {name}")
     keywords = [_attr_text(attr) for attr in spec.attrs]
-    if not spec.inputs:
+    if not spec.inputs and with_device:
         keywords.append("Device? device=None")
     if keywords:
         params.append("*")
