@@ -11,7 +11,10 @@ while tracing; eager calls never see them:
   which Dynamo puts in the graph like any custom op; its fake kernel gives the output shapes.
 
 A call ``torch_call`` cannot make (no torch tensor among the inputs, ``backend=``, ``device=``)
-runs eagerly: a graph break, or an error under ``fullgraph=True``.
+runs eagerly: a graph break, or an error under ``fullgraph=True``. The Python frames of such an
+eager call (the op's function, then ``call`` and everything it calls) are marked for Dynamo to
+skip, with everything they call: Dynamo would otherwise compile them as frames of their own
+and trace ctensor's C calls with fake tensors.
 
 Registration needs ``torch._dynamo``, whose import costs about a second; it happens when both
 ``ctensor`` and ``torch._dynamo`` are imported, whichever comes first (``ctensor._torch_hook``),
@@ -28,6 +31,7 @@ import torch
 import torch._dynamo
 
 from .. import _call
+from .. import ops as _ops
 from .._lib import FastOp
 from ._route import routable, torch_call
 
@@ -47,7 +51,22 @@ def register_polyfills() -> None:
         _registered = True
 
 
+def _skip_frames() -> None:
+    """Marks the frames of eager ctensor.ops calls for Dynamo to skip, with their callees."""
+    from torch._dynamo.eval_frame import set_code_exec_strategy
+    from torch._dynamo.types import FrameAction, FrameExecStrategy
+
+    skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+    functions = [_call.call]
+    for name in _ops.__all__:
+        op = getattr(_ops, name)
+        functions.append(op.fallback if isinstance(op, FastOp) else op)
+    for function in functions:
+        set_code_exec_strategy(function.__code__, skip)
+
+
 def _register() -> None:
+    _skip_frames()
     eager_call = torch._dynamo.disable(
         _call.call,
         reason="a ctensor.ops call without torch tensors, or with backend= or device=, "

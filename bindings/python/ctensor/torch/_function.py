@@ -123,7 +123,11 @@ def register_autograd_kernel(
     )
     list_at = spec.num_fixed_inputs if spec.variadic_input else -1
 
+    num_inputs = len(spec.inputs)
+
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(args) < num_inputs:  # the dispatcher leaves out trailing absent optional inputs
+            args = (*args, *[None] * (num_inputs - len(args)))
         length = len(args[list_at]) if list_at >= 0 else 0
         call = _Call(keyset, kwargs, list_at, length)
         flat = [*args[:list_at], *args[list_at], *args[list_at + 1 :]] if list_at >= 0 else args
