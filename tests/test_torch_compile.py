@@ -31,6 +31,10 @@ from ctensor.torch._vmap import rule_kind
 T = torch.ops.ctensor
 F64 = torch.float64
 
+# Inductor and torch.func.jvp script some of torch's own helpers the first time they run, and
+# torch.jit warns that it is deprecated: torch's business, not these tests'.
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
@@ -194,8 +198,6 @@ def test_model_forward_and_backward_match_eager(model):
         torch.testing.assert_close(grad, ref)
 
 
-# Inductor's import of torch.jit warns about torch.jit itself, which is torch's business.
-@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_model_under_inductor_matches_eager():
     x, target, params = _model_inputs()
     params = [p.requires_grad_() for p in params]
@@ -449,3 +451,9 @@ def test_func_grad_of_a_list_input_op():
     grads = torch.func.grad(f, argnums=(0, 1))(x, y)
     torch.testing.assert_close(grads[0], torch.full_like(x, 2.0))
     torch.testing.assert_close(grads[1], torch.full_like(y, 2.0))
+
+
+def test_forward_mode_ad_raises_instead_of_dropping_tangents():
+    x = torch.randn(3, dtype=F64)
+    with pytest.raises(NotImplementedError, match="jvp"):
+        torch.func.jvp(lambda v: T.sin(v), (x,), (torch.ones_like(x),))

@@ -318,17 +318,25 @@ def _torch_data_less(args: tuple, out: Any) -> bool:
     ``__torch_dispatch__`` subclass (FakeTensor, FunctionalTensor), a meta tensor, or a
     functorch wrapper (vmap's batched tensors, grad's). Only the general path asks: FastOp and
     the fast paths decline them."""
-    torch = sys.modules["torch"]
-    plain = (torch.Tensor, torch.nn.Parameter)
-    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-    for value in (*args, *(out if type(out) in (tuple, list) else (out,))):
+    global _TORCH_TYPES
+    if _TORCH_TYPES is None:
+        torch = sys.modules["torch"]
+        wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+        _TORCH_TYPES = (torch.Tensor, torch.nn.Parameter, wrapped)
+    tensor, parameter, wrapped = _TORCH_TYPES
+    for value in args:
         tp = type(value)
-        if tp in plain:
+        if tp is tensor or tp is parameter:
             if value.is_meta or wrapped(value):
                 return True
-        elif isinstance(value, torch.Tensor):
+        elif isinstance(value, tensor):
             return True
+    if out is not None:
+        return _torch_data_less(tuple(out) if type(out) in (tuple, list) else (out,), None)
     return False
+
+
+_TORCH_TYPES: tuple | None = None
 
 
 def _torch_op_call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from .._registry import OpSpec
 
@@ -131,9 +132,13 @@ def register_autograd_kernel(
         length = len(args[list_at]) if list_at >= 0 else 0
         call = _Call(keyset, kwargs, list_at, length)
         flat = [*args[:list_at], *args[list_at], *args[list_at + 1 :]] if list_at >= 0 else args
-        if torch.is_grad_enabled() and any(
-            isinstance(t, torch.Tensor) and t.requires_grad for t in flat
-        ):
+        # Under forward-mode AD (a dual level is open: torch.func.jvp, jacfwd) the Function
+        # is applied too, so that a tangent meets its jvp, which ctensor does not define (an
+        # error, not a silently missing tangent).
+        if (
+            torch.is_grad_enabled()
+            and any(isinstance(t, torch.Tensor) and t.requires_grad for t in flat)
+        ) or _forward_ad._current_level >= 0:
             if _transforms_active():
                 with _single_level_allowed():
                     result = function.apply(*flat, call)
