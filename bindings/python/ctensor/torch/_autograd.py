@@ -4,16 +4,10 @@ Every operator gets the same two functions (``torch.library.register_autograd``)
 saves the inputs and outputs its entry reads; the backward runs the entry's program
 (``ctensor.autodiff.Program``) with each step a ``torch.ops.ctensor`` call, so torch records the
 steps like any other op (higher-order gradients, ``torch.compile``'s backward graphs). No
-operator has Python of its own here. Integer and bool outputs are marked non-differentiable, as
-torch's own ops do; the backward of an operator whose entry has no gradient raises
-``ctensor.autodiff.NotDifferentiableError`` with the entry's reason.
-
-The Autograd kernel is torch's own (``make_autograd_impl``, what ``register_autograd`` installs)
-behind one shortcut: a call that records nothing (grad mode off, or no input requiring grad) on
-plain CPU or CUDA tensors, with no TorchDispatchMode and no functorch transform active, runs the
-ctensor kernel at once instead of redispatching below autograd through Python, which is most of
-a small call's cost. Every other call (FakeTensor, functional tensors, ``torch.func``, tracing,
-meta tensors, inputs requiring grad) takes torch's path unchanged.
+operator has Python of its own here. Integer and bool outputs, and outputs whose cotangent the
+entry ignores, are marked non-differentiable, as torch's own ops do; the backward of an
+operator whose entry has no gradient raises ``ctensor.autodiff.NotDifferentiableError`` with
+the entry's reason.
 """
 
 from __future__ import annotations
@@ -22,10 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch._library import autograd as _torch_autograd
 
 from .._registry import OpSpec
 from ..autodiff import NotDifferentiableError, Program
+from ._function import register_autograd_kernel
 from ._kernel import ctensor_attrs
 from ._schema import arg_name
 
@@ -60,58 +54,12 @@ def _flat(values: Any) -> list:
     return flat
 
 
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
-_grad_enabled = torch._C.is_grad_enabled
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_functorch_level = torch._C._functorch.peek_interpreter_stack
-
-
-def _direct(tensors: tuple | list) -> bool:
-    """Whether a call on ``tensors`` (None for an absent input, a list for the variadic one) may
-    skip the dispatcher below autograd: it records no gradient and nothing else would see it
-    (no mode, no transform, no tensor subclass but Parameter, no wrapper), on a device ctensor
-    runs on."""
-    if _dispatch_modes() or _functorch_level() is not None:
-        return False
-    grad = _grad_enabled()
-    for t in tensors:
-        if type(t) not in _PLAIN:
-            if t is None:
-                continue
-            if type(t) is list and _direct_list(t, grad):
-                continue
-            return False
-        if grad and t.requires_grad or not (t.is_cpu or t.is_cuda):
-            return False
-    return True
-
-
-def _direct_list(tensors: list, grad: bool) -> bool:
-    for t in tensors:
-        if type(t) not in _PLAIN or grad and t.requires_grad or not (t.is_cpu or t.is_cuda):
-            return False
-    return True
-
-
-def _autograd_kernel(op: Any, info: Any, kernel: Callable) -> Callable:
-    """torch's Autograd kernel of ``op`` for ``info`` (backward and setup_context), with the
-    shortcut to ``kernel`` (see the module's docstring)."""
-    slow = _torch_autograd.make_autograd_impl(op, info)
-
-    def autograd_kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
-        if _direct(args):
-            return kernel(*args, **kwargs)
-        return slow(keyset, *args, **kwargs)
-
-    return autograd_kernel
-
-
 def register_autograd(
     library: torch.library.Library, spec: OpSpec, kernel: Callable | None = None
 ) -> None:
     """Registers the autograd of ``spec`` on ``torch.ops.ctensor.<spec.name>``; ``kernel``, the
-    op's CPU and CUDA kernel, is called directly where nothing needs the dispatcher (None:
-    torch's ``register_autograd`` alone)."""
+    op's CPU and CUDA kernel, is called at once where nothing needs the dispatcher (see
+    ``_function``)."""
     entry = spec.schema["gradient"]
     differentiable = bool(entry.get("differentiable"))
     num_inputs = len(spec.inputs)
@@ -121,6 +69,7 @@ def register_autograd(
             if "dtype_of" in attr:
                 saved_inputs[attr["dtype_of"]] = True
     saved_outputs = list(entry.get("saved_outputs") or [False] * len(spec.outputs))
+    takes_cotangent = list(entry.get("output_takes_cotangent") or [True] * len(spec.outputs))
     variadic_in = spec.variadic_input
     variadic_out = spec.variadic_output
 
@@ -131,6 +80,14 @@ def register_autograd(
         frozen = [t for t in outputs if not _is_differentiable_dtype(t)]
         if not differentiable:
             frozen = outputs
+        else:
+            # An output whose cotangent the entry ignores (batch_norm_training's statistics,
+            # attention's logsumexp) is not differentiable, as torch's output_differentiability
+            # makes such outputs of its own ops: a loss made of it raises instead of getting a
+            # silently wrong gradient.
+            for index, value in enumerate([output] if len(spec.outputs) == 1 else output):
+                if not takes_cotangent[index]:
+                    frozen.extend(_flat(value) if isinstance(value, (list, tuple)) else [value])
         if frozen:
             ctx.mark_non_differentiable(*frozen)
         ctx.attrs = ctensor_attrs(spec, keyword_only_inputs or {})
@@ -179,8 +136,8 @@ def register_autograd(
         inputs, outputs = values[:num_inputs], values[num_inputs:]
         cotangents = list(grads)
         program = Program(spec, entry, inputs, cotangents, ctx.attrs, run_torch_op, outputs)
-        # The dispatcher leaves out trailing inputs passed as their default (None), so the call
-        # may have had fewer inputs than the schema: one gradient per input it had.
+        # One gradient per argument the call passed: the dispatcher leaves out trailing optional
+        # inputs equal to their default (None), so there may be fewer than the schema's.
         needs = ctx.needs_input_grad
         result = []
         for index, ref in enumerate(entry["input_grads"][: len(needs)]):
@@ -192,11 +149,5 @@ def register_autograd(
                 result.append([None] * ctx.list_length if is_list else None)
         return tuple(result) if len(result) != 1 else result[0]
 
-    if kernel is None or not spec.inputs:
-        torch.library.register_autograd(
-            f"ctensor::{spec.name}", backward, setup_context=setup_context, lib=library
-        )
-        return
-    op = getattr(torch.ops.ctensor, spec.name).default
-    info = _torch_autograd.Info(backward, setup_context)
-    library.impl(spec.name, _autograd_kernel(op, info, kernel), "Autograd", with_keyset=True)
+    # Not torch.library.register_autograd: its Function does not work under torch.func.grad.
+    register_autograd_kernel(library, spec, backward, setup_context, kernel)
