@@ -312,6 +312,24 @@ def test_max_pool2d_narrow_rows_match_torch(dtype, shape, layout):
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("width,padding,dilation", [(4, 1, 1), (3, 2, 1), (7, 1, 2), (1, 1, 1)])
+def test_conv2d_narrow_images_match_torch(dtype, width, padding, dilation):
+    # rows of the packed input in pieces of a few columns, the padding inside them
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 3, 4, width)).astype(dtype)
+    w = rng.standard_normal((6, 3, 3, 3)).astype(dtype)
+    got = ops.conv2d(x, w, padding=[padding, padding], dilation=[dilation, dilation])
+    expected = F.conv2d(
+        torch.from_numpy(x).double(),
+        torch.from_numpy(w).double(),
+        padding=padding,
+        dilation=dilation,
+    ).numpy()
+    tolerance = {"float16": 2e-2, "float32": 1e-4, "float64": 1e-10}[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tolerance, atol=tolerance)
+
+
 # ----- float32 sums: at least as accurate as NumPy's pairwise sum -----
 
 

@@ -102,6 +102,13 @@ static void CT_C2_NAME(ct_cpu_conv2d_pack_col)(const void* context, int64_t batc
       const int64_t ih = oh * job->stride[0] + ih_base;
       if (ih < 0 || ih >= job->h || img >= job->n) { /* padding, or past the last image */
         ct_conv2d_zero(ds, (size_t)seg * sizeof(CT_C2_C));
+      } else if (step == 1 && seg <= CT_CONV2D_SHORT_SEGMENT) {
+        /* A short piece (narrow images): one pass, zero outside the input's columns. */
+        const CT_C2_T* src = xc + img * job->xs[0] + ih * job->xs[2] + ow;
+        const int64_t a = lo - ow, b = hi - ow;
+        for (int64_t u = 0; u < seg; ++u) {
+          ds[u] = u >= a && u < b ? CT_C2_NAME(ct_load)(src[u]) : (CT_C2_C)0;
+        }
       } else {
         /* [0, a): left padding, [a, b): inside the input, [b, seg): right padding. */
         int64_t a = lo - ow, b = hi - ow;

@@ -40,6 +40,8 @@
  * 4 per thread: 8 covers 2 threads). A constant, not the thread count, so that the workspace
  * asked for always fits the call. */
 #define CT_CONV2D_FOLD_MIN_CHUNKS 8
+/* Pieces of packed rows up to this long are copied element by element (narrow images). */
+#define CT_CONV2D_SHORT_SEGMENT 8
 /* Kernel widths up to this have their valid column ranges computed once per call. */
 #define CT_CONV2D_MAX_KW 16
 
