@@ -210,6 +210,22 @@ def test_model_under_inductor_matches_eager():
         torch.testing.assert_close(grad, ref)
 
 
+def test_torch_export_of_plain_calls_holds_ctensor_ops():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(4, 3))
+
+        def forward(self, x):
+            return ctensor.ops.softmax(ctensor.ops.matmul(x, self.weight), axis=1)
+
+    model, x = Model(), torch.randn(5, 4)
+    program = torch.export.export(model, (x,))
+    names = [_ctensor_name(n.target) for n in program.graph.nodes if n.op == "call_function"]
+    assert names == ["matmul", "softmax"]
+    torch.testing.assert_close(program.module()(x), torch.softmax(x @ model.weight, 1))
+
+
 # --- calls with scalars, out=, variadic inputs, dynamic shapes --------------------------------
 
 

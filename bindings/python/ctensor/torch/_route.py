@@ -116,17 +116,16 @@ def _attr_value(spec: OpSpec, name: str, value: Any) -> Any:
 
 def torch_call(spec: OpSpec, args: Any, out: Any, attrs: dict | None) -> Any:
     """Runs a ``ctensor.ops`` call (``routable``) as ``torch.ops.ctensor.<name>``."""
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    partner = tensors[0].dtype
-    for t in tensors[1:]:
-        partner = torch.promote_types(partner, t.dtype)
-    inputs = []
-    for value in args:
-        if isinstance(value, _SCALARS):
-            value = torch.tensor(
-                value, dtype=_scalar_dtype(value, partner), device=tensors[0].device
-            )
-        inputs.append(value)
+    inputs = list(args)
+    if spec.elementwise and any(isinstance(a, _SCALARS) for a in args):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        partner = tensors[0].dtype
+        for t in tensors[1:]:
+            partner = torch.promote_types(partner, t.dtype)
+        for index, value in enumerate(args):
+            if isinstance(value, _SCALARS):
+                dtype = _scalar_dtype(value, partner)
+                inputs[index] = torch.tensor(value, dtype=dtype, device=tensors[0].device)
     if spec.variadic_input:
         fixed = spec.num_fixed_inputs
         inputs = [*inputs[:fixed], inputs[fixed:]]
