@@ -1,7 +1,9 @@
 """Autograd of ``torch.ops.ctensor`` from the registry's gradient entries.
 
-Every operator gets the same two functions (``torch.library.register_autograd``): the forward
-saves the inputs and outputs its entry reads; the backward runs the entry's program
+Every operator gets the same two functions (``setup_context`` and ``backward``, as
+``torch.library.register_autograd`` takes them; ``_function`` makes them the op's Autograd
+kernel, one that ``torch.func`` transforms accept): the forward saves the inputs and outputs its
+entry reads; the backward runs the entry's program
 (``ctensor.autodiff.Program``) with each step a ``torch.ops.ctensor`` call, so torch records the
 steps like any other op (higher-order gradients, ``torch.compile``'s backward graphs). No
 operator has Python of its own here. Integer and bool outputs, and outputs whose cotangent the
