@@ -433,6 +433,60 @@ def test_axis_rule_agrees_with_a_loop_for_every_op_it_takes():
                 torch.testing.assert_close(result, torch.stack([r[k] for r in looped]), msg=name)
 
 
+def _second_sample(value):
+    """The second slice of a batch of two: floats halved (in every op's domain that the first
+    is), everything else as it is."""
+    if isinstance(value, list):
+        return [_second_sample(v) for v in value]
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value * 0.5
+    return value
+
+
+def _batch_of_two(value):
+    if isinstance(value, list):
+        return [_batch_of_two(v) for v in value]
+    if value is None:
+        return None
+    return torch.stack([value, _second_sample(value)])
+
+
+def _flat_results(result) -> list:
+    if isinstance(result, torch.Tensor):
+        return [result]
+    return [t for r in result for t in _flat_results(r)]
+
+
+def test_vmap_of_every_op_agrees_with_a_loop():
+    # The opcheck cases of tests/test_torch_ops.py, one per op, batched with a second slice.
+    from test_torch_ops import _all_cases
+
+    checked = 0
+    for name, cases in sorted(_all_cases().items()):
+        spec = get_spec(name)
+        # Ops without tensor inputs have nothing to batch; dynamic ops give each slice its own
+        # size, which no batch can hold.
+        if spec.is_dynamic or not any(a is not None for a in cases[0].args):
+            continue
+        case = cases[0]
+        op = getattr(T, name).default
+        in_dims = tuple(
+            None if a is None else [0] * len(a) if isinstance(a, list) else 0 for a in case.args
+        )
+        batched = tuple(_batch_of_two(a) for a in case.args)
+        with torch.no_grad():
+            got = torch.func.vmap(lambda *xs, op=op, kw=case.kwargs: op(*xs, **kw), in_dims)(
+                *batched
+            )
+            first = _flat_results(op(*case.args, **case.kwargs))
+            second = _flat_results(op(*(_second_sample(a) for a in case.args), **case.kwargs))
+        for k, result in enumerate(_flat_results(got)):
+            want = torch.stack([first[k], second[k]])
+            torch.testing.assert_close(result, want, equal_nan=True, msg=f"{name}: {case}")
+        checked += 1
+    assert checked > 200
+
+
 # --- torch.func.grad, vjp ---------------------------------------------------------------------
 
 
