@@ -26,6 +26,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 import ctensor
 import ctensor.torch
 from ctensor._registry import all_specs, get_spec
+from ctensor.torch._schema import arg_name
 from ctensor.torch._vmap import rule_kind
 
 T = torch.ops.ctensor
@@ -224,6 +225,44 @@ def test_torch_export_of_plain_calls_holds_ctensor_ops():
     names = [_ctensor_name(n.target) for n in program.graph.nodes if n.op == "call_function"]
     assert names == ["matmul", "softmax"]
     torch.testing.assert_close(program.module()(x), torch.softmax(x @ model.weight, 1))
+
+
+def test_every_op_compiles_fullgraph_into_its_torch_op():
+    # The opcheck cases of tests/test_torch_ops.py, one per op, as plain ctensor.ops calls.
+    from test_torch_ops import _all_cases
+
+    traced: list = []
+
+    def recording_backend(graph, example_inputs):
+        traced.extend(_ctensor_name(n.target) for n in graph.graph.nodes)
+        return graph.forward
+
+    checked = 0
+    for name, cases in sorted(_all_cases().items()):
+        spec = get_spec(name)
+        case = cases[0]
+        if not any(a is not None for a in case.args):
+            continue  # no tensor input: runs eagerly (torch.ops.ctensor takes device=)
+        names = {arg_name(a["name"]): a["name"] for a in spec.attrs}
+        attrs = {names[key]: value for key, value in case.kwargs.items()}
+        plain = getattr(ctensor.ops, name)
+
+        def f(*args, op=plain, attrs=attrs):
+            return op(*args, **attrs)
+
+        torch._dynamo.reset()
+        traced.clear()
+        with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+            got = torch.compile(f, fullgraph=True, backend=recording_backend)(*case.args)
+        assert name in traced, (name, traced)
+        want = f(*case.args)
+        got, want = _flat_results(got), _flat_results(want)
+        assert len(got) == len(want), name
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype, name
+            torch.testing.assert_close(a, b, equal_nan=True, msg=f"{name}: {case}")
+        checked += 1
+    assert checked > 200
 
 
 # --- calls with scalars, out=, variadic inputs, dynamic shapes --------------------------------
