@@ -13,8 +13,8 @@ Two callers:
 
 - ``ctensor._call`` in eager mode, for tensors without readable memory (FakeTensor and other
   ``__torch_dispatch__`` subclasses, meta tensors, functorch's batched and grad-tracking
-  wrappers: ``has_data_less``); torch's dispatcher then runs the op's fake, vmap or autograd
-  rule.
+  wrappers: ``_call._torch_data_less``); torch's dispatcher then runs the op's fake, vmap or
+  autograd rule.
 - ``torch.compile``: Dynamo traces ``torch_call`` in place of ``ctensor._call.call``
   (``_compile``), so a plain ``ctensor.ops.<name>`` call becomes a ``torch.ops.ctensor`` node.
 
@@ -32,31 +32,9 @@ from .._dtypes import to_dtype_name
 from .._registry import OpSpec
 from ._schema import arg_name
 
-__all__ = ["has_data_less", "routable", "torch_call"]
+__all__ = ["routable", "torch_call"]
 
-_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
-_is_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 _SCALARS = (bool, int, float, complex)
-
-
-def _data_less(value: Any) -> bool:
-    if not isinstance(value, torch.Tensor):
-        return False
-    if type(value) not in _PLAIN_TYPES:
-        return True  # FakeTensor, FunctionalTensor, any __torch_dispatch__ subclass
-    return value.is_meta or _is_functorch_wrapped(value)
-
-
-def has_data_less(args: Any, out: Any) -> bool:
-    """Whether any input or output is a torch tensor whose memory ctensor cannot read."""
-    for value in args:
-        if _data_less(value):
-            return True
-    if out is None:
-        return False
-    if isinstance(out, (tuple, list)):
-        return any(_data_less(o) for o in out)
-    return _data_less(out)
 
 
 def routable(spec: OpSpec, args: Any, out: Any, attrs: dict | None) -> bool:
