@@ -81,14 +81,15 @@ def _layout(tensor: torch.Tensor, layout: str | None) -> torch.Tensor:
         view.copy_(tensor)
         return view
     if layout == "transposed" and tensor.dim() >= 2:
-        return (
-            tensor.mT.contiguous().mT
-            if tensor.dim() == 2
-            else tensor.permute(*reversed(range(tensor.dim())))
-            .contiguous()
-            .permute(*reversed(range(tensor.dim())))
-        )
-    return tensor  # "broadcast" values are already constant along an axis: kept compact
+        axes = list(reversed(range(tensor.dim())))
+        return tensor.permute(axes).contiguous().permute(axes)
+    if layout == "broadcast":
+        # the suite made the values constant along one axis: a zero stride there
+        for axis, extent in enumerate(tensor.shape):
+            first = tensor.narrow(axis, 0, 1)
+            if extent > 1 and torch.equal(first.expand(tensor.shape), tensor):
+                return first.expand(tensor.shape)
+    return tensor
 
 
 def _torch_input(array: np.ndarray, layout: str | None) -> torch.Tensor:
@@ -190,7 +191,7 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         kwargs = kwargs or {}
         if func.namespace == "ctensor":
-            name = func._opname  # noqa: SLF001
+            name = func.overloadpacket.__name__
             detached = tuple(
                 [t.detach().clone() for t in a]
                 if isinstance(a, (list, tuple))
