@@ -164,20 +164,24 @@ def _from_suite(spec, case, signature) -> _Case:  # noqa: ANN001
     )
 
 
+def _non_contiguous(case: _Case) -> bool:
+    return any(t is not None and not t.is_contiguous() for t in _flat(case.args))
+
+
 def _suite_cases(spec) -> list[_Case]:  # noqa: ANN001
-    """One case per chosen signature: the suite's first case whose first input is not compact
-    (its layouts rotate) and that gives no NaN, without edge values (infinities and NaN in the
-    inputs); failing that, one of its smooth gradient cases."""
+    """One case per chosen signature from the suite's cases without edge values (infinities and
+    NaN in the inputs), then its smooth gradient cases: the first that gives no NaN, for the
+    first signature the first with a non-contiguous input if one does."""
     cases = []
     entry = dict(OPS.get(spec.name, {}), edges=False)
-    for signature in _chosen_signatures(spec):
-        found = generate(spec, signature, SEED, 6, entry)
-        found = found[1:] + found[:1] + gradient_cases(spec, signature, SEED, 3)
-        for case in found:
-            made = _from_suite(spec, case, signature)
-            if not _unusable(made):
-                cases.append(made)
-                break
+    for number, signature in enumerate(_chosen_signatures(spec)):
+        found = generate(spec, signature, SEED, 6, entry) + gradient_cases(spec, signature, SEED, 3)
+        made = [_from_suite(spec, case, signature) for case in found]
+        if number == 0:
+            made.sort(key=lambda case: not _non_contiguous(case))
+        usable = next((case for case in made if not _unusable(case)), None)
+        if usable is not None:
+            cases.append(usable)
     return cases
 
 
@@ -260,11 +264,20 @@ def _recorded_backward_calls() -> dict[str, list]:
 
 def _recorded_cases(name: str, count: int) -> list[_Case]:
     """Up to ``count`` calls of op ``name`` made by gradient programs, of different dtypes,
-    without NaN."""
+    without NaN; the first with its inputs in strided views (the same values)."""
     calls = _recorded_backward_calls().get(name, [])
     picked, dtypes = [], set()
     for args, kwargs in calls:
         dtype = next(t.dtype for t in _flat(args) if t is not None)
+        if not picked:
+            args = tuple(
+                [_layout(t, "strided") for t in a]
+                if isinstance(a, list)
+                else None
+                if a is None
+                else _layout(a, "strided")
+                for a in args
+            )
         case = _Case(name, args, kwargs, "recorded from a gradient program")
         if dtype not in dtypes and not _unusable(case):
             dtypes.add(dtype)
