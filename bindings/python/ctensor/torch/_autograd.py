@@ -18,6 +18,7 @@ import torch
 
 from .._registry import OpSpec
 from ..autodiff import NotDifferentiableError, Program
+from ._function import register_autograd_kernel
 from ._kernel import ctensor_attrs
 from ._schema import arg_name
 
@@ -143,6 +144,5 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
                 result.append([None] * ctx.list_length if is_list else None)
         return tuple(result) if len(result) != 1 else result[0]
 
-    torch.library.register_autograd(
-        f"ctensor::{spec.name}", backward, setup_context=setup_context, lib=library
-    )
+    # Not torch.library.register_autograd: its Function does not work under torch.func.grad.
+    register_autograd_kernel(library, spec, backward, setup_context)
