@@ -133,11 +133,9 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
         inputs, outputs = values[:num_inputs], values[num_inputs:]
         cotangents = list(grads)
         program = Program(spec, entry, inputs, cotangents, ctx.attrs, run_torch_op, outputs)
-        # One gradient per argument the call passed: the dispatcher leaves out trailing optional
-        # inputs equal to their default (None), so there may be fewer than the schema's.
         needs = ctx.needs_input_grad
         result = []
-        for index, ref in enumerate(entry["input_grads"][: len(needs)]):
+        for index, ref in enumerate(entry["input_grads"]):
             is_list = variadic_in and index == num_inputs - 1
             wanted = is_list or needs[index]
             if ref is not None and wanted and ctx.present[index]:
