@@ -120,9 +120,12 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
         inputs, outputs = values[:num_inputs], values[num_inputs:]
         cotangents = list(grads)
         program = Program(spec, entry, inputs, cotangents, ctx.attrs, run_torch_op, outputs)
+        # needs_input_grad covers the arguments the caller passed: a trailing optional input
+        # left at its default (linear without bias) has no entry and gets no gradient.
         needs = ctx.needs_input_grad
+        passed = len(needs)
         result = []
-        for index, ref in enumerate(entry["input_grads"]):
+        for index, ref in enumerate(entry["input_grads"][:passed]):
             is_list = variadic_in and index == num_inputs - 1
             wanted = is_list or needs[index]
             if ref is not None and wanted and ctx.present[index]:

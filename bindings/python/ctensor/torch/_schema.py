@@ -24,7 +24,7 @@ __all__ = ["arg_name", "torch_schema"]
 _RESERVED = frozenset({"out", "self", "device"})
 
 _SCALAR_TYPES = {
-    "int": "int",
+    "int": "SymInt",
     "float": "float",
     "bool": "bool",
     "string": "str",
