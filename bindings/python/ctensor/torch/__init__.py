@@ -4,7 +4,7 @@ Importing this module registers each operator of the registry (forward and backw
 the kernels of every loaded backend) through ``torch.library``, generated from the C schema:
 
 - the torch schema (``torch_schema``): tensor inputs positionally, attributes keyword-only with
-  the registry's defaults, a ``Device? device`` for operators without tensor inputs;
+  the registry's defaults, a ``Device? device`` for operators callable without tensor inputs;
 - the kernel: ctensor's call path on the tensors' memory, without copies (``_kernel``);
 - the fake kernel, for FakeTensor, meta tensors and ``torch.compile``: ``ct_op_infer``
   (``_fake``), never reading data; dynamic operators get data-dependent sizes;
@@ -26,6 +26,7 @@ from ._autograd import register_autograd
 from ._fake import fake_outputs
 from ._kernel import ctensor_attrs, make_kernel, op_results
 from ._out import has_out_overload, make_out_fake, make_out_kernel, out_schema
+from ._schema import is_factory
 from ._schema import torch_schema as _schema_of
 
 __all__ = ["library", "op_names", "torch_schema"]
@@ -45,10 +46,11 @@ def op_names() -> list[str]:
 
 
 def _make_fake(spec):  # noqa: ANN001, ANN202
-    if not spec.inputs:
+    if is_factory(spec):
 
-        def fake_factory(*, device=None, **kwargs):  # noqa: ANN001, ANN003, ANN202
-            outputs = fake_outputs(spec, [], ctensor_attrs(spec, kwargs), device)
+        def fake_factory(*args, device=None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            tensors = [*args, *[None] * (len(spec.inputs) - len(args))]
+            outputs = fake_outputs(spec, tensors, ctensor_attrs(spec, kwargs), device)
             return op_results(spec, outputs[0] if len(outputs) == 1 else tuple(outputs))
 
         return fake_factory
@@ -62,10 +64,10 @@ def _make_fake(spec):  # noqa: ANN001, ANN202
 
 
 def _kernel_keys(spec) -> tuple[str, ...]:  # noqa: ANN001
-    """Dispatch keys of an op's kernel: the devices torch and ctensor share. An op without
-    tensor inputs has nothing to dispatch on, so its kernel is the fallback for every key (and
-    reads its ``device`` argument)."""
-    if not spec.inputs:
+    """Dispatch keys of an op's kernel: the devices torch and ctensor share. An op that can be
+    called without tensor inputs has nothing to dispatch on then, so its kernel is the fallback
+    for every key (and reads its ``device`` argument when no tensor says the device)."""
+    if is_factory(spec):
         return ("CompositeExplicitAutograd",)
     return ("CPU", "CUDA")
 
@@ -83,7 +85,7 @@ def _register() -> list[str]:
         if has_out_overload(spec):
             library.define(out_schema(spec), tags=tags)
             out_kernel = make_out_kernel(spec)
-            for key in ("CPU", "CUDA") if spec.inputs else ("CompositeExplicitAutograd",):
+            for key in _kernel_keys(spec):
                 library.impl(f"{name}.out", out_kernel, key)
             torch.library.register_fake(f"ctensor::{name}.out", make_out_fake(spec), lib=library)
         names.append(name)

@@ -4,9 +4,10 @@ Every operator gets the same two functions (``torch.library.register_autograd``)
 saves the inputs and outputs its entry reads; the backward runs the entry's program
 (``ctensor.autodiff.Program``) with each step a ``torch.ops.ctensor`` call, so torch records the
 steps like any other op (higher-order gradients, ``torch.compile``'s backward graphs). No
-operator has Python of its own here. Integer and bool outputs are marked non-differentiable, as
-torch's own ops do; the backward of an operator whose entry has no gradient raises
-``ctensor.autodiff.NotDifferentiableError`` with the entry's reason.
+operator has Python of its own here. Integer and bool outputs, and outputs whose cotangent the
+entry ignores, are marked non-differentiable, as torch's own ops do; the backward of an
+operator whose entry has no gradient raises ``ctensor.autodiff.NotDifferentiableError`` with
+the entry's reason.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
             if "dtype_of" in attr:
                 saved_inputs[attr["dtype_of"]] = True
     saved_outputs = list(entry.get("saved_outputs") or [False] * len(spec.outputs))
+    takes_cotangent = list(entry.get("output_takes_cotangent") or [True] * len(spec.outputs))
     variadic_in = spec.variadic_input
     variadic_out = spec.variadic_output
 
@@ -72,6 +74,14 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
         frozen = [t for t in outputs if not _is_differentiable_dtype(t)]
         if not differentiable:
             frozen = outputs
+        else:
+            # An output whose cotangent the entry ignores (batch_norm_training's statistics,
+            # attention's logsumexp) is not differentiable, as torch's output_differentiability
+            # makes such outputs of its own ops: a loss made of it raises instead of getting a
+            # silently wrong gradient.
+            for index, value in enumerate([output] if len(spec.outputs) == 1 else output):
+                if not takes_cotangent[index]:
+                    frozen.extend(_flat(value) if isinstance(value, (list, tuple)) else [value])
         if frozen:
             ctx.mark_non_differentiable(*frozen)
         ctx.attrs = ctensor_attrs(spec, keyword_only_inputs or {})
@@ -120,12 +130,11 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
         inputs, outputs = values[:num_inputs], values[num_inputs:]
         cotangents = list(grads)
         program = Program(spec, entry, inputs, cotangents, ctx.attrs, run_torch_op, outputs)
-        # needs_input_grad covers the arguments the caller passed: a trailing optional input
-        # left at its default (linear without bias) has no entry and gets no gradient.
+        # One gradient per argument the call passed: the dispatcher leaves out trailing optional
+        # inputs equal to their default (None), so there may be fewer than the schema's.
         needs = ctx.needs_input_grad
-        passed = len(needs)
         result = []
-        for index, ref in enumerate(entry["input_grads"][:passed]):
+        for index, ref in enumerate(entry["input_grads"][: len(needs)]):
             is_list = variadic_in and index == num_inputs - 1
             wanted = is_list or needs[index]
             if ref is not None and wanted and ctx.present[index]:

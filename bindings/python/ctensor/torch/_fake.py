@@ -24,9 +24,6 @@ from .._registry import OpSpec
 __all__ = ["infer", "fake_outputs"]
 
 _INFO_CAPACITY = 64
-#: A data pointer for the views: ct_op_infer validates views as ct_op_run does (non-NULL data
-#: for a non-empty tensor) but never reads through it.
-_NO_DATA = ffi.new("char[]", 1)
 
 
 def _device_name(device: torch.device) -> str:
@@ -46,8 +43,7 @@ def infer(
         if dtype is None:
             pointers[i] = ffi.NULL
             continue
-        view = views[i]
-        view.data = _NO_DATA
+        view = views[i]  # data stays NULL: ct_op_infer checks the layout only
         view.device.device_type = lib.CT_DEVICE_CPU
         view.ndim = len(shape)
         code, bits = code_bits(dtype)

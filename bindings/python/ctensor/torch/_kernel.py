@@ -15,9 +15,10 @@ import torch
 
 from .. import ops as _ops
 from .._call import call
+from .._dtypes import to_dtype_name
 from .._registry import OpSpec
 from ._fake import infer
-from ._schema import arg_name
+from ._schema import arg_name, is_factory
 
 __all__ = ["make_kernel", "ctensor_attrs", "op_results"]
 
@@ -56,7 +57,7 @@ def _flat_inputs(spec: OpSpec, args: tuple) -> list:
 
 def make_kernel(spec: OpSpec):  # noqa: ANN201
     """The CompositeExplicitAutograd kernel of ``torch.ops.ctensor.<spec.name>``."""
-    if not spec.inputs:
+    if is_factory(spec):
         return _factory_kernel(spec)
     function = getattr(_ops, spec.name)
     renamed = any(arg_name(a["name"]) != a["name"] for a in spec.attrs) or any(
@@ -80,17 +81,25 @@ def make_kernel(spec: OpSpec):  # noqa: ANN201
 
 
 def _factory_kernel(spec: OpSpec):  # noqa: ANN202
-    """An operator without tensor inputs (random numbers, arange): its outputs are allocated on
-    ``device`` from ``ct_op_infer``, then the call runs into them."""
+    """An operator callable without tensor inputs (random numbers, arange; random_bernoulli
+    without ``probs``): its outputs are allocated from ``ct_op_infer`` on the device of its
+    tensor inputs, or ``device`` when none is given, then the call runs into them."""
+    count = len(spec.inputs)
 
-    def kernel(*, device: Any = None, **kwargs: Any) -> Any:
+    def kernel(*args: Any, device: Any = None, **kwargs: Any) -> Any:
         attrs = ctensor_attrs(spec, kwargs)
+        inputs = [*args, *[None] * (count - len(args))]
+        present = [t for t in inputs if t is not None]
+        if present:
+            device = present[0].device
         device = torch.device("cpu") if device is None else torch.device(device)
+        dtypes = [None if t is None else to_dtype_name(t.dtype) for t in inputs]
+        shapes = [None if t is None else tuple(t.shape) for t in inputs]
         outputs = tuple(
             torch.empty(shape, dtype=getattr(torch, dtype), device=device)
-            for dtype, shape in infer(spec, [], [], attrs)
+            for dtype, shape in infer(spec, dtypes, shapes, attrs)
         )
-        call(spec, [], outputs, attrs)
+        call(spec, inputs, outputs, attrs)
         return op_results(spec, outputs if len(outputs) != 1 else outputs[0])
 
     return kernel

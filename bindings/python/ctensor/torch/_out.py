@@ -24,6 +24,11 @@ from ._schema import arg_name, torch_schema
 
 __all__ = ["has_out_overload", "out_names", "out_schema", "make_out_kernel", "make_out_fake"]
 
+#: Keywords that torch's auto_functionalized (what runs an ``out`` overload under
+#: ``torch.compile``) passes on beside the op's own and so collide with them: an attribute of
+#: that name (interpolate's and pad's ``mode``) is ``mode_`` in the ``out`` overload.
+_FUNCTIONALIZE_RESERVED = frozenset({"mode"})
+
 
 def has_out_overload(spec: OpSpec) -> bool:
     return not spec.is_dynamic
@@ -38,7 +43,7 @@ def out_names(spec: OpSpec) -> list[str]:
 
 def out_schema(spec: OpSpec) -> str:
     """``name.out(<the functional arguments>, Tensor(a!) out) -> ()``."""
-    functional = torch_schema(spec, with_device=False)
+    functional = torch_schema(spec, with_device=False, reserved=_FUNCTIONALIZE_RESERVED)
     head, _ = functional.rsplit(" -> ", 1)
     params = head[len(spec.name) + 1 : -1]
     mutable = []
@@ -60,6 +65,10 @@ def _split(spec: OpSpec, args: tuple, kwargs: dict) -> tuple[list, tuple, dict]:
     for output, name in zip(spec.outputs, out_names(spec), strict=True):
         value = rest.pop(name)
         results.extend(value if output.get("variadic") else [value])
+    for attr in spec.attrs:
+        renamed = arg_name(attr["name"], _FUNCTIONALIZE_RESERVED)
+        if renamed in rest:
+            rest[arg_name(attr["name"])] = rest.pop(renamed)
     return inputs, tuple(results), rest
 
 
@@ -77,7 +86,8 @@ def make_out_fake(spec: OpSpec):  # noqa: ANN201
 
     def out_fake(*args: Any, **kwargs: Any) -> None:
         inputs, results, rest = _split(spec, args, kwargs)
-        device = results[0].device if results and not inputs else None
+        present = any(t is not None for t in inputs)
+        device = results[0].device if results and not present else None
         expected = fake_outputs(spec, inputs, ctensor_attrs(spec, rest), device)
         if len(expected) != len(results):
             raise ShapeMismatchError(

@@ -3,10 +3,11 @@
 Tensor inputs come first, positionally, in the registry's order: a required input is ``Tensor``,
 an optional one ``Tensor?`` (defaulting to None when no required input follows it) and the
 variadic input ``Tensor[]``. Attributes follow, keyword-only, typed as torch types with the
-registry's defaults; a ``dtype`` attribute is a ``ScalarType`` (optional ones default to None,
-which means the registry's default). An operator without tensor inputs takes ``Device? device``
-as torch's factory functions do. Outputs are ``Tensor``, a tuple of them, or ``Tensor[]`` for
-the variadic output.
+registry's defaults (a list attribute also takes one number: ``int[1]``); a ``dtype``
+attribute is a ``ScalarType`` (optional ones default to None, which means the registry's
+default). An operator that can be called without tensor inputs (none, or only optional ones,
+as random_bernoulli's ``probs``) takes ``Device? device`` as torch's factory functions do.
+Outputs are ``Tensor``, a tuple of them, or ``Tensor[]`` for the variadic output.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from .._registry import OpSpec
 
-__all__ = ["arg_name", "torch_schema"]
+__all__ = ["arg_name", "is_factory", "torch_schema"]
 
 #: Names a torch schema or call reserves: they get a trailing underscore, as Python keywords do.
 _RESERVED = frozenset({"out", "self", "device"})
@@ -28,15 +29,19 @@ _SCALAR_TYPES = {
     "float": "float",
     "bool": "bool",
     "string": "str",
-    "int_list": "int[]",
-    "float_list": "float[]",
+    # A list of size 1: torch then also takes one number, as a list of one, which ctensor reads
+    # as its int_list attributes say ("(sH, sW), or one value for both", "one count for all");
+    # lists of any length still pass as they are.
+    "int_list": "int[1]",
+    "float_list": "float[1]",
     "dtype": "ScalarType",
 }
 
 
-def arg_name(name: str) -> str:
-    """The torch argument name of a ctensor input or attribute."""
-    if keyword.iskeyword(name) or name in _RESERVED:
+def arg_name(name: str, reserved: frozenset = frozenset()) -> str:
+    """The torch argument name of a ctensor input or attribute (``reserved``: more names that
+    get the trailing underscore)."""
+    if keyword.iskeyword(name) or name in _RESERVED or name in reserved:
         return name + "_"
     return name
 
@@ -57,9 +62,15 @@ def _literal(value: Any, kind: str) -> str:
     return str(value)
 
 
-def _attr_text(attr: dict) -> str:
+def is_factory(spec: OpSpec) -> bool:
+    """Whether the op can be called without tensor inputs (every input optional, none
+    variadic): it then takes a ``device`` argument, and its kernel serves every dispatch key."""
+    return all(inp.get("optional") and not inp.get("variadic") for inp in spec.inputs)
+
+
+def _attr_text(attr: dict, reserved: frozenset) -> str:
     kind = attr["type"]
-    name = arg_name(attr["name"])
+    name = arg_name(attr["name"], reserved)
     base = _SCALAR_TYPES[kind]
     if kind == "dtype":
         return f"ScalarType {name}" if attr.get("required") else f"ScalarType? {name}=None"
@@ -79,10 +90,12 @@ def _returns(spec: OpSpec) -> str:
     return "(" + ", ".join(types) + ")"
 
 
-def torch_schema(spec: OpSpec, with_device: bool = True) -> str:
+def torch_schema(spec: OpSpec, with_device: bool = True, reserved: frozenset = frozenset()) -> str:
     """The schema of ``torch.ops.ctensor.<spec.name>``, e.g.
-    ``softmax(Tensor x, *, int axis=-1) -> Tensor``. ``with_device``: whether an op without
-    tensor inputs takes ``device`` (its ``out`` overload does not: the results say where)."""
+    ``softmax(Tensor x, *, int axis=-1) -> Tensor``. ``with_device``: whether an op callable
+    without tensor inputs takes ``device`` (its ``out`` overload does not: the results say
+    where). ``reserved``: attribute names that get a trailing underscore besides the usual
+    ones."""
     params: list[str] = []
     for index, inp in enumerate(spec.inputs):
         name = arg_name(inp["name"])
@@ -93,8 +106,8 @@ def torch_schema(spec: OpSpec, with_device: bool = True) -> str:
             params.append(f"Tensor? {name}=None" if trailing else f"Tensor? {name}")
         else:
             params.append(f"Tensor {name}")
-    keywords = [_attr_text(attr) for attr in spec.attrs]
-    if not spec.inputs and with_device:
+    keywords = [_attr_text(attr, reserved) for attr in spec.attrs]
+    if is_factory(spec) and with_device:
         keywords.append("Device? device=None")
     if keywords:
         params.append("*")
