@@ -249,15 +249,22 @@ class TinyTransformerLM(nn.Module):
 
 
 def make_train_step(
-    model: nn.Module, optimizer: torch.optim.Optimizer, *, compile: bool = True
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    compile: bool = True,
+    backend: str | Callable = "inductor",
 ) -> Callable[..., torch.Tensor]:
     """One training step ``step(*batch) -> loss`` (detached): ``model.loss(*batch)`` (compiled
-    with ``torch.compile(fullgraph=True)`` unless ``compile`` is false), its backward (the
-    compiled backward graph) and ``optimizer.step()`` (eager). For ``DigitsCNN`` the batch is
+    with ``torch.compile(fullgraph=True, backend=backend)`` unless ``compile`` is false), its
+    backward (the compiled backward graph) and ``optimizer.step()`` (eager). For ``DigitsCNN``
+    the batch is
     (images, labels, offset), the offset being the dropout's (pass the step number: an int that
     changes every call stays a symbolic int in the compiled graph, after one recompilation);
     for ``TinyTransformerLM`` it is (tokens, targets)."""
-    loss_fn = torch.compile(model.loss, fullgraph=True) if compile else model.loss
+    loss_fn = model.loss
+    if compile:
+        loss_fn = torch.compile(loss_fn, fullgraph=True, backend=backend)
 
     def step(*batch: Any) -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
