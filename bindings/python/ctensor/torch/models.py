@@ -33,8 +33,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import library as _library  # noqa: F401  (registers torch.ops.ctensor)
-
 __all__ = [
     "CTENSOR_OPS",
     "TORCH_OPS",
