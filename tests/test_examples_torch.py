@@ -124,6 +124,19 @@ def test_a_new_dropout_offset_each_step_compiles_once_more_only():
     assert len(set(results)) == 6  # each offset drew another mask
 
 
+def test_an_int_attribute_that_shapes_the_output_is_specialized():
+    # one_hot's num_classes sizes the result: each value gets its own graph (a guard), and the
+    # shapes are right.
+    counter = CompileCounter()
+    torch._dynamo.reset()
+    one_hot = torch.compile(lambda x, n: C.one_hot(x, num_classes=n), backend=counter)
+    x = torch.tensor([0, 1, 2])
+    shapes = [tuple(one_hot(x, n).shape) for n in (3, 4, 5)]
+    torch._dynamo.reset()
+    assert shapes == [(3, 3), (3, 4), (3, 5)]
+    assert counter.frame_count == 3
+
+
 # ---------------------------------------------------------------------------------------------
 # The pieces the float64 comparison rests on.
 
