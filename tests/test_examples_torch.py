@@ -137,6 +137,17 @@ def test_an_int_attribute_that_shapes_the_output_is_specialized():
     assert counter.frame_count == 3
 
 
+def test_a_dynamic_axis_attribute_gives_the_eager_results():
+    # An axis that changes between calls: the fake kernel sees it as a SymInt (and, where the
+    # next value would be out of range, specializes it); every call matches eager.
+    torch._dynamo.reset()
+    softmax = torch.compile(lambda x, axis: C.softmax(x, axis=axis), fullgraph=True)
+    x = torch.randn(3, 4, dtype=torch.float64)
+    for axis in (0, 1, 0, 1, -1):
+        assert torch.equal(softmax(x, axis), C.softmax(x, axis=axis))
+    torch._dynamo.reset()
+
+
 # ---------------------------------------------------------------------------------------------
 # The pieces the float64 comparison rests on.
 

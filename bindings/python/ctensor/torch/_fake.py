@@ -17,7 +17,7 @@ import torch
 
 from .._attrs import attrs_for
 from .._dtypes import code_bits, name_of_ct, to_dtype_name
-from .._errors import check
+from .._errors import CTensorError, check
 from .._lib import ffi, lib
 from .._registry import OpSpec
 
@@ -83,7 +83,10 @@ def _infer_symbolic_attrs(
     if not symbolic or any(hint is None for hint in hints.values()):
         return infer(spec, dtypes, shapes, {k: _concrete_attr(v) for k, v in attrs.items()})
     first = infer(spec, dtypes, shapes, {**attrs, **hints})
-    shifted = infer(spec, dtypes, shapes, {**attrs, **{k: h + 1 for k, h in hints.items()}})
+    try:
+        shifted = infer(spec, dtypes, shapes, {**attrs, **{k: h + 1 for k, h in hints.items()}})
+    except CTensorError:  # the next value is invalid (an axis past the last): it matters
+        shifted = None
     if first == shifted:
         return first
     return infer(spec, dtypes, shapes, {k: _concrete_attr(v) for k, v in attrs.items()})
