@@ -26,6 +26,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 import ctensor
 import ctensor.torch
 from ctensor._registry import all_specs, get_spec
+from ctensor.torch._schema import arg_name
 from ctensor.torch._vmap import rule_kind
 
 T = torch.ops.ctensor
@@ -208,6 +209,60 @@ def test_model_under_inductor_matches_eager():
     torch.testing.assert_close(probs, ref_probs)
     for grad, ref in zip(grads, torch.autograd.grad(ref_loss, params), strict=True):
         torch.testing.assert_close(grad, ref)
+
+
+def test_torch_export_of_plain_calls_holds_ctensor_ops():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(4, 3))
+
+        def forward(self, x):
+            return ctensor.ops.softmax(ctensor.ops.matmul(x, self.weight), axis=1)
+
+    model, x = Model(), torch.randn(5, 4)
+    program = torch.export.export(model, (x,))
+    names = [_ctensor_name(n.target) for n in program.graph.nodes if n.op == "call_function"]
+    assert names == ["matmul", "softmax"]
+    torch.testing.assert_close(program.module()(x), torch.softmax(x @ model.weight, 1))
+
+
+def test_every_op_compiles_fullgraph_into_its_torch_op():
+    # The opcheck cases of tests/test_torch_ops.py, one per op, as plain ctensor.ops calls.
+    from test_torch_ops import _all_cases
+
+    traced: list = []
+
+    def recording_backend(graph, example_inputs):
+        traced.extend(_ctensor_name(n.target) for n in graph.graph.nodes)
+        return graph.forward
+
+    checked = 0
+    for name, cases in sorted(_all_cases().items()):
+        spec = get_spec(name)
+        case = cases[0]
+        if not any(a is not None for a in case.args):
+            continue  # no tensor input: runs eagerly (torch.ops.ctensor takes device=)
+        names = {arg_name(a["name"]): a["name"] for a in spec.attrs}
+        attrs = {names[key]: value for key, value in case.kwargs.items()}
+        plain = getattr(ctensor.ops, name)
+
+        def f(*args, op=plain, attrs=attrs):
+            return op(*args, **attrs)
+
+        torch._dynamo.reset()
+        traced.clear()
+        with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+            got = torch.compile(f, fullgraph=True, backend=recording_backend)(*case.args)
+        assert name in traced, (name, traced)
+        want = f(*case.args)
+        got, want = _flat_results(got), _flat_results(want)
+        assert len(got) == len(want), name
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype, name
+            torch.testing.assert_close(a, b, equal_nan=True, msg=f"{name}: {case}")
+        checked += 1
+    assert checked > 200
 
 
 # --- calls with scalars, out=, variadic inputs, dynamic shapes --------------------------------
@@ -415,6 +470,60 @@ def test_axis_rule_agrees_with_a_loop_for_every_op_it_takes():
                 batched, looped = (batched,), [(r,) for r in looped]
             for k, result in enumerate(batched):
                 torch.testing.assert_close(result, torch.stack([r[k] for r in looped]), msg=name)
+
+
+def _second_sample(value):
+    """The second slice of a batch of two: floats halved (in every op's domain that the first
+    is), everything else as it is."""
+    if isinstance(value, list):
+        return [_second_sample(v) for v in value]
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value * 0.5
+    return value
+
+
+def _batch_of_two(value):
+    if isinstance(value, list):
+        return [_batch_of_two(v) for v in value]
+    if value is None:
+        return None
+    return torch.stack([value, _second_sample(value)])
+
+
+def _flat_results(result) -> list:
+    if isinstance(result, torch.Tensor):
+        return [result]
+    return [t for r in result for t in _flat_results(r)]
+
+
+def test_vmap_of_every_op_agrees_with_a_loop():
+    # The opcheck cases of tests/test_torch_ops.py, one per op, batched with a second slice.
+    from test_torch_ops import _all_cases
+
+    checked = 0
+    for name, cases in sorted(_all_cases().items()):
+        spec = get_spec(name)
+        # Ops without tensor inputs have nothing to batch; dynamic ops give each slice its own
+        # size, which no batch can hold.
+        if spec.is_dynamic or not any(a is not None for a in cases[0].args):
+            continue
+        case = cases[0]
+        op = getattr(T, name).default
+        in_dims = tuple(
+            None if a is None else [0] * len(a) if isinstance(a, list) else 0 for a in case.args
+        )
+        batched = tuple(_batch_of_two(a) for a in case.args)
+        with torch.no_grad():
+            got = torch.func.vmap(lambda *xs, op=op, kw=case.kwargs: op(*xs, **kw), in_dims)(
+                *batched
+            )
+            first = _flat_results(op(*case.args, **case.kwargs))
+            second = _flat_results(op(*(_second_sample(a) for a in case.args), **case.kwargs))
+        for k, result in enumerate(_flat_results(got)):
+            want = torch.stack([first[k], second[k]])
+            torch.testing.assert_close(result, want, equal_nan=True, msg=f"{name}: {case}")
+        checked += 1
+    assert checked > 200
 
 
 # --- torch.func.grad, vjp ---------------------------------------------------------------------

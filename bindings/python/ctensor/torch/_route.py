@@ -13,8 +13,8 @@ Two callers:
 
 - ``ctensor._call`` in eager mode, for tensors without readable memory (FakeTensor and other
   ``__torch_dispatch__`` subclasses, meta tensors, functorch's batched and grad-tracking
-  wrappers: ``has_data_less``); torch's dispatcher then runs the op's fake, vmap or autograd
-  rule.
+  wrappers: ``_call._torch_data_less``); torch's dispatcher then runs the op's fake, vmap or
+  autograd rule.
 - ``torch.compile``: Dynamo traces ``torch_call`` in place of ``ctensor._call.call``
   (``_compile``), so a plain ``ctensor.ops.<name>`` call becomes a ``torch.ops.ctensor`` node.
 
@@ -32,31 +32,9 @@ from .._dtypes import to_dtype_name
 from .._registry import OpSpec
 from ._schema import arg_name
 
-__all__ = ["has_data_less", "routable", "torch_call"]
+__all__ = ["routable", "torch_call"]
 
-_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
-_is_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 _SCALARS = (bool, int, float, complex)
-
-
-def _data_less(value: Any) -> bool:
-    if not isinstance(value, torch.Tensor):
-        return False
-    if type(value) not in _PLAIN_TYPES:
-        return True  # FakeTensor, FunctionalTensor, any __torch_dispatch__ subclass
-    return value.is_meta or _is_functorch_wrapped(value)
-
-
-def has_data_less(args: Any, out: Any) -> bool:
-    """Whether any input or output is a torch tensor whose memory ctensor cannot read."""
-    for value in args:
-        if _data_less(value):
-            return True
-    if out is None:
-        return False
-    if isinstance(out, (tuple, list)):
-        return any(_data_less(o) for o in out)
-    return _data_less(out)
 
 
 def routable(spec: OpSpec, args: Any, out: Any, attrs: dict | None) -> bool:
@@ -116,17 +94,16 @@ def _attr_value(spec: OpSpec, name: str, value: Any) -> Any:
 
 def torch_call(spec: OpSpec, args: Any, out: Any, attrs: dict | None) -> Any:
     """Runs a ``ctensor.ops`` call (``routable``) as ``torch.ops.ctensor.<name>``."""
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    partner = tensors[0].dtype
-    for t in tensors[1:]:
-        partner = torch.promote_types(partner, t.dtype)
-    inputs = []
-    for value in args:
-        if isinstance(value, _SCALARS):
-            value = torch.tensor(
-                value, dtype=_scalar_dtype(value, partner), device=tensors[0].device
-            )
-        inputs.append(value)
+    inputs = list(args)
+    if spec.elementwise and any(isinstance(a, _SCALARS) for a in args):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        partner = tensors[0].dtype
+        for t in tensors[1:]:
+            partner = torch.promote_types(partner, t.dtype)
+        for index, value in enumerate(args):
+            if isinstance(value, _SCALARS):
+                dtype = _scalar_dtype(value, partner)
+                inputs[index] = torch.tensor(value, dtype=dtype, device=tensors[0].device)
     if spec.variadic_input:
         fixed = spec.num_fixed_inputs
         inputs = [*inputs[:fixed], inputs[fixed:]]

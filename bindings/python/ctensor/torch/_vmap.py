@@ -10,7 +10,7 @@ dimension first:
   tensor input, as the reductions, softmax, sorts and scans, or one list of tensors, as concat
   and stack): the batch dimension moves to the front (unbatched list entries are expanded) and a
   non-negative axis shifts by one; negative axes name the same dimensions as before. One call.
-  ``axis=None`` (which flattens or means every axis) takes the loop below.
+  ``axis=None`` (which flattens or means every axis) and 0-d slices take the loop below.
 - every other op: a loop over the batch (each input's slice, one call each, outputs stacked),
   which is correct for any op whose outputs have the same shape for every slice.
 
@@ -86,9 +86,10 @@ def _axis_rule(spec: OpSpec, op: Any, loop: Any) -> Any:
 
     def rule(info: Any, in_dims: tuple, *args: Any, **kwargs: Any) -> Any:
         axis = kwargs.get("axis", default)
-        if axis is None:
-            return loop(info, in_dims, *args, **kwargs)
         (value,), (dim,) = args, in_dims
+        logical_scalar = isinstance(value, torch.Tensor) and value.dim() == 1
+        if axis is None or logical_scalar:  # a 0-d slice takes axis 0 as its only axis
+            return loop(info, in_dims, *args, **kwargs)
         if isinstance(value, torch.Tensor):
             value = value.movedim(dim, 0)
         else:  # the list of concat, stack
