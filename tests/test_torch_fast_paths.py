@@ -127,6 +127,14 @@ def test_each_layout_and_attribute_gets_its_own_call(layout):
         assert torch.allclose(result, F.conv2d(x, w, b, padding=padding), atol=1e-5)
 
 
+def test_attributes_that_change_every_call_never_bind():
+    x = torch.randn(4, 8)
+    for offset in range(5):
+        result, mask = C.dropout(x, p=0.5, seed=1, offset=offset)
+        assert torch.equal(result, torch.where(mask, x * 2, 0.0))
+    assert not any(key[0] == "dropout" and plan for key, plan in _plans().items())
+
+
 def test_inference_mode_results_are_inference_tensors():
     x = torch.randn(2, 3, 4, 4)
     C.max_pool2d(x, kernel_size=[2, 2])

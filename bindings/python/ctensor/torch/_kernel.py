@@ -8,12 +8,13 @@ argument, then runs into them.
 
 Small calls with attributes (what a compiled graph of a small model makes: conv2d with its
 padding, max_pool2d with its window) spend most of their time in the general call path reading
-the arguments. Those on CPU tensors of at most ``PLAN_BYTES`` in all replay a bound call
-(``ctensor.bind``) made by the first call of the same operator, attributes and input layouts
-(dtype, shape, strides, storage offset), into results allocated like that call's: per thread,
-at most ``PLANS_PER_THREAD`` of them (then they are all dropped), each holding the tensors of
-the call that made it. A call ``bind`` refuses (a dtype the kernel casts) keeps the general
-path.
+the arguments. Those on CPU tensors of at most ``PLAN_BYTES`` in all (inputs and results)
+replay a bound call (``ctensor.bind``) made by the second call of the same operator,
+attributes and input layouts (dtype, shape, strides, storage offset), into results allocated
+like that call's: per thread, at most ``PLANS_PER_THREAD`` of them (then they are all
+dropped), each holding the tensors of the call that made it. Calls whose attributes change
+every time (dropout's offset) so never bind; nor does a call ``bind`` refuses (a dtype the
+kernel casts), which keeps the general path.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ from ._schema import arg_name, is_factory
 
 __all__ = ["make_kernel", "ctensor_attrs", "op_results", "PLAN_BYTES", "PLANS_PER_THREAD"]
 
-#: Calls whose input tensors hold at most this many bytes in all replay bound calls.
-PLAN_BYTES = 1 << 20
+#: Calls whose tensors (inputs and results) hold at most this many bytes in all replay bound
+#: calls.
+PLAN_BYTES = 2 << 20
 #: Bound calls kept per thread.
 PLANS_PER_THREAD = 64
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _local = threading.local()
+_SEEN = ()  # a key met once: the next call with it binds
 
 
 def ctensor_attrs(spec: OpSpec, kwargs: dict) -> dict:
@@ -119,6 +122,11 @@ def _layout_key(args: tuple, kwargs: dict) -> tuple | None:
     return tuple(key)
 
 
+def _tensor_bytes(args: tuple) -> int:
+    """Bytes of the tensors among ``args``."""
+    return sum(t.nbytes for t in args if t is not None)
+
+
 def _planned(spec: OpSpec, function: Any, general: Any):  # noqa: ANN202
     """``general`` behind the per-thread bound calls (see the module's docstring)."""
     num_inputs = len(spec.inputs)
@@ -136,22 +144,27 @@ def _planned(spec: OpSpec, function: Any, general: Any):  # noqa: ANN202
             plans = _local.plans
         except AttributeError:
             plans = _local.plans = {}
-        entry = plans.get(key)
-        if entry is not None:
+        entry = plans.get(key, _SEEN)
+        if entry:
             bound, templates = entry
             outs = tuple(torch.empty_like(t) for t in templates)
             bound(*args, out=outs)
             return outs[0] if single else outs
-        if key in plans:  # bind refused this call
-            return general(*args, **kwargs)
         result = general(*args, **kwargs)
-        outs = (result,) if single else tuple(result)
-        try:
-            bound = bind(function, *args, out=outs, **ctensor_attrs(spec, kwargs))
-        except Exception:  # noqa: BLE001 - a call bind refuses keeps the general path
-            bound = None
+        if entry is None:  # bind refused this call
+            return result
         if len(plans) >= PLANS_PER_THREAD:
             plans.clear()
+        if key not in plans:
+            plans[key] = _SEEN
+            return result
+        outs = (result,) if single else tuple(result)
+        bound = None
+        if sum(t.nbytes for t in outs) + _tensor_bytes(args) <= PLAN_BYTES:
+            try:
+                bound = bind(function, *args, out=outs, **ctensor_attrs(spec, kwargs))
+            except Exception:  # noqa: BLE001 - a call bind refuses keeps the general path
+                bound = None
         plans[key] = None if bound is None else (bound, outs)
         return result
 
