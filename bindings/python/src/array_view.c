@@ -10,17 +10,17 @@ PyObject* ctpy_tensor_type = NULL;         /* torch.Tensor (exact type only) */
 PyObject* ctpy_increment_version = NULL;   /* torch's autograd version bump (a tuple of tensors) */
 static PyObject* ctpy_to_dlpack = NULL;    /* torch.utils.dlpack.to_dlpack */
 static PyObject* ctpy_grad_enabled = NULL; /* torch.is_grad_enabled */
-/* torch.Tensor's own descriptors, called directly on exact tensors: `requires_grad` (a data
- * descriptor) and the methods is_inference, is_neg and is_conj (method descriptors). Looking
+/* torch.Tensor's own descriptors, called directly on exact tensors: `requires_grad` and
+ * `_version` (data descriptors) and the methods is_neg and is_conj (method descriptors). Looking
  * each up on the tensor and binding a method costs more than the call itself. NULL: not
  * configured (the tensor is then read the Python way). */
 static PyObject* ctpy_requires_grad_descr = NULL;
-static PyObject* ctpy_is_inference_descr = NULL;
+static PyObject* ctpy_version_descr = NULL;
 static PyObject* ctpy_is_neg_descr = NULL;
 static PyObject* ctpy_is_conj_descr = NULL;
 static PyObject* ctpy_str_dlpack = NULL;
 static PyObject* ctpy_str_requires_grad = NULL;
-static PyObject* ctpy_str_is_inference = NULL;
+static PyObject* ctpy_str_version = NULL;
 static PyObject* ctpy_str_is_neg = NULL;
 static PyObject* ctpy_str_is_conj = NULL;
 static PyObject* ctpy_no_args = NULL;
@@ -82,12 +82,12 @@ int ctpy_configure_types(PyObject* ndarray_type, PyObject* tensor_type, PyObject
   if (!ctpy_str_dlpack) {
     ctpy_str_dlpack = PyUnicode_InternFromString("__dlpack__");
     ctpy_str_requires_grad = PyUnicode_InternFromString("requires_grad");
-    ctpy_str_is_inference = PyUnicode_InternFromString("is_inference");
+    ctpy_str_version = PyUnicode_InternFromString("_version");
     ctpy_str_is_neg = PyUnicode_InternFromString("is_neg");
     ctpy_str_is_conj = PyUnicode_InternFromString("is_conj");
     ctpy_no_args = PyTuple_New(0);
     ctpy_versioned_kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
-    if (!ctpy_str_dlpack || !ctpy_str_requires_grad || !ctpy_str_is_inference || !ctpy_str_is_neg ||
+    if (!ctpy_str_dlpack || !ctpy_str_requires_grad || !ctpy_str_version || !ctpy_str_is_neg ||
         !ctpy_str_is_conj || !ctpy_no_args || !ctpy_versioned_kwargs) {
       Py_CLEAR(ctpy_str_dlpack);
       return -1;
@@ -101,7 +101,7 @@ int ctpy_configure_types(PyObject* ndarray_type, PyObject* tensor_type, PyObject
   if (tensor_type) {
     ctpy_tensor_reader = ctpy_exchange_reader(tensor_type);
     ctpy_set_descriptor(&ctpy_requires_grad_descr, tensor_type, ctpy_str_requires_grad, 1);
-    ctpy_set_descriptor(&ctpy_is_inference_descr, tensor_type, ctpy_str_is_inference, 0);
+    ctpy_set_descriptor(&ctpy_version_descr, tensor_type, ctpy_str_version, 1);
     ctpy_set_descriptor(&ctpy_is_neg_descr, tensor_type, ctpy_str_is_neg, 0);
     ctpy_set_descriptor(&ctpy_is_conj_descr, tensor_type, ctpy_str_is_conj, 0);
   }
@@ -121,6 +121,21 @@ static int ctpy_torch_flag(PyObject* o, PyObject* descr, int data) {
   return flag;
 }
 
+/* Whether torch tensor `o` may be an inference tensor: reading its version counter fails for
+ * those ("Inference tensors do not track version counter"), and costs less than is_inference(),
+ * which goes through torch's argument parser. Errors count as yes. */
+static int ctpy_torch_maybe_inference(PyObject* o) {
+  if (!ctpy_version_descr) return 1;
+  PyObject* version =
+      Py_TYPE(ctpy_version_descr)->tp_descr_get(ctpy_version_descr, o, (PyObject*)Py_TYPE(o));
+  if (version) {
+    Py_DECREF(version);
+    return 0;
+  }
+  PyErr_Clear();
+  return 1;
+}
+
 /* Whether torch's grad mode is on (torch.is_grad_enabled()); unknown counts as on. */
 static int ctpy_torch_grad_mode(void) {
   if (!ctpy_grad_enabled) return 1;
@@ -131,15 +146,18 @@ static int ctpy_torch_grad_mode(void) {
   return on;
 }
 
-/* True when exact torch tensor `o` must go the Python way, which applies torch's rules (see
- * ctensor/_torch_rules.py): an input or output that requires grad while grad mode is on (the
- * call goes through autograd, or out= is refused), or an output that is an inference tensor
- * (refused outside torch.inference_mode). Plain tensors cost one read of requires_grad (and of
- * is_inference for outputs); grad mode is asked only about tensors that require grad. */
-static int ctpy_torch_declines(PyObject* o, int output) {
-  const int grad = ctpy_torch_flag(o, ctpy_requires_grad_descr, 1);
-  if (grad != 0 && (grad < 0 || ctpy_torch_grad_mode())) return 1;
-  return output && ctpy_torch_flag(o, ctpy_is_inference_descr, 0) != 0;
+/* True when exact torch tensor `o` (of DLPack dtype code `dtype_code`) must go the Python way,
+ * which applies torch's rules (see ctensor/_torch_rules.py): an input or output that requires
+ * grad while grad mode is on (the call goes through autograd, or out= is refused), or an output
+ * that may be an inference tensor (refused outside torch.inference_mode). Only floating and
+ * complex tensors (codes 2, 4, 5) can require grad; grad mode is asked only about tensors that
+ * do. Plain tensors cost one read of requires_grad (and of the version counter for outputs). */
+static int ctpy_torch_declines(PyObject* o, int output, int dtype_code) {
+  if (dtype_code == 2 || dtype_code == 4 || dtype_code == 5) {
+    const int grad = ctpy_torch_flag(o, ctpy_requires_grad_descr, 1);
+    if (grad != 0 && (grad < 0 || ctpy_torch_grad_mode())) return 1;
+  }
+  return output && ctpy_torch_maybe_inference(o);
 }
 
 /* True when torch tensor `o` has a lazy negative or conjugate bit (views such as z.conj() and
@@ -170,7 +188,7 @@ static PyObject* ctpy_capsule_of(PyObject* o, int output) {
     }
   } else if (type == ctpy_tensor_type && ctpy_to_dlpack) {
     PyObject* grad = PyObject_GetAttr(o, ctpy_str_requires_grad);
-    if (grad == Py_False && !ctpy_torch_declines(o, output) &&
+    if (grad == Py_False && !ctpy_torch_declines(o, output, 2) &&
         !ctpy_torch_lazy_bits(o, 5)) { /* 5: both bits, whatever the dtype */
       capsule = PyObject_CallFunctionObjArgs(ctpy_to_dlpack, o, NULL);
     }
@@ -302,9 +320,11 @@ int ctpy_view_locked(ctpy_frame* f, int32_t i, PyObject* item, int output) {
     /* Tensors torch's autograd and inference rules apply to go the Python way; others are read
      * as the Python path reads them (detached). Outputs just allocated need no check. */
     const int fresh = output == CTPY_READ_NEW_OUTPUT;
-    if (!fresh && ctpy_torch_declines(item, output)) return -1;
     if (ctpy_tensor_reader(item, &f->views[i]) == 0) {
-      if (!fresh && ctpy_torch_lazy_bits(item, f->views[i].dtype.code)) return -1;
+      const int code = f->views[i].dtype.code;
+      if (!fresh && (ctpy_torch_declines(item, output, code) || ctpy_torch_lazy_bits(item, code))) {
+        return -1;
+      }
       f->tensors[i] = &f->views[i];
       f->managed[i] = NULL;
       f->meta[i] = ctpy_meta(&f->views[i]);
