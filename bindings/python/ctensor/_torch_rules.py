@@ -22,12 +22,10 @@ bindings/python/src/array_view.c), where ``_call`` asks this module:
 
 from __future__ import annotations
 
-import keyword
 import sys
 import threading
 from typing import Any
 
-from ._dtypes import to_dtype_name, torch_dtype
 from ._errors import AutogradError, InvalidArgumentError
 from ._frameworks import TORCH, _Torch
 from ._lib import ffi
@@ -55,11 +53,9 @@ KEEPS_CHANNELS_LAST = frozenset(
 )
 
 _NULL = ffi.NULL
-_SCALARS = (bool, int, float, complex)
 # Set while this thread runs a call through torch.ops.ctensor: a kernel that calls ctensor.ops
 # on the same tensors runs them plainly instead of going through autograd again.
 _inside = threading.local()
-_torch_ops: dict[str, Any] = {}
 
 
 def _differentiable(spec: OpSpec) -> bool:
@@ -95,7 +91,7 @@ def route(spec: OpSpec, args: tuple, out: Any, attrs: dict | None, backend: Any)
         return PLAIN
     if not needs_grad or not _differentiable(spec) or getattr(_inside, "active", False):
         return PLAIN
-    return _autograd_call(spec, args, attrs, backend, torch)
+    return _autograd_call(spec, args, attrs, backend)
 
 
 def refuse_write(tensor: Any, what: str, grad_mode: bool | None = None) -> None:
@@ -122,59 +118,24 @@ def refuse_write(tensor: Any, what: str, grad_mode: bool | None = None) -> None:
         )
 
 
-def _autograd_call(spec: OpSpec, args: tuple, attrs: dict | None, backend: Any, torch: Any) -> Any:
-    """Runs the call as torch.ops.ctensor.<name> (inputs positional, the variadic ones as one
-    list, attributes by keyword) and returns its result as the plain path would (one tensor, or
-    a tuple)."""
+def _autograd_call(spec: OpSpec, args: tuple, attrs: dict | None, backend: Any) -> Any:
+    """Runs the call as torch.ops.ctensor.<name> (ctensor.torch._route.torch_call: the variadic
+    input as one list, attributes under their torch names, Python scalars as 0-d tensors of the
+    dtype ctensor gives them) and returns its result as the plain path would."""
     if backend != _NULL:
         raise InvalidArgumentError(
             f"{spec.name}: backend= picks a kernel of the plain path, but an input requires grad "
             f"and grad mode is on, so the call runs as torch.ops.ctensor.{spec.name}; call it "
             "under torch.no_grad() to pick a backend"
         )
-    op = _torch_ops.get(spec.name)
-    if op is None:
-        import ctensor.torch  # noqa: F401 - registers torch.ops.ctensor.<name> with autograd
+    from .torch._route import torch_call  # registers torch.ops.ctensor on first use
 
-        op = _torch_ops[spec.name] = getattr(torch.ops.ctensor, spec.name)
-    tensor_type = torch.Tensor
-    like = next(a for a in args if isinstance(a, tensor_type))
-    inputs: list = [
-        a if a is None or isinstance(a, tensor_type) else _as_tensor(a, like, torch) for a in args
-    ]
-    if spec.variadic_input:
-        fixed = spec.num_fixed_inputs
-        inputs = [*inputs[:fixed], inputs[fixed:]]
-    kwargs = {}
-    if attrs:
-        for name, value in attrs.items():
-            kind = spec.attr_types.get(name)
-            if value is None:
-                pass
-            elif kind == "dtype":
-                value = torch_dtype(to_dtype_name(value))
-            elif kind in ("int_list", "float_list") and not isinstance(value, (list, tuple)):
-                value = [value]  # one number for a list: a list of one, as the plain path
-            kwargs[name + "_" if keyword.iskeyword(name) else name] = value
     previous = getattr(_inside, "active", False)
     _inside.active = True
     try:
-        result = op(*inputs, **kwargs)
+        return torch_call(spec, args, None, attrs)
     finally:
         _inside.active = previous
-    if spec.variadic_output:
-        if isinstance(result, list):
-            return tuple(result)
-        return (*result[:-1], *result[-1])
-    return tuple(result) if isinstance(result, list) else result
-
-
-def _as_tensor(value: Any, like: Any, torch: Any) -> Any:
-    """A torch tensor for a non-tensor argument: a Python scalar as a 0-d tensor of the dtype
-    torch's own weak-scalar rule gives it next to ``like``; an array through torch.as_tensor."""
-    if type(value) in _SCALARS:
-        return torch.tensor(value, dtype=torch.result_type(like, value), device=like.device)
-    return torch.as_tensor(value, device=like.device)
 
 
 class _TorchInFormat(_Torch):
