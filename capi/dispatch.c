@@ -32,9 +32,11 @@ static int ct_check_device(ct_prepared_call* p, const ct_tensor* t, const ct_ten
   return CT_OK;
 }
 
-/* Step 1: op, arity, input views, devices, attributes. */
+/* Step 1: op, arity, input views (their data pointers only with `need_data`), devices,
+ * attributes. */
 static int ct_prepare_inputs(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inputs,
-                             int32_t num_inputs, const ct_attr* attrs, int32_t num_attrs) {
+                             int32_t num_inputs, const ct_attr* attrs, int32_t num_attrs,
+                             bool need_data) {
   if (!op) return ct_set_error(CT_ERROR_NULL_POINTER, "op is NULL");
   const int init = ct_registry_init();
   if (init != CT_OK) return init;
@@ -68,7 +70,7 @@ static int ct_prepare_inputs(ct_prepared_call* p, const ct_op* op, const ct_tens
     const ct_param_schema* param = &schema->inputs[i < fixed ? i : schema->num_inputs - 1];
     if (!t && (param->flags & CT_PARAM_OPTIONAL)) continue;
     const ct_tensor_label label = {schema->name, "input", param->name, i < fixed ? -1 : i - fixed};
-    int status = ct_tensor_validate(t, &label);
+    int status = ct_tensor_validate(t, &label, need_data);
     if (status != CT_OK) return status;
     status = ct_check_device(p, t, &label);
     if (status != CT_OK) return status;
@@ -127,9 +129,9 @@ const char* ct_context_backend(const ct_context* context) {
 /* Steps 1 to 3. */
 int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inputs,
                int32_t num_inputs, const ct_attr* attrs, int32_t num_attrs, const char* backend,
-               const ct_kernel_entry** kernel) {
+               bool need_data, const ct_kernel_entry** kernel) {
   p->backend = backend;
-  int status = ct_prepare_inputs(p, op, inputs, num_inputs, attrs, num_attrs);
+  int status = ct_prepare_inputs(p, op, inputs, num_inputs, attrs, num_attrs, need_data);
   p->device_from_outputs = status == CT_OK && !p->has_device;
   if (status == CT_OK) status = ct_prepare_infer(p);
   if (status != CT_OK) return status;
@@ -153,7 +155,8 @@ int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inp
   }
   ct_prepared_call p;
   const ct_kernel_entry* kernel = NULL;
-  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, NULL, &kernel);
+  /* Shapes and dtypes only: the views need no data (ctensor.h says so). */
+  int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, NULL, false, &kernel);
   /* Infer is device-independent: a device whose backend is not loaded (yet) is no error here,
    * but dtypes that no kernel of a present backend takes are. */
   if (status == CT_ERROR_UNSUPPORTED_DEVICE) {
@@ -235,7 +238,7 @@ int ct_check_outputs(ct_prepared_call* p, const ct_tensor* const* outputs, int32
   for (int32_t i = 0; i < num_outputs; ++i) {
     const ct_tensor* t = outputs[i];
     const ct_tensor_label label = ct_output_label(schema, i);
-    int status = ct_tensor_validate(t, &label);
+    int status = ct_tensor_validate(t, &label, true);
     if (status != CT_OK) return status;
     status = ct_check_device(p, t, &label);
     if (status != CT_OK) return status;
@@ -335,7 +338,7 @@ int ct_op_workspace_with_context(const ct_op* op, const ct_tensor* const* inputs
   ct_prepared_call p;
   const ct_kernel_entry* kernel = NULL;
   int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context),
-                          &kernel);
+                          true, &kernel);
   if (status != CT_OK) return status;
   /* Without outputs, describe the inferred ones (data NULL, compact) so that callers can ask
    * before allocating. */
@@ -419,7 +422,7 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
   ct_prepared_call p;
   const ct_kernel_entry* kernel = NULL;
   int status = ct_prepare(&p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context),
-                          &kernel);
+                          true, &kernel);
   if (status != CT_OK) return status;
   status = ct_check_outputs(&p, outputs, num_outputs, &kernel);
   if (status != CT_OK) return status;

@@ -28,11 +28,12 @@ typedef struct ct_prepared_call {
 /* The backend a context names, or NULL (also for contexts older than the field). */
 CT_INTERNAL const char* ct_context_backend(const ct_context* context);
 
-/* Validates op, arity, input views, devices and attributes, infers the outputs and finds the
- * kernel (of `backend`, or the newest). */
+/* Validates op, arity, input views (a non-empty one's data pointer only with `need_data`),
+ * devices and attributes, infers the outputs and finds the kernel (of `backend`, or the
+ * newest). */
 CT_INTERNAL int ct_prepare(ct_prepared_call* p, const ct_op* op, const ct_tensor* const* inputs,
                            int32_t num_inputs, const ct_attr* attrs, int32_t num_attrs,
-                           const char* backend, const ct_kernel_entry** kernel);
+                           const char* backend, bool need_data, const ct_kernel_entry** kernel);
 
 /* Checks the caller's outputs against the inferred ones (count, views, device, dtype, shape) and
  * every aliasing rule. When no input fixed the device, `*kernel` becomes the kernel for the

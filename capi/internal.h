@@ -90,8 +90,10 @@ typedef struct ct_tensor_label {
 } ct_tensor_label;
 CT_INTERNAL const char* ct_label_text(const ct_tensor_label* label, char* buffer, size_t size);
 /* Checks one view: NULL, ndim, extents, element/byte overflow, dtype known, data non-NULL when
- * non-empty, strides extent. */
-CT_INTERNAL int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label);
+ * non-empty (only with `need_data`: ct_op_infer reads no data, so its views may have none),
+ * strides extent. */
+CT_INTERNAL int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label,
+                                   bool need_data);
 /* True when t is compact row-major. */
 CT_INTERNAL bool ct_tensor_is_contiguous(const ct_tensor* t);
 /* Memory overlap checks used by dispatch. */

@@ -113,8 +113,8 @@ int ct_plan_create(const ct_op* op, const ct_tensor* const* inputs, int32_t num_
   ct_prepared_call* p = malloc(sizeof *p); /* large (the views of up to 256 tensors) */
   if (!p) return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_plan_create: out of memory");
   const ct_kernel_entry* kernel = NULL;
-  int status =
-      ct_prepare(p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context), &kernel);
+  int status = ct_prepare(p, op, inputs, num_inputs, attrs, num_attrs, ct_context_backend(context),
+                          true, &kernel);
   if (status == CT_OK) status = ct_check_outputs(p, outputs, num_outputs, &kernel);
   ct_kernel_call call;
   if (status == CT_OK) status = ct_prepare_run(p, outputs, num_outputs, context, kernel, &call);

@@ -56,7 +56,7 @@ const char* ct_label_text(const ct_tensor_label* label, char* buffer, size_t siz
 /* The label's text for a message: used only on error paths. */
 #define CT_WHAT ct_label_text(label, what_buffer, sizeof what_buffer)
 
-int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label) {
+int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool need_data) {
   char what_buffer[160];
   if (!t) return ct_set_error(CT_ERROR_NULL_POINTER, "%s is NULL", CT_WHAT);
   if (t->ndim < 0 || t->ndim > CT_MAX_NDIM) {
@@ -90,7 +90,7 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label) {
                         CT_WHAT, (long long)numel, (long long)itemsize);
   }
   if (numel == 0) return CT_OK;
-  if (!t->data) {
+  if (need_data && !t->data) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "%s has %lld elements but NULL data", CT_WHAT,
                         (long long)numel);
   }

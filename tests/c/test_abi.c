@@ -586,6 +586,32 @@ static void test_runs(void) {
   expect_status(ct_op_infer(exp_op, in, 1, NULL, 0, NULL, 1, &n), CT_ERROR_NULL_POINTER,
                 "ct_op_infer(outputs NULL, capacity 1)");
 
+  /* infer reads no data: a non-empty view without data is fine there (the layout is still
+   * checked), while running on it is an error. */
+  {
+    ct_tensor no_data = view(NULL, F32, 1, shape, NULL);
+    const ct_tensor* in_no_data[1] = {&no_data};
+    n = 0;
+    expect_status(ct_op_infer(exp_op, in_no_data, 1, NULL, 0, info, 2, &n), CT_OK,
+                  "ct_op_infer(exp) on an (8,) view with NULL data");
+    check(n == 1 && info[0].ndim == 1 && info[0].shape[0] == 8,
+          "infer without data gives the (8,) output");
+    int64_t negative[1] = {-1};
+    ct_tensor bad = view(NULL, F32, 1, negative, NULL);
+    const ct_tensor* in_bad[1] = {&bad};
+    expect_status(ct_op_infer(exp_op, in_bad, 1, NULL, 0, info, 2, &n), CT_ERROR_INVALID_SHAPE,
+                  "ct_op_infer without data still checks the extents");
+    expect_status(ct_op_run(exp_op, in_no_data, 1, outs, 1, NULL, 0, NULL), CT_ERROR_NULL_POINTER,
+                  "ct_op_run(exp) on an (8,) input with NULL data");
+    const ct_tensor* out_no_data[1] = {&no_data};
+    expect_status(ct_op_run(exp_op, in, 1, out_no_data, 1, NULL, 0, NULL), CT_ERROR_NULL_POINTER,
+                  "ct_op_run(exp) into an (8,) output with NULL data");
+    uint64_t ws_bytes = 0, ws_alignment = 0;
+    expect_status(
+        ct_op_workspace(exp_op, in_no_data, 1, NULL, 0, NULL, 0, &ws_bytes, &ws_alignment),
+        CT_ERROR_NULL_POINTER, "ct_op_workspace(exp) on an input with NULL data");
+  }
+
   /* workspace: exp needs none */
   uint64_t bytes = 99, alignment = 0;
   expect_status(ct_op_workspace(exp_op, in, 1, NULL, 0, NULL, 0, &bytes, &alignment), CT_OK,

@@ -14,7 +14,14 @@ from typing import Any
 from ._call import call
 from ._registry import OpSpec, get_spec
 
-__all__ = ["NotDifferentiableError", "gradient_entry", "vjp", "differentiable_ops"]
+__all__ = [
+    "NotDifferentiableError",
+    "Program",
+    "differentiable_ops",
+    "gradient_entry",
+    "run_op",
+    "vjp",
+]
 
 
 class NotDifferentiableError(ValueError):
@@ -46,16 +53,41 @@ def _as_list(value: Any, count: int, what: str, name: str) -> list:
     return list(value)
 
 
-class _Program:
-    """One run of a gradient entry: the forward call's values and the steps computed so far."""
+def run_op(spec: OpSpec, inputs: list, attrs: dict) -> list:
+    """Runs ``spec`` through ctensor's own call path: ``inputs`` has one entry per input
+    parameter (the variadic one as a list); returns one entry per output parameter."""
+    args = list(inputs)
+    if spec.variadic_input and args and isinstance(args[-1], (list, tuple)):
+        args = [*args[:-1], *args[-1]]
+    return _output_list(spec, call(spec, args, None, dict(attrs)))
 
-    def __init__(self, spec: OpSpec, entry: dict, inputs: list, cotangents: list, attrs: dict):
+
+class Program:
+    """One run of a gradient entry: the forward call's values and the steps computed so far.
+
+    ``runner(spec, inputs, attrs)`` runs one operator (inputs one per parameter, the variadic one
+    as a list) and returns its outputs one per parameter: :func:`run_op` by default;
+    ``ctensor.torch`` passes one that calls ``torch.ops.ctensor`` so that the steps are recorded
+    by torch's autograd and compilers. ``outputs``: the forward's outputs when the caller has
+    them already (otherwise the forward runs again when a step reads one)."""
+
+    def __init__(
+        self,
+        spec: OpSpec,
+        entry: dict,
+        inputs: list,
+        cotangents: list,
+        attrs: dict,
+        runner: Any = run_op,
+        outputs: list | None = None,
+    ):
         self.spec = spec
+        self.runner = runner
         self.entry = entry
         self.inputs = inputs
         self.cotangents = cotangents
         self.attrs = attrs
-        self.outputs: list | None = None
+        self.outputs = outputs
         self.steps: dict[int, list] = {}
 
     def forward_attr(self, name: str) -> Any:
@@ -68,15 +100,8 @@ class _Program:
 
     def forward_outputs(self) -> list:
         if self.outputs is None:
-            args = self._flatten(self.inputs)
-            self.outputs = _output_list(self.spec, call(self.spec, args, None, dict(self.attrs)))
+            self.outputs = self.runner(self.spec, self.inputs, self.attrs)
         return self.outputs
-
-    def _flatten(self, values: list) -> list:
-        """Call arguments: the variadic parameter's list spread at the end."""
-        if self.spec.variadic_input and values and isinstance(values[-1], (list, tuple)):
-            return [*values[:-1], *values[-1]]
-        return values
 
     def value(self, ref: dict | None) -> Any:
         if ref is None:
@@ -95,14 +120,7 @@ class _Program:
             return done
         step = self.entry["steps"][index]
         spec = get_spec(step["op"])
-        args: list = []
-        for position, ref in enumerate(step["inputs"]):
-            value = self.value(ref)
-            variadic = spec.variadic_input and position == len(spec.inputs) - 1
-            if variadic:
-                args.extend(value)
-            else:
-                args.append(value)
+        args = [self.value(ref) for ref in step["inputs"]]
         attrs = {}
         for attr in step["attrs"]:
             if "forward" in attr:
@@ -111,7 +129,7 @@ class _Program:
                 attrs[attr["name"]] = _dtype_name(self.inputs[attr["dtype_of"]])
             else:
                 attrs[attr["name"]] = attr["value"]
-        outputs = _output_list(spec, call(spec, args, None, attrs))
+        outputs = self.runner(spec, args, attrs)
         self.steps[index] = outputs
         return outputs
 
@@ -160,7 +178,7 @@ def vjp(name: str, inputs: Sequence, cotangents: Any, **attrs: Any) -> list:
             raise NotDifferentiableError(
                 f"{name}: a cotangent of dtype {kind}: integer and bool results have no derivative"
             )
-    program = _Program(spec, entry, inputs, cotangents, attrs)
+    program = Program(spec, entry, inputs, cotangents, attrs)
     grads: list = []
     for index, ref in enumerate(entry["input_grads"]):
         absent = inputs[index] is None

@@ -1,0 +1,148 @@
+"""Autograd of ``torch.ops.ctensor`` from the registry's gradient entries.
+
+Every operator gets the same two functions (``torch.library.register_autograd``): the forward
+saves the inputs and outputs its entry reads; the backward runs the entry's program
+(``ctensor.autodiff.Program``) with each step a ``torch.ops.ctensor`` call, so torch records the
+steps like any other op (higher-order gradients, ``torch.compile``'s backward graphs). No
+operator has Python of its own here. Integer and bool outputs, and outputs whose cotangent the
+entry ignores, are marked non-differentiable, as torch's own ops do; the backward of an
+operator whose entry has no gradient raises ``ctensor.autodiff.NotDifferentiableError`` with
+the entry's reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .._registry import OpSpec
+from ..autodiff import NotDifferentiableError, Program
+from ._kernel import ctensor_attrs
+from ._schema import arg_name
+
+__all__ = ["register_autograd", "run_torch_op"]
+
+
+def run_torch_op(spec: OpSpec, inputs: list, attrs: dict) -> list:
+    """A gradient step as a ``torch.ops.ctensor`` call: inputs one per parameter (the variadic
+    one a list), attributes by ctensor name; returns one entry per output parameter."""
+    kwargs = {}
+    for name, value in attrs.items():
+        if isinstance(value, str) and spec.attr_types.get(name) == "dtype":
+            value = getattr(torch, value)
+        kwargs[arg_name(name)] = value
+    result = getattr(torch.ops.ctensor, spec.name)(*inputs, **kwargs)
+    if len(spec.outputs) == 1:
+        return [result]
+    return list(result)
+
+
+def _is_differentiable_dtype(tensor: Any) -> bool:
+    return tensor.is_floating_point() or tensor.is_complex()
+
+
+def _flat(values: Any) -> list:
+    """Output tensors as one flat list (a variadic output's list spread)."""
+    if isinstance(values, torch.Tensor):
+        return [values]
+    flat = []
+    for value in values:
+        flat.extend(value if isinstance(value, (list, tuple)) else [value])
+    return flat
+
+
+def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
+    """Registers the autograd of ``spec`` on ``torch.ops.ctensor.<spec.name>``."""
+    entry = spec.schema["gradient"]
+    differentiable = bool(entry.get("differentiable"))
+    num_inputs = len(spec.inputs)
+    saved_inputs = list(entry.get("saved_inputs") or [False] * num_inputs)
+    for step in entry.get("steps", ()):
+        for attr in step["attrs"]:
+            if "dtype_of" in attr:
+                saved_inputs[attr["dtype_of"]] = True
+    saved_outputs = list(entry.get("saved_outputs") or [False] * len(spec.outputs))
+    takes_cotangent = list(entry.get("output_takes_cotangent") or [True] * len(spec.outputs))
+    variadic_in = spec.variadic_input
+    variadic_out = spec.variadic_output
+
+    def setup_context(
+        ctx: Any, inputs: tuple, output: Any, keyword_only_inputs: dict | None = None
+    ) -> None:
+        outputs = _flat(output)
+        frozen = [t for t in outputs if not _is_differentiable_dtype(t)]
+        if not differentiable:
+            frozen = outputs
+        else:
+            # An output whose cotangent the entry ignores (batch_norm_training's statistics,
+            # attention's logsumexp) is not differentiable, as torch's output_differentiability
+            # makes such outputs of its own ops: a loss made of it raises instead of getting a
+            # silently wrong gradient.
+            for index, value in enumerate([output] if len(spec.outputs) == 1 else output):
+                if not takes_cotangent[index]:
+                    frozen.extend(_flat(value) if isinstance(value, (list, tuple)) else [value])
+        if frozen:
+            ctx.mark_non_differentiable(*frozen)
+        ctx.attrs = ctensor_attrs(spec, keyword_only_inputs or {})
+        if not differentiable:
+            return
+        tensors: list = []
+        layout: list = []
+        for index, value in enumerate(inputs[:num_inputs]):
+            keep = saved_inputs[index]
+            if variadic_in and index == num_inputs - 1:
+                layout.append(("list", len(value) if keep else -1))
+                if keep:
+                    tensors.extend(value)
+            else:
+                layout.append(("one", keep))
+                if keep:
+                    tensors.append(value)
+        structured = [output] if len(spec.outputs) == 1 else list(output)
+        for index, value in enumerate(structured):
+            keep = saved_outputs[index]
+            if variadic_out and index == len(spec.outputs) - 1:
+                layout.append(("list", len(value) if keep else -1))
+                if keep:
+                    tensors.extend(value)
+            else:
+                layout.append(("one", keep))
+                if keep:
+                    tensors.append(value)
+        ctx.layout = layout
+        ctx.present = [value is not None for value in inputs[:num_inputs]]
+        ctx.list_length = len(inputs[num_inputs - 1]) if variadic_in else 0
+        ctx.save_for_backward(*tensors)
+
+    def backward(ctx: Any, *grads: Any) -> Any:
+        if not differentiable:
+            raise NotDifferentiableError(
+                f"ctensor::{spec.name} is not differentiable: {entry.get('note', '')}"
+            )
+        saved = iter(ctx.saved_tensors)
+        values: list = []
+        for kind, keep in ctx.layout:
+            if kind == "list":
+                values.append([next(saved) for _ in range(keep)] if keep >= 0 else None)
+            else:
+                values.append(next(saved) if keep else None)
+        inputs, outputs = values[:num_inputs], values[num_inputs:]
+        cotangents = list(grads)
+        program = Program(spec, entry, inputs, cotangents, ctx.attrs, run_torch_op, outputs)
+        # One gradient per argument the call passed: the dispatcher leaves out trailing optional
+        # inputs equal to their default (None), so there may be fewer than the schema's.
+        needs = ctx.needs_input_grad
+        result = []
+        for index, ref in enumerate(entry["input_grads"][: len(needs)]):
+            is_list = variadic_in and index == num_inputs - 1
+            wanted = is_list or needs[index]
+            if ref is not None and wanted and ctx.present[index]:
+                result.append(program.value(ref))
+            else:
+                result.append([None] * ctx.list_length if is_list else None)
+        return tuple(result) if len(result) != 1 else result[0]
+
+    torch.library.register_autograd(
+        f"ctensor::{spec.name}", backward, setup_context=setup_context, lib=library
+    )
