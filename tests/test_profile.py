@@ -282,3 +282,33 @@ def test_torch_profiler_names_calls_on_numpy_arrays_too() -> None:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as tprof:
         ctensor.ops.sum(a, axis=0)
     assert "ctensor::sum" in {e.key for e in tprof.key_averages()}
+
+
+def test_torch_ops_ctensor_forward_and_backward_under_both_profilers() -> None:
+    import ctensor.torch  # noqa: F401 - registers torch.ops.ctensor
+
+    x = torch.randn(1, 2, 5, 5, requires_grad=True)
+    w = torch.randn(3, 2, 3, 3, requires_grad=True)
+    torch.ops.ctensor.conv2d(x, w, padding=[1])
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities) as tprof, ctensor.profile() as prof:
+        y = torch.ops.ctensor.conv2d(x, w, padding=[1])
+        torch.ops.ctensor.relu(y).sum().backward()
+    counts = {e.key: e.count for e in tprof.key_averages() if e.key.startswith("ctensor::")}
+    # Each op once: the Python path's record_function inside the dispatcher's own record of
+    # the same name is not counted twice.
+    assert counts == {
+        "ctensor::conv2d": 1,
+        "ctensor::relu": 1,
+        "ctensor::relu_backward": 1,
+        "ctensor::conv2d_backward_input": 1,
+        "ctensor::conv2d_backward_weight": 1,
+    }, counts
+    assert [e["name"] for e in prof.events] == [
+        "conv2d",
+        "relu",
+        "relu_backward",
+        "conv2d_backward_input",
+        "conv2d_backward_weight",
+    ]
+    assert prof.events[0]["shapes"] == [(1, 2, 5, 5), (3, 2, 3, 3), None]
