@@ -149,7 +149,7 @@ def test_nested_profiles() -> None:
         assert installed_profiler() == installed
     assert [e["name"] for e in outer.events] == ["negative", "abs", "exp"]
     assert [e["name"] for e in inner.events] == ["abs"]
-    assert outer.events[1] is inner.events[0]
+    assert outer.events[1] == inner.events[0]
 
 
 def test_an_active_profile_cannot_be_entered_again() -> None:

@@ -36,7 +36,6 @@ _NULL = ffi.NULL
 _unpack = ffi.unpack
 _string = ffi.string
 _now = time.perf_counter_ns
-_thread_id = threading.get_native_id
 _SOURCES = {lib.CT_PROFILE_OP_RUN: "op_run", lib.CT_PROFILE_PLAN_RUN: "plan_run"}
 
 # Installs and uninstalls are serialised; the callbacks read `_active` without the lock (a tuple
@@ -45,17 +44,31 @@ _lock = threading.Lock()
 _active: tuple[profile, ...] = ()
 _saved: Any = None  # the ct_profiler installed before the first active profile
 # call_id -> (record, profiles active at begin), between a run's begin and its end.
-_pending: dict[int, tuple[dict, tuple]] = {}
-_strings: dict[int, str] = {}  # address of a static C string (op, backend name) -> str
+_pending: dict[int, tuple[list, tuple]] = {}
+# Static C strings (op and backend names) by pointer (cffi pointers hash by address).
+_strings: dict[Any, str] = {}
+_thread = threading.local()  # .native_id: threading.get_native_id(), once per thread
+
+# A record is a list, filled in the callbacks and turned into a dict when read (``_as_dict``).
+_NAME, _BACKEND, _DEVICE, _SOURCE, _SHAPES, _DTYPES, _THREAD, _CALL, _STATUS, _BEGIN, _END = range(
+    11
+)
 
 
 def _text(pointer: Any) -> str:
-    address = int(ffi.cast("uintptr_t", pointer))
-    text = _strings.get(address)
+    text = _strings.get(pointer)
     if text is None:
-        text = _string(pointer).decode("utf-8", "replace") if address else ""
-        _strings[address] = text
+        text = _string(pointer).decode("utf-8", "replace") if pointer != _NULL else ""
+        _strings[pointer] = text
     return text
+
+
+def _native_id() -> int:
+    try:
+        return _thread.native_id
+    except AttributeError:
+        _thread.native_id = threading.get_native_id()
+        return _thread.native_id
 
 
 def _ignore_error(exception: Any, value: Any, traceback: Any) -> None:
@@ -78,37 +91,56 @@ def ctpy_profile_begin(user_data: Any, event: Any) -> None:  # noqa: ARG001
             continue
         ndim = t.ndim
         shapes.append(tuple(_unpack(t.shape, ndim)) if ndim else ())
-        dtypes.append(name_of_ct(t.dtype))
+        dtype = t.dtype
+        dtypes.append((dtype.code, dtype.bits, dtype.lanes))
     device = event.device
-    record = {
-        "name": _text(event.op_name),
-        "backend": _text(event.backend),
-        "device": f"{DEVICE_NAMES.get(device.device_type, device.device_type)}:{device.device_id}",
-        "source": _SOURCES.get(event.source, str(event.source)),
-        "shapes": shapes,
-        "dtypes": dtypes,
-        "thread_id": _thread_id(),
-        "call_id": int(event.call_id),
-        "status": None,
-        "begin_ns": 0,
-        "end_ns": 0,
-    }
-    _pending[record["call_id"]] = (record, profiles)
-    record["begin_ns"] = _now()
+    call_id = event.call_id
+    record = [
+        _text(event.op_name),
+        _text(event.backend),
+        (device.device_type, device.device_id),
+        event.source,
+        shapes,
+        dtypes,
+        _native_id(),
+        call_id,
+        None,
+        0,
+        0,
+    ]
+    _pending[call_id] = (record, profiles)
+    record[_BEGIN] = _now()
 
 
 @ffi.def_extern(onerror=_ignore_error)
 def ctpy_profile_end(user_data: Any, event: Any, status: int) -> None:  # noqa: ARG001
     end = _now()
-    entry = _pending.pop(int(event.call_id), None)
+    entry = _pending.pop(event.call_id, None)
     if entry is None:  # it began while no profile was active
         return
     record, profiles = entry
-    record["end_ns"] = end
-    record["status"] = status
+    record[_END] = end
+    record[_STATUS] = status
     for p in profiles:
         if p._recording:
-            p._events.append(record)
+            p._records.append(record)
+
+
+def _as_dict(record: list) -> dict:
+    device_type, device_id = record[_DEVICE]
+    return {
+        "name": record[_NAME],
+        "backend": record[_BACKEND],
+        "device": f"{DEVICE_NAMES.get(device_type, device_type)}:{device_id}",
+        "source": _SOURCES.get(record[_SOURCE], str(record[_SOURCE])),
+        "shapes": record[_SHAPES],
+        "dtypes": [None if d is None else name_of_ct(d) for d in record[_DTYPES]],
+        "thread_id": record[_THREAD],
+        "call_id": record[_CALL],
+        "status": record[_STATUS],
+        "begin_ns": record[_BEGIN],
+        "end_ns": record[_END],
+    }
 
 
 def _start(p: profile) -> None:
@@ -171,12 +203,16 @@ class profile:  # noqa: N801 - used as ctensor.profile(), like torch.profiler.pr
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
         self.path = path
-        self._events: list[dict] = []
+        self._records: list[list] = []  # appended by the callbacks
+        self._events: list[dict] = []  # the first len(_events) records, as dicts
         self._recording = False
 
     @property
     def events(self) -> list[dict]:
         """The runs recorded so far, in the order they ended."""
+        records = self._records
+        for i in range(len(self._events), len(records)):
+            self._events.append(_as_dict(records[i]))
         return self._events
 
     def __enter__(self) -> profile:
@@ -195,7 +231,7 @@ class profile:  # noqa: N801 - used as ctensor.profile(), like torch.profiler.pr
         events: list[dict] = [
             {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "ctensor"}}
         ]
-        for e in self._events:
+        for e in self.events:
             events.append(
                 {
                     "name": e["name"],
