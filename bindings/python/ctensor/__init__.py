@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 # _backends first: importing it discovers plugins, before ops are bound to the registry.
-from . import _backends, autodiff, ops  # noqa: F401
+from . import _backends, _torch_hook, autodiff, ops  # noqa: F401
 from ._backends import BackendInfo, backends, load_backend
 from ._bind import BoundCall, bind
 from ._device_array import DeviceArray, asarray
@@ -138,3 +138,7 @@ def get_lib_dir() -> str:
 def get_pkgconfig_dir() -> str:
     """Directory holding ctensor.pc (for PKG_CONFIG_PATH)."""
     return os.path.join(_HERE, "lib", "pkgconfig")
+
+
+# torch.compile support for plain ctensor.ops calls, registered once torch._dynamo is loaded.
+_torch_hook.install()

@@ -23,6 +23,7 @@ No state is shared between calls except read-mostly caches, so many threads may 
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 import numpy as np
@@ -254,6 +255,8 @@ def _general(
 ) -> Any:
     """The general path: DLPack views, type resolution, casts, allocation, workspace, run.
     ``no_kernel``: the fast path found no kernel for the views as they are (or a workspace)."""
+    if "torch" in sys.modules and _torch_data_less(args, out):
+        return _torch_op_call(spec, args, out, attrs)
     n = len(args)
     scalars, first, like = _read_inputs(spec, args, frame)
     outs, n_out, many = _NO_OUTPUTS if out is None else _read_outputs(spec, out, n, frame)
@@ -311,6 +314,46 @@ def _general(
     return _run_with_out(
         spec, frame, n, outs, n_out, out, many, attr_array, num_attrs, fw or NUMPY, like, device
     )
+
+
+def _torch_data_less(args: tuple, out: Any) -> bool:
+    """Whether a torch tensor without memory ctensor can read is among the arguments: a
+    ``__torch_dispatch__`` subclass (FakeTensor, FunctionalTensor), a meta tensor, or a
+    functorch wrapper (vmap's batched tensors, grad's). Only the general path asks: FastOp and
+    the fast paths decline them."""
+    global _TORCH_TYPES
+    if _TORCH_TYPES is None:
+        torch = sys.modules["torch"]
+        wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+        _TORCH_TYPES = (torch.Tensor, torch.nn.Parameter, wrapped)
+    tensor, parameter, wrapped = _TORCH_TYPES
+    for value in args:
+        tp = type(value)
+        if tp is tensor or tp is parameter:
+            if value.is_meta or wrapped(value):
+                return True
+        elif isinstance(value, tensor):
+            return True
+    if out is not None:
+        return _torch_data_less(tuple(out) if type(out) in (tuple, list) else (out,), None)
+    return False
+
+
+_TORCH_TYPES: tuple | None = None
+
+
+def _torch_op_call(spec: OpSpec, args: tuple, out: Any, attrs: dict | None) -> Any:
+    """A call on data-less torch tensors, made as the ``torch.ops.ctensor.<name>`` call (see
+    ctensor.torch._route): torch's dispatcher runs the op's fake, vmap or autograd rule."""
+    from .torch._route import routable, torch_call
+
+    if not routable(spec, args, out, attrs):
+        raise InputTypeError(
+            f"{spec.name}: these torch tensors have no memory ctensor can read (FakeTensor, "
+            "meta or functorch tensors); such calls go through torch.ops.ctensor, which takes "
+            "torch tensors and Python scalars only, without backend= or device="
+        )
+    return torch_call(spec, args, out, attrs)
 
 
 def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, int, Any]:

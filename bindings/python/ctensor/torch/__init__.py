@@ -11,7 +11,15 @@ the kernels of every loaded backend) through ``torch.library``, generated from t
 - autograd from the operator's gradient entry, whose steps are ``torch.ops.ctensor`` calls
   (``_autograd``);
 - an ``out`` overload writing into the caller's tensors, for every op whose output sizes follow
-  from its inputs (``_out``).
+  from its inputs (``_out``);
+- a vmap rule, chosen from the schema (``_vmap``): elementwise ops broadcast, ops along an
+  ``axis`` shift it, every other op loops over the batch.
+
+Plain ``ctensor.ops.<name>`` calls reach these ops too (``_route``): on torch tensors without
+readable memory (FakeTensor, meta tensors, ``torch.func`` transforms' wrappers) in eager mode,
+and under ``torch.compile``, whose Dynamo traces them into ``torch.ops.ctensor`` nodes
+(``_compile``; registered by ``import ctensor`` once ``torch._dynamo`` is loaded, see
+``ctensor._torch_hook``).
 
 Each op carries ``torch.Tag.pt2_compliant_tag``: it traces under ``torch.compile`` with
 ``fullgraph=True``, and ``torch.library.opcheck`` passes for it (tests/test_torch_ops.py).
@@ -28,6 +36,7 @@ from ._kernel import ctensor_attrs, make_kernel, op_results
 from ._out import has_out_overload, make_out_fake, make_out_kernel, out_schema
 from ._schema import is_factory
 from ._schema import torch_schema as _schema_of
+from ._vmap import register_vmap
 
 __all__ = ["library", "op_names", "torch_schema"]
 
@@ -82,6 +91,8 @@ def _register() -> list[str]:
             library.impl(name, kernel, key)
         torch.library.register_fake(f"ctensor::{name}", _make_fake(spec), lib=library)
         register_autograd(library, spec)
+        if spec.inputs:
+            register_vmap(library, spec)
         if has_out_overload(spec):
             library.define(out_schema(spec), tags=tags)
             out_kernel = make_out_kernel(spec)

@@ -1,7 +1,9 @@
 """Autograd of ``torch.ops.ctensor`` from the registry's gradient entries.
 
-Every operator gets the same two functions (``torch.library.register_autograd``): the forward
-saves the inputs and outputs its entry reads; the backward runs the entry's program
+Every operator gets the same two functions (``setup_context`` and ``backward``, as
+``torch.library.register_autograd`` takes them; ``_function`` makes them the op's Autograd
+kernel, one that ``torch.func`` transforms accept): the forward saves the inputs and outputs its
+entry reads; the backward runs the entry's program
 (``ctensor.autodiff.Program``) with each step a ``torch.ops.ctensor`` call, so torch records the
 steps like any other op (higher-order gradients, ``torch.compile``'s backward graphs). No
 operator has Python of its own here. Integer and bool outputs, and outputs whose cotangent the
@@ -18,6 +20,7 @@ import torch
 
 from .._registry import OpSpec
 from ..autodiff import NotDifferentiableError, Program
+from ._function import register_autograd_kernel
 from ._kernel import ctensor_attrs
 from ._schema import arg_name
 
@@ -130,11 +133,9 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
         inputs, outputs = values[:num_inputs], values[num_inputs:]
         cotangents = list(grads)
         program = Program(spec, entry, inputs, cotangents, ctx.attrs, run_torch_op, outputs)
-        # One gradient per argument the call passed: the dispatcher leaves out trailing optional
-        # inputs equal to their default (None), so there may be fewer than the schema's.
         needs = ctx.needs_input_grad
         result = []
-        for index, ref in enumerate(entry["input_grads"][: len(needs)]):
+        for index, ref in enumerate(entry["input_grads"]):
             is_list = variadic_in and index == num_inputs - 1
             wanted = is_list or needs[index]
             if ref is not None and wanted and ctx.present[index]:
@@ -143,6 +144,5 @@ def register_autograd(library: torch.library.Library, spec: OpSpec) -> None:
                 result.append([None] * ctx.list_length if is_list else None)
         return tuple(result) if len(result) != 1 else result[0]
 
-    torch.library.register_autograd(
-        f"ctensor::{spec.name}", backward, setup_context=setup_context, lib=library
-    )
+    # Not torch.library.register_autograd: its Function does not work under torch.func.grad.
+    register_autograd_kernel(library, spec, backward, setup_context)

@@ -17,7 +17,7 @@ import torch
 
 from .._attrs import attrs_for
 from .._dtypes import code_bits, name_of_ct, to_dtype_name
-from .._errors import check
+from .._errors import CTensorError, check
 from .._lib import ffi, lib
 from .._registry import OpSpec
 
@@ -70,6 +70,32 @@ def _concrete(shape: Any) -> tuple[int, ...]:
     return tuple(int(extent) for extent in shape)
 
 
+def _infer_symbolic_attrs(
+    spec: OpSpec, dtypes: list[str | None], shapes: list, attrs: dict
+) -> list[tuple[str, tuple[int, ...]]]:
+    """``infer`` where integer attributes may be SymInts (torch.compile makes an int argument
+    that changes between calls dynamic, e.g. a dropout ``offset`` advanced every step). The
+    inference runs on each SymInt's hint and again on the hint plus one: when both give the same
+    outputs the attribute does not shape them and no guard is recorded (one graph serves every
+    value); otherwise the attributes are specialized (``int()``, a guard), as before."""
+    symbolic = [k for k, v in attrs.items() if isinstance(v, torch.SymInt)]
+    hints = {k: v.node.hint for k, v in attrs.items() if k in symbolic}
+    if not symbolic or any(hint is None for hint in hints.values()):
+        return infer(spec, dtypes, shapes, {k: _concrete_attr(v) for k, v in attrs.items()})
+    first = infer(spec, dtypes, shapes, {**attrs, **hints})
+    try:
+        shifted = infer(spec, dtypes, shapes, {**attrs, **{k: h + 1 for k, h in hints.items()}})
+    except CTensorError:  # the next value is invalid (an axis past the last): it matters
+        shifted = None
+    if first == shifted:
+        return first
+    return infer(spec, dtypes, shapes, {k: _concrete_attr(v) for k, v in attrs.items()})
+
+
+def _concrete_attr(value: Any) -> Any:
+    return int(value) if isinstance(value, torch.SymInt) else value
+
+
 def fake_outputs(spec: OpSpec, tensors: list, attrs: dict, device: Any = None) -> list:
     """Empty tensors shaped as the call's outputs (one per output, the variadic ones flat), on
     the device of the first input (or ``device`` for an op without inputs)."""
@@ -87,7 +113,7 @@ def fake_outputs(spec: OpSpec, tensors: list, attrs: dict, device: Any = None) -
     else:
         shapes = [None if t is None else _concrete(t.shape) for t in tensors]
     outputs = []
-    for dtype, shape in infer(spec, resolved, shapes, attrs):
+    for dtype, shape in _infer_symbolic_attrs(spec, resolved, shapes, attrs):
         if symbolic is not None:
             shape = symbolic
         elif any(extent < 0 for extent in shape):

@@ -25,7 +25,7 @@ __all__ = ["arg_name", "is_factory", "torch_schema"]
 _RESERVED = frozenset({"out", "self", "device"})
 
 _SCALAR_TYPES = {
-    "int": "int",
+    "int": "SymInt",
     "float": "float",
     "bool": "bool",
     "string": "str",
