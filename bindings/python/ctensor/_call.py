@@ -60,6 +60,7 @@ from ._frame import (
 )
 from ._frameworks import NUMPY, Framework, framework_of
 from ._lib import ffi, lib
+from ._profile import recorded_call, torch_profiling
 from ._promotion import promote_call, resolve_types, weak_scalars
 from ._registry import OpSpec
 from ._run import execute, prepare_context
@@ -106,6 +107,8 @@ def call(
     keyword arguments picks the backend whose kernel must run the call (ct_context.backend).
     ``fast_op_declined``: the operator's FastOp read these arguments and did not run the call,
     so the fast path is not tried again on them."""
+    if torch_profiling():  # under torch.profiler the call shows as "ctensor::<name>"
+        return recorded_call(call, spec, args, out, attrs, fast_op_declined)
     backend = attrs.pop("backend", None) if attrs and "backend" in attrs else None
     device = attrs.pop("device", None) if attrs and "device" in attrs else None
     try:
