@@ -25,6 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import ctensor
 import ctensor.autodiff
 import ctensor.torch
+from ctensor._device_array import _capsule
 from ctensor._registry import all_specs, get_spec
 from ctensor.conformance import dtypes as dt
 from ctensor.conformance.cases import generate, gradient_cases
@@ -570,3 +571,21 @@ def test_backward_matches_torch_autograd(name, args, kwargs, reference):  # noqa
         if a.is_floating_point():
             assert a.grad is not None, f"{name}: no gradient for input {k}"
             torch.testing.assert_close(a.grad, b.grad, rtol=1e-9, atol=1e-11)
+
+
+# ---------------------------------------------------------------------- errors ---------------
+
+#: DLPack device types a backend may serve, with the names ctensor gives them.
+_DEVICE_TYPES = ((2, "cuda"), (10, "rocm"), (7, "vulkan"))
+
+
+def test_memory_on_a_device_no_loaded_backend_runs_is_named_in_the_error():
+    # What the CUDA kernel of torch.ops.ctensor meets with a CUDA tensor where ctensor has no
+    # CUDA backend (only the CPU one is built): a DLPack view on a device type no loaded backend
+    # serves. The error names the device, not just its number.
+    served = {backend.device_type for backend in ctensor.backends()}
+    code, name = next((code, name) for code, name in _DEVICE_TYPES if name not in served)
+    host = np.arange(4, dtype=np.float32)
+    view = _capsule(host.ctypes.data, (code, 0), (4,), "float32", None, 0, host)
+    with pytest.raises(ctensor.UnsupportedDeviceError, match=rf"type {code} \({name}\): no loaded"):
+        ctensor.ops.negative(view)
