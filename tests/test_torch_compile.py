@@ -418,6 +418,23 @@ def test_vmap_loop_fallback_matches_torch():
     )
 
 
+def test_vmap_over_an_empty_batch_gives_empty_results():
+    # The loop rule has no slice to call the op on: shapes come from the fake kernel.
+    x = torch.empty(0, 4, 3, dtype=F64)
+    w = torch.randn(3, 2, dtype=F64)
+    pairs = [
+        (lambda v: T.matmul(v, w), lambda v: v @ w),  # loop
+        (lambda v: T.sum(v), torch.sum),  # axis=None: loop
+        (lambda v: T.argmax(v, axis=1), lambda v: torch.argmax(v, 1)),  # axis
+        (lambda v: T.exp(v), torch.exp),  # elementwise
+    ]
+    for ours, theirs in pairs:
+        got, want = torch.func.vmap(ours)(x), torch.func.vmap(theirs)(x)
+        assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    values, indices = torch.func.vmap(lambda v: T.topk(v, k=2, axis=0))(x[:, 0])
+    assert values.shape == indices.shape == (0, 2) and indices.dtype == torch.int64
+
+
 # Each op the axis rule takes, with the attributes one call needs besides ``axis``.
 _AXIS_CASES = {
     "all": {},
