@@ -22,11 +22,12 @@ import torch._dynamo
 import torch._dynamo.testing
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch_cases import all_cases, flat_results
 
 import ctensor
 import ctensor.torch
 from ctensor._registry import all_specs, get_spec
-from ctensor.torch._schema import arg_name
+from ctensor.torch._arguments import ctensor_attrs
 from ctensor.torch._vmap import rule_kind
 
 T = torch.ops.ctensor
@@ -229,8 +230,6 @@ def test_torch_export_of_plain_calls_holds_ctensor_ops():
 
 def test_every_op_compiles_fullgraph_into_its_torch_op():
     # The opcheck cases of tests/test_torch_ops.py, one per op, as plain ctensor.ops calls.
-    from test_torch_ops import _all_cases
-
     traced: list = []
 
     def recording_backend(graph, example_inputs):
@@ -238,13 +237,12 @@ def test_every_op_compiles_fullgraph_into_its_torch_op():
         return graph.forward
 
     checked = 0
-    for name, cases in sorted(_all_cases().items()):
+    for name, cases in sorted(all_cases().items()):
         spec = get_spec(name)
         case = cases[0]
         if not any(a is not None for a in case.args):
             continue  # no tensor input: runs eagerly (torch.ops.ctensor takes device=)
-        names = {arg_name(a["name"]): a["name"] for a in spec.attrs}
-        attrs = {names[key]: value for key, value in case.kwargs.items()}
+        attrs = ctensor_attrs(spec, case.kwargs)
         plain = getattr(ctensor.ops, name)
 
         def f(*args, op=plain, attrs=attrs):
@@ -256,7 +254,7 @@ def test_every_op_compiles_fullgraph_into_its_torch_op():
             got = torch.compile(f, fullgraph=True, backend=recording_backend)(*case.args)
         assert name in traced, (name, traced)
         want = f(*case.args)
-        got, want = _flat_results(got), _flat_results(want)
+        got, want = flat_results(got), flat_results(want)
         assert len(got) == len(want), name
         for a, b in zip(got, want, strict=True):
             assert a.dtype == b.dtype, name
@@ -507,18 +505,10 @@ def _batch_of_two(value):
     return torch.stack([value, _second_sample(value)])
 
 
-def _flat_results(result) -> list:
-    if isinstance(result, torch.Tensor):
-        return [result]
-    return [t for r in result for t in _flat_results(r)]
-
-
 def test_vmap_of_every_op_agrees_with_a_loop():
     # The opcheck cases of tests/test_torch_ops.py, one per op, batched with a second slice.
-    from test_torch_ops import _all_cases
-
     checked = 0
-    for name, cases in sorted(_all_cases().items()):
+    for name, cases in sorted(all_cases().items()):
         spec = get_spec(name)
         # Ops without tensor inputs have nothing to batch; dynamic ops give each slice its own
         # size, which no batch can hold.
@@ -534,9 +524,9 @@ def test_vmap_of_every_op_agrees_with_a_loop():
             got = torch.func.vmap(lambda *xs, op=op, kw=case.kwargs: op(*xs, **kw), in_dims)(
                 *batched
             )
-            first = _flat_results(op(*case.args, **case.kwargs))
-            second = _flat_results(op(*(_second_sample(a) for a in case.args), **case.kwargs))
-        for k, result in enumerate(_flat_results(got)):
+            first = flat_results(op(*case.args, **case.kwargs))
+            second = flat_results(op(*(_second_sample(a) for a in case.args), **case.kwargs))
+        for k, result in enumerate(flat_results(got)):
             want = torch.stack([first[k], second[k]])
             torch.testing.assert_close(result, want, equal_nan=True, msg=f"{name}: {case}")
         checked += 1
