@@ -124,30 +124,6 @@ def test_a_new_dropout_offset_each_step_compiles_once_more_only():
     assert len(set(results)) == 6  # each offset drew another mask
 
 
-def test_an_int_attribute_that_shapes_the_output_is_specialized():
-    # one_hot's num_classes sizes the result: each value gets its own graph (a guard), and the
-    # shapes are right.
-    counter = CompileCounter()
-    torch._dynamo.reset()
-    one_hot = torch.compile(lambda x, n: C.one_hot(x, num_classes=n), backend=counter)
-    x = torch.tensor([0, 1, 2])
-    shapes = [tuple(one_hot(x, n).shape) for n in (3, 4, 5)]
-    torch._dynamo.reset()
-    assert shapes == [(3, 3), (3, 4), (3, 5)]
-    assert counter.frame_count == 3
-
-
-def test_a_dynamic_axis_attribute_gives_the_eager_results():
-    # An axis that changes between calls: the fake kernel sees it as a SymInt (and, where the
-    # next value would be out of range, specializes it); every call matches eager.
-    torch._dynamo.reset()
-    softmax = torch.compile(lambda x, axis: C.softmax(x, axis=axis), fullgraph=True)
-    x = torch.randn(3, 4, dtype=torch.float64)
-    for axis in (0, 1, 0, 1, -1):
-        assert torch.equal(softmax(x, axis), C.softmax(x, axis=axis))
-    torch._dynamo.reset()
-
-
 # ---------------------------------------------------------------------------------------------
 # The pieces the float64 comparison rests on.
 

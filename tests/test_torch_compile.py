@@ -28,6 +28,7 @@ import ctensor
 import ctensor.torch
 from ctensor._registry import all_specs, get_spec
 from ctensor.torch._arguments import ctensor_attrs
+from ctensor.torch._fake import VALUE_ONLY_ATTRS
 from ctensor.torch._vmap import rule_kind
 
 T = torch.ops.ctensor
@@ -325,6 +326,62 @@ def test_numpy_arrays_under_compile():
 
     result = torch.compile(f, backend="aot_eager")(torch.ones(4))
     torch.testing.assert_close(result, torch.ones(4) + torch.as_tensor(2 * a))
+
+
+# --- int attributes that change between calls -------------------------------------------------
+
+
+def test_an_int_attribute_that_may_shape_the_outputs_is_specialized():
+    # one_hot's num_classes sizes the result, argmax's axis picks the extent that goes: each
+    # value gets its own graph (a guard on it) with that value's shapes, also where two values
+    # give the same shape (axes 1 and 2 of a 4-d tensor) and a third does not (axis 0).
+    counter = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+    one_hot = torch.compile(lambda x, n: T.one_hot(x, num_classes=n), backend=counter)
+    x = torch.tensor([0, 1, 2])
+    assert [tuple(one_hot(x, n).shape) for n in (3, 4, 5)] == [(3, 3), (3, 4), (3, 5)]
+    assert counter.frame_count == 3
+    v = torch.randn(4, 3, 3, 3, dtype=F64)
+    # zeros of the shape the graph gives argmax's result: the fake kernel's shape
+    shape_of = torch.compile(
+        lambda v, a: torch.zeros(T.argmax(v, axis=a).shape), fullgraph=True, backend="aot_eager"
+    )
+    softmax = torch.compile(lambda v, a: T.softmax(v, axis=a), fullgraph=True, backend="aot_eager")
+    for axis in (1, 2, 0, -1, 1):
+        assert shape_of(v, axis).shape == v.argmax(axis).shape
+        assert torch.equal(softmax(v, axis), T.softmax(v, axis=axis))
+
+
+def test_value_only_int_attributes_stay_symbolic():
+    # A new dropout offset each call: one graph serves them all after one recompilation.
+    counter = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+    dropout = torch.compile(
+        lambda v, o: T.dropout(v, p=0.5, seed=3, offset=o)[0], backend=counter, fullgraph=True
+    )
+    v = torch.randn(64, dtype=F64)
+    for offset in range(5):
+        assert torch.equal(dropout(v, offset), T.dropout(v, p=0.5, seed=3, offset=offset)[0])
+    assert counter.frame_count == 2
+    # The ops with such attributes, all checked to use them as values only: a new one must be
+    # checked too before it joins this list.
+    having = {
+        name
+        for name, spec in all_specs().items()
+        if any(a["name"] in VALUE_ONLY_ATTRS and a["type"] == "int" for a in spec.attrs)
+    }
+    assert having == {
+        "avg_pool2d",
+        "avg_pool2d_backward",
+        "cross_entropy",
+        "cross_entropy_backward",
+        "dropout",
+        "nll_loss",
+        "nll_loss_backward",
+        "random_bernoulli",
+        "random_normal",
+        "random_uniform",
+        "scaled_dot_product_attention",
+        "scaled_dot_product_attention_backward",
+    }
 
 
 # --- FakeTensor and meta tensors --------------------------------------------------------------
