@@ -6,6 +6,8 @@ what ``ctensor.ops`` gives on the same inputs; every differentiable op passes
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -308,3 +310,34 @@ def test_memory_on_a_device_no_loaded_backend_runs_is_named_in_the_error():
     view = _capsule(host.ctypes.data, (code, 0), (4,), "float32", None, 0, host)
     with pytest.raises(ctensor.UnsupportedDeviceError, match=rf"type {code} \({name}\): no loaded"):
         ctensor.ops.negative(view)
+
+
+# ---------------------------------------------------------------------- memory ---------------
+
+
+def test_kernels_work_on_the_tensors_own_memory():
+    # ctensor refuses an output that partly overlaps an input: it sees the overlap only when
+    # the views it is given are the torch tensors' own memory (no copy of an input, no
+    # temporary for a result), for a one-tensor input, a list input, and a transposed one.
+    base = torch.randn(8)
+    calls = {
+        "add": lambda: C.add.out(base[:6], base[:6], out=base[2:]),
+        "concat": lambda: C.concat.out([base[:3], base[3:6]], axis=0, out=base[2:]),
+        "matmul": lambda: C.matmul.out(
+            base[:4].reshape(2, 2), base[:4].reshape(2, 2).T, out=base[3:7].reshape(2, 2)
+        ),
+    }
+    for name, make in calls.items():
+        with pytest.raises(ctensor.AliasingError, match=f"{name}: output 'out' overlaps input"):
+            make()
+    # The same view as input and output: in place, into the caller's memory.
+    x = torch.arange(6.0)
+    address = x.data_ptr()
+    C.add.out(x, x, out=x)
+    assert x.data_ptr() == address and torch.equal(x, 2 * torch.arange(6.0))
+
+
+def test_the_schema_docs_torch_md_shows_is_the_registered_one():
+    docs = Path(__file__).resolve().parent.parent / "docs" / "torch.md"
+    shown = [line for line in docs.read_text().splitlines() if line.startswith("# ctensor::")]
+    assert shown == [f"# {torch.ops.ctensor.softmax.default._schema}"]

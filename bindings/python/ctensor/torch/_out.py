@@ -31,6 +31,7 @@ _FUNCTIONALIZE_RESERVED = frozenset({"mode"})
 
 
 def has_out_overload(spec: OpSpec) -> bool:
+    """Whether the op gets an ``out`` overload: its output sizes follow from its inputs'."""
     return not spec.is_dynamic
 
 
