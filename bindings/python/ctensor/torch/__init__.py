@@ -15,6 +15,9 @@ the kernels of every loaded backend) through ``torch.library``, generated from t
 - a vmap rule, chosen from the schema (``_vmap``): elementwise ops broadcast, ops along an
   ``axis`` shift it, every other op loops over the batch.
 
+These modules convert between a torch call's arguments and results and ctensor's in one place
+(``_arguments``).
+
 Plain ``ctensor.ops.<name>`` calls reach these ops too (``_route``): on torch tensors without
 readable memory (FakeTensor, meta tensors, ``torch.func`` transforms' wrappers) in eager mode,
 and under ``torch.compile``, whose Dynamo traces them into ``torch.ops.ctensor`` nodes

@@ -256,10 +256,9 @@ def make_train_step(
     """One training step ``step(*batch) -> loss`` (detached): ``model.loss(*batch)`` (compiled
     with ``torch.compile(fullgraph=True, backend=backend)`` unless ``compile`` is false), its
     backward (the compiled backward graph) and ``optimizer.step()`` (eager). For ``DigitsCNN``
-    the batch is
-    (images, labels, offset), the offset being the dropout's (pass the step number: an int that
-    changes every call stays a symbolic int in the compiled graph, after one recompilation);
-    for ``TinyTransformerLM`` it is (tokens, targets)."""
+    the batch is (images, labels, offset), the offset being the dropout's (pass the step
+    number: an int that changes every call stays a symbolic int in the compiled graph, after
+    one recompilation); for ``TinyTransformerLM`` it is (tokens, targets)."""
     loss_fn = model.loss
     if compile:
         loss_fn = torch.compile(loss_fn, fullgraph=True, backend=backend)
