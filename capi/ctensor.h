@@ -42,7 +42,7 @@ extern "C" {
 /** Major ABI version: bumped only when a binary built against an older header would break. */
 #define CT_ABI_VERSION_MAJOR 1
 /** Minor ABI version: bumped when functions, enum values or trailing struct fields are added. */
-#define CT_ABI_VERSION_MINOR 2
+#define CT_ABI_VERSION_MINOR 3
 
 /** The ABI version of the loaded library, as (major << 16) | minor. Compare the major part with
  *  CT_ABI_VERSION_MAJOR before relying on anything else. */
@@ -492,6 +492,72 @@ CT_API void ct_plan_destroy(ct_plan* plan);
  *  the kernel it was created with, while ct_op_run picks the newest: a caller that caches plans
  *  creates them again when this number has changed. Added in ABI 1.1. */
 CT_API uint64_t ct_registry_generation(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Profiling: a caller's begin/end callbacks around every kernel run (as cuDNN's and oneDNN's
+ * hooks). With no profiler installed, a run pays one predictable branch.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Where a profiled run comes from (ct_profile_event.source). */
+typedef enum ct_profile_source {
+  CT_PROFILE_OP_RUN = 0,  /**< ct_op_run */
+  CT_PROFILE_PLAN_RUN = 1 /**< ct_plan_run */
+} ct_profile_source;
+
+/** One run, as the profiler's callbacks see it. The library owns it: it and everything it
+ *  points to are valid only during the callback (begin and end of one run receive the same
+ *  event, unchanged). Fields may be appended (check struct_size). Added in ABI 1.3. */
+typedef struct ct_profile_event {
+  size_t struct_size;              /**< sizeof(ct_profile_event) of the library */
+  uint64_t call_id;                /**< unique per run in the process (from 1); begin and end of
+                                        one run carry the same id */
+  const ct_op* op;                 /**< the operator */
+  const char* op_name;             /**< its name, e.g. "conv2d" (static) */
+  const char* backend;             /**< the backend whose kernel runs, e.g. "cpu" (static) */
+  ct_device device;                /**< the device the kernel runs on */
+  int32_t source;                  /**< a ct_profile_source */
+  int32_t num_inputs;              /**< entries in `inputs` (one per input tensor) */
+  const ct_tensor* const* inputs;  /**< the call's validated input views (ndim, shape, dtype,
+                                        strides, data); NULL entries for absent optional inputs */
+  int32_t num_outputs;             /**< entries in `outputs` (0 for dynamic ops) */
+  int32_t reserved;                /**< zero */
+  const ct_tensor* const* outputs; /**< the call's output views (written by the time end runs) */
+} ct_profile_event;
+
+/** A caller's profiler: two callbacks around every ct_op_run and ct_plan_run that passed its
+ *  checks (so the kernel, and with it the backend and device, is known). `begin` runs just
+ *  before the kernel, `end` just after it with the status the run returns (also for calls
+ *  whose outputs are all empty, where no kernel runs and the status is CT_OK); both run on the
+ *  calling thread, and on several threads at once when several threads run ops. Either may be
+ *  NULL. Calls that fail their checks are not reported. Runs started from inside a callback (a
+ *  callback calling ct_op_run) are not reported either. Callbacks must not call
+ *  ct_set_profiler. Added in ABI 1.3. */
+typedef struct ct_profiler {
+  size_t struct_size; /**< sizeof(ct_profiler) as the caller compiled it */
+  void* user_data;    /**< passed back to both callbacks */
+  /** Called before the kernel runs. */
+  void (*begin)(void* user_data, const ct_profile_event* event);
+  /** Called after the kernel returned `status` (CT_OK or a negative ct_status); the error
+   *  message of a failed run is in ct_last_error() during the call. */
+  void (*end)(void* user_data, const ct_profile_event* event, int status);
+} ct_profiler;
+
+/** Installs `profiler` for the whole process, replacing the one installed before; NULL
+ *  uninstalls. The library copies the struct, so the caller's struct need not outlive the
+ *  call (its user_data must stay valid while the profiler is installed). Thread-safe: runs on
+ *  other threads go on meanwhile. A run reports to the profiler it found when it began, begin
+ *  and end alike; ct_set_profiler returns once every run that began with the replaced profiler
+ *  has ended, so that no callback of it runs afterwards and its user_data may be freed.
+ *  CT_ERROR_ABI_MISMATCH when profiler->struct_size is smaller than ABI 1.3's ct_profiler;
+ *  CT_ERROR_INVALID_ARGUMENT when called from inside a profiled run (a callback), which would
+ *  wait for itself. Added in ABI 1.3. */
+CT_API int ct_set_profiler(const ct_profiler* profiler);
+
+/** Copies the installed profiler into `*profiler` (the caller sets profiler->struct_size; at
+ *  most that many bytes are written and struct_size is kept); with none installed, user_data,
+ *  begin and end are NULL. To nest profilers, save this and install it again afterwards.
+ *  Added in ABI 1.3. */
+CT_API int ct_get_profiler(ct_profiler* profiler);
 
 /* ---------------------------------------------------------------------------------------------
  * Backends: the built-in CPU backend and plugins (shared modules, see ctensor_plugin.h)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dispatch.h"
+#include "profiler.h"
 
 static bool ct_param_is_variadic(const ct_param_schema* params, int32_t count) {
   return count > 0 && (params[count - 1].flags & CT_PARAM_VARIADIC);
@@ -428,6 +429,21 @@ int ct_op_run(const ct_op* op, const ct_tensor* const* inputs, int32_t num_input
   ct_kernel_call call;
   status = ct_prepare_run(&p, outputs, num_outputs, context, kernel, &call);
   if (status != CT_OK) return status;
-  if (ct_outputs_all_empty(p.schema, outputs, num_outputs)) return CT_OK; /* nothing to compute */
+  const bool empty = ct_outputs_all_empty(p.schema, outputs, num_outputs);
+  if (ct_profiler_active()) {
+    ct_profile_event event = {
+        .op = op,
+        .op_name = p.schema->name,
+        .backend = kernel->def.backend_name,
+        .device = {kernel->def.device_type, p.has_device ? p.device.device_id : 0},
+        .source = CT_PROFILE_OP_RUN,
+        .num_inputs = p.num_inputs,
+        .inputs = p.inputs,
+        .num_outputs = num_outputs,
+        .outputs = outputs,
+    };
+    return ct_profiled_run(&event, empty ? NULL : kernel->def.run, &call);
+  }
+  if (empty) return CT_OK; /* nothing to compute */
   return kernel->def.run(&call);
 }

@@ -62,6 +62,8 @@ CT_INTERNAL bool ct_dtype_is_complex(ct_dtype dtype); /* complex64/complex128 */
 CT_INTERNAL ct_dtype ct_dtype_real_part(ct_dtype dtype);
 /* "float32", or "<code 9 bits 8 lanes 1>" in a thread-local buffer for dtypes ctensor lacks. */
 CT_INTERNAL const char* ct_dtype_describe(ct_dtype dtype);
+/* "cpu", "cuda", "opencl", ... for a DLPack device type; "other" for one ctensor does not name. */
+CT_INTERNAL const char* ct_device_name(int32_t device_type);
 
 #define CT_DTYPE_BOOL_V ((ct_dtype){CT_DTYPE_BOOL, 8, 1})
 #define CT_DTYPE_I64_V ((ct_dtype){CT_DTYPE_INT, 64, 1})

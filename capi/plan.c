@@ -4,11 +4,15 @@
 #include <string.h>
 
 #include "dispatch.h"
+#include "profiler.h"
 
 struct ct_plan {
   ct_kernel_call call; /* what the kernel sees; its pointers lead into this allocation */
   ct_kernel_run_fn run;
-  bool outputs_empty; /* nothing to compute: run returns CT_OK at once */
+  bool outputs_empty;  /* nothing to compute: run returns CT_OK at once */
+  const ct_op* op;     /* what a profiler is told (profiler.h) */
+  const char* backend; /* the kernel's backend name (lives as long as the registry) */
+  ct_device device;    /* where the kernel runs */
   int32_t num_tensors;
   const ct_tensor** tensors; /* inputs then outputs; NULL for absent optional inputs */
   ct_tensor* views;          /* the copies the entries of `tensors` point to */
@@ -93,6 +97,9 @@ static ct_plan* ct_plan_build(const ct_prepared_call* p, const ct_tensor* const*
   plan->call.outputs = plan->tensors + p->num_inputs;
   plan->call.attrs = plan->attrs;
   plan->run = kernel->def.run;
+  plan->op = p->op;
+  plan->backend = kernel->def.backend_name;
+  plan->device = (ct_device){kernel->def.device_type, p->has_device ? p->device.device_id : 0};
   plan->outputs_empty = ct_outputs_all_empty(p->schema, plan->call.outputs, num_outputs);
   return plan;
 }
@@ -156,6 +163,20 @@ int ct_plan_set_data(ct_plan* plan, void* const* data, int32_t count) {
 int ct_plan_run(const ct_plan* plan) {
   ct_clear_error();
   if (!plan) return ct_set_error(CT_ERROR_NULL_POINTER, "ct_plan_run: plan is NULL");
+  if (ct_profiler_active()) {
+    ct_profile_event event = {
+        .op = plan->op,
+        .op_name = plan->call.schema->name,
+        .backend = plan->backend,
+        .device = plan->device,
+        .source = CT_PROFILE_PLAN_RUN,
+        .num_inputs = plan->call.num_inputs,
+        .inputs = plan->call.inputs,
+        .num_outputs = plan->call.num_outputs,
+        .outputs = plan->call.outputs,
+    };
+    return ct_profiled_run(&event, plan->outputs_empty ? NULL : plan->run, &plan->call);
+  }
   if (plan->outputs_empty) return CT_OK;
   return plan->run(&plan->call);
 }

@@ -325,8 +325,10 @@ int ct_registry_find_kernel(const ct_op* op, int32_t device_type, const char* ba
   char by[160] = "";
   if (backend) snprintf(by, sizeof by, " of backend '%s'", backend);
   if (!device_seen) {
-    return ct_set_error(CT_ERROR_UNSUPPORTED_DEVICE, "%s has no kernel%s for device type %d", name,
-                        by, device_type);
+    return ct_set_error(CT_ERROR_UNSUPPORTED_DEVICE,
+                        "%s has no kernel%s for device type %d (%s): no loaded backend runs it "
+                        "there",
+                        name, by, device_type, ct_device_name(device_type));
   }
   char text[512];
   size_t used = 0;

@@ -70,7 +70,7 @@ static const char* ct_category_name(int32_t category) {
   return "unknown";
 }
 
-static const char* ct_device_name(int32_t device_type) {
+const char* ct_device_name(int32_t device_type) {
   switch (device_type) {
     case CT_DEVICE_CPU:
       return "cpu";

@@ -18,7 +18,6 @@ the first ``--check-steps`` steps; it exits with status 1 above 1e-9.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -30,8 +29,10 @@ from ctensor.torch.models import (
     DigitsCNN,
     digits_batches,
     digits_split,
+    example_parser,
     make_train_step,
     relative_difference,
+    run_check,
 )
 
 BATCH = 64
@@ -103,15 +104,11 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="20 steps (and --check: 10)")
-    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser = example_parser(
+        __doc__.split("\n\n")[0], quick="20 steps (and --check: 10)", check_steps=50
+    )
     parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
-    parser.add_argument("--check", action="store_true", help="float64 loss vs torch's own ops")
-    parser.add_argument("--check-steps", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -120,14 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         args.check_steps = min(args.check_steps, 10)
 
     if args.check:
-        start = time.perf_counter()
-        differences = check(args.check_steps, args.seed)
-        worst = max(differences)
-        print(
-            f"check: {len(differences)} steps, float64, worst relative loss difference "
-            f"{worst:.3e} (step {differences.index(worst)}), {time.perf_counter() - start:.1f} s"
-        )
-        return 0 if worst <= TOLERANCE else 1
+        return run_check(check, args.check_steps, args.seed, TOLERANCE)
 
     result = train(getattr(torch, args.dtype), epochs=args.epochs, steps=args.steps, seed=args.seed)
     losses = result["losses"]

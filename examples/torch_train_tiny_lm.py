@@ -18,7 +18,6 @@ losses over the first ``--check-steps`` steps; it exits with status 1 above 1e-9
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -29,8 +28,10 @@ from ctensor.torch.models import (
     TORCH_OPS,
     TinyTransformerLM,
     encode_text,
+    example_parser,
     make_train_step,
     relative_difference,
+    run_check,
     text_batches,
     text_corpus,
 )
@@ -103,14 +104,10 @@ def check(steps: int = 20, seed: int = 0) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="30 steps (and --check: 10)")
-    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser = example_parser(
+        __doc__.split("\n\n")[0], quick="30 steps (and --check: 10)", check_steps=20
+    )
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--check", action="store_true", help="float64 loss vs torch's own ops")
-    parser.add_argument("--check-steps", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -119,14 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         args.check_steps = min(args.check_steps, 10)
 
     if args.check:
-        start = time.perf_counter()
-        differences = check(args.check_steps, args.seed)
-        worst = max(differences)
-        print(
-            f"check: {len(differences)} steps, float64, worst relative loss difference "
-            f"{worst:.3e} (step {differences.index(worst)}), {time.perf_counter() - start:.1f} s"
-        )
-        return 0 if worst <= TOLERANCE else 1
+        return run_check(check, args.check_steps, args.seed, TOLERANCE)
 
     result = train(getattr(torch, args.dtype), steps=args.steps, seed=args.seed)
     losses = result["losses"]

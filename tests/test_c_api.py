@@ -10,6 +10,8 @@ or site-packages/ctensor/lib/pkgconfig while that command is unavailable) and ru
 - tests/c/test_abi.c: the ABI contract (TAP-like output), plainly and under valgrind;
 - tests/c/test_plan.c: plans (checked once, run many times), plainly, under valgrind and
   with the sanitizers;
+- tests/c/test_profiler.c: the profiling hooks (ct_set_profiler), with threads running ops while
+  profilers are swapped, plainly, under valgrind (fewer swaps) and with the sanitizers;
 - tests/c/test_header_compat.c: C99, alone and next to DLPack's real header (PyTorch ships it;
   it is linked into the temporary directory, never copied into the tree);
 - tests/c/test_header.cpp: the header from C++11 and C++17.
@@ -39,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "examples" / "c" / "quickstart.c"
 TEST_ABI = ROOT / "tests" / "c" / "test_abi.c"
 TEST_PLAN = ROOT / "tests" / "c" / "test_plan.c"
+TEST_PROFILER = ROOT / "tests" / "c" / "test_profiler.c"
 HEADER_COMPAT = ROOT / "tests" / "c" / "test_header_compat.c"
 HEADER_CPP = ROOT / "tests" / "c" / "test_header.cpp"
 
@@ -313,6 +316,42 @@ def test_plan_contract_under_valgrind(test_plan: Path, pkg: PkgConfig) -> None:
 
 def test_plan_contract_with_sanitizers(pkg: PkgConfig, workdir: Path) -> None:
     program = _build(pkg, TEST_PLAN, workdir / "test_plan-asan", ["-std=c11", *SANITIZE])
+    env = dict(
+        pkg.env, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    )
+    result = _run([str(program)], env=env)
+    _check_abi_output(result)
+    assert "runtime error" not in result.stderr, _describe(result)
+
+
+# ----------------------------------------------------------------------------------------------
+# tests/c/test_profiler.c: the profiling hooks (ct_set_profiler / ct_get_profiler)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def test_profiler(pkg: PkgConfig, workdir: Path) -> Path:
+    return _build(
+        pkg, TEST_PROFILER, workdir / "test_profiler", ["-std=c11", "-pthread", *STRICT_C]
+    )
+
+
+def test_profiler_contract(test_profiler: Path, pkg: PkgConfig) -> None:
+    _check_abi_output(_run([str(test_profiler)], env=pkg.env))
+
+
+def test_profiler_contract_under_valgrind(test_profiler: Path, pkg: PkgConfig) -> None:
+    # Three profiler swaps under the threads instead of forty: valgrind runs one thread at a time.
+    result = _run([_valgrind(), *VALGRIND_ARGS, str(test_profiler), "3"], env=pkg.env)
+    assert result.returncode == 0, "valgrind run failed\n" + _describe(result)
+    assert re.search(r"ERROR SUMMARY: 0 errors", result.stderr), _describe(result)
+    _check_abi_output(result)
+
+
+def test_profiler_contract_with_sanitizers(pkg: PkgConfig, workdir: Path) -> None:
+    program = _build(
+        pkg, TEST_PROFILER, workdir / "test_profiler-asan", ["-std=c11", "-pthread", *SANITIZE]
+    )
     env = dict(
         pkg.env, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     )

@@ -22,11 +22,13 @@ import torch._dynamo
 import torch._dynamo.testing
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch_cases import all_cases, flat_results
 
 import ctensor
 import ctensor.torch
 from ctensor._registry import all_specs, get_spec
-from ctensor.torch._schema import arg_name
+from ctensor.torch._arguments import ctensor_attrs
+from ctensor.torch._fake import VALUE_ONLY_ATTRS
 from ctensor.torch._vmap import rule_kind
 
 T = torch.ops.ctensor
@@ -229,8 +231,6 @@ def test_torch_export_of_plain_calls_holds_ctensor_ops():
 
 def test_every_op_compiles_fullgraph_into_its_torch_op():
     # The opcheck cases of tests/test_torch_ops.py, one per op, as plain ctensor.ops calls.
-    from test_torch_ops import _all_cases
-
     traced: list = []
 
     def recording_backend(graph, example_inputs):
@@ -238,13 +238,12 @@ def test_every_op_compiles_fullgraph_into_its_torch_op():
         return graph.forward
 
     checked = 0
-    for name, cases in sorted(_all_cases().items()):
+    for name, cases in sorted(all_cases().items()):
         spec = get_spec(name)
         case = cases[0]
         if not any(a is not None for a in case.args):
             continue  # no tensor input: runs eagerly (torch.ops.ctensor takes device=)
-        names = {arg_name(a["name"]): a["name"] for a in spec.attrs}
-        attrs = {names[key]: value for key, value in case.kwargs.items()}
+        attrs = ctensor_attrs(spec, case.kwargs)
         plain = getattr(ctensor.ops, name)
 
         def f(*args, op=plain, attrs=attrs):
@@ -256,7 +255,7 @@ def test_every_op_compiles_fullgraph_into_its_torch_op():
             got = torch.compile(f, fullgraph=True, backend=recording_backend)(*case.args)
         assert name in traced, (name, traced)
         want = f(*case.args)
-        got, want = _flat_results(got), _flat_results(want)
+        got, want = flat_results(got), flat_results(want)
         assert len(got) == len(want), name
         for a, b in zip(got, want, strict=True):
             assert a.dtype == b.dtype, name
@@ -327,6 +326,62 @@ def test_numpy_arrays_under_compile():
 
     result = torch.compile(f, backend="aot_eager")(torch.ones(4))
     torch.testing.assert_close(result, torch.ones(4) + torch.as_tensor(2 * a))
+
+
+# --- int attributes that change between calls -------------------------------------------------
+
+
+def test_an_int_attribute_that_may_shape_the_outputs_is_specialized():
+    # one_hot's num_classes sizes the result, argmax's axis picks the extent that goes: each
+    # value gets its own graph (a guard on it) with that value's shapes, also where two values
+    # give the same shape (axes 1 and 2 of a 4-d tensor) and a third does not (axis 0).
+    counter = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+    one_hot = torch.compile(lambda x, n: T.one_hot(x, num_classes=n), backend=counter)
+    x = torch.tensor([0, 1, 2])
+    assert [tuple(one_hot(x, n).shape) for n in (3, 4, 5)] == [(3, 3), (3, 4), (3, 5)]
+    assert counter.frame_count == 3
+    v = torch.randn(4, 3, 3, 3, dtype=F64)
+    # zeros of the shape the graph gives argmax's result: the fake kernel's shape
+    shape_of = torch.compile(
+        lambda v, a: torch.zeros(T.argmax(v, axis=a).shape), fullgraph=True, backend="aot_eager"
+    )
+    softmax = torch.compile(lambda v, a: T.softmax(v, axis=a), fullgraph=True, backend="aot_eager")
+    for axis in (1, 2, 0, -1, 1):
+        assert shape_of(v, axis).shape == v.argmax(axis).shape
+        assert torch.equal(softmax(v, axis), T.softmax(v, axis=axis))
+
+
+def test_value_only_int_attributes_stay_symbolic():
+    # A new dropout offset each call: one graph serves them all after one recompilation.
+    counter = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+    dropout = torch.compile(
+        lambda v, o: T.dropout(v, p=0.5, seed=3, offset=o)[0], backend=counter, fullgraph=True
+    )
+    v = torch.randn(64, dtype=F64)
+    for offset in range(5):
+        assert torch.equal(dropout(v, offset), T.dropout(v, p=0.5, seed=3, offset=offset)[0])
+    assert counter.frame_count == 2
+    # The ops with such attributes, all checked to use them as values only: a new one must be
+    # checked too before it joins this list.
+    having = {
+        name
+        for name, spec in all_specs().items()
+        if any(a["name"] in VALUE_ONLY_ATTRS and a["type"] == "int" for a in spec.attrs)
+    }
+    assert having == {
+        "avg_pool2d",
+        "avg_pool2d_backward",
+        "cross_entropy",
+        "cross_entropy_backward",
+        "dropout",
+        "nll_loss",
+        "nll_loss_backward",
+        "random_bernoulli",
+        "random_normal",
+        "random_uniform",
+        "scaled_dot_product_attention",
+        "scaled_dot_product_attention_backward",
+    }
 
 
 # --- FakeTensor and meta tensors --------------------------------------------------------------
@@ -418,6 +473,23 @@ def test_vmap_loop_fallback_matches_torch():
     )
 
 
+def test_vmap_over_an_empty_batch_gives_empty_results():
+    # The loop rule has no slice to call the op on: shapes come from the fake kernel.
+    x = torch.empty(0, 4, 3, dtype=F64)
+    w = torch.randn(3, 2, dtype=F64)
+    pairs = [
+        (lambda v: T.matmul(v, w), lambda v: v @ w),  # loop
+        (lambda v: T.sum(v), torch.sum),  # axis=None: loop
+        (lambda v: T.argmax(v, axis=1), lambda v: torch.argmax(v, 1)),  # axis
+        (lambda v: T.exp(v), torch.exp),  # elementwise
+    ]
+    for ours, theirs in pairs:
+        got, want = torch.func.vmap(ours)(x), torch.func.vmap(theirs)(x)
+        assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    values, indices = torch.func.vmap(lambda v: T.topk(v, k=2, axis=0))(x[:, 0])
+    assert values.shape == indices.shape == (0, 2) and indices.dtype == torch.int64
+
+
 # Each op the axis rule takes, with the attributes one call needs besides ``axis``.
 _AXIS_CASES = {
     "all": {},
@@ -490,18 +562,10 @@ def _batch_of_two(value):
     return torch.stack([value, _second_sample(value)])
 
 
-def _flat_results(result) -> list:
-    if isinstance(result, torch.Tensor):
-        return [result]
-    return [t for r in result for t in _flat_results(r)]
-
-
 def test_vmap_of_every_op_agrees_with_a_loop():
     # The opcheck cases of tests/test_torch_ops.py, one per op, batched with a second slice.
-    from test_torch_ops import _all_cases
-
     checked = 0
-    for name, cases in sorted(_all_cases().items()):
+    for name, cases in sorted(all_cases().items()):
         spec = get_spec(name)
         # Ops without tensor inputs have nothing to batch; dynamic ops give each slice its own
         # size, which no batch can hold.
@@ -517,9 +581,9 @@ def test_vmap_of_every_op_agrees_with_a_loop():
             got = torch.func.vmap(lambda *xs, op=op, kw=case.kwargs: op(*xs, **kw), in_dims)(
                 *batched
             )
-            first = _flat_results(op(*case.args, **case.kwargs))
-            second = _flat_results(op(*(_second_sample(a) for a in case.args), **case.kwargs))
-        for k, result in enumerate(_flat_results(got)):
+            first = flat_results(op(*case.args, **case.kwargs))
+            second = flat_results(op(*(_second_sample(a) for a in case.args), **case.kwargs))
+        for k, result in enumerate(flat_results(got)):
             want = torch.stack([first[k], second[k]])
             torch.testing.assert_close(result, want, equal_nan=True, msg=f"{name}: {case}")
         checked += 1

@@ -12,9 +12,10 @@ capi/ctensor.h (the C ABI), src/dlpack_managed.h (DLPack's managed tensors) and 
   is kept;
 * the ``CT_API`` export macro is removed.
 
-The only declaration written here is cffi's own: the ``extern "Python"`` allocator callback used
-by dynamic-allocating ops. The generated source is one line, ``#include "ctpy_api.h"``; the C it
-calls lives in src/ and is linked into the same extension module (see meson.build).
+The only declarations written here are cffi's own: the ``extern "Python"`` callbacks (the
+allocator of dynamic-allocating ops, the profiler of ``ctensor.profile``). The generated source
+is one line, ``#include "ctpy_api.h"``; the C it calls lives in src/ and is linked into the same
+extension module (see meson.build).
 
 Usage: ``python build_cffi.py ctensor.h dlpack_managed.h ctpy_api.h output.c``
 """
@@ -88,11 +89,15 @@ def cdef_from_header(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-# A Python function C can call (cffi generates it): the allocator of dynamic-allocating ops.
+# Python functions C can call (cffi generates them): the allocator of dynamic-allocating ops,
+# and the profiler callbacks of ctensor.profile() (ct_profiler.begin / end).
 EXTERN_PYTHON_CDEF = """
 extern "Python" int ctpy_allocate(void* user_data, int32_t output_index,
                                   const ct_tensor_info* info, int32_t device_type,
                                   int32_t device_id, void** data);
+extern "Python" void ctpy_profile_begin(void* user_data, const ct_profile_event* event);
+extern "Python" void ctpy_profile_end(void* user_data, const ct_profile_event* event,
+                                      int status);
 """
 
 

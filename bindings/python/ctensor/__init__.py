@@ -20,6 +20,7 @@ from ._errors import (
     ABIMismatchError,
     AliasingError,
     AttributeTypeError,
+    AutogradError,
     BackendError,
     BackendUnavailableError,
     ContiguousRequiredError,
@@ -41,6 +42,7 @@ from ._errors import (
     check,
 )
 from ._lib import ffi, lib
+from ._profile import profile
 from ._registry import list_ops, op_info
 
 __all__ = [
@@ -61,12 +63,14 @@ __all__ = [
     "load_backend",
     "op_info",
     "ops",
+    "profile",
     "set_num_threads",
     "STATUS_TO_ERROR",
     "CTensorError",
     "ABIMismatchError",
     "AliasingError",
     "AttributeTypeError",
+    "AutogradError",
     "BackendError",
     "BackendUnavailableError",
     "ContiguousRequiredError",

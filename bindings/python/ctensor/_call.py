@@ -7,7 +7,9 @@ Every call FastOp declines or does not take comes here, once:
 1. the fast path from Python (``ctpy_fast_call``/``ctpy_fast_new``, the same C reader), for the
    calls FastOp does not take (attributes); after FastOp declined, only when Python scalars of
    an elementwise op were made 0-d arrays of their weak dtype (NEP 50), which it may take now;
-2. the general path: inputs and outputs are read as DLPack views (``_read_inputs``,
+2. the general path: calls on torch tensors first meet torch's rules (``_torch_rules``:
+   autograd, writes into inference tensors or tensors that require grad, memory format); then
+   inputs and outputs are read as DLPack views (``_read_inputs``,
    ``_read_outputs``) and opened; calls that need nothing more run at once (``_open_and_run``);
 3. otherwise the type resolution of the views (``_promotion``) says which dtypes the kernel runs
    in; Python scalars become 0-d arrays, inputs are cast (by ctensor's own ``astype``), signed
@@ -58,9 +60,11 @@ from ._frame import (
 )
 from ._frameworks import NUMPY, Framework, framework_of
 from ._lib import ffi, lib
+from ._profile import recorded_call, torch_profiling
 from ._promotion import promote_call, resolve_types, weak_scalars
 from ._registry import OpSpec
 from ._run import execute, prepare_context
+from ._torch_rules import PLAIN, layout_framework, route
 
 __all__ = ["call", "FAST_ALLOCATORS"]
 
@@ -73,6 +77,8 @@ _K_SCALAR = _dlpack.SCALAR
 _K_CAPSULE = _dlpack.CAPSULE
 _K_NUMPY = _dlpack.NUMPY
 _K_NUMPY_SCALAR = _dlpack.NUMPY_SCALAR
+_K_TORCH = _dlpack.TORCH
+_modules = sys.modules
 _run = lib.ct_op_run
 _ctpy_open = lib.ctpy_open
 _ctpy_infer = lib.ctpy_infer
@@ -101,6 +107,8 @@ def call(
     keyword arguments picks the backend whose kernel must run the call (ct_context.backend).
     ``fast_op_declined``: the operator's FastOp read these arguments and did not run the call,
     so the fast path is not tried again on them."""
+    if torch_profiling():  # under torch.profiler the call shows as "ctensor::<name>"
+        return recorded_call(call, spec, args, out, attrs, fast_op_declined)
     backend = attrs.pop("backend", None) if attrs and "backend" in attrs else None
     device = attrs.pop("device", None) if attrs and "device" in attrs else None
     try:
@@ -252,14 +260,23 @@ def _general(
 ) -> Any:
     """The general path: DLPack views, type resolution, casts, allocation, workspace, run.
     ``no_kernel``: the fast path found no kernel for the views as they are (or a workspace)."""
-    if "torch" in sys.modules and _torch_data_less(args, out):
-        return _torch_op_call(spec, args, out, attrs)
+    if "torch" in _modules:
+        if _torch_data_less(args, out):
+            return _torch_op_call(spec, args, out, attrs)
+        # torch's autograd and write rules (the fast paths leave these calls here)
+        routed = route(spec, args, out, attrs, frame.backend)
+        if routed is not PLAIN:
+            return routed
     n = len(args)
     scalars, first, like = _read_inputs(spec, args, frame)
     outs, n_out, many = _NO_OUTPUTS if out is None else _read_outputs(spec, out, n, frame)
     total = n + n_out
     opened = False
-    if scalars is None and spec.fast and not no_kernel:
+    # Results in a channels_last first input's memory format, where torch's own op keeps it.
+    layout = (
+        layout_framework(spec, like) if out is None and _KINDS.get(type(like)) == _K_TORCH else None
+    )
+    if scalars is None and spec.fast and not no_kernel and layout is None:
         result = _open_and_run(
             spec, frame, n, n_out, out, outs, many, first, like, attr_array, num_attrs
         )
@@ -294,6 +311,8 @@ def _general(
         or device & 0xFF != _CPU
     ):
         fw, fw_error = _framework_of(like, device)
+        if layout is not None and fw is not None:
+            fw = layout
     if (scalars is not None or resolution.targets is not None) and fw is not None:
         result = promote_call(
             spec, args, out, attrs, frame, resolution, scalars, fw, like, outs, n_out, many

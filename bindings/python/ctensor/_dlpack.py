@@ -25,6 +25,7 @@ import numpy as np
 from ._device_array import is_pyopencl_array, opencl_capsule
 from ._errors import InvalidArgumentError, ReadOnlyOutputError, UnsupportedDTypeError
 from ._lib import configure, ffi, lib
+from ._torch_rules import refuse_write
 
 __all__ = [
     "CAPSULE",
@@ -92,7 +93,10 @@ def kind_of(tp: type) -> int:
         )
         # Let the C fast paths read plain tensors themselves and mark the ones they write.
         configure(
-            tensor_type=torch.Tensor, to_dlpack=_to_dlpack, increment_version=increment_version
+            tensor_type=torch.Tensor,
+            to_dlpack=_to_dlpack,
+            increment_version=increment_version,
+            grad_enabled=torch.is_grad_enabled,
         )
         kind = TORCH
     elif issubclass(tp, np.ndarray):
@@ -184,10 +188,9 @@ def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
     if kind == NUMPY:
         return _call_dlpack(obj, what, True)  # versioned: READ_ONLY is visible
     if kind == TORCH:
+        refuse_write(obj, what())  # what torch refuses: inference tensors, autograd's tensors
         if obj.requires_grad:
-            raise InvalidArgumentError(
-                f"{what()} requires grad; writing into it in place would break autograd"
-            )
+            obj = obj.detach()  # grad mode is off: written as torch writes it (same storage)
         if has_lazy_bits(obj):
             raise InvalidArgumentError(
                 f"{what()} has torch's lazy conjugate or negative bit (a view such as "

@@ -32,6 +32,7 @@ __all__ = [
     "WrongArityError",
     "BackendUnavailableError",
     "ReadOnlyOutputError",
+    "AutogradError",
     "STATUS_TO_ERROR",
     "check",
     "error_for_status",
@@ -173,6 +174,13 @@ class BackendUnavailableError(CTensorError, RuntimeError):
 class ReadOnlyOutputError(InvalidArgumentError):
     """``out=`` names memory that must not be written (a read-only NumPy array, a DLPack
     tensor flagged READ_ONLY, an immutable JAX array). Raised before anything is written."""
+
+
+class AutogradError(InvalidArgumentError, RuntimeError):
+    """A write into PyTorch tensors that torch itself refuses (with a RuntimeError, so this is
+    one too): ``out=`` on a call that autograd would have to record (an argument requires grad
+    while grad mode is on), ``out=`` naming a leaf that requires grad, or an inference tensor
+    outside ``torch.inference_mode``. Raised before anything is written."""
 
 
 #: The one table: ct_status value -> exception class.

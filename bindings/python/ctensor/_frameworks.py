@@ -4,7 +4,8 @@ The framework of a call is the one of its first array argument: NumPy in, NumPy 
 PyTorch out (same device); JAX in, JAX out (allocated by NumPy, then handed to JAX without a copy
 on the CPU); CuPy in, CuPy out; pyopencl in, pyopencl out (same queue); ctensor's DeviceArray in,
 DeviceArray out (same device). A raw DLPack capsule, or an array from another producer, gives
-NumPy results when it lives on the CPU. Every array allocated here is compact row-major, so no
+NumPy results when it lives on the CPU. Every array allocated here is compact row-major (PyTorch
+results that keep a channels_last input's memory format are dense too, see _torch_rules), so no
 framework is ever handed negative strides.
 """
 

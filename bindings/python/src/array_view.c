@@ -5,12 +5,22 @@
 
 #include "binding.h"
 
-PyObject* ctpy_ndarray_type = NULL;      /* numpy.ndarray (exact type only) */
-PyObject* ctpy_tensor_type = NULL;       /* torch.Tensor (exact type only) */
-PyObject* ctpy_increment_version = NULL; /* torch's autograd version bump (a tuple of tensors) */
-static PyObject* ctpy_to_dlpack = NULL;  /* torch.utils.dlpack.to_dlpack */
+PyObject* ctpy_ndarray_type = NULL;        /* numpy.ndarray (exact type only) */
+PyObject* ctpy_tensor_type = NULL;         /* torch.Tensor (exact type only) */
+PyObject* ctpy_increment_version = NULL;   /* torch's autograd version bump (a tuple of tensors) */
+static PyObject* ctpy_to_dlpack = NULL;    /* torch.utils.dlpack.to_dlpack */
+static PyObject* ctpy_grad_enabled = NULL; /* torch.is_grad_enabled */
+/* torch.Tensor's own descriptors, called directly on exact tensors: `requires_grad` and
+ * `_version` (data descriptors) and the methods is_neg and is_conj (method descriptors). Looking
+ * each up on the tensor and binding a method costs more than the call itself. NULL: not
+ * configured (the tensor is then read the Python way). */
+static PyObject* ctpy_requires_grad_descr = NULL;
+static PyObject* ctpy_version_descr = NULL;
+static PyObject* ctpy_is_neg_descr = NULL;
+static PyObject* ctpy_is_conj_descr = NULL;
 static PyObject* ctpy_str_dlpack = NULL;
 static PyObject* ctpy_str_requires_grad = NULL;
+static PyObject* ctpy_str_version = NULL;
 static PyObject* ctpy_str_is_neg = NULL;
 static PyObject* ctpy_str_is_conj = NULL;
 static PyObject* ctpy_no_args = NULL;
@@ -54,17 +64,31 @@ static void ctpy_replace(PyObject** slot, PyObject* value) {
   Py_XSETREF(*slot, value);
 }
 
+/* Sets *slot to the class attribute `name` of `type` (a descriptor: attribute access on a class
+ * returns it unbound) when it is one of the expected kind: a data descriptor when `data`, else a
+ * callable. Otherwise NULL, and the fast paths leave tensors of that type to the Python path. */
+static void ctpy_set_descriptor(PyObject** slot, PyObject* type, PyObject* name, int data) {
+  PyObject* descr = PyObject_GetAttr(type, name);
+  if (descr && (data ? Py_TYPE(descr)->tp_descr_get == NULL || Py_TYPE(descr)->tp_descr_set == NULL
+                     : !PyCallable_Check(descr))) {
+    Py_CLEAR(descr);
+  }
+  PyErr_Clear();
+  Py_XSETREF(*slot, descr);
+}
+
 int ctpy_configure_types(PyObject* ndarray_type, PyObject* tensor_type, PyObject* to_dlpack,
-                         PyObject* increment_version) {
+                         PyObject* increment_version, PyObject* grad_enabled) {
   if (!ctpy_str_dlpack) {
     ctpy_str_dlpack = PyUnicode_InternFromString("__dlpack__");
     ctpy_str_requires_grad = PyUnicode_InternFromString("requires_grad");
+    ctpy_str_version = PyUnicode_InternFromString("_version");
     ctpy_str_is_neg = PyUnicode_InternFromString("is_neg");
     ctpy_str_is_conj = PyUnicode_InternFromString("is_conj");
     ctpy_no_args = PyTuple_New(0);
     ctpy_versioned_kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
-    if (!ctpy_str_dlpack || !ctpy_str_requires_grad || !ctpy_str_is_neg || !ctpy_str_is_conj ||
-        !ctpy_no_args || !ctpy_versioned_kwargs) {
+    if (!ctpy_str_dlpack || !ctpy_str_requires_grad || !ctpy_str_version || !ctpy_str_is_neg ||
+        !ctpy_str_is_conj || !ctpy_no_args || !ctpy_versioned_kwargs) {
       Py_CLEAR(ctpy_str_dlpack);
       return -1;
     }
@@ -73,8 +97,67 @@ int ctpy_configure_types(PyObject* ndarray_type, PyObject* tensor_type, PyObject
   ctpy_replace(&ctpy_tensor_type, tensor_type);
   ctpy_replace(&ctpy_to_dlpack, to_dlpack);
   ctpy_replace(&ctpy_increment_version, increment_version);
-  if (tensor_type) ctpy_tensor_reader = ctpy_exchange_reader(tensor_type);
+  ctpy_replace(&ctpy_grad_enabled, grad_enabled);
+  if (tensor_type) {
+    ctpy_tensor_reader = ctpy_exchange_reader(tensor_type);
+    ctpy_set_descriptor(&ctpy_requires_grad_descr, tensor_type, ctpy_str_requires_grad, 1);
+    ctpy_set_descriptor(&ctpy_version_descr, tensor_type, ctpy_str_version, 1);
+    ctpy_set_descriptor(&ctpy_is_neg_descr, tensor_type, ctpy_str_is_neg, 0);
+    ctpy_set_descriptor(&ctpy_is_conj_descr, tensor_type, ctpy_str_is_conj, 0);
+  }
   return 0;
+}
+
+/* The truth of torch tensor `o`'s flag read through `descr` (a data descriptor when `data`, else
+ * a method taking no arguments): 1, 0, or -1 when it cannot be read (no descriptor, an error;
+ * no exception is left). */
+static int ctpy_torch_flag(PyObject* o, PyObject* descr, int data) {
+  if (!descr) return -1;
+  PyObject* value = data ? Py_TYPE(descr)->tp_descr_get(descr, o, (PyObject*)Py_TYPE(o))
+                         : PyObject_Vectorcall(descr, &o, 1, NULL);
+  const int flag = value == Py_True ? 1 : (value == Py_False ? 0 : -1);
+  Py_XDECREF(value);
+  if (flag < 0) PyErr_Clear();
+  return flag;
+}
+
+/* Whether torch tensor `o` may be an inference tensor: reading its version counter fails for
+ * those ("Inference tensors do not track version counter"), and costs less than is_inference(),
+ * which goes through torch's argument parser. Errors count as yes. */
+static int ctpy_torch_maybe_inference(PyObject* o) {
+  if (!ctpy_version_descr) return 1;
+  PyObject* version =
+      Py_TYPE(ctpy_version_descr)->tp_descr_get(ctpy_version_descr, o, (PyObject*)Py_TYPE(o));
+  if (version) {
+    Py_DECREF(version);
+    return 0;
+  }
+  PyErr_Clear();
+  return 1;
+}
+
+/* Whether torch's grad mode is on (torch.is_grad_enabled()); unknown counts as on. */
+static int ctpy_torch_grad_mode(void) {
+  if (!ctpy_grad_enabled) return 1;
+  PyObject* value = PyObject_CallNoArgs(ctpy_grad_enabled);
+  const int on = value != Py_False;
+  Py_XDECREF(value);
+  if (!value) PyErr_Clear();
+  return on;
+}
+
+/* True when exact torch tensor `o` (of DLPack dtype code `dtype_code`) must go the Python way,
+ * which applies torch's rules (see ctensor/_torch_rules.py): an input or output that requires
+ * grad while grad mode is on (the call goes through autograd, or out= is refused), or an output
+ * that may be an inference tensor (refused outside torch.inference_mode). Only floating and
+ * complex tensors (codes 2, 4, 5) can require grad; grad mode is asked only about tensors that
+ * do. Plain tensors cost one read of requires_grad (and of the version counter for outputs). */
+static int ctpy_torch_declines(PyObject* o, int output, int dtype_code) {
+  if (dtype_code == 2 || dtype_code == 4 || dtype_code == 5) {
+    const int grad = ctpy_torch_flag(o, ctpy_requires_grad_descr, 1);
+    if (grad != 0 && (grad < 0 || ctpy_torch_grad_mode())) return 1;
+  }
+  return output && ctpy_torch_maybe_inference(o);
 }
 
 /* True when torch tensor `o` has a lazy negative or conjugate bit (views such as z.conj() and
@@ -83,19 +166,13 @@ int ctpy_configure_types(PyObject* ndarray_type, PyObject* tensor_type, PyObject
  * floating and complex tensors (DLPack codes 2, 4, 5) can carry the bits. Errors count as set. */
 static int ctpy_torch_lazy_bits(PyObject* o, int dtype_code) {
   if (dtype_code != 2 && dtype_code != 4 && dtype_code != 5) return 0;
-  int set = 0;
-  for (int k = 0; k < (dtype_code == 5 ? 2 : 1) && !set; ++k) {
-    PyObject* name = k == 0 ? ctpy_str_is_neg : ctpy_str_is_conj;
-    PyObject* bit = PyObject_CallMethodObjArgs(o, name, NULL);
-    set = bit != Py_False;
-    Py_XDECREF(bit);
-  }
-  PyErr_Clear();
-  return set;
+  if (ctpy_torch_flag(o, ctpy_is_neg_descr, 0) != 0) return 1;
+  return dtype_code == 5 && ctpy_torch_flag(o, ctpy_is_conj_descr, 0) != 0;
 }
 
 /* A new reference to a capsule of `o`, or NULL when the Python path must handle it (another
- * type, a tensor that requires grad, a producer that refuses). Never leaves an exception. */
+ * type, a tensor that requires grad or that ctpy_torch_declines, a producer that refuses). Never
+ * leaves an exception. */
 static PyObject* ctpy_capsule_of(PyObject* o, int output) {
   PyObject* type = (PyObject*)Py_TYPE(o);
   PyObject* capsule = NULL;
@@ -111,7 +188,8 @@ static PyObject* ctpy_capsule_of(PyObject* o, int output) {
     }
   } else if (type == ctpy_tensor_type && ctpy_to_dlpack) {
     PyObject* grad = PyObject_GetAttr(o, ctpy_str_requires_grad);
-    if (grad == Py_False && !ctpy_torch_lazy_bits(o, 5)) { /* 5: both bits, whatever the dtype */
+    if (grad == Py_False && !ctpy_torch_declines(o, output, 2) &&
+        !ctpy_torch_lazy_bits(o, 5)) { /* 5: both bits, whatever the dtype */
       capsule = PyObject_CallFunctionObjArgs(ctpy_to_dlpack, o, NULL);
     }
     Py_XDECREF(grad);
@@ -239,17 +317,14 @@ int ctpy_view_locked(ctpy_frame* f, int32_t i, PyObject* item, int output) {
     return 0;
   }
   if (i < CTPY_MAX_VIEWS && ctpy_tensor_reader && (PyObject*)Py_TYPE(item) == ctpy_tensor_type) {
-    /* Inputs are read as the Python path reads them (detached); outputs that require grad go
-     * the Python way, which refuses them. */
+    /* Tensors torch's autograd and inference rules apply to go the Python way; others are read
+     * as the Python path reads them (detached). Outputs just allocated need no check. */
     const int fresh = output == CTPY_READ_NEW_OUTPUT;
-    int plain = 1;
-    if (output && !fresh) {
-      PyObject* grad = PyObject_GetAttr(item, ctpy_str_requires_grad);
-      plain = grad == Py_False;
-      Py_XDECREF(grad);
-    }
-    if (plain && ctpy_tensor_reader(item, &f->views[i]) == 0) {
-      if (!fresh && ctpy_torch_lazy_bits(item, f->views[i].dtype.code)) return -1;
+    if (ctpy_tensor_reader(item, &f->views[i]) == 0) {
+      const int code = f->views[i].dtype.code;
+      if (!fresh && (ctpy_torch_declines(item, output, code) || ctpy_torch_lazy_bits(item, code))) {
+        return -1;
+      }
       f->tensors[i] = &f->views[i];
       f->managed[i] = NULL;
       f->meta[i] = ctpy_meta(&f->views[i]);
@@ -289,4 +364,19 @@ int32_t ctpy_collect(ctpy_frame* f, PyObject* seq, int32_t start, int output) {
     if (ctpy_view_locked(f, start + (int32_t)i, item, output) != 0) return -1;
   }
   return (int32_t)n;
+}
+
+int ctpy_torch_first_not_row_major(PyObject* args, const ct_tensor* first) {
+  if (first->ndim != 4 && first->ndim != 5) return 0;
+  const int is_tuple = PyTuple_CheckExact(args);
+  if (!is_tuple && !PyList_CheckExact(args)) return 0;
+  if ((is_tuple ? PyTuple_GET_SIZE(args) : PyList_GET_SIZE(args)) == 0) return 0;
+  PyObject* item = is_tuple ? PyTuple_GET_ITEM(args, 0) : PyList_GET_ITEM(args, 0);
+  if ((PyObject*)Py_TYPE(item) != ctpy_tensor_type || !first->strides) return 0;
+  int64_t compact = 1;
+  for (int32_t d = first->ndim - 1; d >= 0; --d) {
+    if (first->shape[d] != 1 && first->strides[d] != compact) return 1;
+    compact *= first->shape[d];
+  }
+  return 0;
 }

@@ -49,13 +49,18 @@ void ctpy_drop_owned(ctpy_frame* f, int32_t count);
 
 /* ---- array_view.c ---- */
 /* What configure() set: the exact types the fast paths read themselves (NULL: none), torch's
- * to_dlpack and autograd version bump, and interned names. */
+ * to_dlpack, autograd version bump and grad mode query, and interned names. */
 extern PyObject* ctpy_ndarray_type;
 extern PyObject* ctpy_tensor_type;
 extern PyObject* ctpy_increment_version;
 /* Sets what is not NULL (new references taken); returns 0, or -1 with an exception. */
 int ctpy_configure_types(PyObject* ndarray_type, PyObject* tensor_type, PyObject* to_dlpack,
-                         PyObject* increment_version);
+                         PyObject* increment_version, PyObject* grad_enabled);
+/* True when `args` (a tuple or list) starts with an exact torch tensor, read into the frame's
+ * `first` view, that is 4-D or 5-D and not compact row-major (channels_last, channels_last_3d
+ * and other layouts): torch's own ops keep such layouts in their results, so the fast paths
+ * that allocate outputs leave the call to the Python path, which does the same. */
+int ctpy_torch_first_not_row_major(PyObject* args, const ct_tensor* first);
 /* How ctpy_view_locked reads an array: an input, an output the caller gave, or an output the
  * fast path has just allocated through the framework (no autograd history, no lazy bits). */
 enum { CTPY_READ_INPUT = 0, CTPY_READ_OUTPUT = 1, CTPY_READ_NEW_OUTPUT = 2 };

@@ -26,7 +26,7 @@ void ctpy_mark_written_locked(PyObject* outs) {
     }
     if (pass == 0 && (count == 0 || !(group = PyTuple_New(count)))) break;
   }
-  PyObject* done = group ? PyObject_CallFunctionObjArgs(ctpy_increment_version, group, NULL) : NULL;
+  PyObject* done = group ? PyObject_CallOneArg(ctpy_increment_version, group) : NULL;
   Py_XDECREF(done);
   Py_XDECREF(group);
   if (PyErr_Occurred()) PyErr_Clear();

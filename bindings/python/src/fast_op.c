@@ -114,11 +114,37 @@ static PyObject* fast_op_call_new(FastOpObject* f, PyObject* const* args, Py_ssi
   return value;
 }
 
+/* Whether torch's profiler is recording, for a call on torch tensors: FastOp then leaves it to
+ * the Python function, which names it for the profiler (ctensor/_profile.py). The flag is
+ * torch.autograd.profiler._is_profiler_enabled, read from that module's dict (found the first
+ * time a torch tensor comes here with the module loaded). */
+static int fast_op_torch_profiling(void) {
+  static PyObject* profiler_dict = NULL;
+  static PyObject* flag_name = NULL;
+  if (!profiler_dict) {
+    PyObject* name = PyUnicode_FromString("torch.autograd.profiler");
+    PyObject* module = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    if (module && !flag_name) flag_name = PyUnicode_InternFromString("_is_profiler_enabled");
+    if (module && flag_name) {
+      profiler_dict = PyModule_GetDict(module);
+      Py_INCREF(profiler_dict);
+    }
+    Py_XDECREF(module);
+    PyErr_Clear();
+    if (!profiler_dict) return 0;
+  }
+  PyObject* flag = PyDict_GetItemWithError(profiler_dict, flag_name); /* borrowed */
+  if (!flag) PyErr_Clear();
+  return flag == Py_True;
+}
+
 static PyObject* fast_op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                                     PyObject* kwnames) {
   FastOpObject* f = (FastOpObject*)self;
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (nargs == f->num_inputs && nargs > 0 && !g_fast_busy) {
+  if (nargs == f->num_inputs && nargs > 0 && !g_fast_busy &&
+      ((PyObject*)Py_TYPE(args[0]) != ctpy_tensor_type || !fast_op_torch_profiling())) {
     PyObject* value = NULL;
     if (!kwnames || PyTuple_GET_SIZE(kwnames) == 0) {
       if (g_allocators) value = fast_op_call_new(f, args, nargs);

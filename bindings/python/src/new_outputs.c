@@ -82,10 +82,12 @@ static int ctpy_allocate_locked(ctpy_frame* f, int32_t n, int32_t n_out, PyObjec
 }
 
 /* Reads the inputs (`args`, a tuple): returns their count, or -1 (everything let go) when one is
- * not a host array the fast path reads, or when `capacity` more outputs would not fit. */
+ * not a host array the fast path reads, when `capacity` more outputs would not fit, or when the
+ * results may need the first input's memory format (ctpy_torch_first_not_row_major). */
 static int32_t ctpy_collect_new(ctpy_frame* f, PyObject* args, int32_t capacity) {
   const int32_t n = ctpy_collect(f, args, 0, CTPY_READ_INPUT);
-  int ok = n >= 0 && n + capacity <= CTPY_FAST_TENSORS;
+  int ok = n > 0 ? !ctpy_torch_first_not_row_major(args, f->tensors[0]) : n == 0;
+  ok = ok && n + capacity <= CTPY_FAST_TENSORS;
   for (int32_t i = 0; ok && i < n; ++i) ok = f->tensors[i]->device.device_type == CT_DEVICE_CPU;
   if (ok) return n;
   ctpy_drop_owned(f, CTPY_FAST_TENSORS);

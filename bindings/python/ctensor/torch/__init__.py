@@ -15,6 +15,9 @@ the kernels of every loaded backend) through ``torch.library``, generated from t
 - a vmap rule, chosen from the schema (``_vmap``): elementwise ops broadcast, ops along an
   ``axis`` shift it, every other op loops over the batch.
 
+These modules convert between a torch call's arguments and results and ctensor's in one place
+(``_arguments``).
+
 Plain ``ctensor.ops.<name>`` calls reach these ops too (``_route``): on torch tensors without
 readable memory (FakeTensor, meta tensors, ``torch.func`` transforms' wrappers) in eager mode,
 and under ``torch.compile``, whose Dynamo traces them into ``torch.ops.ctensor`` nodes
@@ -30,9 +33,10 @@ from __future__ import annotations
 import torch
 
 from .._registry import all_specs, get_spec
+from ._arguments import ctensor_attrs, flat_inputs, op_results
 from ._autograd import register_autograd
 from ._fake import fake_outputs
-from ._kernel import ctensor_attrs, make_kernel, op_results
+from ._kernel import make_kernel
 from ._out import has_out_overload, make_out_fake, make_out_kernel, out_schema
 from ._schema import is_factory
 from ._schema import torch_schema as _schema_of
@@ -55,19 +59,10 @@ def op_names() -> list[str]:
 
 
 def _make_fake(spec):  # noqa: ANN001, ANN202
-    if is_factory(spec):
-
-        def fake_factory(*args, device=None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-            tensors = [*args, *[None] * (len(spec.inputs) - len(args))]
-            outputs = fake_outputs(spec, tensors, ctensor_attrs(spec, kwargs), device)
-            return op_results(spec, outputs[0] if len(outputs) == 1 else tuple(outputs))
-
-        return fake_factory
-
-    def fake(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        tensors = [*args[:-1], *args[-1]] if spec.variadic_input else list(args)
-        outputs = fake_outputs(spec, tensors, ctensor_attrs(spec, kwargs))
-        return op_results(spec, outputs[0] if len(outputs) == 1 else tuple(outputs))
+    def fake(*args, device=None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        # device: only an op callable without tensor inputs takes it (is_factory)
+        tensors = flat_inputs(spec, args)
+        return op_results(spec, fake_outputs(spec, tensors, ctensor_attrs(spec, kwargs), device))
 
     return fake
 

@@ -21,9 +21,8 @@ import torch
 
 from .._registry import OpSpec
 from ..autodiff import NotDifferentiableError, Program
+from ._arguments import ctensor_attrs, flat_outputs, torch_kwargs
 from ._function import register_autograd_kernel
-from ._kernel import ctensor_attrs
-from ._schema import arg_name
 
 __all__ = ["register_autograd", "run_torch_op"]
 
@@ -31,12 +30,7 @@ __all__ = ["register_autograd", "run_torch_op"]
 def run_torch_op(spec: OpSpec, inputs: list, attrs: dict) -> list:
     """A gradient step as a ``torch.ops.ctensor`` call: inputs one per parameter (the variadic
     one a list), attributes by ctensor name; returns one entry per output parameter."""
-    kwargs = {}
-    for name, value in attrs.items():
-        if isinstance(value, str) and spec.attr_types.get(name) == "dtype":
-            value = getattr(torch, value)
-        kwargs[arg_name(name)] = value
-    result = getattr(torch.ops.ctensor, spec.name)(*inputs, **kwargs)
+    result = getattr(torch.ops.ctensor, spec.name)(*inputs, **torch_kwargs(spec, attrs))
     if len(spec.outputs) == 1:
         return [result]
     return list(result)
@@ -46,14 +40,22 @@ def _is_differentiable_dtype(tensor: Any) -> bool:
     return tensor.is_floating_point() or tensor.is_complex()
 
 
-def _flat(values: Any) -> list:
-    """Output tensors as one flat list (a variadic output's list spread)."""
-    if isinstance(values, torch.Tensor):
-        return [values]
-    flat = []
-    for value in values:
-        flat.extend(value if isinstance(value, (list, tuple)) else [value])
-    return flat
+def _save(values: list, keep: list, variadic: bool, tensors: list) -> list:
+    """Appends the kept ``values`` (one per parameter, the last a list of tensors when
+    ``variadic``) to ``tensors``, and returns how to read them back: per parameter
+    ``("one", kept)``, or ``("list", length)`` with length -1 when the list is not kept."""
+    layout: list = []
+    last = len(values) - 1
+    for index, value in enumerate(values):
+        if variadic and index == last:
+            layout.append(("list", len(value) if keep[index] else -1))
+            if keep[index]:
+                tensors.extend(value)
+        else:
+            layout.append(("one", keep[index]))
+            if keep[index]:
+                tensors.append(value)
+    return layout
 
 
 def register_autograd(
@@ -78,46 +80,27 @@ def register_autograd(
     def setup_context(
         ctx: Any, inputs: tuple, output: Any, keyword_only_inputs: dict | None = None
     ) -> None:
-        outputs = _flat(output)
+        per_output = [output] if len(spec.outputs) == 1 else list(output)
+        outputs = flat_outputs(spec, output)
         frozen = [t for t in outputs if not _is_differentiable_dtype(t)]
         if not differentiable:
-            frozen = outputs
+            frozen = list(outputs)
         else:
             # An output whose cotangent the entry ignores (batch_norm_training's statistics,
             # attention's logsumexp) is not differentiable, as torch's output_differentiability
             # makes such outputs of its own ops: a loss made of it raises instead of getting a
             # silently wrong gradient.
-            for index, value in enumerate([output] if len(spec.outputs) == 1 else output):
+            for index, value in enumerate(per_output):
                 if not takes_cotangent[index]:
-                    frozen.extend(_flat(value) if isinstance(value, (list, tuple)) else [value])
+                    frozen.extend(value if isinstance(value, list) else [value])
         if frozen:
             ctx.mark_non_differentiable(*frozen)
         ctx.attrs = ctensor_attrs(spec, keyword_only_inputs or {})
         if not differentiable:
             return
         tensors: list = []
-        layout: list = []
-        for index, value in enumerate(inputs[:num_inputs]):
-            keep = saved_inputs[index]
-            if variadic_in and index == num_inputs - 1:
-                layout.append(("list", len(value) if keep else -1))
-                if keep:
-                    tensors.extend(value)
-            else:
-                layout.append(("one", keep))
-                if keep:
-                    tensors.append(value)
-        structured = [output] if len(spec.outputs) == 1 else list(output)
-        for index, value in enumerate(structured):
-            keep = saved_outputs[index]
-            if variadic_out and index == len(spec.outputs) - 1:
-                layout.append(("list", len(value) if keep else -1))
-                if keep:
-                    tensors.extend(value)
-            else:
-                layout.append(("one", keep))
-                if keep:
-                    tensors.append(value)
+        layout = _save(list(inputs[:num_inputs]), saved_inputs, variadic_in, tensors)
+        layout += _save(per_output, saved_outputs, variadic_out, tensors)
         ctx.layout = layout
         ctx.present = [value is not None for value in inputs[:num_inputs]]
         ctx.list_length = len(inputs[num_inputs - 1]) if variadic_in else 0

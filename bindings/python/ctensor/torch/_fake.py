@@ -17,11 +17,11 @@ import torch
 
 from .._attrs import attrs_for
 from .._dtypes import code_bits, name_of_ct, to_dtype_name
-from .._errors import CTensorError, check
+from .._errors import check
 from .._lib import ffi, lib
 from .._registry import OpSpec
 
-__all__ = ["infer", "fake_outputs"]
+__all__ = ["VALUE_ONLY_ATTRS", "fake_outputs", "infer"]
 
 _INFO_CAPACITY = 64
 
@@ -70,30 +70,27 @@ def _concrete(shape: Any) -> tuple[int, ...]:
     return tuple(int(extent) for extent in shape)
 
 
+#: Integer attributes that select values, never sizes (the Philox stream's ``seed`` and
+#: ``offset``, a loss's ``ignore_index``, a pooling's ``divisor_override``): a SymInt given for
+#: one stays symbolic, so one graph serves every value (a dropout offset advanced every step).
+#: tests/test_torch_compile.py lists the ops that have them, so that a new one gets checked.
+VALUE_ONLY_ATTRS = frozenset({"seed", "offset", "ignore_index", "divisor_override"})
+
+
 def _infer_symbolic_attrs(
     spec: OpSpec, dtypes: list[str | None], shapes: list, attrs: dict
 ) -> list[tuple[str, tuple[int, ...]]]:
     """``infer`` where integer attributes may be SymInts (torch.compile makes an int argument
-    that changes between calls dynamic, e.g. a dropout ``offset`` advanced every step). The
-    inference runs on each SymInt's hint and again on the hint plus one: when both give the same
-    outputs the attribute does not shape them and no guard is recorded (one graph serves every
-    value); otherwise the attributes are specialized (``int()``, a guard), as before."""
-    symbolic = [k for k, v in attrs.items() if isinstance(v, torch.SymInt)]
-    hints = {k: v.node.hint for k, v in attrs.items() if k in symbolic}
-    if not symbolic or any(hint is None for hint in hints.values()):
-        return infer(spec, dtypes, shapes, {k: _concrete_attr(v) for k, v in attrs.items()})
-    first = infer(spec, dtypes, shapes, {**attrs, **hints})
-    try:
-        shifted = infer(spec, dtypes, shapes, {**attrs, **{k: h + 1 for k, h in hints.items()}})
-    except CTensorError:  # the next value is invalid (an axis past the last): it matters
-        shifted = None
-    if first == shifted:
-        return first
-    return infer(spec, dtypes, shapes, {k: _concrete_attr(v) for k, v in attrs.items()})
-
-
-def _concrete_attr(value: Any) -> Any:
-    return int(value) if isinstance(value, torch.SymInt) else value
+    that changes between calls dynamic). One of ``VALUE_ONLY_ATTRS`` is inferred on its hint
+    and records no guard; any other may shape the outputs (an axis, topk's ``k``, one_hot's
+    ``num_classes``) and is specialized (``int()``: a guard on its value)."""
+    concrete = {}
+    for name, value in attrs.items():
+        if isinstance(value, torch.SymInt):
+            hint = value.node.hint
+            value = hint if name in VALUE_ONLY_ATTRS and hint is not None else int(value)
+        concrete[name] = value
+    return infer(spec, dtypes, shapes, concrete)
 
 
 def fake_outputs(spec: OpSpec, tensors: list, attrs: dict, device: Any = None) -> list:

@@ -27,6 +27,7 @@ import torch
 import torch.autograd.forward_ad as _forward_ad
 
 from .._registry import OpSpec
+from ._arguments import flat_outputs, op_results
 from ._schema import is_factory
 
 __all__ = ["register_autograd_kernel"]
@@ -104,21 +105,6 @@ def register_autograd_kernel(
     fixed_outputs = len(spec.outputs) - 1 if spec.variadic_output else len(spec.outputs)
     variadic_out = spec.variadic_output
 
-    def structured_output(flat: tuple) -> Any:
-        if variadic_out:
-            rest = list(flat[fixed_outputs:])
-            return rest if fixed_outputs == 0 else (*flat[:fixed_outputs], rest)
-        return flat[0] if fixed_outputs == 1 else tuple(flat)
-
-    def flat_output(result: Any) -> tuple:
-        if isinstance(result, torch.Tensor):
-            return (result,)
-        if variadic_out:
-            if isinstance(result, list):
-                return tuple(result)
-            return (*result[:-1], *result[-1])
-        return tuple(result)
-
     def forward(*args: Any) -> Any:
         call = args[-1]
         with torch._C._AutoDispatchBelowAutograd():
@@ -127,7 +113,7 @@ def register_autograd_kernel(
                 *call.structured(args[:-1]),
                 **call.kwargs,
             )
-        flat = flat_output(result)
+        flat = flat_outputs(spec, result)
         return flat[0] if len(flat) == 1 else flat
 
     def setup(ctx: Any, inputs: tuple, output: Any) -> None:
@@ -135,7 +121,7 @@ def register_autograd_kernel(
         flat = (output,) if isinstance(output, torch.Tensor) else tuple(output)
         ctx.ctensor_call = call
         ctx.ctensor_num_outputs = len(flat)
-        setup_context(ctx, call.structured(inputs[:-1]), structured_output(flat), call.kwargs)
+        setup_context(ctx, call.structured(inputs[:-1]), op_results(spec, flat), call.kwargs)
 
     def backward_flat(ctx: Any, *grads: Any) -> Any:
         call = ctx.ctensor_call
@@ -192,7 +178,7 @@ def register_autograd_kernel(
                     result = function.apply(*flat, call)
             else:
                 result = function.apply(*flat, call)
-            return structured_output(result if isinstance(result, tuple) else (result,))
+            return op_results(spec, result)
         with torch._C._AutoDispatchBelowAutograd():
             return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
 

@@ -29,6 +29,8 @@ from .._bind import bind
 from .._call import call
 from .._dtypes import to_dtype_name
 from .._registry import OpSpec
+from ._arguments import ctensor_attrs, op_results
+from ._arguments import flat_inputs as _flat_inputs
 from ._fake import infer
 from ._schema import arg_name, is_factory
 
@@ -45,40 +47,8 @@ _local = threading.local()
 _SEEN = ()  # a key met once: the next call with it binds
 
 
-def ctensor_attrs(spec: OpSpec, kwargs: dict) -> dict:
-    """The attributes of a torch call (keyword arguments) under their ctensor names; None for an
-    optional dtype attribute means the registry's default and is left out."""
-    attrs = {}
-    names = {arg_name(a["name"]): a for a in spec.attrs}
-    for key, value in kwargs.items():
-        attr = names.get(key)
-        if attr is None:
-            continue  # device=, which the caller handles
-        if value is None and attr["type"] == "dtype":
-            continue
-        attrs[attr["name"]] = value
-    return attrs
-
-
-def op_results(spec: OpSpec, result: Any) -> Any:
-    """A ctensor call's results as the torch schema returns them: the variadic output a list."""
-    if not spec.variadic_output:
-        return result
-    flat = list(result) if isinstance(result, (tuple, list)) else [result]
-    fixed = len(spec.outputs) - 1
-    if fixed == 0:
-        return flat
-    return (*flat[:fixed], flat[fixed:])
-
-
-def _flat_inputs(spec: OpSpec, args: tuple) -> list:
-    if spec.variadic_input:
-        return [*args[:-1], *args[-1]]
-    return list(args)
-
-
 def make_kernel(spec: OpSpec):  # noqa: ANN201
-    """The CompositeExplicitAutograd kernel of ``torch.ops.ctensor.<spec.name>``."""
+    """The kernel of ``torch.ops.ctensor.<spec.name>`` (dispatch keys: ``_kernel_keys``)."""
     if is_factory(spec):
         return _factory_kernel(spec)
     function = getattr(_ops, spec.name)
@@ -175,11 +145,10 @@ def _factory_kernel(spec: OpSpec):  # noqa: ANN202
     """An operator callable without tensor inputs (random numbers, arange; random_bernoulli
     without ``probs``): its outputs are allocated from ``ct_op_infer`` on the device of its
     tensor inputs, or ``device`` when none is given, then the call runs into them."""
-    count = len(spec.inputs)
 
     def kernel(*args: Any, device: Any = None, **kwargs: Any) -> Any:
         attrs = ctensor_attrs(spec, kwargs)
-        inputs = [*args, *[None] * (count - len(args))]
+        inputs = _flat_inputs(spec, args)
         present = [t for t in inputs if t is not None]
         if present:
             device = present[0].device
@@ -191,6 +160,6 @@ def _factory_kernel(spec: OpSpec):  # noqa: ANN202
             for dtype, shape in infer(spec, dtypes, shapes, attrs)
         )
         call(spec, inputs, outputs, attrs)
-        return op_results(spec, outputs if len(outputs) != 1 else outputs[0])
+        return op_results(spec, outputs)
 
     return kernel

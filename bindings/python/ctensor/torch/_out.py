@@ -18,8 +18,8 @@ from typing import Any
 from .._call import call
 from .._errors import ShapeMismatchError
 from .._registry import OpSpec
+from ._arguments import ctensor_attrs, flat_inputs
 from ._fake import fake_outputs
-from ._kernel import ctensor_attrs
 from ._schema import arg_name, torch_schema
 
 __all__ = ["has_out_overload", "out_names", "out_schema", "make_out_kernel", "make_out_fake"]
@@ -31,6 +31,7 @@ _FUNCTIONALIZE_RESERVED = frozenset({"mode"})
 
 
 def has_out_overload(spec: OpSpec) -> bool:
+    """Whether the op gets an ``out`` overload: its output sizes follow from its inputs'."""
     return not spec.is_dynamic
 
 
@@ -59,7 +60,7 @@ def out_schema(spec: OpSpec) -> str:
 
 def _split(spec: OpSpec, args: tuple, kwargs: dict) -> tuple[list, tuple, dict]:
     """(flat inputs, flat result tensors, attribute keywords) of an ``out`` call."""
-    inputs = [*args[:-1], *args[-1]] if spec.variadic_input else list(args)
+    inputs = flat_inputs(spec, args)
     results: list = []
     rest = dict(kwargs)
     for output, name in zip(spec.outputs, out_names(spec), strict=True):

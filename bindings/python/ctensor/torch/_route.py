@@ -28,9 +28,8 @@ from typing import Any
 
 import torch
 
-from .._dtypes import to_dtype_name
 from .._registry import OpSpec
-from ._schema import arg_name
+from ._arguments import flat_outputs, torch_kwargs
 
 __all__ = ["routable", "torch_call"]
 
@@ -59,12 +58,6 @@ def routable(spec: OpSpec, args: Any, out: Any, attrs: dict | None) -> bool:
     return all(isinstance(o, torch.Tensor) for o in outs)
 
 
-def _torch_dtype(value: Any) -> torch.dtype:
-    if isinstance(value, torch.dtype):
-        return value
-    return getattr(torch, to_dtype_name(value))
-
-
 def _scalar_dtype(value: Any, partner: torch.dtype) -> torch.dtype:
     """The dtype ctensor gives a Python scalar beside a tensor of dtype ``partner`` (NEP 50):
     the partner's when the scalar's kind fits it, else the default dtype of its kind."""
@@ -79,17 +72,6 @@ def _scalar_dtype(value: Any, partner: torch.dtype) -> torch.dtype:
     if partner in (torch.float32, torch.float16, torch.bfloat16):
         return torch.complex64
     return torch.complex128
-
-
-def _attr_value(spec: OpSpec, name: str, value: Any) -> Any:
-    kind = spec.attr_types.get(name)
-    if kind == "dtype" and value is not None:
-        return _torch_dtype(value)
-    if kind == "int_list" and isinstance(value, int):
-        return [value]
-    if kind == "float_list" and isinstance(value, (int, float)):
-        return [value]
-    return value
 
 
 def torch_call(spec: OpSpec, args: Any, out: Any, attrs: dict | None) -> Any:
@@ -107,14 +89,10 @@ def torch_call(spec: OpSpec, args: Any, out: Any, attrs: dict | None) -> Any:
     if spec.variadic_input:
         fixed = spec.num_fixed_inputs
         inputs = [*inputs[:fixed], inputs[fixed:]]
-    kwargs = {}
-    if attrs:
-        for name, value in attrs.items():
-            kwargs[arg_name(name)] = _attr_value(spec, name, value)
+    kwargs = torch_kwargs(spec, attrs) if attrs else {}
     result = getattr(torch.ops.ctensor, spec.name)(*inputs, **kwargs)
     if spec.variadic_output:  # the variadic output's list spread, as ctensor.ops returns it
-        flat = isinstance(result, list)
-        result = tuple(result) if flat else (*result[:-1], *result[-1])
+        result = flat_outputs(spec, result)
     if out is None:
         return result
     if isinstance(out, (tuple, list)):

@@ -92,7 +92,7 @@ def _returns(spec: OpSpec) -> str:
 
 def torch_schema(spec: OpSpec, with_device: bool = True, reserved: frozenset = frozenset()) -> str:
     """The schema of ``torch.ops.ctensor.<spec.name>``, e.g.
-    ``softmax(Tensor x, *, int axis=-1) -> Tensor``. ``with_device``: whether an op callable
+    ``softmax(Tensor x, *, SymInt axis=-1) -> Tensor``. ``with_device``: whether an op callable
     without tensor inputs takes ``device`` (its ``out`` overload does not: the results say
     where). ``reserved``: attribute names that get a trailing underscore besides the usual
     ones."""

@@ -12,7 +12,8 @@ dimension first:
   non-negative axis shifts by one; negative axes name the same dimensions as before. One call.
   ``axis=None`` (which flattens or means every axis) and 0-d slices take the loop below.
 - every other op: a loop over the batch (each input's slice, one call each, outputs stacked),
-  which is correct for any op whose outputs have the same shape for every slice.
+  which is correct for any op whose outputs have the same shape for every slice; an empty
+  batch gives empty outputs shaped by the op's fake kernel.
 
 Rules call ``torch.ops.ctensor`` ops again, so vmap composes with ``torch.func.grad``, ``vjp`` and
 nested vmaps, and the backward ops have rules of their own.
@@ -116,8 +117,48 @@ def _stack(results: list) -> Any:
     return stacked if isinstance(first, list) else tuple(stacked)
 
 
+def _slice_on_meta(value: Any, dim: Any) -> Any:
+    """A meta tensor shaped as one slice of ``value`` (batched in ``dim``)."""
+    if isinstance(value, (list, tuple)):
+        return [_slice_on_meta(v, d) for v, d in zip(value, dim, strict=True)]
+    if not isinstance(value, torch.Tensor):
+        return value
+    shape = list(value.shape)
+    if dim is not None:
+        del shape[dim]
+    return torch.empty(shape, dtype=value.dtype, device="meta")
+
+
+def _empty_batch(op: Any, args: tuple, in_dims: tuple, kwargs: dict) -> Any:
+    """The results of a batch of none: empty, shaped as one slice's results would be (the op's
+    fake kernel gives those, on meta tensors)."""
+    device = next(t.device for t in _tensors(args))
+    one = op(*(_slice_on_meta(a, d) for a, d in zip(args, in_dims, strict=True)), **kwargs)
+
+    def empty(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return torch.empty((0, *value.shape), dtype=value.dtype, device=device)
+        batched = [empty(v) for v in value]
+        return batched if isinstance(value, list) else tuple(batched)
+
+    return empty(one)
+
+
+def _tensors(values: tuple) -> list:
+    found = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(_tensors(value))
+    return found
+
+
 def _loop_rule(op: Any) -> Any:
     def rule(info: Any, in_dims: tuple, *args: Any, **kwargs: Any) -> Any:
+        if info.batch_size == 0:  # no slice to call the op on
+            result = _empty_batch(op, args, in_dims, kwargs)
+            return result, _zeros_like_structure(result)
         results = [
             op(*(_select(a, d, i) for a, d in zip(args, in_dims, strict=True)), **kwargs)
             for i in range(info.batch_size)

@@ -15,7 +15,8 @@ Training helpers: ``make_train_step`` (forward + loss under ``torch.compile(full
 backward, optimizer step), ``digits_split`` and ``digits_batches`` (scikit-learn's bundled
 digits, a fixed split), ``text_corpus`` and ``text_batches`` (a text shipped by an installed
 package), and ``graph_operators`` / ``foreign_operators``, which list the operators of the
-forward and backward graphs torch.compile builds, to check that a model runs on ctensor alone.
+forward and backward graphs torch.compile builds, to check that a model runs on ctensor alone;
+``example_parser`` and ``run_check``, the command line the two examples share.
 
 Dropout draws its mask from ctensor's Philox stream (``seed``, ``offset``): the caller passes
 a new ``offset`` each training step (the step number); ``TORCH_OPS`` applies the mask that
@@ -25,6 +26,8 @@ with torch's own arithmetic (``x * mask * (1 / (1 - p))``).
 
 from __future__ import annotations
 
+import argparse
+import time
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -47,6 +50,8 @@ __all__ = [
     "encode_text",
     "dropout_keep_mask",
     "relative_difference",
+    "example_parser",
+    "run_check",
     "text_batches",
     "graph_operators",
     "foreign_operators",
@@ -256,10 +261,9 @@ def make_train_step(
     """One training step ``step(*batch) -> loss`` (detached): ``model.loss(*batch)`` (compiled
     with ``torch.compile(fullgraph=True, backend=backend)`` unless ``compile`` is false), its
     backward (the compiled backward graph) and ``optimizer.step()`` (eager). For ``DigitsCNN``
-    the batch is
-    (images, labels, offset), the offset being the dropout's (pass the step number: an int that
-    changes every call stays a symbolic int in the compiled graph, after one recompilation);
-    for ``TinyTransformerLM`` it is (tokens, targets)."""
+    the batch is (images, labels, offset), the offset being the dropout's (pass the step
+    number: an int that changes every call stays a symbolic int in the compiled graph, after
+    one recompilation); for ``TinyTransformerLM`` it is (tokens, targets)."""
     loss_fn = model.loss
     if compile:
         loss_fn = torch.compile(loss_fn, fullgraph=True, backend=backend)
@@ -399,6 +403,33 @@ def foreign_operators(
             if t is not operator.getitem and not _is_ctensor(t) and t not in allowed
         )
     return result
+
+
+def example_parser(description: str, *, quick: str, check_steps: int) -> argparse.ArgumentParser:
+    """The options both training examples take: ``--quick`` (``quick`` says what it does),
+    ``--dtype``, ``--check``, ``--check-steps`` (default ``check_steps``), ``--threads`` and
+    ``--seed``; each example adds its own ``--steps``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--check", action="store_true", help="float64 loss vs torch's own ops")
+    parser.add_argument("--check-steps", type=int, default=check_steps)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def run_check(check: Callable[[int, int], list[float]], steps: int, seed: int, limit: float) -> int:
+    """Runs an example's ``check(steps, seed)`` (the relative loss differences per step),
+    prints the worst one, and returns the exit status: 1 when it is above ``limit``."""
+    start = time.perf_counter()
+    differences = check(steps, seed)
+    worst = max(differences)
+    print(
+        f"check: {len(differences)} steps, float64, worst relative loss difference "
+        f"{worst:.3e} (step {differences.index(worst)}), {time.perf_counter() - start:.1f} s"
+    )
+    return 0 if worst <= limit else 1
 
 
 def relative_difference(a: float, b: float) -> float:
