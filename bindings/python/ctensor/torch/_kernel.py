@@ -37,10 +37,11 @@ from ._schema import arg_name, is_factory
 __all__ = ["make_kernel", "ctensor_attrs", "op_results", "PLAN_BYTES", "PLANS_PER_THREAD"]
 
 #: Calls whose tensors (inputs and results) hold at most this many bytes in all replay bound
-#: calls.
-PLAN_BYTES = 2 << 20
+#: calls. With PLANS_PER_THREAD, it bounds the memory the kept calls hold alive: 32 MiB per
+#: thread at most.
+PLAN_BYTES = 1 << 20
 #: Bound calls kept per thread.
-PLANS_PER_THREAD = 64
+PLANS_PER_THREAD = 32
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _local = threading.local()
