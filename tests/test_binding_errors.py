@@ -181,9 +181,14 @@ def test_device_without_kernels():
     assert str(info.value) == c_message()
 
 
-def test_torch_meta_tensor_cannot_be_read():
-    with pytest.raises(ctensor.InvalidArgumentError, match="meta"):
+def test_torch_meta_tensor_with_a_cpu_tensor_is_a_device_mismatch():
+    # Meta tensors go through torch.ops.ctensor (shapes only); next to a CPU tensor the call
+    # has no one device, whether or not ctensor.torch was imported before.
+    with pytest.raises(ctensor.DeviceMismatchError, match="meta"):
         ops.add(torch.ones(3), torch.ones(3, device="meta"))
+    with pytest.raises(ctensor.DeviceMismatchError, match="meta"):
+        ops.add(torch.ones(3, device="meta"), torch.ones(3))
+    assert ops.add(torch.ones(3, device="meta"), torch.ones(3, device="meta")).is_meta
 
 
 def test_inputs_that_are_not_arrays():

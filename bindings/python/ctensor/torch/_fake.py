@@ -17,7 +17,7 @@ import torch
 
 from .._attrs import attrs_for
 from .._dtypes import code_bits, name_of_ct, to_dtype_name
-from .._errors import check
+from .._errors import DeviceMismatchError, check
 from .._lib import ffi, lib
 from .._registry import OpSpec
 
@@ -99,6 +99,13 @@ def fake_outputs(spec: OpSpec, tensors: list, attrs: dict, device: Any = None) -
     present = [t for t in tensors if t is not None]
     if present:
         device = present[0].device
+        for t in present[1:]:
+            if t.device != device:
+                # As the kernel would: ctensor runs a call on one device. (A call mixing meta
+                # and CPU tensors reaches the Meta kernel, which must not answer for the CPU.)
+                raise DeviceMismatchError(
+                    f"{spec.name}: inputs on {device} and {t.device}; a call runs on one device"
+                )
     device = torch.device("cpu") if device is None else torch.device(device)
     dtypes = tuple(None if t is None else to_dtype_name(t.dtype) for t in tensors)
     chosen = spec.choose_dtypes(_device_name(device), dtypes) if dtypes else ()
