@@ -29,8 +29,7 @@ from .._bind import bind
 from .._call import call
 from .._dtypes import to_dtype_name
 from .._registry import OpSpec
-from ._arguments import ctensor_attrs, op_results
-from ._arguments import flat_inputs as _flat_inputs
+from ._arguments import ctensor_attrs, flat_inputs, op_results
 from ._fake import infer
 from ._schema import arg_name, is_factory
 
@@ -66,7 +65,7 @@ def make_kernel(spec: OpSpec):  # noqa: ANN201
 
         def general(*args: Any, **kwargs: Any) -> Any:
             attrs = ctensor_attrs(spec, kwargs) if kwargs else None
-            return op_results(spec, call(spec, _flat_inputs(spec, args), None, attrs))
+            return op_results(spec, call(spec, flat_inputs(spec, args), None, attrs))
 
     if spec.variadic_input or variadic_out or spec.is_dynamic or not spec.attrs:
         return general
@@ -149,7 +148,7 @@ def _factory_kernel(spec: OpSpec):  # noqa: ANN202
 
     def kernel(*args: Any, device: Any = None, **kwargs: Any) -> Any:
         attrs = ctensor_attrs(spec, kwargs)
-        inputs = _flat_inputs(spec, args)
+        inputs = flat_inputs(spec, args)
         present = [t for t in inputs if t is not None]
         if present:
             device = present[0].device
