@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import ctensor
 import ctensor.torch  # noqa: F401 - registers torch.ops.ctensor
 from ctensor.torch import _kernel
 
@@ -27,6 +28,10 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         self.names.append(str(func))
         return func(*args, **(kwargs or {}))
+
+
+def _is_bound(plan: tuple) -> bool:
+    return bool(plan) and plan[0] is not None
 
 
 def _plans() -> dict:
@@ -101,12 +106,21 @@ def test_repeated_calls_match_torch_in_fresh_tensors():
     expected = F.conv2d(x, w, b, padding=1)
     first = C.conv2d(x, w, b, padding=[1, 1])
     second = C.conv2d(x, w, b, padding=[1, 1])
-    assert any(key[0] == "conv2d" and plan is not None for key, plan in _plans().items())
+    assert any(key[0] == "conv2d" and _is_bound(plan) for key, plan in _plans().items())
     assert first.data_ptr() != second.data_ptr()
     for result in (first, second):
         assert torch.allclose(result, expected, atol=1e-5)
     first.zero_()
     assert torch.allclose(second, expected, atol=1e-5)
+
+
+def test_each_call_runs_the_kernel_once_also_the_one_that_binds():
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    with ctensor.profile() as prof:
+        results = [C.conv2d(x, w, padding=[1, 1]) for _ in range(3)]
+    assert [e["name"] for e in prof.events] == ["conv2d"] * 3
+    for result in results:
+        assert torch.allclose(result, F.conv2d(x, w, padding=1), atol=1e-5)
 
 
 @pytest.mark.parametrize("layout", ["offset", "channels_last", "no_bias", "other_padding"])
@@ -132,7 +146,7 @@ def test_attributes_that_change_every_call_never_bind():
     for offset in range(5):
         result, mask = C.dropout(x, p=0.5, seed=1, offset=offset)
         assert torch.equal(result, torch.where(mask, x * 2, 0.0))
-    assert not any(key[0] == "dropout" and plan for key, plan in _plans().items())
+    assert not any(key[0] == "dropout" and _is_bound(plan) for key, plan in _plans().items())
 
 
 def test_inference_mode_results_are_inference_tensors():
@@ -156,7 +170,9 @@ def test_large_calls_and_calls_bind_refuses_keep_the_general_path():
     for _ in range(2):
         result = C.leaky_relu(ints, negative_slope=0.5)
         assert torch.equal(result, F.leaky_relu(ints.double(), 0.5))
-    assert any(key[0] == "leaky_relu" and plan is None for key, plan in _plans().items())
+    assert any(
+        key[0] == "leaky_relu" and plan is _kernel._REFUSED for key, plan in _plans().items()
+    )
 
 
 def test_the_calls_kept_per_thread_are_bounded():

@@ -44,7 +44,7 @@ PLANS_PER_THREAD = 32
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _local = threading.local()
-_SEEN = ()  # a key met once: the next call with it binds
+_REFUSED = ()  # a key whose call bind refused: it keeps the general path
 
 
 def make_kernel(spec: OpSpec):  # noqa: ANN201
@@ -92,6 +92,11 @@ def _layout_key(args: tuple, kwargs: dict) -> tuple | None:
     return tuple(key)
 
 
+def _layouts(results: tuple) -> tuple:
+    """(shape, strides, dtype) of each result, to allocate the results of later calls alike."""
+    return tuple((t.shape, t.stride(), t.dtype) for t in results)
+
+
 def _tensor_bytes(args: tuple) -> int:
     """Bytes of the tensors among ``args``."""
     return sum(t.nbytes for t in args if t is not None)
@@ -114,29 +119,32 @@ def _planned(spec: OpSpec, function: Any, general: Any):  # noqa: ANN202
             plans = _local.plans
         except AttributeError:
             plans = _local.plans = {}
-        entry = plans.get(key, _SEEN)
-        if entry:
-            bound, templates = entry
-            outs = tuple(torch.empty_like(t) for t in templates)
+        entry = plans.get(key)
+        if entry is _REFUSED:
+            return general(*args, **kwargs)
+        if entry is None:  # first met: run it, and keep its results' layouts
+            result = general(*args, **kwargs)
+            if len(plans) >= PLANS_PER_THREAD:
+                plans.clear()
+            plans[key] = (None, _layouts((result,) if single else tuple(result)))
+            return result
+        bound, layouts = entry
+        outs = tuple(
+            torch.empty_strided(shape, strides, dtype=dtype) for shape, strides, dtype in layouts
+        )
+        if bound is None:  # met a second time: bind it, the binding run computing this call
+            if sum(t.nbytes for t in outs) + _tensor_bytes(args) <= PLAN_BYTES:
+                try:
+                    bound = bind(function, *args, out=outs, **ctensor_attrs(spec, kwargs))
+                except Exception:  # noqa: BLE001 - a call bind refuses keeps the general path
+                    bound = None
+            if bound is None:
+                plans[key] = _REFUSED
+                return general(*args, **kwargs)
+            plans[key] = (bound, layouts)
+        else:
             bound(*args, out=outs)
-            return outs[0] if single else outs
-        result = general(*args, **kwargs)
-        if entry is None:  # bind refused this call
-            return result
-        if len(plans) >= PLANS_PER_THREAD:
-            plans.clear()
-        if key not in plans:
-            plans[key] = _SEEN
-            return result
-        outs = (result,) if single else tuple(result)
-        bound = None
-        if sum(t.nbytes for t in outs) + _tensor_bytes(args) <= PLAN_BYTES:
-            try:
-                bound = bind(function, *args, out=outs, **ctensor_attrs(spec, kwargs))
-            except Exception:  # noqa: BLE001 - a call bind refuses keeps the general path
-                bound = None
-        plans[key] = None if bound is None else (bound, outs)
-        return result
+        return outs[0] if single else outs
 
     return kernel
 
