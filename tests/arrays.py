@@ -312,3 +312,38 @@ def sleef_runs() -> bool:
     import os
 
     return sleef_loaded() and os.environ.get("CTENSOR_CPU_ISA") != "generic"
+
+
+@st.composite
+def einsum_problems(draw, max_operands: int = 4, min_extent: int = 0, min_batch: int = 0):
+    """A random NumPy einsum spec with its operand shapes: 1 to max_operands operands over the
+    letters a-e (extents min_extent to 3; repeats in an operand take a diagonal), "..." anywhere
+    in an operand covering a right-aligned suffix of the broadcast dims (extents min_batch to 3),
+    each of those dims 1 (broadcast) or the full extent; an implicit output, or an explicit one
+    of distinct letters with "..." somewhere."""
+    num = draw(st.integers(1, max_operands))
+    extent = {c: draw(st.integers(min_extent, 3)) for c in "abcde"}
+    batch = draw(st.lists(st.integers(min_batch, 3), max_size=2))
+    terms, shapes, used, ellipsis = [], [], [], False
+    for _ in range(num):
+        letters = draw(st.lists(st.sampled_from("abcde"), max_size=3))
+        used += letters
+        shape = [extent[c] for c in letters]
+        if draw(st.booleans()):
+            ellipsis = True
+            covered = draw(st.integers(0, len(batch)))
+            dims = [b if draw(st.booleans()) else 1 for b in batch[len(batch) - covered :]]
+            at = draw(st.integers(0, len(letters)))
+            letters = letters[:at] + ["..."] + letters[at:]
+            shape = shape[:at] + dims + shape[at:]
+        terms.append("".join(letters))
+        shapes.append(tuple(shape))
+    spec = ",".join(terms)
+    if draw(st.booleans()):
+        out = draw(st.permutations(sorted(set(used))))
+        out = out[: draw(st.integers(0, len(out)))]
+        if ellipsis:
+            at = draw(st.integers(0, len(out)))
+            out = out[:at] + ["..."] + out[at:]
+        spec += "->" + "".join(out)
+    return spec, shapes
