@@ -4,6 +4,8 @@ zero-size). Every numerics test goes through `assert_close`, so tolerances live 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -347,3 +349,20 @@ def einsum_problems(draw, max_operands: int = 4, min_extent: int = 0, min_batch:
             out = out[:at] + ["..."] + out[at:]
         spec += "->" + "".join(out)
     return spec, shapes
+
+
+def ops_functions_entered(call):
+    """(call(), names of the ctensor.ops Python functions that ran during it): empty when the C
+    fast path (FastOp) ran the whole call."""
+    entered = []
+
+    def profile(frame, event, arg):  # noqa: ANN001, ANN202, ARG001
+        if event == "call" and frame.f_code.co_filename.startswith("<ctensor.ops."):
+            entered.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        result = call()
+    finally:
+        sys.setprofile(None)
+    return result, entered

@@ -3,14 +3,13 @@ back to the general path (unaligned, byte-swapped, read-only, optional inputs)."
 
 from __future__ import annotations
 
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import numpy as np
 import pytest
 import torch
-from arrays import assert_close, snapshot, unchanged
+from arrays import assert_close, ops_functions_entered, snapshot, unchanged
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -177,22 +176,6 @@ def test_the_fast_form_hands_everything_else_to_the_python_function():
 # ----------------------------------------------------------------------------------------------
 
 
-def _ops_functions_entered(call):
-    """(call(), names of the ctensor.ops Python functions that ran during it)."""
-    entered = []
-
-    def profile(frame, event, arg):  # noqa: ANN001, ANN202, ARG001
-        if event == "call" and frame.f_code.co_filename.startswith("<ctensor.ops."):
-            entered.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        result = call()
-    finally:
-        sys.setprofile(None)
-    return result, entered
-
-
 def _framework_arrays(framework, *arrays):
     if framework == "torch":
         return tuple(torch.from_numpy(a) for a in arrays)
@@ -205,7 +188,7 @@ def test_new_outputs_are_allocated_from_c_once_a_type_was_seen(framework):
         framework, np.arange(6, dtype=np.float32).reshape(2, 3), np.full(3, 0.5, np.float32)
     )
     ops.add(a, b)  # the first call of an array type registers its allocator (Python path)
-    result, entered = _ops_functions_entered(lambda: ops.add(a, b))
+    result, entered = ops_functions_entered(lambda: ops.add(a, b))
     assert entered == []  # no Python frame of ops.add: FastOp ran the whole call
     assert type(result) is type(a) and tuple(result.shape) == (2, 3)
     assert_close(np.asarray(result), np.asarray(a) + np.asarray(b))
@@ -262,7 +245,7 @@ def test_new_output_layouts_seen_before_get_their_own_shape_dtype_and_framework(
             for framework in ("numpy", "torch", "numpy"):
                 given = _framework_arrays(framework, *inputs)
                 op = getattr(ops, name)
-                result, entered = _ops_functions_entered(partial(op, *given))
+                result, entered = ops_functions_entered(partial(op, *given))
                 assert type(result) is type(given[0]), (name, framework)
                 got = np.asarray(result)
                 assert got.shape == expected.shape and got.dtype == expected.dtype, name
@@ -288,7 +271,7 @@ def test_calls_the_c_path_declines_still_get_their_answer_or_error(framework):
     )
     ops.add(a32, a32)
     # dtypes that need a cast: promoted on the Python path, as NumPy does
-    result, entered = _ops_functions_entered(lambda: ops.add(a32, a64))
+    result, entered = ops_functions_entered(lambda: ops.add(a32, a64))
     assert entered == ["add"]
     assert np.asarray(result).dtype == np.float64
     assert_close(np.asarray(result), np.asarray(a32).astype(np.float64) + np.asarray(a64))

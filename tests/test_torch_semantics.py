@@ -5,32 +5,14 @@ where torch's op does; plain tensors keep the C fast path."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 import torch
 import torch.nn.functional as F
+from arrays import ops_functions_entered
 
 import ctensor
 from ctensor import ops
 from ctensor._torch_rules import KEEPS_CHANNELS_LAST
-
-
-def _python_functions_entered(call):
-    """(call(), names of the ctensor.ops Python functions that ran during it): empty when the C
-    fast path (FastOp) ran the whole call."""
-    entered = []
-
-    def profile(frame, event, arg):  # noqa: ANN001, ANN202, ARG001
-        if event == "call" and frame.f_code.co_filename.startswith("<ctensor.ops."):
-            entered.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        result = call()
-    finally:
-        sys.setprofile(None)
-    return result, entered
 
 
 def _rand(*shape, seed=0):
@@ -83,7 +65,7 @@ def test_backward_through_ops_matches_torch_autograd(case):
 def test_the_fast_form_hands_tensors_that_require_grad_to_autograd():
     x = _rand(4).requires_grad_()
     y = _rand(4, seed=1)
-    result, entered = _python_functions_entered(lambda: ops.multiply(x, y))
+    result, entered = ops_functions_entered(lambda: ops.multiply(x, y))
     assert entered == ["multiply"]  # FastOp declined: the Python path routed it
     assert result.grad_fn is not None
     result.sum().backward()
@@ -101,7 +83,7 @@ def test_calls_without_grad_mode_stay_plain(mode):
     y = _rand(5, seed=1)
     with mode():
         ops.add(x, y)  # the first call of a layout may take the Python path
-        result, entered = _python_functions_entered(lambda: ops.add(x, y))
+        result, entered = ops_functions_entered(lambda: ops.add(x, y))
         expected = torch.add(x, y)
     assert entered == []  # the C fast path ran it
     assert result.grad_fn is None and not result.requires_grad
@@ -362,16 +344,16 @@ def test_plain_tensors_keep_the_c_fast_path_and_its_results():
     assert torch.is_grad_enabled()
     ops.add(a, b)  # registers torch's allocator (Python path, once)
     for _ in range(3):
-        result, entered = _python_functions_entered(lambda: ops.add(a, b))
+        result, entered = ops_functions_entered(lambda: ops.add(a, b))
         assert entered == [] and torch.equal(result, a + b) and result.grad_fn is None
         c = torch.empty(8)
         version = c._version
-        written, entered = _python_functions_entered(lambda c=c: ops.multiply(a, b, out=c))
+        written, entered = ops_functions_entered(lambda c=c: ops.multiply(a, b, out=c))
         assert entered == [] and written is c and torch.equal(c, a * b)
         assert c._version == version + 1
     contiguous_4d = torch.randn(2, 3, 4, 5)
     ops.relu(contiguous_4d)
-    result, entered = _python_functions_entered(lambda: ops.relu(contiguous_4d))
+    result, entered = ops_functions_entered(lambda: ops.relu(contiguous_4d))
     assert entered == [] and result.is_contiguous()
     torch.testing.assert_close(result, torch.relu(contiguous_4d))
 
@@ -381,13 +363,13 @@ def test_what_the_c_fast_path_hands_to_the_python_path():
     ops.add(a, a)  # registers torch's allocator (Python path, once)
     grad = a.clone().requires_grad_()
     with torch.no_grad():
-        _, entered = _python_functions_entered(lambda: ops.add(grad, a))
+        _, entered = ops_functions_entered(lambda: ops.add(grad, a))
     assert entered == []  # no grad mode: read as plain
     inference = _inference_zeros(8)
-    _, entered = _python_functions_entered(lambda: ops.add(inference, a))
+    _, entered = ops_functions_entered(lambda: ops.add(inference, a))
     assert entered == []  # reading inference tensors needs no rule
     with pytest.raises(ctensor.AutogradError):
-        _python_functions_entered(lambda: ops.add(a, a, out=inference))
+        ops_functions_entered(lambda: ops.add(a, a, out=inference))
     x = _channels_last(2, 3, 4, 5)
-    result, entered = _python_functions_entered(lambda: ops.relu(x))
+    result, entered = ops_functions_entered(lambda: ops.relu(x))
     assert entered == ["relu"] and result.stride() == torch.relu(x).stride()
