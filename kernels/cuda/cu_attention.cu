@@ -92,6 +92,21 @@ __device__ __forceinline__ C ct_cu_attn_score(const ct_cu_attn_args& a, const C*
   return s;
 }
 
+/* The block's threads load `cols` key rows from `j0` into `kt` and the same value rows into
+ * `vt` (shared memory, row-major). */
+template <ct_pl_type Tag, class C>
+__device__ __forceinline__ void ct_cu_attn_load_kv(const ct_cu_attn_args& a, C* kt, C* vt,
+                                                   int64_t kb, int64_t vb, int64_t j0, int cols) {
+  for (int x = threadIdx.x; x < cols * a.e; x += ct_cu_attn_rows) {
+    kt[x] = ct_cu_load<Tag>(a.ptr[CT_CU_ATTN_K] + kb + (j0 + x / a.e) * a.rs[CT_CU_ATTN_K] +
+                            x % a.e * a.cs[CT_CU_ATTN_K]);
+  }
+  for (int x = threadIdx.x; x < cols * a.ev; x += ct_cu_attn_rows) {
+    vt[x] = ct_cu_load<Tag>(a.ptr[CT_CU_ATTN_V] + vb + (j0 + x / a.ev) * a.rs[CT_CU_ATTN_V] +
+                            x % a.ev * a.cs[CT_CU_ATTN_V]);
+  }
+}
+
 template <ct_pl_type Tag, int Cap>
 __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_forward(const ct_cu_attn_args a) {
   using C = ct_cu_compute_t<Tag>;
@@ -120,14 +135,7 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_forward(const ct_c
   for (int64_t j0 = 0; j0 < kend; j0 += a.bk) {
     const int cols = (int)min((int64_t)a.bk, a.lk - j0);
     __syncthreads();
-    for (int x = t; x < cols * a.e; x += ct_cu_attn_rows) {
-      kt[x] = ct_cu_load<Tag>(a.ptr[CT_CU_ATTN_K] + kb + (j0 + x / a.e) * a.rs[CT_CU_ATTN_K] +
-                              x % a.e * a.cs[CT_CU_ATTN_K]);
-    }
-    for (int x = t; x < cols * a.ev; x += ct_cu_attn_rows) {
-      vt[x] = ct_cu_load<Tag>(a.ptr[CT_CU_ATTN_V] + vb + (j0 + x / a.ev) * a.rs[CT_CU_ATTN_V] +
-                              x % a.ev * a.cs[CT_CU_ATTN_V]);
-    }
+    ct_cu_attn_load_kv<Tag>(a, kt, vt, kb, vb, j0, cols);
     __syncthreads();
     if (!live) continue;
     C tmax = -(C)INFINITY;
@@ -200,14 +208,7 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_query(const c
   for (int64_t j0 = 0; j0 < kend; j0 += a.bk) {
     const int cols = (int)min((int64_t)a.bk, a.lk - j0);
     __syncthreads();
-    for (int x = t; x < cols * a.e; x += ct_cu_attn_rows) {
-      kt[x] = ct_cu_load<Tag>(a.ptr[CT_CU_ATTN_K] + kb + (j0 + x / a.e) * a.rs[CT_CU_ATTN_K] +
-                              x % a.e * a.cs[CT_CU_ATTN_K]);
-    }
-    for (int x = t; x < cols * a.ev; x += ct_cu_attn_rows) {
-      vt[x] = ct_cu_load<Tag>(a.ptr[CT_CU_ATTN_V] + vb + (j0 + x / a.ev) * a.rs[CT_CU_ATTN_V] +
-                              x % a.ev * a.cs[CT_CU_ATTN_V]);
-    }
+    ct_cu_attn_load_kv<Tag>(a, kt, vt, kb, vb, j0, cols);
     __syncthreads();
     if (!live || lr == -(C)INFINITY) continue;
     for (int c = 0; c < a.e; ++c) part[c] = 0;
