@@ -54,7 +54,7 @@ def ctensor_attrs(spec: OpSpec, kwargs: dict) -> dict:
     optional dtype attribute means the registry's default and is left out, and keywords that
     are not attributes (a factory op's ``device``) too."""
     attrs = {}
-    names = {arg_name(a["name"]): a for a in spec.attrs}
+    names = _attrs_by_torch_name(spec)
     for key, value in kwargs.items():
         attr = names.get(key)
         if attr is None:
@@ -63,6 +63,17 @@ def ctensor_attrs(spec: OpSpec, kwargs: dict) -> dict:
             continue
         attrs[attr["name"]] = value
     return attrs
+
+
+#: Per operator: its attributes by torch argument name, made once (kernels read it every call).
+_TORCH_NAMES: dict[str, dict[str, dict]] = {}
+
+
+def _attrs_by_torch_name(spec: OpSpec) -> dict[str, dict]:
+    names = _TORCH_NAMES.get(spec.name)
+    if names is None:
+        names = _TORCH_NAMES[spec.name] = {arg_name(a["name"]): a for a in spec.attrs}
+    return names
 
 
 def _torch_value(kind: str | None, value: Any) -> Any:
