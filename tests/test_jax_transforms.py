@@ -6,6 +6,8 @@ inside jit and vmap (routed to ctensor.jax), and dtypes with 64-bit types off.""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -319,6 +321,24 @@ def test_eager_ctensor_ops_on_jax_arrays_stay_on_dlpack(monkeypatch):
 # ------------------------------------------------------------------------------------------------
 # The handler library
 # ------------------------------------------------------------------------------------------------
+
+
+def test_import_says_when_the_handler_was_not_built():
+    """A build without the handler (no jaxlib headers at build time): import ctensor.jax
+    raises ImportError saying what is missing and how to get it."""
+    code = (
+        "import importlib.util as u\n"
+        "real = u.find_spec\n"
+        "u.find_spec = lambda name, *a: None if name == 'ctensor.jax._xla_handler' "
+        "else real(name, *a)\n"
+        "try:\n"
+        "    import ctensor.jax\n"
+        "except ImportError as e:\n"
+        "    print('ImportError:', e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "ImportError: ctensor.jax needs ctensor's XLA FFI handler" in done.stdout
+    assert "jaxlib" in done.stdout
 
 
 def test_handler_version_and_missing_build(monkeypatch):
