@@ -341,6 +341,30 @@ def test_eager_ctensor_ops_on_jax_arrays_stay_on_dlpack(monkeypatch):
 # ------------------------------------------------------------------------------------------------
 
 
+def test_handler_refuses_malformed_calls_with_errors():
+    """Custom calls ctensor.jax would never emit (a hand-written ffi_call) fail with an XLA error
+    saying why: the handler never aborts."""
+    x = jnp.ones(3, jnp.float32)
+    one = jax.ShapeDtypeStruct((3,), jnp.float32)
+
+    def raw(attrs: dict) -> None:
+        jax.jit(lambda a: jax.ffi.ffi_call(_xla.TARGET, one)(a, **attrs))(x).block_until_ready()
+
+    absent = np.int64(0)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="CT_ERROR_UNKNOWN_OP"):
+        raw({"__op": "no_such_op", "__absent": absent})
+    with pytest.raises(jax.errors.JaxRuntimeError, match="names no operator"):
+        raw({"__absent": absent})
+    with pytest.raises(jax.errors.JaxRuntimeError, match="unsupported FFI type"):
+        raw({"__op": "relu", "__absent": absent, "alpha": np.int32(1)})
+    with pytest.raises(jax.errors.JaxRuntimeError, match="dynamic operators"):
+        raw({"__op": "unique_values", "__absent": absent})
+    with pytest.raises(jax.errors.JaxRuntimeError, match="CT_ERROR_SHAPE_MISMATCH"):
+        bad = jax.ShapeDtypeStruct((4,), jnp.float32)
+        jax.jit(lambda a: jax.ffi.ffi_call(_xla.TARGET, bad)(a, __op="relu", __absent=absent))(x)
+    np.testing.assert_array_equal(np.asarray(jax.jit(ctensor_jax.relu)(x)), np.ones(3))
+
+
 def test_import_says_when_the_handler_was_not_built():
     """A build without the handler (no jaxlib headers at build time): import ctensor.jax
     raises ImportError saying what is missing and how to get it."""
