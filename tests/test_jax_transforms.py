@@ -321,6 +321,8 @@ def test_ctensor_ops_work_inside_jit_and_vmap():
     np.testing.assert_array_equal(np.asarray(stacked), np.concatenate([x, x]))
     with pytest.raises(ctensor.InvalidArgumentError, match="immutable"):
         jax.jit(lambda a: ctensor.ops.exp(a, out=a))(x)
+    with pytest.raises(ctensor.InvalidArgumentError, match="backend= and device="):
+        jax.jit(lambda a: ctensor.ops.exp(a, backend="cpu"))(x)
 
 
 def test_eager_ctensor_ops_on_jax_arrays_stay_on_dlpack(monkeypatch):

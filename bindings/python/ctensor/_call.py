@@ -131,7 +131,11 @@ def call(
                 return _call_on_device(spec, args, attrs, frame, target)
         return _call(spec, args, out, attrs, frame, fast_op_declined)
     except _TracedCall:
-        pass
+        if backend is not None or device is not None:
+            raise InvalidArgumentError(
+                f"{spec.name}: backend= and device= are not available inside jax.jit, vmap or "
+                "grad (the call runs as an XLA custom call on XLA's device)"
+            ) from None
     finally:
         release(frame)
     return _traced_call(spec, args, out, attrs)
