@@ -278,3 +278,125 @@ def test_grad_matches_jax_numpy(name: str):
         np.testing.assert_allclose(
             np.asarray(a), np.asarray(b), rtol=1e-8, atol=1e-10, err_msg=f"input {i} {k}"
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Behaviours.
+
+
+def _x(*shape: int, seed: int = 0) -> jax.Array:
+    return jnp.asarray(np.random.default_rng(seed).standard_normal(shape))
+
+
+def test_integer_inputs_get_float0_cotangents():
+    logits, target = _x(4, 5), jnp.array([0, 3, 1, 4])
+    grads = jax.grad(cj.cross_entropy, argnums=(0, 1), allow_int=True)(logits, target)
+    assert grads[1].dtype == jax.dtypes.float0 and grads[1].shape == (4,)
+    want = jax.grad(
+        lambda x: -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(x), target[:, None], 1))
+    )(logits)
+    np.testing.assert_allclose(grads[0], want, rtol=1e-12)
+
+
+def test_an_op_without_a_gradient_raises_when_differentiated_only():
+    x = _x(3, 4)
+    # made, called and jitted without complaint
+    np.testing.assert_array_equal(jax.jit(cj.floor)(x), np.floor(np.asarray(x)))
+    with pytest.raises(
+        ctensor.autodiff.NotDifferentiableError, match="floor is not differentiable"
+    ):
+        jax.grad(lambda x: cj.sum(cj.floor(x)))(x)
+    with pytest.raises(ctensor.autodiff.NotDifferentiableError, match="floor"):
+        jax.jit(jax.grad(lambda x: cj.sum(cj.floor(x))))(x)
+
+
+def test_integer_results_differentiate_to_zero_as_jax_argmax_does():
+    x = _x(3, 4)
+
+    def loss(x):  # noqa: ANN001, ANN202
+        return cj.sum(x) + cj.sum(cj.argmax(x, axis=1).astype(x.dtype))
+
+    np.testing.assert_array_equal(jax.grad(loss)(x), np.ones((3, 4)))
+
+
+def test_value_and_grad_under_jit_matches_jax_numpy():
+    x, w, b = _x(5, 3), _x(4, 3, seed=1), _x(4, seed=2)
+
+    def ours(w, b):  # noqa: ANN001, ANN202
+        return cj.sum(cj.tanh(cj.linear(x, w, b)))
+
+    def theirs(w, b):  # noqa: ANN001, ANN202
+        return jnp.sum(jnp.tanh(x @ w.T + b))
+
+    value, grads = jax.jit(jax.value_and_grad(ours, argnums=(0, 1)))(w, b)
+    want_value, want = jax.value_and_grad(theirs, argnums=(0, 1))(w, b)
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    for a, e in zip(grads, want, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("name", "ours", "theirs"),
+    [
+        ("sin (broadcast)", lambda x: cj.sum(cj.sin(x)), lambda x: jnp.sum(jnp.sin(x))),
+        (
+            "softmax (sequential)",
+            lambda x: cj.sum(cj.softmax(x, axis=-1) * x),
+            lambda x: jnp.sum(jax.nn.softmax(x, axis=-1) * x),
+        ),
+        (
+            "matmul (sequential)",
+            lambda x: cj.sum(cj.matmul(x, x.T)),
+            lambda x: jnp.sum(x @ x.T),
+        ),
+    ],
+)
+def test_vmap_of_grad_matches_a_loop(name, ours, theirs):  # noqa: ANN001
+    xs = _x(3, 4, 5)
+    batched = jax.jit(jax.vmap(jax.grad(ours)))(xs)
+    for k in range(3):
+        np.testing.assert_allclose(batched[k], jax.grad(ours)(xs[k]), rtol=1e-12, err_msg=name)
+        np.testing.assert_allclose(batched[k], jax.grad(theirs)(xs[k]), rtol=1e-10, err_msg=name)
+
+
+def test_grad_of_grad_runs_the_backward_ops_gradients():
+    x = _x(6)
+    # sin's program (cos, multiply) is made of differentiable ops; the sums are jax's, since
+    # ctensor's sum_backward has no gradient of its own
+    second = jax.grad(lambda x: jnp.sum(jax.grad(lambda y: jnp.sum(cj.sin(y)))(x)))(x)
+    np.testing.assert_allclose(second, -np.sin(np.asarray(x)), rtol=1e-12)
+
+
+def test_variadic_absent_and_scalar_inputs():
+    a, b = _x(2, 3), _x(4, 3, seed=1)
+    grads = jax.grad(lambda xs: cj.sum(cj.square(cj.concat(xs, axis=0))))([a, b])
+    np.testing.assert_allclose(grads[0], 2 * a, rtol=1e-12)
+    np.testing.assert_allclose(grads[1], 2 * b, rtol=1e-12)
+    x, w = _x(1, 2, 5, 5), _x(3, 2, 3, 3, seed=1)
+    grad_w = jax.grad(lambda w: cj.sum(cj.conv2d(x, w)))(w)  # no bias
+    want = jax.grad(lambda w: jnp.sum(jax.lax.conv(x, w, (1, 1), "VALID", precision="highest")))(w)
+    np.testing.assert_allclose(grad_w, want, rtol=1e-10)
+    np.testing.assert_allclose(jax.grad(lambda x: cj.sum(cj.multiply(x, 2.5)))(a), 2.5 + 0 * a)
+
+
+def test_cotangents_take_their_inputs_dtype():
+    x32, x64 = _x(3).astype(jnp.float32), _x(3, seed=1)
+    g32, g64 = jax.grad(lambda a, b: cj.sum(cj.multiply(a, b)), argnums=(0, 1))(x32, x64)
+    assert g32.dtype == jnp.float32 and g64.dtype == jnp.float64
+    np.testing.assert_allclose(g32, np.asarray(x64).astype(np.float32), rtol=1e-7)
+
+
+def test_dropout_gradient_uses_the_mask_the_forward_drew():
+    x = _x(8, 16)
+    out, mask = cj.dropout(x, p=0.5, seed=3, offset=7)
+    grad = jax.jit(jax.grad(lambda x: cj.sum(cj.dropout(x, p=0.5, seed=3, offset=7)[0] * 3.0)))(x)
+    np.testing.assert_allclose(grad, np.where(np.asarray(mask), 6.0, 0.0))
+    assert 0 < int(np.sum(mask)) < mask.size
+
+
+def test_concrete_calls_skip_the_custom_vjp():
+    x = _x(3)
+    assert cj.exp.__wrapped__ is not None
+    np.testing.assert_allclose(cj.exp(x), np.exp(np.asarray(x)), rtol=1e-15)
+    jaxpr = jax.make_jaxpr(jax.grad(lambda x: cj.sum(cj.exp(x))))(x)
+    assert "ffi_call" in str(jaxpr)

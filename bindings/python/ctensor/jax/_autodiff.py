@@ -139,10 +139,13 @@ class _Operator:
             return raw_fn(*inputs, **attrs)
 
         def forward(*inputs: Any) -> tuple:
-            result = raw_fn(*inputs, **attrs)
+            # The function itself, not raw_fn: under an outer transformation (the outer grad of
+            # a grad of grad) the forward is differentiated too.
+            result = function(*inputs)
             outputs = outputs_of(result)
             saved_inputs = [
-                v if keep else None for v, keep in zip(inputs, self.saved_inputs, strict=True)
+                _as_array(v) if keep else None
+                for v, keep in zip(inputs, self.saved_inputs, strict=True)
             ]
             saved_outputs = [
                 v if keep else None for v, keep in zip(outputs, self.saved_outputs, strict=True)
@@ -151,18 +154,19 @@ class _Operator:
 
         def backward(residuals: tuple, cotangent: Any) -> tuple:
             saved_inputs, saved_outputs = residuals
-            per_output = outputs_of(cotangent)
-            cotangents = [
-                value if takes else None
-                for value, takes in zip(per_output, self.takes_cotangent, strict=True)
-            ]
-            cotangents = [_float_or_none(value) for value in cotangents]
-            if all(value is None for value in _leaves(cotangents)):
-                return _zeros(input_types)
+            cotangents = [_float_or_none(value) for value in outputs_of(cotangent)]
             if not entry.get("differentiable"):
+                if all(value is None for value in _leaves(cotangents)):
+                    return _zeros(input_types)  # integer and bool results only
                 raise NotDifferentiableError(
                     f"ctensor.jax.{spec.name} is not differentiable: {entry.get('note', '')}"
                 )
+            cotangents = [
+                value if takes else None
+                for value, takes in zip(cotangents, self.takes_cotangent, strict=True)
+            ]
+            if all(value is None for value in _leaves(cotangents)):
+                return _zeros(input_types)
             program = Program(
                 spec, entry, saved_inputs, cotangents, ct_attrs, _run_step, saved_outputs
             )
@@ -203,6 +207,16 @@ def _input_types(inputs: list) -> list:
 def _kind(value: Any) -> tuple:
     array = jax.numpy.asarray(value) if not hasattr(value, "dtype") else value
     return (tuple(array.shape), array.dtype, _is_inexact(array))
+
+
+def _as_array(value: Any) -> Any:
+    """An input as a residual: JAX arrays and tracers as they are, Python scalars (and JAX's
+    typed scalars) as arrays; the variadic list element-wise."""
+    if value is None or isinstance(value, (jax.Array, _Tracer)):
+        return value
+    if isinstance(value, list):
+        return [_as_array(v) for v in value]
+    return jax.numpy.asarray(value)
 
 
 def _leaves(values: list) -> list:
