@@ -400,3 +400,20 @@ def test_concrete_calls_skip_the_custom_vjp():
     np.testing.assert_allclose(cj.exp(x), np.exp(np.asarray(x)), rtol=1e-15)
     jaxpr = jax.make_jaxpr(jax.grad(lambda x: cj.sum(cj.exp(x))))(x)
     assert "ffi_call" in str(jaxpr)
+
+
+def test_only_perturbed_inputs_get_their_backward_steps():
+    from ctensor.jax.models import model_primitives
+
+    x, w, b = _x(1, 2, 5, 5), _x(3, 2, 3, 3, seed=1), _x(3, seed=2)
+    found = model_primitives(jax.grad(lambda w: cj.sum(cj.conv2d(x, w, b))), w)
+    assert "ctensor_op:conv2d_backward_weight" in found
+    assert "ctensor_op:conv2d_backward_input" not in found
+    # a multi-output op with an unused float output and an unused bool one: no zeros built
+    found = model_primitives(jax.grad(lambda x: cj.sum(cj.dropout(x, p=0.5, seed=1)[0])), x)
+    assert set(found) == {
+        "ctensor_op:dropout",
+        "ctensor_op:sum",
+        "ctensor_op:sum_backward",
+        "ctensor_op:dropout_backward",
+    }

@@ -36,6 +36,8 @@ from ..autodiff import NotDifferentiableError, Program
 __all__ = ["differentiable"]
 
 _Tracer = jax.core.Tracer
+_Primal = jax.custom_derivatives.CustomVJPPrimal
+_SymbolicZero = jax.custom_derivatives.SymbolicZero
 
 
 def _is_inexact(value: Any) -> bool:
@@ -138,7 +140,10 @@ class _Operator:
         def function(*inputs: Any) -> Any:
             return raw_fn(*inputs, **attrs)
 
-        def forward(*inputs: Any) -> tuple:
+        def forward(*primals: Any) -> tuple:
+            # symbolic_zeros: each array comes as a CustomVJPPrimal (its value, and whether the
+            # transformation perturbs it); cotangents are computed for perturbed inputs only.
+            inputs = [_unwrap(v) for v in primals]
             # The function itself, not raw_fn: under an outer transformation (the outer grad of
             # a grad of grad) the forward is differentiated too.
             result = function(*inputs)
@@ -150,14 +155,16 @@ class _Operator:
             saved_outputs = [
                 v if keep else None for v, keep in zip(outputs, self.saved_outputs, strict=True)
             ]
-            return result, (saved_inputs, saved_outputs)
+            # Which inputs are perturbed, held in the residuals' structure: () yes, None no.
+            perturbed = [_perturbed(v) for v in primals]
+            return result, (saved_inputs, saved_outputs, perturbed)
 
         def backward(residuals: tuple, cotangent: Any) -> tuple:
-            saved_inputs, saved_outputs = residuals
+            saved_inputs, saved_outputs, perturbed = residuals
             cotangents = [_float_or_none(value) for value in outputs_of(cotangent)]
             if not entry.get("differentiable"):
                 if all(value is None for value in _leaves(cotangents)):
-                    return _zeros(input_types)  # integer and bool results only
+                    return _zeros(input_types)  # integer and bool results only, or unused
                 raise NotDifferentiableError(
                     f"ctensor.jax.{spec.name} is not differentiable: {entry.get('note', '')}"
                 )
@@ -167,27 +174,37 @@ class _Operator:
             ]
             if all(value is None for value in _leaves(cotangents)):
                 return _zeros(input_types)
+            # an unused output whose cotangent the program reads: zeros
+            cotangents = [
+                _instantiate(value) if takes else None
+                for value, takes in zip(outputs_of(cotangent), self.takes_cotangent, strict=True)
+            ]
             program = Program(
                 spec, entry, saved_inputs, cotangents, ct_attrs, _run_step, saved_outputs
             )
             grads = []
             for index, ref in enumerate(entry["input_grads"]):
-                kind = input_types[index]
+                kind, wanted = input_types[index], perturbed[index]
                 if kind is None:
                     grads.append(None)
                 elif isinstance(kind, list):
-                    value = None if ref is None else program.value(ref)
+                    value = (
+                        None
+                        if ref is None or not any(w is not None for w in wanted)
+                        else (program.value(ref))
+                    )
                     grads.append(
                         [
-                            _cotangent(None if value is None else value[k], t)
-                            for k, t in enumerate(kind)
+                            _cotangent(None if value is None or w is None else value[k], t)
+                            for k, (t, w) in enumerate(zip(kind, wanted, strict=True))
                         ]
                     )
                 else:
-                    grads.append(_cotangent(None if ref is None else program.value(ref), kind))
+                    value = None if ref is None or wanted is None else program.value(ref)
+                    grads.append(_cotangent(value, kind))
             return tuple(grads[:num_inputs])
 
-        function.defvjp(forward, backward)
+        function.defvjp(forward, backward, symbolic_zeros=True)
         return function
 
 
@@ -219,6 +236,29 @@ def _as_array(value: Any) -> Any:
     return jax.numpy.asarray(value)
 
 
+def _unwrap(value: Any) -> Any:
+    """A forward argument without its CustomVJPPrimal wrapper (the variadic list element-wise)."""
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    return value.value if isinstance(value, _Primal) else value
+
+
+def _perturbed(value: Any) -> Any:
+    """() where a forward argument is perturbed, None where not (the variadic list a list)."""
+    if isinstance(value, list):
+        return [_perturbed(v) for v in value]
+    return () if isinstance(value, _Primal) and value.perturbed else None
+
+
+def _instantiate(value: Any) -> Any:
+    """A cotangent as an array: zeros for a symbolic zero (an unused output)."""
+    if isinstance(value, list):
+        return [_instantiate(v) for v in value]
+    if isinstance(value, _SymbolicZero):
+        return jax.numpy.zeros(value.aval.shape, value.aval.dtype)
+    return value
+
+
 def _leaves(values: list) -> list:
     flat = []
     for value in values:
@@ -228,7 +268,7 @@ def _leaves(values: list) -> list:
 
 def _float_or_none(value: Any) -> Any:
     """A cotangent JAX passes, None where it is for an integer or bool output (float0)."""
-    if value is None:
+    if value is None or isinstance(value, _SymbolicZero):
         return None
     if isinstance(value, list):
         return [_float_or_none(v) for v in value]

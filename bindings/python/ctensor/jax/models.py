@@ -239,7 +239,8 @@ def make_train_step(ops: SimpleNamespace, learning_rate: float) -> Callable:
 def model_primitives(fn: Callable, *args: Any) -> dict[str, int]:
     """How often each primitive occurs in the jaxpr of ``fn(*args)`` (``jax.make_jaxpr``),
     the jaxprs nested in equations (``pjit``, ``custom_vjp_call``, ...) walked into, and not
-    counted themselves; an ``ffi_call`` is named ``ffi_call:<target>``."""
+    counted themselves; an ``ffi_call`` is named ``<target>:<op>``, e.g. ``ctensor_op:conv2d``
+    (the operator from its ``__op`` attribute)."""
     from jax.extend.core import jaxprs_in_params
 
     found: dict[str, int] = {}
@@ -253,7 +254,8 @@ def model_primitives(fn: Callable, *args: Any) -> dict[str, int]:
                 continue
             name = eqn.primitive.name
             if name == "ffi_call":
-                name = f"ffi_call:{eqn.params.get('target_name')}"
+                op = dict(eqn.params.get("attributes") or ()).get("__op", "")
+                name = f"{eqn.params.get('target_name')}:{op}"
             found[name] = found.get(name, 0) + 1
 
     walk(jax.make_jaxpr(fn)(*args).jaxpr)
