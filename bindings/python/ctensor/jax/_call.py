@@ -14,10 +14,12 @@ the list of outputs (a variadic output flattened). At trace time it:
    per compiled instance, and at run time fills the data pointers, takes any workspace from
    XLA's scratch allocator and runs ``ct_op_run``.
 
-Batching (``vmap_method``): elementwise ops broadcast, so their inputs are first given the same
-rank (leading unit dimensions) and vmap passes the batched call as one call ("expand_dims"):
-unbatched inputs get a unit batch dimension that broadcasting stretches. Every other op runs once
-per batch element ("sequential").
+Batching (``vmap_method``): an elementwise op runs once for the whole batch. Its inputs are first
+given the same rank (leading unit dimensions, which broadcasting ignores) so that vmap's batch
+dimension lines up across them; unbatched inputs then get a unit batch dimension that
+broadcasting stretches ("expand_dims"), or, for ops where not every input broadcasts (an
+elementwise backward op whose ``grad_out`` must have the forward output's shape), are repeated
+along the batch ("broadcast_all"). Every other op runs once per batch element ("sequential").
 
 Dynamic operators (outputs sized by the data) cannot be XLA custom calls: on concrete arrays they
 run eagerly through ``ctensor.ops`` (DLPack, no copies); under tracing they raise
@@ -35,7 +37,7 @@ import numpy as np
 from .. import ops as _ops
 from .._attrs import attrs_for
 from .._dtypes import to_dtype_name
-from .._errors import InvalidArgumentError, UnsupportedDTypeError
+from .._errors import CTensorError, InvalidArgumentError, UnsupportedDTypeError
 from .._infer import infer
 from .._lib import ffi, lib
 from .._registry import OpSpec, get_spec
@@ -53,11 +55,45 @@ class TracingError(InvalidArgumentError):
 
 
 def vmap_method(spec: OpSpec) -> str:
-    """How ``jax.vmap`` batches the op's custom call: ``"expand_dims"`` (one call, broadcasting)
-    for elementwise ops, ``"sequential"`` (one call per batch element) otherwise."""
-    if spec.elementwise and not spec.variadic_input:
-        return "expand_dims"
-    return "sequential"
+    """How ``jax.vmap`` batches the op's custom call: elementwise ops run once for the whole
+    batch, ``"expand_dims"`` where every input broadcasts against the others (an unbatched
+    input gets a unit batch dimension), ``"broadcast_all"`` where one does not (a backward op
+    whose ``grad_out`` must have the forward output's shape: unbatched inputs are repeated along
+    the batch); every other op runs once per batch element (``"sequential"``)."""
+    method = _VMAP_METHODS.get(spec.name)
+    if method is None:
+        if not spec.elementwise or spec.variadic_input:
+            method = "sequential"
+        elif _broadcasts_every_input(spec):
+            method = "expand_dims"
+        else:
+            method = "broadcast_all"
+        _VMAP_METHODS[spec.name] = method
+    return method
+
+
+_VMAP_METHODS: dict[str, str] = {}
+
+
+def _broadcasts_every_input(spec: OpSpec) -> bool:
+    """Whether ct_op_infer lets any one input have extent 2 where the others have 1 (the
+    output then has extent 2), for the op's first CPU kernel signature and default attributes
+    (an op that needs attributes to infer is taken as one that does not broadcast)."""
+    signatures = spec.kernels.get("cpu") or next(iter(spec.kernels.values()), [])
+    if not signatures:
+        return False
+    dtypes = list(signatures[0][: len(spec.inputs)])
+    if len(dtypes) <= 1:
+        return True  # one input: batched whenever the call is
+    for wide in range(len(dtypes)):
+        shapes = [(2,) if k == wide else (1,) for k in range(len(dtypes))]
+        try:
+            outputs = infer(spec, dtypes, shapes, {})
+        except CTensorError:
+            return False
+        if any(shape != (2,) for _, shape in outputs):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------------
@@ -212,7 +248,7 @@ def call(name: str, inputs: list, attrs: dict) -> list:
             _check_representable(spec, target, f"input {i} cast to the kernel's dtype")
             arrays[i] = arrays[i].astype(target)
     method = vmap_method(spec)
-    if method == "expand_dims":
+    if method != "sequential":
         arrays = _equal_ranks(arrays)
     resolved = [None if x is None else to_dtype_name(x.dtype) for x in arrays]
     shapes = [None if x is None else tuple(x.shape) for x in arrays]
