@@ -377,6 +377,13 @@ def test_variadic_absent_and_scalar_inputs():
     want = jax.grad(lambda w: jnp.sum(jax.lax.conv(x, w, (1, 1), "VALID", precision="highest")))(w)
     np.testing.assert_allclose(grad_w, want, rtol=1e-10)
     np.testing.assert_allclose(jax.grad(lambda x: cj.sum(cj.multiply(x, 2.5)))(a), 2.5 + 0 * a)
+    # a Python scalar stays weakly typed (a constant of the custom VJP): float32 stays float32
+    a32 = a.astype(jnp.float32)
+    product = jax.jit(lambda x: cj.multiply(x, 2.5))(a32)
+    assert product.dtype == jnp.float32
+    grad = jax.jit(jax.grad(lambda x: jnp.sum(cj.multiply(x, 2.5))))(a32)
+    assert grad.dtype == jnp.float32
+    np.testing.assert_array_equal(grad, np.full((2, 3), 2.5, np.float32))
 
 
 def test_cotangents_take_their_inputs_dtype():

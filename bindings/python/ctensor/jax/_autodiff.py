@@ -2,13 +2,18 @@
 
 ``differentiable(name, raw_fn)`` makes the public function of an operator: a call with JAX
 tracers among its arrays (under ``jit``, ``grad``, ``vmap``, ...) goes through a
-``jax.custom_vjp`` function made once per set of attributes (attributes are static, as they are
-for the XLA FFI call below it); a call on concrete arrays calls ``raw_fn`` at once (no
-transformation can see it). The custom VJP's forward is ``raw_fn`` and saves the inputs and
-outputs the entry reads; its backward runs the entry's program (``ctensor.autodiff.Program``)
+``jax.custom_vjp`` function made once per set of attributes and input shapes and dtypes
+(attributes are static, as they are for the XLA FFI call below it); a call on concrete arrays
+calls ``raw_fn`` at once (no transformation can see it). The custom VJP's forward runs the op
+and saves the inputs and outputs the entry reads, and which inputs the transformation perturbs
+(``symbolic_zeros``): only their cotangents are computed. Its backward runs the entry's program (``ctensor.autodiff.Program``)
 with every step a public ``ctensor.jax`` call, so the backward is XLA FFI calls too under
 ``jit``, batches as those ops batch under ``vmap``, and is itself differentiable where the
 backward operators have entries (higher-order gradients).
+
+Python scalar inputs (``multiply(x, 2.5)``) are constants of the custom VJP, keyed like the
+attributes, so that they keep JAX's weak-type promotion in the raw call (a traced argument would
+not) and get no cotangent, as JAX's own ops treat them under ``grad``.
 
 JAX's conventions hold: integer and bool inputs get zero cotangents (``float0`` under
 ``jax.grad(..., allow_int=True)``), an output the entry takes no cotangent for (dropout's mask,
@@ -36,6 +41,7 @@ from ..autodiff import NotDifferentiableError, Program
 __all__ = ["differentiable"]
 
 _Tracer = jax.core.Tracer
+_SCALARS = (bool, int, float, complex)
 _Primal = jax.custom_derivatives.CustomVJPPrimal
 _SymbolicZero = jax.custom_derivatives.SymbolicZero
 
@@ -110,21 +116,25 @@ class _Operator:
             inputs[-1] = list(inputs[-1])
         return inputs, attrs
 
-    def function(self, attrs: dict, input_types: list) -> Callable:
-        """The custom-VJP function of the inputs for these attributes and input shapes and
-        dtypes (``_input_types``), made once."""
+    def function(self, attrs: dict, input_types: list, constants: tuple) -> Callable:
+        """The custom-VJP function of the array inputs for these attributes, input shapes and
+        dtypes (``_input_types``) and Python scalar inputs (``constants``), made once."""
         try:
-            key = (tuple(sorted((k, _frozen(v)) for k, v in attrs.items())), _frozen(input_types))
+            key = (
+                tuple(sorted((k, _frozen(v)) for k, v in attrs.items())),
+                _frozen(input_types),
+                tuple((i, type(v).__name__, v) for i, v in constants),
+            )
             found = self.functions.get(key)
         except TypeError:  # an unhashable value: the raw call says what is wrong with it
             key, found = None, None
         if found is None:
-            found = self._make(dict(attrs), input_types)
+            found = self._make(dict(attrs), input_types, constants)
             if key is not None:
                 self.functions[key] = found
         return found
 
-    def _make(self, attrs: dict, input_types: list) -> Callable:
+    def _make(self, attrs: dict, input_types: list, constants: tuple) -> Callable:
         spec, entry, raw_fn = self.spec, self.entry, self.raw_fn
         ct_attrs = {self.attr_names.get(k, k): v for k, v in attrs.items()}
         num_inputs = len(spec.inputs)
@@ -136,9 +146,17 @@ class _Operator:
                 return [*flat[:fixed], flat[fixed:]]
             return flat
 
+        def with_constants(inputs: Any) -> list:
+            """The op's inputs: the Python scalars back in their places (the custom VJP takes
+            None there: a Python scalar keeps its weak type, and has no cotangent)."""
+            values = list(inputs)
+            for index, value in constants:
+                values[index] = value
+            return values
+
         @jax.custom_vjp
         def function(*inputs: Any) -> Any:
-            return raw_fn(*inputs, **attrs)
+            return raw_fn(*with_constants(inputs), **attrs)
 
         def forward(*primals: Any) -> tuple:
             # symbolic_zeros: each array comes as a CustomVJPPrimal (its value, and whether the
@@ -149,8 +167,7 @@ class _Operator:
             result = function(*inputs)
             outputs = outputs_of(result)
             saved_inputs = [
-                _as_array(v) if keep else None
-                for v, keep in zip(inputs, self.saved_inputs, strict=True)
+                v if keep else None for v, keep in zip(inputs, self.saved_inputs, strict=True)
             ]
             saved_outputs = [
                 v if keep else None for v, keep in zip(outputs, self.saved_outputs, strict=True)
@@ -180,7 +197,13 @@ class _Operator:
                 for value, takes in zip(outputs_of(cotangent), self.takes_cotangent, strict=True)
             ]
             program = Program(
-                spec, entry, saved_inputs, cotangents, ct_attrs, _run_step, saved_outputs
+                spec,
+                entry,
+                with_constants(saved_inputs),
+                cotangents,
+                ct_attrs,
+                _run_step,
+                saved_outputs,
             )
             grads = []
             for index, ref in enumerate(entry["input_grads"]):
@@ -224,16 +247,6 @@ def _input_types(inputs: list) -> list:
 def _kind(value: Any) -> tuple:
     array = jax.numpy.asarray(value) if not hasattr(value, "dtype") else value
     return (tuple(array.shape), array.dtype, _is_inexact(array))
-
-
-def _as_array(value: Any) -> Any:
-    """An input as a residual: JAX arrays and tracers as they are, Python scalars (and JAX's
-    typed scalars) as arrays; the variadic list element-wise."""
-    if value is None or isinstance(value, (jax.Array, _Tracer)):
-        return value
-    if isinstance(value, list):
-        return [_as_array(v) for v in value]
-    return jax.numpy.asarray(value)
 
 
 def _unwrap(value: Any) -> Any:
@@ -304,6 +317,8 @@ def _run_step(spec: OpSpec, inputs: list, attrs: dict) -> list:
     from .. import jax as ctensor_jax
 
     function = getattr(ctensor_jax, _py_name(spec.name))
+    if not spec.elementwise:  # a Python scalar input of the forward read by another op
+        inputs = [jax.numpy.asarray(v) if isinstance(v, _SCALARS) else v for v in inputs]
     result = function(*inputs, **{_py_name(k): v for k, v in attrs.items()})
     flat = list(result) if isinstance(result, (tuple, list)) else [result]
     if spec.variadic_output:
@@ -323,7 +338,10 @@ def differentiable(name: str, raw_fn: Callable) -> Callable:
         if not _has_tracer(args, kwargs):
             return raw_fn(*args, **kwargs)
         inputs, attrs = operator.split(args, kwargs)
-        return operator.function(attrs, _input_types(inputs))(*inputs)
+        constants = tuple((i, v) for i, v in enumerate(inputs) if isinstance(v, _SCALARS))
+        for index, _ in constants:
+            inputs[index] = None
+        return operator.function(attrs, _input_types(inputs), constants)(*inputs)
 
     function.__wrapped__ = raw_fn
     return function
