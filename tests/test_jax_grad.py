@@ -424,3 +424,11 @@ def test_only_perturbed_inputs_get_their_backward_steps():
         "ctensor_op:sum_backward",
         "ctensor_op:dropout_backward",
     }
+
+
+def test_jacrev_works_and_forward_mode_is_refused_by_jax():
+    x = _x(5)
+    ours = jax.jacrev(lambda x: cj.softmax(x, axis=0))(x)
+    np.testing.assert_allclose(ours, jax.jacrev(jax.nn.softmax)(x), rtol=1e-12, atol=1e-15)
+    with pytest.raises(TypeError, match="forward-mode"):
+        jax.jvp(lambda x: cj.sin(x), (x,), (x,))
