@@ -432,3 +432,10 @@ def test_jacrev_works_and_forward_mode_is_refused_by_jax():
     np.testing.assert_allclose(ours, jax.jacrev(jax.nn.softmax)(x), rtol=1e-12, atol=1e-15)
     with pytest.raises(TypeError, match="forward-mode"):
         jax.jvp(lambda x: cj.sin(x), (x,), (x,))
+
+
+def test_plain_ctensor_ops_calls_differentiate_under_jit():
+    # ctensor.ops on tracers runs as ctensor.jax, gradient included
+    x = _x(4)
+    grad = jax.jit(jax.grad(lambda x: ctensor.ops.sum(ctensor.ops.exp(x))))(x)
+    np.testing.assert_allclose(grad, np.exp(np.asarray(x)), rtol=1e-15)
