@@ -240,6 +240,24 @@ def test_python_scalars_and_bfloat16():
 # ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+    ],
+)  # fmt: skip
+def test_every_xla_element_type_maps_to_its_ctensor_dtype(dtype, x64):
+    """XLA's element types reach the kernel as the same ctensor dtype (bindings/python/xla's
+    table): multiply under jit matches eager ctensor.ops on the same JAX arrays."""
+    x = jnp.asarray(np.arange(1, 7).reshape(2, 3) % 3).astype(dtype)
+    y = jnp.asarray(np.arange(3) % 2 + 1).astype(dtype)
+    result = jax.jit(ctensor_jax.multiply)(x, y)
+    expected = ctensor.ops.multiply(x, y)
+    assert result.dtype == expected.dtype == jnp.dtype(dtype)
+    np.testing.assert_array_equal(np.asarray(result), np.asarray(expected))
+
+
 def test_default_dtypes_and_x64_only_outputs():
     """Without 64-bit types: float32 works; an int64 result is refused clearly (JAX would
     narrow it) rather than written into a narrower buffer."""
