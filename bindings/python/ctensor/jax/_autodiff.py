@@ -6,10 +6,10 @@ tracers among its arrays (under ``jit``, ``grad``, ``vmap``, ...) goes through a
 (attributes are static, as they are for the XLA FFI call below it); a call on concrete arrays
 calls ``raw_fn`` at once (no transformation can see it). The custom VJP's forward runs the op
 and saves the inputs and outputs the entry reads, and which inputs the transformation perturbs
-(``symbolic_zeros``): only their cotangents are computed. Its backward runs the entry's program (``ctensor.autodiff.Program``)
-with every step a public ``ctensor.jax`` call, so the backward is XLA FFI calls too under
-``jit``, batches as those ops batch under ``vmap``, and is itself differentiable where the
-backward operators have entries (higher-order gradients).
+(``symbolic_zeros``): only their cotangents are computed. Its backward runs the entry's
+program (``ctensor.autodiff.Program``) with every step a public ``ctensor.jax`` call, so the
+backward is XLA FFI calls too under ``jit``, batches as those ops batch under ``vmap``, and is
+itself differentiable where the backward operators have entries (higher-order gradients).
 
 Python scalar inputs (``multiply(x, 2.5)``) are constants of the custom VJP, keyed like the
 attributes, so that they keep JAX's weak-type promotion in the raw call (a traced argument would
@@ -42,6 +42,8 @@ __all__ = ["differentiable"]
 
 _Tracer = jax.core.Tracer
 _SCALARS = (bool, int, float, complex)
+#: Custom-VJP functions kept per operator (by attributes, input types and scalar inputs).
+_CACHE_SIZE = 256
 _Primal = jax.custom_derivatives.CustomVJPPrimal
 _SymbolicZero = jax.custom_derivatives.SymbolicZero
 
@@ -131,6 +133,8 @@ class _Operator:
         if found is None:
             found = self._make(dict(attrs), input_types, constants)
             if key is not None:
+                if len(self.functions) >= _CACHE_SIZE:  # a bound for calls of ever new shapes
+                    self.functions.clear()
                 self.functions[key] = found
         return found
 
