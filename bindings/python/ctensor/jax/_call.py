@@ -204,16 +204,6 @@ def _check_representable(spec: OpSpec, dtype: str, what: str) -> np.dtype:
     return wanted
 
 
-def _equal_ranks(arrays: list) -> list:
-    """Elementwise inputs with leading unit dimensions up to the largest rank (broadcasting is
-    unchanged), so that vmap's batch dimension lines up across them."""
-    rank = max((x.ndim for x in arrays if x is not None), default=0)
-    return [
-        x if x is None or x.ndim == rank else jnp.reshape(x, (1,) * (rank - x.ndim) + x.shape)
-        for x in arrays
-    ]
-
-
 def _is_traced(inputs: list) -> bool:
     return any(isinstance(x, _Tracer) for x in inputs)
 
@@ -232,26 +222,28 @@ def _dynamic(spec: OpSpec, inputs: list, attrs: dict) -> list:
     return list(result) if isinstance(result, tuple) else [result]
 
 
-def call(name: str, inputs: list, attrs: dict) -> list:
-    """Runs operator ``name`` on ``inputs`` (see the module's docstring) with the attributes
-    ``attrs`` (ctensor names); returns its outputs as a list of JAX arrays (or tracers)."""
-    spec = get_spec(name)
-    attrs = attrs or {}
-    if spec.is_dynamic:
-        return _dynamic(spec, list(inputs), attrs)
+# Plans by call signature: (op, input dtypes and shapes, attributes, 64-bit mode).
+_PLANS: dict[tuple, tuple] = {}
+_PLANS_SIZE = 1024
+
+
+def _plan(spec: OpSpec, arrays: list, attrs: dict) -> tuple:
+    """What trace time decides for one call signature: ``(body, jitted)``, where ``body(*present
+    inputs)`` casts the inputs to the kernel's dtypes, gives elementwise inputs the same rank
+    (leading unit dimensions, see vmap_method) and emits the custom call, and ``jitted`` is
+    ``body`` under ``jax.jit`` (what an eager call on concrete arrays runs)."""
     ensure_registered()
-    arrays = _with_scalars(spec, list(inputs))
     dtypes = tuple(None if x is None else to_dtype_name(x.dtype) for x in arrays)
     targets = spec.choose_dtypes(_device_name(), dtypes) if dtypes else ()
     for i, target in enumerate(targets):
         if target is not None:
             _check_representable(spec, target, f"input {i} cast to the kernel's dtype")
-            arrays[i] = arrays[i].astype(target)
     method = vmap_method(spec)
-    if method != "sequential":
-        arrays = _equal_ranks(arrays)
-    resolved = [None if x is None else to_dtype_name(x.dtype) for x in arrays]
     shapes = [None if x is None else tuple(x.shape) for x in arrays]
+    if method != "sequential":
+        rank = max((len(s) for s in shapes if s is not None), default=0)
+        shapes = [None if s is None else (1,) * (rank - len(s)) + s for s in shapes]
+    resolved = [t or d for t, d in zip(targets, dtypes, strict=True)]
     results = [
         jax.ShapeDtypeStruct(shape, _check_representable(spec, dtype, f"output {k}"))
         for k, (dtype, shape) in enumerate(infer(spec, resolved, shapes, attrs))
@@ -260,6 +252,55 @@ def call(name: str, inputs: list, attrs: dict) -> list:
     for slot, x in enumerate(arrays[: spec.num_fixed_inputs]):
         if x is None:
             absent |= 1 << slot
-    operands = [x for x in arrays if x is not None]
     encoded = _encode(spec, attrs, absent)
-    return list(jax.ffi.ffi_call(TARGET, results, vmap_method=method)(*operands, **encoded))
+    custom_call = jax.ffi.ffi_call(TARGET, results, vmap_method=method)
+    present = [i for i, x in enumerate(arrays) if x is not None]
+    steps = [(targets[i], shapes[i], shapes[i] != tuple(arrays[i].shape)) for i in present]
+
+    def body(*operands: Any) -> list:
+        prepared = []
+        for x, (target, shape, reshape) in zip(operands, steps, strict=True):
+            if target is not None:
+                x = x.astype(target)
+            if reshape:
+                x = jnp.reshape(x, shape)
+            prepared.append(x)
+        return custom_call(*prepared, **encoded)
+
+    return body, jax.jit(body)
+
+
+def call(name: str, inputs: list, attrs: dict) -> list:
+    """Runs operator ``name`` on ``inputs`` (see the module's docstring) with the attributes
+    ``attrs`` (ctensor names); returns its outputs as a list of JAX arrays (or tracers)."""
+    spec = get_spec(name)
+    attrs = attrs or {}
+    if spec.is_dynamic:
+        return _dynamic(spec, list(inputs), attrs)
+    arrays = _with_scalars(spec, list(inputs))
+    attrs_key = _attrs_key(attrs)
+    key = None
+    plan = None
+    if attrs_key is not None:
+        key = (
+            name,
+            tuple(None if x is None else (x.dtype, x.shape) for x in arrays),
+            attrs_key,
+            jax.config.jax_enable_x64,
+        )
+        plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(spec, arrays, attrs)
+        if key is not None:
+            if len(_PLANS) >= _PLANS_SIZE:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    operands = [x for x in arrays if x is not None]
+    body, jitted = plan
+    traced = False
+    for x in operands:
+        if isinstance(x, _Tracer):
+            traced = True
+            break
+    # Concrete arrays: the compiled call (jit's C++ dispatch); tracers: the body, inline.
+    return list(body(*operands) if traced else jitted(*operands))
