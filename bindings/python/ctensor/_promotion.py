@@ -12,8 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from ._dlpack import mark_written
-from ._dtypes import DTYPE_INDEX, KEY_NAME, numpy_dtype, promote, scalar_dtype, to_dtype_name
+from ._dlpack import export_numpy, mark_written
+from ._dtypes import (
+    DTYPE_INDEX,
+    KEY_NAME,
+    numpy_dtype,
+    promote,
+    scalar_array,
+    scalar_dtype,
+    to_dtype_name,
+)
 from ._errors import WrongArityError
 from ._frame import MAX_TENSORS, Frame, input_name, open_views
 from ._frameworks import NUMPY, Framework
@@ -22,6 +30,11 @@ from ._registry import DEVICE_NAMES, OpSpec, get_spec
 from ._run import run_internal, tensor_in
 
 __all__ = ["TypeResolution", "resolve_types", "weak_scalars", "promote_call"]
+
+
+def _intermediate() -> str:
+    return "an array ctensor made for the call"
+
 
 _CPU = lib.CT_DEVICE_CPU
 _META_READ_ONLY = lib.CTPY_META_READ_ONLY
@@ -154,7 +167,7 @@ def _scalar_array(value: Any, dtype: str, fw: Framework, like: Any, device: int)
         return np.asarray(value, np.dtype(dtype))  # a dtype ctensor lacks: the C library refuses it
     if dtype != "bfloat16" and (fw is NUMPY or device & 0xFF == _CPU):
         # A CPU scalar is read in place whatever the caller's framework.
-        return np.asarray(value, numpy_dtype(dtype))  # OverflowError when it does not fit
+        return scalar_array(value, numpy_dtype(dtype))  # OverflowError when it does not fit
     return fw.scalar(value, dtype, like)
 
 
@@ -212,7 +225,7 @@ def weak_scalars(spec: OpSpec, args: tuple) -> tuple[tuple, type] | None:
             return None
         if dtype is None:
             return None
-        converted[i] = np.asarray(value, dtype)  # OverflowError when it does not fit, as NumPy
+        converted[i] = scalar_array(value, dtype)  # OverflowError when it does not fit
     return tuple(converted), first_type
 
 
@@ -259,7 +272,11 @@ def scalars_to_arrays(
             if bounds is not None and not bounds[0] <= value <= bounds[1]:
                 dtype, value = _wide_python_int(value, spec.name)
         array = _scalar_array(value, dtype, fw, like, device)
-        capsule = fw.capsule(array) if not isinstance(array, np.ndarray) else array.__dlpack__()
+        capsule = (
+            fw.capsule(array)
+            if not isinstance(array, np.ndarray)
+            else export_numpy(array, False, _intermediate)
+        )
         frame.keep.append(array)
         frame.keep.append(capsule)
         frame.objects[i] = id(capsule)
