@@ -27,6 +27,7 @@ exception itself is kept: ``ctensor.mxnet.last_error()`` returns it.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from typing import Any
@@ -56,8 +57,13 @@ def last_error() -> BaseException | None:
 
 
 def _remember(error: BaseException) -> None:
+    """Keeps a copy of ``error`` without its traceback: the traceback's frames hold NDArrays
+    and DLPack capsules, which must not outlive MXNet (their destructors run MXNet's code)."""
+    kept = copy.copy(error)
+    kept.__traceback__ = None
+    kept.__context__ = kept.__cause__ = None
     with _error_lock:
-        _last_error[0] = error
+        _last_error[0] = kept
 
 
 def op_type(spec: OpSpec) -> str:
