@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -147,12 +149,22 @@ def test_unknown_dtype_name():
     assert str(info.value) == c_message()
 
 
-def test_bfloat16_result_for_numpy_inputs_is_a_clear_error():
+def test_bfloat16_result_for_numpy_inputs_is_a_clear_error_without_ml_dtypes(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # `import ml_dtypes` fails
     capsule = torch.utils.dlpack.to_dlpack(torch.ones(3, dtype=torch.bfloat16))
-    with pytest.raises(ctensor.UnsupportedDTypeError, match="bfloat16"):
+    with pytest.raises(ctensor.UnsupportedDTypeError, match="bfloat16.*ml_dtypes"):
         ops.negative(capsule)  # a raw capsule gives NumPy results
-    with pytest.raises(ctensor.UnsupportedDTypeError, match="bfloat16"):
+    with pytest.raises(ctensor.UnsupportedDTypeError, match="bfloat16.*ml_dtypes"):
         ops.astype(np.ones(3), dtype="bfloat16")
+
+
+def test_bfloat16_result_for_numpy_inputs_is_an_ml_dtypes_array():
+    import ml_dtypes
+
+    capsule = torch.utils.dlpack.to_dlpack(torch.tensor([1.5, -2.0], dtype=torch.bfloat16))
+    result = ops.negative(capsule)
+    assert type(result) is np.ndarray and result.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(result.astype(np.float32), [-1.5, 2.0])
 
 
 def _fake_device_capsule(array, device_type):

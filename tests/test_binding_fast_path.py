@@ -19,8 +19,8 @@ from ctensor._lib import ffi, lib
 
 
 def test_numpy_arrays_are_read_directly_on_this_numpy():
-    # The import-time check compares the direct reader with NumPy's DLPack export; if NumPy's
-    # struct layout ever changes, the direct path turns itself off and this test says so.
+    # The import-time check compares the direct reader with NumPy's __array_interface__; if
+    # NumPy's struct layout ever changes, the direct path turns itself off and this test says so.
     assert _dlpack.NUMPY_DIRECT is True
 
 
@@ -35,10 +35,10 @@ def test_numpy_arrays_are_read_directly_on_this_numpy():
     ],
     ids=["negative-and-step", "0-d", "empty", "transposed", "offset"],
 )
-def test_direct_view_matches_the_dlpack_export(array):
+def test_direct_view_matches_the_array_interface(array):
     view = ffi.new("ct_tensor*")
     strides = ffi.new("int64_t[]", lib.CT_MAX_NDIM)
-    assert _dlpack._direct_matches_dlpack(array, view, strides)
+    assert _dlpack._direct_matches_interface(array, view, strides)
 
 
 def test_direct_reader_declines_what_dlpack_must_handle():

@@ -36,6 +36,7 @@ from ._dlpack import (
     CapsuleType,
     InputTypeError,
     capsule_of,
+    export_numpy,
     kind_of,
     mark_written,
     open_error,
@@ -396,7 +397,7 @@ def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, 
         if kind == _K_NUMPY:
             try:
                 capsule = obj.__dlpack__()
-            except BufferError:
+            except (BufferError, TypeError):  # read-only, bfloat16, bool before NumPy 1.25
                 capsule = capsule_of(obj, kind, lambda i=i: input_name(spec, i))
             keep.append(capsule)
             objects[i] = id(capsule)
@@ -462,10 +463,7 @@ def _read_outputs(spec: OpSpec, out: Any, n: int, frame: Frame) -> tuple[tuple, 
             frame.consumed = True
             continue
         if kind == _K_NUMPY:
-            try:
-                capsule = o.__dlpack__(max_version=(1, 0))  # versioned: READ_ONLY visible
-            except BufferError:
-                capsule = output_capsule_of(o, kind, lambda j=j: out_name(spec, j, many))
+            capsule = export_numpy(o, True, lambda j=j: out_name(spec, j, many))
             keep.append(capsule)
             objects[n + j] = id(capsule)
             continue

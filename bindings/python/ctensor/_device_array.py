@@ -25,6 +25,7 @@ import numpy as np
 from ._dtypes import code_bits, numpy_dtype, to_dtype_name
 from ._errors import InvalidArgumentError, check
 from ._lib import ffi, lib
+from ._pyapi import capsule_get_pointer, capsule_is_valid, capsule_new
 
 __all__ = ["DeviceArray", "asarray", "opencl_capsule", "parse_device"]
 
@@ -77,15 +78,6 @@ class _Buffer:
 # --- DLPack capsules of device memory ------------------------------------------------------
 
 _NAME = b"dltensor"
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
-_capsule_is_valid.restype = ctypes.c_int
-_capsule_is_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_get_pointer.restype = ctypes.c_void_p
-_capsule_get_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 # Managed tensors handed out and not yet released: address -> what keeps them (and the memory
 # they view) alive. The deleter (a consumer is done) or the capsule's destructor (nobody
@@ -100,8 +92,8 @@ def _deleter(managed: Any) -> None:
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _capsule_destructor(capsule: int) -> None:
-    if _capsule_is_valid(capsule, _NAME):
-        _LIVE.pop(_capsule_get_pointer(capsule, _NAME) or 0, None)
+    if capsule_is_valid(capsule, _NAME):
+        _LIVE.pop(capsule_get_pointer(capsule, _NAME) or 0, None)
 
 
 _DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
@@ -133,7 +125,7 @@ def _capsule(
     managed.deleter = _deleter
     address = int(ffi.cast("uintptr_t", managed))
     _LIVE[address] = (managed, shape_array, strides_array, owner)
-    return _capsule_new(address, _NAME, _DESTRUCTOR.value)
+    return capsule_new(address, _NAME, _DESTRUCTOR.value)
 
 
 # --- ctensor's own device arrays ---------------------------------------------------------------

@@ -25,14 +25,21 @@ import numpy as np
 from ._device_array import is_pyopencl_array, opencl_capsule
 from ._errors import InvalidArgumentError, ReadOnlyOutputError, UnsupportedDTypeError
 from ._lib import configure, ffi, lib
+from ._mxnet import is_ndarray_type, read_capsule, write_capsule
+from ._numpy_export import capsule_tensor, export_numpy
 from ._torch_rules import refuse_write
 
 __all__ = [
     "CAPSULE",
+    "capsule_tensor",
+    "export_numpy",
     "CapsuleType",
     "DLPACK",
+    "DLPackVersionError",
     "InputTypeError",
     "JAX",
+    "MASKED",
+    "MXNET",
     "NONE",
     "NUMPY",
     "NUMPY_SCALAR",
@@ -50,13 +57,20 @@ __all__ = [
 CapsuleType = type(_datetime.datetime_CAPI)  # type: ignore[attr-defined]
 
 
+class DLPackVersionError(InvalidArgumentError, BufferError):
+    """A versioned DLPack capsule whose major version ctensor does not know: its tensor may be
+    laid out differently, so it is refused (a BufferError, as the DLPack protocol asks)."""
+
+
 class InputTypeError(InvalidArgumentError, TypeError):
     """An argument is not something ctensor can read as a tensor (no ``__dlpack__``, not a
     DLPack capsule, or a Python scalar where the op takes no scalars)."""
 
 
 # How objects of a type are read (cached per type).
-NONE, SCALAR, CAPSULE, NUMPY, NUMPY_SCALAR, TORCH, JAX, DLPACK, OTHER, PYOPENCL = range(10)
+NONE, SCALAR, CAPSULE, NUMPY, NUMPY_SCALAR, TORCH, JAX, DLPACK, OTHER, PYOPENCL, MXNET, MASKED = (
+    range(12)
+)
 
 _KINDS: dict[type, int] = {
     type(None): NONE,
@@ -100,11 +114,14 @@ def kind_of(tp: type) -> int:
         )
         kind = TORCH
     elif issubclass(tp, np.ndarray):
-        kind = NUMPY
+        masked = sys.modules.get("numpy.ma")
+        kind = MASKED if masked is not None and issubclass(tp, masked.MaskedArray) else NUMPY
     elif issubclass(tp, np.generic):
         kind = NUMPY_SCALAR
     elif issubclass(tp, (bool, int, float, complex)):
         kind = SCALAR
+    elif is_ndarray_type(tp):
+        kind = MXNET
     elif tp.__module__.split(".", 1)[0] in ("jax", "jaxlib") and hasattr(tp, "__dlpack__"):
         kind = JAX
     elif hasattr(tp, "__dlpack__"):
@@ -160,10 +177,7 @@ def mark_written(objs: Any) -> None:
 def capsule_of(obj: Any, kind: int, what: Any) -> Any:
     """A DLPack capsule of an input (``what()`` names it in errors)."""
     if kind == NUMPY:
-        try:
-            return obj.__dlpack__()
-        except BufferError:
-            return _call_dlpack(obj, what, False)  # read-only: versioned, flagged READ_ONLY
+        return export_numpy(obj, False, what)
     if kind == TORCH:
         if obj.requires_grad:
             obj = obj.detach()
@@ -177,16 +191,20 @@ def capsule_of(obj: Any, kind: int, what: Any) -> Any:
         return _call_dlpack(obj, what, False)
     if kind == PYOPENCL:
         return opencl_capsule(obj)
+    if kind == MXNET:
+        return read_capsule(obj, what)
+    if kind == MASKED:
+        raise _masked(what)
     raise InputTypeError(
-        f"{what()} must be an array with __dlpack__ (NumPy, PyTorch, JAX, CuPy) or a DLPack "
-        f"capsule, got {type(obj).__name__}"
+        f"{what()} must be an array with __dlpack__ (NumPy, PyTorch, JAX, CuPy), an MXNet "
+        f"NDArray or a DLPack capsule, got {type(obj).__name__}"
     )
 
 
 def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
     """A DLPack capsule of an ``out=`` array, refusing memory that must not be written."""
     if kind == NUMPY:
-        return _call_dlpack(obj, what, True)  # versioned: READ_ONLY is visible
+        return export_numpy(obj, True, what)
     if kind == TORCH:
         refuse_write(obj, what())  # what torch refuses: inference tensors, autograd's tensors
         if obj.requires_grad:
@@ -207,8 +225,21 @@ def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
         return _call_dlpack(obj, what, True)
     if kind == PYOPENCL:
         return opencl_capsule(obj)
+    if kind == MXNET:
+        return write_capsule(obj, what)
+    if kind == MASKED:
+        raise _masked(what)
     raise InputTypeError(
-        f"{what()} must be an array with __dlpack__ or a DLPack capsule, got {type(obj).__name__}"
+        f"{what()} must be an array with __dlpack__, an MXNet NDArray or a DLPack capsule, got "
+        f"{type(obj).__name__}"
+    )
+
+
+def _masked(what: Any) -> InputTypeError:
+    return InputTypeError(
+        f"{what()} is a NumPy masked array: ctensor reads arrays through DLPack, which has no "
+        "mask, so the masked values would be used as if they were valid; pass "
+        "array.filled(value) or array.data (and handle the mask yourself)"
     )
 
 
@@ -222,56 +253,60 @@ def open_error(code: int, what: str) -> Exception:
         return InputTypeError(f"{what}: __dlpack__() did not return a capsule")
     if code == lib.CTPY_CAPSULE_NULL:
         return InvalidArgumentError(f"{what}: the DLPack capsule holds a NULL tensor")
+    if code == lib.CTPY_CAPSULE_VERSION:
+        return DLPackVersionError(
+            f"{what}: a DLPack capsule of a major version ctensor cannot read (it reads "
+            f"'dltensor_versioned' capsules of major version {lib.CTPY_DLPACK_MAJOR} and legacy "
+            "'dltensor' capsules); the capsule was left to its producer, unconsumed"
+        )
     return InvalidArgumentError(
         f"{what}: not a DLPack capsule (expected one named 'dltensor' or 'dltensor_versioned')"
     )
 
 
-def capsule_tensor(capsule: Any) -> Any:
-    """The ``DLTensor*`` (as ``ct_tensor*``) inside a capsule that was not consumed, or NULL.
-    For tests and debugging: the capsule must stay alive while the pointer is used."""
-    handle = ffi.cast("void*", id(capsule))
-    if lib.ctpy_capsule_is_valid(handle, b"dltensor_versioned"):
-        managed = ffi.cast(
-            "DLManagedTensorVersioned*", lib.ctpy_capsule_get_pointer(handle, b"dltensor_versioned")
-        )
-        return ffi.addressof(managed, "dl_tensor")
-    if lib.ctpy_capsule_is_valid(handle, b"dltensor"):
-        managed = ffi.cast("DLManagedTensor*", lib.ctpy_capsule_get_pointer(handle, b"dltensor"))
-        return ffi.addressof(managed, "dl_tensor")
-    return ffi.NULL
+_INTERFACE_CODES = {
+    "b": lib.CT_DTYPE_BOOL,
+    "i": lib.CT_DTYPE_INT,
+    "u": lib.CT_DTYPE_UINT,
+    "f": lib.CT_DTYPE_FLOAT,
+}
 
 
-def _direct_matches_dlpack(x: np.ndarray, view: Any, strides: Any) -> bool:
-    """Whether ctpy_numpy_view read ``x`` as NumPy's own DLPack export describes it."""
+def _direct_matches_interface(x: np.ndarray, view: Any, strides: Any) -> bool:
+    """Whether ctpy_numpy_view read ``x`` as NumPy's own ``__array_interface__`` describes it
+    (data address, shape, strides in bytes, dtype kind and size): the same description on every
+    NumPy version, where the DLPack export differs (bool, read-only arrays, zero-size arrays)."""
     if lib.ctpy_numpy_view(id(x), view, strides, 0) != 0:
         return False
-    capsule = x.__dlpack__()
-    t = capsule_tensor(capsule)
-    if t == ffi.NULL:
-        return False
-    shape = list(ffi.unpack(t.shape, t.ndim)) if t.ndim else []
-    compact, step = [0] * t.ndim, 1
-    for d in reversed(range(t.ndim)):
-        compact[d] = step
-        step *= shape[d]
-    dl_strides = list(ffi.unpack(t.strides, t.ndim)) if t.strides != ffi.NULL else compact
-    mine = list(ffi.unpack(view.strides, view.ndim)) if view.strides != ffi.NULL else compact
+    interface = x.__array_interface__
+    shape = list(interface["shape"])
+    itemsize = x.dtype.itemsize
+    expected = interface["strides"]
+    if expected is None:  # compact row-major
+        expected, step = [0] * len(shape), itemsize
+        for d in reversed(range(len(shape))):
+            expected[d] = step
+            step *= shape[d]
+    mine = [s * itemsize for s in ffi.unpack(view.strides, view.ndim)] if view.ndim else []
+    typestr = interface["typestr"]
     return (
-        int(ffi.cast("intptr_t", view.data)) == int(ffi.cast("intptr_t", t.data)) + t.byte_offset
-        and view.ndim == t.ndim
-        and view.dtype.code == t.dtype.code
-        and view.dtype.bits == t.dtype.bits
-        and view.dtype.lanes == t.dtype.lanes
+        int(ffi.cast("intptr_t", view.data)) == interface["data"][0]
+        and view.ndim == len(shape)
+        and view.dtype.code == _INTERFACE_CODES.get(typestr[1], -1)
+        and view.dtype.bits == 8 * int(typestr[2:])
+        and view.dtype.lanes == 1
         and (list(ffi.unpack(view.shape, view.ndim)) if view.ndim else []) == shape
-        and all(n == 1 or a == b for n, a, b in zip(shape, mine, dl_strides, strict=True))
+        and (
+            0 in shape  # no element: strides say nothing
+            or all(n == 1 or a == b for n, a, b in zip(shape, mine, expected, strict=True))
+        )
     )
 
 
 def _enable_numpy_direct() -> bool:
     """Lets the C fast paths read NumPy arrays without exporting a DLPack capsule (the fields of
     NumPy's array struct), after checking on a few arrays that they read exactly what NumPy's
-    DLPack export says; leaves it off otherwise."""
+    ``__array_interface__`` says; leaves it off otherwise."""
     lib.ctpy_numpy_direct(1)
     view = ffi.new("ct_tensor*")
     strides = ffi.new("int64_t[]", lib.CT_MAX_NDIM)
@@ -285,7 +320,7 @@ def _enable_numpy_direct() -> bool:
         np.arange(4, dtype=np.int8),
     ]
     try:
-        ok = all(_direct_matches_dlpack(x, view, strides) for x in samples)
+        ok = all(_direct_matches_interface(x, view, strides) for x in samples)
     except Exception:  # noqa: BLE001 - any surprise keeps the DLPack path
         ok = False
     if not ok:

@@ -90,16 +90,22 @@ def name_of_ct(dtype: Any) -> str:
 
 
 def numpy_dtype(name: str) -> np.dtype:
-    """The NumPy dtype of a ctensor dtype name; UnsupportedDTypeError for bfloat16."""
+    """The NumPy dtype of a ctensor dtype name. bfloat16 is ml_dtypes' bfloat16 (imported only
+    when a bfloat16 NumPy array is needed), UnsupportedDTypeError where ml_dtypes is missing."""
     dt = _NUMPY.get(name)
     if dt is None:
         from ._errors import UnsupportedDTypeError
 
         if name == "bfloat16":
-            raise UnsupportedDTypeError(
-                "the result would be bfloat16, which NumPy arrays cannot hold; pass PyTorch "
-                "tensors (or JAX arrays), or cast the inputs to float32 first"
-            )
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise UnsupportedDTypeError(
+                    "the result would be bfloat16, which NumPy arrays hold only with ml_dtypes "
+                    "(pip install ml_dtypes); or pass PyTorch tensors (or JAX arrays), or cast "
+                    "the inputs to float32 first"
+                ) from None
+            return np.dtype(ml_dtypes.bfloat16)
         raise UnsupportedDTypeError(f"ctensor has no dtype named {name!r}")
     return dt
 

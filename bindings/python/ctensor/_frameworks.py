@@ -2,11 +2,12 @@
 
 The framework of a call is the one of its first array argument: NumPy in, NumPy out; PyTorch in,
 PyTorch out (same device); JAX in, JAX out (allocated by NumPy, then handed to JAX without a copy
-on the CPU); CuPy in, CuPy out; pyopencl in, pyopencl out (same queue); ctensor's DeviceArray in,
-DeviceArray out (same device). A raw DLPack capsule, or an array from another producer, gives
-NumPy results when it lives on the CPU. Every array allocated here is compact row-major (PyTorch
-results that keep a channels_last input's memory format are dense too, see _torch_rules), so no
-framework is ever handed negative strides.
+on the CPU); CuPy in, CuPy out; MXNet in, MXNet out (same context, see _mxnet); pyopencl in,
+pyopencl out (same queue); ctensor's DeviceArray in, DeviceArray out (same device). A raw DLPack
+capsule, or an array from another producer, gives NumPy results when it lives on the CPU. Every
+array allocated here is compact row-major (PyTorch results that keep a channels_last input's
+memory format are dense too, see _torch_rules), so no framework is ever handed negative
+strides.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from . import _mxnet
 from ._device_array import is_pyopencl_array
 from ._dtypes import KEY_NAME, numpy_dtype, torch_dtype
 from ._errors import UnsupportedDeviceError
 from ._lib import ffi, lib
+from ._numpy_export import capsule_tensor, export_numpy
 from ._scratch import host_scratch
 
 __all__ = ["Framework", "NUMPY", "framework_of"]
@@ -70,6 +73,9 @@ class Framework:
 
 class _NumPy(Framework):
     name = "numpy"
+
+    def capsule(self, array: Any) -> Any:
+        return export_numpy(array, True, _result)  # bool before NumPy 1.25, bfloat16
 
     def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
         return _numpy_empty_call, {
@@ -184,6 +190,8 @@ class _Jax(Framework):
         return _aligned_empty(shape, numpy_dtype(dtype))
 
     def capsule(self, array: Any) -> Any:
+        if isinstance(array, np.ndarray):
+            return export_numpy(array, True, _result)
         return array.__dlpack__()
 
     def data_ptr(self, array: Any) -> int:
@@ -289,6 +297,35 @@ class _PyOpenCL(Framework):
         return like.queue.int_ptr if like.queue is not None else 0
 
 
+class _MXNet(Framework):
+    """MXNet NDArrays (see _mxnet): results allocated by MXNet on the first array's context and
+    written in place through ``mx.nd.to_dlpack_for_write``."""
+
+    name = "mxnet"
+
+    def empty(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        return _mxnet.empty(shape, dtype, like)
+
+    def capsule(self, array: Any) -> Any:
+        return _mxnet.write_capsule(array, _result)
+
+    def data_ptr(self, array: Any) -> int:
+        if isinstance(array, np.ndarray):  # host scratch
+            return array.__array_interface__["data"][0]
+        capsule = self.capsule(array)
+        tensor = capsule_tensor(capsule)
+        return int(ffi.cast("uintptr_t", tensor.data)) + tensor.byte_offset
+
+    def scratch(self, nbytes: int, like: Any) -> Any:
+        if like.context.device_type == "cpu":
+            return host_scratch(nbytes)
+        return _mxnet.empty((nbytes,), "uint8", like)
+
+
+def _result() -> str:
+    return "a result array"
+
+
 def _numpy_empty_call(shape: tuple[int, ...], dtype: np.dtype) -> tuple[Any, tuple, None]:
     """How the fast path allocates a NumPy result: np.empty(shape, dtype)."""
     return np.empty, (shape, dtype), None
@@ -308,6 +345,7 @@ def _torch_to_dlpack() -> Any:
 
 
 NUMPY = _NumPy()
+MXNET = _MXNet()
 TORCH = _Torch()
 JAX = _Jax()
 CUPY = _CuPy()
@@ -332,6 +370,8 @@ def _framework_of_type(tp: type) -> Framework | None:
         fw = DEVICE_ARRAYS
     elif root == "pyopencl" and is_pyopencl_array(tp):
         fw = PYOPENCL
+    elif root == "mxnet" and _mxnet.is_ndarray_type(tp):
+        fw = MXNET
     _BY_TYPE[tp] = fw
     return fw
 
@@ -350,8 +390,8 @@ def framework_of(obj: Any, device: tuple[int, int]) -> Framework:
         return NUMPY
     raise UnsupportedDeviceError(
         f"cannot allocate results for a {tp.__name__} on device type {device[0]} (id "
-        f"{device[1]}): ctensor allocates results for NumPy, PyTorch, JAX (CPU), CuPy, pyopencl "
-        "and ctensor.DeviceArray arrays; "
+        f"{device[1]}): ctensor allocates results for NumPy, PyTorch, JAX (CPU), CuPy, MXNet, "
+        "pyopencl and ctensor.DeviceArray arrays; "
         "pass out= to write into your own memory",
         lib.CT_ERROR_UNSUPPORTED_DEVICE,
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._dlpack import mark_written
+from ._dlpack import export_numpy, mark_written
 from ._dtypes import DTYPE_INDEX, KEY_NAME, numpy_dtype, promote, scalar_dtype, to_dtype_name
 from ._errors import WrongArityError
 from ._frame import MAX_TENSORS, Frame, input_name, open_views
@@ -22,6 +22,11 @@ from ._registry import DEVICE_NAMES, OpSpec, get_spec
 from ._run import run_internal, tensor_in
 
 __all__ = ["TypeResolution", "resolve_types", "weak_scalars", "promote_call"]
+
+
+def _intermediate() -> str:
+    return "an array ctensor made for the call"
+
 
 _CPU = lib.CT_DEVICE_CPU
 _META_READ_ONLY = lib.CTPY_META_READ_ONLY
@@ -259,7 +264,11 @@ def scalars_to_arrays(
             if bounds is not None and not bounds[0] <= value <= bounds[1]:
                 dtype, value = _wide_python_int(value, spec.name)
         array = _scalar_array(value, dtype, fw, like, device)
-        capsule = fw.capsule(array) if not isinstance(array, np.ndarray) else array.__dlpack__()
+        capsule = (
+            fw.capsule(array)
+            if not isinstance(array, np.ndarray)
+            else export_numpy(array, False, _intermediate)
+        )
         frame.keep.append(array)
         frame.keep.append(capsule)
         frame.objects[i] = id(capsule)

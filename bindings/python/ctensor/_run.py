@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._attrs import attrs_for
-from ._dlpack import open_error
+from ._dlpack import export_numpy, open_error
 from ._dtypes import KEY_NAME, name_of_ct
 from ._errors import BackendError, CTensorError
 from ._frame import Frame, fail, open_views, output_capacity, pool_pop, release
@@ -23,6 +23,11 @@ from ._lib import ffi, lib
 from ._registry import OpSpec
 
 __all__ = ["execute", "prepare_context", "run_internal", "tensor_in"]
+
+
+def _intermediate() -> str:
+    return "an array ctensor made for the call"
+
 
 _CT_OK = lib.CT_OK
 _WORKSPACE_TOO_SMALL = lib.CT_ERROR_WORKSPACE_TOO_SMALL
@@ -267,7 +272,11 @@ def run_internal(
 def tensor_in(frame: Frame, array: Any, slot: int, fw: Framework) -> Any:
     """The ct_tensor* of an array the binding made, opened into ``slot`` of the frame (kept alive
     until the call ends)."""
-    capsule = fw.capsule(array) if not isinstance(array, np.ndarray) else array.__dlpack__()
+    capsule = (
+        fw.capsule(array)
+        if not isinstance(array, np.ndarray)
+        else export_numpy(array, False, _intermediate)
+    )
     frame.keep.append(array)
     frame.keep.append(capsule)
     frame.objects[slot] = id(capsule)

@@ -1,7 +1,8 @@
 """Helpers for testing DLPack producers and consumers against ctensor (used by the binding
 tests): capsules whose deleter counts its calls, and reading the tensor inside a capsule.
 
-Not imported by ``import ctensor``; it uses ctypes on a private handle of the Python C API."""
+Not imported by ``import ctensor``; it makes capsules through ctensor's private ctypes handle
+on the Python C API (``_pyapi``), never through ``ctypes.pythonapi``."""
 
 from __future__ import annotations
 
@@ -11,15 +12,10 @@ import numpy as np
 
 from ._dlpack import capsule_tensor
 from ._lib import ffi, lib
+from ._pyapi import capsule_new
 
 __all__ = ["CountedCapsule", "capsule_name", "capsule_tensor", "tensor_address"]
 
-# A private handle on the C API: setting argtypes on ctypes.pythonapi would leak into every
-# other user of it in the process (see shared/INTEROP.md).
-_pyapi = ctypes.PyDLL(None)
-_PyCapsule_New = _pyapi.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 _DTYPE_CODES = {
     "i": lib.CT_DTYPE_INT,
@@ -112,7 +108,7 @@ class CountedCapsule:
         else:
             self._managed = _DLManagedTensor(tensor, None, self._deleter)
             name = b"dltensor"
-        self.capsule = _PyCapsule_New(ctypes.addressof(self._managed), name, None)
+        self.capsule = capsule_new(ctypes.addressof(self._managed), name, None)
 
     def _delete(self, _pointer: int) -> None:
         self.deleter_calls += 1

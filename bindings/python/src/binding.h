@@ -40,6 +40,16 @@ static inline uint64_t ctpy_meta(const ct_tensor* t) {
          ((uint64_t)t->dtype.lanes << 16) | ((uint64_t)(t->device.device_type & 0xff) << 40) |
          ((uint64_t)(t->device.device_id & 0xffff) << 48);
 }
+/* Reads a 1-bit unsigned integer (DLPack code 1, bits 1, one lane) as DLPack's bool (code 6,
+ * 8 bits): MXNet 1.x exports its bool arrays so, one byte per element, and nobody stores packed
+ * bits under that dtype. The tensor is the consumer's copy in a capsule it reads, so rewriting
+ * its dtype touches nothing the producer reads back. */
+static inline void ctpy_normalize_dtype(ct_tensor* t) {
+  if (t->dtype.code == CT_DTYPE_UINT && t->dtype.bits == 1 && t->dtype.lanes == 1) {
+    t->dtype.code = CT_DTYPE_BOOL;
+    t->dtype.bits = 8;
+  }
+}
 /* ctpy_open for a caller that holds the GIL. */
 int ctpy_open_locked(ctpy_frame* f, int32_t start, int32_t count);
 /* Lets go the capsules the fast paths asked for in owned[0 .. count). */

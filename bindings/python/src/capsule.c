@@ -22,7 +22,12 @@ int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view) {
         (DLManagedTensorVersioned*)PyCapsule_GetPointer(o, ctpy_name_versioned);
     if (!m) {
       rc = CTPY_CAPSULE_NULL;
+    } else if (m->version.major != CTPY_DLPACK_MAJOR) {
+      rc = CTPY_CAPSULE_VERSION; /* not consumed: the capsule stays its producer's */
+      view->version_major = m->version.major;
+      view->version_minor = m->version.minor;
     } else {
+      ctpy_normalize_dtype(&m->dl_tensor);
       view->tensor = &m->dl_tensor;
       view->managed = m;
       view->versioned = 1;
@@ -36,6 +41,7 @@ int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view) {
     if (!m) {
       rc = CTPY_CAPSULE_NULL;
     } else {
+      ctpy_normalize_dtype(&m->dl_tensor);
       view->tensor = &m->dl_tensor;
       view->managed = m;
       view->versioned = 0;

@@ -31,6 +31,10 @@ typedef struct ctpy_capsule_view {
 #define CTPY_CAPSULE_USED 2
 #define CTPY_CAPSULE_WRONG_NAME 3
 #define CTPY_CAPSULE_NULL 4
+/* A "dltensor_versioned" capsule whose major version is not CTPY_DLPACK_MAJOR (not consumed). */
+#define CTPY_CAPSULE_VERSION 5
+/* The DLPack major version whose versioned capsules ctensor reads (DLManagedTensorVersioned). */
+#define CTPY_DLPACK_MAJOR 1
 
 int ctpy_capsule_open(void* obj, int consume, ctpy_capsule_view* view);
 /* Calls the producer's deleter of a consumed capsule's managed tensor (once). */

@@ -28,11 +28,19 @@ int ctpy_open_locked(ctpy_frame* f, int32_t start, int32_t count) {
     if (PyCapsule_IsValid(o, ctpy_name_versioned)) {
       DLManagedTensorVersioned* m =
           (DLManagedTensorVersioned*)PyCapsule_GetPointer(o, ctpy_name_versioned);
+      /* A major version other than 1 may lay out the tensor differently: refused before it is
+       * consumed, so the capsule still belongs to its producer. */
+      if (m && m->version.major != CTPY_DLPACK_MAJOR) {
+        f->meta[i] = CTPY_CAPSULE_VERSION;
+        rc = -1 - i;
+        break;
+      }
       if (!m || (consume && PyCapsule_SetName(o, ctpy_used_versioned) != 0)) {
         f->meta[i] = CTPY_CAPSULE_NULL;
         rc = -1 - i;
         break;
       }
+      ctpy_normalize_dtype(&m->dl_tensor);
       f->tensors[i] = &m->dl_tensor;
       if (consume) f->managed[i] = m;
       f->meta[i] = ctpy_meta(&m->dl_tensor) | CTPY_META_VERSIONED |
@@ -44,6 +52,7 @@ int ctpy_open_locked(ctpy_frame* f, int32_t start, int32_t count) {
         rc = -1 - i;
         break;
       }
+      ctpy_normalize_dtype(&m->dl_tensor);
       f->tensors[i] = &m->dl_tensor;
       if (consume) f->managed[i] = m;
       f->meta[i] = ctpy_meta(&m->dl_tensor);
