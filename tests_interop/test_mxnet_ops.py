@@ -3,6 +3,8 @@ engine, autograd from the gradient registry). Runs in a venv with mxnet 1.9.1.""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -10,9 +12,7 @@ from hypothesis import strategies as st
 
 import ctensor
 import ctensor.mxnet as cm
-from ctensor._dlpack import capsule_tensor
-from ctensor.mxnet import _operator
-from ctensor.mxnet._interop import data_pointer
+from ctensor import _dlpack
 
 mx = pytest.importorskip("mxnet")  # the suite's venv has it; a missing one fails at import
 nd = mx.nd
@@ -26,6 +26,13 @@ def _random(shape, dtype="float64", seed=0, low=-1.0, high=1.0):  # noqa: ANN001
 
 def _nd(array: np.ndarray):  # noqa: ANN202
     return nd.array(array, dtype=array.dtype)
+
+
+def data_pointer(array) -> int:  # noqa: ANN001
+    """The address of an NDArray's first element, as MXNet reports it."""
+    pointer = ctypes.c_void_p()
+    mx.base.check_call(mx.base._LIB.MXNDArrayGetData(array.handle, ctypes.byref(pointer)))
+    return pointer.value or 0
 
 
 # ------------------------------------------------------------------------------ the namespace
@@ -261,23 +268,20 @@ def test_runs_in_mxnets_engine_in_order():
 
 @pytest.fixture
 def written(monkeypatch):  # noqa: ANN001, ANN201
-    """Data pointers of the capsules ctensor.mxnet hands ctensor to write and to read."""
+    """Data pointers of the DLPack exports of NDArrays that ctensor writes and reads."""
     seen = {"write": [], "read": []}
-    write, read = _operator.writable, _operator.readable
 
-    def recording_write(array):  # noqa: ANN001, ANN202
-        capsule = write(array)
-        seen["write"].append(int(ctensor.ffi.cast("uintptr_t", capsule_tensor(capsule).data)))
-        return capsule
+    def recording(kind, export):  # noqa: ANN001, ANN202
+        def wrapper(array, what):  # noqa: ANN001, ANN202
+            capsule = export(array, what)
+            tensor = _dlpack.capsule_tensor(capsule)
+            seen[kind].append(int(ctensor.ffi.cast("uintptr_t", tensor.data)))
+            return capsule
 
-    def recording_read(value):  # noqa: ANN001, ANN202
-        capsule = read(value)
-        if capsule is not value:
-            seen["read"].append(int(ctensor.ffi.cast("uintptr_t", capsule_tensor(capsule).data)))
-        return capsule
+        return wrapper
 
-    monkeypatch.setattr(_operator, "writable", recording_write)
-    monkeypatch.setattr(_operator, "readable", recording_read)
+    monkeypatch.setattr(_dlpack, "write_capsule", recording("write", _dlpack.write_capsule))
+    monkeypatch.setattr(_dlpack, "read_capsule", recording("read", _dlpack.read_capsule))
     return seen
 
 

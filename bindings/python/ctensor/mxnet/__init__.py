@@ -38,7 +38,6 @@ from .._errors import UnsupportedDeviceError
 from .._ops import _py_name, _signature
 from .._registry import OpSpec, all_specs
 from ._infer import plan
-from ._interop import to_ndarray
 from ._operator import (
     _run,
     attrs_text,
@@ -168,7 +167,7 @@ def _eager(spec: OpSpec, per_tensor: list, out: Any, attrs: dict) -> Any:
         raise TypeError(
             f"ctensor.mxnet.{spec.name}: out= is not accepted (the op allocates its outputs)"
         )
-    results = [to_ndarray(r) for r in _run(spec, per_tensor, None, attrs)]
+    results = _run(spec, per_tensor, None, attrs)
     return results[0] if spec.single_output else tuple(results)
 
 

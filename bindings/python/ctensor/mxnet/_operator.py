@@ -40,7 +40,6 @@ from .._errors import CTensorError
 from .._registry import OpSpec, get_spec
 from ..autodiff import NotDifferentiableError, Program
 from ._infer import Plan, plan, representative_dtypes
-from ._interop import readable, writable
 
 __all__ = ["attrs_text", "last_error", "layout_text", "op_type", "register", "remember_shapes"]
 
@@ -181,7 +180,7 @@ def _flat_args(spec: OpSpec, per_parameter: list) -> list:
 
 def _run(spec: OpSpec, args: list, out: Any, attrs: dict) -> list:
     """Runs ``spec`` (args: one per input tensor, flat) and returns its results flat."""
-    result = call(spec, [readable(a) for a in args], out, dict(attrs))
+    result = call(spec, args, out, dict(attrs))
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
@@ -194,12 +193,10 @@ def _store(target: Any, req: str, value: Any) -> None:
     into the NDArray ``target``."""
     if req == "null":
         return
-    dtype = _dtype_name(target.dtype)
-    capsule = writable(target)
     if req == "add":
-        call(get_spec("add"), [readable(target), readable(value)], capsule, {})
+        call(get_spec("add"), [target, value], target, {})
     else:
-        call(_copy_op(), [readable(value)], capsule, {"dtype": dtype})
+        call(_copy_op(), [value], target, {"dtype": _dtype_name(target.dtype)})
 
 
 def _zero(target: Any, req: str) -> None:
@@ -242,7 +239,7 @@ class _Operator(mx.operator.CustomOp):
                 scratch = mx.nd.empty(array.shape, dtype=array.dtype)
                 later.append((array, kind, scratch))
                 array = scratch
-            outs.append(writable(array))
+            outs.append(array)
         _run(spec, args, outs[0] if spec.single_output else tuple(outs), self.attrs)
         for array, kind, scratch in later:
             _store(array, kind, scratch)
@@ -323,7 +320,7 @@ class _Backward(Program):
         target = self.targets.get((self.current, 0)) if spec.single_output else None
         if target is not None:
             try:
-                _run(spec, args, writable(target), attrs)
+                _run(spec, args, target, attrs)
             except CTensorError:
                 pass  # its shape or dtype is not the gradient's: computed, then copied
             else:
