@@ -472,6 +472,19 @@ def test_a_chain_of_ops_and_a_variadic_input():
     np.testing.assert_allclose(arrays[1].grad.asnumpy(), grad[:, 3:], rtol=1e-12)
 
 
+def test_promoted_inputs_get_gradients_in_their_own_dtype():
+    a, b = nd.array([1, 2, 3], dtype="float32"), nd.array([4, 5, 6], dtype="float64")
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        y = cm.multiply(a, b)
+    assert y.dtype == np.float64
+    y.backward()
+    assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
+    np.testing.assert_array_equal(a.grad.asnumpy(), [4, 5, 6])
+    np.testing.assert_array_equal(b.grad.asnumpy(), [1, 2, 3])
+
+
 def test_grad_req_add_accumulates():
     x = _nd(_random((3, 4), seed=90))
     x.attach_grad(grad_req="add")
@@ -527,6 +540,11 @@ def test_attribute_errors_raise_at_the_call():
         cm.sum(nd.ones((2,)), bogus=1)
     with pytest.raises(ctensor.CTensorError, match="required"):
         cm.arange(stop=3)
+
+
+def test_results_mxnet_cannot_hold_are_refused_at_the_call():
+    with pytest.raises(ctensor.UnsupportedDTypeError, match="uint16"):
+        cm.astype(nd.ones((3,), dtype="int32"), dtype="uint16")
 
 
 def test_inputs_must_be_ndarrays():

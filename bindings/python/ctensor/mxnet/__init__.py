@@ -34,7 +34,8 @@ import numpy as np
 
 from .._dlpack import InputTypeError
 from .._dtypes import to_dtype_name
-from .._errors import UnsupportedDeviceError
+from .._errors import UnsupportedDeviceError, UnsupportedDTypeError
+from .._mxnet import HOLDS
 from .._ops import _py_name, _signature
 from .._registry import OpSpec, all_specs
 from ._infer import plan
@@ -150,6 +151,12 @@ def _invoke(spec: OpSpec, parameters: _Parameters, args: tuple, out: Any, kwargs
     found = plan(spec, attrs_key, attrs, shapes, dtypes)  # ctensor's errors, raised here
     if spec.is_dynamic:
         return _eager(spec, per_tensor, out, attrs)
+    for dtype in found.output_dtypes:
+        if dtype not in HOLDS:
+            raise UnsupportedDTypeError(
+                f"ctensor.mxnet.{spec.name}: the result would be {dtype}, which MXNet NDArrays "
+                f"cannot hold ({', '.join(sorted(HOLDS))})"
+            )
     layout = layout_text(tuple(counts), len(found.output_dtypes))
     remember_shapes(spec, attrs_key, layout, shapes, found)
     extra = {} if out is None else {"out": out}
