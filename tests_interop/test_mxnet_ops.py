@@ -495,6 +495,17 @@ def test_grad_req_add_accumulates():
     np.testing.assert_allclose(x.grad.asnumpy(), 4 * x.asnumpy(), rtol=1e-12)
 
 
+def test_grad_req_add_casts_a_promoted_gradient():
+    a, b = nd.array([1, 2, 3], dtype="float32"), nd.array([4, 5, 6], dtype="float64")
+    a.attach_grad(grad_req="add")
+    for _ in range(2):
+        with mx.autograd.record():
+            y = cm.multiply(a, b)
+        y.backward()
+    assert a.grad.dtype == np.float32
+    np.testing.assert_array_equal(a.grad.asnumpy(), [8, 10, 12])
+
+
 def test_grad_req_null_leaves_inputs_alone():
     a, b = _nd(_random((3,), seed=91)), _nd(_random((3,), seed=92))
     a.attach_grad()

@@ -32,6 +32,7 @@ from typing import Any
 import mxnet as mx
 import numpy as np
 
+from .. import ops as _ctensor_ops
 from .._dlpack import InputTypeError
 from .._dtypes import to_dtype_name
 from .._errors import UnsupportedDeviceError, UnsupportedDTypeError
@@ -194,7 +195,7 @@ def _make(spec: OpSpec) -> Any:
         "registry."
     )
     function.__doc__ = f"ctensor.mxnet.{spec.name}: {note}\n\n" + (
-        getattr(__import__("ctensor").ops, spec.name).__doc__ or ""
+        getattr(_ctensor_ops, spec.name).__doc__ or ""
     )
     function.spec = spec
     return function

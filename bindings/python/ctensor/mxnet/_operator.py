@@ -122,13 +122,6 @@ class _Entry:
         self.entry = entry
         self.differentiable = bool(entry.get("differentiable"))
         num_inputs = len(spec.inputs)
-        saved = list(entry.get("saved_inputs") or [False] * num_inputs)
-        for step in entry.get("steps", ()):
-            for attr in step["attrs"]:
-                if "dtype_of" in attr:
-                    saved[attr["dtype_of"]] = True
-        self.saved_inputs = saved
-        self.saved_outputs = list(entry.get("saved_outputs") or [False] * len(spec.outputs))
         self.takes_cotangent = list(
             entry.get("output_takes_cotangent") or [True] * len(spec.outputs)
         )
@@ -184,19 +177,18 @@ def _run(spec: OpSpec, args: list, out: Any, attrs: dict) -> list:
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
-def _copy_op() -> OpSpec:
-    return get_spec("astype")
-
-
 def _store(target: Any, req: str, value: Any) -> None:
     """Writes (``req`` write/inplace) or adds (``add``) ``value`` (an NDArray or NumPy array)
-    into the NDArray ``target``."""
+    into the NDArray ``target``, cast to its dtype."""
     if req == "null":
         return
+    dtype = _dtype_name(target.dtype)
     if req == "add":
+        if _dtype_name(value.dtype) != dtype:
+            value = call(get_spec("astype"), [value], None, {"dtype": dtype})
         call(get_spec("add"), [target, value], target, {})
     else:
-        call(_copy_op(), [value], target, {"dtype": _dtype_name(target.dtype)})
+        call(get_spec("astype"), [value], target, {"dtype": dtype})
 
 
 def _zero(target: Any, req: str) -> None:
