@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+import mxnet as mx
 import numpy as np
 import pytest
 
@@ -18,7 +19,6 @@ from ctensor._registry import get_spec
 from ctensor.autodiff import Program, gradient_entry
 from ctensor.conformance.cases import generate
 
-mx = pytest.importorskip("mxnet")  # the suite's venv has it; a missing one fails at import
 nd = mx.nd
 
 #: Dtypes tried first when an op has several kernels MXNet can hold.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 
+import mxnet as mx
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,7 +15,6 @@ import ctensor
 import ctensor.mxnet as cm
 from ctensor import _dlpack
 
-mx = pytest.importorskip("mxnet")  # the suite's venv has it; a missing one fails at import
 nd = mx.nd
 
 TOLERANCE = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-10, atol=1e-12)}

@@ -1,5 +1,5 @@
 """Dtype names, DLPack codes, conversions from NumPy/PyTorch/string dtypes, and NumPy 2 type
-promotion (extended with PyTorch's rules for bfloat16)."""
+promotion (extended with PyTorch's rules for bfloat16), the same on every NumPy version."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ __all__ = [
     "name_of_ct",
     "numpy_dtype",
     "promote",
+    "scalar_array",
     "scalar_dtype",
     "to_dtype_name",
     "torch_dtype",
@@ -214,13 +215,37 @@ def can_cast_safe(src: str, dst: str) -> bool:
     return _SAFE.get((src, dst), False)
 
 
+_KIND = {name: np.dtype(name).kind for name in DTYPES if name != "bfloat16"}
+
+
 def scalar_dtype(value: bool | int | float | complex, other: str | None) -> str:
-    """The dtype a Python scalar takes next to an array of dtype ``other`` (NumPy 2 weak scalars,
-    NEP 50; PyTorch's rule for bfloat16: any real scalar stays bfloat16)."""
+    """The dtype a Python scalar takes next to an array of dtype ``other``: NumPy 2's weak
+    scalars (NEP 50) on every NumPy version, written out here because NumPy 1.x's own
+    ``result_type`` looks at the value instead; PyTorch's rule for bfloat16: any real scalar
+    stays bfloat16. With no array dtype, the scalar's own default dtype."""
     if other is None or other not in DTYPE_INDEX:
         if isinstance(value, bool):
             return "bool"
         return np.asarray(value).dtype.name
     if other == "bfloat16":
         return "bfloat16" if not isinstance(value, complex) else "complex64"
-    return np.result_type(_NUMPY[other], value).name
+    kind = _KIND[other]
+    if isinstance(value, bool):
+        return other
+    if isinstance(value, int):
+        return other if kind != "b" else "int64"  # NumPy 2's default integer
+    if isinstance(value, float):
+        return other if kind in "fc" else "float64"
+    if kind == "c":
+        return other
+    return "complex64" if other in ("float16", "float32") else "complex128"
+
+
+def scalar_array(value: Any, dtype: np.dtype) -> np.ndarray:
+    """``np.asarray(value, dtype)`` for a Python scalar, raising OverflowError for an int that
+    ``dtype`` cannot hold on every NumPy version (as NumPy 2 does; NumPy 1.x wraps it)."""
+    if type(value) is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+    return np.asarray(value, dtype)

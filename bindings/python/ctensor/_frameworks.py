@@ -317,7 +317,7 @@ class _MXNet(Framework):
         return int(ffi.cast("uintptr_t", tensor.data)) + tensor.byte_offset
 
     def scratch(self, nbytes: int, like: Any) -> Any:
-        if like.context.device_type == "cpu":
+        if like.ctx.device_type == "cpu":
             return host_scratch(nbytes)
         return _mxnet.empty((nbytes,), "uint8", like)
 

@@ -90,8 +90,8 @@ def empty(shape: tuple[int, ...], dtype: str, like: Any) -> Any:
     mx = _mx()
     np_type = sys.modules.get("mxnet.numpy")
     if np_type is not None and isinstance(like, np_type.ndarray):
-        return np_type.empty(shape, dtype=numpy_dtype(dtype), ctx=like.context)
-    return mx.nd.empty(shape, ctx=like.context, dtype=numpy_dtype(dtype))
+        return np_type.empty(shape, dtype=numpy_dtype(dtype), ctx=like.ctx)
+    return mx.nd.empty(shape, ctx=like.ctx, dtype=numpy_dtype(dtype))
 
 
 def assign_result(dst: Any, req: str, result: Any) -> None:

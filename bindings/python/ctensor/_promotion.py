@@ -13,7 +13,15 @@ from typing import Any
 import numpy as np
 
 from ._dlpack import export_numpy, mark_written
-from ._dtypes import DTYPE_INDEX, KEY_NAME, numpy_dtype, promote, scalar_dtype, to_dtype_name
+from ._dtypes import (
+    DTYPE_INDEX,
+    KEY_NAME,
+    numpy_dtype,
+    promote,
+    scalar_array,
+    scalar_dtype,
+    to_dtype_name,
+)
 from ._errors import WrongArityError
 from ._frame import MAX_TENSORS, Frame, input_name, open_views
 from ._frameworks import NUMPY, Framework
@@ -159,7 +167,7 @@ def _scalar_array(value: Any, dtype: str, fw: Framework, like: Any, device: int)
         return np.asarray(value, np.dtype(dtype))  # a dtype ctensor lacks: the C library refuses it
     if dtype != "bfloat16" and (fw is NUMPY or device & 0xFF == _CPU):
         # A CPU scalar is read in place whatever the caller's framework.
-        return np.asarray(value, numpy_dtype(dtype))  # OverflowError when it does not fit
+        return scalar_array(value, numpy_dtype(dtype))  # OverflowError when it does not fit
     return fw.scalar(value, dtype, like)
 
 
@@ -217,7 +225,7 @@ def weak_scalars(spec: OpSpec, args: tuple) -> tuple[tuple, type] | None:
             return None
         if dtype is None:
             return None
-        converted[i] = np.asarray(value, dtype)  # OverflowError when it does not fit, as NumPy
+        converted[i] = scalar_array(value, dtype)  # OverflowError when it does not fit
     return tuple(converted), first_type
 
 
