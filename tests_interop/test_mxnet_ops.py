@@ -8,7 +8,7 @@ import ctypes
 import mxnet as mx
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctensor
@@ -97,6 +97,7 @@ def _broadcast_pair(draw):  # noqa: ANN001, ANN202
     return tuple(shape), tuple(other[cut:])
 
 
+@settings(deadline=None, max_examples=60)  # each example is a few MXNet custom-op calls
 @given(
     shapes=_broadcast_pair(),
     name=st.sampled_from(sorted(BINARY_NUMPY)),
