@@ -105,17 +105,20 @@ ffi::Error DecodeAttributes(const ffi::Dictionary& attributes, CallState* state)
     } else if (name == kOperandsAttribute) {
       ffi::ErrorOr<std::string_view> list = attributes.get<std::string_view>(name);
       if (!list.has_value()) return Invalid("ctensor: '__operands' must be a string");
-      std::string_view rest = *list;
-      while (!rest.empty()) {
-        size_t comma = rest.find(',');
-        std::string_view item = rest.substr(0, comma);
+      std::string_view text = *list;
+      size_t start = 0;
+      while (true) {
+        size_t comma = text.find(',', start);
+        std::string_view item =
+            text.substr(start, comma == std::string_view::npos ? comma : comma - start);
         if (item.empty()) return Invalid("ctensor: '__operands' has an empty name");
         ct_attr_value value{};
         value.type = CT_ATTR_INT;  // a placeholder: each run reads the operand
         operand_names.push_back(item);
         names.push_back(item);
         values.push_back(value);
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
       }
     } else if (name == kAbsentAttribute) {
       ffi::ErrorOr<int64_t> mask = attributes.get<int64_t>(name);
