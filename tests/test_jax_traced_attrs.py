@@ -227,3 +227,13 @@ def test_handler_checks_the_attribute_operands():
                 __operands="seed,offset",
             )
         )()
+
+
+def test_ctensor_ops_with_a_traced_attribute_run_as_ctensor_jax():
+    # Inputs not traced (a constant, or none), the offset traced: routed to ctensor.jax.
+    uniform = jax.jit(lambda o: ctensor.ops.random_uniform(shape=[5], seed=2, offset=o))
+    _equal(uniform(3), cj.random_uniform(shape=[5], seed=2, offset=3))
+    dropout = jax.jit(lambda o: ctensor.ops.dropout(X, p=0.5, seed=2, offset=o))
+    _equal(dropout(4), cj.dropout(X, p=0.5, seed=2, offset=4))
+    with pytest.raises(ctensor.AttributeTypeError, match="'seed' takes"):
+        ctensor.ops.dropout(np.ones(3), p=0.5, seed="two")
