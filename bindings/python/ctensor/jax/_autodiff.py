@@ -155,6 +155,7 @@ class _Operator:
         spec, entry, raw_fn = self.spec, self.entry, self.raw_fn
         ct_attrs = {self.attr_names.get(k, k): v for k, v in attrs.items()}
         num_inputs = len(spec.inputs)
+        ct_traced = [self.attr_names.get(k, k) for k in traced]
         no_cotangents = (None,) * len(traced)
 
         def with_traced(values: Any) -> dict:
@@ -229,7 +230,7 @@ class _Operator:
                 entry,
                 with_constants(saved_inputs),
                 cotangents,
-                {**ct_attrs, **dict(zip(traced, values, strict=True))},
+                {**ct_attrs, **dict(zip(ct_traced, values, strict=True))},
                 _run_step,
                 saved_outputs,
             )
