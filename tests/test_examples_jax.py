@@ -96,6 +96,23 @@ def test_digits_reaches_97_percent_test_accuracy():
     result = digits.train("float32")
     assert len(result["losses"]) == 20 * 21
     assert result["accuracy"] >= 0.97
+    assert result["compilations"] == 1  # 420 steps, 420 dropout offsets
+
+
+def test_the_training_step_compiles_once_for_every_offset():
+    # The offset is a traced argument: a new dropout mask each step, one compilation, on both
+    # op sets (the reference draws its mask from ctensor's dropout too).
+    x, y, _, _ = digits_arrays("float32")
+    for ops in (CTENSOR_OPS, JAX_OPS):
+        params = models.init_digits_cnn(0)
+        step = models.make_train_step(ops, 3e-3)
+        state = models.adam_init(params)
+        losses = []
+        for offset in range(3):
+            _, _, loss = step(params, state, x[:64], y[:64], offset)  # same params and batch
+            losses.append(float(loss))
+        assert step._cache_size() == 1
+        assert len(set(losses)) == 3  # only the dropout mask differs between the steps
 
 
 def test_example_command_line_quick():
@@ -122,3 +139,4 @@ def test_example_command_line_quick():
     )
     assert run.returncode == 0, run.stderr
     assert "steps: 3" in run.stdout and "test accuracy:" in run.stdout
+    assert "training step compiled: 1 time(s)" in run.stdout

@@ -19,7 +19,14 @@ from ._errors import AttributeTypeError
 from ._lib import ffi, lib
 from ._registry import OpSpec
 
-__all__ = ["attrs_for", "make_attrs"]
+__all__ = ["VALUE_ONLY_ATTRS", "attrs_for", "make_attrs"]
+
+#: Integer attributes that select values, never sizes (the Philox stream's ``seed`` and
+#: ``offset``, a loss's ``ignore_index``, a pooling's ``divisor_override``): output shapes and
+#: dtypes never depend on their values, so a framework's compiled graph may take them as
+#: runtime values (a SymInt in ``ctensor.torch``, a traced integer in ``ctensor.jax``).
+#: tests/test_torch_compile.py lists the ops that have them, so that a new one gets checked.
+VALUE_ONLY_ATTRS = frozenset({"seed", "offset", "ignore_index", "divisor_override"})
 
 _new = ffi.new
 _NULL = ffi.NULL

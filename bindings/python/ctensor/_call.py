@@ -43,6 +43,7 @@ from ._dlpack import (
     output_capsule_of,
 )
 from ._errors import (
+    AttributeTypeError,
     CTensorError,
     InvalidArgumentError,
     ReadOnlyOutputError,
@@ -131,7 +132,11 @@ def call(
             if target[0] != _CPU:
                 return _call_on_device(spec, args, attrs, frame, target)
         return _call(spec, args, out, attrs, frame, fast_op_declined)
-    except _TracedCall:
+    except (_TracedCall, AttributeTypeError) as error:
+        # An AttributeTypeError for an attribute given as a JAX tracer (a traced dropout offset
+        # inside jax.jit, on inputs that are not traced): ctensor.jax takes such attributes.
+        if isinstance(error, AttributeTypeError) and not _has_traced_attr(attrs):
+            raise
         if backend is not None or device is not None:
             raise InvalidArgumentError(
                 f"{spec.name}: backend= and device= are not available inside jax.jit, vmap or "
@@ -140,6 +145,12 @@ def call(
     finally:
         release(frame)
     return _traced_call(spec, args, out, attrs)
+
+
+def _has_traced_attr(attrs: dict | None) -> bool:
+    if not attrs or "jax" not in sys.modules:
+        return False
+    return any(_is_jax_tracer(type(value)) for value in attrs.values())
 
 
 def _is_jax_tracer(tp: type) -> bool:

@@ -7,7 +7,9 @@
 //   int64 array  -> CT_ATTR_INT_LIST        float64 array  -> CT_ATTR_FLOAT_LIST
 //   uint8 array of two [code, bits]         -> CT_ATTR_DTYPE
 //   uint8 array of none                     -> CT_ATTR_NONE
-// plus "__op" (the operator name) and "__absent" (the absent optional inputs, a bit mask).
+// plus "__op" (the operator name), "__absent" (the absent optional inputs, a bit mask) and,
+// when some integer attributes come as operands (traced values), "__operands": their names,
+// comma-separated, in the order of the call's trailing operands.
 
 #include <cstring>
 #include <string_view>
@@ -85,6 +87,7 @@ ffi::Error DecodeValue(const ffi::Dictionary& attributes, std::string_view name,
 ffi::Error DecodeAttributes(const ffi::Dictionary& attributes, CallState* state) {
   std::vector<std::string_view> names;
   std::vector<ct_attr_value> values;
+  std::vector<std::string_view> operand_names;
   bool have_op = false;
   for (auto it = attributes.begin(); it != attributes.end(); ++it) {
     std::string_view name = *it;
@@ -99,6 +102,24 @@ ffi::Error DecodeAttributes(const ffi::Dictionary& attributes, CallState* state)
       if (status != CT_OK) return ErrorOf(status);
       state->category = schema->category;
       have_op = true;
+    } else if (name == kOperandsAttribute) {
+      ffi::ErrorOr<std::string_view> list = attributes.get<std::string_view>(name);
+      if (!list.has_value()) return Invalid("ctensor: '__operands' must be a string");
+      std::string_view text = *list;
+      size_t start = 0;
+      while (true) {
+        size_t comma = text.find(',', start);
+        std::string_view item =
+            text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+        if (item.empty()) return Invalid("ctensor: '__operands' has an empty name");
+        ct_attr_value value{};
+        value.type = CT_ATTR_INT;  // a placeholder: each run reads the operand
+        operand_names.push_back(item);
+        names.push_back(item);
+        values.push_back(value);
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+      }
     } else if (name == kAbsentAttribute) {
       ffi::ErrorOr<int64_t> mask = attributes.get<int64_t>(name);
       if (!mask.has_value()) return Invalid("ctensor: '__absent' must be an int64");
@@ -116,6 +137,19 @@ ffi::Error DecodeAttributes(const ffi::Dictionary& attributes, CallState* state)
   for (size_t i = 0; i < names.size(); ++i) {
     state->attrs[i].name = Keep(state, names[i]);
     state->attrs[i].value = values[i];
+  }
+  // The operand attributes in operand order (the dictionary iterates in its own order); each
+  // name must occur once among all the attributes.
+  for (std::string_view operand : operand_names) {
+    size_t found = names.size();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != operand) continue;
+      if (found != names.size()) {
+        return Invalid("ctensor: attribute '" + std::string(operand) + "' is given twice");
+      }
+      found = i;
+    }
+    state->operand_attrs.push_back(found);
   }
   return ffi::Error::Success();
 }

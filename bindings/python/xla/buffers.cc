@@ -1,5 +1,6 @@
 // XLA buffers as ctensor views, and ctensor statuses as XLA errors.
 
+#include <cstring>
 #include <string>
 
 #include "ctensor_xla.h"
@@ -80,6 +81,51 @@ ffi::Error ViewOf(const ffi::AnyBuffer& buffer, ct_device device, ct_tensor* vie
   view->shape = const_cast<int64_t*>(dims.begin());
   view->strides = nullptr;  // ffi_call asks for XLA's default layout: compact row-major
   view->byte_offset = 0;
+  return ffi::Error::Success();
+}
+
+ffi::Error ReadIntOperand(const ffi::AnyBuffer& buffer, ct_device device, void* stream,
+                          std::string_view name, int64_t* value) {
+  ct_dtype dtype{};
+  bool integer = DtypeOf(buffer.element_type(), &dtype) &&
+                 (dtype.code == CT_DTYPE_INT || dtype.code == CT_DTYPE_UINT);
+  if (!integer || buffer.element_count() != 1) {
+    return ffi::Error(
+        ffi::ErrorCode::kInvalidArgument,
+        "ctensor: the operand of attribute '" + std::string(name) + "' must be one integer");
+  }
+  unsigned char bytes[8] = {};
+  const size_t size = dtype.bits / 8;
+  if (device.device_type == CT_DEVICE_CPU) {
+    std::memcpy(bytes, buffer.untyped_data(), size);
+  } else {
+    int status = ct_device_copy_to_host(device, bytes, buffer.untyped_data(), 0, size, stream);
+    if (status != CT_OK) return ErrorOf(status);
+  }
+  const bool is_signed = dtype.code == CT_DTYPE_INT;
+  switch (size) {
+    case 1: {
+      uint8_t v;
+      std::memcpy(&v, bytes, 1);
+      *value = is_signed ? static_cast<int64_t>(static_cast<int8_t>(v)) : static_cast<int64_t>(v);
+      break;
+    }
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, bytes, 2);
+      *value = is_signed ? static_cast<int64_t>(static_cast<int16_t>(v)) : static_cast<int64_t>(v);
+      break;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, bytes, 4);
+      *value = is_signed ? static_cast<int64_t>(static_cast<int32_t>(v)) : static_cast<int64_t>(v);
+      break;
+    }
+    default:
+      std::memcpy(value, bytes, 8);  // int64 or uint64: the bits as they are
+      break;
+  }
   return ffi::Error::Success();
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ctensor.h"
@@ -28,6 +29,10 @@ namespace ctensor_xla {
 // attributes (which keep their ctensor names).
 inline constexpr const char* kOpAttribute = "__op";          // the operator name (string)
 inline constexpr const char* kAbsentAttribute = "__absent";  // bit i: optional input i absent
+// Comma-separated names of integer attributes whose values come as the call's last operands
+// (0-d integer buffers, in this order) instead of FFI attributes: the value-only attributes
+// (seed, offset, ignore_index, divisor_override) that a JAX program passes traced.
+inline constexpr const char* kOperandsAttribute = "__operands";
 
 // What one instance of the custom call needs, made once when XLA instantiates the executable
 // (instantiate stage): the operator and its attributes as ct_attr values, with the memory they
@@ -41,6 +46,9 @@ struct CallState {
   // Set once XLA's scratch allocator failed on the CPU: workspace then comes from host memory.
   std::atomic<bool> host_workspace{false};
   std::vector<ct_attr> attrs;
+  // Indices into `attrs` of the attributes read from operands at execute time (kOperandsAttribute
+  // order); their entries hold CT_ATTR_INT placeholders that each run fills in a copy.
+  std::vector<size_t> operand_attrs;
   // Storage the entries of `attrs` point into (names, strings and lists), kept as separately
   // allocated blocks so that their addresses never move.
   std::vector<std::unique_ptr<char[]>> strings;
@@ -54,6 +62,13 @@ xla::ffi::Error DecodeAttributes(const xla::ffi::Dictionary& attributes, CallSta
 // Points `view` at an XLA buffer: its data, dimensions (row-major, as XLA's default layout) and
 // dtype; fails for an XLA element type ctensor has no dtype for.
 xla::ffi::Error ViewOf(const xla::ffi::AnyBuffer& buffer, ct_device device, ct_tensor* view);
+
+// The value of an attribute passed as an operand: a one-element integer buffer (any width,
+// signed ones sign-extended, unsigned ones zero-extended). Host memory is read in place; a
+// device buffer is copied to the host through ctensor's backend, ordered after the work queued
+// on `stream` (XLA's), which the copy waits for.
+xla::ffi::Error ReadIntOperand(const xla::ffi::AnyBuffer& buffer, ct_device device, void* stream,
+                               std::string_view name, int64_t* value);
 
 // The error XLA reports for a failed ctensor call: the status name and ctensor's message.
 xla::ffi::Error ErrorOf(int status);

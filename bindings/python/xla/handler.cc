@@ -3,6 +3,7 @@
 // from XLA's scratch allocator, and runs ct_op_run on XLA's stream. Everything is exported as
 // plain C symbols that ctensor.jax loads with ctypes and registers with jax.ffi.
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <vector>
@@ -19,6 +20,8 @@ namespace {
 
 // Most tensors of one call kept on the stack; a call with more (a long concat) uses the heap.
 constexpr int kStackTensors = 16;
+// Most attributes of one call copied on the stack when some come from operands.
+constexpr size_t kStackAttrs = 16;
 
 ffi::ErrorOr<std::unique_ptr<CallState>> Instantiate(ffi::Dictionary attributes) {
   auto state = std::make_unique<CallState>();
@@ -83,8 +86,15 @@ ffi::Error Run(CallState* state, ffi::RemainingArgs args, ffi::RemainingRets ret
     return ffi::Error(ffi::ErrorCode::kUnimplemented,
                       "ctensor: dynamic operators allocate their outputs and cannot run in XLA");
   }
+  // Operands: the input tensors (absent optional ones are not passed), then one 0-d integer per
+  // attribute passed as an operand (state->operand_attrs).
+  size_t num_operand_attrs = state->operand_attrs.size();
+  if (args.size() < num_operand_attrs) {
+    return ffi::Error(ffi::ErrorCode::kInvalidArgument,
+                      "ctensor: fewer operands than attributes passed as operands");
+  }
   // Input slots: the fixed inputs (absent optional ones are NULL), then the variadic ones.
-  size_t num_buffers = args.size();
+  size_t num_buffers = args.size() - num_operand_attrs;
   size_t num_inputs = num_buffers + static_cast<size_t>(__builtin_popcountll(state->absent));
   size_t num_outputs = rets.size();
   Views inputs(num_inputs);
@@ -108,8 +118,29 @@ ffi::Error Run(CallState* state, ffi::RemainingArgs args, ffi::RemainingRets ret
     if (error.failure()) return error;
     outputs.pointers[i] = &outputs.views[i];
   }
+  // The attributes: the instance's own, or a copy of them whose operand entries this run fills
+  // (an instance may run on several threads at once, so the state itself is never written).
   const ct_attr* attrs = state->attrs.empty() ? nullptr : state->attrs.data();
   int32_t num_attrs = static_cast<int32_t>(state->attrs.size());
+  ct_attr stack_attrs[kStackAttrs];
+  std::vector<ct_attr> heap_attrs;
+  if (num_operand_attrs > 0) {
+    ct_attr* filled = stack_attrs;
+    if (state->attrs.size() > kStackAttrs) {
+      heap_attrs = state->attrs;
+      filled = heap_attrs.data();
+    } else {
+      std::copy(state->attrs.begin(), state->attrs.end(), stack_attrs);
+    }
+    for (size_t k = 0; k < num_operand_attrs; ++k) {
+      ffi::ErrorOr<ffi::AnyBuffer> arg = args.get<ffi::AnyBuffer>(num_buffers + k);
+      if (!arg.has_value()) return arg.error();
+      ct_attr& entry = filled[state->operand_attrs[k]];
+      ffi::Error error = ReadIntOperand(*arg, device, stream, entry.name, &entry.value.value.i);
+      if (error.failure()) return error;
+    }
+    attrs = filled;
+  }
   ct_context context = {};
   context.struct_size = sizeof(ct_context);
   context.stream = stream;

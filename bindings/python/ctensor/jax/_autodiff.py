@@ -11,6 +11,11 @@ program (``ctensor.autodiff.Program``) with every step a public ``ctensor.jax`` 
 backward is XLA FFI calls too under ``jit``, batches as those ops batch under ``vmap``, and is
 itself differentiable where the backward operators have entries (higher-order gradients).
 
+Traced attributes (a JAX integer for ``seed``, ``offset``, ``ignore_index`` or
+``divisor_override``, see ``_call``) are extra arguments of the custom VJP, after the inputs:
+the function is keyed by their dtypes, never their values (one function, and one compiled call,
+serves every value), they get no cotangent, and the backward's steps receive the same values.
+
 Python scalar inputs (``multiply(x, 2.5)``) are constants of the custom VJP, keyed like the
 attributes, so that they keep JAX's weak-type promotion in the raw call (a traced argument would
 not) and get no cotangent, as JAX's own ops treat them under ``grad``.
@@ -37,6 +42,7 @@ import numpy as np
 from .._ops import _py_name
 from .._registry import OpSpec, get_spec
 from ..autodiff import NotDifferentiableError, Program
+from ._call import traced_attrs
 
 __all__ = ["differentiable"]
 
@@ -118,30 +124,43 @@ class _Operator:
             inputs[-1] = list(inputs[-1])
         return inputs, attrs
 
-    def function(self, attrs: dict, input_types: list, constants: tuple) -> Callable:
-        """The custom-VJP function of the array inputs for these attributes, input shapes and
-        dtypes (``_input_types``) and Python scalar inputs (``constants``), made once."""
+    def function(
+        self, attrs: dict, input_types: list, constants: tuple, traced: tuple = ()
+    ) -> Callable:
+        """The custom-VJP function of the array inputs (then the traced attributes' values) for
+        these static attributes, input shapes and dtypes (``_input_types``), Python scalar
+        inputs (``constants``) and traced attributes (``traced``: (name, dtype) pairs), made
+        once."""
         try:
             key = (
                 tuple(sorted((k, _frozen(v)) for k, v in attrs.items())),
                 _frozen(input_types),
                 tuple((i, type(v).__name__, v) for i, v in constants),
+                traced,
             )
             found = self.functions.get(key)
         except TypeError:  # an unhashable value: the raw call says what is wrong with it
             key, found = None, None
         if found is None:
-            found = self._make(dict(attrs), input_types, constants)
+            found = self._make(dict(attrs), input_types, constants, [n for n, _ in traced])
             if key is not None:
                 if len(self.functions) >= _CACHE_SIZE:  # a bound for calls of ever new shapes
                     self.functions.clear()
                 self.functions[key] = found
         return found
 
-    def _make(self, attrs: dict, input_types: list, constants: tuple) -> Callable:
+    def _make(
+        self, attrs: dict, input_types: list, constants: tuple, traced: list[str]
+    ) -> Callable:
         spec, entry, raw_fn = self.spec, self.entry, self.raw_fn
         ct_attrs = {self.attr_names.get(k, k): v for k, v in attrs.items()}
         num_inputs = len(spec.inputs)
+        ct_traced = [self.attr_names.get(k, k) for k in traced]
+        no_cotangents = (None,) * len(traced)
+
+        def with_traced(values: Any) -> dict:
+            """The static attributes and the traced ones (the arguments after the inputs)."""
+            return {**attrs, **dict(zip(traced, values, strict=True))}
 
         def outputs_of(result: Any) -> list:
             flat = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -159,16 +178,19 @@ class _Operator:
             return values
 
         @jax.custom_vjp
-        def function(*inputs: Any) -> Any:
-            return raw_fn(*with_constants(inputs), **attrs)
+        def function(*arguments: Any) -> Any:
+            inputs = arguments[:num_inputs]
+            return raw_fn(*with_constants(inputs), **with_traced(arguments[num_inputs:]))
 
         def forward(*primals: Any) -> tuple:
             # symbolic_zeros: each array comes as a CustomVJPPrimal (its value, and whether the
             # transformation perturbs it); cotangents are computed for perturbed inputs only.
-            inputs = [_unwrap(v) for v in primals]
+            arguments = [_unwrap(v) for v in primals]
+            inputs, values = arguments[:num_inputs], arguments[num_inputs:]
+            primals = primals[:num_inputs]
             # The function itself, not raw_fn: under an outer transformation (the outer grad of
             # a grad of grad) the forward is differentiated too.
-            result = function(*inputs)
+            result = function(*arguments)
             outputs = outputs_of(result)
             saved_inputs = [
                 v if keep else None for v, keep in zip(inputs, self.saved_inputs, strict=True)
@@ -178,10 +200,13 @@ class _Operator:
             ]
             # Which inputs are perturbed, held in the residuals' structure: () yes, None no.
             perturbed = [_perturbed(v) for v in primals]
-            return result, (saved_inputs, saved_outputs, perturbed)
+            return result, (saved_inputs, saved_outputs, perturbed, values)
 
         def backward(residuals: tuple, cotangent: Any) -> tuple:
-            saved_inputs, saved_outputs, perturbed = residuals
+            return backward_inputs(residuals, cotangent) + no_cotangents
+
+        def backward_inputs(residuals: tuple, cotangent: Any) -> tuple:
+            saved_inputs, saved_outputs, perturbed, values = residuals
             cotangents = [_float_or_none(value) for value in outputs_of(cotangent)]
             if not entry.get("differentiable"):
                 if all(value is None for value in _leaves(cotangents)):
@@ -205,7 +230,7 @@ class _Operator:
                 entry,
                 with_constants(saved_inputs),
                 cotangents,
-                ct_attrs,
+                {**ct_attrs, **dict(zip(ct_traced, values, strict=True))},
                 _run_step,
                 saved_outputs,
             )
@@ -345,7 +370,10 @@ def differentiable(name: str, raw_fn: Callable) -> Callable:
         constants = tuple((i, v) for i, v in enumerate(inputs) if isinstance(v, _SCALARS))
         for index, _ in constants:
             inputs[index] = None
-        return operator.function(attrs, _input_types(inputs), constants)(*inputs)
+        attrs, traced = traced_attrs(operator.spec, attrs)
+        kinds = tuple((name, np.dtype(value.dtype)) for name, value in traced.items())
+        function = operator.function(attrs, _input_types(inputs), constants, kinds)
+        return function(*inputs, *traced.values())
 
     function.__wrapped__ = raw_fn
     return function

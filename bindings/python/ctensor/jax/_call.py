@@ -14,6 +14,17 @@ the list of outputs (a variadic output flattened). At trace time it:
    per compiled instance, and at run time fills the data pointers, takes any workspace from
    XLA's scratch allocator and runs ``ct_op_run``.
 
+Traced attributes: an integer attribute that selects values only (``VALUE_ONLY_ATTRS``:
+``seed``, ``offset``, ``ignore_index``, ``divisor_override``) may be a JAX integer scalar (a
+tracer under ``jit``, or a concrete array) instead of a Python int. It then travels as an extra
+0-d operand after the inputs, named in the ``__operands`` FFI attribute, and the handler reads
+its value at run time (one compiled call serves every value: a dropout offset advanced each
+step recompiles nothing). Trace time infers shapes with a placeholder (0, or 1 for
+``divisor_override``, which must be non-zero): the C infer functions of these ops read these
+attributes' presence, never their values. A value the run finds invalid (``divisor_override``
+0) fails the call with ctensor's message. Any other attribute given as a JAX array is refused:
+it may shape the outputs, which XLA fixes at trace time.
+
 Batching (``vmap_method``): an elementwise op runs once for the whole batch. Its inputs are first
 given the same rank (leading unit dimensions, which broadcasting ignores) so that vmap's batch
 dimension lines up across them; unbatched inputs then get a unit batch dimension that
@@ -35,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import ops as _ops
-from .._attrs import attrs_for
+from .._attrs import VALUE_ONLY_ATTRS, attrs_for
 from .._dtypes import to_dtype_name
 from .._errors import CTensorError, InvalidArgumentError, UnsupportedDTypeError
 from .._infer import infer
@@ -43,7 +54,7 @@ from .._lib import ffi, lib
 from .._registry import OpSpec, get_spec
 from ._xla import TARGET, ensure_registered
 
-__all__ = ["TracingError", "call", "vmap_method"]
+__all__ = ["TracingError", "call", "traced_attrs", "vmap_method"]
 
 _Tracer = jax.core.Tracer
 _SCALARS = (bool, int, float, complex)
@@ -159,6 +170,44 @@ def _encode(spec: OpSpec, attrs: dict, absent: int) -> dict:
     return encoded
 
 
+def _is_array_attr(value: Any) -> bool:
+    return isinstance(value, (jax.Array, _Tracer))
+
+
+def traced_attrs(spec: OpSpec, attrs: dict) -> tuple[dict, dict]:
+    """Splits a call's attributes into ``(static, traced)``: ``traced`` holds those given as JAX
+    arrays (tracers or concrete), each checked to be a 0-d integer for one of the op's
+    ``VALUE_ONLY_ATTRS``; ``static`` the others (Python values, FFI attributes)."""
+    traced = {}
+    for name, value in attrs.items():
+        if not _is_array_attr(value):
+            continue
+        if name not in VALUE_ONLY_ATTRS or spec.attr_types.get(name) != "int":
+            allowed = sorted(n for n in VALUE_ONLY_ATTRS if spec.attr_types.get(n) == "int")
+            raise InvalidArgumentError(
+                f"{spec.name}: attribute '{name}' must be a Python value, not a JAX array: it "
+                "may shape the outputs, which XLA fixes at trace time (only the value-only "
+                f"integer attributes may be traced{': ' + ', '.join(allowed) if allowed else ''})",
+                lib.CT_ERROR_INVALID_ARGUMENT,
+            )
+        if value.shape != () or not jnp.issubdtype(value.dtype, jnp.integer):
+            raise InvalidArgumentError(
+                f"{spec.name}: attribute '{name}' given as a JAX array must be a 0-d integer, "
+                f"got {value.dtype} of shape {tuple(value.shape)}",
+                lib.CT_ERROR_INVALID_ARGUMENT,
+            )
+        traced[name] = value
+    if not traced:
+        return attrs, traced
+    return {k: v for k, v in attrs.items() if k not in traced}, traced
+
+
+def _placeholder(name: str) -> int:
+    """The value a traced attribute takes for ct_op_infer (which reads only its presence; a
+    divisor_override of 0 is refused there, so it gets 1)."""
+    return 1 if name == "divisor_override" else 0
+
+
 # ------------------------------------------------------------------------------------------------
 # Inputs and outputs
 # ------------------------------------------------------------------------------------------------
@@ -227,23 +276,27 @@ _PLANS: dict[tuple, tuple] = {}
 _PLANS_SIZE = 1024
 
 
-def _plan(spec: OpSpec, arrays: list, attrs: dict) -> tuple:
+def _plan(spec: OpSpec, arrays: list, attrs: dict, traced: tuple[str, ...] = ()) -> tuple:
     """What trace time decides for one call signature: ``(body, jitted)``, where ``body(*present
-    inputs)`` casts the inputs to the kernel's dtypes, gives elementwise inputs the same rank
-    (leading unit dimensions, see vmap_method) and emits the custom call, and ``jitted`` is
-    ``body`` under ``jax.jit`` (what an eager call on concrete arrays runs)."""
+    inputs, *traced attributes)`` casts the inputs to the kernel's dtypes, gives elementwise
+    inputs the same rank (leading unit dimensions, see vmap_method) and emits the custom call
+    (the attributes named in ``traced`` as its last operands), and ``jitted`` is ``body`` under
+    ``jax.jit`` (what an eager call on concrete arrays runs)."""
     ensure_registered()
     dtypes = tuple(None if x is None else to_dtype_name(x.dtype) for x in arrays)
     targets = spec.choose_dtypes(_device_name(), dtypes) if dtypes else ()
     for i, target in enumerate(targets):
         if target is not None:
             _check_representable(spec, target, f"input {i} cast to the kernel's dtype")
-    method = vmap_method(spec)
+    # A traced attribute batched by vmap is one value per batch element: the op runs per element.
+    method = "sequential" if traced else vmap_method(spec)
     shapes = [None if x is None else tuple(x.shape) for x in arrays]
     if method != "sequential":
         rank = max((len(s) for s in shapes if s is not None), default=0)
         shapes = [None if s is None else (1,) * (rank - len(s)) + s for s in shapes]
     resolved = [t or d for t, d in zip(targets, dtypes, strict=True)]
+    if traced:
+        attrs = {**attrs, **{name: _placeholder(name) for name in traced}}
     results = [
         jax.ShapeDtypeStruct(shape, _check_representable(spec, dtype, f"output {k}"))
         for k, (dtype, shape) in enumerate(infer(spec, resolved, shapes, attrs))
@@ -253,18 +306,22 @@ def _plan(spec: OpSpec, arrays: list, attrs: dict) -> tuple:
         if x is None:
             absent |= 1 << slot
     encoded = _encode(spec, attrs, absent)
+    if traced:
+        encoded = {k: v for k, v in encoded.items() if k not in traced}
+        encoded["__operands"] = ",".join(traced)
     custom_call = jax.ffi.ffi_call(TARGET, results, vmap_method=method)
     present = [i for i, x in enumerate(arrays) if x is not None]
     steps = [(targets[i], shapes[i], shapes[i] != tuple(arrays[i].shape)) for i in present]
 
     def body(*operands: Any) -> list:
         prepared = []
-        for x, (target, shape, reshape) in zip(operands, steps, strict=True):
+        for x, (target, shape, reshape) in zip(operands[: len(steps)], steps, strict=True):
             if target is not None:
                 x = x.astype(target)
             if reshape:
                 x = jnp.reshape(x, shape)
             prepared.append(x)
+        prepared.extend(operands[len(steps) :])  # the traced attributes, as they are
         return custom_call(*prepared, **encoded)
 
     return body, jax.jit(body)
@@ -272,12 +329,14 @@ def _plan(spec: OpSpec, arrays: list, attrs: dict) -> tuple:
 
 def call(name: str, inputs: list, attrs: dict) -> list:
     """Runs operator ``name`` on ``inputs`` (see the module's docstring) with the attributes
-    ``attrs`` (ctensor names); returns its outputs as a list of JAX arrays (or tracers)."""
+    ``attrs`` (ctensor names; the value-only integer ones may be JAX integer scalars); returns
+    its outputs as a list of JAX arrays (or tracers)."""
     spec = get_spec(name)
     attrs = attrs or {}
     if spec.is_dynamic:
         return _dynamic(spec, list(inputs), attrs)
     arrays = _with_scalars(spec, list(inputs))
+    attrs, traced = traced_attrs(spec, attrs)
     attrs_key = _attrs_key(attrs)
     key = None
     plan = None
@@ -286,21 +345,23 @@ def call(name: str, inputs: list, attrs: dict) -> list:
             name,
             tuple(None if x is None else (x.dtype, x.shape) for x in arrays),
             attrs_key,
+            tuple((k, v.dtype) for k, v in traced.items()),
             jax.config.jax_enable_x64,
         )
         plan = _PLANS.get(key)
     if plan is None:
-        plan = _plan(spec, arrays, attrs)
+        plan = _plan(spec, arrays, attrs, tuple(traced))
         if key is not None:
             if len(_PLANS) >= _PLANS_SIZE:
                 _PLANS.clear()
             _PLANS[key] = plan
     operands = [x for x in arrays if x is not None]
+    operands.extend(traced.values())
     body, jitted = plan
-    traced = False
+    traced_call = False
     for x in operands:
         if isinstance(x, _Tracer):
-            traced = True
+            traced_call = True
             break
     # Concrete arrays: the compiled call (jit's C++ dispatch); tracers: the body, inline.
-    return list(body(*operands) if traced else jitted(*operands))
+    return list(body(*operands) if traced_call else jitted(*operands))

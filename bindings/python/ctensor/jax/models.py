@@ -11,11 +11,12 @@ take the same parameters (a dict of arrays, ``init_digits_cnn``):
 - ``make_train_step(ops)``: one jitted training step (``jax.value_and_grad`` of the loss and an
   Adam update written in ``jax.numpy``); ``adam_init`` makes the optimizer's state.
 
-Dropout draws its mask from ctensor's Philox stream (``seed``, ``offset``). The offset is an
-attribute of the operator, so static under ``jit``: the step is compiled once per offset, and
-the examples cycle through one offset per step of an epoch. ``JAX_OPS`` applies the mask that
-ctensor's dropout draws for the same seed and offset (its second result) with jax.numpy's own
-arithmetic (``x * mask * (1 / (1 - p))``).
+Dropout draws its mask from ctensor's Philox stream (``seed``, ``offset``). The offset is a
+traced integer under ``jit`` (ctensor.jax passes value-only attributes as operands of the XLA
+call): the caller passes a new offset each training step (the step number), and the jitted
+step compiles once for all of them. ``JAX_OPS`` applies the mask that ctensor's dropout draws
+for the same seed and offset (its second result) with jax.numpy's own arithmetic
+(``x * mask * (1 / (1 - p))``).
 
 ``model_primitives(fn, *args)`` lists the primitives of a function's jaxpr (nested jaxprs
 included), to check that a model runs on ctensor alone.
@@ -57,7 +58,7 @@ DROPOUT_SEED = 0
 # The two op sets: namespaces of the same functions with the same signatures.
 
 
-def _ct_dropout(x: Any, p: float, seed: int, offset: int, training: bool) -> Any:
+def _ct_dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
     return ct.dropout(x, p=p, seed=seed, offset=offset, training=training)[0]
 
 
@@ -73,15 +74,16 @@ CTENSOR_OPS = SimpleNamespace(
 """The op set of ``ctensor.jax`` calls."""
 
 
-def dropout_keep_mask(x: Any, p: float, seed: int, offset: int) -> Any:
+def dropout_keep_mask(x: Any, p: float, seed: Any, offset: Any) -> Any:
     """The bool mask (true: kept) that ``ctensor.jax.dropout`` draws for ``x`` with this seed
-    and offset (it depends on x's shape only): its second result, held constant."""
+    and offset (Python ints or traced JAX integers; the mask depends on x's shape only): its
+    second result, held constant."""
     return jax.lax.stop_gradient(
         ct.dropout(jax.lax.stop_gradient(x), p=p, seed=seed, offset=offset)[1]
     )
 
 
-def _jax_dropout(x: Any, p: float, seed: int, offset: int, training: bool) -> Any:
+def _jax_dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
     if not training or p == 0.0:
         return x
     keep = dropout_keep_mask(x, p, seed, offset)
@@ -159,13 +161,14 @@ def digits_cnn(
     ops: SimpleNamespace,
     params: dict[str, Any],
     images: Any,
-    offset: int = 0,
+    offset: Any = 0,
     *,
     training: bool = True,
     p: float = DROPOUT_P,
     seed: int = DROPOUT_SEED,
 ) -> Any:
-    """Logits (N, 10) of images (N, 1, 8, 8); ``offset`` is the dropout's Philox offset."""
+    """Logits (N, 10) of images (N, 1, 8, 8); ``offset`` is the dropout's Philox offset (a
+    Python int or a traced JAX integer)."""
     h = ops.relu(ops.conv2d(images, params["conv1.weight"], params["conv1.bias"], 1))
     h = ops.relu(ops.conv2d(h, params["conv2.weight"], params["conv2.bias"], 1))
     h = ops.max_pool2d(h, 2)
@@ -176,7 +179,7 @@ def digits_cnn(
 
 
 def digits_loss(
-    ops: SimpleNamespace, params: dict[str, Any], images: Any, labels: Any, offset: int = 0
+    ops: SimpleNamespace, params: dict[str, Any], images: Any, labels: Any, offset: Any = 0
 ) -> Any:
     """Mean cross entropy of a batch (training mode: dropout on)."""
     return ops.cross_entropy(digits_cnn(ops, params, images, offset), labels)
@@ -214,22 +217,18 @@ def adam_update(
 
 def make_train_step(ops: SimpleNamespace, learning_rate: float) -> Callable:
     """``step(params, state, images, labels, offset) -> (params, state, loss)``: the loss and
-    its gradient (``jax.value_and_grad``) and an Adam update, compiled by ``jax.jit`` once per
-    dropout offset (a static argument)."""
+    its gradient (``jax.value_and_grad``) and an Adam update under ``jax.jit``. The dropout
+    offset is a traced argument (pass the step number: a Python int or a JAX integer), so the
+    step compiles once for every offset (``step._cache_size()`` counts its compilations)."""
 
-    def step(params: dict, state: dict, images: Any, labels: Any, offset: int) -> tuple:
+    def step(params: dict, state: dict, images: Any, labels: Any, offset: Any) -> tuple:
         loss, grads = jax.value_and_grad(functools.partial(digits_loss, ops))(
             params, images, labels, offset
         )
         params, state = adam_update(params, grads, state, learning_rate)
         return params, state, loss
 
-    jitted = jax.jit(step, static_argnums=(4,))
-
-    def run(params: dict, state: dict, images: Any, labels: Any, offset: int) -> tuple:
-        return jitted(params, state, images, labels, offset)
-
-    return run
+    return jax.jit(step)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from .._attrs import VALUE_ONLY_ATTRS
 from .._dtypes import to_dtype_name
 from .._errors import DeviceMismatchError
 from .._infer import infer
@@ -29,13 +30,6 @@ def _device_name(device: torch.device) -> str:
 
 def _concrete(shape: Any) -> tuple[int, ...]:
     return tuple(int(extent) for extent in shape)
-
-
-#: Integer attributes that select values, never sizes (the Philox stream's ``seed`` and
-#: ``offset``, a loss's ``ignore_index``, a pooling's ``divisor_override``): a SymInt given for
-#: one stays symbolic, so one graph serves every value (a dropout offset advanced every step).
-#: tests/test_torch_compile.py lists the ops that have them, so that a new one gets checked.
-VALUE_ONLY_ATTRS = frozenset({"seed", "offset", "ignore_index", "divisor_override"})
 
 
 def _infer_symbolic_attrs(
