@@ -53,6 +53,13 @@ const char* ct_label_text(const ct_tensor_label* label, char* buffer, size_t siz
   return buffer;
 }
 
+/* Whether addresses of these devices can be compared arithmetically. OpenCL and Vulkan hand out
+ * opaque handles: only views of the same handle can overlap. */
+static bool ct_device_has_flat_addresses(int32_t device_type) {
+  return device_type != CT_DEVICE_OPENCL && device_type != CT_DEVICE_VULKAN &&
+         device_type != CT_DEVICE_METAL && device_type != CT_DEVICE_WEBGPU;
+}
+
 /* The label's text for a message: used only on error paths. */
 #define CT_WHAT ct_label_text(label, what_buffer, sizeof what_buffer)
 
@@ -99,8 +106,12 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
     int64_t span = 0;
     for (int32_t k = 0; k < t->ndim; ++k) {
       int64_t reach;
+      if (t->strides[k] == INT64_MIN) {
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: stride %lld of dimension %d is INT64_MIN",
+                            CT_WHAT, (long long)t->strides[k], k);
+      }
       const int64_t stride = t->strides[k] < 0 ? -t->strides[k] : t->strides[k];
-      if (t->strides[k] == INT64_MIN || !ct_checked_mul_i64(stride, t->shape[k] - 1, &reach) ||
+      if (!ct_checked_mul_i64(stride, t->shape[k] - 1, &reach) ||
           !ct_checked_add_i64(span, reach, &span)) {
         return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
                             CT_WHAT);
@@ -111,10 +122,61 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
                           CT_WHAT);
     }
   }
+  if (t->byte_offset > (uint64_t)INT64_MAX) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: byte_offset %llu does not fit in int64 (it would wrap the address "
+                        "space)",
+                        CT_WHAT, (unsigned long long)t->byte_offset);
+  }
+  return need_data ? ct_tensor_validate_address(t, label) : CT_OK;
+}
+
+/* Byte range [lo, hi) that t's elements touch, relative to its first element. The view was
+ * validated, so every term fits in int64. */
+static void ct_tensor_byte_range(const ct_tensor* t, int64_t* lo, int64_t* hi);
+
+/* The alignment ctensor requires of an element's address: its size, or for complex dtypes the
+ * size of one part (NumPy's and C's alignment of these types), at most 8. */
+static int64_t ct_dtype_alignment(ct_dtype dtype) {
+  int64_t size = ct_dtype_size(ct_dtype_is_complex(dtype) ? ct_dtype_real_part(dtype) : dtype);
+  return size > 8 ? 8 : size;
+}
+
+int ct_tensor_validate_address(const ct_tensor* t, const ct_tensor_label* label) {
+  char what_buffer[160];
+  if (!t->data || ct_tensor_numel(t) == 0) return CT_OK;
+  const bool flat = ct_device_has_flat_addresses(t->device.device_type);
+  /* Flat addresses: data + byte_offset and every element's address must stay inside the address
+   * space (no wrap-around before data or past the top). Opaque handles (OpenCL buffers): offsets
+   * are relative to the buffer, so the first touched byte must not lie before it. */
+  const uint64_t base_origin = flat ? (uint64_t)(uintptr_t)t->data : 0;
+  uint64_t base;
+  if (__builtin_add_overflow(base_origin, t->byte_offset, &base)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: data + byte_offset (%llu) wraps around the address space", CT_WHAT,
+                        (unsigned long long)t->byte_offset);
+  }
+  int64_t lo, hi;
+  ct_tensor_byte_range(t, &lo, &hi);
+  uint64_t last;
+  if ((uint64_t)-lo > base || __builtin_add_overflow(base, (uint64_t)hi, &last)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: its elements reach %s the address space (byte_offset %llu, strides "
+                        "reaching %lld to %lld bytes)",
+                        CT_WHAT, (uint64_t)-lo > base ? "below" : "past the top of",
+                        (unsigned long long)t->byte_offset, (long long)lo, (long long)hi);
+  }
+  const int64_t alignment = ct_dtype_alignment(t->dtype);
+  if (alignment > 1 && base % (uint64_t)alignment != 0) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "%s: the %s data at data + byte_offset is not aligned to %lld bytes; "
+                        "ctensor reads typed elements only at addresses aligned to their "
+                        "alignment (copy the array to an aligned buffer first)",
+                        CT_WHAT, ct_dtype_describe(t->dtype), (long long)alignment);
+  }
   return CT_OK;
 }
 
-/* Byte range [lo, hi) that t's elements touch, relative to its first element. */
 static void ct_tensor_byte_range(const ct_tensor* t, int64_t* lo, int64_t* hi) {
   const int64_t itemsize = ct_dtype_size(t->dtype);
   int64_t low = 0, high = 0;
@@ -160,13 +222,6 @@ bool ct_tensor_may_self_overlap(const ct_tensor* t) {
     span = dims[k].stride * (dims[k].extent - 1) + span;
   }
   return false;
-}
-
-/* Whether addresses of these devices can be compared arithmetically. OpenCL and Vulkan hand out
- * opaque handles: only views of the same handle can overlap. */
-static bool ct_device_has_flat_addresses(int32_t device_type) {
-  return device_type != CT_DEVICE_OPENCL && device_type != CT_DEVICE_VULKAN &&
-         device_type != CT_DEVICE_METAL && device_type != CT_DEVICE_WEBGPU;
 }
 
 bool ct_tensors_may_overlap(const ct_tensor* a, const ct_tensor* b) {
