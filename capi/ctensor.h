@@ -647,7 +647,12 @@ CT_API const char* ct_dtype_name(ct_dtype dtype);
 /** Parses a canonical dtype name. */
 CT_API int ct_dtype_from_name(const char* name, ct_dtype* dtype);
 
-/** Number of threads CPU kernels use (OpenMP), and a way to change it (n <= 0: default). A kernel
+/** Most threads ct_set_num_threads accepts (an OpenMP runtime that cannot start the threads
+ *  asked for aborts the process, so absurd counts are refused up front). */
+#define CT_MAX_THREADS 1024
+
+/** Number of threads CPU kernels use (OpenMP), and a way to change it (n <= 0: default; n above
+ * CT_MAX_THREADS: CT_ERROR_INVALID_ARGUMENT, the setting unchanged). A kernel
  * called from inside an OpenMP parallel region of the caller runs on the calling thread alone
  * (there ct_get_num_threads reports 1). */
 CT_API int ct_get_num_threads(int32_t* n);

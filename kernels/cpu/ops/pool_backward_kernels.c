@@ -425,7 +425,11 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
                               call->schema->name);                                                 \
         }                                                                                          \
       }                                                                                            \
-      *bytes = (uint64_t)elements * sizeof(float);                                                 \
+      if (!ct_checked_mul_i64(elements, (int64_t)sizeof(float), &elements)) {                      \
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: the workspace overflows int64",           \
+                            call->schema->name);                                                   \
+      }                                                                                            \
+      *bytes = (uint64_t)elements;                                                                 \
     }                                                                                              \
     return CT_OK;                                                                                  \
   }                                                                                                \
@@ -436,8 +440,10 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
     const int64_t planes = ct_pool_bw_planes(call, &job);                                          \
     if (planes == 0 || job.h * job.w == 0) return CT_OK;                                           \
     job.acc = call->workspace;                                                                     \
-    const int64_t window = mode == CT_POOL_ADAPTIVE ? (job.h / job.oh + 1) * (job.w / job.ow + 1)  \
-                                                    : job.window.kernel[0] * job.window.kernel[1]; \
+    /* An empty grad_out (output size 0) leaves grad_input all zeros: no window to divide by. */   \
+    const int64_t window = mode != CT_POOL_ADAPTIVE ? job.window.kernel[0] * job.window.kernel[1]  \
+                           : job.oh * job.ow == 0   ? 0                                            \
+                                                    : (job.h / job.oh + 1) * (job.w / job.ow + 1); \
     ct_cpu_parallel_for(planes, job.oh * job.ow * window + job.h * job.w,                          \
                         ct_cpu_pool_bw_planes_##SFX, &job);                                        \
     return CT_OK;                                                                                  \
