@@ -108,7 +108,13 @@ typedef struct ct_dtype {
 
 /** A non-owning view of an n-dimensional array (DLPack's DLTensor, byte for byte).
  *  The element at index (i0, ..., in-1) sits at
- *  (char*)data + byte_offset + sizeof(element) * sum(ik * strides[k]). */
+ *  (char*)data + byte_offset + sizeof(element) * sum(ik * strides[k]).
+ *  Rules every call checks (as cuDNN and cuBLAS do, kernels read elements through typed
+ *  pointers): a non-empty view's first element, data + byte_offset, is aligned to its element
+ *  type (the element's size, a complex type's part size, at most 8 bytes), otherwise
+ *  CT_ERROR_INVALID_ARGUMENT; byte_offset is at most INT64_MAX, and no element's address wraps
+ *  around the address space (CT_ERROR_SIZE_OVERFLOW). Copy misaligned data to an aligned buffer
+ *  first. */
 typedef struct ct_tensor {
   void* data;           /**< base pointer (a cl_mem for OpenCL); may be NULL when a dim is 0 */
   ct_device device;     /**< device of `data` */

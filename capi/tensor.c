@@ -96,6 +96,16 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
     return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: %lld elements of %lld bytes overflow int64",
                         CT_WHAT, (long long)numel, (long long)itemsize);
   }
+  /* Every stride in bytes fits in int64, even where its extent is 0 or 1 and it is never
+   * taken: kernels compute byte strides for every dimension. */
+  for (int32_t k = 0; t->strides && k < t->ndim; ++k) {
+    int64_t stride_bytes;
+    if (!ct_checked_mul_i64(t->strides[k], itemsize, &stride_bytes) || stride_bytes == INT64_MIN) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: stride %lld of dimension %d overflows int64 in bytes", CT_WHAT,
+                          (long long)t->strides[k], k);
+    }
+  }
   if (numel == 0) return CT_OK;
   if (need_data && !t->data) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "%s has %lld elements but NULL data", CT_WHAT,

@@ -251,7 +251,7 @@ static void fill_values(unsigned char* data, int64_t bytes, ct_dtype d, rng* r) 
   const int64_t size = itemsize_of(d);
   if (d.code == CT_DTYPE_BOOL) {
     for (int64_t i = 0; i < bytes; ++i) data[i] = (unsigned char)below(r, 2);
-  } else if ((d.code == CT_DTYPE_INT || d.code == CT_DTYPE_UINT) && !one_in(r, 4)) {
+  } else if ((d.code == CT_DTYPE_INT || d.code == CT_DTYPE_UINT) && size <= 8 && !one_in(r, 4)) {
     for (int64_t i = 0; i + size <= bytes; i += size) {
       const int64_t v = d.code == CT_DTYPE_INT ? below(r, 8) - 2 : below(r, 6);
       memcpy(data + i, &v, (size_t)size); /* little-endian: the low bytes */
@@ -321,7 +321,7 @@ static void draw_tensor(fuzz_tensor* t, const fuzz_tensor* like, rng* r) {
           s = 2 * s;
           break;
         case 3:
-          if (one_in(r, 10)) s = one_in(r, 2) ? INT64_MIN : ((int64_t)1 << (40 + below(r, 24)));
+          if (one_in(r, 10)) s = one_in(r, 2) ? INT64_MIN : ((int64_t)1 << (40 + below(r, 23)));
           break;
         default:
           break;
@@ -662,7 +662,7 @@ static void fuzz_iteration(uint64_t seed, int64_t iteration, const char* only) {
     input_views[i] = &inputs[i].view;
     runnable = runnable && inputs[i].runnable;
     int64_t numel = 1;
-    for (int32_t k = 0; k < inputs[i].view.ndim && inputs[i].view.shape; ++k) {
+    for (int32_t k = 0; k < inputs[i].view.ndim && k < CT_MAX_NDIM && inputs[i].view.shape; ++k) {
       if (inputs[i].shape[k] < 0 || __builtin_mul_overflow(numel, inputs[i].shape[k], &numel)) {
         numel = INT64_MAX;
         break;

@@ -146,7 +146,9 @@ static int ct_cpu_slice_run(const ct_kernel_call* call) {
   for (int32_t k = 0; k < x->ndim; ++k) {
     if (lengths[k] == 0) return CT_OK;
     base += first[k] * xs[k];
-    xs[k] *= steps[k];
+    /* One element: its step is never taken (and may be any int64, whose product with the byte
+     * stride could overflow). More: |step| < extent, so the product fits as the view did. */
+    xs[k] = lengths[k] > 1 ? xs[k] * steps[k] : 0;
   }
   ct_copy_raw(call->kernel_data, x->ndim, out->shape, base, xs, ct_tensor_base(out), os);
   return CT_OK;
