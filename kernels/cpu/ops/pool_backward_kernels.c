@@ -441,10 +441,11 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
     if (planes == 0 || job.h * job.w == 0) return CT_OK;                                           \
     job.acc = call->workspace;                                                                     \
     /* An empty grad_out (output size 0) leaves grad_input all zeros: no window to divide by. */   \
-    const int64_t window = mode != CT_POOL_ADAPTIVE ? job.window.kernel[0] * job.window.kernel[1]  \
-                           : job.oh * job.ow == 0   ? 0                                            \
-                                                    : (job.h / job.oh + 1) * (job.w / job.ow + 1); \
-    ct_cpu_parallel_for(planes, job.oh * job.ow * window + job.h * job.w,                          \
+    const int64_t window = mode != CT_POOL_ADAPTIVE                                                \
+                               ? ct_size_mul(job.window.kernel[0], job.window.kernel[1])           \
+                           : job.oh * job.ow == 0 ? 0                                              \
+                                                  : (job.h / job.oh + 1) * (job.w / job.ow + 1);   \
+    ct_cpu_parallel_for(planes, ct_size_add(ct_size_mul(job.oh * job.ow, window), job.h * job.w),  \
                         ct_cpu_pool_bw_planes_##SFX, &job);                                        \
     return CT_OK;                                                                                  \
   }                                                                                                \

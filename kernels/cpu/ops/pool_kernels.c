@@ -232,9 +232,11 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
     const int64_t n = call->inputs[0]->ndim == 4 ? call->inputs[0]->shape[0] : 1;                  \
     const int64_t planes = n * job.channels, per_plane = job.oh * job.ow;                          \
     if (planes == 0 || per_plane == 0) return CT_OK;                                               \
-    const int64_t window = mode == CT_POOL_ADAPTIVE ? (job.h / job.oh + 1) * (job.w / job.ow + 1)  \
-                                                    : job.window.kernel[0] * job.window.kernel[1]; \
-    ct_cpu_parallel_for(planes, per_plane * window, ct_cpu_pool_planes_##SFX, &job);               \
+    /* The cost per plane, a threading hint: saturating, kernels may be as large as int64. */      \
+    const int64_t window = mode == CT_POOL_ADAPTIVE                                                \
+                               ? (job.h / job.oh + 1) * (job.w / job.ow + 1)                       \
+                               : ct_size_mul(job.window.kernel[0], job.window.kernel[1]);          \
+    ct_cpu_parallel_for(planes, ct_size_mul(per_plane, window), ct_cpu_pool_planes_##SFX, &job);   \
     return CT_OK;                                                                                  \
   }                                                                                                \
   static int ct_cpu_max_pool2d_##SFX(const ct_kernel_call* call) {                                 \
