@@ -12,18 +12,21 @@ bool ct_checked_add_i64(int64_t a, int64_t b, int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
 }
 
+/* Compact strides skip zero extents (as NumPy), so an empty view's strides may exceed int64
+ * (shape (0, 3, 2**62)): they saturate there, where no element is ever reached through them. */
 void ct_compact_strides(int32_t ndim, const int64_t* shape, int64_t* strides) {
   int64_t step = 1;
   for (int32_t k = ndim - 1; k >= 0; --k) {
     strides[k] = step;
-    step *= shape[k] > 0 ? shape[k] : 1;
+    step = ct_size_mul(step, shape[k] > 0 ? shape[k] : 1);
   }
 }
 
 int64_t ct_tensor_stride(const ct_tensor* t, int32_t k) {
   if (t->strides) return t->strides[k];
   int64_t step = 1;
-  for (int32_t j = t->ndim - 1; j > k; --j) step *= t->shape[j] > 0 ? t->shape[j] : 1;
+  for (int32_t j = t->ndim - 1; j > k; --j)
+    step = ct_size_mul(step, t->shape[j] > 0 ? t->shape[j] : 1);
   return step;
 }
 
@@ -91,6 +94,17 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
     }
   }
   const int64_t itemsize = ct_dtype_size(t->dtype);
+  /* As NumPy: the extents other than 0 must have a countable product too, even in an empty view
+   * (compact strides are those products, and kernels compute them in bytes). */
+  int64_t spread = itemsize;
+  for (int32_t k = 0; k < t->ndim; ++k) {
+    if (!ct_checked_mul_i64(spread, t->shape[k] > 0 ? t->shape[k] : 1, &spread)) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: its non-zero extents have more bytes than int64 can count "
+                          "(overflow at dimension %d)",
+                          CT_WHAT, k);
+    }
+  }
   int64_t bytes;
   if (!ct_checked_mul_i64(numel, itemsize, &bytes)) {
     return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: %lld elements of %lld bytes overflow int64",
@@ -241,16 +255,20 @@ bool ct_tensors_may_overlap(const ct_tensor* a, const ct_tensor* b) {
   int64_t alo, ahi, blo, bhi;
   ct_tensor_byte_range(a, &alo, &ahi);
   ct_tensor_byte_range(b, &blo, &bhi);
-  intptr_t abase, bbase;
+  /* Unsigned: validation made sure that base + lo and base + hi stay inside the 64-bit range
+   * (ct_tensor_validate_address), where a signed sum could overflow for high addresses. */
+  uint64_t abase, bbase;
   if (ct_device_has_flat_addresses(a->device.device_type)) {
-    abase = (intptr_t)ct_tensor_base(a);
-    bbase = (intptr_t)ct_tensor_base(b);
+    abase = (uint64_t)(uintptr_t)ct_tensor_base(a);
+    bbase = (uint64_t)(uintptr_t)ct_tensor_base(b);
   } else {
     if (a->data != b->data) return false;
-    abase = (intptr_t)a->byte_offset;
-    bbase = (intptr_t)b->byte_offset;
+    abase = a->byte_offset;
+    bbase = b->byte_offset;
   }
-  return abase + alo < bbase + bhi && bbase + blo < abase + ahi;
+  const uint64_t a_first = abase - (uint64_t)-alo, a_end = abase + (uint64_t)ahi;
+  const uint64_t b_first = bbase - (uint64_t)-blo, b_end = bbase + (uint64_t)bhi;
+  return a_first < b_end && b_first < a_end;
 }
 
 bool ct_tensors_same_view(const ct_tensor* a, const ct_tensor* b) {
