@@ -429,7 +429,9 @@ typedef struct ct_context {
  *  reads tensor data: an input's data may be NULL even when it has elements (its layout is
  *  still checked; ct_op_workspace and ct_op_run require data for non-empty views). `outputs`
  *  has room for `capacity` entries; `*num_outputs` receives the count (variadic outputs count
- *  one each). Optional inputs that are absent are NULL entries in `inputs`. */
+ *  one each). Optional inputs that are absent are NULL entries in `inputs`. An output whose
+ *  non-zero extents have more bytes than int64 counts is CT_ERROR_SIZE_OVERFLOW, so that no
+ *  caller sizes an allocation from a wrapped product. */
 CT_API int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
                        const ct_attr* attrs, int32_t num_attrs, ct_tensor_info* outputs,
                        int32_t capacity, int32_t* num_outputs);

@@ -115,14 +115,14 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
     const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                          \
                            ? w0 + (job->window.kernel[1] - 1) * dw + 1                             \
                            : job->w;                                                               \
-    if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                                     \
-    if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                                     \
+    h0 = ct_pool_first_tap(h0, dh);                                                                \
+    w0 = ct_pool_first_tap(w0, dw);                                                                \
     if (h0 >= h1 || w0 >= w1) return -1; /* only padding: the output is -inf, a constant */        \
     int64_t best = h0 * job->w + w0;                                                               \
     C result = (C) - INFINITY;                                                                     \
-    for (int64_t ih = h0; ih < h1; ih += dh) {                                                     \
+    for (int64_t ih = h0; ih < h1; ih = ct_pool_next_tap(ih, dh, h1)) {                            \
       const T* row = x + ih * job->xs[2];                                                          \
-      for (int64_t iw = w0; iw < w1; iw += dw) {                                                   \
+      for (int64_t iw = w0; iw < w1; iw = ct_pool_next_tap(iw, dw, w1)) {                          \
         const C v = ct_load_##SFX(row[iw * job->xs[3]]);                                           \
         if (v > result || isnan(v)) {                                                              \
           result = v;                                                                              \
