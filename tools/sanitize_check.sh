@@ -15,9 +15,11 @@ build=${1:-build-sanitize}
 seconds=${CT_FUZZ_SECONDS:-120}
 seed=${CT_FUZZ_SEED:-1}
 
+# -O1 with line tables only (-g1): about half the compile time of -O2 -g (3 CPU-minutes instead
+# of 7.5 here), still with file:line in every report.
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
-    -Dcuda=disabled -Dopencl=disabled
+  meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=plain \
+    "-Dc_args=-O1 -g1 -fno-omit-frame-pointer" -Dcuda=disabled -Dopencl=disabled
 fi
 ninja -C "$build" tests/fuzz/ct_fuzz tests/fuzz/test_abi tests/fuzz/test_plan tests/fuzz/test_profiler
 
