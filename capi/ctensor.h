@@ -108,7 +108,13 @@ typedef struct ct_dtype {
 
 /** A non-owning view of an n-dimensional array (DLPack's DLTensor, byte for byte).
  *  The element at index (i0, ..., in-1) sits at
- *  (char*)data + byte_offset + sizeof(element) * sum(ik * strides[k]). */
+ *  (char*)data + byte_offset + sizeof(element) * sum(ik * strides[k]).
+ *  Rules every call checks (as cuDNN and cuBLAS do, kernels read elements through typed
+ *  pointers): a non-empty view's first element, data + byte_offset, is aligned to its element
+ *  type (the element's size, a complex type's part size, at most 8 bytes), otherwise
+ *  CT_ERROR_INVALID_ARGUMENT; byte_offset is at most INT64_MAX, and no element's address wraps
+ *  around the address space (CT_ERROR_SIZE_OVERFLOW). Copy misaligned data to an aligned buffer
+ *  first. */
 typedef struct ct_tensor {
   void* data;           /**< base pointer (a cl_mem for OpenCL); may be NULL when a dim is 0 */
   ct_device device;     /**< device of `data` */
@@ -423,7 +429,9 @@ typedef struct ct_context {
  *  reads tensor data: an input's data may be NULL even when it has elements (its layout is
  *  still checked; ct_op_workspace and ct_op_run require data for non-empty views). `outputs`
  *  has room for `capacity` entries; `*num_outputs` receives the count (variadic outputs count
- *  one each). Optional inputs that are absent are NULL entries in `inputs`. */
+ *  one each). Optional inputs that are absent are NULL entries in `inputs`. An output whose
+ *  non-zero extents have more bytes than int64 counts is CT_ERROR_SIZE_OVERFLOW, so that no
+ *  caller sizes an allocation from a wrapped product. */
 CT_API int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
                        const ct_attr* attrs, int32_t num_attrs, ct_tensor_info* outputs,
                        int32_t capacity, int32_t* num_outputs);
@@ -647,7 +655,12 @@ CT_API const char* ct_dtype_name(ct_dtype dtype);
 /** Parses a canonical dtype name. */
 CT_API int ct_dtype_from_name(const char* name, ct_dtype* dtype);
 
-/** Number of threads CPU kernels use (OpenMP), and a way to change it (n <= 0: default). A kernel
+/** Most threads ct_set_num_threads accepts (an OpenMP runtime that cannot start the threads
+ *  asked for aborts the process, so absurd counts are refused up front). */
+#define CT_MAX_THREADS 1024
+
+/** Number of threads CPU kernels use (OpenMP), and a way to change it (n <= 0: default; n above
+ * CT_MAX_THREADS: CT_ERROR_INVALID_ARGUMENT, the setting unchanged). A kernel
  * called from inside an OpenMP parallel region of the caller runs on the calling thread alone
  * (there ct_get_num_threads reports 1). */
 CT_API int ct_get_num_threads(int32_t* n);

@@ -87,11 +87,25 @@ int ct_device_free(ct_device device, void* data) {
   return CT_OK;
 }
 
+/* Whether [offset, offset + bytes) past `base` leaves the 64-bit range (for host pointers, the
+ * address space). */
+static bool ct_copy_range_wraps(const void* base, uint64_t offset, uint64_t bytes) {
+  uint64_t end;
+  return __builtin_add_overflow(offset, bytes, &end) ||
+         __builtin_add_overflow((uint64_t)(uintptr_t)base, end, &end);
+}
+
 int ct_device_copy_from_host(ct_device device, void* dst, uint64_t dst_offset, const void* src,
                              uint64_t bytes, void* stream) {
   ct_clear_error();
   if (bytes > 0 && (!dst || !src)) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "ct_device_copy_from_host: dst or src is NULL");
+  }
+  if (ct_copy_range_wraps(dst, dst_offset, bytes)) {
+    return ct_set_error(
+        CT_ERROR_SIZE_OVERFLOW,
+        "ct_device_copy_from_host: dst_offset %llu plus %llu bytes wraps around the address space",
+        (unsigned long long)dst_offset, (unsigned long long)bytes);
   }
   const ct_backend_entry* backend;
   int status = ct_memory_of(device, "ct_device_copy_from_host", &backend);
@@ -111,6 +125,12 @@ int ct_device_copy_to_host(ct_device device, void* dst, const void* src, uint64_
   ct_clear_error();
   if (bytes > 0 && (!dst || !src)) {
     return ct_set_error(CT_ERROR_NULL_POINTER, "ct_device_copy_to_host: dst or src is NULL");
+  }
+  if (ct_copy_range_wraps(src, src_offset, bytes)) {
+    return ct_set_error(
+        CT_ERROR_SIZE_OVERFLOW,
+        "ct_device_copy_to_host: src_offset %llu plus %llu bytes wraps around the address space",
+        (unsigned long long)src_offset, (unsigned long long)bytes);
   }
   const ct_backend_entry* backend;
   int status = ct_memory_of(device, "ct_device_copy_to_host", &backend);

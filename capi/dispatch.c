@@ -85,6 +85,24 @@ static int ct_prepare_infer(ct_prepared_call* p) {
   const int status = p->op->def->infer(&call, p->infos, CT_MAX_OUTPUTS, &p->num_outputs);
   if (status != CT_OK) return status;
   for (int32_t i = 0; i < p->num_outputs; ++i) p->infos[i].dtype.lanes = 1;
+  /* Every output must be countable as ct_tensor_validate requires of a view: the bytes of its
+   * non-zero extents fit in int64 (extents known only from the data, -1, count as 1), so that
+   * no caller sizes an allocation from a wrapped product. */
+  for (int32_t i = 0; i < p->num_outputs; ++i) {
+    const ct_tensor_info* info = &p->infos[i];
+    int64_t count = ct_dtype_size(info->dtype);
+    for (int32_t k = 0; k < info->ndim; ++k) {
+      const int64_t extent = info->shape[k] < 1 ? 1 : info->shape[k];
+      if (!ct_checked_mul_i64(count, extent, &count)) {
+        char what[160];
+        const ct_tensor_label label = ct_output_label(p->schema, i);
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                            "%s would have more bytes than int64 can count (overflow at dimension "
+                            "%d of %d)",
+                            ct_label_text(&label, what, sizeof what), k, info->ndim);
+      }
+    }
+  }
   return CT_OK;
 }
 

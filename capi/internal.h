@@ -96,6 +96,11 @@ CT_INTERNAL const char* ct_label_text(const ct_tensor_label* label, char* buffer
  * strides extent. */
 CT_INTERNAL int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label,
                                    bool need_data);
+/* With data: the addresses of t's elements stay inside the address space (data + byte_offset
+ * and the strides' reach do not wrap) and its first element is aligned to the dtype's alignment
+ * (CT_ERROR_SIZE_OVERFLOW, CT_ERROR_INVALID_ARGUMENT). ct_tensor_validate calls it when it needs
+ * data; plans call it again when their data pointers change. */
+CT_INTERNAL int ct_tensor_validate_address(const ct_tensor* t, const ct_tensor_label* label);
 /* True when t is compact row-major. */
 CT_INTERNAL bool ct_tensor_is_contiguous(const ct_tensor* t);
 /* Memory overlap checks used by dispatch. */
@@ -106,6 +111,23 @@ CT_INTERNAL bool ct_tensors_same_view(const ct_tensor* a, const ct_tensor* b);
  * overflow. */
 CT_INTERNAL bool ct_checked_mul_i64(int64_t a, int64_t b, int64_t* out);
 CT_INTERNAL bool ct_checked_add_i64(int64_t a, int64_t b, int64_t* out);
+/* Saturating arithmetic on non-negative byte and element counts (workspace and scratch sizes):
+ * CT_SIZE_TOO_LARGE (INT64_MAX) stands for "does not fit" and stays so through later steps, so a
+ * size formula is written plainly and checked once at its end. */
+#define CT_SIZE_TOO_LARGE INT64_MAX
+static inline int64_t ct_size_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) || r == CT_SIZE_TOO_LARGE ? CT_SIZE_TOO_LARGE : r;
+}
+static inline int64_t ct_size_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) || r == CT_SIZE_TOO_LARGE ? CT_SIZE_TOO_LARGE : r;
+}
+/* a rounded up to a multiple of m (m > 0). */
+static inline int64_t ct_size_round_up(int64_t a, int64_t m) {
+  const int64_t r = ct_size_add(a, m - 1);
+  return r == CT_SIZE_TOO_LARGE ? r : r / m * m;
+}
 
 /* ----- attributes (attrs.c) ----- */
 

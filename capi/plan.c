@@ -42,7 +42,7 @@ static size_t ct_attr_extra_bytes(const ct_attr_value* value) {
 /* Copies `bytes` from `from` to the bump pointer `*at` (8-byte aligned) and returns the copy. */
 static void* ct_bump_copy(char** at, const void* from, size_t bytes) {
   void* copy = *at;
-  memcpy(copy, from, bytes);
+  if (bytes > 0) memcpy(copy, from, bytes); /* `from` may be NULL when there is nothing */
   *at += (bytes + 7u) & ~(size_t)7u;
   return copy;
 }
@@ -149,6 +149,18 @@ int ct_plan_set_data(ct_plan* plan, void* const* data, int32_t count) {
   }
   int status = CT_OK;
   const int32_t num_inputs = plan->call.num_inputs;
+  /* The new addresses must not wrap and must be aligned, as ct_op_run checks for its views. */
+  for (int32_t i = 0; status == CT_OK && i < count; ++i) {
+    if (!plan->tensors[i] || !data[i]) continue;
+    const ct_tensor_label label =
+        i < num_inputs
+            ? (ct_tensor_label){schema->name, "input",
+                                schema->inputs[i < schema->num_inputs ? i : schema->num_inputs - 1]
+                                    .name,
+                                -1}
+            : ct_output_label(schema, i - num_inputs);
+    status = ct_tensor_validate_address(&plan->views[i], &label);
+  }
   for (int32_t i = 0; status == CT_OK && i < plan->call.num_outputs; ++i) {
     const ct_tensor_label label = ct_output_label(schema, i);
     status = ct_check_output_overlaps(schema, plan->call.inputs, num_inputs, plan->call.outputs, i,

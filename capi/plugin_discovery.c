@@ -66,7 +66,7 @@ static int ct_discover_directory(const char* directory, int32_t* loaded) {
     ++count;
   }
   closedir(dir);
-  if (status == CT_OK) qsort(names, count, sizeof(char*), ct_compare_strings);
+  if (status == CT_OK && count > 1) qsort(names, count, sizeof(char*), ct_compare_strings);
   for (size_t i = 0; i < count; ++i) {
     struct stat info;
     if (status == CT_OK && stat(names[i], &info) == 0 && S_ISREG(info.st_mode)) {

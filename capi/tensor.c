@@ -12,18 +12,21 @@ bool ct_checked_add_i64(int64_t a, int64_t b, int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
 }
 
+/* Compact strides skip zero extents (as NumPy), so an empty view's strides may exceed int64
+ * (shape (0, 3, 2**62)): they saturate there, where no element is ever reached through them. */
 void ct_compact_strides(int32_t ndim, const int64_t* shape, int64_t* strides) {
   int64_t step = 1;
   for (int32_t k = ndim - 1; k >= 0; --k) {
     strides[k] = step;
-    step *= shape[k] > 0 ? shape[k] : 1;
+    step = ct_size_mul(step, shape[k] > 0 ? shape[k] : 1);
   }
 }
 
 int64_t ct_tensor_stride(const ct_tensor* t, int32_t k) {
   if (t->strides) return t->strides[k];
   int64_t step = 1;
-  for (int32_t j = t->ndim - 1; j > k; --j) step *= t->shape[j] > 0 ? t->shape[j] : 1;
+  for (int32_t j = t->ndim - 1; j > k; --j)
+    step = ct_size_mul(step, t->shape[j] > 0 ? t->shape[j] : 1);
   return step;
 }
 
@@ -51,6 +54,13 @@ const char* ct_label_text(const ct_tensor_label* label, char* buffer, size_t siz
     snprintf(buffer, size, "%s: %s '%s'", label->op, label->role, label->name);
   }
   return buffer;
+}
+
+/* Whether addresses of these devices can be compared arithmetically. OpenCL and Vulkan hand out
+ * opaque handles: only views of the same handle can overlap. */
+static bool ct_device_has_flat_addresses(int32_t device_type) {
+  return device_type != CT_DEVICE_OPENCL && device_type != CT_DEVICE_VULKAN &&
+         device_type != CT_DEVICE_METAL && device_type != CT_DEVICE_WEBGPU;
 }
 
 /* The label's text for a message: used only on error paths. */
@@ -84,10 +94,31 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
     }
   }
   const int64_t itemsize = ct_dtype_size(t->dtype);
+  /* As NumPy: the extents other than 0 must have a countable product too, even in an empty view
+   * (compact strides are those products, and kernels compute them in bytes). */
+  int64_t spread = itemsize;
+  for (int32_t k = 0; k < t->ndim; ++k) {
+    if (!ct_checked_mul_i64(spread, t->shape[k] > 0 ? t->shape[k] : 1, &spread)) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: its non-zero extents have more bytes than int64 can count "
+                          "(overflow at dimension %d)",
+                          CT_WHAT, k);
+    }
+  }
   int64_t bytes;
   if (!ct_checked_mul_i64(numel, itemsize, &bytes)) {
     return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: %lld elements of %lld bytes overflow int64",
                         CT_WHAT, (long long)numel, (long long)itemsize);
+  }
+  /* Every stride in bytes fits in int64, even where its extent is 0 or 1 and it is never
+   * taken: kernels compute byte strides for every dimension. */
+  for (int32_t k = 0; t->strides && k < t->ndim; ++k) {
+    int64_t stride_bytes;
+    if (!ct_checked_mul_i64(t->strides[k], itemsize, &stride_bytes) || stride_bytes == INT64_MIN) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: stride %lld of dimension %d overflows int64 in bytes", CT_WHAT,
+                          (long long)t->strides[k], k);
+    }
   }
   if (numel == 0) return CT_OK;
   if (need_data && !t->data) {
@@ -99,8 +130,12 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
     int64_t span = 0;
     for (int32_t k = 0; k < t->ndim; ++k) {
       int64_t reach;
+      if (t->strides[k] == INT64_MIN) {
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: stride %lld of dimension %d is INT64_MIN",
+                            CT_WHAT, (long long)t->strides[k], k);
+      }
       const int64_t stride = t->strides[k] < 0 ? -t->strides[k] : t->strides[k];
-      if (t->strides[k] == INT64_MIN || !ct_checked_mul_i64(stride, t->shape[k] - 1, &reach) ||
+      if (!ct_checked_mul_i64(stride, t->shape[k] - 1, &reach) ||
           !ct_checked_add_i64(span, reach, &span)) {
         return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
                             CT_WHAT);
@@ -111,10 +146,61 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
                           CT_WHAT);
     }
   }
+  if (t->byte_offset > (uint64_t)INT64_MAX) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: byte_offset %llu does not fit in int64 (it would wrap the address "
+                        "space)",
+                        CT_WHAT, (unsigned long long)t->byte_offset);
+  }
+  return need_data ? ct_tensor_validate_address(t, label) : CT_OK;
+}
+
+/* Byte range [lo, hi) that t's elements touch, relative to its first element. The view was
+ * validated, so every term fits in int64. */
+static void ct_tensor_byte_range(const ct_tensor* t, int64_t* lo, int64_t* hi);
+
+/* The alignment ctensor requires of an element's address: its size, or for complex dtypes the
+ * size of one part (NumPy's and C's alignment of these types), at most 8. */
+static int64_t ct_dtype_alignment(ct_dtype dtype) {
+  int64_t size = ct_dtype_size(ct_dtype_is_complex(dtype) ? ct_dtype_real_part(dtype) : dtype);
+  return size > 8 ? 8 : size;
+}
+
+int ct_tensor_validate_address(const ct_tensor* t, const ct_tensor_label* label) {
+  char what_buffer[160];
+  if (!t->data || ct_tensor_numel(t) == 0) return CT_OK;
+  const bool flat = ct_device_has_flat_addresses(t->device.device_type);
+  /* Flat addresses: data + byte_offset and every element's address must stay inside the address
+   * space (no wrap-around before data or past the top). Opaque handles (OpenCL buffers): offsets
+   * are relative to the buffer, so the first touched byte must not lie before it. */
+  const uint64_t base_origin = flat ? (uint64_t)(uintptr_t)t->data : 0;
+  uint64_t base;
+  if (__builtin_add_overflow(base_origin, t->byte_offset, &base)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: data + byte_offset (%llu) wraps around the address space", CT_WHAT,
+                        (unsigned long long)t->byte_offset);
+  }
+  int64_t lo, hi;
+  ct_tensor_byte_range(t, &lo, &hi);
+  uint64_t last;
+  if ((uint64_t)-lo > base || __builtin_add_overflow(base, (uint64_t)hi, &last)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: its elements reach %s the address space (byte_offset %llu, strides "
+                        "reaching %lld to %lld bytes)",
+                        CT_WHAT, (uint64_t)-lo > base ? "below" : "past the top of",
+                        (unsigned long long)t->byte_offset, (long long)lo, (long long)hi);
+  }
+  const int64_t alignment = ct_dtype_alignment(t->dtype);
+  if (alignment > 1 && base % (uint64_t)alignment != 0) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "%s: the %s data at data + byte_offset is not aligned to %lld bytes; "
+                        "ctensor reads typed elements only at addresses aligned to their "
+                        "alignment (copy the array to an aligned buffer first)",
+                        CT_WHAT, ct_dtype_describe(t->dtype), (long long)alignment);
+  }
   return CT_OK;
 }
 
-/* Byte range [lo, hi) that t's elements touch, relative to its first element. */
 static void ct_tensor_byte_range(const ct_tensor* t, int64_t* lo, int64_t* hi) {
   const int64_t itemsize = ct_dtype_size(t->dtype);
   int64_t low = 0, high = 0;
@@ -162,13 +248,6 @@ bool ct_tensor_may_self_overlap(const ct_tensor* t) {
   return false;
 }
 
-/* Whether addresses of these devices can be compared arithmetically. OpenCL and Vulkan hand out
- * opaque handles: only views of the same handle can overlap. */
-static bool ct_device_has_flat_addresses(int32_t device_type) {
-  return device_type != CT_DEVICE_OPENCL && device_type != CT_DEVICE_VULKAN &&
-         device_type != CT_DEVICE_METAL && device_type != CT_DEVICE_WEBGPU;
-}
-
 bool ct_tensors_may_overlap(const ct_tensor* a, const ct_tensor* b) {
   if (ct_tensor_numel(a) == 0 || ct_tensor_numel(b) == 0) return false;
   if (a->device.device_type != b->device.device_type || a->device.device_id != b->device.device_id)
@@ -176,16 +255,20 @@ bool ct_tensors_may_overlap(const ct_tensor* a, const ct_tensor* b) {
   int64_t alo, ahi, blo, bhi;
   ct_tensor_byte_range(a, &alo, &ahi);
   ct_tensor_byte_range(b, &blo, &bhi);
-  intptr_t abase, bbase;
+  /* Unsigned: validation made sure that base + lo and base + hi stay inside the 64-bit range
+   * (ct_tensor_validate_address), where a signed sum could overflow for high addresses. */
+  uint64_t abase, bbase;
   if (ct_device_has_flat_addresses(a->device.device_type)) {
-    abase = (intptr_t)ct_tensor_base(a);
-    bbase = (intptr_t)ct_tensor_base(b);
+    abase = (uint64_t)(uintptr_t)ct_tensor_base(a);
+    bbase = (uint64_t)(uintptr_t)ct_tensor_base(b);
   } else {
     if (a->data != b->data) return false;
-    abase = (intptr_t)a->byte_offset;
-    bbase = (intptr_t)b->byte_offset;
+    abase = a->byte_offset;
+    bbase = b->byte_offset;
   }
-  return abase + alo < bbase + bhi && bbase + blo < abase + ahi;
+  const uint64_t a_first = abase - (uint64_t)-alo, a_end = abase + (uint64_t)ahi;
+  const uint64_t b_first = bbase - (uint64_t)-blo, b_end = bbase + (uint64_t)bhi;
+  return a_first < b_end && b_first < a_end;
 }
 
 bool ct_tensors_same_view(const ct_tensor* a, const ct_tensor* b) {

@@ -29,6 +29,11 @@ int ct_get_num_threads(int32_t* n) {
 
 int ct_set_num_threads(int32_t n) {
   ct_clear_error();
+  if (n > CT_MAX_THREADS) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "ct_set_num_threads: %d threads; ctensor uses at most %d", n,
+                        CT_MAX_THREADS);
+  }
   atomic_store(&ct_num_threads_setting, n > 0 ? n : 0);
   return CT_OK;
 }

@@ -73,7 +73,9 @@ def test_calls_the_fast_path_hands_back_still_work():
     assert ops.add(swapped.astype(np.float32), a, out=out) is out
     assert_close(out, np.arange(4) * 2.0)
     unaligned = np.frombuffer(np.zeros(17, np.uint8).tobytes(), np.float32, 4, offset=1)
-    assert ops.add(unaligned, a, out=out) is out
+    with pytest.raises(ctensor.InvalidArgumentError, match="aligned"):
+        ops.add(unaligned, a, out=out)  # ctensor.h: typed data must be aligned
+    assert ops.add(np.require(unaligned, requirements="A"), a, out=out) is out
     assert_close(out, np.arange(4.0))
     mixed = np.empty(4, np.float64)
     assert ops.add(a, np.ones(4), out=mixed) is mixed  # promotion: the general path casts

@@ -106,6 +106,25 @@ int ct_infer_broadcast_bool(const ct_infer_call* call, ct_tensor_info* outputs, 
   return ct_infer_broadcast_shape(call->schema->name, call->inputs, call->num_inputs, &outputs[0]);
 }
 
+int ct_window_extents(const char* op, int dim, int64_t in, int64_t kernel, int64_t padding,
+                      int64_t dilation, int64_t* padded, int64_t* span) {
+  int64_t twice;
+  if (__builtin_mul_overflow(padding, 2, &twice) || __builtin_add_overflow(in, twice, padded)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: padding %lld on both sides of extent %lld in spatial dim %d "
+                        "overflows int64",
+                        op, (long long)padding, (long long)in, dim);
+  }
+  const int64_t taps = kernel > 0 ? kernel - 1 : 0;
+  if (__builtin_mul_overflow(dilation, taps, span) || __builtin_add_overflow(*span, 1, span)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: dilation %lld times kernel extent %lld in spatial dim %d overflows "
+                        "int64",
+                        op, (long long)dilation, (long long)kernel, dim);
+  }
+  return CT_OK;
+}
+
 int ct_attr_pair(const char* op, const char* name, const ct_attr_value* value,
                  const int64_t* fallback, int64_t minimum, int64_t out[2]) {
   if (fallback && (value->type == CT_ATTR_NONE || value->count == 0)) {

@@ -102,8 +102,9 @@ static int ct_infer_conv2d(const ct_infer_call* call, ct_tensor_info* outputs, i
   out->shape[1] = out_channels;
   for (int k = 0; k < 2; ++k) {
     const int64_t in = x->shape[2 + k], kernel = w->shape[2 + k];
-    const int64_t span = dilation[k] * (kernel - 1) + 1;
-    const int64_t padded = in + 2 * padding[k];
+    int64_t padded, span;
+    status = ct_window_extents("conv2d", k, in, kernel, padding[k], dilation[k], &padded, &span);
+    if (status != CT_OK) return status;
     if (kernel == 0 || padded < span) {
       return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
                           "conv2d: kernel extent %lld (dilated %lld) exceeds padded input extent "

@@ -101,6 +101,13 @@ CT_INTERNAL int ct_infer_broadcast_shape(const char* op_name, const ct_tensor* c
  * `minimum`. With a `fallback`, None or an empty list means the fallback pair. */
 CT_INTERNAL int ct_attr_pair(const char* op, const char* name, const ct_attr_value* value,
                              const int64_t* fallback, int64_t minimum, int64_t out[2]);
+/* A sliding window's extents in spatial dim `dim`, checked: padded = in + 2 * padding and
+ * span = dilation * (kernel - 1) + 1 (kernel >= 1 taps). CT_ERROR_SIZE_OVERFLOW, naming the op
+ * and the attributes, when either does not fit in int64; then every position a kernel computes
+ * from them (i * stride - padding + j * dilation, within [-padding, in + padding]) fits too. */
+CT_INTERNAL int ct_window_extents(const char* op, int dim, int64_t in, int64_t kernel,
+                                  int64_t padding, int64_t dilation, int64_t* padded,
+                                  int64_t* span);
 /* Copies t's shape and sets dtype. */
 CT_INTERNAL void ct_info_from_tensor(const ct_tensor* t, ct_dtype dtype, ct_tensor_info* info);
 /* Normalises an axis attribute (None = every axis; ints may be negative) into a mask over ndim

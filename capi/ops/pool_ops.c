@@ -32,14 +32,26 @@ static int ct_pool_check_input(const char* op, const ct_tensor* x) {
   return CT_OK;
 }
 
-/* Output extent, as torch's pooling_output_shape. */
-static int64_t ct_pool_out_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
-                                int64_t dilation, bool ceil_mode) {
-  const int64_t numerator =
-      in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (numerator >= 0 ? numerator / stride : -((-numerator + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
+/* Output extent, as torch's pooling_output_shape, in *out; CT_ERROR_SIZE_OVERFLOW when the
+ * padded extent or the dilated window does not fit in int64. */
+static int ct_pool_out_size(const char* op, int dim, int64_t in, int64_t kernel, int64_t pad,
+                            int64_t stride, int64_t dilation, bool ceil_mode, int64_t* out) {
+  int64_t padded, span;
+  const int status = ct_window_extents(op, dim, in, kernel, pad, dilation, &padded, &span);
+  if (status != CT_OK) return status;
+  /* padded >= 0 and span >= 1, so the difference fits. floor((numerator + (ceil_mode ? stride -
+   * 1 : 0)) / stride) without forming the sum, which may overflow for a large stride. */
+  const int64_t numerator = padded - span;
+  int64_t size;
+  if (numerator >= 0) {
+    size = numerator / stride + (ceil_mode && numerator % stride != 0) + 1;
+  } else {
+    const int64_t rounded = numerator + (ceil_mode ? stride - 1 : 0); /* below stride - 1 */
+    size = (rounded >= 0 ? rounded / stride : -((-rounded - 1) / stride + 1)) + 1;
+  }
+  if (ceil_mode && (size - 1) * stride >= in + pad) --size;
+  *out = size;
+  return CT_OK;
 }
 
 /* Shared by max_pool2d (dilation given) and avg_pool2d (dilation NULL: 1). */
@@ -63,8 +75,10 @@ static int ct_infer_pool(const char* op, const ct_infer_call* call,
   ct_info_from_tensor(x, x->dtype, &outputs[0]);
   for (int k = 0; k < 2; ++k) {
     const int64_t in = x->shape[x->ndim - 2 + k];
-    const int64_t out =
-        ct_pool_out_size(in, kernel[k], padding[k], stride[k], dilation[k], ceil_mode);
+    int64_t out;
+    status =
+        ct_pool_out_size(op, k, in, kernel[k], padding[k], stride[k], dilation[k], ceil_mode, &out);
+    if (status != CT_OK) return status;
     if (out < 1) {
       return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
                           "%s: output size is too small (input extent %lld in spatial dim %d)", op,
@@ -325,8 +339,24 @@ static int ct_infer_conv_transpose2d(const ct_infer_call* call, ct_tensor_info* 
   out->shape[1] = out_channels;
   for (int k = 0; k < 2; ++k) {
     const int64_t in = x->shape[2 + k], kernel = w->shape[2 + k];
-    const int64_t size =
-        (in - 1) * stride[k] - 2 * padding[k] + dilation[k] * (kernel - 1) + output_padding[k] + 1;
+    /* The full extent (in - 1) * stride + dilation * (kernel - 1) + output_padding + 1 is where
+     * the kernel writes before cropping the padding: it must fit in int64, and so must 2 *
+     * padding. */
+    int64_t full = 0, term, twice = 0, size = 0;
+    const bool overflow =
+        in >= 1 && kernel >= 1 &&
+        (__builtin_mul_overflow(in - 1, stride[k], &full) ||
+         __builtin_mul_overflow(dilation[k], kernel - 1, &term) ||
+         __builtin_add_overflow(full, term, &full) ||
+         __builtin_add_overflow(full, output_padding[k], &full) ||
+         __builtin_add_overflow(full, 1, &full) || __builtin_mul_overflow(padding[k], 2, &twice));
+    if (overflow) {
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: stride, padding, output_padding and dilation in spatial dim %d "
+                          "make the output extent overflow int64",
+                          op, k);
+    }
+    size = full - twice;
     if (in < 1 || kernel < 1 || size < 1) {
       return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
                           "%s: output size %lld is too small in spatial dim %d (input %lld, kernel "

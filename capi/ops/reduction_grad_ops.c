@@ -159,7 +159,10 @@ static int ct_infer_scan_backward(const ct_infer_call* call, ct_tensor_info* out
     scanned.ndim = 1;
     scanned.shape[0] = 1;
   }
-  if (call->attrs[1].value.b) scanned.shape[axis] += 1;
+  if (call->attrs[1].value.b && !ct_checked_add_i64(scanned.shape[axis], 1, &scanned.shape[axis])) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: extent %lld plus the initial entry overflows",
+                        op, (long long)scanned.shape[axis]);
+  }
   for (int32_t i = 0; i < call->num_inputs; ++i) {
     if (i == 1) continue;
     const ct_tensor* t = call->inputs[i];

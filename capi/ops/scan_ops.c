@@ -39,7 +39,12 @@ static int ct_infer_scan(const ct_infer_call* call, ct_tensor_info* outputs, int
     outputs[0].ndim = 1;
     outputs[0].shape[0] = 1;
   }
-  if (call->attrs[1].value.b) outputs[0].shape[axis] += 1;
+  if (call->attrs[1].value.b &&
+      !ct_checked_add_i64(outputs[0].shape[axis], 1, &outputs[0].shape[axis])) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: extent %lld plus the initial entry overflows int64",
+                        call->schema->name, (long long)outputs[0].shape[axis]);
+  }
   *num_outputs = 1;
   return CT_OK;
 }

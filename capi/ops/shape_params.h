@@ -53,6 +53,18 @@ static inline int ct_slice_params(const ct_attr_value* attrs, int32_t ndim, cons
   return CT_OK;
 }
 
+/* s reduced into [0, n) (n > 0) without forming s % n + n, which overflows for n > INT64_MAX / 2
+ * (huge broadcast extents). */
+static inline int64_t ct_shift_mod(int64_t s, int64_t n) {
+  const int64_t r = s % n;
+  return r < 0 ? r + n : r;
+}
+
+/* (a + b) mod n for a, b in [0, n), without overflow. */
+static inline int64_t ct_add_mod(int64_t a, int64_t b, int64_t n) {
+  return a >= n - b ? a - (n - b) : a + b;
+}
+
 /* roll: the total shift per axis, reduced into [0, n). shift and axis broadcast against each
  * other (NumPy); axis None rolls the flattened array (per_axis[0] is then the flat shift). */
 static inline int ct_roll_params(const ct_attr_value* shift, const ct_attr_value* axis,
@@ -64,7 +76,7 @@ static inline int ct_roll_params(const ct_attr_value* shift, const ct_attr_value
     int64_t n = numel;
     for (int64_t i = 0; i < shift->count; ++i) {
       const int64_t s = shift->value.ints[i];
-      if (n > 0) total = (total + (uint64_t)(((s % n) + n) % n)) % (uint64_t)n;
+      if (n > 0) total = (uint64_t)ct_add_mod((int64_t)total, ct_shift_mod(s, n), n);
     }
     per_axis[0] = (int64_t)total;
     return CT_OK;
@@ -85,7 +97,7 @@ static inline int ct_roll_params(const ct_attr_value* shift, const ct_attr_value
     }
     if (a < 0) a += ndim;
     const int64_t n = shape[a], s = shift->value.ints[shift->count == 1 ? 0 : i];
-    if (n > 0) per_axis[a] = (per_axis[a] + ((s % n) + n) % n) % n;
+    if (n > 0) per_axis[a] = ct_add_mod(per_axis[a], ct_shift_mod(s, n), n);
   }
   return CT_OK;
 }

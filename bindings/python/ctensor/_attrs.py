@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._dtypes import code_bits, to_dtype_name
-from ._errors import AttributeTypeError
+from ._errors import AttributeTypeError, InvalidArgumentError
 from ._lib import ffi, lib
 from ._registry import OpSpec
 
@@ -59,6 +59,23 @@ def _is_dtype_like(value: Any) -> bool:
     return tp.__module__ == "torch" and tp.__name__ == "dtype"
 
 
+def _encode_text(spec: OpSpec, what: str, text: str) -> bytes:
+    """UTF-8 for C: text that does not encode, or that holds a NUL (C would stop reading there),
+    is refused with the op and the attribute named."""
+    if not isinstance(text, str):
+        raise AttributeTypeError(f"{spec.name}: {what} must be a str, got {type(text).__name__}")
+    if "\0" in text:
+        raise InvalidArgumentError(
+            f"{spec.name}: {what} holds a NUL character at index {text.index(chr(0))}: {text!r}"
+        )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(
+            f"{spec.name}: {what} is not valid UTF-8 text ({e.reason} at index {e.start}): {text!r}"
+        ) from e
+
+
 def _set_attr(spec: OpSpec, name: str, value: Any, slot: Any, keep: list) -> None:
     """Fills one ct_attr_value from a Python value. The schema type guides the conversion; a
     value of another type is passed with its own type so that the C library reports the
@@ -79,7 +96,7 @@ def _set_attr(spec: OpSpec, name: str, value: Any, slot: Any, keep: list) -> Non
         slot.type = lib.CT_ATTR_FLOAT
         slot.value.f = float(value)
     elif isinstance(value, str) and expected != "dtype":
-        data = _new("char[]", value.encode("utf-8"))
+        data = _new("char[]", _encode_text(spec, f"attribute '{name}'", value))
         keep.append(data)
         slot.type = lib.CT_ATTR_STRING
         slot.value.s = data
@@ -124,7 +141,7 @@ def make_attrs(spec: OpSpec, attrs: dict, keep: list) -> tuple[Any, int]:
     array = _new("ct_attr[]", len(attrs))
     for i, (name, value) in enumerate(attrs.items()):
         entry = array[i]
-        encoded = _new("char[]", name.encode("utf-8"))
+        encoded = _new("char[]", _encode_text(spec, "an attribute name", name))
         keep.append(encoded)
         entry.name = encoded
         try:

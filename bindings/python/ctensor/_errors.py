@@ -142,7 +142,8 @@ class InvalidShapeError(CTensorError, ValueError):
 
 
 class SizeOverflowError(CTensorError, ValueError):
-    """CT_ERROR_SIZE_OVERFLOW: element or byte count does not fit in int64."""
+    """CT_ERROR_SIZE_OVERFLOW: element or byte count does not fit in int64; raised too, before
+    anything is allocated, for results on the host larger than the machine's memory."""
 
     status = lib.CT_ERROR_SIZE_OVERFLOW
 

@@ -9,6 +9,7 @@ allocates each output in the caller's framework when the kernel asks for it.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from ._attrs import attrs_for
 from ._dlpack import export_numpy, open_error
 from ._dtypes import KEY_NAME, name_of_ct
-from ._errors import BackendError, CTensorError
+from ._errors import BackendError, CTensorError, SizeOverflowError
 from ._frame import Frame, fail, open_views, output_capacity, pool_pop, release
 from ._frameworks import Framework
 from ._lib import ffi, lib
@@ -43,6 +44,48 @@ _open_run = lib.ctpy_open_run
 _new = ffi.new
 _NULL = ffi.NULL
 _unpack = ffi.unpack
+
+
+def _host_memory_bytes() -> int:
+    """The machine's physical memory in bytes, or 0 where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+#: No host allocation can hold more than this: outputs above it fail before any is allocated.
+HOST_MEMORY_BYTES = _host_memory_bytes()
+
+
+def _format_bytes(count: int) -> str:
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def check_host_outputs(spec: OpSpec, values: Any, num_outputs: int, device: int) -> None:
+    """Raises SizeOverflowError, before anything is allocated, when the inferred outputs of a
+    call on the host need more bytes than the machine has memory (``values``: the frame's
+    summary, per output its dtype key, ndim and extents). ct_op_infer already refuses outputs
+    whose byte count overflows int64; this catches the sizes no host allocator can give."""
+    if device & 0xFF != _CPU or not HOST_MEMORY_BYTES:
+        return
+    total = 0
+    k = 0
+    for _ in range(num_outputs):
+        key, ndim = values[k], values[k + 1]
+        count = max(((key >> 8) & 0xFF) // 8, 1)
+        for extent in values[k + 2 : k + 2 + ndim]:
+            count *= max(extent, 0)
+        total += count
+        k += 2 + ndim
+    if total > HOST_MEMORY_BYTES:
+        raise SizeOverflowError(
+            f"{spec.name}: its outputs would take {_format_bytes(total)}, more than this "
+            f"machine's memory ({_format_bytes(HOST_MEMORY_BYTES)}); nothing was allocated"
+        )
 
 
 class _AllocState:
@@ -118,6 +161,7 @@ def execute(
     objects = frame.objects
     results = []
     values = _unpack(frame.summary, length)
+    check_host_outputs(spec, values, num_outputs, device)
     k = 0
     empty = fw.empty
     capsule_of_result = fw.capsule

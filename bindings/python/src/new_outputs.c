@@ -5,7 +5,9 @@
  * each, so that a call whose inputs were seen before skips infer (which depends on nothing else)
  * and builds no Python object before allocating. Emptied with the layout cache when the registry
  * changes (ctpy_caches_sync). With the GIL, one call at a time (FastOp's busy flag). */
+#include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "binding.h"
 
@@ -58,6 +60,33 @@ static int ctpy_adopt_new_output(ctpy_frame* f, int32_t i, PyObject* array, PyOb
   return rc;
 }
 
+/* Whether the outputs' bytes together fit in the machine's physical memory (true where the
+ * system does not say). ct_op_infer has checked that each output's byte count fits in int64. */
+static bool ctpy_outputs_fit_host_memory(const ct_tensor_info* infos, int32_t n_out) {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  static int64_t memory = -1;
+  if (memory < 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    memory = pages > 0 && page > 0 && pages <= INT64_MAX / page ? (int64_t)pages * page : 0;
+  }
+  if (memory == 0) return true;
+  int64_t total = 0;
+  for (int32_t j = 0; j < n_out; ++j) {
+    int64_t bytes = infos[j].dtype.bits / 8 > 0 ? infos[j].dtype.bits / 8 : 1;
+    for (int32_t d = 0; d < infos[j].ndim; ++d) {
+      if (__builtin_mul_overflow(bytes, infos[j].shape[d] > 0 ? infos[j].shape[d] : 0, &bytes))
+        return false;
+    }
+    if (__builtin_add_overflow(total, bytes, &total)) return false;
+  }
+  return total <= memory;
+#else
+  (void)infos;
+  (void)n_out;
+  return true;
+#endif
+}
+
 /* Allocates the n_out outputs inferred into f->infos: calls what ctpy_allocation_call gives
  * (`prepare`, and `dtypes`: a dict, dtype key -> the framework's dtype object), appends each new
  * array to the list `results` and reads it into slot n + j. Returns 0, or CTPY_FAST_NEED_PYTHON
@@ -65,6 +94,9 @@ static int ctpy_adopt_new_output(ctpy_frame* f, int32_t i, PyObject* array, PyOb
  * leaving no exception. */
 static int ctpy_allocate_locked(ctpy_frame* f, int32_t n, int32_t n_out, PyObject* prepare,
                                 PyObject* dtypes, PyObject* results) {
+  /* Outputs larger than the machine's memory: the Python path raises SizeOverflowError
+   * (_run.check_host_outputs) without asking the framework for them. */
+  if (!ctpy_outputs_fit_host_memory(f->infos, n_out)) return CTPY_FAST_NEED_PYTHON;
   int rc = 0;
   for (int32_t j = 0; rc == 0 && j < n_out; ++j) {
     PyObject *fn, *args, *kwargs;

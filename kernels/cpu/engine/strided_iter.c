@@ -125,7 +125,9 @@ static bool ct_iter_simplify(ct_iter_layout* p) {
   for (int32_t k = 1; k < n; ++k) {
     bool mergeable = true;
     for (int32_t i = 0; i < p->num_operands && mergeable; ++i) {
-      mergeable = p->strides[i][m] == p->strides[i][k] * p->shape[k];
+      int64_t span; /* may overflow for a huge stride: such dims never merge */
+      mergeable =
+          !__builtin_mul_overflow(p->strides[i][k], p->shape[k], &span) && p->strides[i][m] == span;
     }
     if (mergeable) {
       p->shape[m] *= p->shape[k];
@@ -187,9 +189,13 @@ static void ct_iter_run_range(const ct_iter_layout* p, int64_t begin, int64_t en
     offset = 0;
     /* advance the outer odometer */
     for (int32_t k = inner - 1; k >= 0; --k) {
-      for (int32_t i = 0; i < nop; ++i) rows[i] += p->strides[i][k];
-      if (++index[k] < p->shape[k]) break;
-      for (int32_t i = 0; i < nop; ++i) rows[i] -= p->strides[i][k] * p->shape[k];
+      if (++index[k] < p->shape[k]) {
+        for (int32_t i = 0; i < nop; ++i) rows[i] += p->strides[i][k];
+        break;
+      }
+      /* back to index 0 of dim k without stepping past its last element (stride x extent may
+       * leave the address space where stride x (extent - 1) does not) */
+      for (int32_t i = 0; i < nop; ++i) rows[i] -= p->strides[i][k] * (p->shape[k] - 1);
       index[k] = 0;
     }
   }

@@ -180,6 +180,7 @@ static bool ct_gemm_make_schedule(const ct_gemm_desc* d, const ct_gemm_blocking*
   if (!given && (d->m == 1 || d->n == 1 || d->k == 0)) return false;
   int64_t batch = 1;
   for (int32_t q = 0; q < d->batch_ndim; ++q) batch *= d->batch_shape[q];
+  if (batch == 0) return false; /* an empty batch: nothing to schedule (or divide by) */
   plan->batch = batch;
   /* Sizes, symmetric in m and n, and large enough for the batch folded into rows. */
   const int64_t mn = (d->m > d->n ? d->m : d->n) * (batch > 0 ? batch : 1);

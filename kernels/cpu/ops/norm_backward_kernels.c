@@ -257,10 +257,14 @@ static int ct_nb_prepare(const ct_kernel_call* call, ct_nb_mode mode, double def
     job->inner_nd = 1;
     job->inner_shape[0] = 1;
   }
+  /* Saturating: an attribute (group_norm's num_groups) may make a count no tensor has; such a
+   * job has no elements to run and its workspace query reports the overflow. */
   job->rows = 1;
-  for (int32_t k = 0; k < job->outer_nd; ++k) job->rows *= job->outer_shape[k];
+  for (int32_t k = 0; k < job->outer_nd; ++k)
+    job->rows = ct_size_mul(job->rows, job->outer_shape[k]);
   job->inner = 1;
-  for (int32_t k = 0; k < job->inner_nd; ++k) job->inner *= job->inner_shape[k];
+  for (int32_t k = 0; k < job->inner_nd; ++k)
+    job->inner = ct_size_mul(job->inner, job->inner_shape[k]);
   for (int32_t i = 0; i < CT_NB_P; ++i) job->base[i] = ops[i] ? ct_tensor_base(ops[i]) : NULL;
   /* grad_weight, grad_bias */
   if (outs && mode != CT_NB_SOFTMAX && mode != CT_NB_LOG_SOFTMAX && mode != CT_NB_BATCH_TRAIN) {
@@ -305,7 +309,7 @@ static int ct_nb_prepare(const ct_kernel_call* call, ct_nb_mode mode, double def
 
 static uint64_t ct_nb_workspace_bytes(const ct_nb_job* job) {
   if (!ct_nb_has_partials(job->mode) || job->rows == 0) return 0;
-  return (uint64_t)job->blocks * 2u * (uint64_t)job->params * sizeof(double);
+  return (uint64_t)ct_size_mul(ct_size_mul(job->blocks, 2 * (int64_t)sizeof(double)), job->params);
 }
 
 /* Loops over the elements of one row: BODY sees element offsets x, g, y, w, b and p. */
@@ -873,6 +877,11 @@ static int ct_nb_workspace_mode(const ct_kernel_call* call, ct_nb_mode mode, uin
   ct_nb_prepare(call, mode, 0.0, &job);
   *bytes = ct_nb_workspace_bytes(&job);
   *alignment = 64;
+  if (job.rows == CT_SIZE_TOO_LARGE || job.inner == CT_SIZE_TOO_LARGE ||
+      *bytes == (uint64_t)CT_SIZE_TOO_LARGE) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: the element counts overflow int64",
+                        call->schema->name);
+  }
   return CT_OK;
 }
 static int ct_nb_workspace_layer(const ct_kernel_call* call, uint64_t* bytes, uint64_t* align) {

@@ -115,14 +115,14 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
     const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                          \
                            ? w0 + (job->window.kernel[1] - 1) * dw + 1                             \
                            : job->w;                                                               \
-    if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                                     \
-    if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                                     \
+    h0 = ct_pool_first_tap(h0, dh);                                                                \
+    w0 = ct_pool_first_tap(w0, dw);                                                                \
     if (h0 >= h1 || w0 >= w1) return -1; /* only padding: the output is -inf, a constant */        \
     int64_t best = h0 * job->w + w0;                                                               \
     C result = (C) - INFINITY;                                                                     \
-    for (int64_t ih = h0; ih < h1; ih += dh) {                                                     \
+    for (int64_t ih = h0; ih < h1; ih = ct_pool_next_tap(ih, dh, h1)) {                            \
       const T* row = x + ih * job->xs[2];                                                          \
-      for (int64_t iw = w0; iw < w1; iw += dw) {                                                   \
+      for (int64_t iw = w0; iw < w1; iw = ct_pool_next_tap(iw, dw, w1)) {                          \
         const C v = ct_load_##SFX(row[iw * job->xs[3]]);                                           \
         if (v > result || isnan(v)) {                                                              \
           result = v;                                                                              \
@@ -425,7 +425,11 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
                               call->schema->name);                                                 \
         }                                                                                          \
       }                                                                                            \
-      *bytes = (uint64_t)elements * sizeof(float);                                                 \
+      if (!ct_checked_mul_i64(elements, (int64_t)sizeof(float), &elements)) {                      \
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: the workspace overflows int64",           \
+                            call->schema->name);                                                   \
+      }                                                                                            \
+      *bytes = (uint64_t)elements;                                                                 \
     }                                                                                              \
     return CT_OK;                                                                                  \
   }                                                                                                \
@@ -436,9 +440,12 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
     const int64_t planes = ct_pool_bw_planes(call, &job);                                          \
     if (planes == 0 || job.h * job.w == 0) return CT_OK;                                           \
     job.acc = call->workspace;                                                                     \
-    const int64_t window = mode == CT_POOL_ADAPTIVE ? (job.h / job.oh + 1) * (job.w / job.ow + 1)  \
-                                                    : job.window.kernel[0] * job.window.kernel[1]; \
-    ct_cpu_parallel_for(planes, job.oh * job.ow * window + job.h * job.w,                          \
+    /* An empty grad_out (output size 0) leaves grad_input all zeros: no window to divide by. */   \
+    const int64_t window = mode != CT_POOL_ADAPTIVE                                                \
+                               ? ct_size_mul(job.window.kernel[0], job.window.kernel[1])           \
+                           : job.oh * job.ow == 0 ? 0                                              \
+                                                  : (job.h / job.oh + 1) * (job.w / job.ow + 1);   \
+    ct_cpu_parallel_for(planes, ct_size_add(ct_size_mul(job.oh * job.ow, window), job.h * job.w),  \
                         ct_cpu_pool_bw_planes_##SFX, &job);                                        \
     return CT_OK;                                                                                  \
   }                                                                                                \

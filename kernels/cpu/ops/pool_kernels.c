@@ -119,7 +119,7 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
   static void ct_pool_inner_columns_##SFX(const ct_pool_job* job, int64_t* first, int64_t* last) { \
     const int64_t sw = job->window.stride[1], pw = job->window.padding[1];                         \
     const int64_t reach = (job->window.kernel[1] - 1) * job->window.dilation[1] + 1;               \
-    int64_t a = (pw + sw - 1) / sw;                                                                \
+    int64_t a = pw / sw + (pw % sw != 0);                                                          \
     int64_t b = job->w + pw >= reach ? (job->w + pw - reach) / sw + 1 : 0;                         \
     if (b > job->ow) b = job->ow;                                                                  \
     if (a > b) a = b;                                                                              \
@@ -147,12 +147,12 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
           int64_t h0 = oh * job->window.stride[0] - job->window.padding[0];                        \
           const int64_t reach = h0 + (job->window.kernel[0] - 1) * dh + 1;                         \
           const int64_t h1 = reach < job->h ? reach : job->h;                                      \
-          if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                               \
+          h0 = ct_pool_first_tap(h0, dh);                                                          \
           for (int64_t b0 = inner_first; b0 < inner_last; b0 += CT_POOL_BLOCK) {                   \
             const int64_t len = inner_last - b0 < CT_POOL_BLOCK ? inner_last - b0 : CT_POOL_BLOCK; \
             C r[CT_POOL_BLOCK];                                                                    \
             for (int64_t j = 0; j < len; ++j) r[j] = (C) - INFINITY;                               \
-            for (int64_t ih = h0; ih < h1; ih += dh) {                                             \
+            for (int64_t ih = h0; ih < h1; ih = ct_pool_next_tap(ih, dh, h1)) {                    \
               ct_pool_max_row_##SFX(                                                               \
                   x + ih * job->xs[2] + b0 * job->window.stride[1] - job->window.padding[1],       \
                   job->window.stride[1], job->window.dilation[1], job->window.kernel[1], len, r);  \
@@ -177,11 +177,11 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
             const int64_t w1 = w0 + (job->window.kernel[1] - 1) * dw + 1 < job->w                  \
                                    ? w0 + (job->window.kernel[1] - 1) * dw + 1                     \
                                    : job->w;                                                       \
-            if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                             \
-            if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                             \
+            h0 = ct_pool_first_tap(h0, dh);                                                        \
+            w0 = ct_pool_first_tap(w0, dw);                                                        \
             result = (C) - INFINITY;                                                               \
-            for (int64_t ih = h0; ih < h1; ih += dh) {                                             \
-              for (int64_t iw = w0; iw < w1; iw += dw) {                                           \
+            for (int64_t ih = h0; ih < h1; ih = ct_pool_next_tap(ih, dh, h1)) {                    \
+              for (int64_t iw = w0; iw < w1; iw = ct_pool_next_tap(iw, dw, w1)) {                  \
                 const C v = ct_load_##SFX(x[ih * job->xs[2] + iw * job->xs[3]]);                   \
                 if (v > result || isnan(v)) result = v;                                            \
               }                                                                                    \
@@ -232,9 +232,11 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
     const int64_t n = call->inputs[0]->ndim == 4 ? call->inputs[0]->shape[0] : 1;                  \
     const int64_t planes = n * job.channels, per_plane = job.oh * job.ow;                          \
     if (planes == 0 || per_plane == 0) return CT_OK;                                               \
-    const int64_t window = mode == CT_POOL_ADAPTIVE ? (job.h / job.oh + 1) * (job.w / job.ow + 1)  \
-                                                    : job.window.kernel[0] * job.window.kernel[1]; \
-    ct_cpu_parallel_for(planes, per_plane * window, ct_cpu_pool_planes_##SFX, &job);               \
+    /* The cost per plane, a threading hint: saturating, kernels may be as large as int64. */      \
+    const int64_t window = mode == CT_POOL_ADAPTIVE                                                \
+                               ? (job.h / job.oh + 1) * (job.w / job.ow + 1)                       \
+                               : ct_size_mul(job.window.kernel[0], job.window.kernel[1]);          \
+    ct_cpu_parallel_for(planes, ct_size_mul(per_plane, window), ct_cpu_pool_planes_##SFX, &job);   \
     return CT_OK;                                                                                  \
   }                                                                                                \
   static int ct_cpu_max_pool2d_##SFX(const ct_kernel_call* call) {                                 \
@@ -276,15 +278,15 @@ CT_POOL_TYPES(CT_POOL_DEFINE)
         int64_t h0 = oh * win->stride[0] - win->padding[0];                              \
         const int64_t reach_h = h0 + (win->kernel[0] - 1) * dh + 1;                      \
         const int64_t h1 = reach_h < job->h ? reach_h : job->h;                          \
-        if (h0 < 0) h0 += (dh - 1 - h0) / dh * dh;                                       \
+        h0 = ct_pool_first_tap(h0, dh);                                                  \
         for (int64_t ow = 0; ow < job->ow; ++ow) {                                       \
           int64_t w0 = ow * win->stride[1] - win->padding[1];                            \
           const int64_t reach_w = w0 + (win->kernel[1] - 1) * dw + 1;                    \
           const int64_t w1 = reach_w < job->w ? reach_w : job->w;                        \
-          if (w0 < 0) w0 += (dw - 1 - w0) / dw * dw;                                     \
+          w0 = ct_pool_first_tap(w0, dw);                                                \
           T result = lowest;                                                             \
-          for (int64_t ih = h0; ih < h1; ih += dh) {                                     \
-            for (int64_t iw = w0; iw < w1; iw += dw) {                                   \
+          for (int64_t ih = h0; ih < h1; ih = ct_pool_next_tap(ih, dh, h1)) {            \
+            for (int64_t iw = w0; iw < w1; iw = ct_pool_next_tap(iw, dw, w1)) {          \
               const T v = x[ih * job->xs[2] + iw * job->xs[3]];                          \
               result = v > result ? v : result;                                          \
             }                                                                            \

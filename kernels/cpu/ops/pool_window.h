@@ -51,4 +51,22 @@ static inline void ct_pool_read_window(const ct_attr_value* attrs, ct_pool_mode 
   }
 }
 
+/* The first tap start + j * dilation (j >= 0) that is not before 0: where a window that begins
+ * in the padding first reads the input. Written without start's negation plus dilation, which
+ * overflows for a dilation near INT64_MAX. */
+static inline int64_t ct_pool_first_tap(int64_t start, int64_t dilation) {
+  if (start >= 0) return start;
+  /* before is at most the padding, whose double fits (infer checks); taps * dilation is below
+   * before + dilation, and so below twice the larger of the two */
+  const int64_t before = -start;
+  const int64_t taps = before / dilation + (before % dilation != 0);
+  return start + taps * dilation;
+}
+
+/* The tap after i (< end) at distance `dilation`, or end when that is past it: the loops over a
+ * window's taps step this way, since i + dilation may overflow for a dilation near INT64_MAX. */
+static inline int64_t ct_pool_next_tap(int64_t i, int64_t dilation, int64_t end) {
+  return end - i > dilation ? i + dilation : end;
+}
+
 #endif /* CTENSOR_CPU_POOL_WINDOW_H_ */

@@ -146,7 +146,9 @@ static int ct_cpu_slice_run(const ct_kernel_call* call) {
   for (int32_t k = 0; k < x->ndim; ++k) {
     if (lengths[k] == 0) return CT_OK;
     base += first[k] * xs[k];
-    xs[k] *= steps[k];
+    /* One element: its step is never taken (and may be any int64, whose product with the byte
+     * stride could overflow). More: |step| < extent, so the product fits as the view did. */
+    xs[k] = lengths[k] > 1 ? xs[k] * steps[k] : 0;
   }
   ct_copy_raw(call->kernel_data, x->ndim, out->shape, base, xs, ct_tensor_base(out), os);
   return CT_OK;
@@ -388,8 +390,11 @@ static void ct_tri_rows(int64_t begin, int64_t end, void* context) {
       src += index * ct_tensor_stride(x, k) * itemsize;
       dst += index * ct_tensor_stride(out, k) * itemsize;
     }
-    /* tril keeps columns j <= i + k; triu keeps j >= i + k. */
-    int64_t edge = c->lower ? i + c->k + 1 : i + c->k;
+    /* tril keeps columns j <= i + k; triu keeps j >= i + k. i + k saturates: any k beyond
+     * the matrix keeps or zeroes whole rows, as NumPy does for every int64 k. */
+    int64_t edge;
+    if (__builtin_add_overflow(i, c->k, &edge)) edge = c->k > 0 ? INT64_MAX : INT64_MIN;
+    if (c->lower && edge < INT64_MAX) ++edge;
     if (edge < 0) edge = 0;
     if (edge > cols) edge = cols;
     const int64_t keep_begin = c->lower ? 0 : edge, keep_end = c->lower ? edge : cols;
@@ -432,17 +437,17 @@ typedef struct ct_pad_kernel {
   ct_pad_store_fn store;
 } ct_pad_kernel;
 
-#define CT_PAD_STORE_INT(A, SFX, T, C, U, ID)                                            \
-  static int ct_pad_store_##SFX(double v, void* dst) {                                   \
-    const bool is_unsigned = (T) ~(T)0 > (T)0;                                           \
-    const T lo = is_unsigned ? (T)0 : (T)((T)1 << (sizeof(T) * 8 - 1));                  \
-    const T hi = (T)~lo;                                                                 \
-    if (!(v >= (double)lo && v < (double)hi + 1.0)) {                                    \
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT,                                     \
-                          "pad: value %g does not fit in the array's integer dtype", v); \
-    }                                                                                    \
-    *(T*)dst = (is_unsigned && v >= 0x1p63) ? (T)(uint64_t)v : (T)(int64_t)v;            \
-    return CT_OK;                                                                        \
+#define CT_PAD_STORE_INT(A, SFX, T, C, U, ID)                                             \
+  static int ct_pad_store_##SFX(double v, void* dst) {                                    \
+    const bool is_unsigned = (T) ~(T)0 > (T)0;                                            \
+    const T hi = is_unsigned ? (T) ~(T)0 : (T)(((uint64_t)1 << (sizeof(T) * 8 - 1)) - 1); \
+    const T lo = is_unsigned ? (T)0 : (T)(-hi - 1);                                       \
+    if (!(v >= (double)lo && v < (double)hi + 1.0)) {                                     \
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT,                                      \
+                          "pad: value %g does not fit in the array's integer dtype", v);  \
+    }                                                                                     \
+    *(T*)dst = (is_unsigned && v >= 0x1p63) ? (T)(uint64_t)v : (T)(int64_t)v;             \
+    return CT_OK;                                                                         \
   }
 #define CT_PAD_STORE_FLOAT(A, SFX, T, C, U, ID)        \
   static int ct_pad_store_##SFX(double v, void* dst) { \

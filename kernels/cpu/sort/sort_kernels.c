@@ -142,14 +142,30 @@ typedef int64_t* (*ct_sort_lane_fn)(const char* x, int64_t step, int64_t n, int 
  * buckets (n >= CT_BUCKET_MIN_LANE, 4- and 8-byte keys) at least keys, keys2 and the bucket
  * sort's bytes for `threads` threads. */
 static int64_t ct_sort_slot_bytes(int64_t n, int64_t keysize, int threads) {
-  const int64_t keys = (n * keysize + 63) / 64 * 64;
-  int64_t bytes = 2 * keys + 2 * ((n * 8 + 63) / 64 * 64) + CT_RADIX_HIST_BYTES;
+  /* Saturating (CT_SIZE_TOO_LARGE): a lane too long to sort yields a size no workspace has. */
+  const int64_t keys = ct_size_round_up(ct_size_mul(n, keysize), 64);
+  const int64_t idx = ct_size_round_up(ct_size_mul(n, 8), 64);
+  int64_t bytes =
+      ct_size_add(ct_size_add(ct_size_mul(2, keys), ct_size_mul(2, idx)), CT_RADIX_HIST_BYTES);
   if (n >= CT_BUCKET_MIN_LANE && keysize >= 4) {
-    const int64_t bucket =
-        2 * keys + CT_BUCKET_SHARED_BYTES + (int64_t)threads * CT_BUCKET_THREAD_BYTES;
+    const int64_t bucket = ct_size_add(ct_size_add(ct_size_mul(2, keys), CT_BUCKET_SHARED_BYTES),
+                                       (int64_t)threads * CT_BUCKET_THREAD_BYTES);
     if (bucket > bytes) bytes = bucket;
   }
   return bytes;
+}
+
+/* The workspace of `slots` slots of `slot_bytes`, or CT_ERROR_SIZE_OVERFLOW. */
+static int ct_sort_workspace_bytes(const ct_kernel_call* call, int64_t slots, int64_t slot_bytes,
+                                   uint64_t* bytes) {
+  const int64_t total = ct_size_mul(slots, slot_bytes);
+  if (total == CT_SIZE_TOO_LARGE) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: the scratch space to sort %lld elements does not fit in int64 bytes",
+                        call->schema->name, (long long)ct_tensor_numel(call->inputs[0]));
+  }
+  *bytes = (uint64_t)total;
+  return CT_OK;
 }
 
 /* sort of one lane of a 4- or 8-byte dtype into out (step out_step): the keys alone are sorted,
@@ -246,15 +262,20 @@ static int64_t ct_topk_cap(int64_t k) {
 }
 static int64_t ct_topk_thread_bytes(int64_t k, int64_t keysize) {
   const int64_t cap = ct_topk_cap(k);
-  return (cap * keysize + 63) / 64 * 64 + cap * 8;
+  return ct_size_add(ct_size_round_up(ct_size_mul(cap, keysize), 64), ct_size_mul(cap, 8));
 }
 
 /* Slot bytes the one-pass topk needs: every thread's candidates, then all threads' k candidates
  * together (keys, indices) and a second buffer of k of each for the final sort. */
 static int64_t ct_topk_bytes(int64_t k, int64_t keysize, int threads) {
-  const int64_t merged = (threads * k * keysize + 63) / 64 * 64 + threads * k * 8;
-  const int64_t second = (k * keysize + 63) / 64 * 64 + k * 8;
-  return threads * ct_topk_thread_bytes(k, keysize) + merged + second;
+  /* Saturating: too large a k yields a size above any slot, so the one-pass topk is not used. */
+  const int64_t tk = ct_size_mul(threads, k);
+  const int64_t merged =
+      ct_size_add(ct_size_round_up(ct_size_mul(tk, keysize), 64), ct_size_mul(tk, 8));
+  const int64_t second =
+      ct_size_add(ct_size_round_up(ct_size_mul(k, keysize), 64), ct_size_mul(k, 8));
+  return ct_size_add(ct_size_add(ct_size_mul(threads, ct_topk_thread_bytes(k, keysize)), merged),
+                     second);
 }
 
 /* ----- topk of short lanes with a small k: the k best kept in order ----- */
@@ -269,7 +290,7 @@ static int64_t ct_topk_bytes(int64_t k, int64_t keysize, int threads) {
 
 /* The small topk's slot: the k best keys (rounded to 64 bytes), then their indices. */
 static inline int64_t ct_topk_small_keys_bytes(int64_t k, int64_t keysize) {
-  return (k * keysize + 63) / 64 * 64;
+  return ct_size_round_up(ct_size_mul(k, keysize), 64);
 }
 
 typedef void (*ct_topk_small_fn)(const char* x, int64_t step, int64_t n, int64_t k, int largest,
@@ -416,7 +437,7 @@ static int ct_sort_run(const ct_kernel_call* call, int32_t axis_attr, int descen
   }
   if (topk_small && !job.topk_lane && values && indices && k < job.n && k <= CT_TOPK_SMALL_K &&
       k <= job.n / CT_TOPK_SMALL_FRACTION &&
-      ct_topk_small_keys_bytes(k, job.itemsize) + k * 8 <= job.slot_bytes) {
+      ct_size_add(ct_topk_small_keys_bytes(k, job.itemsize), ct_size_mul(k, 8)) <= job.slot_bytes) {
     job.topk_small = topk_small;
   }
   const int64_t room = (int64_t)(call->workspace_size / (uint64_t)job.slot_bytes);
@@ -450,8 +471,8 @@ static int ct_sort_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64
   *bytes = 64;
   if (lanes > 0) {
     const int threads = ct_sort_lane_threads(lanes, n);
-    *bytes = (uint64_t)ct_sort_slots(lanes, n) *
-             (uint64_t)ct_sort_slot_bytes(n, ct_dtype_size(x->dtype), threads);
+    return ct_sort_workspace_bytes(call, ct_sort_slots(lanes, n),
+                                   ct_sort_slot_bytes(n, ct_dtype_size(x->dtype), threads), bytes);
   }
   return CT_OK;
 }
@@ -565,8 +586,9 @@ static int ct_uqm_outputs(const ct_kernel_call* call, int64_t groups, void** val
 static int ct_uqm_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
   const ct_tensor* x = call->inputs[0];
   *alignment = 64;
-  *bytes = 64 + (uint64_t)ct_sort_slot_bytes(ct_tensor_numel(x), ct_dtype_size(x->dtype), 1);
-  return CT_OK;
+  return ct_sort_workspace_bytes(
+      call, 1, ct_size_add(64, ct_sort_slot_bytes(ct_tensor_numel(x), ct_dtype_size(x->dtype), 1)),
+      bytes);
 }
 
 /* ----- argpartition: the stable ascending argsort, a valid partition for every kth ----- */
