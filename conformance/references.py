@@ -1,8 +1,9 @@
 """Reference results. NUMPY holds a float64 NumPy reference per op (floats arrive as float64
-values, integers and bools as themselves; results are cast to the output dtype by the caller).
-TORCH holds the deep-learning ops NumPy has no equivalent for, computed by PyTorch in float64;
-they are used for the built-in CPU backend only: for any other backend those ops are compared
-with the built-in CPU backend (see runner.reference_source).
+values, integers and bools as themselves; results are cast to the output dtype by the caller);
+the deep-learning ops NumPy has no function for (convolutions, pooling, interpolate and their
+backward operators) are in nn_references.py, which registers them here. TORCH holds PyTorch's
+float64 results of those ops: a second opinion, used only where torch is installed (see
+runner._second_opinion).
 
 Every function takes (inputs, attrs, out_dtypes) -- attrs with the schema's defaults filled in --
 and returns the list of outputs."""
@@ -958,7 +959,7 @@ def _rotary_embedding(ins, attrs, out):  # noqa: ANN001, ANN202
     return [np.concatenate([rotated, x[..., 2 * half :]], axis=-1)]
 
 
-# ------------------------------------------------------------------ torch (CPU backend only) -----
+# ------------------------------------------------------------------ torch (second opinion) -------
 
 
 def _torch():  # noqa: ANN202
@@ -1791,3 +1792,7 @@ def _arange(ins, attrs, out):  # noqa: ANN001, ANN202
         v = np.float64(start) + i * np.float64(step)
         return [v if out[0] == "float64" else v.astype(np.float32)]
     return [np.int64(start) + np.arange(length, dtype=np.int64) * np.int64(step)]
+
+
+# The deep-learning ops' NumPy references register themselves in NUMPY.
+from . import nn_references  # noqa: E402, F401

@@ -110,11 +110,46 @@ def signature_labels(spec: OpSpec) -> dict[tuple, str]:
 
 
 def reference_source(op: str, backend: str) -> str:
-    """'numpy' where references.NUMPY has the op; otherwise the built-in CPU backend ('cpu'),
-    except for the CPU backend itself, which is compared with PyTorch ('torch')."""
+    """'numpy' where references.NUMPY has the op (every op but the backward operators that only
+    gradient checks reach); otherwise the built-in CPU backend ('cpu'), except for the CPU
+    backend itself, which is compared with PyTorch ('torch')."""
     if op in references.NUMPY:
         return "numpy"
     return "torch" if backend == "cpu" else "cpu"
+
+
+#: Whether torch imported, once per process (None: not tried yet).
+_TORCH: list = []
+
+
+def _torch_available() -> bool:
+    if not _TORCH:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            _TORCH.append(False)
+        else:
+            _TORCH.append(True)
+    return _TORCH[0]
+
+
+def _second_opinion(spec: OpSpec, case: Case, outcome, result) -> None:  # noqa: ANN001
+    """Where torch is installed, the ops references.TORCH has are compared with torch's float64
+    result too: a kernel must meet both references (a disagreement names torch)."""
+    if result.reference != "numpy" or spec.name not in references.TORCH:
+        return
+    if not _torch_available():
+        return
+    expected = _reference(spec, case, "torch", outcome.infos)
+    scale = 0.0
+    if tolerance_class(spec.name) == "accumulating":
+        scale = input_scale(spec.name, case.values())
+    for i, (actual, (dtype, _)) in enumerate(zip(decoded(outcome), outcome.infos, strict=False)):
+        if actual is None or actual.shape != expected[i].shape:
+            continue
+        ok, text, _ = compare(actual, expected[i], dtype, spec.name, scale, [])
+        if not ok:
+            result.fail("numerics", f"output {i} against torch (second opinion): {text}", case)
 
 
 def _reference(spec: OpSpec, case: Case, source: str, infos: list) -> list:
@@ -255,6 +290,7 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
             result.fail("reference", f"{type(e).__name__}: {e}", case)
             continue
         _check_numerics(spec, case, outcome, expected, result)
+        _second_opinion(spec, case, outcome, result)
     probe = max(cases, key=_probe_rank)
     for check, reason in abi_checks.bad_input_checks(spec, probe, target):
         result.fail(check, reason, probe)
