@@ -10,7 +10,10 @@ An entry may give:
   domains  {input index: domain} where a domain is a name in cases.DOMAINS or a tuple
            ("index", low, high) / ("range", low, high);
   edges    False: no edge values mixed in (ops whose edge semantics the reference cannot state,
-           or where indices must stay valid).
+           or where indices must stay valid);
+  no_broadcast  input indices never given the broadcast layout (a normalisation's x: rows
+           constant along the normalised axes have variance 0, and 1/sqrt(eps) then magnifies
+           the rounding of their mean beyond any fixed tolerance).
 """
 
 from __future__ import annotations
@@ -1001,3 +1004,14 @@ GRADIENT_DOMAINS: dict[str, dict] = {
 }
 # conv2d's two backward operators take the same operands.
 OPS["conv2d_backward_weight"] = OPS["conv2d_backward_input"]
+
+# Normalisations: x (forward input 0, backward input 1) never constant along an axis.
+for _name in ["batch_norm", "group_norm", "layer_norm", "rms_norm", "batch_norm_training"]:
+    OPS[_name]["no_broadcast"] = (0,)
+for _name in [
+    "batch_norm_backward",
+    "group_norm_backward",
+    "layer_norm_backward",
+    "rms_norm_backward",
+]:
+    OPS[_name]["no_broadcast"] = (1,)
