@@ -23,6 +23,7 @@ __all__ = [
     "version_checks",
     "bad_input_checks",
     "thread_check",
+    "allocator_failure_checks",
 ]
 
 #: CT_PLUGIN_ABI_MAJOR of ctensor_plugin.h, the plugin ABI this suite checks against.
@@ -241,6 +242,10 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
         free_placed(device, placed, execution)
         if shrink and execution.workspace[0] == 0:
             return  # asks for no workspace: nothing can be too small
+        if execution.status != 0 and not execution.message:
+            problems.append(
+                ("error_message", f"{name}: {status_name(execution.status)} with no message")
+            )
         if execution.status != expected:
             problems.append(
                 (
@@ -380,3 +385,70 @@ def thread_check(spec: OpSpec, case, target, serial=None) -> list[tuple[str, str
             ):
                 return [("threads", f"thread {i} computed another result than a serial run")]
     return []
+
+
+# ---------------------------------------------------------------------- allocator failure -----
+
+
+def allocator_failure_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: ANN001
+    """Dynamic ops: the caller's allocator fails on each output in turn. The kernel must return
+    the allocator's status (CT_ERROR_OUT_OF_MEMORY) with a message, ask for nothing more after
+    the failure (what it got is the caller's to free; anything more would leak) and write
+    neither the failed output's buffer nor the inputs."""
+    if not spec.is_dynamic:
+        return []
+    problems: list[tuple[str, str]] = []
+    n = len(spec.outputs) if not spec.variadic_output else None
+    index = 0
+    while n is None or index < n:
+        placed = place_case(spec, case, target.device)
+        if placed.infer_status != 0:
+            free_placed(target.device, placed, None)
+            return problems
+        n = len(placed.infos)
+        if index >= n:
+            free_placed(target.device, placed, None)
+            break
+        execution = execute(
+            spec,
+            target.device,
+            placed.inputs,
+            [],
+            case.attrs,
+            target.backend,
+            dynamic_outputs=n,
+            fail_output=index,
+        )
+        alloc = execution.allocator
+        what = f"the allocator failing on output {index}"
+        if alloc.decoy is not None:
+            if execution.status != lib.CT_ERROR_OUT_OF_MEMORY:
+                problems.append(
+                    (
+                        "allocator_failure",
+                        f"{what}: expected CT_ERROR_OUT_OF_MEMORY, got "
+                        f"{status_name(execution.status)}",
+                    )
+                )
+            elif not execution.message:
+                problems.append(("error_message", f"{what}: CT_ERROR_OUT_OF_MEMORY, no message"))
+            if alloc.after_failure:
+                problems.append(
+                    (
+                        "allocator_failure",
+                        f"{what}: {alloc.after_failure} more allocation(s) asked for after it",
+                    )
+                )
+            t = alloc.decoy
+            if not np.array_equal(target.device.read(t.buffer), t.expected):
+                problems.append(
+                    ("allocator_failure", f"{what}: wrote into output {index} all the same")
+                )
+        for k, t in enumerate(placed.inputs):
+            if t is not None and not np.array_equal(target.device.read(t.buffer), t.expected):
+                problems.append(("allocator_failure", f"{what}: input {k} was modified"))
+        free_placed(target.device, placed, execution)
+        index += 1
+        if problems:
+            break
+    return problems

@@ -43,6 +43,8 @@ CHECKS = (
     "threads",
     "inplace",
     "allocator",
+    "allocator_failure",
+    "error_message",
     "gradient",
 )
 
@@ -302,13 +304,19 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
     probe = max(cases[:small] or cases, key=_probe_rank)
     for check, reason in abi_checks.bad_input_checks(spec, probe, target):
         result.fail(check, reason, probe)
+    for check, reason in abi_checks.allocator_failure_checks(spec, probe, target):
+        result.fail(check, reason, probe)
     for check, reason in abi_checks.thread_check(spec, big, target, big_outcome):
         result.fail(check, reason, big)
     _check_inplace(spec, cases[:small], target, result)
     if target.case_seed is None:
         check_gradient(spec, signature, target, result, target.backward_runs)
     for check in CHECKS:
-        if check == "allocator" and not spec.is_dynamic or check in ("inplace", "gradient"):
+        if (
+            check in ("allocator", "allocator_failure")
+            and not spec.is_dynamic
+            or check in ("inplace", "gradient")
+        ):
             continue
         result.checks.setdefault(check, PASS)
     if unchecked and result.status == PASS:
