@@ -179,7 +179,7 @@ def input_scale(op: str, inputs: list) -> float:
     complex; squared for var, whose terms are squares)."""
     scale = 0.0
     for a in inputs:
-        if a is not None and a.size and a.dtype.kind in "fiuc":
+        if a is not None and a.size and a.dtype.kind in "fiucb":  # bools count as 0 and 1
             v = np.abs(a) if a.dtype.kind == "c" else np.abs(a.astype(np.float64))
             scale = max(scale, float(np.max(v[np.isfinite(v)], initial=0.0)))
     return scale * scale if op == "var" else scale
