@@ -356,19 +356,40 @@ def _complex(view) -> None:  # noqa: ANN001
 # ---------------------------------------------------------------------- threads ---------------
 
 
+def _revalued(spec: OpSpec, case, index: int):  # noqa: ANN001, ANN202
+    """The case with other values (same shapes, layouts and attributes): what thread `index`
+    of the concurrency check runs, so that a kernel sharing state between calls (a static
+    scratch buffer) mixes up distinct results instead of writing identical bytes."""
+    from .cases import build
+    from .op_table import OPS
+
+    flat = [None if a is None else tuple(a.shape) for a in case.inputs]
+    entry = OPS.get(spec.name, {})
+    seed = (case.seed * 31 + index) & 0xFFFFFFFF
+    return build(
+        spec, case.signature, case.index, seed, flat, case.attrs, entry, 0, 0, case.layouts
+    )
+
+
 def thread_check(spec: OpSpec, case, target, serial=None) -> list[tuple[str, str]]:  # noqa: ANN001
-    """The case run from `target.threads` threads at once, each with its own buffers, must give
-    what a serial run (`serial`, the case's outcome already at hand, else run here) gives."""
+    """`target.threads` threads run the case at once, thread i with its own buffers and its own
+    values (thread 0 the case itself, the others the case re-drawn); each must give the bytes a
+    serial run of its values gives (`serial`: the case's outcome already at hand)."""
     if serial is None:
         serial = run_case(spec, case, target.device, target.backend)
     if serial.violations:
         return []
+    variants = [case] + [_revalued(spec, case, i) for i in range(1, target.threads)]
+    serials = [serial]
+    for variant in variants[1:]:
+        outcome = run_case(spec, variant, target.device, target.backend)
+        serials.append(outcome if not outcome.violations else None)
     results: list = [None] * target.threads
     barrier = threading.Barrier(target.threads)
 
     def work(i: int) -> None:
         barrier.wait()
-        results[i] = run_case(spec, case, target.device, target.backend)
+        results[i] = run_case(spec, variants[i], target.device, target.backend)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(target.threads)]
     for t in threads:
@@ -376,14 +397,22 @@ def thread_check(spec: OpSpec, case, target, serial=None) -> list[tuple[str, str
     for t in threads:
         t.join()
     for i, r in enumerate(results):
+        if serials[i] is None:
+            continue  # these values are not a valid call of their own
         if r is None or r.violations:
             reason = r.violations[0][1] if r is not None else "the thread raised"
             return [("threads", f"thread {i}: {reason}")]
-        for a, b in zip(r.outputs, serial.outputs, strict=False):
+        for a, b in zip(r.outputs, serials[i].outputs, strict=False):
             if (a is None) != (b is None) or (
                 a is not None and (a.shape != b.shape or a.tobytes() != b.tobytes())
             ):
-                return [("threads", f"thread {i} computed another result than a serial run")]
+                return [
+                    (
+                        "threads",
+                        f"thread {i} computed another result than a serial run of its values "
+                        f"(calls overlapping on {target.threads} threads)",
+                    )
+                ]
     return []
 
 
