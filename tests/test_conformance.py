@@ -176,6 +176,9 @@ def build_plugin(out_dir: Path, planted_faults: bool) -> Path:
     assert compiler, "a C compiler is needed to build the example plugin"
     name = "libctensor_example_broken.so" if planted_faults else "libctensor_example.so"
     target = out_dir / name
+    include = ctensor.get_include()
+    if not os.path.exists(os.path.join(include, "ctensor_plugin.h")):  # an editable install
+        include = str(Path(__file__).resolve().parent.parent / "capi")
     command = [
         compiler,
         "-shared",
@@ -184,7 +187,7 @@ def build_plugin(out_dir: Path, planted_faults: bool) -> Path:
         "-o",
         str(target),
         str(EXAMPLE),
-        f"-I{ctensor.get_include()}",
+        f"-I{include}",
     ]
     if planted_faults:
         command.append("-DCT_EXAMPLE_PLANT_FAULTS")
