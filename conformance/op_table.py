@@ -465,7 +465,12 @@ OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- deep learning
     "adaptive_avg_pool2d": {
         "shapes": NCHW,
-        "attrs": [{"output_size": [4, 4]}, {"output_size": [3, 2]}, {"output_size": [1]}],
+        "attrs": [
+            {"output_size": [4, 4]},
+            {"output_size": [3, 2]},
+            {"output_size": [1]},
+            {"output_size": [5, 7]},  # windows overlapping
+        ],
     },
     "avg_pool2d": {
         "shapes": NCHW,
@@ -475,6 +480,9 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
             {"kernel_size": [2], "divisor_override": 3},
             {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
+            # every parameter a distinct (H, W) pair
+            {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0], "ceil_mode": True},
+            {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "divisor_override": 5},
         ],
     },
     "max_pool2d": {
@@ -484,6 +492,14 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
             {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
+            # every parameter a distinct (H, W) pair
+            {
+                "kernel_size": [3, 2],
+                "stride": [1, 2],
+                "padding": [1, 0],
+                "dilation": [2, 1],
+                "ceil_mode": True,
+            },
         ],
     },
     "conv2d": {
@@ -497,6 +513,7 @@ OPS: dict[str, dict] = {
             {"stride": [2], "padding": [1]},
             {"dilation": [2]},
             {"groups": 2, "padding": [1, 0]},
+            {"stride": [2, 1], "padding": [0, 2], "dilation": [1, 2]},  # distinct (H, W) pairs
         ],
     },
     "conv_transpose2d": {
@@ -505,6 +522,7 @@ OPS: dict[str, dict] = {
             {},
             {"stride": [2], "padding": [1], "output_padding": [1]},
             {"groups": 2, "dilation": [2]},
+            {"stride": [1, 2], "padding": [1, 0], "output_padding": [0, 1], "dilation": [2, 1]},
         ],
     },
     "conv2d_backward_input": {
@@ -709,6 +727,9 @@ OPS: dict[str, dict] = {
             {"size": [7, 5], "mode": "bilinear", "align_corners": True},
             {"scale_factor": [2.0]},
             {"scale_factor": [1.5], "mode": "bilinear"},
+            {"size": [4, 9]},  # nearest, shrinking one axis and growing the other
+            {"scale_factor": [1.7, 0.6], "mode": "bilinear"},
+            {"scale_factor": [3.0, 1.0], "mode": "bilinear", "align_corners": True},
         ],
     },
     # ------------------------------------------------------- random numbers and arange

@@ -333,6 +333,9 @@ CRASHING_PLUGIN = Path(__file__).resolve().parent / "c" / "crashing_plugin.c"
 def test_isolate_turns_a_crash_into_a_failure(tmp_path):
     source = CRASHING_PLUGIN
     plugin = tmp_path / "libcrasher.so"
+    include = ctensor.get_include()
+    if not os.path.exists(os.path.join(include, "ctensor_plugin.h")):  # an editable install
+        include = str(Path(__file__).resolve().parent.parent / "capi")
     subprocess.run(
         [
             shutil.which("cc") or "gcc",
@@ -341,7 +344,7 @@ def test_isolate_turns_a_crash_into_a_failure(tmp_path):
             "-o",
             str(plugin),
             str(source),
-            f"-I{ctensor.get_include()}",
+            f"-I{include}",
         ],
         check=True,
     )
@@ -578,10 +581,45 @@ def test_bfloat16_storage_rounds_to_nearest_even():
     assert np.isnan(back[3]) and back[4] == -np.inf and np.isfinite(back[5])
 
 
+def test_seeds_vary_shapes_and_layouts():
+    spec = next(OpSpec(o) for o in registry_json()["ops"] if o["name"] == "add")
+    first, second = (generate(spec, ("float32",) * 3, seed, 12) for seed in (0, 1))
+    assert {tuple(tuple(i.shape) for i in c.inputs) for c in first} != {
+        tuple(tuple(i.shape) for i in c.inputs) for c in second
+    }
+    assert [c.layouts for c in first] != [c.layouts for c in second]
+
+
+def test_reductions_run_every_axis_with_keepdims():
+    spec = next(OpSpec(o) for o in registry_json()["ops"] if o["name"] == "sum")
+    pairs = {
+        (tuple(c.attrs.get("axis") or ()), c.attrs.get("keepdims"))
+        for c in generate(spec, ("float32", "float32"), 0, 8)
+        if c.inputs[0].ndim == 3
+    }
+    for axis in ((0,), (1,), (2,), (-1,), (0, 2)):
+        assert {(axis, False), (axis, True)} <= pairs
+
+
+def test_large_and_long_cases():
+    from ctensor.conformance.cases import LARGE_ELEMENTS, large_cases
+
+    specs = {o["name"]: OpSpec(o) for o in registry_json()["ops"]}
+    (large,) = large_cases(specs["exp"], ("float32", "float32"), 0, 100)
+    assert LARGE_ELEMENTS[0] <= large.inputs[0].size and large.inputs[0].shape[-1] % 2 == 1
+    large, long = large_cases(specs["sum"], ("float32", "float32"), 0, 100)
+    assert max(long.inputs[0].shape) > 100_000 and long.index == 101
+    values = long.values()[0]
+    assert values.max() - values.min() <= 2.0**-10  # the narrow band
+    assert large_cases(specs["sum"], ("int32", "int64"), 0, 100)[0].inputs[0].size >= 10_000
+    conv = large_cases(specs["conv2d"], ("float32",) * 4, 0, 100)
+    assert conv and conv[0].inputs[0].size >= LARGE_ELEMENTS[0]
+
+
 def test_cases_are_reproducible_and_cover_layouts():
     spec = next(OpSpec(o) for o in registry_json()["ops"] if o["name"] == "add")
-    a = generate(spec, ("float32",) * 3, 7, 12)
-    b = generate(spec, ("float32",) * 3, 7, 12)
+    a = generate(spec, ("float32",) * 3, 7, 40)
+    b = generate(spec, ("float32",) * 3, 7, 40)
     assert [c.seed for c in a] == [c.seed for c in b]
     for x, y in zip(a, b, strict=True):
         for u, v in zip(x.inputs, y.inputs, strict=True):
