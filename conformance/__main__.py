@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import warnings
 
 from .isolate import run_isolated
 from .report import console, write_json
@@ -71,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
         help="run each op in its own process: a kernel that crashes fails its op "
         "(check 'crash') instead of ending the run",
     )
+    p.add_argument(
+        "--show-unsupported",
+        action="store_true",
+        help="also report (NOT_SUPPORTED) the ops the backend registers no kernel for",
+    )
     p.add_argument("--only-op", help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="print the summary only")
     return p
@@ -118,11 +125,45 @@ def _child_args(args: argparse.Namespace, backend: dict, device: str) -> list[st
         out += ["--xfails-file", args.xfails_file]
     for pattern in args.ops:
         out += ["--ops", pattern]
-    return out + (["--device-api"] if args.device_api else [])
+    return (
+        out
+        + (["--device-api"] if args.device_api else [])
+        + (["--show-unsupported"] if args.show_unsupported else [])
+    )
+
+
+def _shown_path(path: str) -> str:
+    """A plugin path as the console shows it: relative to the working directory when below it
+    (no machine-specific absolute paths in rerun commands), else as given."""
+    relative = os.path.relpath(path)
+    return relative if not relative.startswith("..") else path
+
+
+def rerun_command(args: argparse.Namespace, backend: dict, device: str) -> str:
+    """The command that reruns this backend's run: a plugin named by --plugin as the user wrote
+    it (relative paths stay relative); a discovered one by name (--backend finds it again on
+    CTENSOR_PLUGIN_PATH or where it is installed)."""
+    command = "python -m ctensor.conformance"
+    if backend.get("path"):
+        if args.plugin and not args.all:
+            command += f" --plugin {_shown_path(args.plugin)}"
+        else:
+            command += f" --backend {backend['name']}"
+    command += f" --device {device}"
+    if args.seed:
+        command += f" --seed {args.seed}"
+    if args.cases or args.preset:
+        command += f" --cases {PRESETS[args.preset] if args.preset else args.cases}"
+    return command
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Edge values (NaN, infinities, the largest values) make NumPy's references and conversions
+    # overflow or divide by zero on purpose, and empty reductions warn: expected, not news.
+    warnings.filterwarnings(
+        "ignore", category=RuntimeWarning, module=r"numpy\.|ctensor\.conformance"
+    )
     options = Options(
         ops=[p.strip() for arg in args.ops for p in arg.split(",") if p.strip()],
         skips=read_patterns(args.skips_file),
@@ -133,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         device_api=args.device_api,
         only_op=args.only_op,
         case_seed=args.case,
+        show_unsupported=args.show_unsupported,
     )
     runs: list[BackendRun] = []
     for backend, device in _targets(args):
@@ -141,16 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run = run_backend(backend, device, options)
         runs.append(run)
-        command = (
-            "python -m ctensor.conformance"
-            + (f" --plugin {backend['path']}" if backend.get("path") else "")
-            + f" --device {device}"
-        )
-        if args.seed:
-            command += f" --seed {args.seed}"
-        if args.cases or args.preset:
-            command += f" --cases {options.cases}"
-        text = console(run, command)
+        text = console(run, rerun_command(args, backend, device))
         print(text.split("\n\n")[-1] if args.quiet else text)
         print()
     if args.report:

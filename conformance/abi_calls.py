@@ -172,9 +172,15 @@ class TrackingAllocator:
     """A ct_allocator that records every call, places each output in a guarded buffer and keeps
     what the kernel asked for, so that the suite can say which allocations were handed back."""
 
-    def __init__(self, device, num_outputs: int):  # noqa: ANN001
+    def __init__(self, device, num_outputs: int, fail_output: int | None = None):  # noqa: ANN001
         self.device = device
         self.num_outputs = num_outputs
+        # The output whose (first) allocation fails with CT_ERROR_OUT_OF_MEMORY; the call still
+        # points data at a guarded decoy buffer, so that a kernel ignoring the status writes
+        # there (seen) instead of through NULL (a crash).
+        self.fail_output = fail_output
+        self.decoy: Tensor | None = None
+        self.after_failure = 0  # allocations asked for after the failed one
         self.calls: list[tuple[int, str, tuple[int, ...], int, int]] = []
         self.tensors: dict[int, list[Tensor]] = {}
         self.lock = threading.Lock()
@@ -194,9 +200,19 @@ class TrackingAllocator:
         shape = tuple(int(info.shape[k]) for k in range(max(0, min(info.ndim, 64))))
         with self.lock:
             self.calls.append((int(index), dtype, shape, int(device_type), int(device_id)))
+            if self.decoy is not None:
+                self.after_failure += 1
         if any(n < 0 for n in shape) or dtype.startswith("<"):
             return lib.CT_ERROR_INVALID_ARGUMENT
         t = place(self.device, dtype, shape, None, None)
+        if self.fail_output == int(index) and self.decoy is None:
+            handle = self.device.offset_handle(t.buffer, t.start)
+            if handle is None:
+                t = _place_at_zero(self.device, dtype, shape)
+                handle = t.buffer.handle
+            self.decoy = t
+            data[0] = handle
+            return lib.CT_ERROR_OUT_OF_MEMORY
         handle = self.device.offset_handle(t.buffer, t.start)
         if handle is None:  # a device without pointer arithmetic: no guard before
             t = _place_at_zero(self.device, dtype, shape)
@@ -251,17 +267,19 @@ def execute(
     workspace_shrink: int = 0,
     dynamic_outputs: int = 0,
     context_size: int | None = None,
+    fail_output: int | None = None,
 ) -> Execution:  # noqa: ANN001
     """Runs the op on placed tensors (None for absent inputs). Workspace ops get a guarded
     workspace of exactly the size they ask for (minus `workspace_shrink` bytes); dynamic ops a
     TrackingAllocator expecting `dynamic_outputs` outputs. `context_size` overrides the
-    context's struct_size (version negotiation checks)."""
+    context's struct_size (version negotiation checks); `fail_output` makes the allocator fail
+    on that output (TrackingAllocator)."""
     keep: list = []
     attr_array, num_attrs = _make_attrs(spec, attrs, keep)
     in_views = ffi.new("ct_tensor*[]", [t.view if t is not None else ffi.NULL for t in inputs] or 1)
     out_views = ffi.new("ct_tensor*[]", [t.view for t in outputs] or 1)
     n_out = len(outputs)
-    allocator = TrackingAllocator(device, dynamic_outputs) if spec.is_dynamic else None
+    allocator = TrackingAllocator(device, dynamic_outputs, fail_output) if spec.is_dynamic else None
     ctx = make_context(allocator, backend, keep)
     bytes_ = ffi.new("uint64_t*")
     align = ffi.new("uint64_t*")

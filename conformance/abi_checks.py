@@ -23,6 +23,7 @@ __all__ = [
     "version_checks",
     "bad_input_checks",
     "thread_check",
+    "allocator_failure_checks",
 ]
 
 #: CT_PLUGIN_ABI_MAJOR of ctensor_plugin.h, the plugin ABI this suite checks against.
@@ -241,6 +242,10 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
         free_placed(device, placed, execution)
         if shrink and execution.workspace[0] == 0:
             return  # asks for no workspace: nothing can be too small
+        if execution.status != 0 and not execution.message:
+            problems.append(
+                ("error_message", f"{name}: {status_name(execution.status)} with no message")
+            )
         if execution.status != expected:
             problems.append(
                 (
@@ -351,17 +356,40 @@ def _complex(view) -> None:  # noqa: ANN001
 # ---------------------------------------------------------------------- threads ---------------
 
 
-def thread_check(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: ANN001
-    """The case run from `target.threads` threads at once must give what a serial run gives."""
-    serial = run_case(spec, case, target.device, target.backend)
+def _revalued(spec: OpSpec, case, index: int):  # noqa: ANN001, ANN202
+    """The case with other values (same shapes, layouts and attributes): what thread `index`
+    of the concurrency check runs, so that a kernel sharing state between calls (a static
+    scratch buffer) mixes up distinct results instead of writing identical bytes."""
+    from .cases import build
+    from .op_table import OPS
+
+    flat = [None if a is None else tuple(a.shape) for a in case.inputs]
+    entry = OPS.get(spec.name, {})
+    seed = (case.seed * 31 + index) & 0xFFFFFFFF
+    return build(
+        spec, case.signature, case.index, seed, flat, case.attrs, entry, 0, 0, case.layouts
+    )
+
+
+def thread_check(spec: OpSpec, case, target, serial=None) -> list[tuple[str, str]]:  # noqa: ANN001
+    """`target.threads` threads run the case at once, thread i with its own buffers and its own
+    values (thread 0 the case itself, the others the case re-drawn); each must give the bytes a
+    serial run of its values gives (`serial`: the case's outcome already at hand)."""
+    if serial is None:
+        serial = run_case(spec, case, target.device, target.backend)
     if serial.violations:
         return []
+    variants = [case] + [_revalued(spec, case, i) for i in range(1, target.threads)]
+    serials = [serial]
+    for variant in variants[1:]:
+        outcome = run_case(spec, variant, target.device, target.backend)
+        serials.append(outcome if not outcome.violations else None)
     results: list = [None] * target.threads
     barrier = threading.Barrier(target.threads)
 
     def work(i: int) -> None:
         barrier.wait()
-        results[i] = run_case(spec, case, target.device, target.backend)
+        results[i] = run_case(spec, variants[i], target.device, target.backend)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(target.threads)]
     for t in threads:
@@ -369,12 +397,87 @@ def thread_check(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: 
     for t in threads:
         t.join()
     for i, r in enumerate(results):
+        if serials[i] is None:
+            continue  # these values are not a valid call of their own
         if r is None or r.violations:
             reason = r.violations[0][1] if r is not None else "the thread raised"
             return [("threads", f"thread {i}: {reason}")]
-        for a, b in zip(r.outputs, serial.outputs, strict=False):
+        for a, b in zip(r.outputs, serials[i].outputs, strict=False):
             if (a is None) != (b is None) or (
                 a is not None and (a.shape != b.shape or a.tobytes() != b.tobytes())
             ):
-                return [("threads", f"thread {i} computed another result than a serial run")]
+                return [
+                    (
+                        "threads",
+                        f"thread {i} computed another result than a serial run of its values "
+                        f"(calls overlapping on {target.threads} threads)",
+                    )
+                ]
     return []
+
+
+# ---------------------------------------------------------------------- allocator failure -----
+
+
+def allocator_failure_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # noqa: ANN001
+    """Dynamic ops: the caller's allocator fails on each output in turn. The kernel must return
+    the allocator's status (CT_ERROR_OUT_OF_MEMORY) with a message, ask for nothing more after
+    the failure (what it got is the caller's to free; anything more would leak) and write
+    neither the failed output's buffer nor the inputs."""
+    if not spec.is_dynamic:
+        return []
+    problems: list[tuple[str, str]] = []
+    n = len(spec.outputs) if not spec.variadic_output else None
+    index = 0
+    while n is None or index < n:
+        placed = place_case(spec, case, target.device)
+        if placed.infer_status != 0:
+            free_placed(target.device, placed, None)
+            return problems
+        n = len(placed.infos)
+        if index >= n:
+            free_placed(target.device, placed, None)
+            break
+        execution = execute(
+            spec,
+            target.device,
+            placed.inputs,
+            [],
+            case.attrs,
+            target.backend,
+            dynamic_outputs=n,
+            fail_output=index,
+        )
+        alloc = execution.allocator
+        what = f"the allocator failing on output {index}"
+        if alloc.decoy is not None:
+            if execution.status != lib.CT_ERROR_OUT_OF_MEMORY:
+                problems.append(
+                    (
+                        "allocator_failure",
+                        f"{what}: expected CT_ERROR_OUT_OF_MEMORY, got "
+                        f"{status_name(execution.status)}",
+                    )
+                )
+            elif not execution.message:
+                problems.append(("error_message", f"{what}: CT_ERROR_OUT_OF_MEMORY, no message"))
+            if alloc.after_failure:
+                problems.append(
+                    (
+                        "allocator_failure",
+                        f"{what}: {alloc.after_failure} more allocation(s) asked for after it",
+                    )
+                )
+            t = alloc.decoy
+            if not np.array_equal(target.device.read(t.buffer), t.expected):
+                problems.append(
+                    ("allocator_failure", f"{what}: wrote into output {index} all the same")
+                )
+        for k, t in enumerate(placed.inputs):
+            if t is not None and not np.array_equal(target.device.read(t.buffer), t.expected):
+                problems.append(("allocator_failure", f"{what}: input {k} was modified"))
+        free_placed(target.device, placed, execution)
+        index += 1
+        if problems:
+            break
+    return problems

@@ -159,6 +159,10 @@ def run_case(spec: OpSpec, case: Case, device, backend: str | None) -> Outcome: 
         out.violations.append(
             ("run", f"ct_op_run returned {status_name(execution.status)}: {execution.message}")
         )
+        if not execution.message:
+            out.violations.append(
+                ("error_message", f"{status_name(execution.status)} came with no message")
+            )
     _check_inputs(device, placed, out)
     if execution.workspace_overrun:
         out.violations.append(
@@ -194,6 +198,8 @@ def free_placed(device, placed: Placed, execution: Execution | None) -> None:  #
     if execution is not None and execution.allocator is not None:
         for ts in execution.allocator.tensors.values():
             tensors.extend(ts)
+    if execution is not None and execution.allocator is not None and execution.allocator.decoy:
+        tensors.append(execution.allocator.decoy)
     for t in tensors:
         device.free(t.buffer)
 

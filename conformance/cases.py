@@ -22,7 +22,7 @@ from .abi_calls import infer
 from .op_table import BINARY_SHAPES, GRADIENT_DOMAINS, OPS, UNARY_SHAPES
 from .tolerances import tolerance_class
 
-__all__ = ["Case", "generate", "LAYOUTS", "case_seed"]
+__all__ = ["Case", "generate", "large_cases", "LAYOUTS", "case_seed"]
 
 LAYOUTS = ("compact", "strided", "reversed", "broadcast", "transposed")
 #: Share of elements replaced by edge values.
@@ -63,6 +63,27 @@ def case_seed(seed: int, op: str, signature: tuple[str, ...], index: int) -> int
     return zlib.crc32(f"{seed}:{op}:{','.join(signature)}:{index}".encode())
 
 
+def _seeded_shape_sets(spec: OpSpec, entry: dict, seed: int) -> list:
+    """The table's shape sets, and for ops without a table entry for shapes (element-wise and
+    broadcasting ops), two more drawn from the suite seed: a random rank (1 to 4) and extents
+    (1 to 6), and for two inputs a random broadcasting pair (each dim 1 on either side, or a
+    missing leading dim). So --seed varies shapes, not only values."""
+    sets = list(_shape_sets(spec, entry))
+    if "shapes" in entry or len(spec.inputs) not in (1, 2):
+        return sets
+    rng = np.random.default_rng(zlib.crc32(f"{seed}:shapes:{spec.name}".encode()))
+    for _ in range(2):
+        shape = tuple(int(n) for n in rng.integers(1, 7, size=int(rng.integers(1, 5))))
+        if len(spec.inputs) == 1:
+            sets.append((shape,))
+            continue
+        a = tuple(n if rng.random() < 0.7 else 1 for n in shape)
+        b = tuple(n if rng.random() < 0.7 else 1 for n in shape)
+        b = b[int(rng.integers(0, len(b) + 1)) :] if rng.random() < 0.5 else b
+        sets.append((a, b) if rng.random() < 0.5 else (b, a))
+    return sets
+
+
 def _shape_sets(spec: OpSpec, entry: dict) -> list:
     if "shapes" in entry:
         return entry["shapes"]
@@ -74,9 +95,29 @@ def _shape_sets(spec: OpSpec, entry: dict) -> list:
     return [tuple([(3, 4)] * n)]
 
 
-def _attr_sets(entry: dict, signature: tuple[str, ...]) -> list[dict]:
-    sets = entry.get("attrs", [{}])
-    return [a(signature) if callable(a) else dict(a) for a in sets]
+#: The axis values crossed with keepdims for every op whose schema has both (infer drops those
+#: out of range for a case's rank): every single axis, negative ones, pairs, all, None.
+AXIS_LISTS = [None, [0], [1], [2], [-1], [-2], [0, 1], [0, 2], [1, 2], [0, 1, 2]]
+AXIS_INTS = [None, 0, 1, 2, -1, -2]
+
+
+def _schema_attr_sets(spec: OpSpec) -> list[dict]:
+    """Attribute combinations the schema implies: for ops with `axis` and `keepdims`, every axis
+    with keepdims off and on (a kernel that gets keepdims right only on the last axis fails)."""
+    types = {a["name"]: a["type"] for a in spec.attrs}
+    if "axis" not in types or types.get("keepdims") != "bool":
+        return []
+    axes = AXIS_LISTS if types["axis"] == "int_list" else AXIS_INTS
+    return [{"axis": a, "keepdims": k} for k in (False, True) for a in axes]
+
+
+def _attr_sets(entry: dict, signature: tuple[str, ...], spec: OpSpec | None = None) -> list[dict]:
+    sets = [a(signature) if callable(a) else dict(a) for a in entry.get("attrs", [{}])]
+    if spec is not None and not entry.get("no_schema_attrs"):
+        for extra in _schema_attr_sets(spec):
+            if extra not in sets:
+                sets.append(extra)
+    return sets
 
 
 # ---------------------------------------------------------------------- values ----------------
@@ -182,9 +223,10 @@ def _param_dtype(spec: OpSpec, signature, k: int) -> str:
     return signature[min(k, len(spec.inputs) - 1)]
 
 
-def _candidates(spec: OpSpec, signature, entry: dict):  # noqa: ANN001, ANN202
+def _candidates(spec: OpSpec, signature, entry: dict, seed: int = 0):  # noqa: ANN001, ANN202
     """(flat input shapes with None for absent, attrs) pairs, before infer filtering."""
-    for shapes, attrs in itertools.product(_shape_sets(spec, entry), _attr_sets(entry, signature)):
+    sets = _attr_sets(entry, signature, spec)
+    for shapes, attrs in itertools.product(_seeded_shape_sets(spec, entry, seed), sets):
         flat = []
         for s in shapes:
             if isinstance(s, list):
@@ -210,6 +252,8 @@ def gradient_cases(spec: OpSpec, signature: tuple[str, ...], seed: int, count: i
             domains[k] = "small"  # moderate values: exp, pow and the like stay finite
     domains.update(GRADIENT_DOMAINS.get(spec.name, {}))
     entry["domains"] = domains
+    # a broadcast input repeats its values: ties again (sort, topk, max have no derivative there)
+    entry["no_broadcast"] = tuple(range(16))
     cases = generate(spec, signature, seed ^ 0x9E3779B9, 4 * count, entry)
     cases = [c for c in cases if all(a is None or a.size for a in c.inputs)]
     cases.sort(key=lambda c: -sum(a.size for a in c.inputs if a is not None))
@@ -224,7 +268,7 @@ def generate(
     replaces the op's op_table entry."""
     entry = OPS.get(spec.name, {}) if entry is None else entry
     valid = []
-    for flat, attrs in _candidates(spec, signature, entry):
+    for flat, attrs in _candidates(spec, signature, entry, seed):
         views = []
         keep = []
         for k, shape in enumerate(flat):
@@ -252,7 +296,7 @@ def generate(
             if index >= count and r > 0:
                 break
             cs = case_seed(seed, spec.name, signature, index)
-            cases.append(build(spec, signature, index, cs, flat, attrs, entry, r))
+            cases.append(build(spec, signature, index, cs, flat, attrs, entry, r, seed))
             index += 1
     return cases
 
@@ -278,8 +322,20 @@ def _index_extent(spec: OpSpec, entry: dict, flat, attrs, k: int):  # noqa: ANN0
 
 
 def build(
-    spec: OpSpec, signature, index: int, cs: int, flat, attrs, entry: dict, round_: int
-) -> Case:  # noqa: ANN001
+    spec: OpSpec,
+    signature,  # noqa: ANN001
+    index: int,
+    cs: int,
+    flat,  # noqa: ANN001
+    attrs,  # noqa: ANN001
+    entry: dict,
+    round_: int,
+    shift: int = 0,
+    chosen_layouts: list | None = None,
+) -> Case:
+    """Case `index` (seed cs) of (flat input shapes, attrs). Input k's layout cycles through
+    LAYOUTS with the index, the round and `shift` (the suite seed: --seed varies layouts too),
+    unless `chosen_layouts` names them."""
     rng = np.random.default_rng(cs)
     edges = entry.get("edges", True)
     inputs, dtypes_, layouts = [], [], []
@@ -295,9 +351,13 @@ def build(
             low, high = _index_extent(spec, entry, flat, attrs, k)
             domain = ("index", low, max(high, low + 1))
         stored = _values(rng, dtype, tuple(shape), domain, edges, spec.name)
-        layout = LAYOUTS[(index + k + round_) % len(LAYOUTS)]
+        layout = LAYOUTS[(index + k + round_ + shift) % len(LAYOUTS)]
+        if chosen_layouts is not None:
+            layout = chosen_layouts[k]
         if domain == "sorted" and layout in ("broadcast",):
             layout = "compact"
+        if layout == "broadcast" and k in entry.get("no_broadcast", ()):
+            layout = "strided"
         view, used = _apply_layout(stored, layout, rng)
         inputs.append(view)
         dtypes_.append(dtype)
@@ -310,6 +370,177 @@ def build(
         inputs,
         dtypes_,
         attrs,
-        strided_output=(index % 3 == 2),
+        strided_output=(index % 3 == 2) if chosen_layouts is None else bool(rng.random() < 0.5),
         layouts=layouts,
     )
+
+
+# ---------------------------------------------------------------------- large cases -----------
+
+#: Elements of a large case's inputs (drawn per case): above every blocking threshold, and
+#: shapes of odd extents, so no size is a multiple of a vector width.
+LARGE_ELEMENTS = (10_000, 20_000)
+#: The most output elements a large case may make (outer products grow fast).
+LARGE_OUTPUTS = 1_000_000
+#: Lane length of long reductions, per float width: float16 sums must stay finite.
+LONG_LANES = {16: (20_001, 30_000), 32: (150_001, 250_000), 64: (150_001, 250_000)}
+#: Ops given long-lane cases: one axis of a (lanes, n) or (n, lanes) input, as the attribute.
+LONG_REDUCTIONS = (
+    "sum",
+    "mean",
+    "var",
+    "std",
+    "logsumexp",
+    "vector_norm",
+    "cumulative_sum",
+    "softmax",
+    "log_softmax",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+)
+#: Ops whose long case is a long contraction: (x1 shape, x2 shape) of a lane length n.
+LONG_CONTRACTIONS = {
+    "matmul": lambda n: [(2, n), (n, 3)],
+    "vecdot": lambda n: [(2, n), (2, n)],
+}
+#: The values of long lanes: a narrow band (width 2^-10 around a value drawn in [0.3, 0.45]),
+#: where a running sum in the dtype drifts (every addition rounds the same way once the sum's
+#: ulp exceeds the band) while pairwise, blocked or wider accumulation stays within bound.
+LONG_BAND = 2.0**-10
+
+#: Dims grown to make a large case: (which inputs: "all" or "first", which dim).
+_GROWTH = [("all", 0), ("first", 0), ("all", -1), ("first", -1), ("all", -2), ("first", 1)]
+
+
+def _grow(flat: list, how: str, dim: int, f: int) -> list:
+    """Every chosen extent n > 1 becomes n * f + 1 (equal extents stay equal, 1 stays 1)."""
+    out = []
+    for k, shape in enumerate(flat):
+        if shape is None or len(shape) == 0 or (how == "first" and k > 0):
+            out.append(shape)
+            continue
+        shape = list(shape)
+        d = dim if dim >= 0 else len(shape) + dim
+        if 0 <= d < len(shape) and shape[d] > 1:
+            shape[d] = shape[d] * f + 1
+        out.append(tuple(shape))
+    return out
+
+
+def _elements(flat: list) -> int:
+    return sum(int(np.prod(s)) for s in flat if s is not None)
+
+
+def _infer_ok(spec: OpSpec, signature, flat: list, attrs: dict) -> bool:  # noqa: ANN001
+    views, keep = [], []
+    for k, shape in enumerate(flat):
+        if shape is None:
+            views.append(None)
+            continue
+        view = ffi.new("ct_tensor*")
+        dt.set_ct_dtype(view.dtype, _param_dtype(spec, signature, k))
+        view.device.device_type = 1
+        view.ndim = len(shape)
+        arr = ffi.new("int64_t[]", list(shape) or [0])
+        keep.append(arr)
+        view.shape = arr
+        views.append(view)
+    status, infos, _ = infer(spec, views, attrs)
+    if status != 0:
+        return False
+    return sum(int(np.prod([max(n, 0) for n in shape])) for _, shape in infos) <= LARGE_OUTPUTS
+
+
+def _large_shapes(spec: OpSpec, signature, entry: dict, rng) -> tuple | None:  # noqa: ANN001
+    """(flat shapes, attrs) of about `target` input elements that infer accepts: for ops
+    without table shapes a (rows, columns) matrix (and a broadcast row for two inputs); else
+    the table's largest valid set grown along a dim (see _GROWTH) until large enough."""
+    target = int(rng.integers(*LARGE_ELEMENTS))
+    attr_sets = _attr_sets(entry, signature)
+    if "shapes" not in entry and len(spec.inputs) in (1, 2):
+        rows = int(rng.integers(67, 110)) | 1
+        cols = (target // rows) | 1
+        if len(spec.inputs) == 1:
+            flat = [(rows, cols)]
+        else:
+            flat = [(rows, cols), (rows, cols) if rng.random() < 0.5 else (cols,)]
+        for attrs in attr_sets:
+            if _infer_ok(spec, signature, flat, attrs):
+                return flat, attrs
+        return None
+    bases = []
+    for flat, attrs in _candidates(spec, signature, entry):
+        if any(s is not None and 0 in s for s in flat) or not _elements(flat):
+            continue
+        bases.append((flat, attrs))
+    bases.sort(key=lambda b: -_elements(b[0]))
+    for how, dim in _GROWTH:
+        for flat, attrs in bases:
+            if not _infer_ok(spec, signature, flat, attrs):
+                continue
+            f = 1
+            while _elements(_grow(flat, how, dim, f)) < target and f < 100_000:
+                f = max(f + 1, int(f * 1.5))
+            grown = _grow(flat, how, dim, f)
+            if grown == flat or _elements(grown) < LARGE_ELEMENTS[0]:
+                continue
+            if _infer_ok(spec, signature, grown, attrs):
+                return grown, attrs
+    # ops with no tensor input: a large `shape` attribute
+    for flat, attrs in bases or [([], a) for a in attr_sets]:
+        if isinstance(attrs.get("shape"), list):
+            grown = dict(attrs, shape=[int(rng.integers(97, 150)) | 1, target // 128 | 1])
+            if _infer_ok(spec, signature, flat, grown):
+                return flat, grown
+    return None
+
+
+def _long_case(spec: OpSpec, signature, rng) -> tuple | None:  # noqa: ANN001
+    """(flat shapes, attrs, domain) of a long reduction or contraction, or None."""
+    bits = dt.itemsize(signature[0]) * 8
+    if not dt.is_float(signature[0]) or bits not in LONG_LANES:
+        return None
+    n = int(rng.integers(*LONG_LANES[bits])) | 1
+    low = float(rng.uniform(0.3, 0.45))
+    domain = ("range", low, low + LONG_BAND)
+    if spec.name in LONG_CONTRACTIONS:
+        return LONG_CONTRACTIONS[spec.name](n), {}, domain
+    if spec.name not in LONG_REDUCTIONS:
+        return None
+    types = {a["name"]: a["type"] for a in spec.attrs}
+    lanes_first = rng.random() < 0.5
+    flat = [(2, n)] if lanes_first else [(n, 2)]
+    axis = -1 if lanes_first else 0
+    attrs = {"axis": [axis] if types.get("axis") == "int_list" else axis}
+    if "keepdims" in types:
+        attrs["keepdims"] = bool(rng.random() < 0.5)
+    return flat, attrs, domain
+
+
+def large_cases(spec: OpSpec, signature: tuple[str, ...], seed: int, first_index: int) -> list:
+    """The large cases of one op x signature: one of LARGE_ELEMENTS input elements (shapes,
+    layouts and values drawn from the seed), and for the ops of LONG_REDUCTIONS and
+    LONG_CONTRACTIONS on float signatures one long lane of narrow-band values. Their indices
+    start at `first_index` (after the small cases), so --case finds them by seed too."""
+    entry = OPS.get(spec.name, {})
+    out = []
+    index = first_index
+    cs = case_seed(seed, spec.name, signature, index)
+    rng = np.random.default_rng(cs)
+    found = _large_shapes(spec, signature, entry, rng)
+    if found is not None:
+        flat, attrs = found
+        layouts = [LAYOUTS[int(rng.integers(0, len(LAYOUTS)))] for _ in flat]
+        out.append(build(spec, signature, index, cs, flat, attrs, entry, 0, 0, layouts))
+        index += 1
+    cs = case_seed(seed, spec.name, signature, index)
+    rng = np.random.default_rng(cs)
+    long = _long_case(spec, signature, rng)
+    if long is not None:
+        flat, attrs, domain = long
+        long_entry = dict(entry, edges=False, domains=dict.fromkeys(range(len(flat)), domain))
+        layouts = [("compact", "strided", "reversed")[int(rng.integers(0, 3))] for _ in flat]
+        out.append(build(spec, signature, index, cs, flat, attrs, long_entry, 0, 0, layouts))
+    return out

@@ -120,6 +120,8 @@ def run_isolated(backend: dict, device: str, options: Options, child_args: list[
                 if selected(options, spec.name, lb)
             ]
             wanted = [(sig, lb) for sig, lb in rows if sig in own]
+            if not own and not options.show_unsupported:
+                continue  # an op this backend never registered (see suite.run_backend)
             if wanted:
                 results.extend(_run_op(spec, wanted, options, child_args, tmp))
                 continue

@@ -10,7 +10,10 @@ An entry may give:
   domains  {input index: domain} where a domain is a name in cases.DOMAINS or a tuple
            ("index", low, high) / ("range", low, high);
   edges    False: no edge values mixed in (ops whose edge semantics the reference cannot state,
-           or where indices must stay valid).
+           or where indices must stay valid);
+  no_broadcast  input indices never given the broadcast layout (a normalisation's x: rows
+           constant along the normalised axes have variance 0, and 1/sqrt(eps) then magnifies
+           the rounding of their mean beyond any fixed tolerance).
 """
 
 from __future__ import annotations
@@ -462,7 +465,12 @@ OPS: dict[str, dict] = {
     # ---------------------------------------------------------------- deep learning
     "adaptive_avg_pool2d": {
         "shapes": NCHW,
-        "attrs": [{"output_size": [4, 4]}, {"output_size": [3, 2]}, {"output_size": [1]}],
+        "attrs": [
+            {"output_size": [4, 4]},
+            {"output_size": [3, 2]},
+            {"output_size": [1]},
+            {"output_size": [5, 7]},  # windows overlapping
+        ],
     },
     "avg_pool2d": {
         "shapes": NCHW,
@@ -472,6 +480,9 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
             {"kernel_size": [2], "divisor_override": 3},
             {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
+            # every parameter a distinct (H, W) pair
+            {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0], "ceil_mode": True},
+            {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "divisor_override": 5},
         ],
     },
     "max_pool2d": {
@@ -481,6 +492,14 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
             {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
+            # every parameter a distinct (H, W) pair
+            {
+                "kernel_size": [3, 2],
+                "stride": [1, 2],
+                "padding": [1, 0],
+                "dilation": [2, 1],
+                "ceil_mode": True,
+            },
         ],
     },
     "conv2d": {
@@ -494,6 +513,7 @@ OPS: dict[str, dict] = {
             {"stride": [2], "padding": [1]},
             {"dilation": [2]},
             {"groups": 2, "padding": [1, 0]},
+            {"stride": [2, 1], "padding": [0, 2], "dilation": [1, 2]},  # distinct (H, W) pairs
         ],
     },
     "conv_transpose2d": {
@@ -502,6 +522,7 @@ OPS: dict[str, dict] = {
             {},
             {"stride": [2], "padding": [1], "output_padding": [1]},
             {"groups": 2, "dilation": [2]},
+            {"stride": [1, 2], "padding": [1, 0], "output_padding": [0, 1], "dilation": [2, 1]},
         ],
     },
     "conv2d_backward_input": {
@@ -706,6 +727,9 @@ OPS: dict[str, dict] = {
             {"size": [7, 5], "mode": "bilinear", "align_corners": True},
             {"scale_factor": [2.0]},
             {"scale_factor": [1.5], "mode": "bilinear"},
+            {"size": [4, 9]},  # nearest, shrinking one axis and growing the other
+            {"scale_factor": [1.7, 0.6], "mode": "bilinear"},
+            {"scale_factor": [3.0, 1.0], "mode": "bilinear", "align_corners": True},
         ],
     },
     # ------------------------------------------------------- random numbers and arange
@@ -1001,3 +1025,14 @@ GRADIENT_DOMAINS: dict[str, dict] = {
 }
 # conv2d's two backward operators take the same operands.
 OPS["conv2d_backward_weight"] = OPS["conv2d_backward_input"]
+
+# Normalisations: x (forward input 0, backward input 1) never constant along an axis.
+for _name in ["batch_norm", "group_norm", "layer_norm", "rms_norm", "batch_norm_training"]:
+    OPS[_name]["no_broadcast"] = (0,)
+for _name in [
+    "batch_norm_backward",
+    "group_norm_backward",
+    "layer_norm_backward",
+    "rms_norm_backward",
+]:
+    OPS[_name]["no_broadcast"] = (1,)

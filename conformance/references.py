@@ -1,8 +1,9 @@
 """Reference results. NUMPY holds a float64 NumPy reference per op (floats arrive as float64
-values, integers and bools as themselves; results are cast to the output dtype by the caller).
-TORCH holds the deep-learning ops NumPy has no equivalent for, computed by PyTorch in float64;
-they are used for the built-in CPU backend only: for any other backend those ops are compared
-with the built-in CPU backend (see runner.reference_source).
+values, integers and bools as themselves; results are cast to the output dtype by the caller);
+the deep-learning ops NumPy has no function for (convolutions, pooling, interpolate and their
+backward operators) are in nn_references.py, which registers them here. TORCH holds PyTorch's
+float64 results of those ops: a second opinion, used only where torch is installed (see
+runner._second_opinion).
 
 Every function takes (inputs, attrs, out_dtypes) -- attrs with the schema's defaults filled in --
 and returns the list of outputs."""
@@ -148,7 +149,8 @@ NUMPY["relu"] = _unary(
 )
 NUMPY["sigmoid"] = _unary(lambda x: 1.0 / (1.0 + np.exp(-x)))
 NUMPY["silu"] = _unary(lambda x: x / (1.0 + np.exp(-x)))
-NUMPY["hardswish"] = _unary(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+# x itself from 3 on: x * 6 / 6 would overflow for the largest values
+NUMPY["hardswish"] = _unary(lambda x: np.where(x >= 3.0, x, x * np.clip(x + 3.0, 0.0, 6.0) / 6.0))
 NUMPY["hardsigmoid"] = _unary(lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0)
 NUMPY["mish"] = _unary(lambda x: x * np.tanh(np.log1p(np.exp(x))))
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
@@ -249,7 +251,8 @@ def _shift(fn):  # noqa: ANN001, ANN202
         bits = a.dtype.itemsize * 8
         bad = (b < 0) | (b >= bits)
         safe = np.where(bad, 0, b).astype(a.dtype)
-        fill = np.where(a < 0, -1, 0) if fn is np.right_shift else 0
+        # in a's dtype: an int64 fill would turn uint64 results into float64 (and round them)
+        fill = np.where(a < 0, -1, 0).astype(a.dtype) if fn is np.right_shift else a.dtype.type(0)
         return np.where(bad, fill, fn(a, safe)).astype(a.dtype)
 
     return run
@@ -312,7 +315,22 @@ def _reducer(fn, empty_ok: bool = True):  # noqa: ANN001, ANN202
     return run
 
 
-NUMPY["sum"] = _reducer(np.sum)
+def exact_sum(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:  # noqa: ANN001
+    """The sum of real floats over `axis`, exactly rounded to float64 (math.fsum per lane): the
+    reference long reductions are held to (see tolerances.py); other dtypes as np.sum."""
+    if x.dtype.kind != "f" or x.size == 0:
+        return np.sum(x, axis=axis, keepdims=keepdims)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(a % max(x.ndim, 1) for a in axis)
+    kept = [k for k in range(x.ndim) if k not in axes]
+    lanes = np.transpose(x, kept + list(axes)).reshape(int(np.prod([x.shape[k] for k in kept])), -1)
+    sums = np.array([math.fsum(lane) for lane in lanes], dtype=np.float64)
+    out = sums.reshape([x.shape[k] for k in kept])
+    if keepdims:
+        out = out.reshape([1 if k in axes else n for k, n in enumerate(x.shape)])
+    return out
+
+
+NUMPY["sum"] = _reducer(exact_sum)
 
 
 @_ref(NUMPY, "sum_to_shape")
@@ -330,11 +348,18 @@ NUMPY["max"] = _reducer(np.max)
 NUMPY["min"] = _reducer(np.min)
 NUMPY["all"] = _reducer(np.all)
 NUMPY["any"] = _reducer(np.any)
-NUMPY["mean"] = _reducer(
-    lambda x, axis, keepdims: np.mean(
-        x if x.dtype.kind == "c" else x.astype(np.float64), axis=axis, keepdims=keepdims
-    )
-)
+
+
+def _mean(x, axis, keepdims):  # noqa: ANN001, ANN202
+    if x.dtype.kind == "c":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    x = x.astype(np.float64)
+    n = x.size if axis is None else int(np.prod([x.shape[a] for a in axis]))
+    with np.errstate(all="ignore"):
+        return exact_sum(x, axis, keepdims) / np.float64(n)
+
+
+NUMPY["mean"] = _reducer(_mean)
 
 
 @_ref(NUMPY, "var", "std")
@@ -958,7 +983,7 @@ def _rotary_embedding(ins, attrs, out):  # noqa: ANN001, ANN202
     return [np.concatenate([rotated, x[..., 2 * half :]], axis=-1)]
 
 
-# ------------------------------------------------------------------ torch (CPU backend only) -----
+# ------------------------------------------------------------------ torch (second opinion) -------
 
 
 def _torch():  # noqa: ANN202
@@ -1791,3 +1816,7 @@ def _arange(ins, attrs, out):  # noqa: ANN001, ANN202
         v = np.float64(start) + i * np.float64(step)
         return [v if out[0] == "float64" else v.astype(np.float32)]
     return [np.int64(start) + np.arange(length, dtype=np.int64) * np.int64(step)]
+
+
+# The deep-learning ops' NumPy references register themselves in NUMPY.
+from . import nn_references  # noqa: E402, F401

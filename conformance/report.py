@@ -4,6 +4,7 @@ report whose format docs/conformance.md documents."""
 from __future__ import annotations
 
 import json
+import os
 
 from ctensor._lib import ffi, lib
 
@@ -32,6 +33,12 @@ _CELL = {PASS: "PASS", FAIL: "FAIL", NOT_SUPPORTED: "n/s", SKIP: "skip", XFAIL: 
 _RANK = {FAIL: 4, XFAIL: 3, PASS: 2, SKIP: 1, NOT_SUPPORTED: 0}
 
 
+def _shown(path: str) -> str:
+    """A path relative to the working directory when below it."""
+    relative = os.path.relpath(path)
+    return relative if not relative.startswith("..") else os.path.basename(path)
+
+
 def _cells(run: BackendRun) -> dict[str, dict[str, str]]:
     """op -> column (the label's first dtype) -> the worst status of its signatures."""
     grid: dict[str, dict[str, str]] = {}
@@ -47,7 +54,7 @@ def console(run: BackendRun, command: str = "python -m ctensor.conformance") -> 
     b = run.backend
     lines = [
         f"ctensor conformance {SUITE_VERSION}: backend {b['name']} {b['version']}"
-        f"{' (' + b['path'] + ')' if b.get('path') else ''} on {run.device}",
+        f"{' (' + _shown(b['path']) + ')' if b.get('path') else ''} on {run.device}",
         "",
     ]
     grid = _cells(run)

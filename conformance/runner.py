@@ -12,7 +12,7 @@ from ctensor._registry import OpSpec
 
 from . import abi_checks, references
 from .calls import decoded, run_case, run_inplace
-from .cases import Case, generate
+from .cases import Case, generate, large_cases
 from .device import HostDevice
 from .gradients import check_gradient
 from .op_table import OPS
@@ -43,6 +43,8 @@ CHECKS = (
     "threads",
     "inplace",
     "allocator",
+    "allocator_failure",
+    "error_message",
     "gradient",
 )
 
@@ -110,11 +112,46 @@ def signature_labels(spec: OpSpec) -> dict[tuple, str]:
 
 
 def reference_source(op: str, backend: str) -> str:
-    """'numpy' where references.NUMPY has the op; otherwise the built-in CPU backend ('cpu'),
-    except for the CPU backend itself, which is compared with PyTorch ('torch')."""
+    """'numpy' where references.NUMPY has the op (every op but the backward operators that only
+    gradient checks reach); otherwise the built-in CPU backend ('cpu'), except for the CPU
+    backend itself, which is compared with PyTorch ('torch')."""
     if op in references.NUMPY:
         return "numpy"
     return "torch" if backend == "cpu" else "cpu"
+
+
+#: Whether torch imported, once per process (None: not tried yet).
+_TORCH: list = []
+
+
+def _torch_available() -> bool:
+    if not _TORCH:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            _TORCH.append(False)
+        else:
+            _TORCH.append(True)
+    return _TORCH[0]
+
+
+def _second_opinion(spec: OpSpec, case: Case, outcome, result) -> None:  # noqa: ANN001
+    """Where torch is installed, the ops references.TORCH has are compared with torch's float64
+    result too: a kernel must meet both references (a disagreement names torch)."""
+    if result.reference != "numpy" or spec.name not in references.TORCH:
+        return
+    if not _torch_available():
+        return
+    expected = _reference(spec, case, "torch", outcome.infos)
+    scale = 0.0
+    if tolerance_class(spec.name) == "accumulating":
+        scale = input_scale(spec.name, case.values())
+    for i, (actual, (dtype, _)) in enumerate(zip(decoded(outcome), outcome.infos, strict=False)):
+        if actual is None or actual.shape != expected[i].shape:
+            continue
+        ok, text, _ = compare(actual, expected[i], dtype, spec.name, scale, [])
+        if not ok:
+            result.fail("numerics", f"output {i} against torch (second opinion): {text}", case)
 
 
 def _reference(spec: OpSpec, case: Case, source: str, infos: list) -> list:
@@ -228,6 +265,8 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
     result.reference = reference_source(spec.name, target.backend)
     unchecked = ""
     cases = generate(spec, signature, target.seed, target.cases)
+    small = len(cases)
+    cases += large_cases(spec, signature, target.seed, small)
     if target.case_seed is not None:
         cases = [c for c in cases if c.seed == target.case_seed]
         if not cases:
@@ -238,9 +277,13 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
             "cases", "no attribute set or shape passed ct_op_infer; add one to op_table.OPS"
         )
         return result
+    big = max(cases, key=_probe_rank)
+    big_outcome = None
     for case in cases:
         result.cases += 1
         outcome = run_case(spec, case, target.device, target.backend)
+        if case is big:
+            big_outcome = outcome
         for check, reason in outcome.violations:
             result.fail(check, reason, case)
         if outcome.execution is None or outcome.execution.status != 0:
@@ -255,16 +298,25 @@ def run_signature(spec: OpSpec, signature: tuple, label: str, target: Target) ->
             result.fail("reference", f"{type(e).__name__}: {e}", case)
             continue
         _check_numerics(spec, case, outcome, expected, result)
-    probe = max(cases, key=_probe_rank)
+        _second_opinion(spec, case, outcome, result)
+    # Bad inputs on the largest small case; threads on the largest case (a large one where
+    # there is one), so that calls overlap for long.
+    probe = max(cases[:small] or cases, key=_probe_rank)
     for check, reason in abi_checks.bad_input_checks(spec, probe, target):
         result.fail(check, reason, probe)
-    for check, reason in abi_checks.thread_check(spec, probe, target):
+    for check, reason in abi_checks.allocator_failure_checks(spec, probe, target):
         result.fail(check, reason, probe)
-    _check_inplace(spec, cases, target, result)
+    for check, reason in abi_checks.thread_check(spec, big, target, big_outcome):
+        result.fail(check, reason, big)
+    _check_inplace(spec, cases[:small], target, result)
     if target.case_seed is None:
         check_gradient(spec, signature, target, result, target.backward_runs)
     for check in CHECKS:
-        if check == "allocator" and not spec.is_dynamic or check in ("inplace", "gradient"):
+        if (
+            check in ("allocator", "allocator_failure")
+            and not spec.is_dynamic
+            or check in ("inplace", "gradient")
+        ):
             continue
         result.checks.setdefault(check, PASS)
     if unchecked and result.status == PASS:

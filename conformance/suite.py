@@ -50,6 +50,9 @@ class Options:
     threads: int = 4
     device_api: bool = False  # CPU tensors through ct_device_* as well
     case_seed: int | None = None  # --case: only the case with this seed
+    # rows of ops the backend registers no kernel for on the device (NOT_SUPPORTED); by default
+    # only the ops it has a kernel for are reported, with their unregistered dtypes
+    show_unsupported: bool = False
 
 
 @dataclass
@@ -165,6 +168,8 @@ def run_backend(backend: dict, device_text: str, options: Options, progress=None
             for k in schema.get("kernels", ())
             if k["backend"] == backend["name"] and k["device"] == device.kind
         }
+        if not own and not options.show_unsupported:
+            continue  # an op this backend never registered: not its business
         for signature, label in sorted(signature_labels(spec).items(), key=lambda kv: kv[1]):
             if not selected(options, spec.name, label):
                 continue

@@ -112,6 +112,12 @@ ACCUMULATING = frozenset(
         "adaptive_avg_pool2d_backward",
         "interpolate_backward",
         "sum_to_shape",
+        # scatters with an add or multiply reduction and rotary's rotations sum rounded terms
+        "index_add",
+        "scatter_nd",
+        "put_along_axis",
+        "rotary_embedding",
+        "vector_norm",
     }
 )
 
@@ -150,6 +156,17 @@ def _ordered(bits: np.ndarray, nbits: int) -> np.ndarray:
     )
 
 
+def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| of ordered bit patterns (int64) as float64, exact where both have one sign (an
+    int64 difference of float64 patterns converted first would round to multiples of 1024);
+    across signs, where the int64 difference could overflow, in float64."""
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    same = (a >= 0) == (b >= 0)
+    with np.errstate(over="ignore"):
+        exact = np.abs(np.where(same, a - b, 0)).astype(np.float64)
+    return np.where(same, exact, np.abs(a.astype(np.float64) - b.astype(np.float64)))
+
+
 def _as_bits(values: np.ndarray, dtype: str) -> np.ndarray:
     stored = dt.from_values(values, dtype)
     if dtype == "bfloat16":
@@ -162,7 +179,7 @@ def input_scale(op: str, inputs: list) -> float:
     complex; squared for var, whose terms are squares)."""
     scale = 0.0
     for a in inputs:
-        if a is not None and a.size and a.dtype.kind in "fiuc":
+        if a is not None and a.size and a.dtype.kind in "fiucb":  # bools count as 0 and 1
             v = np.abs(a) if a.dtype.kind == "c" else np.abs(a.astype(np.float64))
             scale = max(scale, float(np.max(v[np.isfinite(v)], initial=0.0)))
     return scale * scale if op == "var" else scale
@@ -208,9 +225,8 @@ def compare(
     nan_a, nan_r = np.isnan(act), np.isnan(ref)
     nbits = dt.itemsize(dtype) * 8
     with np.errstate(invalid="ignore", over="ignore"):
-        ulp = np.abs(
-            _ordered(_as_bits(act, dtype), nbits).astype(np.float64)
-            - _ordered(_as_bits(ref, dtype), nbits).astype(np.float64)
+        ulp = _ulp_distance(
+            _ordered(_as_bits(act, dtype), nbits), _ordered(_as_bits(ref, dtype), nbits)
         )
         ulp = np.where(ref == act, 0, ulp)
         err = np.abs(act - ref)

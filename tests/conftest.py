@@ -8,10 +8,19 @@ signs of a broken strategy, so those two checks are turned off; every other one 
 
 test_cuda_device.py needs a CUDA GPU with CuPy and PyTorch: where there is none it is not
 collected, and pytest's header says why. test_cuda_plugin.py (the plugin is built, installed, and
-loaded or unavailable with its reason) runs wherever the plugin was built or nvcc is there."""
+loaded or unavailable with its reason) runs wherever the plugin was built or nvcc is there.
 
+The OpenCL tests (test_opencl_*.py, and the tests marked `opencl`) need an OpenCL runtime with a
+device (PoCL on CI): where the opencl backend is not loaded they are skipped with its reason, so
+README's test command passes on a fresh machine; CTENSOR_REQUIRE_OPENCL=1 (set by .ci/run) turns
+those skips into failures."""
+
+import os
+
+import pytest
 from cuda_arrays import cuda_plugin_absent_reason, cuda_unavailable_reason
 from hypothesis import HealthCheck, settings
+from opencl_arrays import REQUIRE_VARIABLE, opencl_unavailable_reason
 
 settings.register_profile(
     "ctensor",
@@ -27,10 +36,42 @@ if _CUDA_PLUGIN_ABSENT:
     collect_ignore.append("test_cuda_plugin.py")
 
 
+_OPENCL_UNAVAILABLE = opencl_unavailable_reason()
+_OPENCL_REQUIRED = os.environ.get(REQUIRE_VARIABLE, "") not in ("", "0")
+
+
+def pytest_configure(config) -> None:  # noqa: ANN001
+    config.addinivalue_line("markers", "opencl: the test needs the opencl backend with a device")
+
+
+def _needs_opencl(item) -> bool:  # noqa: ANN001
+    return item.path.name.startswith("test_opencl_") or item.get_closest_marker("opencl")
+
+
+def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
+    """Skips the OpenCL tests, with the reason, where the backend cannot run them (unless
+    CTENSOR_REQUIRE_OPENCL asks for them: they then run and fail with the reason)."""
+    if not _OPENCL_UNAVAILABLE or _OPENCL_REQUIRED:
+        return
+    skip = pytest.mark.skip(
+        reason=f"OpenCL unavailable: {_OPENCL_UNAVAILABLE} ({REQUIRE_VARIABLE}=1 fails instead)"
+    )
+    for item in items:
+        if _needs_opencl(item):
+            item.add_marker(skip)
+
+
 def pytest_report_header() -> list[str]:
     plugin = f"not collected, {_CUDA_PLUGIN_ABSENT}" if _CUDA_PLUGIN_ABSENT else "collected"
     device = f"not collected, {_CUDA_UNAVAILABLE}" if _CUDA_UNAVAILABLE else "collected"
+    if not _OPENCL_UNAVAILABLE:
+        opencl = "run"
+    elif _OPENCL_REQUIRED:
+        opencl = f"required by {REQUIRE_VARIABLE}, will fail: {_OPENCL_UNAVAILABLE}"
+    else:
+        opencl = f"skipped, {_OPENCL_UNAVAILABLE}"
     return [
         f"CUDA plugin tests (test_cuda_plugin.py): {plugin}",
         f"CUDA device tests (test_cuda_device.py, test_cuda_scatter.py): {device}",
+        f"OpenCL tests (test_opencl_*.py and `opencl` marks): {opencl}",
     ]

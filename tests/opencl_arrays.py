@@ -12,6 +12,25 @@ import ctensor
 DEVICE = "opencl:0"
 
 
+#: Set (to 1) where the OpenCL tests must run, as .ci/run does: a missing OpenCL runtime or
+#: device then fails them instead of skipping them.
+REQUIRE_VARIABLE = "CTENSOR_REQUIRE_OPENCL"
+
+
+def opencl_unavailable_reason() -> str:
+    """Why the OpenCL tests cannot run here ('' when the opencl backend is loaded with a
+    device): no plugin (built without the OpenCL headers), or the backend's own reason (no
+    OpenCL runtime, no platform or ICD, no device)."""
+    entries = [b for b in ctensor.backends() if b.name == "opencl"]
+    if not entries:
+        return "the opencl plugin was not built (no OpenCL headers at build time)"
+    if entries[0].state != "loaded":
+        return f"opencl backend {entries[0].state}: {entries[0].reason}"
+    if entries[0].device_count < 1:
+        return "opencl backend loaded but without a device"
+    return ""
+
+
 def require_opencl() -> None:
     """Fails (never skips) with the backend's own reason when it is not loaded."""
     entries = [b for b in ctensor.backends() if b.name == "opencl"]

@@ -3,6 +3,7 @@ command."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -19,6 +20,27 @@ def _table() -> str:
     return match.group(0)
 
 
+def _loaded_devices() -> set[str]:
+    import ctensor
+
+    return {b.name for b in ctensor.backends() if b.state == "loaded"}
+
+
+def _devices_seen(page: str, devices: set[str]) -> str:
+    """The page with each table row's devices column cut to `devices`: the page lists the
+    backends CI runs (cpu, opencl), and a machine without one of them (no OpenCL runtime)
+    generates its rows without it."""
+    out = []
+    for line in page.splitlines():
+        if line.startswith("| `"):
+            cells = line.split(" | ")
+            shown = [d for d in cells[-1].rstrip(" |").split(", ") if d in devices]
+            cells[-1] = ", ".join(shown) + " |"
+            line = " | ".join(cells)
+        out.append(line)
+    return "\n".join(out)
+
+
 def test_op_table_is_generated_from_the_registry():
     generated = subprocess.run(
         # The devices CI has (the cuda plugin registers kernels only where there is a GPU;
@@ -28,10 +50,63 @@ def test_op_table_is_generated_from_the_registry():
         capture_output=True,
         text=True,
     ).stdout
-    assert OPERATORS.read_text() == generated, (
+    devices = _loaded_devices()
+    assert "cpu" in devices
+    assert _devices_seen(OPERATORS.read_text(), devices) == _devices_seen(generated, devices), (
         "docs/operators.md is stale: regenerate it with "
         "`python -m ctensor --operators-page > docs/operators.md`"
     )
+
+
+def test_op_table_check_ignores_backends_this_machine_lacks():
+    row = "| `add` | shape_static | x1, x2 | — | all | cpu, opencl |"
+    assert _devices_seen(row, {"cpu"}) == "| `add` | shape_static | x1, x2 | — | all | cpu |"
+    assert _devices_seen(row, {"cpu", "opencl"}) == row
+
+
+def _pytest_without_pocl(tmp_path, *extra_env: tuple[str, str]) -> subprocess.CompletedProcess:
+    """README's test command's OpenCL part (one OpenCL test file) on a machine whose OpenCL ICD
+    loader finds no platform (OCL_ICD_VENDORS: an empty directory), PoCL being hidden."""
+    vendors = tmp_path / "no-icd-vendors"
+    vendors.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "CTENSOR_REQUIRE_OPENCL"}
+    env.update({"OCL_ICD_VENDORS": str(vendors), **dict(extra_env)})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "tests" / "test_opencl_runtime.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def test_opencl_tests_skip_with_the_reason_without_an_opencl_platform(tmp_path):
+    proc = _pytest_without_pocl(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "skipped" in proc.stdout and "OpenCL unavailable" in proc.stdout, proc.stdout[-3000:]
+    assert "passed" not in proc.stdout.splitlines()[-1]
+
+
+def test_ci_makes_a_missing_opencl_platform_fail(tmp_path):
+    proc = _pytest_without_pocl(tmp_path, ("CTENSOR_REQUIRE_OPENCL", "1"))
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    last = proc.stdout.splitlines()[-1]  # the tests' fixtures require the backend: errors
+    assert ("failed" in last or "error" in last) and "skipped" not in last, last
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    commands = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    tests_at = ci.index(next(c for c in commands if "pytest" in c))
+    assert "export CTENSOR_REQUIRE_OPENCL=1" in ci[:tests_at]
 
 
 def test_readme_points_to_the_op_table():

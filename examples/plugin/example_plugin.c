@@ -24,10 +24,25 @@
  *       never hands back as an output;
  *   (d) relu_backward on float64 passes grad_out everywhere (the mask forgotten): a backward
  *       kernel that disagrees with its own forward, which relu's gradient check catches.
+ *
+ * Any build also plants one fault of a class vendors really get wrong when the environment
+ * variable CT_EXAMPLE_FAULT names it at load time (ct_plugin_init reads it):
+ *   size         add computes x1 alone beyond its first 1024 elements (a blocked loop's
+ *                remainder wrong only for large tensors);
+ *   accumulation sum on float32 rounds its accumulator to float after every addition (a
+ *                running float32 sum: fine for short lanes, drifts over long ones);
+ *   attribute    sum with keepdims and an axis other than the last adds 1 to every result;
+ *   race         relu computes into one static scratch buffer shared by every call, then
+ *                copies it out after a short pause (overlapping calls mix their results);
+ *   allocator    nonzero ignores the allocator's failure and writes where it was pointed;
+ *   message      nonzero returns its allocator's failure status without a message.
+ * tests/test_conformance_faults.py checks the conformance suite catches each.
  */
 #include <ctensor_plugin.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef CT_EXAMPLE_PLANT_FAULTS
 #define EXAMPLE_NAME "example-broken"
@@ -39,6 +54,28 @@
 
 /* The host's table, kept for set_error (valid for the whole process). */
 static const ct_host_api* example_host = NULL;
+
+/* The fault CT_EXAMPLE_FAULT selects (read once, by ct_plugin_init). */
+typedef enum example_fault {
+  EXAMPLE_FAULT_NONE,
+  EXAMPLE_FAULT_SIZE,
+  EXAMPLE_FAULT_ACCUMULATION,
+  EXAMPLE_FAULT_ATTRIBUTE,
+  EXAMPLE_FAULT_RACE,
+  EXAMPLE_FAULT_ALLOCATOR,
+  EXAMPLE_FAULT_MESSAGE
+} example_fault;
+static example_fault example_planted = EXAMPLE_FAULT_NONE;
+
+static example_fault example_fault_named(const char* name) {
+  static const char* const names[] = {"",     "size",      "accumulation", "attribute",
+                                      "race", "allocator", "message"};
+  if (!name) return EXAMPLE_FAULT_NONE;
+  for (int k = 1; k < (int)(sizeof names / sizeof names[0]); ++k) {
+    if (strcmp(name, names[k]) == 0) return (example_fault)k;
+  }
+  return EXAMPLE_FAULT_NONE;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Walking tensors: byte strides aligned to an iteration shape (broadcast dims get stride 0)
@@ -147,8 +184,15 @@ static int example_run_binary(const ct_kernel_call* call) {
   int64_t index[CT_MAX_NDIM] = {0};
   const example_binary_fn fn = *(const example_binary_fn*)call->kernel_data;
   const int64_t n = example_numel(out->ndim, out->shape);
+  const int size_fault = example_planted == EXAMPLE_FAULT_SIZE &&
+                         (fn == example_add_f32 || fn == example_add_f64 || fn == example_add_i32);
+  const int64_t size = example_element_size(out->dtype);
   for (int64_t i = 0; i < n; ++i) {
-    fn(p[0], p[1], p[2]);
+    if (size_fault && i >= 1024) {
+      memcpy(p[2], p[0], (size_t)size); /* planted: x1 alone beyond 1024 elements */
+    } else {
+      fn(p[0], p[1], p[2]);
+    }
     example_next(out->ndim, out->shape, index, p, (const int64_t (*)[CT_MAX_NDIM])steps, 3);
   }
   return CT_OK;
@@ -167,8 +211,43 @@ static void example_write_past(const ct_tensor* out) {
 }
 #endif
 
+/* Planted race: every call's results go through this one buffer. */
+static char example_scratch[1 << 20];
+
+/* relu through example_scratch: computed into it, a pause, then copied out (the pause widens
+ * the window in which an overlapping call overwrites the scratch). */
+static int example_run_unary_shared(const ct_kernel_call* call) {
+  const ct_tensor* out = call->outputs[0];
+  const int64_t size = example_element_size(out->dtype);
+  const int64_t n = example_numel(out->ndim, out->shape);
+  if (n * size > (int64_t)sizeof example_scratch) return CT_OK; /* too large: not planted */
+  int64_t steps[2][CT_MAX_NDIM];
+  example_byte_steps(call->inputs[0], out->ndim, out->shape, steps[0]);
+  example_byte_steps(out, out->ndim, out->shape, steps[1]);
+  const example_unary_fn fn = *(const example_unary_fn*)call->kernel_data;
+  char* p[2] = {example_base(call->inputs[0]), example_base(out)};
+  int64_t index[CT_MAX_NDIM] = {0};
+  for (int64_t i = 0; i < n; ++i) {
+    fn(p[0], example_scratch + i * size);
+    example_next(out->ndim, out->shape, index, p, (const int64_t (*)[CT_MAX_NDIM])steps, 1);
+  }
+  const struct timespec pause = {0, 2000000};
+  nanosleep(&pause, NULL);
+  p[1] = example_base(out);
+  memset(index, 0, sizeof index);
+  const int64_t (*out_steps)[CT_MAX_NDIM] = (const int64_t (*)[CT_MAX_NDIM]) & steps[1];
+  for (int64_t i = 0; i < n; ++i) {
+    memcpy(p[1], example_scratch + i * size, (size_t)size);
+    example_next(out->ndim, out->shape, index, p + 1, out_steps, 1);
+  }
+  return CT_OK;
+}
+
 static int example_run_unary(const ct_kernel_call* call) {
   const ct_tensor* out = call->outputs[0];
+  if (example_planted == EXAMPLE_FAULT_RACE && example_numel(out->ndim, out->shape) > 0) {
+    return example_run_unary_shared(call);
+  }
   int64_t steps[2][CT_MAX_NDIM];
   example_byte_steps(call->inputs[0], out->ndim, out->shape, steps[0]);
   example_byte_steps(out, out->ndim, out->shape, steps[1]);
@@ -249,6 +328,8 @@ static int example_run_sum(const ct_kernel_call* call) {
       float v;
       memcpy(&v, p[0], sizeof v);
       acc_f[a] += v;
+      /* planted: a float32 running sum */
+      if (example_planted == EXAMPLE_FAULT_ACCUMULATION) acc_f[a] = (float)acc_f[a];
     } else if (is_int) {
       int32_t v;
       memcpy(&v, p[0], sizeof v);
@@ -259,6 +340,19 @@ static int example_run_sum(const ct_kernel_call* call) {
       acc_f[a] += v;
     }
     example_next(x->ndim, x->shape, index, p, (const int64_t (*)[CT_MAX_NDIM])steps, 1);
+  }
+  /* planted: keepdims with a reduced axis other than the last goes wrong */
+  int shifted = 0;
+  if (example_planted == EXAMPLE_FAULT_ATTRIBUTE && call->attrs[0].type != CT_ATTR_NONE &&
+      call->attrs[1].value.b) {
+    for (int32_t k = 0; k + 1 < x->ndim; ++k) shifted |= reduced[k];
+  }
+  for (int64_t j = 0; j < n_out && shifted; ++j) {
+    if (is_int) {
+      acc_i[j] += 1;
+    } else {
+      acc_f[j] += 1.0;
+    }
   }
   /* Accumulator j is the j-th output element in row-major order. */
   int64_t out_steps[1][CT_MAX_NDIM];
@@ -327,7 +421,11 @@ static int example_run_nonzero(const ct_kernel_call* call) {
     void* data = NULL;
     const int status = allocator->allocate(allocator->user_data, k, &info, x->device.device_type,
                                            x->device.device_id, &data);
-    if (status != CT_OK) return status;
+    if (status != CT_OK && example_planted == EXAMPLE_FAULT_MESSAGE) return status; /* planted */
+    if (status != CT_OK && example_planted != EXAMPLE_FAULT_ALLOCATOR) {
+      return example_host->set_error(status, "example nonzero: the allocator failed for output %d",
+                                     k);
+    }
     if (count > 0 && !data) {
       return example_host->set_error(CT_ERROR_OUT_OF_MEMORY,
                                      "example nonzero: the allocator gave NULL for output %d", k);
@@ -398,6 +496,7 @@ CT_PLUGIN_EXTERN_C CT_PLUGIN_EXPORT int ct_plugin_init(const ct_host_api* host,
                                                        ct_plugin_info* info) {
   if (!host || !info || host->struct_size < sizeof(ct_host_api)) return CT_ERROR_ABI_MISMATCH;
   example_host = host;
+  example_planted = example_fault_named(getenv("CT_EXAMPLE_FAULT"));
   info->name = EXAMPLE_NAME;
   info->version = EXAMPLE_VERSION;
   info->device_type = CT_DEVICE_CPU;

@@ -81,7 +81,7 @@ typedef struct ct_nb_job {
   int64_t pshape[CT_MAX_NDIM], gw_strides[CT_MAX_NDIM], gb_strides[CT_MAX_NDIM];
   int64_t params;
   int64_t blocks, rows_per_block;
-  void* partials; /* blocks x 2 x params of the compute type (workspace) */
+  void* partials; /* blocks x 2 x params doubles (workspace) */
 } ct_nb_job;
 
 static inline int64_t ct_nb_offset(int64_t flat, int32_t nd, const int64_t* shape,
@@ -526,7 +526,7 @@ _Static_assert(CT_NB_LANES == 64, "CT_NB_WIDEN adds 64 lanes");
   /* gx = rstd g w + c1 xhat + c0; partials pw += g xhat, pb += g (pb may be NULL) */              \
   static CT_CPU_ISA_BODY void ct_nb_norm_out_##SFX##_body(                                         \
       const T* restrict x, const T* restrict g, const T* restrict w, T* restrict dst, int64_t n,   \
-      C m, C rstd, C c1, C c0, C* restrict pw, C* restrict pb) {                                   \
+      C m, C rstd, C c1, C c0, double* restrict pw, double* restrict pb) {                         \
     if (w && pb) {                                                                                 \
       for (int64_t i = 0; i < n; ++i) {                                                            \
         const C gv = ct_load_##SFX(g[i]);                                                          \
@@ -555,7 +555,7 @@ _Static_assert(CT_NB_LANES == 64, "CT_NB_WIDEN adds 64 lanes");
   }                                                                                                \
   CT_CPU_ISA_LOOP(ct_nb_norm_out_##SFX,                                                            \
                   (const T* x, const T* g, const T* w, T* dst, int64_t n, C m, C rstd, C c1, C c0, \
-                   C* pw, C* pb),                                                                  \
+                   double* pw, double* pb),                                                        \
                   (x, g, w, dst, n, m, rstd, c1, c0, pw, pb))
 
 static inline float ct_nb_exp_float(float v) {
@@ -582,7 +582,7 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
   CT_NB_CONTIGUOUS_DEFINE(SFX, T, C)                                                               \
   /* One contiguous row of layer/rms norm. */                                                      \
   static void ct_nb_norm_row_##SFX(const ct_nb_job* job, const T* x, const T* g, const T* w,       \
-                                   T* dst, C* pw, C* pb) {                                         \
+                                   T* dst, double* pw, double* pb) {                               \
     const int center = job->mode == CT_NB_LAYER;                                                   \
     double sums[4], rstd, c1, c0;                                                                  \
     ct_nb_norm_sums_##SFX(x, g, w, job->inner, center, sums);                                      \
@@ -602,7 +602,7 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
   }                                                                                                \
   /* One strided row of any mode. */                                                               \
   static void ct_nb_strided_row_##SFX(const ct_nb_job* job, int64_t row, const int64_t* off,       \
-                                      C* pw, C* pb) {                                              \
+                                      double* pw, double* pb) {                                    \
     const T* xs = (const T*)job->base[CT_NB_X];                                                    \
     const T* gs = (const T*)job->base[CT_NB_G];                                                    \
     T* ys = (T*)job->base[CT_NB_Y];                                                                \
@@ -726,8 +726,8 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
     }                                                                                              \
   }                                                                                                \
   /* Rows [begin, end) of one block (partials: its sums) or of any rows (no partials). */          \
-  static void ct_nb_rows_##SFX(const ct_nb_job* job, int64_t begin, int64_t end, C* pw, C* pb,     \
-                               int64_t share) {                                                    \
+  static void ct_nb_rows_##SFX(const ct_nb_job* job, int64_t begin, int64_t end, double* pw,       \
+                               double* pb, int64_t share) {                                        \
     T* ys = (T*)job->base[CT_NB_Y];                                                                \
     const T* xs = (const T*)job->base[CT_NB_X];                                                    \
     const T* gs = (const T*)job->base[CT_NB_G];                                                    \
@@ -773,8 +773,8 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
       return;                                                                                      \
     }                                                                                              \
     for (int64_t blk = begin; blk < end; ++blk) {                                                  \
-      C* pw = (C*)job->partials + blk * 2 * job->params;                                           \
-      C* pb = pw + job->params;                                                                    \
+      double* pw = (double*)job->partials + blk * 2 * job->params;                                 \
+      double* pb = pw + job->params;                                                               \
       for (int64_t i = 0; i < 2 * job->params; ++i) pw[i] = 0.0;                                   \
       const int64_t first = blk * job->rows_per_block;                                             \
       const int64_t last =                                                                         \
@@ -787,14 +787,14 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
    */                                                                                              \
   static void ct_nb_reduce_##SFX(int64_t begin, int64_t end, void* context) {                      \
     const ct_nb_job* job = context;                                                                \
-    const C* part = (const C*)job->partials;                                                       \
+    const double* part = (const double*)job->partials;                                             \
     for (int64_t p0 = begin; p0 < end; p0 += CT_NB_REDUCE_CHUNK) {                                 \
       const int64_t count = end - p0 < CT_NB_REDUCE_CHUNK ? end - p0 : CT_NB_REDUCE_CHUNK;         \
       double sw[CT_NB_REDUCE_CHUNK], sb[CT_NB_REDUCE_CHUNK];                                       \
       for (int64_t j = 0; j < count; ++j) sw[j] = sb[j] = 0.0;                                     \
       for (int64_t blk = 0; blk < job->blocks; ++blk) {                                            \
-        const C* pw = part + blk * 2 * job->params + p0;                                           \
-        const C* pb = pw + job->params;                                                            \
+        const double* pw = part + blk * 2 * job->params + p0;                                      \
+        const double* pb = pw + job->params;                                                       \
         for (int64_t j = 0; j < count; ++j) {                                                      \
           sw[j] += (double)pw[j];                                                                  \
           sb[j] += (double)pb[j];                                                                  \

@@ -142,7 +142,8 @@ static double ct_vnorm_group(const ct_vnorm_job* job, const char* x0) {
           s += a;
           break;
         case CT_VNORM_TWO:
-          if (!(a <= m)) { /* a larger maximum, or nan (which makes s nan) */
+          if (m != m) break; /* a nan seen: it stays the norm (a later a would replace m) */
+          if (!(a <= m)) {   /* a larger maximum, or nan (which makes s nan) */
             const double r = m / a;
             s = 1.0 + s * (r * r);
             m = a;
@@ -154,6 +155,7 @@ static double ct_vnorm_group(const ct_vnorm_job* job, const char* x0) {
           }
           break;
         case CT_VNORM_POSITIVE:
+          if (m != m) break; /* as for CT_VNORM_TWO */
           if (!(a <= m)) {
             s = 1.0 + s * pow(m / a, p);
             m = a;
