@@ -20,6 +20,7 @@ _GROUP_MODULES = (
     "cases_nn",
     "cases_data",
     "cases_torch",
+    "cases_jax",
 )
 
 

@@ -140,7 +140,10 @@ def charts(document: dict, directory: str) -> list[str]:
         ]
         if not impls:
             continue
-        fig, ax = plt.subplots(figsize=(10, 0.5 + 0.45 * len(records) * max(1, len(impls)) / 2))
+        # at least 1.5 inches: a group of one case and two implementations still fits its
+        # title and axis label
+        height_in = max(1.5, 0.5 + 0.45 * len(records) * max(1, len(impls)) / 2)
+        fig, ax = plt.subplots(figsize=(10, height_in))
         height = 0.8 / len(impls)
         for k, impl in enumerate(impls):
             values, positions = [], []

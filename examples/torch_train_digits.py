@@ -105,7 +105,10 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = example_parser(
-        __doc__.split("\n\n")[0], quick="20 steps (and --check: 10)", check_steps=50
+        __doc__.split("\n\n")[0],
+        quick="20 steps (and --check: 10)",
+        check_steps=50,
+        reference="torch's own ops",
     )
     parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")

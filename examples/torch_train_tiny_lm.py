@@ -105,7 +105,10 @@ def check(steps: int = 20, seed: int = 0) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = example_parser(
-        __doc__.split("\n\n")[0], quick="30 steps (and --check: 10)", check_steps=20
+        __doc__.split("\n\n")[0],
+        quick="30 steps (and --check: 10)",
+        check_steps=20,
+        reference="torch's own ops",
     )
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args(argv)

@@ -46,6 +46,8 @@ def quick_run(tmp_path_factory):
         "sum/accuracy",
         "--cases",
         "torch/overhead/add",
+        "--cases",
+        "jax/overhead/add",
         "--json",
         str(path),
     ]
@@ -64,6 +66,7 @@ def test_quick_run_writes_the_selected_cases_and_the_machine_limits(quick_run):
     assert any(n.startswith("elementwise/add/") for n in names)
     assert any(n.startswith("nn/argmax/") for n in names)
     assert "torch/overhead/add/8" in names
+    assert "jax/overhead/add/8" in names  # a jitted ctensor.jax call beside XLA's jnp.add
     assert {"stream_copy", "stream_add", "stream_read", "fma_peak"} <= set(document["limits"])
     assert all(v > 0 for v in document["limits"].values())
     meta = document["meta"]

@@ -3,7 +3,8 @@
 It runs in the main test run (NumPy 2.x, collected through pyproject's testpaths) and, from
 .ci/run, in two more environments: NumPy 1.23.5 with MXNet 1.9.1, and NumPy 2.0.x. Its files
 import nothing but NumPy, ml_dtypes, MXNet and the standard library, so those environments need
-no PyTorch or JAX (docs/interop.md says how to build them locally).
+no PyTorch or JAX (docs/interop.md says how to build them locally); the test of the MXNet
+example (test_mxnet_example.py) also needs scikit-learn, whose bundled digits it trains on.
 
 ``test_mxnet_*.py`` files need MXNet 1.x, which imports only next to NumPy <= 1.23.5: where it
 cannot be imported they are not collected, and pytest's header says why. Setting
@@ -39,3 +40,10 @@ collect_ignore_glob = ["test_mxnet_*.py"] if _MXNET_UNAVAILABLE else []
 def pytest_report_header() -> list[str]:
     mxnet = f"not collected, {_MXNET_UNAVAILABLE}" if _MXNET_UNAVAILABLE else "collected"
     return [f"interop suite: NumPy {np.__version__}; MXNet tests (test_mxnet_*.py): {mxnet}"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # mxnet 1.9.1 warns about NumPy, SciPy and distutils names it uses itself, on import and in
+    # every nd.array call once SciPy is installed (scikit-learn, for the MXNet example, brings
+    # it): nothing ctensor can act on.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:mxnet")

@@ -79,6 +79,7 @@ _K_CAPSULE = _dlpack.CAPSULE
 _K_NUMPY = _dlpack.NUMPY
 _K_NUMPY_SCALAR = _dlpack.NUMPY_SCALAR
 _K_TORCH = _dlpack.TORCH
+_K_JAX = _dlpack.JAX
 _modules = sys.modules
 _run = lib.ct_op_run
 _ctpy_open = lib.ctpy_open
@@ -98,6 +99,12 @@ _FW_CACHE: dict[tuple, Framework] = {}
 # (allocate, dtypes) for ctpy_fast_new, by type of the first input, for inputs in host memory
 # (CPU device 0; ctpy_fast_new checks). Filled by _framework_of; FastOp reads it too.
 FAST_ALLOCATORS: dict[tuple, tuple] = {}
+# JAX array types by whether they are tracers (the abstract arrays of jit, vmap and grad).
+_JAX_TRACERS: dict[type, bool] = {}
+
+
+class _TracedCall(Exception):
+    """Raised by _read_inputs on a JAX tracer: the call runs as a ctensor.jax call instead."""
 
 
 def call(
@@ -124,8 +131,47 @@ def call(
             if target[0] != _CPU:
                 return _call_on_device(spec, args, attrs, frame, target)
         return _call(spec, args, out, attrs, frame, fast_op_declined)
+    except _TracedCall:
+        if backend is not None or device is not None:
+            raise InvalidArgumentError(
+                f"{spec.name}: backend= and device= are not available inside jax.jit, vmap or "
+                "grad (the call runs as an XLA custom call on XLA's device)"
+            ) from None
     finally:
         release(frame)
+    return _traced_call(spec, args, out, attrs)
+
+
+def _is_jax_tracer(tp: type) -> bool:
+    traced = _JAX_TRACERS.get(tp)
+    if traced is None:
+        import jax
+
+        traced = _JAX_TRACERS[tp] = issubclass(tp, jax.core.Tracer)
+    return traced
+
+
+def _traced_call(spec: OpSpec, args: tuple | list, out: Any, attrs: dict | None) -> Any:
+    """A call with JAX tracers among its inputs (inside jax.jit, vmap or grad), whose memory
+    DLPack cannot reach: it runs as ``ctensor.jax.<name>`` (an XLA custom call, with its
+    gradient), arguments passed in that function's order."""
+    if out is not None:
+        raise InvalidArgumentError(
+            f"{spec.name}: out= cannot be used inside jax.jit, vmap or grad (JAX arrays are "
+            "immutable); use the returned array"
+        )
+    from . import jax as ctensor_jax
+
+    head, tail = [], []
+    n = spec.num_fixed_inputs
+    for i, inp in enumerate(spec.inputs):
+        if inp.get("variadic"):
+            head.append(list(args[n:]))
+        elif inp.get("optional") and i >= spec.num_required_inputs:
+            tail.append(args[i])
+        else:
+            head.append(args[i])
+    return getattr(ctensor_jax, spec.name)(*head, *tail, **(attrs or {}))
 
 
 def _device_of_call(spec: OpSpec, args: tuple | list, out: Any, device: Any) -> tuple[int, int]:
@@ -425,6 +471,8 @@ def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, 
             if kind == _K_NUMPY_SCALAR:
                 obj = np.asarray(obj)
                 kind = _K_NUMPY
+            elif kind == _K_JAX and _is_jax_tracer(tp):
+                raise _TracedCall
             capsule = capsule_of(obj, kind, lambda i=i: input_name(spec, i))
             keep.append(capsule)
             objects[i] = id(capsule)

@@ -145,6 +145,8 @@ def _output_list(spec: OpSpec, result: Any) -> list:
 
 def _dtype_name(array: Any) -> str:
     dtype = getattr(array, "dtype", None)
+    if isinstance(dtype, type):  # MXNet NDArrays give NumPy's scalar type (numpy.float32)
+        return dtype.__name__
     text = str(dtype)
     return text.removeprefix("torch.")
 

@@ -24,7 +24,8 @@ typedef struct {
   int single_output;     /* out=(array,) returns the array; one new output is returned alone */
   int capacity;          /* outputs the operator may return (its declared ones, or the most) */
   vectorcallfunc vectorcall;
-  PyObject* dict; /* __name__, __doc__, __signature__, spec... (set by ctensor._ops) */
+  PyObject* dict;     /* __name__, __doc__, __signature__, spec... (set by ctensor._ops) */
+  PyObject* weakrefs; /* weak references: jax.jit(ctensor.ops.exp) keeps one, as for functions */
 } FastOpObject;
 
 int ctpy_fast_op_set_allocators(PyObject* allocators) {
@@ -226,6 +227,7 @@ static int fast_op_clear(PyObject* self) {
 static void fast_op_dealloc(PyObject* self) {
   PyTypeObject* type = Py_TYPE(self);
   PyObject_GC_UnTrack(self);
+  if (((FastOpObject*)self)->weakrefs) PyObject_ClearWeakRefs(self);
   fast_op_clear(self);
   type->tp_free(self);
   Py_DECREF(type);
@@ -234,6 +236,7 @@ static void fast_op_dealloc(PyObject* self) {
 static PyMemberDef fast_op_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastOpObject, vectorcall), READONLY, NULL},
     {"__dictoffset__", T_PYSSIZET, offsetof(FastOpObject, dict), READONLY, NULL},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(FastOpObject, weakrefs), READONLY, NULL},
     {"fallback", T_OBJECT, offsetof(FastOpObject, fallback), READONLY,
      "the operator's Python function: every call the C fast path does not take"},
     {NULL, 0, 0, 0, NULL},

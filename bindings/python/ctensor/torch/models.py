@@ -16,7 +16,8 @@ backward, optimizer step), ``digits_split`` and ``digits_batches`` (scikit-learn
 digits, a fixed split), ``text_corpus`` and ``text_batches`` (a text shipped by an installed
 package), and ``graph_operators`` / ``foreign_operators``, which list the operators of the
 forward and backward graphs torch.compile builds, to check that a model runs on ctensor alone;
-``example_parser`` and ``run_check``, the command line the two examples share.
+``example_parser`` and ``run_check`` (from ``ctensor.example_support``), the command line the
+examples share.
 
 Dropout draws its mask from ctensor's Philox stream (``seed``, ``offset``): the caller passes
 a new ``offset`` each training step (the step number); ``TORCH_OPS`` applies the mask that
@@ -26,8 +27,6 @@ with torch's own arithmetic (``x * mask * (1 / (1 - p))``).
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -35,6 +34,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from ctensor.example_support import (
+    digits_arrays,
+    example_parser,
+    relative_difference,
+    run_check,
+)
 
 __all__ = [
     "CTENSOR_OPS",
@@ -281,20 +287,11 @@ def make_train_step(
 def digits_split(
     dtype: torch.dtype = torch.float32, *, test_size: float = 0.25, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """scikit-learn's bundled digits (1797 images of 8x8, no download) as (x_train, y_train,
-    x_test, y_test): images (N, 1, 8, 8) scaled to [0, 1] in ``dtype``, labels int64; a fixed
-    stratified split (``seed``)."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    digits = load_digits()
-    images = torch.tensor(digits.images / 16.0, dtype=dtype).unsqueeze(1)
-    labels = torch.tensor(digits.target, dtype=torch.int64)
-    train, test = train_test_split(
-        list(range(len(labels))), test_size=test_size, random_state=seed, stratify=digits.target
-    )
-    train, test = torch.tensor(train), torch.tensor(test)
-    return images[train], labels[train], images[test], labels[test]
+    """``ctensor.example_support.digits_arrays`` as torch tensors: images (N, 1, 8, 8) in
+    ``dtype``, labels int64."""
+    arrays = digits_arrays("float64", test_size=test_size, seed=seed)
+    images_train, labels_train, images_test, labels_test = (torch.from_numpy(a) for a in arrays)
+    return images_train.to(dtype), labels_train, images_test.to(dtype), labels_test
 
 
 def digits_batches(count: int, batch_size: int, epoch: int, seed: int = 0) -> list[torch.Tensor]:
@@ -403,36 +400,3 @@ def foreign_operators(
             if t is not operator.getitem and not _is_ctensor(t) and t not in allowed
         )
     return result
-
-
-def example_parser(description: str, *, quick: str, check_steps: int) -> argparse.ArgumentParser:
-    """The options both training examples take: ``--quick`` (``quick`` says what it does),
-    ``--dtype``, ``--check``, ``--check-steps`` (default ``check_steps``), ``--threads`` and
-    ``--seed``; each example adds its own ``--steps``."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true", help=quick)
-    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    parser.add_argument("--check", action="store_true", help="float64 loss vs torch's own ops")
-    parser.add_argument("--check-steps", type=int, default=check_steps)
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    parser.add_argument("--seed", type=int, default=0)
-    return parser
-
-
-def run_check(check: Callable[[int, int], list[float]], steps: int, seed: int, limit: float) -> int:
-    """Runs an example's ``check(steps, seed)`` (the relative loss differences per step),
-    prints the worst one, and returns the exit status: 1 when it is above ``limit``."""
-    start = time.perf_counter()
-    differences = check(steps, seed)
-    worst = max(differences)
-    print(
-        f"check: {len(differences)} steps, float64, worst relative loss difference "
-        f"{worst:.3e} (step {differences.index(worst)}), {time.perf_counter() - start:.1f} s"
-    )
-    return 0 if worst <= limit else 1
-
-
-def relative_difference(a: float, b: float) -> float:
-    """|a - b| / max(|a|, |b|), 0 when both are 0."""
-    scale = max(abs(a), abs(b))
-    return 0.0 if scale == 0 else abs(a - b) / scale

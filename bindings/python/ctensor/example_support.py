@@ -1,0 +1,90 @@
+"""What the training examples share, whatever framework runs them.
+
+- ``digits_arrays``: scikit-learn's bundled digits (no download) as NumPy arrays with a fixed
+  stratified split;
+- ``index_batches``: the index batches of one epoch, a permutation fixed by (seed, epoch);
+- ``example_parser``, ``run_check``, ``relative_difference``: the command line of the examples
+  and their ``--check`` mode, which trains the model on ctensor's ops and on the framework's own
+  ops side by side in float64 and compares the losses step by step.
+
+Nothing here imports a framework: ``ctensor.torch.models`` and the JAX and MXNet examples
+convert the arrays to their own tensors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = [
+    "digits_arrays",
+    "index_batches",
+    "example_parser",
+    "run_check",
+    "relative_difference",
+]
+
+
+def digits_arrays(
+    dtype: str | np.dtype = "float32", *, test_size: float = 0.25, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """scikit-learn's bundled digits (1797 images of 8x8) as (x_train, y_train, x_test, y_test):
+    images (N, 1, 8, 8) scaled to [0, 1] in ``dtype``, labels int64; a fixed stratified split
+    (``seed``): 1347 training and 450 test images with the default ``test_size``."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    images = (digits.images / 16.0).astype(dtype)[:, None, :, :]
+    labels = digits.target.astype(np.int64)
+    train, test = train_test_split(
+        np.arange(len(labels)), test_size=test_size, random_state=seed, stratify=digits.target
+    )
+    return images[train], labels[train], images[test], labels[test]
+
+
+def index_batches(count: int, batch_size: int, epoch: int, seed: int = 0) -> list[np.ndarray]:
+    """Index batches (int64) of one epoch over ``count`` samples: a permutation fixed by
+    (seed, epoch), cut into full batches (the remainder is dropped, so every step has the same
+    shape, and a jitted step compiles once)."""
+    order = np.random.default_rng(seed * 1_000_003 + epoch).permutation(count)
+    return [order[i : i + batch_size] for i in range(0, count - batch_size + 1, batch_size)]
+
+
+def example_parser(
+    description: str, *, quick: str, check_steps: int, reference: str
+) -> argparse.ArgumentParser:
+    """The options the training examples take: ``--quick`` (``quick`` says what it does),
+    ``--dtype``, ``--check`` (float64 losses against ``reference``, the framework's own ops),
+    ``--check-steps`` (default ``check_steps``), ``--threads`` (the framework's CPU threads) and
+    ``--seed``; each example adds its own ``--steps``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--check", action="store_true", help=f"float64 loss vs {reference}")
+    parser.add_argument("--check-steps", type=int, default=check_steps)
+    parser.add_argument("--threads", type=int, default=None, help="the framework's CPU threads")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def run_check(check: Callable[[int, int], list[float]], steps: int, seed: int, limit: float) -> int:
+    """Runs an example's ``check(steps, seed)`` (the relative loss differences per step),
+    prints the worst one, and returns the exit status: 1 when it is above ``limit``."""
+    start = time.perf_counter()
+    differences = check(steps, seed)
+    worst = max(differences)
+    print(
+        f"check: {len(differences)} steps, float64, worst relative loss difference "
+        f"{worst:.3e} (step {differences.index(worst)}), {time.perf_counter() - start:.1f} s"
+    )
+    return 0 if worst <= limit else 1
+
+
+def relative_difference(a: float, b: float) -> float:
+    """|a - b| / max(|a|, |b|), 0 when both are 0."""
+    scale = max(abs(a), abs(b))
+    return 0.0 if scale == 0 else abs(a - b) / scale
