@@ -67,9 +67,11 @@ def _bf16_from_f64(values: np.ndarray) -> np.ndarray:
     """Rounds float64 values to bfloat16 bits (through float32, nearest-even; NaN stays NaN)."""
     f32 = np.asarray(values, dtype=np.float64).astype(np.float32)
     bits = f32.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    # uint64 constants: NumPy 1.x promotes a 0-d uint64 array with a Python int to float64.
+    one, sixteen = np.uint64(1), np.uint64(16)
+    rounded = (bits + np.uint64(0x7FFF) + ((bits >> sixteen) & one)) >> sixteen
     nan = np.isnan(f32)
-    return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)
+    return np.where(nan, (bits >> sixteen) | np.uint64(0x40), rounded).astype(np.uint16)
 
 
 def from_values(values, name: str) -> np.ndarray:  # noqa: ANN001
@@ -96,7 +98,7 @@ def to_values(stored: np.ndarray, name: str) -> np.ndarray:
     """The values of a stored array: float64 for floats, complex128 for complex, the integer or
     bool array otherwise."""
     if name == "bfloat16":
-        return (stored.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return (stored.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
     if is_float(name):
         return stored.astype(np.float64)
     if is_complex(name):

@@ -134,7 +134,33 @@ NUMPY["abs"] = _unary(lambda x: x if x.dtype == bool else np.abs(x))
 NUMPY["negative"] = _unary(np.negative)
 NUMPY["positive"] = _unary(lambda x: x.copy())
 NUMPY["square"] = _plain_product(_unary(lambda x: x * x))
-NUMPY["sign"] = _unary(np.sign)
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    """np.sign as NumPy 2 defines it: z / |z| for complex (0 at 0). NumPy 1.x's np.sign of a
+    complex number is the sign of its real part, so it is written out there as NumPy 2
+    computes it."""
+    if x.dtype.kind != "c" or not np.__version__.startswith("1."):
+        return np.sign(x)
+    re, im = x.real, x.imag
+
+    def divided(by: np.ndarray) -> np.ndarray:  # part by part: NumPy 1.x's complex division
+        by = np.where(by == 0, 1, by)  # overflows for subnormal divisors
+        return re / by + 1j * (im / by)
+
+    with np.errstate(all="ignore"):
+        modulus = np.abs(x)
+        plain = np.where(modulus == 0, 0, divided(modulus))
+    # An infinite |z| (an infinite part, or finite parts whose modulus overflows): the unit
+    # vector along the real axis when the real part is infinite, else along the imaginary axis;
+    # NaN when both parts are infinite.
+    one_inf = np.where(np.isinf(re), np.sign(re) + 0j, 1j * np.sign(im))
+    both = np.isinf(re) & np.isinf(im)
+    infinite = np.where(both, complex(np.nan, np.nan), one_inf)
+    return np.where(np.isinf(modulus), infinite, plain).astype(x.dtype)
+
+
+NUMPY["sign"] = _unary(_sign)
 NUMPY["isfinite"] = _unary(lambda x: np.isfinite(x) if _is_inexact(x) else np.ones(x.shape, bool))
 NUMPY["isinf"] = _unary(lambda x: np.isinf(x) if _is_inexact(x) else np.zeros(x.shape, bool))
 NUMPY["isnan"] = _unary(lambda x: np.isnan(x) if _is_inexact(x) else np.zeros(x.shape, bool))

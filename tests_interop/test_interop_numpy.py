@@ -323,3 +323,12 @@ def test_scalar_promotion_matches_numpy_2():
             for value in values:
                 expected = np.result_type(np.dtype(other), value).name
                 assert scalar_dtype(value, other) == expected, (other, value)
+
+
+def test_package_accepts_numpy_1_23_and_later():
+    # MXNet 1.9.1 imports only with NumPy <= 1.23.5: a higher floor made pip refuse to install
+    # ctensor next to it (ResolutionImpossible). .ci/run installs the wheel next to mxnet.
+    from importlib.metadata import requires
+
+    numpy_requirements = [r for r in requires("ctensor") or [] if r.startswith("numpy")]
+    assert numpy_requirements == ["numpy>=1.23"]
