@@ -269,6 +269,7 @@ def bad_input_checks(spec: OpSpec, case, target) -> list[tuple[str, str]]:  # no
             _complex(view)
         else:
             set_ct_dtype(view.dtype, bad)
+        _align_start(view, bad)
         inputs[first] = view
         return None
 
@@ -345,6 +346,20 @@ class _Wrap:
 
 class _NullTensor:
     view = ffi.NULL
+
+
+def _align_start(view, dtype: str) -> None:  # noqa: ANN001
+    """Moves a relabelled view's first element down to the alignment of its new ``dtype``, so
+    that the only thing wrong with it is the dtype: a misaligned start is refused with
+    CT_ERROR_INVALID_ARGUMENT before any kernel looks at the dtype. The kernel must refuse the
+    dtype without reading, so where the view points does not matter beyond that."""
+    size = itemsize(dtype)
+    alignment = max(size // 2 if dtype.startswith("complex") else size, 1)
+    misalignment = (int(ffi.cast("uintptr_t", view.data)) + view.byte_offset) % alignment
+    if misalignment:
+        view.byte_offset += (
+            -misalignment if view.byte_offset >= misalignment else (alignment - misalignment)
+        )
 
 
 def _complex(view) -> None:  # noqa: ANN001

@@ -38,6 +38,9 @@
  *   message      nonzero returns its allocator's failure status without a message.
  * tests/test_conformance_faults.py checks the conformance suite catches each.
  */
+/* nanosleep, the race fault's pause, is POSIX rather than ISO C. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <ctensor_plugin.h>
 
 #include <stdlib.h>

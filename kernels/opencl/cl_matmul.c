@@ -38,9 +38,17 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
   ct_pl_layout_collapse(&layout, NULL);
 
   const ct_cl_type_info* t = &ct_cl_types[type];
-  const char* step = type == CT_PL_B8            ? "acc |= (x & y);"
-                     : ct_pl_type_is_float(type) ? "acc += x * y;"
-                                                 : "acc = (T)((U)acc + (U)x * (U)y);";
+  /* Each block of 32 products sums into `part`; float blocks then add into `acc` with Kahan's
+   * compensation, so a long inner dimension costs about one block's rounding error rather than
+   * one rounding per product (integer and bool blocks combine exactly). */
+  const bool is_float = ct_pl_type_is_float(type);
+  const char* step = type == CT_PL_B8 ? "part |= (x & y);"
+                     : is_float       ? "part += x * y;"
+                                      : "part = (T)((U)part + (U)x * (U)y);";
+  const char* add_block = type == CT_PL_B8 ? "acc |= part;"
+                          : is_float       ? "{ const T y_ = part - comp; const T t_ = acc + y_; "
+                                             "comp = (t_ - acc) - y_; acc = t_; }"
+                                           : "acc = (T)((U)acc + (U)part);";
   ct_cl_source source;
   ct_cl_source_begin(&source, &exec);
   ct_cl_source_add(&source, "#define T %s\n#define U %s\n", t->compute, t->unsigned_type);
@@ -52,10 +60,14 @@ static int ct_cl_matmul_run(const ct_kernel_call* call) {
                    "  long off0 = off_out, off1 = off_a, off2 = off_b;\n");
   ct_cl_source_index_loop(&source, 3);
   ct_cl_source_add(&source,
-                   "  T acc = 0;\n  for (long k = 0; k < k_extent; ++k) {\n"
-                   "    const T x = LD_%s(a, off1 + k * a_k), y = LD_%s(b, off2 + k * b_k);\n"
-                   "    %s\n  }\n  ST_%s(out, off0, acc);\n}\n",
-                   t->tag, t->tag, step, t->tag);
+                   "  T acc = 0, comp = 0;\n"
+                   "  for (long k0 = 0; k0 < k_extent; k0 += 32) {\n"
+                   "    const long k1 = k0 + 32 < k_extent ? k0 + 32 : k_extent;\n"
+                   "    T part = 0;\n"
+                   "    for (long k = k0; k < k1; ++k) {\n"
+                   "      const T x = LD_%s(a, off1 + k * a_k), y = LD_%s(b, off2 + k * b_k);\n"
+                   "      %s\n    }\n    %s\n  }\n  ST_%s(out, off0, acc);\n}\n",
+                   t->tag, t->tag, step, add_block, t->tag);
   cl_mem meta = NULL;
   status = ct_cl_layout_meta(&exec, &layout, &meta);
   if (status != CT_OK) return status;

@@ -2,8 +2,8 @@
  * work item
  * per output element walks its reduced sub-space in logical row-major order (so argmax's index
  * is NumPy's flattened index), and sum_to_shape through the sum kernel. Float sums and means
- * accumulate in double where the device has it (float otherwise); integer sums and products wrap in
- * 64 bits. */
+ * accumulate in double where the device has it (float otherwise), with Kahan's compensation;
+ * integer sums and products wrap in 64 bits. */
 #include <math.h>
 #include <string.h>
 
@@ -24,9 +24,9 @@ typedef struct ct_cl_reduction {
 } ct_cl_reduction;
 
 static const ct_cl_reduction ct_cl_reductions[] = {
-    {"sum", "ACCF", "long", "0", "acc = ACC_ADD(acc, v);", "acc", false},
+    {"sum", "ACCF", "long", "0", "ACC_SUM(v);", "acc", false},
     {"prod", "ACCF", "long", "1", "acc = ACC_MUL(acc, v);", "acc", false},
-    {"mean", "ACCF", "ACCF", "0", "acc += (ACCF)v;", "acc / (ACCF)count", false},
+    {"mean", "ACCF", "ACCF", "0", "KAHAN_ADD(v);", "acc / (ACCF)count", false},
     {"max", "V", "V", "0", "if (j == 0 || (acc == acc && (v > acc || v != v))) acc = v;", "acc",
      false},
     {"min", "V", "V", "0", "if (j == 0 || (acc == acc && (v < acc || v != v))) acc = v;", "acc",
@@ -65,6 +65,13 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
                                                 : "((long)((ulong)(a) + (ulong)(long)(v)))",
                    ct_pl_type_is_float(in_type) ? "((a) * (ACCF)(v))"
                                                 : "((long)((ulong)(a) * (ulong)(long)(v)))");
+  /* Float sums and means add with Kahan's compensation (comp carries the low-order bits each
+   * addition lost), so a long lane's error stays near one rounding instead of growing with its
+   * length; integer sums wrap. */
+  ct_cl_source_add(&source,
+                   "#define KAHAN_ADD(v) { const ACCF y_ = (ACCF)(v) - comp; const ACCF t_ = acc "
+                   "+ y_; comp = (t_ - acc) - y_; acc = t_; }\n#define ACC_SUM(v) %s\n",
+                   ct_pl_type_is_float(in_type) ? "KAHAN_ADD(v)" : "acc = ACC_ADD(acc, v)");
   ct_cl_source_add(&source,
                    "__kernel void ct_reduce(__global char* out, long off_out, __global const char* "
                    "in, long off_in, __global const long* meta, int ndim, __global const long* "
@@ -74,7 +81,7 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
   ct_cl_source_index_loop(&source, 2);
   const char* acc_type = ct_pl_type_is_float(in_type) ? r->float_acc : r->int_acc;
   ct_cl_source_add(&source,
-                   "  %s acc = %s;\n  long idx = 0;\n"
+                   "  %s acc = %s;\n  ACCF comp = 0;\n  long idx = 0;\n"
                    "  for (long j = 0; j < count; ++j) {\n"
                    "    long rem = j, o = off1;\n"
                    "    for (int d = rdim - 1; d >= 0; --d) {\n"
