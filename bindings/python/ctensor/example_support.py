@@ -3,6 +3,8 @@
 - ``digits_arrays``: scikit-learn's bundled digits (no download) as NumPy arrays with a fixed
   stratified split;
 - ``index_batches``: the index batches of one epoch, a permutation fixed by (seed, epoch);
+- ``ctensor_op_set``, ``masked_dropout``: the parts of the models' op sets that are the same
+  for every framework (ctensor's namespaces share names, attributes and results);
 - ``example_parser``, ``run_check``, ``relative_difference``: the command line of the examples
   and their ``--check`` mode, which trains the model on ctensor's ops and on the framework's own
   ops side by side in float64 and compares the losses step by step.
@@ -16,12 +18,16 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 __all__ = [
     "digits_arrays",
     "index_batches",
+    "ctensor_op_set",
+    "masked_dropout",
     "example_parser",
     "run_check",
     "relative_difference",
@@ -52,6 +58,42 @@ def index_batches(count: int, batch_size: int, epoch: int, seed: int = 0) -> lis
     shape, and a jitted step compiles once)."""
     order = np.random.default_rng(seed * 1_000_003 + epoch).permutation(count)
     return [order[i : i + batch_size] for i in range(0, count - batch_size + 1, batch_size)]
+
+
+def ctensor_op_set(ops: Any, name: str, **more: Callable) -> SimpleNamespace:
+    """The models' op set on a ctensor namespace (``ctensor.jax``, ``ctensor.mxnet``,
+    ``torch.ops.ctensor``): conv2d, relu, max_pool2d, linear, cross_entropy and dropout (its
+    first result) with the signatures the models call, plus the functions in ``more``."""
+
+    def dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
+        return ops.dropout(x, p=p, seed=seed, offset=offset, training=training)[0]
+
+    return SimpleNamespace(
+        name=name,
+        conv2d=lambda x, weight, bias, padding: ops.conv2d(x, weight, bias, padding=[padding] * 2),
+        relu=lambda x: ops.relu(x),
+        max_pool2d=lambda x, size: ops.max_pool2d(x, kernel_size=[size, size]),
+        linear=lambda x, weight, bias: ops.linear(x, weight, bias),
+        cross_entropy=lambda logits, target: ops.cross_entropy(logits, target),
+        dropout=dropout,
+        **more,
+    )
+
+
+def masked_dropout(
+    keep_mask: Callable[[Any, float, Any, Any], Any], cast: Callable[[Any, Any], Any]
+) -> Callable[..., Any]:
+    """A reference op set's dropout ``(x, p, seed, offset, training)``: the mask that
+    ``keep_mask(x, p, seed, offset)`` gives (ctensor's, for the same seed and offset), cast to
+    x's dtype by ``cast(mask, x)``, applied with the framework's arithmetic
+    (``x * mask * (1 / (1 - p))``); x itself outside training or for p = 0."""
+
+    def dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
+        if not training or p == 0.0:
+            return x
+        return x * cast(keep_mask(x, p, seed, offset), x) * (1.0 / (1.0 - p))
+
+    return dropout
 
 
 def example_parser(
