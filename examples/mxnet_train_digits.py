@@ -27,11 +27,11 @@ import mxnet as mx
 
 import ctensor
 from ctensor.example_support import (
+    compare_losses,
     digits_arrays,
     example_parser,
     index_batches,
-    relative_difference,
-    run_check,
+    run_example,
 )
 from ctensor.mxnet.models import (
     CTENSOR_OPS,
@@ -107,22 +107,18 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
     x_train, y_train, _, _ = data("float64", seed)
     models = [(ops, build("float64", seed)) for ops in (CTENSOR_OPS, MXNET_OPS)]
     optimizers = [Adam(weights, lr=LEARNING_RATE) for _, weights in models]
-    differences: list[float] = []
-    epoch = 0
-    while len(differences) < steps:
-        for batch in index_batches(len(y_train), BATCH, epoch, seed):
-            if len(differences) == steps:
-                break
-            index = mx.nd.array(batch, dtype="int64")
-            images, labels = x_train.take(index), y_train.take(index)
-            offset = len(differences)
-            ours, reference = (
-                train_step(ops, weights, optimizer, images, labels, offset)
-                for (ops, weights), optimizer in zip(models, optimizers, strict=True)
-            )
-            differences.append(relative_difference(ours, reference))
-        epoch += 1
-    return differences
+
+    def step_losses(batch: object, offset: int) -> list[float]:
+        index = mx.nd.array(batch, dtype="int64")
+        images, labels = x_train.take(index), y_train.take(index)
+        return [
+            train_step(ops, weights, optimizer, images, labels, offset)
+            for (ops, weights), optimizer in zip(models, optimizers, strict=True)
+        ]
+
+    return compare_losses(
+        steps, lambda epoch: index_batches(len(y_train), BATCH, epoch, seed), step_losses
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,19 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.threads:
         ctensor.set_num_threads(args.threads)  # ctensor's kernels (MXNet's own: its settings)
-    if args.quick:
-        args.steps = 20 if args.steps is None else args.steps
-        args.check_steps = min(args.check_steps, 10)
-
-    if args.check:
-        return run_check(check, args.check_steps, args.seed, TOLERANCE)
-
-    result = train(args.dtype, epochs=args.epochs, steps=args.steps, seed=args.seed)
-    losses = result["losses"]
-    print(f"steps: {len(losses)}, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
-    print(f"train time: {result['seconds']:.1f} s")
-    print(f"test accuracy: {result['accuracy']:.4f}")
-    return 0
+    return run_example(args, check, train, TOLERANCE)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@
 - ``index_batches``: the index batches of one epoch, a permutation fixed by (seed, epoch);
 - ``ctensor_op_set``, ``masked_dropout``: the parts of the models' op sets that are the same
   for every framework (ctensor's namespaces share names, attributes and results);
-- ``example_parser``, ``run_check``, ``relative_difference``: the command line of the examples
-  and their ``--check`` mode, which trains the model on ctensor's ops and on the framework's own
-  ops side by side in float64 and compares the losses step by step.
+- ``example_parser``, ``run_example``, ``run_check``, ``compare_losses``,
+  ``relative_difference``: the command line of the examples, their training report and their
+  ``--check`` mode, which trains the model on ctensor's ops and on the framework's own ops side
+  by side in float64 and compares the losses step by step.
 
 Nothing here imports a framework: ``ctensor.torch.models`` and the JAX and MXNet examples
 convert the arrays to their own tensors.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -29,7 +30,9 @@ __all__ = [
     "ctensor_op_set",
     "masked_dropout",
     "example_parser",
+    "run_example",
     "run_check",
+    "compare_losses",
     "relative_difference",
 ]
 
@@ -111,6 +114,58 @@ def example_parser(
     parser.add_argument("--threads", type=int, default=None, help="the framework's CPU threads")
     parser.add_argument("--seed", type=int, default=0)
     return parser
+
+
+def run_example(
+    args: argparse.Namespace,
+    check: Callable[[int, int], list[float]],
+    train: Callable[..., dict],
+    tolerance: float,
+    dtype: Any = None,
+) -> int:
+    """The end of an example's ``main()`` once ``args`` (``example_parser``'s, plus ``--epochs``
+    and ``--steps``) are parsed and the framework is set up: ``--quick`` (20 steps, at most 10
+    checked), then ``--check`` (``run_check`` with ``tolerance``), or else
+    ``train(dtype, epochs=, steps=, seed=)`` (``dtype``: ``args.dtype`` unless given) and its
+    report (the loss, seconds, compilations of the step where the result counts them, test
+    accuracy). Returns the exit status."""
+    if args.quick:
+        args.steps = 20 if args.steps is None else args.steps
+        args.check_steps = min(args.check_steps, 10)
+
+    if args.check:
+        return run_check(check, args.check_steps, args.seed, tolerance)
+
+    result = train(
+        args.dtype if dtype is None else dtype, epochs=args.epochs, steps=args.steps, seed=args.seed
+    )
+    losses = result["losses"]
+    print(f"steps: {len(losses)}, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+    print(f"train time: {result['seconds']:.1f} s")
+    if "compilations" in result:
+        print(f"training step compiled: {result['compilations']} time(s)")
+    print(f"test accuracy: {result['accuracy']:.4f}")
+    return 0
+
+
+def compare_losses(
+    steps: int,
+    batches: Callable[[int], list],
+    step_losses: Callable[[Any, int], Sequence[float]],
+) -> list[float]:
+    """The relative difference of two models' losses at each of the first ``steps`` training
+    steps: ``batches(epoch)`` gives one epoch's index batches, ``step_losses(batch, offset)``
+    trains both models one step on a batch (``offset``: the step number, dropout's offset) and
+    returns their two losses."""
+    differences: list[float] = []
+    epoch = 0
+    while len(differences) < steps:
+        for batch in batches(epoch):
+            if len(differences) == steps:
+                break
+            differences.append(relative_difference(*step_losses(batch, len(differences))))
+        epoch += 1
+    return differences
 
 
 def run_check(check: Callable[[int, int], list[float]], steps: int, seed: int, limit: float) -> int:
