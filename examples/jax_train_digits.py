@@ -33,17 +33,9 @@ TOLERANCE = 1e-9
 
 
 def _parser():  # noqa: ANN202
-    from ctensor.example_support import example_parser
+    from ctensor.example_support import digits_parser
 
-    parser = example_parser(
-        __doc__.split("\n\n")[0],
-        quick="20 steps (and --check: 10)",
-        check_steps=50,
-        reference="jax.numpy/jax.lax",
-    )
-    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
-    return parser
+    return digits_parser(__doc__.split("\n\n")[0], reference="jax.numpy/jax.lax")
 
 
 def train(dtype: str = "float32", *, epochs: int = 20, steps: int | None = None, seed: int = 0):  # noqa: ANN201

@@ -29,7 +29,7 @@ import ctensor
 from ctensor.example_support import (
     compare_losses,
     digits_arrays,
-    example_parser,
+    digits_parser,
     index_batches,
     run_example,
 )
@@ -122,14 +122,7 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = example_parser(
-        __doc__.split("\n\n")[0],
-        quick="20 steps (and --check: 10)",
-        check_steps=50,
-        reference="MXNet's own ops",
-    )
-    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    parser = digits_parser(__doc__.split("\n\n")[0], reference="MXNet's own ops")
     args = parser.parse_args(argv)
     if args.threads:
         ctensor.set_num_threads(args.threads)  # ctensor's kernels (MXNet's own: its settings)

@@ -23,14 +23,13 @@ import time
 
 import torch
 
-from ctensor.example_support import compare_losses, run_example
+from ctensor.example_support import compare_losses, digits_parser, run_example
 from ctensor.torch.models import (
     CTENSOR_OPS,
     TORCH_OPS,
     DigitsCNN,
     digits_batches,
     digits_split,
-    example_parser,
     make_train_step,
 )
 
@@ -97,14 +96,7 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = example_parser(
-        __doc__.split("\n\n")[0],
-        quick="20 steps (and --check: 10)",
-        check_steps=50,
-        reference="torch's own ops",
-    )
-    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    parser = digits_parser(__doc__.split("\n\n")[0], reference="torch's own ops")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

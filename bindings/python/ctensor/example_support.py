@@ -5,7 +5,7 @@
 - ``index_batches``: the index batches of one epoch, a permutation fixed by (seed, epoch);
 - ``ctensor_op_set``, ``masked_dropout``: the parts of the models' op sets that are the same
   for every framework (ctensor's namespaces share names, attributes and results);
-- ``example_parser``, ``run_example``, ``run_check``, ``compare_losses``,
+- ``example_parser``, ``digits_parser``, ``run_example``, ``run_check``, ``compare_losses``,
   ``relative_difference``: the command line of the examples, their training report and their
   ``--check`` mode, which trains the model on ctensor's ops and on the framework's own ops side
   by side in float64 and compares the losses step by step.
@@ -30,6 +30,7 @@ __all__ = [
     "ctensor_op_set",
     "masked_dropout",
     "example_parser",
+    "digits_parser",
     "run_example",
     "run_check",
     "compare_losses",
@@ -113,6 +114,18 @@ def example_parser(
     parser.add_argument("--check-steps", type=int, default=check_steps)
     parser.add_argument("--threads", type=int, default=None, help="the framework's CPU threads")
     parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def digits_parser(description: str, reference: str) -> argparse.ArgumentParser:
+    """``example_parser`` of the digits examples (``--quick``: 20 steps, 10 checked; 50 checked
+    steps by default; ``reference``: the framework's own ops) with ``--epochs`` (21 steps each)
+    and ``--steps`` (stop early), the options ``run_example`` reads."""
+    parser = example_parser(
+        description, quick="20 steps (and --check: 10)", check_steps=50, reference=reference
+    )
+    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
+    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
     return parser
 
 
