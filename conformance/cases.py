@@ -269,20 +269,7 @@ def generate(
     entry = OPS.get(spec.name, {}) if entry is None else entry
     valid = []
     for flat, attrs in _candidates(spec, signature, entry, seed):
-        views = []
-        keep = []
-        for k, shape in enumerate(flat):
-            if shape is None:
-                views.append(None)
-                continue
-            view = ffi.new("ct_tensor*")
-            dt.set_ct_dtype(view.dtype, _param_dtype(spec, signature, k))
-            view.device.device_type = 1
-            view.ndim = len(shape)
-            arr = ffi.new("int64_t[]", list(shape) or [0])
-            keep.append(arr)
-            view.shape = arr
-            views.append(view)
+        views, _keep = _shape_views(spec, signature, flat)
         status, _, _ = infer(spec, views, attrs)
         if status == 0:
             valid.append((flat, attrs))
@@ -433,7 +420,9 @@ def _elements(flat: list) -> int:
     return sum(int(np.prod(s)) for s in flat if s is not None)
 
 
-def _infer_ok(spec: OpSpec, signature, flat: list, attrs: dict) -> bool:  # noqa: ANN001
+def _shape_views(spec: OpSpec, signature, flat: list) -> tuple[list, list]:  # noqa: ANN001
+    """CPU views without data (what ``infer`` reads) of the shapes in ``flat`` (None: an absent
+    input) in the signature's dtypes, and the extents arrays that must outlive them."""
     views, keep = [], []
     for k, shape in enumerate(flat):
         if shape is None:
@@ -447,6 +436,11 @@ def _infer_ok(spec: OpSpec, signature, flat: list, attrs: dict) -> bool:  # noqa
         keep.append(arr)
         view.shape = arr
         views.append(view)
+    return views, keep
+
+
+def _infer_ok(spec: OpSpec, signature, flat: list, attrs: dict) -> bool:  # noqa: ANN001
+    views, _keep = _shape_views(spec, signature, flat)
     status, infos, _ = infer(spec, views, attrs)
     if status != 0:
         return False

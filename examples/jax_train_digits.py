@@ -33,17 +33,9 @@ TOLERANCE = 1e-9
 
 
 def _parser():  # noqa: ANN202
-    from ctensor.example_support import example_parser
+    from ctensor.example_support import digits_parser
 
-    parser = example_parser(
-        __doc__.split("\n\n")[0],
-        quick="20 steps (and --check: 10)",
-        check_steps=50,
-        reference="jax.numpy/jax.lax",
-    )
-    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
-    return parser
+    return digits_parser(__doc__.split("\n\n")[0], reference="jax.numpy/jax.lax")
 
 
 def train(dtype: str = "float32", *, epochs: int = 20, steps: int | None = None, seed: int = 0):  # noqa: ANN201
@@ -89,7 +81,7 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
     """Relative difference of the float64 loss at each of the first ``steps`` steps between the
     ctensor.jax model and the same model on jax.numpy/jax.lax, both jitted (jax_enable_x64
     must be on)."""
-    from ctensor.example_support import digits_arrays, index_batches, relative_difference
+    from ctensor.example_support import compare_losses, digits_arrays, index_batches
     from ctensor.jax import models
 
     x_train, y_train, _, _ = digits_arrays("float64", seed=seed)
@@ -98,21 +90,18 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
         [models.make_train_step(ops, LEARNING_RATE), params, models.adam_init(params)]
         for ops in (models.CTENSOR_OPS, models.JAX_OPS)
     ]
-    differences: list[float] = []
-    epoch = 0
-    while len(differences) < steps:
-        for batch in index_batches(len(y_train), BATCH, epoch, seed):
-            if len(differences) == steps:
-                break
-            offset = len(differences)  # the step number, as train() passes
-            losses = []
-            for run in runs:
-                step, params, state = run
-                run[1], run[2], loss = step(params, state, x_train[batch], y_train[batch], offset)
-                losses.append(float(loss))
-            differences.append(relative_difference(*losses))
-        epoch += 1
-    return differences
+
+    def step_losses(batch: object, offset: int) -> list[float]:
+        losses = []
+        for run in runs:
+            step, params, state = run
+            run[1], run[2], loss = step(params, state, x_train[batch], y_train[batch], offset)
+            losses.append(float(loss))
+        return losses
+
+    return compare_losses(
+        steps, lambda epoch: index_batches(len(y_train), BATCH, epoch, seed), step_losses
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,22 +119,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.check or args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
-    if args.quick:
-        args.steps = 20 if args.steps is None else args.steps
-        args.check_steps = min(args.check_steps, 10)
+    from ctensor.example_support import run_example
 
-    if args.check:
-        from ctensor.example_support import run_check
-
-        return run_check(check, args.check_steps, args.seed, TOLERANCE)
-
-    result = train(args.dtype, epochs=args.epochs, steps=args.steps, seed=args.seed)
-    losses = result["losses"]
-    print(f"steps: {len(losses)}, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
-    print(f"train time: {result['seconds']:.1f} s")
-    print(f"training step compiled: {result['compilations']} time(s)")
-    print(f"test accuracy: {result['accuracy']:.4f}")
-    return 0
+    return run_example(args, check, train, TOLERANCE)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ import mxnet as mx
 
 import ctensor
 from ctensor.example_support import (
+    compare_losses,
     digits_arrays,
-    example_parser,
+    digits_parser,
     index_batches,
-    relative_difference,
-    run_check,
+    run_example,
 )
 from ctensor.mxnet.models import (
     CTENSOR_OPS,
@@ -107,49 +107,26 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
     x_train, y_train, _, _ = data("float64", seed)
     models = [(ops, build("float64", seed)) for ops in (CTENSOR_OPS, MXNET_OPS)]
     optimizers = [Adam(weights, lr=LEARNING_RATE) for _, weights in models]
-    differences: list[float] = []
-    epoch = 0
-    while len(differences) < steps:
-        for batch in index_batches(len(y_train), BATCH, epoch, seed):
-            if len(differences) == steps:
-                break
-            index = mx.nd.array(batch, dtype="int64")
-            images, labels = x_train.take(index), y_train.take(index)
-            offset = len(differences)
-            ours, reference = (
-                train_step(ops, weights, optimizer, images, labels, offset)
-                for (ops, weights), optimizer in zip(models, optimizers, strict=True)
-            )
-            differences.append(relative_difference(ours, reference))
-        epoch += 1
-    return differences
+
+    def step_losses(batch: object, offset: int) -> list[float]:
+        index = mx.nd.array(batch, dtype="int64")
+        images, labels = x_train.take(index), y_train.take(index)
+        return [
+            train_step(ops, weights, optimizer, images, labels, offset)
+            for (ops, weights), optimizer in zip(models, optimizers, strict=True)
+        ]
+
+    return compare_losses(
+        steps, lambda epoch: index_batches(len(y_train), BATCH, epoch, seed), step_losses
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = example_parser(
-        __doc__.split("\n\n")[0],
-        quick="20 steps (and --check: 10)",
-        check_steps=50,
-        reference="MXNet's own ops",
-    )
-    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    parser = digits_parser(__doc__.split("\n\n")[0], reference="MXNet's own ops")
     args = parser.parse_args(argv)
     if args.threads:
         ctensor.set_num_threads(args.threads)  # ctensor's kernels (MXNet's own: its settings)
-    if args.quick:
-        args.steps = 20 if args.steps is None else args.steps
-        args.check_steps = min(args.check_steps, 10)
-
-    if args.check:
-        return run_check(check, args.check_steps, args.seed, TOLERANCE)
-
-    result = train(args.dtype, epochs=args.epochs, steps=args.steps, seed=args.seed)
-    losses = result["losses"]
-    print(f"steps: {len(losses)}, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
-    print(f"train time: {result['seconds']:.1f} s")
-    print(f"test accuracy: {result['accuracy']:.4f}")
-    return 0
+    return run_example(args, check, train, TOLERANCE)
 
 
 if __name__ == "__main__":

@@ -23,16 +23,14 @@ import time
 
 import torch
 
+from ctensor.example_support import compare_losses, digits_parser, run_example
 from ctensor.torch.models import (
     CTENSOR_OPS,
     TORCH_OPS,
     DigitsCNN,
     digits_batches,
     digits_split,
-    example_parser,
     make_train_step,
-    relative_difference,
-    run_check,
 )
 
 BATCH = 64
@@ -88,46 +86,21 @@ def check(steps: int = 50, seed: int = 0) -> list[float]:
         make_train_step(model, torch.optim.Adam(model.parameters(), lr=LEARNING_RATE), compile=c)
         for model, c in zip(models, (True, False), strict=True)
     ]
-    differences: list[float] = []
-    epoch = 0
-    while len(differences) < steps:
-        for batch in digits_batches(len(y_train), BATCH, epoch, seed):
-            if len(differences) == steps:
-                break
-            offset = len(differences)
-            ours, reference = (
-                s(x_train[batch], y_train[batch], offset).item() for s in train_steps
-            )
-            differences.append(relative_difference(ours, reference))
-        epoch += 1
-    return differences
+
+    def step_losses(batch: torch.Tensor, offset: int) -> list[float]:
+        return [s(x_train[batch], y_train[batch], offset).item() for s in train_steps]
+
+    return compare_losses(
+        steps, lambda epoch: digits_batches(len(y_train), BATCH, epoch, seed), step_losses
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = example_parser(
-        __doc__.split("\n\n")[0],
-        quick="20 steps (and --check: 10)",
-        check_steps=50,
-        reference="torch's own ops",
-    )
-    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    parser = digits_parser(__doc__.split("\n\n")[0], reference="torch's own ops")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.quick:
-        args.steps = 20 if args.steps is None else args.steps
-        args.check_steps = min(args.check_steps, 10)
-
-    if args.check:
-        return run_check(check, args.check_steps, args.seed, TOLERANCE)
-
-    result = train(getattr(torch, args.dtype), epochs=args.epochs, steps=args.steps, seed=args.seed)
-    losses = result["losses"]
-    print(f"steps: {len(losses)}, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
-    print(f"train time: {result['seconds']:.1f} s")
-    print(f"test accuracy: {result['accuracy']:.4f}")
-    return 0
+    return run_example(args, check, train, TOLERANCE, getattr(torch, args.dtype))
 
 
 if __name__ == "__main__":

@@ -12,13 +12,12 @@ scikit-learn's digits and the transformer's loss falls. The examples' command li
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from examples_support import DIGITS_BACKWARD, DIGITS_FORWARD, EXAMPLES, load_example
 from torch._dynamo.testing import CompileCounter
 
 from ctensor.torch import models
@@ -32,7 +31,6 @@ from ctensor.torch.models import (
     graph_operators,
 )
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 C = torch.ops.ctensor
 
 # torch.compile's inductor imports torch.jit, which warns that it is deprecated: torch's
@@ -40,15 +38,8 @@ C = torch.ops.ctensor
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
 
 
-def _load(name: str):  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-digits = _load("torch_train_digits")
-tiny_lm = _load("torch_train_tiny_lm")
+digits = load_example("torch_train_digits")
+tiny_lm = load_example("torch_train_tiny_lm")
 
 
 def _assert_graphs_hold(found: dict[str, set], forward: set[str], backward: set[str]) -> None:
@@ -69,17 +60,7 @@ def test_digits_cnn_runs_on_ctensor_ops_only():
     model = DigitsCNN(CTENSOR_OPS)
     found = graph_operators(model.loss, x_train[:64], y_train[:64], 7)
     assert foreign_operators(found) == {"forward": [], "backward": []}
-    forward = {"conv2d", "relu", "max_pool2d", "dropout", "linear", "cross_entropy"}
-    backward = {
-        "conv2d_backward_input",
-        "conv2d_backward_weight",
-        "relu_backward",
-        "max_pool2d_backward",
-        "dropout_backward",
-        "matmul_backward",
-        "cross_entropy_backward",
-    }
-    _assert_graphs_hold(found, forward, backward)
+    _assert_graphs_hold(found, DIGITS_FORWARD, DIGITS_BACKWARD)
 
 
 def test_tiny_lm_runs_on_ctensor_ops_only():

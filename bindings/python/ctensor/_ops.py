@@ -40,10 +40,11 @@ def _attr_default_text(attr: dict) -> str:
     return repr(attr.get("default"))
 
 
-def _signature(spec: OpSpec) -> inspect.Signature:
+def _signature(spec: OpSpec, keyword_only: tuple = ("out",)) -> inspect.Signature:
     """The signature the generated function has (see make_op), with the attributes spelled out:
-    required inputs and the variadic one positional-only, then optional inputs, then out= and
-    the attributes keyword-only."""
+    required inputs and the variadic one positional-only, then optional inputs, then the
+    ``keyword_only`` parameters (default None; ``ctensor.jax`` has none) and the attributes
+    keyword-only."""
     P = inspect.Parameter
     head, optional = [], []
     for i, inp in enumerate(spec.inputs):
@@ -52,11 +53,34 @@ def _signature(spec: OpSpec) -> inspect.Signature:
             optional.append(P(name, P.POSITIONAL_OR_KEYWORD, default=None))
         else:
             head.append(P(name, P.POSITIONAL_ONLY))
-    params = head + optional + [P("out", P.KEYWORD_ONLY, default=None)]
+    params = head + optional + [P(name, P.KEYWORD_ONLY, default=None) for name in keyword_only]
     for attr in spec.attrs:
         default = P.empty if attr.get("required") else attr.get("default")
         params.append(P(_py_name(attr["name"]), P.KEYWORD_ONLY, default=default))
     return inspect.Signature(params)
+
+
+def _parameter_text(spec: OpSpec, tail: list[str]) -> tuple[str, list[str], str | None]:
+    """The generated function's parameter list as source text: required inputs then the
+    variadic one positional-only, optional inputs (``name=None``), then ``tail``. Also returns
+    the non-variadic inputs' names in schema order (what the call packs) and the variadic
+    input's name (None without one)."""
+    required, optional, call_args = [], [], []
+    variadic = None
+    for i, inp in enumerate(spec.inputs):
+        name = _py_name(inp["name"])
+        if inp.get("variadic"):
+            variadic = name
+        elif inp.get("optional") and i >= spec.num_required_inputs:
+            optional.append(f"{name}=None")
+            call_args.append(name)
+        else:
+            required.append(name)
+            call_args.append(name)
+    # Required inputs are positional-only; optional ones may also be given by keyword.
+    head = required + ([variadic] if variadic is not None else [])
+    params = ", ".join(head + (["/"] if head else []) + optional + tail)
+    return params, call_args, variadic
 
 
 def _docstring(spec: OpSpec) -> str:
@@ -131,27 +155,7 @@ def _docstring(spec: OpSpec) -> str:
 
 def make_op(spec: OpSpec):  # noqa: ANN201
     """The Python function for one operator."""
-    positional = []
-    call_args = []
-    names = [_py_name(inp["name"]) for inp in spec.inputs]
-    variadic = None
-    for i, inp in enumerate(spec.inputs):
-        name = names[i]
-        if inp.get("variadic"):
-            variadic = name
-        elif inp.get("optional") and i >= spec.num_required_inputs:
-            positional.append(f"{name}=None")
-            call_args.append(name)
-        else:
-            positional.append(name)
-            call_args.append(name)
-    # Required inputs are positional-only; optional ones may also be given by keyword.
-    required = [p for p in positional if "=" not in p]
-    optional = [p for p in positional if "=" in p]
-    head = list(required)
-    if variadic is not None:
-        head.append(variadic)
-    params = ", ".join(head + (["/"] if head else []) + optional + ["*", "out=None", "**attrs"])
+    params, call_args, variadic = _parameter_text(spec, ["*", "out=None", "**attrs"])
     packed = f"({', '.join(call_args)}{',' if len(call_args) == 1 else ''})"
     if variadic is not None:
         packed = f"{packed} + tuple({variadic})"

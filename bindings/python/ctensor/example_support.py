@@ -3,9 +3,12 @@
 - ``digits_arrays``: scikit-learn's bundled digits (no download) as NumPy arrays with a fixed
   stratified split;
 - ``index_batches``: the index batches of one epoch, a permutation fixed by (seed, epoch);
-- ``example_parser``, ``run_check``, ``relative_difference``: the command line of the examples
-  and their ``--check`` mode, which trains the model on ctensor's ops and on the framework's own
-  ops side by side in float64 and compares the losses step by step.
+- ``ctensor_op_set``, ``masked_dropout``: the parts of the models' op sets that are the same
+  for every framework (ctensor's namespaces share names, attributes and results);
+- ``example_parser``, ``digits_parser``, ``run_example``, ``run_check``, ``compare_losses``,
+  ``relative_difference``: the command line of the examples, their training report and their
+  ``--check`` mode, which trains the model on ctensor's ops and on the framework's own ops side
+  by side in float64 and compares the losses step by step.
 
 Nothing here imports a framework: ``ctensor.torch.models`` and the JAX and MXNet examples
 convert the arrays to their own tensors.
@@ -15,15 +18,22 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 __all__ = [
     "digits_arrays",
     "index_batches",
+    "ctensor_op_set",
+    "masked_dropout",
     "example_parser",
+    "digits_parser",
+    "run_example",
     "run_check",
+    "compare_losses",
     "relative_difference",
 ]
 
@@ -54,6 +64,42 @@ def index_batches(count: int, batch_size: int, epoch: int, seed: int = 0) -> lis
     return [order[i : i + batch_size] for i in range(0, count - batch_size + 1, batch_size)]
 
 
+def ctensor_op_set(ops: Any, name: str, **more: Callable) -> SimpleNamespace:
+    """The models' op set on a ctensor namespace (``ctensor.jax``, ``ctensor.mxnet``,
+    ``torch.ops.ctensor``): conv2d, relu, max_pool2d, linear, cross_entropy and dropout (its
+    first result) with the signatures the models call, plus the functions in ``more``."""
+
+    def dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
+        return ops.dropout(x, p=p, seed=seed, offset=offset, training=training)[0]
+
+    return SimpleNamespace(
+        name=name,
+        conv2d=lambda x, weight, bias, padding: ops.conv2d(x, weight, bias, padding=[padding] * 2),
+        relu=lambda x: ops.relu(x),
+        max_pool2d=lambda x, size: ops.max_pool2d(x, kernel_size=[size, size]),
+        linear=lambda x, weight, bias: ops.linear(x, weight, bias),
+        cross_entropy=lambda logits, target: ops.cross_entropy(logits, target),
+        dropout=dropout,
+        **more,
+    )
+
+
+def masked_dropout(
+    keep_mask: Callable[[Any, float, Any, Any], Any], cast: Callable[[Any, Any], Any]
+) -> Callable[..., Any]:
+    """A reference op set's dropout ``(x, p, seed, offset, training)``: the mask that
+    ``keep_mask(x, p, seed, offset)`` gives (ctensor's, for the same seed and offset), cast to
+    x's dtype by ``cast(mask, x)``, applied with the framework's arithmetic
+    (``x * mask * (1 / (1 - p))``); x itself outside training or for p = 0."""
+
+    def dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
+        if not training or p == 0.0:
+            return x
+        return x * cast(keep_mask(x, p, seed, offset), x) * (1.0 / (1.0 - p))
+
+    return dropout
+
+
 def example_parser(
     description: str, *, quick: str, check_steps: int, reference: str
 ) -> argparse.ArgumentParser:
@@ -69,6 +115,70 @@ def example_parser(
     parser.add_argument("--threads", type=int, default=None, help="the framework's CPU threads")
     parser.add_argument("--seed", type=int, default=0)
     return parser
+
+
+def digits_parser(description: str, reference: str) -> argparse.ArgumentParser:
+    """``example_parser`` of the digits examples (``--quick``: 20 steps, 10 checked; 50 checked
+    steps by default; ``reference``: the framework's own ops) with ``--epochs`` (21 steps each)
+    and ``--steps`` (stop early), the options ``run_example`` reads."""
+    parser = example_parser(
+        description, quick="20 steps (and --check: 10)", check_steps=50, reference=reference
+    )
+    parser.add_argument("--epochs", type=int, default=20, help="epochs (21 steps each)")
+    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    return parser
+
+
+def run_example(
+    args: argparse.Namespace,
+    check: Callable[[int, int], list[float]],
+    train: Callable[..., dict],
+    tolerance: float,
+    dtype: Any = None,
+) -> int:
+    """The end of an example's ``main()`` once ``args`` (``example_parser``'s, plus ``--epochs``
+    and ``--steps``) are parsed and the framework is set up: ``--quick`` (20 steps, at most 10
+    checked), then ``--check`` (``run_check`` with ``tolerance``), or else
+    ``train(dtype, epochs=, steps=, seed=)`` (``dtype``: ``args.dtype`` unless given) and its
+    report (the loss, seconds, compilations of the step where the result counts them, test
+    accuracy). Returns the exit status."""
+    if args.quick:
+        args.steps = 20 if args.steps is None else args.steps
+        args.check_steps = min(args.check_steps, 10)
+
+    if args.check:
+        return run_check(check, args.check_steps, args.seed, tolerance)
+
+    result = train(
+        args.dtype if dtype is None else dtype, epochs=args.epochs, steps=args.steps, seed=args.seed
+    )
+    losses = result["losses"]
+    print(f"steps: {len(losses)}, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+    print(f"train time: {result['seconds']:.1f} s")
+    if "compilations" in result:
+        print(f"training step compiled: {result['compilations']} time(s)")
+    print(f"test accuracy: {result['accuracy']:.4f}")
+    return 0
+
+
+def compare_losses(
+    steps: int,
+    batches: Callable[[int], list],
+    step_losses: Callable[[Any, int], Sequence[float]],
+) -> list[float]:
+    """The relative difference of two models' losses at each of the first ``steps`` training
+    steps: ``batches(epoch)`` gives one epoch's index batches, ``step_losses(batch, offset)``
+    trains both models one step on a batch (``offset``: the step number, dropout's offset) and
+    returns their two losses."""
+    differences: list[float] = []
+    epoch = 0
+    while len(differences) < steps:
+        for batch in batches(epoch):
+            if len(differences) == steps:
+                break
+            differences.append(relative_difference(*step_losses(batch, len(differences))))
+        epoch += 1
+    return differences
 
 
 def run_check(check: Callable[[int, int], list[float]], steps: int, seed: int, limit: float) -> int:

@@ -10,11 +10,10 @@ function is ``_autodiff.differentiable(name, raw_fn)``.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-from .._ops import _py_name
+from .._ops import _parameter_text, _py_name, _signature
 from .._registry import OpSpec, all_specs
 from ._autodiff import differentiable
 from ._call import call, vmap_method
@@ -22,24 +21,8 @@ from ._call import call, vmap_method
 __all__ = ["build_all", "make_raw"]
 
 
-def _signature(spec: OpSpec) -> inspect.Signature:
-    P = inspect.Parameter
-    head, optional = [], []
-    for i, inp in enumerate(spec.inputs):
-        name = _py_name(inp["name"])
-        if not inp.get("variadic") and inp.get("optional") and i >= spec.num_required_inputs:
-            optional.append(P(name, P.POSITIONAL_OR_KEYWORD, default=None))
-        else:
-            head.append(P(name, P.POSITIONAL_ONLY))
-    params = head + optional
-    for attr in spec.attrs:
-        default = P.empty if attr.get("required") else attr.get("default")
-        params.append(P(_py_name(attr["name"]), P.KEYWORD_ONLY, default=default))
-    return inspect.Signature(params)
-
-
 def _docstring(spec: OpSpec) -> str:
-    lines = [f"{spec.name}{_signature(spec)}", ""]
+    lines = [f"{spec.name}{_signature(spec, ())}", ""]
     if spec.doc:
         lines += [spec.doc.strip(), ""]
     if spec.is_dynamic:
@@ -58,21 +41,7 @@ def _docstring(spec: OpSpec) -> str:
 
 def make_raw(spec: OpSpec) -> Callable[..., Any]:
     """The raw function of one operator (no gradient rule)."""
-    names = [_py_name(inp["name"]) for inp in spec.inputs]
-    required, optional, call_args = [], [], []
-    variadic = None
-    for i, inp in enumerate(spec.inputs):
-        name = names[i]
-        if inp.get("variadic"):
-            variadic = name
-        elif inp.get("optional") and i >= spec.num_required_inputs:
-            optional.append(f"{name}=None")
-            call_args.append(name)
-        else:
-            required.append(name)
-            call_args.append(name)
-    head = list(required) + ([variadic] if variadic is not None else [])
-    params = ", ".join(head + (["/"] if head else []) + optional + ["**attrs"])
+    params, call_args, variadic = _parameter_text(spec, ["**attrs"])
     packed = f"[{', '.join(call_args)}]"
     if variadic is not None:
         packed = f"{packed} + list({variadic})"
@@ -90,7 +59,7 @@ def make_raw(spec: OpSpec) -> Callable[..., Any]:
     function.__qualname__ = spec.name
     function.__module__ = "ctensor.jax"
     function.__doc__ = _docstring(spec)
-    function.__signature__ = _signature(spec)
+    function.__signature__ = _signature(spec, ())
     return function
 
 

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import jax as ct
+from ..example_support import ctensor_op_set, masked_dropout
 
 __all__ = [
     "CTENSOR_OPS",
@@ -58,19 +59,7 @@ DROPOUT_SEED = 0
 # The two op sets: namespaces of the same functions with the same signatures.
 
 
-def _ct_dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
-    return ct.dropout(x, p=p, seed=seed, offset=offset, training=training)[0]
-
-
-CTENSOR_OPS = SimpleNamespace(
-    name="ctensor.jax",
-    conv2d=lambda x, weight, bias, padding: ct.conv2d(x, weight, bias, padding=[padding] * 2),
-    relu=lambda x: ct.relu(x),
-    max_pool2d=lambda x, size: ct.max_pool2d(x, kernel_size=[size, size]),
-    linear=lambda x, weight, bias: ct.linear(x, weight, bias),
-    cross_entropy=lambda logits, target: ct.cross_entropy(logits, target),
-    dropout=_ct_dropout,
-)
+CTENSOR_OPS = ctensor_op_set(ct, "ctensor.jax")
 """The op set of ``ctensor.jax`` calls."""
 
 
@@ -83,11 +72,7 @@ def dropout_keep_mask(x: Any, p: float, seed: Any, offset: Any) -> Any:
     )
 
 
-def _jax_dropout(x: Any, p: float, seed: Any, offset: Any, training: bool) -> Any:
-    if not training or p == 0.0:
-        return x
-    keep = dropout_keep_mask(x, p, seed, offset)
-    return x * keep.astype(x.dtype) * (1.0 / (1.0 - p))
+_jax_dropout = masked_dropout(dropout_keep_mask, lambda keep, x: keep.astype(x.dtype))
 
 
 def _jax_conv2d(x: Any, weight: Any, bias: Any, padding: int) -> Any:

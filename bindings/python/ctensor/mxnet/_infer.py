@@ -1,24 +1,20 @@
 """Output shapes and dtypes of a call from ``ct_op_infer``, never touching data.
 
 ``plan`` resolves the input dtypes as the real call does (``OpSpec.choose_dtypes``: the kernel
-the call would run), then asks ``ct_op_infer`` on views without data. It checks everything the
-C library checks before a kernel runs (arity, shapes, dtypes, attributes), so a
-``ctensor.mxnet`` call raises ctensor's own exception at the call, before MXNet's engine sees
-it. Plans are cached by (op, attributes, shapes, dtypes): MXNet asks for shapes and dtypes
-again for every call (``CustomOpProp.infer_shape`` / ``infer_type``).
+the call would run), then asks ``ct_op_infer`` on views without data (``ctensor._infer.infer``,
+shared with ``ctensor.torch`` and ``ctensor.jax``). It checks everything the C library checks
+before a kernel runs (arity, shapes, dtypes, attributes), so a ``ctensor.mxnet`` call raises
+ctensor's own exception at the call, before MXNet's engine sees it. Plans are cached by (op,
+attributes, shapes, dtypes): MXNet asks for shapes and dtypes again for every call
+(``CustomOpProp.infer_shape`` / ``infer_type``).
 """
 
 from __future__ import annotations
 
-from .._attrs import attrs_for
-from .._dtypes import code_bits, name_of_ct
-from .._errors import check
-from .._lib import ffi, lib
+from .._infer import infer
 from .._registry import OpSpec
 
 __all__ = ["Plan", "plan", "representative_dtypes"]
-
-_INFO_CAPACITY = 64
 
 
 class Plan:
@@ -30,38 +26,6 @@ class Plan:
         self.input_dtypes = input_dtypes
         self.output_dtypes = output_dtypes
         self.output_shapes = output_shapes
-
-
-def _infer(spec: OpSpec, dtypes: tuple, shapes: tuple, attrs: dict) -> list[tuple[str, tuple]]:
-    n = len(dtypes)
-    views = ffi.new("ct_tensor[]", max(n, 1))
-    pointers = ffi.new("ct_tensor*[]", max(n, 1))
-    keep = []
-    for i, (dtype, shape) in enumerate(zip(dtypes, shapes, strict=True)):
-        if dtype is None:
-            pointers[i] = ffi.NULL
-            continue
-        view = views[i]  # data stays NULL: ct_op_infer checks the layout only
-        view.device.device_type = lib.CT_DEVICE_CPU
-        view.ndim = len(shape)
-        code, bits = code_bits(dtype)
-        view.dtype.code, view.dtype.bits, view.dtype.lanes = code, bits, 1
-        extents = ffi.new("int64_t[]", list(shape) or [0])
-        keep.append(extents)
-        view.shape = extents
-        pointers[i] = views + i
-    attr_entry = attrs_for(spec, attrs) if attrs else (ffi.NULL, 0, None)
-    infos = ffi.new("ct_tensor_info[]", _INFO_CAPACITY)
-    count = ffi.new("int32_t*")
-    check(
-        lib.ct_op_infer(
-            spec.op, pointers, n, attr_entry[0], attr_entry[1], infos, _INFO_CAPACITY, count
-        )
-    )
-    return [
-        (name_of_ct(info.dtype), tuple(info.shape[k] for k in range(info.ndim)))
-        for info in infos[0 : count[0]]
-    ]
 
 
 _PLANS: dict[tuple, Plan] = {}
@@ -76,7 +40,7 @@ def plan(spec: OpSpec, attrs_key: str, attrs: dict, shapes: tuple, dtypes: tuple
         return found
     chosen = spec.choose_dtypes("cpu", dtypes) if dtypes else ()
     resolved = tuple(target or dtype for target, dtype in zip(chosen, dtypes, strict=True))
-    outputs = _infer(spec, resolved, shapes, dict(attrs))
+    outputs = infer(spec, list(resolved), list(shapes), dict(attrs))
     result = Plan(
         resolved, tuple(dtype for dtype, _ in outputs), tuple(shape for _, shape in outputs)
     )

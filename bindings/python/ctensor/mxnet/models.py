@@ -29,6 +29,7 @@ import mxnet as mx
 import numpy as np
 
 import ctensor.mxnet as cm
+from ctensor.example_support import ctensor_op_set, masked_dropout
 
 __all__ = [
     "CTENSOR_OPS",
@@ -44,19 +45,7 @@ __all__ = [
 nd = mx.nd
 
 
-def _ct_dropout(x: Any, p: float, seed: int, offset: int, training: bool) -> Any:
-    return cm.dropout(x, p=p, seed=seed, offset=offset, training=training)[0]
-
-
-CTENSOR_OPS = SimpleNamespace(
-    name="ctensor",
-    conv2d=lambda x, weight, bias, padding: cm.conv2d(x, weight, bias, padding=[padding] * 2),
-    relu=lambda x: cm.relu(x),
-    max_pool2d=lambda x, size: cm.max_pool2d(x, kernel_size=[size, size]),
-    linear=lambda x, weight, bias: cm.linear(x, weight, bias),
-    cross_entropy=lambda logits, target: cm.cross_entropy(logits, target),
-    dropout=_ct_dropout,
-)
+CTENSOR_OPS = ctensor_op_set(cm, "ctensor")
 """The op set of ``ctensor.mxnet`` calls."""
 
 
@@ -67,11 +56,7 @@ def dropout_keep_mask(x: Any, p: float, seed: int, offset: int) -> Any:
         return cm.dropout(x.detach(), p=p, seed=seed, offset=offset)[1]
 
 
-def _mx_dropout(x: Any, p: float, seed: int, offset: int, training: bool) -> Any:
-    if not training or p == 0.0:
-        return x
-    keep = dropout_keep_mask(x, p, seed, offset).astype(x.dtype)
-    return x * keep * (1.0 / (1.0 - p))
+_mx_dropout = masked_dropout(dropout_keep_mask, lambda keep, x: keep.astype(x.dtype))
 
 
 def _mx_cross_entropy(logits: Any, target: Any) -> Any:

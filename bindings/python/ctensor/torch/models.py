@@ -36,8 +36,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from ctensor.example_support import (
+    ctensor_op_set,
     digits_arrays,
     example_parser,
+    masked_dropout,
     relative_difference,
     run_check,
 )
@@ -70,22 +72,13 @@ _C = torch.ops.ctensor
 # The two op sets. Each is a namespace of the same functions with the same signatures.
 
 
-def _ct_dropout(x: torch.Tensor, p: float, seed: int, offset: int, training: bool) -> torch.Tensor:
-    return _C.dropout(x, p=p, seed=seed, offset=offset, training=training)[0]
-
-
 def _ct_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float):  # noqa: ANN202
     return _C.layer_norm(x, weight, bias, normalized_shape=[x.shape[-1]], eps=eps)
 
 
-CTENSOR_OPS = SimpleNamespace(
-    name="ctensor",
-    conv2d=lambda x, weight, bias, padding: _C.conv2d(x, weight, bias, padding=[padding] * 2),
-    relu=lambda x: _C.relu(x),
-    max_pool2d=lambda x, size: _C.max_pool2d(x, kernel_size=[size, size]),
-    linear=lambda x, weight, bias: _C.linear(x, weight, bias),
-    cross_entropy=lambda logits, target: _C.cross_entropy(logits, target),
-    dropout=_ct_dropout,
+CTENSOR_OPS = ctensor_op_set(
+    _C,
+    "ctensor",
     embedding=lambda indices, weight: _C.embedding(indices, weight),
     attention=lambda q, k, v: _C.scaled_dot_product_attention(q, k, v, is_causal=True)[0],
     layer_norm=_ct_layer_norm,
@@ -103,11 +96,7 @@ def dropout_keep_mask(x: torch.Tensor, p: float, seed: int, offset: int) -> torc
         return _C.dropout(x.detach(), p=p, seed=seed, offset=offset)[1]
 
 
-def _torch_dropout(x: torch.Tensor, p: float, seed: int, offset: int, training: bool):  # noqa: ANN202
-    if not training or p == 0.0:
-        return x
-    keep = dropout_keep_mask(x, p, seed, offset)
-    return x * keep.to(x.dtype) * (1.0 / (1.0 - p))
+_torch_dropout = masked_dropout(dropout_keep_mask, lambda keep, x: keep.to(x.dtype))
 
 
 def _torch_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
