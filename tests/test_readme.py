@@ -131,7 +131,9 @@ def test_ci_checks_style_before_the_tests_with_the_pinned_tools():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     commands = re.findall(r"```sh\n(.*?)\n```", README, re.S)
     tests_at = ci.index(next(c for c in commands if "pytest" in c))
-    clang_format = "git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror"
+    clang_format = (
+        "git ls-files '*.c' '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror"
+    )
     for check in ("ruff check .", "ruff format --check .", clang_format):
         assert check in ci and ci.index(check) < tests_at, check
     # One place for the versions: pyproject.toml's style extra pins both tools exactly, and the
