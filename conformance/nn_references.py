@@ -75,6 +75,16 @@ def conv2d(x, w, b, stride, padding, dilation, groups):  # noqa: ANN001, ANN201
     return out
 
 
+def _grouped_cotangent(g, n, o, ho, wo, groups):  # noqa: ANN001, ANN202
+    """The output cotangent g (which may cover the first rows and columns only) widened with
+    zeros to the whole (n, o, ho, wo) output, in float64, split by group:
+    (n, groups, o // groups, ho, wo)."""
+    full = np.zeros((n, o, ho, wo))
+    g = _f64(g)
+    full[:, :, : g.shape[2], : g.shape[3]] = g[:, :, :ho, :wo]
+    return full.reshape(n, groups, o // groups, ho, wo)
+
+
 def conv2d_grad_input(g, x_shape, w, stride, padding, dilation, groups):  # noqa: ANN001, ANN201
     """The input cotangent of conv2d (x of x_shape, weight w) for the output cotangent g; g may
     cover the first rows and columns of the output only (zeros elsewhere)."""
@@ -83,10 +93,7 @@ def conv2d_grad_input(g, x_shape, w, stride, padding, dilation, groups):  # noqa
     o, cg, kh, kw = w.shape
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     ho, wo = _conv_out(h, kh, sh, ph, dh), _conv_out(wd, kw, sw, pw, dw)
-    full = np.zeros((n, o, ho, wo))
-    g = _f64(g)
-    full[:, :, : g.shape[2], : g.shape[3]] = g[:, :, :ho, :wo]
-    gg = full.reshape(n, groups, o // groups, ho, wo)
+    gg = _grouped_cotangent(g, n, o, ho, wo, groups)
     wg = w.reshape(groups, o // groups, cg, kh, kw)
     gxp = np.zeros((n, groups, cg, h + 2 * ph, wd + 2 * pw))
     for i, rows in enumerate(_taps(kh, sh, dh, ho)):
@@ -102,10 +109,7 @@ def conv2d_grad_weight(g, x, w_shape, stride, padding, dilation, groups):  # noq
     o, cg, kh, kw = w_shape
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     ho, wo = _conv_out(h, kh, sh, ph, dh), _conv_out(wd, kw, sw, pw, dw)
-    full = np.zeros((n, o, ho, wo))
-    g = _f64(g)
-    full[:, :, : g.shape[2], : g.shape[3]] = g[:, :, :ho, :wo]
-    gg = full.reshape(n, groups, o // groups, ho, wo)
+    gg = _grouped_cotangent(g, n, o, ho, wo, groups)
     xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     xg = xp.reshape(n, groups, cg, *xp.shape[2:])
     gw = np.zeros((groups, o // groups, cg, kh, kw))
