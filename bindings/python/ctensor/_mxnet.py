@@ -62,22 +62,22 @@ def _dense(array: Any, what: Any) -> None:
         )
 
 
-def read_capsule(array: Any, what: Any) -> Any:
-    """A DLPack capsule of an NDArray input (waits for MXNet's pending writes to it)."""
+def _export(array: Any, what: Any, exporter: str) -> Any:
     _dense(array, what)
     try:
-        return _mx().nd.to_dlpack_for_read(array)
+        return getattr(_mx().nd, exporter)(array)
     except Exception as e:  # noqa: BLE001 - MXNetError and friends, reported as ours
         raise InvalidArgumentError(f"{what()}: MXNet cannot export it through DLPack: {e}") from e
+
+
+def read_capsule(array: Any, what: Any) -> Any:
+    """A DLPack capsule of an NDArray input (waits for MXNet's pending writes to it)."""
+    return _export(array, what, "to_dlpack_for_read")
 
 
 def write_capsule(array: Any, what: Any) -> Any:
     """A DLPack capsule of an NDArray ``out=`` array (waits for every pending use of it)."""
-    _dense(array, what)
-    try:
-        return _mx().nd.to_dlpack_for_write(array)
-    except Exception as e:  # noqa: BLE001 - MXNetError and friends, reported as ours
-        raise InvalidArgumentError(f"{what()}: MXNet cannot export it through DLPack: {e}") from e
+    return _export(array, what, "to_dlpack_for_write")
 
 
 def empty(shape: tuple[int, ...], dtype: str, like: Any) -> Any:
