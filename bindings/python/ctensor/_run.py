@@ -88,6 +88,31 @@ def check_host_outputs(spec: OpSpec, values: Any, num_outputs: int, device: int)
         )
 
 
+def check_host_workspace(
+    spec: OpSpec, size: int, device: int, outputs: Any = None, num_outputs: int = 0
+) -> None:
+    """Raises SizeOverflowError, before the workspace is allocated and the kernel runs, when
+    the workspace a kernel asks for on the host, with the outputs it will fill (``outputs``:
+    the ct_tensor views), needs more than the machine's memory: a call on a huge broadcast view
+    can ask for hundreds of GiB, which a framework refuses with its own error naming no op, or
+    overcommits until the kernel's writes exhaust the machine."""
+    if device & 0xFF != _CPU or not HOST_MEMORY_BYTES or size == 0:
+        return
+    total = size
+    for i in range(num_outputs):
+        view = outputs[i]
+        count = max(view.dtype.bits // 8, 1) * max(view.dtype.lanes, 1)
+        for k in range(view.ndim):
+            count *= max(view.shape[k], 0)
+        total += count
+    if total > HOST_MEMORY_BYTES:
+        raise SizeOverflowError(
+            f"{spec.name}: its workspace ({_format_bytes(size)}) and outputs would take "
+            f"{_format_bytes(total)}, more than this machine's memory "
+            f"({_format_bytes(HOST_MEMORY_BYTES)}); the workspace was not allocated"
+        )
+
+
 class _AllocState:
     """What the allocator callback of one call needs and collects."""
 
@@ -272,6 +297,7 @@ def prepare_context(
         if status:
             raise fail(status)
         size, align = frame.ws_bytes[0], max(int(frame.ws_align[0]), 1)
+        check_host_workspace(spec, size, device, outputs, n_out)
         if size:
             scratch = fw.scratch(size + align, like)
             frame.keep.append(scratch)
