@@ -155,7 +155,8 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
                             CT_WHAT);
       }
     }
-    if (!ct_checked_mul_i64(span, itemsize, &span)) {
+    /* ... including the last element's own bytes (ct_tensor_byte_range adds them). */
+    if (!ct_checked_mul_i64(span, itemsize, &span) || !ct_checked_add_i64(span, itemsize, &span)) {
       return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
                           CT_WHAT);
     }

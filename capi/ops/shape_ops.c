@@ -53,16 +53,16 @@ CT_DEFINE_OP(permute_dims,
   }
 
 static int ct_shape_too_big(const char* op, const ct_tensor_info* info) {
-  int64_t total = 1;
   for (int32_t k = 0; k < info->ndim; ++k) {
     if (info->shape[k] < 0) {
       return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: negative output extent %lld", op,
                           (long long)info->shape[k]);
     }
-    if (!ct_checked_mul_i64(total, info->shape[k], &total)) {
-      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
-                          "%s: the output would have more elements than int64 can count", op);
-    }
+  }
+  int64_t total;
+  if (!ct_checked_extent_product(info->shape, info->ndim, &total)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: the output would have more elements than int64 can count", op);
   }
   return CT_OK;
 }
