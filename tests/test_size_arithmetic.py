@@ -424,3 +424,30 @@ def test_ceil_mode_pooling_with_a_stride_past_the_input_drops_the_last_window():
     )
     assert status == lib.CT_OK, message
     assert infos[0][1] == (1, 1, 2, 1)
+
+
+def test_a_stride_whose_reach_plus_one_element_overflows_is_refused():
+    # Two float64 elements 2**60 - 1 elements apart: the reach (2**63 - 8 bytes) fits in int64,
+    # but the byte range that also counts the last element's 8 bytes overflowed.
+    spec = SPECS["negative"]
+    views, keep = _views(spec, ("float64", "float64"), [(2,)], data=False)
+    strides = ffi.new("int64_t[]", [2**60 - 1])
+    keep.append(strides)
+    views[0].strides = strides
+    status, _, message = infer(spec, views, {})
+    assert status == lib.CT_ERROR_SIZE_OVERFLOW, message
+    assert "negative" in message
+
+
+def test_a_dynamic_output_larger_than_the_machine_is_refused_before_allocating(monkeypatch):
+    # The allocator callback of dynamic ops checks each output's bytes against the machine's
+    # memory before asking the framework; a machine of 1000 bytes makes 1000 int64 indices
+    # too big.
+    import ctensor._run
+
+    monkeypatch.setattr(ctensor._run, "HOST_MEMORY_BYTES", 1000)
+    with pytest.raises(ctensor.SizeOverflowError, match=r"nonzero: .*output 0 of shape \(1000,\)"):
+        ctensor.ops.nonzero(np.ones(1000, np.bool_))
+    monkeypatch.undo()
+    (got,) = ctensor.ops.nonzero(np.ones(1000, np.bool_))
+    assert got.shape == (1000,)

@@ -116,9 +116,10 @@ def check_host_workspace(
 class _AllocState:
     """What the allocator callback of one call needs and collects."""
 
-    __slots__ = ("fw", "like", "device", "outputs", "error")
+    __slots__ = ("fw", "like", "device", "outputs", "error", "op")
 
-    def __init__(self, fw: Framework, like: Any, device: int):
+    def __init__(self, fw: Framework, like: Any, device: int, op: str = ""):
+        self.op = op
         self.fw = fw
         self.like = like
         self.device = device
@@ -138,6 +139,16 @@ def ctpy_allocate(user_data, output_index, info, device_type, device_id, data): 
         if output_index in state.outputs:
             raise BackendError(f"the kernel asked for output {output_index} twice")
         shape = tuple(_unpack(info.shape, info.ndim))
+        if state.device & 0xFF == _CPU and HOST_MEMORY_BYTES:
+            count = max(info.dtype.bits // 8, 1)
+            for extent in shape:
+                count *= max(extent, 0)
+            if count > HOST_MEMORY_BYTES:
+                raise SizeOverflowError(
+                    f"{state.op}: the kernel asked for output {output_index} of shape {shape} "
+                    f"({_format_bytes(count)}), more than this machine's memory "
+                    f"({_format_bytes(HOST_MEMORY_BYTES)}); nothing was allocated"
+                )
         array = state.fw.empty(shape, name_of_ct(info.dtype), state.like)
         state.outputs[output_index] = array
         data[0] = ffi.cast("void*", state.fw.data_ptr(array))
@@ -236,7 +247,7 @@ def _execute_dynamic(
     """Runs a dynamic-allocating op, whose kernel allocates each output through the allocator
     callback (ctpy_allocate) in the caller's framework. Returns the outputs."""
     keep = frame.keep
-    state = _AllocState(fw, like, device)
+    state = _AllocState(fw, like, device, spec.name)
     handle = ffi.new_handle(state)
     allocator = _new("ct_allocator*")
     allocator.struct_size = _ALLOCATOR_SIZE
