@@ -74,6 +74,13 @@ POOL_BACKWARD_SHAPES = [
     ((0, 2, 2, 2), (0, 2, 4, 4)),
     ((2, 3, 4, 4), (2, 3, 7, 8)),
     ((1, 2, 3, 3), (1, 2, 5, 5)),
+    # grad_out of the (H, W)-pair attribute sets below
+    ((2, 3, 5, 4), (2, 3, 7, 8)),
+    ((1, 2, 4, 3), (1, 2, 5, 5)),
+    ((2, 3, 4, 7), (2, 3, 7, 8)),
+    ((1, 2, 3, 4), (1, 2, 5, 5)),
+    ((2, 3, 6, 4), (2, 3, 7, 8)),
+    ((2, 3, 5, 5), (2, 3, 7, 8)),
 ]
 
 SCATTER_REDUCTIONS = ["none", "add", "multiply", "max", "min"]
@@ -534,12 +541,17 @@ OPS: dict[str, dict] = {
             ((2, 6, 3, 4), (2, 4, 7, 8), (6, 4, 3, 3)),
             ((1, 6, 5, 3), (1, 4, 5, 5), (6, 2, 3, 3)),
             ((0, 2, 3, 3), (0, 4, 5, 5), (2, 4, 3, 3)),
+            ((2, 6, 3, 8), (2, 4, 7, 8), (6, 4, 3, 3)),
+            ((1, 6, 5, 2), (1, 4, 5, 5), (6, 2, 3, 3)),
         ],
         "attrs": [
             {},
             {"stride": [2], "padding": [1]},
             {"dilation": [2]},
             {"groups": 2, "padding": [1, 0]},
+            # every parameter a distinct (H, W) pair, as conv2d's cases
+            {"stride": [2, 1], "padding": [0, 2], "dilation": [1, 2]},
+            {"groups": 2, "stride": [1, 2], "padding": [2, 0], "dilation": [2, 1]},
         ],
         "edges": False,
     },
@@ -548,11 +560,18 @@ OPS: dict[str, dict] = {
             ((2, 3, 7, 8), (2, 4, 5, 6), (4, 3, 3, 3)),
             ((2, 3, 10, 12), (2, 4, 5, 6), (4, 3, 3, 3)),
             ((1, 4, 8, 8), (1, 4, 4, 4), (4, 2, 3, 3)),
+            ((2, 3, 7, 14), (2, 4, 5, 6), (4, 3, 3, 3)),
+            ((2, 3, 12, 6), (2, 4, 5, 6), (4, 3, 3, 3)),
+            ((1, 4, 10, 4), (1, 4, 4, 4), (4, 2, 3, 3)),
         ],
         "attrs": [
             {},
             {"stride": [2], "padding": [1], "output_padding": [1]},
             {"groups": 2, "dilation": [2]},
+            # every parameter a distinct (H, W) pair, as conv_transpose2d's cases
+            {"stride": [1, 2], "padding": [1, 0], "output_padding": [0, 1], "dilation": [2, 1]},
+            {"stride": [2, 1], "padding": [0, 1], "output_padding": [1, 0]},
+            {"groups": 2, "stride": [2, 1], "padding": [0, 1], "output_padding": [1, 0]},
         ],
         "edges": False,
     },
@@ -562,6 +581,15 @@ OPS: dict[str, dict] = {
             {"kernel_size": [2]},
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
+            {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
+            # every parameter a distinct (H, W) pair, as max_pool2d's cases
+            {
+                "kernel_size": [3, 2],
+                "stride": [1, 2],
+                "padding": [1, 0],
+                "dilation": [2, 1],
+                "ceil_mode": True,
+            },
         ],
     },
     "avg_pool2d_backward": {
@@ -571,6 +599,17 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
             {"kernel_size": [2], "divisor_override": 3},
+            {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
+            # every parameter a distinct (H, W) pair, as avg_pool2d's cases
+            {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0], "ceil_mode": True},
+            {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "divisor_override": 5},
+            {
+                "kernel_size": [3, 2],
+                "stride": [2, 1],
+                "padding": [1, 0],
+                "ceil_mode": True,
+                "count_include_pad": False,
+            },
         ],
     },
     "adaptive_avg_pool2d_backward": {
@@ -579,6 +618,8 @@ OPS: dict[str, dict] = {
             ((2, 3, 3, 2), (2, 3, 7, 8)),
             ((1, 2, 1, 1), (1, 2, 5, 5)),
             ((0, 2, 4, 4), (0, 2, 4, 4)),
+            ((2, 3, 5, 7), (2, 3, 7, 8)),  # windows overlapping
+            ((1, 2, 2, 4), (1, 2, 5, 5)),
         ],
     },
     "interpolate_backward": {
@@ -589,6 +630,13 @@ OPS: dict[str, dict] = {
             ((2, 1, 6, 6), (2, 1, 3, 3)),
             ((1, 2, 7, 9), (1, 2, 5, 6)),
             ((2, 1, 4, 4), (2, 1, 3, 3)),
+            # grad_out of the (H, W)-pair attribute sets, as interpolate's cases
+            ((1, 2, 4, 9), (1, 2, 5, 6)),
+            ((2, 1, 4, 9), (2, 1, 3, 3)),
+            ((1, 2, 8, 3), (1, 2, 5, 6)),
+            ((2, 1, 5, 1), (2, 1, 3, 3)),
+            ((1, 2, 15, 6), (1, 2, 5, 6)),
+            ((2, 1, 9, 3), (2, 1, 3, 3)),
         ],
         "attrs": [
             {"size": [10, 12]},
@@ -596,6 +644,9 @@ OPS: dict[str, dict] = {
             {"size": [7, 5], "mode": "bilinear", "align_corners": True},
             {"scale_factor": [2.0]},
             {"scale_factor": [1.5], "mode": "bilinear"},
+            {"size": [4, 9]},  # nearest, shrinking one axis and growing the other
+            {"scale_factor": [1.7, 0.6], "mode": "bilinear"},
+            {"scale_factor": [3.0, 1.0], "mode": "bilinear", "align_corners": True},
         ],
     },
     "batch_norm": {
