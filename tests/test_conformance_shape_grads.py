@@ -161,3 +161,9 @@ def test_the_scatters_out_is_the_forward_result_of_the_case(name):
         if attrs["reduction"] in ("max", "min") and out.size:
             ties += int(np.sum(x == out))
     assert ties > 0
+
+
+def test_every_op_has_a_numpy_reference_and_every_backward_op_its_own_cases():
+    names = list(SPECS)
+    assert [n for n in names if n not in references.NUMPY] == []
+    assert [n for n in names if "_backward" in n and n not in OPS] == []
