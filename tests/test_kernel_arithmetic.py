@@ -40,3 +40,49 @@ def test_max_pool2d_with_a_window_of_more_than_2_63_taps(dtype):
     x = np.full((1, 1, 1, 1), 5, dtype)
     out = ops.max_pool2d(x, kernel_size=[2**32, 2**32], padding=[2**31, 2**31])
     np.testing.assert_array_equal(out, x)
+
+
+# ----------------------------------------------------------------------------------------------
+# Convolution column ranges
+# ----------------------------------------------------------------------------------------------
+
+
+def _conv2d_reference(x, w, stride, padding):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh = (h + 2 * padding[0] - kh) // stride[0] + 1
+    ow = (wd + 2 * padding[1] - kw) // stride[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    for i, j in np.ndindex(oh, ow):
+        for a, b in np.ndindex(kh, kw):
+            ih, iw = i * stride[0] - padding[0] + a, j * stride[1] - padding[1] + b
+            if 0 <= ih < h and 0 <= iw < wd:
+                out[:, :, i, j] += x[:, :, ih, iw] @ w[:, :, a, b].T
+    return out
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_backward_input", "conv2d_backward_weight"])
+@pytest.mark.parametrize("stride", [[1, INT64_MAX], [2, 2**62 + 1]])
+def test_conv2d_with_a_stride_near_int64_max(op, stride):
+    # Each kernel column's range of valid output columns was (W - shift + stride - 1) / stride,
+    # which overflowed: conv2d read the input where it should have read zeros and the backward
+    # ops lost their taps.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 2, 3, 4))
+    w = rng.standard_normal((3, 2, 2, 3))
+    ref = _conv2d_reference(x, w, stride, [0, 0])
+    if op == "conv2d":
+        np.testing.assert_allclose(ops.conv2d(x, w, stride=stride), ref, atol=1e-12)
+        return
+    g = rng.standard_normal(ref.shape)
+    # The reference gradient from the forward, which is linear in x and in w.
+    if op == "conv2d_backward_input":
+        basis = np.eye(x.size).reshape(x.size, *x.shape)
+        want = np.array([(_conv2d_reference(e, w, stride, [0, 0]) * g).sum() for e in basis])
+        got = ops.conv2d_backward_input(g, x, w, stride=stride)
+        np.testing.assert_allclose(got, want.reshape(x.shape), atol=1e-12)
+    else:
+        basis = np.eye(w.size).reshape(w.size, *w.shape)
+        want = np.array([(_conv2d_reference(x, e, stride, [0, 0]) * g).sum() for e in basis])
+        got = ops.conv2d_backward_weight(g, x, w, stride=stride)
+        np.testing.assert_allclose(got, want.reshape(w.shape), atol=1e-12)
