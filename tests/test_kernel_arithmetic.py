@@ -11,10 +11,57 @@ import numpy as np
 import pytest
 
 import ctensor
-from ctensor import ops
+from ctensor import ffi, lib, ops
+from ctensor._attrs import make_attrs
+from ctensor._registry import get_spec
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
+
+_DTYPES = {
+    "float16": (lib.CT_DTYPE_FLOAT, 16),
+    "float32": (lib.CT_DTYPE_FLOAT, 32),
+    "int32": (lib.CT_DTYPE_INT, 32),
+    "int64": (lib.CT_DTYPE_INT, 64),
+}
+
+
+def _broadcast_view(shape, dtype, keep):
+    """A C view of `shape` whose strides are all 0 (one element's storage)."""
+    data = ffi.new("int64_t[]", 1)
+    view = ffi.new("ct_tensor*")
+    view.data = data
+    view.device.device_type = lib.CT_DEVICE_CPU
+    view.ndim = len(shape)
+    view.dtype.code, view.dtype.bits = _DTYPES[dtype]
+    view.dtype.lanes = 1
+    view.shape = ffi.new("int64_t[]", list(shape))
+    view.strides = ffi.new("int64_t[]", [0] * len(shape))
+    keep += [data, view.shape, view.strides]
+    return view
+
+
+def _workspace_query(name, inputs, **attrs):
+    """ct_op_workspace for broadcast views of (shape, dtype) (outputs described by infer): the
+    status, the bytes asked for and the message."""
+    keep: list = []
+    op = ffi.new("const ct_op**")
+    assert lib.ct_op_find(name.encode(), op) == lib.CT_OK
+    views = [_broadcast_view(shape, dtype, keep) for shape, dtype in inputs]
+    array, count = make_attrs(get_spec(name), attrs, keep)
+    size, alignment = ffi.new("uint64_t*"), ffi.new("uint64_t*")
+    status = lib.ct_op_workspace(
+        op[0],
+        ffi.new("const ct_tensor*[]", views),
+        len(views),
+        ffi.NULL,
+        0,
+        array,
+        count,
+        size,
+        alignment,
+    )
+    return status, size[0], ctensor._lib.last_error() if status != lib.CT_OK else ""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -86,3 +133,35 @@ def test_conv2d_with_a_stride_near_int64_max(op, stride):
         want = np.array([(_conv2d_reference(x, e, stride, [0, 0]) * g).sum() for e in basis])
         got = ops.conv2d_backward_weight(g, x, w, stride=stride)
         np.testing.assert_allclose(got, want.reshape(w.shape), atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# Workspace sizes of huge (broadcast) operands
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, inputs, attrs",
+    [
+        ("tile_backward", [((2**61,), "float16")] * 2, {"repetitions": [1]}),
+        ("repeat_backward", [((2**61,), "float16")] * 2, {"repeats": 1}),
+        ("pad_backward", [((2**61,), "float16"), ((2**61 - 2,), "float16")], {"pad_width": [1, 1]}),
+        (
+            "embedding_backward",
+            [((2**60, 1), "float16"), ((2**60,), "int32"), ((3, 1), "float16")],
+            {},
+        ),
+        (
+            "interpolate_backward",
+            [((1, 1, 1, 2**60), "float16"), ((1, 1, 1, 2**61), "float16")],
+            {"size": [1, 2**60]},
+        ),
+    ],
+    ids=["tile_backward", "repeat_backward", "pad_backward", "embedding_backward", "interpolate"],
+)
+def test_workspace_of_a_huge_view_is_a_size_error(name, inputs, attrs):
+    # The float32 accumulator (or the index tables) of 2**61 float16 elements is 2**63 bytes:
+    # the size overflowed int64 and came back as a wrapped value.
+    status, size, message = _workspace_query(name, inputs, **attrs)
+    assert (status, size) == (lib.CT_ERROR_SIZE_OVERFLOW, 0)
+    assert name in message
