@@ -156,8 +156,13 @@ def test_conv2d_with_a_stride_near_int64_max(op, stride):
             [((1, 1, 1, 2**60), "float16"), ((1, 1, 1, 2**61), "float16")],
             {"size": [1, 2**60]},
         ),
+        (
+            "scaled_dot_product_attention",
+            [((1, 1, 2**58), "float32")] * 2 + [((1, 1, 1), "float32")],
+            {},
+        ),
     ],
-    ids=["tile_backward", "repeat_backward", "pad_backward", "embedding_backward", "interpolate"],
+    ids=["tile", "repeat", "pad", "embedding", "interpolate", "attention"],
 )
 def test_workspace_of_a_huge_view_is_a_size_error(name, inputs, attrs):
     # The float32 accumulator (or the index tables) of 2**61 float16 elements is 2**63 bytes:
