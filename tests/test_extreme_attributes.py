@@ -47,6 +47,11 @@ INT64_MIN = -(2**63)
 INT_VALUES = (INT64_MAX, INT64_MIN, INT64_MAX - 1, 2**62, 2**32, 2**31, -(2**31) - 1, -1, 0)
 FLOAT_VALUES = (math.inf, -math.inf, math.nan, 1e308, -1e308, 5e-324)
 BOOL_VALUES = (False, True)
+#: Values no int64 or float64 holds: the Python layer must refuse them with a ctensor error
+#: naming the op and the attribute (CT_ERROR_ATTRIBUTE_TYPE: the value has no C type), never a raw
+#: OverflowError. An int beyond int64 for a float attribute is a float (2**64 is a fine alpha).
+BEYOND_INT64 = (2**63, -(2**63) - 1, 2**64)
+BEYOND_FLOAT64 = (10**400, -(10**400))
 SWEPT_TYPES = ("int", "int_list", "float", "float_list", "bool")
 
 #: Calls whose inferred outputs need more bytes are checked in infer only (and, beyond the
@@ -254,13 +259,13 @@ def _variants(spec, case) -> list[tuple[str, str, object]]:  # noqa: ANN001
         if kind not in SWEPT_TYPES:
             continue
         if kind == "int":
-            out += [(name, repr(v), v) for v in INT_VALUES]
+            out += [(name, repr(v), v) for v in INT_VALUES + BEYOND_INT64]
         elif kind == "bool":
             out += [(name, repr(v), v) for v in BOOL_VALUES]
         elif kind == "float":
-            out += [(name, repr(v), v) for v in FLOAT_VALUES]
+            out += [(name, repr(v), v) for v in FLOAT_VALUES + (2**64,) + BEYOND_FLOAT64]
         else:
-            pool = INT_VALUES if kind == "int_list" else FLOAT_VALUES
+            pool = INT_VALUES + BEYOND_INT64 if kind == "int_list" else FLOAT_VALUES
             base = case.attrs.get(name, attr["default"])
             base = list(base) if isinstance(base, (list, tuple)) and base else [None]
             for j in range(len(base)):
@@ -313,11 +318,14 @@ def _reference(spec, case, attrs: dict, out_dtypes: list):  # noqa: ANN001, ANN2
     """The reference outputs, or the exception it raised."""
     full = {a["name"]: a["default"] for a in spec.attrs}
     full.update(attrs)
+    for a in spec.attrs:  # a float attribute given as an int is that float (as the C library)
+        if a["type"] == "float" and isinstance(full[a["name"]], int):
+            full[a["name"]] = float(full[a["name"]])
     table = DEFINED_RESULTS if spec.name in DEFINED_RESULTS else references.NUMPY
     if isinstance(case, DerivedCase) and spec.name not in DEFINED_RESULTS:
         try:
             with np.errstate(all="ignore"):
-                return _derived_reference(case, attrs)
+                return _derived_reference(case, {k: full[k] for k in attrs})
         except Exception as e:  # noqa: BLE001
             return e
     fn = table.get(spec.name)
@@ -333,10 +341,12 @@ def _reference(spec, case, attrs: dict, out_dtypes: list):  # noqa: ANN001, ANN2
 # ---------------------------------------------------------------------------- one call --------
 
 
-def _check_error(spec, name: str, error: BaseException) -> str | None:  # noqa: ANN001
+def _check_error(spec, name: str, error: BaseException, beyond: bool = False) -> str | None:  # noqa: ANN001
     if not isinstance(error, ctensor.CTensorError):
         return f"raised {type(error).__name__} (not a ctensor error): {error}"
     allowed = ACCEPTED_STATUSES | DOCUMENTED_STATUSES.get(spec.name, {}).get(name, frozenset())
+    if beyond:
+        allowed |= {lib.CT_ERROR_ATTRIBUTE_TYPE}
     allowed |= DOCUMENTED_STATUSES.get(spec.name, {}).get("*", frozenset())
     message = str(error)
     if error.status not in allowed:
@@ -353,16 +363,21 @@ def check_call(spec, case, name: str, value, device: str = "cpu") -> tuple[str, 
     attrs = dict(case.attrs)
     attrs[name] = value
     views, _keep = _views(case)
-    try:
-        status, infos, message = infer(spec, views, attrs)
-    except ctensor.CTensorError as e:  # refused while encoding the attributes
-        return "error", _check_error(spec, name, e)
-    except Exception as e:  # noqa: BLE001
-        return "error", f"encoding raised {type(e).__name__}: {e}"
     kwargs = dict(attrs)
     args = _structured(spec, case.inputs)
     if device != "cpu":  # the same layouts in device memory
         args = _structured(spec, [None if a is None else device_like(a) for a in case.inputs])
+    try:
+        status, infos, message = infer(spec, views, attrs)
+    except Exception as e:  # noqa: BLE001 - refused while encoding: the op call must refuse too
+        problem = _check_error(spec, name, e, beyond=True)
+        try:
+            getattr(ops, spec.name)(*args, **kwargs)
+        except Exception as call_error:  # noqa: BLE001
+            problem = problem or _check_error(spec, name, call_error, beyond=True)
+        else:
+            problem = problem or "the op call accepted what the encoder refused"
+        return "error", problem
     if status == 0 and _output_bytes(infos) > RUN_LIMIT_BYTES:
         if _output_bytes(infos) <= HOST_MEMORY_BYTES or device != "cpu":
             return "large", None
