@@ -500,6 +500,97 @@ def test_extreme_attribute_values_on_opencl():
     assert not problems, "\n".join(problems)
 
 
+# ---------------------------------------------------------------------------- regressions -----
+# What the sweep found, as plain tests (on OpenCL too where it has the op).
+
+DEVICES = ["cpu", pytest.param(DEVICE, marks=pytest.mark.opencl)]
+
+
+def _on(device: str, *arrays):  # noqa: ANN002, ANN202
+    return [a if device == "cpu" else device_like(a) for a in arrays]
+
+
+def _host(result) -> np.ndarray:  # noqa: ANN001
+    return result.to_numpy() if hasattr(result, "to_numpy") else np.asarray(result)
+
+
+@pytest.mark.parametrize("bound", [INT64_MIN, INT64_MAX])
+def test_slice_takes_int64_min_and_max_as_missing_bounds(bound):
+    x = np.arange(5)
+    np.testing.assert_array_equal(ops.slice(x, start=[bound], stop=[4]), x[:4])
+    np.testing.assert_array_equal(ops.slice(x, start=[1], stop=[bound]), x[1:])
+    np.testing.assert_array_equal(ops.slice(x, start=[bound], step=[-2]), x[::-2])
+    np.testing.assert_array_equal(ops.slice(x, start=[3], stop=[bound], step=[-1]), x[3::-1])
+    # a step of that size is a step, not a missing one
+    np.testing.assert_array_equal(ops.slice(x, start=[1], step=[INT64_MAX]), x[1::INT64_MAX])
+    np.testing.assert_array_equal(ops.slice(x, step=[INT64_MIN]), x[::INT64_MIN])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conv2d_with_the_largest_stride_reads_every_column(device):
+    # The valid-column range formed w + stride - 1, which wrapped: columns holding nan were
+    # dropped as if they were padding.
+    x = np.arange(2 * 3 * 5 * 6, dtype=np.float32).reshape(2, 3, 5, 6) / 7
+    x[0, 1, 2, 1] = np.nan
+    w = np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3)
+    for stride in ([1, INT64_MAX], [INT64_MAX, 1], [INT64_MAX - 1, INT64_MAX]):
+        small = [min(s, 100) for s in stride]
+        got = _host(ops.conv2d(*_on(device, x, w), stride=stride))
+        np.testing.assert_array_equal(got, _host(ops.conv2d(*_on(device, x, w), stride=small)))
+        grad = np.ones(got.shape, np.float32)
+        got = _host(ops.conv2d_backward_weight(*_on(device, grad, x, w), stride=stride))
+        want = ops.conv2d_backward_weight(*_on(device, grad, x, w), stride=small)
+        np.testing.assert_array_equal(got, _host(want))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("value", [5e-324, 1e-60, 1e308, -1e300])
+def test_float_attributes_out_of_float32_range_are_refused_for_float32(device, value):
+    # In float32 (the compute precision) they become 0 or inf: nan or zeros where the value
+    # defines a result. float64 inputs take them.
+    for dtype in (np.float32, np.float64):
+        x = np.linspace(-2, 2, 12, dtype=dtype).reshape(3, 4)
+        q = x.reshape(1, 3, 4)
+        calls = [
+            ("beta", lambda a: ops.softplus(a, beta=value), [x]),
+            (
+                "alpha",
+                lambda a, i, s: ops.index_add(a, i, s, axis=0, alpha=value),
+                [x, np.array([0, 2]), np.ones((2, 4), dtype)],
+            ),
+            (
+                "scale",
+                lambda a, b, c: ops.scaled_dot_product_attention(a, b, c, scale=value),
+                [q] * 3,
+            ),
+        ]
+        for attr, call, arrays in calls:
+            if dtype == np.float64:
+                call(*_on(device, *arrays))
+                continue
+            with pytest.raises(ctensor.InvalidArgumentError, match=f"'{attr}'.*float32"):
+                call(*_on(device, *arrays))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vector_norm_backward_refuses_a_nan_ord_as_its_forward(device):
+    x = np.ones((3, 4), np.float32)
+    g, out = np.ones(3, np.float32), np.full(3, 2.0, np.float32)
+    with pytest.raises(ctensor.InvalidArgumentError, match="vector_norm: ord must not be nan"):
+        ops.vector_norm(*_on(device, x), axis=[1], ord=math.nan)
+    with pytest.raises(ctensor.InvalidArgumentError, match="vector_norm_backward: ord"):
+        ops.vector_norm_backward(*_on(device, g, x, out), axis=[1], ord=math.nan)
+
+
+def test_an_int_beyond_int64_is_a_float_for_a_float_attribute():
+    x = np.array([-1.0, 0.0, 2.0])
+    np.testing.assert_array_equal(ops.elu(x, alpha=2**64), ops.elu(x, alpha=float(2**64)))
+    with pytest.raises(ctensor.AttributeTypeError, match="elu: attribute 'alpha'.*float64"):
+        ops.elu(x, alpha=10**400)
+    with pytest.raises(ctensor.AttributeTypeError, match="tril: attribute 'k'.*64 bits"):
+        ops.tril(np.ones((2, 2)), k=2**64)
+
+
 if __name__ == "__main__":  # discovery: python tests/test_extreme_attributes.py op...
     import sys
 
