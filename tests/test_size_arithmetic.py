@@ -10,8 +10,9 @@ a message or describes outputs and scratch whose byte counts are real numbers.
   a message, or a byte count below 2**63 that is not smaller than the same call's on the small
   case it was grown from (a size formula that wraps around comes out small).
 - Running those ops (through ``ctensor.ops``, in a child process with a time limit) on the
-  variants whose outputs or scratch cannot fit this machine: a SizeOverflowError or an
-  OutOfMemoryError naming the op, quickly; never a crash, a hang or a huge allocation attempt.
+  variants whose outputs and scratch cannot fit this machine (at most 16 GiB of it): a
+  SizeOverflowError or an OutOfMemoryError naming the op, quickly; never a crash, a hang or a
+  huge allocation attempt.
   Variants whose outputs are small but whose input is huge (a reduction of a broadcast view)
   would legitimately loop over 2**40 elements: they are inferred and queried, never run.
 
@@ -41,6 +42,9 @@ from ctensor.conformance.op_table import OPS
 
 INT64_MAX = 2**63 - 1
 HUGE = (2**31 + 1, 2**40, 2**62, INT64_MAX)
+#: The memory the runs below assume (the binding refuses calls that need more): this machine's,
+#: at most 16 GiB, so that the calls that run are the same on machines with more.
+MEMORY_LIMIT = min(HOST_MEMORY_BYTES, 16 << 30)
 #: Small cases per op the variants grow from.
 BASES_PER_OP = 6
 
@@ -225,7 +229,6 @@ def test_every_op_has_a_small_case():
 @pytest.mark.parametrize("name", NAMES)
 def test_infer_on_huge_extents_errors_or_counts(name):
     spec = SPECS[name]
-    checked = 0
     for signature, flat, base_attrs in BASES[name]:
         for variant, attrs in _calls(name, flat, base_attrs):
             views, _keep = _views(spec, signature, variant, data=False)
@@ -235,7 +238,6 @@ def test_infer_on_huge_extents_errors_or_counts(name):
                 assert message, f"{what}: status {status} without a message"
                 assert _names_the_op(name, message), f"{what}: {message!r} names no op"
                 continue
-            checked += 1
             for dtype, shape in infos:
                 assert len(shape) <= lib.CT_MAX_NDIM, what
                 lowest = -1 if spec.is_dynamic else 0
@@ -244,7 +246,6 @@ def test_infer_on_huge_extents_errors_or_counts(name):
                 for n in shape:
                     count *= max(n, 1)
                 assert count <= INT64_MAX, f"{what}: output {shape} of {dtype} overflows int64"
-    assert checked or BASES[name], name
 
 
 @pytest.mark.parametrize("name", SCRATCH_OPS)
@@ -284,7 +285,7 @@ def _too_big_to_run(spec, signature, flat: list, attrs: dict) -> bool:  # noqa: 
         for n in shape:
             count *= max(n, 0)
         total += count
-    return total > HOST_MEMORY_BYTES
+    return total > MEMORY_LIMIT
 
 
 def _numpy_broadcastable(flat: list, dtypes: list) -> bool:
@@ -302,8 +303,9 @@ _RUNNER = textwrap.dedent(
     """
     import json, sys
     import numpy as np
-    import ctensor
-    name, fixed, calls = json.loads(sys.stdin.read())
+    import ctensor, ctensor._run
+    name, fixed, limit, calls = json.loads(sys.stdin.read())
+    ctensor._run.HOST_MEMORY_BYTES = limit
     for flat, dtypes, attrs in calls:
         arrays = [None if s is None else np.broadcast_to(np.zeros((), d), s)
                   for s, d in zip(flat, dtypes)]
@@ -349,13 +351,13 @@ def test_the_sort_and_unique_ops_have_calls_to_run():
 
 @pytest.mark.parametrize("name", sorted(RUN_CALLS))
 def test_running_calls_too_big_for_the_machine_fails_fast(name):
-    assert 0 < HOST_MEMORY_BYTES < 2**62
+    assert 0 < MEMORY_LIMIT < 2**62
     spec = SPECS[name]
     calls = RUN_CALLS[name]
     fixed = spec.num_fixed_inputs if spec.variadic_input else None
     done = subprocess.run(
         [sys.executable, "-c", _RUNNER],
-        input=json.dumps([name, fixed, calls]),
+        input=json.dumps([name, fixed, MEMORY_LIMIT, calls]),
         capture_output=True,
         text=True,
         timeout=60,
