@@ -591,6 +591,25 @@ def test_an_int_beyond_int64_is_a_float_for_a_float_attribute():
         ops.tril(np.ones((2, 2)), k=2**64)
 
 
+@pytest.mark.parametrize("n", [2**31, 2**64, INT64_MAX, -(2**63) - 5])
+def test_thread_counts_beyond_int32_are_ctensor_errors_or_the_default(n):
+    # they raised a raw OverflowError converting to the C int32_t
+    before = ctensor.get_num_threads()
+    try:
+        if n > 0:
+            with pytest.raises(ctensor.InvalidArgumentError, match="set_num_threads"):
+                ctensor.set_num_threads(n)
+            assert ctensor.get_num_threads() == before
+        else:  # every n <= 0 is the default
+            ctensor.set_num_threads(0)
+            default = ctensor.get_num_threads()
+            ctensor.set_num_threads(1)
+            ctensor.set_num_threads(n)
+            assert ctensor.get_num_threads() == default
+    finally:
+        ctensor.set_num_threads(before)
+
+
 if __name__ == "__main__":  # discovery: python tests/test_extreme_attributes.py op...
     import sys
 
