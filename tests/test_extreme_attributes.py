@@ -1,16 +1,17 @@
 """Every registered op with extreme attribute values.
 
 For each op (from the registry, so a new op is swept without editing this file) the sweep takes
-one small valid case of the conformance suite (float32, or the op's first dtype signature) and,
+up to BASE_CASES small valid cases of the conformance suite (float32, or the op's first dtype
+signature; a backward op without a case or a NumPy reference gets both from its forward op) and,
 for each int, int-list, float, float-list and bool attribute in turn, replaces it with extreme
-values: INT64_MAX, INT64_MIN and their neighbours, 2**62, 2**32, 2**31, -2**31-1, -1 and 0 for
-integers (per element for lists), infinities, NaN, +-1e308 and the smallest subnormal for floats,
-both values for bools. Each call must either
+values: INT64_MAX, INT64_MIN, INT64_MAX - 1, 2**62, 2**32, 2**31, -2**31-1, -1 and 0 for integers
+(per element for lists), infinities, NaN, +-1e308 and the smallest subnormal for floats, both
+values for bools, and values no int64 or float64 holds. Each call must either
 
 - raise a ctensor error (a CTensorError subclass, never a raw OverflowError or ValueError of the
-  Python plumbing) whose status is CT_ERROR_SIZE_OVERFLOW, CT_ERROR_INVALID_ARGUMENT or one the op
-  documents for that attribute (DOCUMENTED_STATUSES), with a message naming the op or the
-  attribute; or
+  Python plumbing) whose status is CT_ERROR_SIZE_OVERFLOW, CT_ERROR_INVALID_ARGUMENT, the shape
+  status or one the op documents for that attribute (DOCUMENTED_STATUSES), with a message naming
+  the op or the attribute; or
 - return what the conformance suite's float64 NumPy reference returns for the same attributes
   (within the suite's per-dtype tolerances). Where the reference raises, only an error is
   accepted, unless DEFINED_RESULTS states the op's result for such values.
@@ -18,7 +19,12 @@ both values for bools. Each call must either
 Calls whose inferred outputs exceed RUN_LIMIT_BYTES are not run (the machine is shared); the
 Python layer must then refuse them before allocating when they exceed the machine's memory.
 Ops with attributes that cannot be swept are listed in UNSWEPT with the reason; the coverage
-test fails for a registered op that is neither swept nor listed.
+test fails for a registered op that is neither swept nor listed. The same sweep runs on the
+OpenCL backend (marked opencl) for the ops it has. The regression tests at the end name what
+the sweep found.
+
+`python tests/test_extreme_attributes.py op...` prints the problems of those ops (one process
+per op isolates a crash while hunting).
 """
 
 from __future__ import annotations
