@@ -3,9 +3,9 @@
 For each op (from the registry, so a new op is swept without editing this file) the sweep takes
 up to BASE_CASES small valid cases of the conformance suite (float32, or the op's first dtype
 signature) and, for each int, int-list, float, float-list and bool attribute in turn, replaces
-it with extreme values: INT64_MAX, INT64_MIN, INT64_MAX - 1, 2**62, 2**32, 2**31, -2**31-1, -1 and 0 for integers
-(per element for lists), infinities, NaN, +-1e308 and the smallest subnormal for floats, both
-values for bools, and values no int64 or float64 holds. Each call must either
+it with extreme values: INT64_MAX, INT64_MIN, INT64_MAX - 1, 2**62, 2**32, 2**31, -2**31-1, -1
+and 0 for integers (per element for lists), infinities, NaN, +-1e308 and the smallest subnormal
+for floats, both values for bools, and values no int64 or float64 holds. Each call must either
 
 - raise a ctensor error (a CTensorError subclass, never a raw OverflowError or ValueError of the
   Python plumbing) whose status is CT_ERROR_SIZE_OVERFLOW, CT_ERROR_INVALID_ARGUMENT, the shape
