@@ -599,7 +599,8 @@ def _slice(ins, attrs, out):  # noqa: ANN001, ANN202
     def get(name: str, k: int):  # noqa: ANN202
         vals = attrs[name]
         v = vals[k] if k < len(vals) else None
-        return None if v in (None, -(2**63), 2**63 - 1) else v
+        # INT64_MIN and INT64_MAX stand for a missing start or stop (never for a step)
+        return None if v is None or (name != "step" and v in (-(2**63), 2**63 - 1)) else v
 
     index = tuple(slice(get("start", k), get("stop", k), get("step", k)) for k in range(n))
     return [x[index]]

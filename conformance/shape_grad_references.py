@@ -72,7 +72,7 @@ def _roll_backward(ins, attrs, out):  # noqa: ANN001, ANN202
 
 @_ref(NUMPY, "permute_dims_backward")
 def _permute_dims_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    axes = attrs["axes"]
+    axes = [int(a) + len(attrs["axes"]) if int(a) < 0 else int(a) for a in attrs["axes"]]
     x_shape = tuple(ins[0].shape[axes.index(k)] for k in range(len(axes)))
     return [_read_adjoint("permute_dims", ins[0], x_shape, [], attrs)]
 

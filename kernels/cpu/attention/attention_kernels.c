@@ -125,6 +125,14 @@ static int ct_attn_workspace(const ct_kernel_call* call, bool backward, uint64_t
   ct_attn_prepare(call, backward, &job);
   *bytes = ct_attn_workspace_bytes(&job);
   *alignment = CT_ATTN_ALIGN;
+  if (*bytes > (uint64_t)INT64_MAX) { /* tiles of broadcast operands with huge extents */
+    *bytes = 0;
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: the tiles of one thread (sequence lengths %lld and %lld, head dims "
+                        "%lld and %lld) overflow int64 bytes",
+                        call->schema->name, (long long)job.lq, (long long)job.lk, (long long)job.e,
+                        (long long)job.ev);
+  }
   return CT_OK;
 }
 

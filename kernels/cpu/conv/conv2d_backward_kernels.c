@@ -473,11 +473,8 @@ static uint64_t ct_c2bw_weight_fixed(const ct_c2bw_job* job) {
     const int64_t step = sw * job->xs[3];                                                          \
     const int64_t c = group * job->cg + t / taps, i = (t % taps) / job->kw, j = t % job->kw;       \
     const int64_t shift = j * job->dilation[1] - job->padding[1];                                  \
-    int64_t lo = shift >= 0 ? 0 : (sw - 1 - shift) / sw;                                           \
-    int64_t hi = job->w - shift > 0 ? (job->w - shift + sw - 1) / sw : 0;                          \
-    if (lo > job->ow) lo = job->ow;                                                                \
-    if (hi > job->ow) hi = job->ow;                                                                \
-    if (hi < lo) hi = lo;                                                                          \
+    int64_t lo, hi;                                                                                \
+    ct_conv_valid_range(shift, sw, job->w, job->ow, &lo, &hi);                                     \
     const T* xc = (const T*)job->x + c * job->xs[1] + shift * job->xs[3];                          \
     const int64_t ih_base = i * job->dilation[0] - job->padding[0];                                \
     for (int64_t p = 0; p < count;) {                                                              \

@@ -311,11 +311,7 @@ static void ct_conv2d_valid_columns(const ct_conv2d_job* job, int64_t j, int64_t
                                     int64_t* lo, int64_t* hi) {
   const int64_t sw = job->stride[1];
   *shift = j * job->dilation[1] - job->padding[1];
-  *lo = *shift >= 0 ? 0 : (sw - 1 - *shift) / sw;
-  *hi = job->w - *shift > 0 ? (job->w - *shift + sw - 1) / sw : 0;
-  if (*lo > job->ow) *lo = job->ow;
-  if (*hi > job->ow) *hi = job->ow;
-  if (*hi < *lo) *hi = *lo;
+  ct_conv_valid_range(*shift, sw, job->w, job->ow, lo, hi);
 }
 
 /* Copies `bytes` (a multiple of 4, at most a micro-panel row: 128 or fewer in practice) between

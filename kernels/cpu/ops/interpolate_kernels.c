@@ -66,86 +66,87 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
 }
 
 /* (SFX, T, C): storage type, opmath type. */
-#define CT_INTERP_DEFINE(SFX, T, C, ID)                                                         \
-  static C ct_interp_scale_##SFX(const ct_interp_job* job, int k) {                             \
-    if (job->bilinear && job->align_corners) {                                                  \
-      return job->out[k] > 1 ? (C)(job->in[k] - 1) / (C)(job->out[k] - 1) : (C)0;               \
-    }                                                                                           \
-    if (job->has_scale[k] && job->scale_factor[k] > 0) return (C)(1.0 / job->scale_factor[k]);  \
-    return (C)job->in[k] / (C)job->out[k];                                                      \
-  }                                                                                             \
-                                                                                                \
-  /* Source indices i0, i1 and weights l0, l1 (already rounded to T) of output index dst. */    \
-  static void ct_interp_linear_##SFX(const ct_interp_job* job, int k, C scale, int64_t dst,     \
-                                     int64_t* i0, int64_t* i1, C* l0, C* l1) {                  \
-    const int64_t in = job->in[k];                                                              \
-    if (job->out[k] == in) {                                                                    \
-      *i0 = *i1 = dst;                                                                          \
-      *l0 = (C)1;                                                                               \
-      *l1 = (C)0;                                                                               \
-      return;                                                                                   \
-    }                                                                                           \
-    C real;                                                                                     \
-    if (job->align_corners) {                                                                   \
-      real = scale * (C)dst;                                                                    \
-    } else {                                                                                    \
-      real = scale * ((C)dst + (C)0.5) - (C)0.5;                                                \
-      if (real < (C)0) real = (C)0;                                                             \
-    }                                                                                           \
-    int64_t index = (int64_t)floorf((float)real);                                               \
-    if (index > in - 1) index = in - 1;                                                         \
-    C lambda = real - (C)index;                                                                 \
-    if (lambda < (C)0) lambda = (C)0;                                                           \
-    if (lambda > (C)1) lambda = (C)1;                                                           \
-    *i0 = index;                                                                                \
-    *i1 = index + (index < in - 1 ? 1 : 0);                                                     \
-    const T stored1 = ct_store_##SFX(lambda);                                                   \
-    *l1 = ct_load_##SFX(stored1);                                                               \
-    *l0 = ct_load_##SFX(ct_store_##SFX((C)1 - *l1));                                            \
-  }                                                                                             \
-                                                                                                \
-  static void ct_cpu_interp_planes_##SFX(int64_t begin, int64_t end, void* context) {           \
-    const ct_interp_job* job = context;                                                         \
-    const C sh = ct_interp_scale_##SFX(job, 0), sw = ct_interp_scale_##SFX(job, 1);             \
-    for (int64_t plane = begin; plane < end; ++plane) {                                         \
-      const int64_t n = plane / job->channels, c = plane % job->channels;                       \
-      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                          \
-      T* y = (T*)job->y + n * job->os[0] + c * job->os[1];                                      \
-      for (int64_t oh = 0; oh < job->out[0]; ++oh) {                                            \
-        T* row = y + oh * job->os[2];                                                           \
-        if (!job->bilinear) {                                                                   \
-          const int64_t ih = ct_interp_nearest(job, 0, oh);                                     \
-          const T* src = x + ih * job->xs[2];                                                   \
-          for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                        \
-            row[ow * job->os[3]] = src[ct_interp_nearest(job, 1, ow) * job->xs[3]];             \
-          }                                                                                     \
-          continue;                                                                             \
-        }                                                                                       \
-        int64_t h0, h1;                                                                         \
-        C lh0, lh1;                                                                             \
-        ct_interp_linear_##SFX(job, 0, sh, oh, &h0, &h1, &lh0, &lh1);                           \
-        const T* r0 = x + h0 * job->xs[2];                                                      \
-        const T* r1 = x + h1 * job->xs[2];                                                      \
-        for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                          \
-          int64_t w0, w1;                                                                       \
-          C lw0, lw1;                                                                           \
-          ct_interp_linear_##SFX(job, 1, sw, ow, &w0, &w1, &lw0, &lw1);                         \
-          const int64_t a = w0 * job->xs[3], b = w1 * job->xs[3];                               \
-          const C t0 = ct_load_##SFX(r0[a]) * lw0 + ct_load_##SFX(r0[b]) * lw1;                 \
-          const C t1 = ct_load_##SFX(r1[a]) * lw0 + ct_load_##SFX(r1[b]) * lw1;                 \
-          row[ow * job->os[3]] = ct_store_##SFX(t0 * lh0 + t1 * lh1);                           \
-        }                                                                                       \
-      }                                                                                         \
-    }                                                                                           \
-  }                                                                                             \
-                                                                                                \
-  static int ct_cpu_interpolate_##SFX(const ct_kernel_call* call) {                             \
-    ct_interp_job job;                                                                          \
-    ct_interp_prepare(call, &job);                                                              \
-    const int64_t planes = call->inputs[0]->shape[0] * job.channels;                            \
-    if (planes == 0) return CT_OK;                                                              \
-    ct_cpu_parallel_for(planes, 4 * job.out[0] * job.out[1], ct_cpu_interp_planes_##SFX, &job); \
-    return CT_OK;                                                                               \
+#define CT_INTERP_DEFINE(SFX, T, C, ID)                                                        \
+  static C ct_interp_scale_##SFX(const ct_interp_job* job, int k) {                            \
+    if (job->bilinear && job->align_corners) {                                                 \
+      return job->out[k] > 1 ? (C)(job->in[k] - 1) / (C)(job->out[k] - 1) : (C)0;              \
+    }                                                                                          \
+    if (job->has_scale[k] && job->scale_factor[k] > 0) return (C)(1.0 / job->scale_factor[k]); \
+    return (C)job->in[k] / (C)job->out[k];                                                     \
+  }                                                                                            \
+                                                                                               \
+  /* Source indices i0, i1 and weights l0, l1 (already rounded to T) of output index dst. */   \
+  static void ct_interp_linear_##SFX(const ct_interp_job* job, int k, C scale, int64_t dst,    \
+                                     int64_t* i0, int64_t* i1, C* l0, C* l1) {                 \
+    const int64_t in = job->in[k];                                                             \
+    if (job->out[k] == in) {                                                                   \
+      *i0 = *i1 = dst;                                                                         \
+      *l0 = (C)1;                                                                              \
+      *l1 = (C)0;                                                                              \
+      return;                                                                                  \
+    }                                                                                          \
+    C real;                                                                                    \
+    if (job->align_corners) {                                                                  \
+      real = scale * (C)dst;                                                                   \
+    } else {                                                                                   \
+      real = scale * ((C)dst + (C)0.5) - (C)0.5;                                               \
+      if (real < (C)0) real = (C)0;                                                            \
+    }                                                                                          \
+    int64_t index = (int64_t)floorf((float)real);                                              \
+    if (index > in - 1) index = in - 1;                                                        \
+    C lambda = real - (C)index;                                                                \
+    if (lambda < (C)0) lambda = (C)0;                                                          \
+    if (lambda > (C)1) lambda = (C)1;                                                          \
+    *i0 = index;                                                                               \
+    *i1 = index + (index < in - 1 ? 1 : 0);                                                    \
+    const T stored1 = ct_store_##SFX(lambda);                                                  \
+    *l1 = ct_load_##SFX(stored1);                                                              \
+    *l0 = ct_load_##SFX(ct_store_##SFX((C)1 - *l1));                                           \
+  }                                                                                            \
+                                                                                               \
+  static void ct_cpu_interp_planes_##SFX(int64_t begin, int64_t end, void* context) {          \
+    const ct_interp_job* job = context;                                                        \
+    const C sh = ct_interp_scale_##SFX(job, 0), sw = ct_interp_scale_##SFX(job, 1);            \
+    for (int64_t plane = begin; plane < end; ++plane) {                                        \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                      \
+      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                         \
+      T* y = (T*)job->y + n * job->os[0] + c * job->os[1];                                     \
+      for (int64_t oh = 0; oh < job->out[0]; ++oh) {                                           \
+        T* row = y + oh * job->os[2];                                                          \
+        if (!job->bilinear) {                                                                  \
+          const int64_t ih = ct_interp_nearest(job, 0, oh);                                    \
+          const T* src = x + ih * job->xs[2];                                                  \
+          for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                       \
+            row[ow * job->os[3]] = src[ct_interp_nearest(job, 1, ow) * job->xs[3]];            \
+          }                                                                                    \
+          continue;                                                                            \
+        }                                                                                      \
+        int64_t h0, h1;                                                                        \
+        C lh0, lh1;                                                                            \
+        ct_interp_linear_##SFX(job, 0, sh, oh, &h0, &h1, &lh0, &lh1);                          \
+        const T* r0 = x + h0 * job->xs[2];                                                     \
+        const T* r1 = x + h1 * job->xs[2];                                                     \
+        for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                         \
+          int64_t w0, w1;                                                                      \
+          C lw0, lw1;                                                                          \
+          ct_interp_linear_##SFX(job, 1, sw, ow, &w0, &w1, &lw0, &lw1);                        \
+          const int64_t a = w0 * job->xs[3], b = w1 * job->xs[3];                              \
+          const C t0 = ct_load_##SFX(r0[a]) * lw0 + ct_load_##SFX(r0[b]) * lw1;                \
+          const C t1 = ct_load_##SFX(r1[a]) * lw0 + ct_load_##SFX(r1[b]) * lw1;                \
+          row[ow * job->os[3]] = ct_store_##SFX(t0 * lh0 + t1 * lh1);                          \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
+                                                                                               \
+  static int ct_cpu_interpolate_##SFX(const ct_kernel_call* call) {                            \
+    ct_interp_job job;                                                                         \
+    ct_interp_prepare(call, &job);                                                             \
+    const int64_t planes = call->inputs[0]->shape[0] * job.channels;                           \
+    if (planes == 0) return CT_OK;                                                             \
+    ct_cpu_parallel_for(planes, ct_size_mul(4, ct_size_mul(job.out[0], job.out[1])),           \
+                        ct_cpu_interp_planes_##SFX, &job);                                     \
+    return CT_OK;                                                                              \
   }
 
 /* interpolate_backward: each output element's grad_out added to its source pixels, times the
@@ -153,93 +154,101 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
  * grad_input itself for float32/float64, in a float32 copy in the workspace for
  * float16/bfloat16 (rounded once at the end). grad_out is inputs[0], input (shape only)
  * inputs[1]. */
-#define CT_INTERP_BACKWARD_DEFINE(SFX, T, C, ID)                                                \
-  static void ct_cpu_interp_bw_planes_##SFX(int64_t begin, int64_t end, void* context) {        \
-    const ct_interp_job* job = context;                                                         \
-    const C sh = ct_interp_scale_##SFX(job, 0), sw = ct_interp_scale_##SFX(job, 1);             \
-    const bool direct = sizeof(T) == sizeof(C);                                                 \
-    const int64_t plane_size = job->in[0] * job->in[1];                                         \
-    for (int64_t plane = begin; plane < end; ++plane) {                                         \
-      const int64_t n = plane / job->channels, c = plane % job->channels;                       \
-      const T* g = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                          \
-      T* gi = (T*)job->y + n * job->os[0] + c * job->os[1];                                     \
-      C* acc = direct ? (C*)(void*)gi : (C*)(void*)((float*)job->acc + plane * plane_size);     \
-      const int64_t a2 = direct ? job->os[2] : job->in[1], a3 = direct ? job->os[3] : 1;        \
-      for (int64_t ih = 0; ih < job->in[0]; ++ih) {                                             \
-        for (int64_t iw = 0; iw < job->in[1]; ++iw) acc[ih * a2 + iw * a3] = (C)0;              \
-      }                                                                                         \
-      for (int64_t oh = 0; oh < job->out[0]; ++oh) {                                            \
-        const T* row = g + oh * job->xs[2];                                                     \
-        if (!job->bilinear) {                                                                   \
-          C* dst = acc + ct_interp_nearest(job, 0, oh) * a2;                                    \
-          for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                        \
-            dst[ct_interp_nearest(job, 1, ow) * a3] += ct_load_##SFX(row[ow * job->xs[3]]);     \
-          }                                                                                     \
-          continue;                                                                             \
-        }                                                                                       \
-        int64_t h0, h1;                                                                         \
-        C lh0, lh1;                                                                             \
-        ct_interp_linear_##SFX(job, 0, sh, oh, &h0, &h1, &lh0, &lh1);                           \
-        C* r0 = acc + h0 * a2;                                                                  \
-        C* r1 = acc + h1 * a2;                                                                  \
-        for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                          \
-          int64_t w0, w1;                                                                       \
-          C lw0, lw1;                                                                           \
-          ct_interp_linear_##SFX(job, 1, sw, ow, &w0, &w1, &lw0, &lw1);                         \
-          const C v = ct_load_##SFX(row[ow * job->xs[3]]);                                      \
-          r0[w0 * a3] += v * (lh0 * lw0);                                                       \
-          r0[w1 * a3] += v * (lh0 * lw1);                                                       \
-          r1[w0 * a3] += v * (lh1 * lw0);                                                       \
-          r1[w1 * a3] += v * (lh1 * lw1);                                                       \
-        }                                                                                       \
-      }                                                                                         \
-      if (!direct) {                                                                            \
-        for (int64_t ih = 0; ih < job->in[0]; ++ih) {                                           \
-          for (int64_t iw = 0; iw < job->in[1]; ++iw) {                                         \
-            gi[ih * job->os[2] + iw * job->os[3]] = ct_store_##SFX(acc[ih * a2 + iw * a3]);     \
-          }                                                                                     \
-        }                                                                                       \
-      }                                                                                         \
-    }                                                                                           \
-  }                                                                                             \
-                                                                                                \
-  static int ct_cpu_interp_bw_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,      \
-                                              uint64_t* alignment) {                            \
-    const ct_tensor* x = call->inputs[1];                                                       \
-    *alignment = 64;                                                                            \
-    *bytes = 0;                                                                                 \
-    int64_t elements = 1;                                                                       \
-    for (int32_t k = 0; k < x->ndim; ++k) {                                                     \
-      if (!ct_checked_mul_i64(elements, x->shape[k], &elements)) {                              \
-        return ct_set_error(CT_ERROR_SIZE_OVERFLOW,                                             \
-                            "interpolate_backward: the workspace overflows int64");             \
-      }                                                                                         \
-    }                                                                                           \
-    if (sizeof(T) != sizeof(C)) *bytes = (uint64_t)elements * sizeof(float);                    \
-    return CT_OK;                                                                               \
-  }                                                                                             \
-                                                                                                \
-  static int ct_cpu_interpolate_backward_##SFX(const ct_kernel_call* call) {                    \
-    /* The forward's job with the roles swapped: x is grad_out (the forward's output extent), y \
-     * is grad_input (the forward's input extent). */                                           \
-    ct_interp_job job;                                                                          \
-    const ct_tensor* swapped_inputs[1] = {call->inputs[0]};                                     \
-    const ct_tensor* swapped_outputs[1] = {call->outputs[0]};                                   \
-    ct_kernel_call swapped = *call;                                                             \
-    swapped.inputs = swapped_inputs;                                                            \
-    swapped.outputs = swapped_outputs;                                                          \
-    ct_interp_prepare(&swapped, &job);                                                          \
-    for (int k = 0; k < 2; ++k) {                                                               \
-      const int64_t in = job.out[k];                                                            \
-      job.out[k] = job.in[k];                                                                   \
-      job.in[k] = in;                                                                           \
-    }                                                                                           \
-    job.acc = call->workspace;                                                                  \
-    const int64_t planes = call->inputs[0]->shape[0] * job.channels;                            \
-    if (planes == 0) return CT_OK;                                                              \
-    ct_cpu_parallel_for(planes, 4 * job.out[0] * job.out[1] + job.in[0] * job.in[1],            \
-                        ct_cpu_interp_bw_planes_##SFX, &job);                                   \
-    return CT_OK;                                                                               \
+#define CT_INTERP_BACKWARD_DEFINE(SFX, T, C, ID)                                                  \
+  static void ct_cpu_interp_bw_planes_##SFX(int64_t begin, int64_t end, void* context) {          \
+    const ct_interp_job* job = context;                                                           \
+    const C sh = ct_interp_scale_##SFX(job, 0), sw = ct_interp_scale_##SFX(job, 1);               \
+    const bool direct = sizeof(T) == sizeof(C);                                                   \
+    const int64_t plane_size = job->in[0] * job->in[1];                                           \
+    for (int64_t plane = begin; plane < end; ++plane) {                                           \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                         \
+      const T* g = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                            \
+      T* gi = (T*)job->y + n * job->os[0] + c * job->os[1];                                       \
+      C* acc = direct ? (C*)(void*)gi : (C*)(void*)((float*)job->acc + plane * plane_size);       \
+      const int64_t a2 = direct ? job->os[2] : job->in[1], a3 = direct ? job->os[3] : 1;          \
+      for (int64_t ih = 0; ih < job->in[0]; ++ih) {                                               \
+        for (int64_t iw = 0; iw < job->in[1]; ++iw) acc[ih * a2 + iw * a3] = (C)0;                \
+      }                                                                                           \
+      for (int64_t oh = 0; oh < job->out[0]; ++oh) {                                              \
+        const T* row = g + oh * job->xs[2];                                                       \
+        if (!job->bilinear) {                                                                     \
+          C* dst = acc + ct_interp_nearest(job, 0, oh) * a2;                                      \
+          for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                          \
+            dst[ct_interp_nearest(job, 1, ow) * a3] += ct_load_##SFX(row[ow * job->xs[3]]);       \
+          }                                                                                       \
+          continue;                                                                               \
+        }                                                                                         \
+        int64_t h0, h1;                                                                           \
+        C lh0, lh1;                                                                               \
+        ct_interp_linear_##SFX(job, 0, sh, oh, &h0, &h1, &lh0, &lh1);                             \
+        C* r0 = acc + h0 * a2;                                                                    \
+        C* r1 = acc + h1 * a2;                                                                    \
+        for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                            \
+          int64_t w0, w1;                                                                         \
+          C lw0, lw1;                                                                             \
+          ct_interp_linear_##SFX(job, 1, sw, ow, &w0, &w1, &lw0, &lw1);                           \
+          const C v = ct_load_##SFX(row[ow * job->xs[3]]);                                        \
+          r0[w0 * a3] += v * (lh0 * lw0);                                                         \
+          r0[w1 * a3] += v * (lh0 * lw1);                                                         \
+          r1[w0 * a3] += v * (lh1 * lw0);                                                         \
+          r1[w1 * a3] += v * (lh1 * lw1);                                                         \
+        }                                                                                         \
+      }                                                                                           \
+      if (!direct) {                                                                              \
+        for (int64_t ih = 0; ih < job->in[0]; ++ih) {                                             \
+          for (int64_t iw = 0; iw < job->in[1]; ++iw) {                                           \
+            gi[ih * job->os[2] + iw * job->os[3]] = ct_store_##SFX(acc[ih * a2 + iw * a3]);       \
+          }                                                                                       \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  static int ct_cpu_interp_bw_workspace_##SFX(const ct_kernel_call* call, uint64_t* bytes,        \
+                                              uint64_t* alignment) {                              \
+    const ct_tensor* x = call->inputs[1];                                                         \
+    *alignment = 64;                                                                              \
+    *bytes = 0;                                                                                   \
+    int64_t elements = 1;                                                                         \
+    for (int32_t k = 0; k < x->ndim; ++k) {                                                       \
+      if (!ct_checked_mul_i64(elements, x->shape[k], &elements)) {                                \
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW,                                               \
+                            "interpolate_backward: the workspace overflows int64");               \
+      }                                                                                           \
+    }                                                                                             \
+    if (sizeof(T) == sizeof(C)) return CT_OK;                                                     \
+    if (!ct_checked_mul_i64(elements, (int64_t)sizeof(float), &elements)) {                       \
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,                                                 \
+                          "interpolate_backward: the float32 copy of grad_input (%lld bytes per " \
+                          "element) overflows int64",                                             \
+                          (long long)sizeof(float));                                              \
+    }                                                                                             \
+    *bytes = (uint64_t)elements;                                                                  \
+    return CT_OK;                                                                                 \
+  }                                                                                               \
+                                                                                                  \
+  static int ct_cpu_interpolate_backward_##SFX(const ct_kernel_call* call) {                      \
+    /* The forward's job with the roles swapped: x is grad_out (the forward's output extent), y   \
+     * is grad_input (the forward's input extent). */                                             \
+    ct_interp_job job;                                                                            \
+    const ct_tensor* swapped_inputs[1] = {call->inputs[0]};                                       \
+    const ct_tensor* swapped_outputs[1] = {call->outputs[0]};                                     \
+    ct_kernel_call swapped = *call;                                                               \
+    swapped.inputs = swapped_inputs;                                                              \
+    swapped.outputs = swapped_outputs;                                                            \
+    ct_interp_prepare(&swapped, &job);                                                            \
+    for (int k = 0; k < 2; ++k) {                                                                 \
+      const int64_t in = job.out[k];                                                              \
+      job.out[k] = job.in[k];                                                                     \
+      job.in[k] = in;                                                                             \
+    }                                                                                             \
+    job.acc = call->workspace;                                                                    \
+    const int64_t planes = call->inputs[0]->shape[0] * job.channels;                              \
+    if (planes == 0) return CT_OK;                                                                \
+    const int64_t cost =                                                                          \
+        ct_size_add(ct_size_mul(4, ct_size_mul(job.out[0], job.out[1])), job.in[0] * job.in[1]);  \
+    ct_cpu_parallel_for(planes, cost, ct_cpu_interp_bw_planes_##SFX, &job);                       \
+    return CT_OK;                                                                                 \
   }
 
 #define CT_INTERP_REG(SFX, T, C, ID)                                                           \

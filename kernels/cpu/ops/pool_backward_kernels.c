@@ -69,12 +69,10 @@ static bool ct_pool_bw_disjoint(const ct_pool_bw_job* job) {
  * input, and its divisor, as the forward. */
 static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t ow, int64_t* h0,
                                   int64_t* h1, int64_t* w0, int64_t* w1, int64_t* divide_h,
-                                  int64_t* divide_w, int64_t* divide) {
+                                  int64_t* divide_w, double* divide) {
   if (job->mode == CT_POOL_ADAPTIVE) {
-    *h0 = oh * job->h / job->oh;
-    *h1 = ((oh + 1) * job->h + job->oh - 1) / job->oh;
-    *w0 = ow * job->w / job->ow;
-    *w1 = ((ow + 1) * job->w + job->ow - 1) / job->ow;
+    ct_pool_adaptive_window(oh, job->h, job->oh, h0, h1);
+    ct_pool_adaptive_window(ow, job->w, job->ow, w0, w1);
     *divide_h = *h1 - *h0;
     *divide_w = *w1 - *w0;
     *divide = 0;
@@ -88,14 +86,15 @@ static void ct_pool_bw_avg_window(const ct_pool_bw_job* job, int64_t oh, int64_t
   *w1 = *w0 + job->window.kernel[1] < job->w + job->window.padding[1]
             ? *w0 + job->window.kernel[1]
             : job->w + job->window.padding[1];
-  const int64_t pool_size = (*h1 - *h0) * (*w1 - *w0);
+  /* the window with its padding: its product may overflow int64 */
+  const double pool_size = CT_POOL_WINDOW_SIZE(double, *h1 - *h0, *w1 - *w0);
   if (*h0 < 0) *h0 = 0;
   if (*w0 < 0) *w0 = 0;
   if (*h1 > job->h) *h1 = job->h;
   if (*w1 > job->w) *w1 = job->w;
-  *divide = job->window.has_divisor         ? job->window.divisor
+  *divide = job->window.has_divisor         ? (double)job->window.divisor
             : job->window.count_include_pad ? pool_size
-                                            : (*h1 - *h0) * (*w1 - *w0);
+                                            : (double)((*h1 - *h0) * (*w1 - *w0));
   *divide_h = *divide_w = 0;
 }
 
@@ -394,7 +393,8 @@ static inline void ct_pool_bw_max_2x2_plane_avx512_f32(const float* x, const flo
             if (best >= 0) acc[best / job->w * a2 + best % job->w * a3] += gv;                     \
             continue;                                                                              \
           }                                                                                        \
-          int64_t h0, h1, w0, w1, dh, dw, divide;                                                  \
+          int64_t h0, h1, w0, w1, dh, dw;                                                          \
+          double divide;                                                                           \
           ct_pool_bw_avg_window(job, oh, ow, &h0, &h1, &w0, &w1, &dh, &dw, &divide);               \
           const C delta = job->mode == CT_POOL_ADAPTIVE ? gv / (C)dh / (C)dw : gv / (C)divide;     \
           for (int64_t ih = h0; ih < h1; ++ih) {                                                   \

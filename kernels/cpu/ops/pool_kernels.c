@@ -187,13 +187,12 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
               }                                                                                    \
             }                                                                                      \
           } else {                                                                                 \
-            int64_t h0, h1, w0, w1, divide;                                                        \
+            int64_t h0, h1, w0, w1;                                                                \
+            C divide;                                                                              \
             if (job->mode == CT_POOL_ADAPTIVE) {                                                   \
-              h0 = oh * job->h / job->oh;                                                          \
-              h1 = ((oh + 1) * job->h + job->oh - 1) / job->oh;                                    \
-              w0 = ow * job->w / job->ow;                                                          \
-              w1 = ((ow + 1) * job->w + job->ow - 1) / job->ow;                                    \
-              divide = (h1 - h0) * (w1 - w0);                                                      \
+              ct_pool_adaptive_window(oh, job->h, job->oh, &h0, &h1);                              \
+              ct_pool_adaptive_window(ow, job->w, job->ow, &w0, &w1);                              \
+              divide = (C)((h1 - h0) * (w1 - w0));                                                 \
             } else {                                                                               \
               h0 = oh * job->window.stride[0] - job->window.padding[0];                            \
               w0 = ow * job->window.stride[1] - job->window.padding[1];                            \
@@ -203,14 +202,15 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
               w1 = w0 + job->window.kernel[1] < job->w + job->window.padding[1]                    \
                        ? w0 + job->window.kernel[1]                                                \
                        : job->w + job->window.padding[1];                                          \
-              const int64_t pool_size = (h1 - h0) * (w1 - w0);                                     \
+              /* the window with its padding, (h1 - h0) x (w1 - w0): its product may overflow */   \
+              const C pool_size = CT_POOL_WINDOW_SIZE(C, h1 - h0, w1 - w0);                        \
               if (h0 < 0) h0 = 0;                                                                  \
               if (w0 < 0) w0 = 0;                                                                  \
               if (h1 > job->h) h1 = job->h;                                                        \
               if (w1 > job->w) w1 = job->w;                                                        \
-              divide = job->window.has_divisor         ? job->window.divisor                       \
+              divide = job->window.has_divisor         ? (C)job->window.divisor                    \
                        : job->window.count_include_pad ? pool_size                                 \
-                                                       : (h1 - h0) * (w1 - w0);                    \
+                                                       : (C)((h1 - h0) * (w1 - w0));               \
             }                                                                                      \
             C sum = (C)0;                                                                          \
             for (int64_t ih = h0; ih < h1; ++ih) {                                                 \
@@ -218,7 +218,7 @@ static bool ct_pool_is_small_2x2(const ct_pool_job* job) {
                 sum += ct_load_##SFX(x[ih * job->xs[2] + iw * job->xs[3]]);                        \
               }                                                                                    \
             }                                                                                      \
-            result = h0 >= h1 || w0 >= w1 ? (C)0 : sum / (C)divide;                                \
+            result = h0 >= h1 || w0 >= w1 ? (C)0 : sum / divide;                                   \
           }                                                                                        \
           y[oh * job->os[2] + ow * job->os[3]] = ct_store_##SFX(result);                           \
         }                                                                                          \
@@ -264,47 +264,47 @@ CT_POOL_TYPES(CT_POOL_DEFINE)
 
 /* Integer max_pool2d: each output the largest tap of its window inside the input, the dtype's
  * minimum for a window entirely in the padding (the padding value). */
-#define CT_POOL_INT_DEFINE(A, SFX, T, C, U, ID)                                          \
-  static void ct_cpu_int_pool_planes_##SFX(int64_t begin, int64_t end, void* context) {  \
-    const ct_pool_job* job = context;                                                    \
-    const ct_pool_window* win = &job->window;                                            \
-    const T lowest = (T)(-1) < (T)0 ? (T)((U)1 << (sizeof(T) * 8 - 1)) : (T)0;           \
-    for (int64_t plane = begin; plane < end; ++plane) {                                  \
-      const int64_t n = plane / job->channels, c = plane % job->channels;                \
-      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                   \
-      T* y = (T*)job->out + n * job->os[0] + c * job->os[1];                             \
-      for (int64_t oh = 0; oh < job->oh; ++oh) {                                         \
-        const int64_t dh = win->dilation[0], dw = win->dilation[1];                      \
-        int64_t h0 = oh * win->stride[0] - win->padding[0];                              \
-        const int64_t reach_h = h0 + (win->kernel[0] - 1) * dh + 1;                      \
-        const int64_t h1 = reach_h < job->h ? reach_h : job->h;                          \
-        h0 = ct_pool_first_tap(h0, dh);                                                  \
-        for (int64_t ow = 0; ow < job->ow; ++ow) {                                       \
-          int64_t w0 = ow * win->stride[1] - win->padding[1];                            \
-          const int64_t reach_w = w0 + (win->kernel[1] - 1) * dw + 1;                    \
-          const int64_t w1 = reach_w < job->w ? reach_w : job->w;                        \
-          w0 = ct_pool_first_tap(w0, dw);                                                \
-          T result = lowest;                                                             \
-          for (int64_t ih = h0; ih < h1; ih = ct_pool_next_tap(ih, dh, h1)) {            \
-            for (int64_t iw = w0; iw < w1; iw = ct_pool_next_tap(iw, dw, w1)) {          \
-              const T v = x[ih * job->xs[2] + iw * job->xs[3]];                          \
-              result = v > result ? v : result;                                          \
-            }                                                                            \
-          }                                                                              \
-          y[oh * job->os[2] + ow * job->os[3]] = result;                                 \
-        }                                                                                \
-      }                                                                                  \
-    }                                                                                    \
-  }                                                                                      \
-  static int ct_cpu_int_max_pool2d_##SFX(const ct_kernel_call* call) {                   \
-    ct_pool_job job;                                                                     \
-    ct_pool_prepare(call, CT_POOL_MAX, &job);                                            \
-    const int64_t n = call->inputs[0]->ndim == 4 ? call->inputs[0]->shape[0] : 1;        \
-    const int64_t planes = n * job.channels, per_plane = job.oh * job.ow;                \
-    if (planes == 0 || per_plane == 0) return CT_OK;                                     \
-    ct_cpu_parallel_for(planes, per_plane * job.window.kernel[0] * job.window.kernel[1], \
-                        ct_cpu_int_pool_planes_##SFX, &job);                             \
-    return CT_OK;                                                                        \
+#define CT_POOL_INT_DEFINE(A, SFX, T, C, U, ID)                                                    \
+  static void ct_cpu_int_pool_planes_##SFX(int64_t begin, int64_t end, void* context) {            \
+    const ct_pool_job* job = context;                                                              \
+    const ct_pool_window* win = &job->window;                                                      \
+    const T lowest = (T)(-1) < (T)0 ? (T)((U)1 << (sizeof(T) * 8 - 1)) : (T)0;                     \
+    for (int64_t plane = begin; plane < end; ++plane) {                                            \
+      const int64_t n = plane / job->channels, c = plane % job->channels;                          \
+      const T* x = (const T*)job->x + n * job->xs[0] + c * job->xs[1];                             \
+      T* y = (T*)job->out + n * job->os[0] + c * job->os[1];                                       \
+      for (int64_t oh = 0; oh < job->oh; ++oh) {                                                   \
+        const int64_t dh = win->dilation[0], dw = win->dilation[1];                                \
+        int64_t h0 = oh * win->stride[0] - win->padding[0];                                        \
+        const int64_t reach_h = h0 + (win->kernel[0] - 1) * dh + 1;                                \
+        const int64_t h1 = reach_h < job->h ? reach_h : job->h;                                    \
+        h0 = ct_pool_first_tap(h0, dh);                                                            \
+        for (int64_t ow = 0; ow < job->ow; ++ow) {                                                 \
+          int64_t w0 = ow * win->stride[1] - win->padding[1];                                      \
+          const int64_t reach_w = w0 + (win->kernel[1] - 1) * dw + 1;                              \
+          const int64_t w1 = reach_w < job->w ? reach_w : job->w;                                  \
+          w0 = ct_pool_first_tap(w0, dw);                                                          \
+          T result = lowest;                                                                       \
+          for (int64_t ih = h0; ih < h1; ih = ct_pool_next_tap(ih, dh, h1)) {                      \
+            for (int64_t iw = w0; iw < w1; iw = ct_pool_next_tap(iw, dw, w1)) {                    \
+              const T v = x[ih * job->xs[2] + iw * job->xs[3]];                                    \
+              result = v > result ? v : result;                                                    \
+            }                                                                                      \
+          }                                                                                        \
+          y[oh * job->os[2] + ow * job->os[3]] = result;                                           \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  static int ct_cpu_int_max_pool2d_##SFX(const ct_kernel_call* call) {                             \
+    ct_pool_job job;                                                                               \
+    ct_pool_prepare(call, CT_POOL_MAX, &job);                                                      \
+    const int64_t n = call->inputs[0]->ndim == 4 ? call->inputs[0]->shape[0] : 1;                  \
+    const int64_t planes = n * job.channels, per_plane = job.oh * job.ow;                          \
+    if (planes == 0 || per_plane == 0) return CT_OK;                                               \
+    const int64_t taps = ct_size_mul(job.window.kernel[0], job.window.kernel[1]);                  \
+    ct_cpu_parallel_for(planes, ct_size_mul(per_plane, taps), ct_cpu_int_pool_planes_##SFX, &job); \
+    return CT_OK;                                                                                  \
   }
 CT_CPU_INT_TYPES(CT_POOL_INT_DEFINE, _)
 #undef CT_POOL_INT_DEFINE

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "ctensor.h"
+#include "engine/int_div.h"
 
 typedef enum ct_pool_mode { CT_POOL_MAX, CT_POOL_AVG, CT_POOL_ADAPTIVE } ct_pool_mode;
 
@@ -68,5 +69,24 @@ static inline int64_t ct_pool_first_tap(int64_t start, int64_t dilation) {
 static inline int64_t ct_pool_next_tap(int64_t i, int64_t dilation, int64_t end) {
   return end - i > dilation ? i + dilation : end;
 }
+
+/* adaptive_avg_pool2d's window [*begin, *end) of output index i of out along an input extent
+ * in: [floor(i · in / out), ceil((i + 1) · in / out)), computed without forming i · in, which
+ * passes INT64_MAX for a broadcast input of huge extent. */
+static inline void ct_pool_adaptive_window(int64_t i, int64_t in, int64_t out, int64_t* begin,
+                                           int64_t* end) {
+  *begin = ct_mul_div(i, in, out, false);
+  *end = ct_mul_div(i + 1, in, out, true);
+}
+
+/* avg_pool2d's window size rows · cols (count_include_pad) as the divisor of type C: the integer
+ * product converted once (what torch divides by), or where it overflows int64 (a window of more
+ * than 2^63 taps, almost all in the padding) the product of the extents in double. */
+#define CT_POOL_WINDOW_SIZE(C, rows, cols)                                                        \
+  __extension__({                                                                                 \
+    int64_t ct_pool_size_;                                                                        \
+    __builtin_mul_overflow((rows), (cols), &ct_pool_size_) ? (C)((double)(rows) * (double)(cols)) \
+                                                           : (C)ct_pool_size_;                    \
+  })
 
 #endif /* CTENSOR_CPU_POOL_WINDOW_H_ */

@@ -116,8 +116,10 @@ typedef struct ct_scatter_kernel {
       ct_scatter_walk_##SFX, ct_scatter_store_##SFX, (int64_t)sizeof(C)};
 CT_CPU_FLOAT_TYPES(CT_SCATTER_DATA_X, _)
 
+/* bytes rounded up to a multiple of 64 (bytes is the accumulator's size: the workspace query
+ * checked that it and the rounding fit). */
 static int64_t ct_align64(int64_t bytes) {
-  return (bytes + 63) / 64 * 64;
+  return ct_size_round_up(bytes, 64);
 }
 
 /* Workspace: the accumulator (x's elements), then one table entry per grad_out position of each
@@ -126,10 +128,20 @@ static int ct_scatter_workspace(const ct_kernel_call* call, uint64_t* bytes, uin
   const ct_scatter_kernel* kernel = call->kernel_data;
   const ct_tensor* grad = call->inputs[0];
   int64_t tables = 1;
-  for (int32_t k = 0; k < grad->ndim; ++k) tables += grad->shape[k];
-  *bytes = (uint64_t)(ct_align64(ct_tensor_numel(call->outputs[0]) * kernel->acc_size) +
-                      tables * (int64_t)sizeof(int64_t));
+  for (int32_t k = 0; k < grad->ndim; ++k) tables = ct_size_add(tables, grad->shape[k]);
+  const int64_t total =
+      ct_size_add(ct_align64(ct_size_mul(ct_tensor_numel(call->outputs[0]), kernel->acc_size)),
+                  ct_size_mul(tables, (int64_t)sizeof(int64_t)));
   *alignment = 64;
+  if (total == CT_SIZE_TOO_LARGE) {
+    *bytes = 0;
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: the accumulator (%lld elements of %lld bytes) and the index tables "
+                        "overflow int64",
+                        call->schema->name, (long long)ct_tensor_numel(call->outputs[0]),
+                        (long long)kernel->acc_size);
+  }
+  *bytes = (uint64_t)total;
   return CT_OK;
 }
 
@@ -423,8 +435,16 @@ CT_CPU_FLOAT_TYPES(CT_EMBEDDING_DATA_X, _)
 static int ct_embedding_backward_workspace(const ct_kernel_call* call, uint64_t* bytes,
                                            uint64_t* alignment) {
   const int64_t rows = call->outputs[0]->shape[0], count = ct_tensor_numel(call->inputs[1]);
-  *bytes = (uint64_t)((rows + 1 + count) * (int64_t)sizeof(int64_t));
+  const int64_t total = ct_size_mul(ct_size_add(ct_size_add(rows, 1), count), sizeof(int64_t));
   *alignment = 64;
+  if (total == CT_SIZE_TOO_LARGE) {
+    *bytes = 0;
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "embedding_backward: the row offsets of %lld rows and %lld indices "
+                        "overflow int64",
+                        (long long)rows, (long long)count);
+  }
+  *bytes = (uint64_t)total;
   return CT_OK;
 }
 
