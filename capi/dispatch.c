@@ -91,6 +91,23 @@ static int ct_prepare_infer(ct_prepared_call* p) {
   for (int32_t i = 0; i < p->num_outputs; ++i) {
     const ct_tensor_info* info = &p->infos[i];
     int64_t count = ct_dtype_size(info->dtype);
+    /* An extent below 0 (other than a dynamic op's -1) comes from arithmetic that wrapped in
+     * an infer function: refuse it here rather than let a caller size an allocation from it. */
+    const int64_t lowest = p->schema->category == CT_OP_DYNAMIC ? -1 : 0;
+    if (info->ndim < 0 || info->ndim > CT_MAX_NDIM) {
+      return ct_set_error(CT_ERROR_INVALID_SHAPE, "%s: output %d would have %d dimensions",
+                          p->schema->name, i, info->ndim);
+    }
+    for (int32_t k = 0; k < info->ndim; ++k) {
+      if (info->shape[k] < lowest) {
+        char what[160];
+        const ct_tensor_label label = ct_output_label(p->schema, i);
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                            "%s would have extent %lld in dimension %d: its size arithmetic "
+                            "overflowed",
+                            ct_label_text(&label, what, sizeof what), (long long)info->shape[k], k);
+      }
+    }
     for (int32_t k = 0; k < info->ndim; ++k) {
       const int64_t extent = info->shape[k] < 1 ? 1 : info->shape[k];
       if (!ct_checked_mul_i64(count, extent, &count)) {

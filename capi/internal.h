@@ -111,6 +111,12 @@ CT_INTERNAL bool ct_tensors_same_view(const ct_tensor* a, const ct_tensor* b);
  * overflow. */
 CT_INTERNAL bool ct_checked_mul_i64(int64_t a, int64_t b, int64_t* out);
 CT_INTERNAL bool ct_checked_add_i64(int64_t a, int64_t b, int64_t* out);
+static inline bool ct_checked_sub_i64(int64_t a, int64_t b, int64_t* out) {
+  return !__builtin_sub_overflow(a, b, out);
+}
+/* Product of extents[0..count), each >= 0, into *out; false when it does not fit in int64. A zero
+ * extent makes the product 0 whatever the others are (as NumPy counts an empty array). */
+CT_INTERNAL bool ct_checked_extent_product(const int64_t* extents, int32_t count, int64_t* out);
 /* Saturating arithmetic on non-negative byte and element counts (workspace and scratch sizes):
  * CT_SIZE_TOO_LARGE (INT64_MAX) stands for "does not fit" and stays so through later steps, so a
  * size formula is written plainly and checked once at its end. */

@@ -25,18 +25,27 @@ static size_t ct_view_extra_bytes(const ct_tensor* t) {
   return sizeof(int64_t) * (size_t)t->ndim * (t->strides ? 2u : 1u);
 }
 
-/* Bytes of the copy of one attribute's payload (lists and strings). */
+/* Bytes of the copy of one attribute's payload (lists and strings); SIZE_MAX when a list's
+ * count times 8 does not fit in size_t (the plan then cannot be allocated). */
 static size_t ct_attr_extra_bytes(const ct_attr_value* value) {
+  size_t bytes;
   switch (value->type) {
     case CT_ATTR_STRING:
       return value->value.s ? strlen(value->value.s) + 1 : 0;
     case CT_ATTR_INT_LIST:
-      return value->value.ints ? sizeof(int64_t) * (size_t)value->count : 0;
     case CT_ATTR_FLOAT_LIST:
-      return value->value.floats ? sizeof(double) * (size_t)value->count : 0;
+      if (!value->value.ints) return 0;
+      return __builtin_mul_overflow((size_t)value->count, sizeof(int64_t), &bytes) ? SIZE_MAX
+                                                                                   : bytes;
     default:
       return 0;
   }
+}
+
+/* *total += bytes rounded up to 8 (ct_bump_copy's step), saturating at SIZE_MAX. */
+static void ct_add_extra(size_t* total, size_t bytes) {
+  if (bytes > SIZE_MAX - 8 || __builtin_add_overflow(*total, (bytes + 7u) & ~(size_t)7u, total))
+    *total = SIZE_MAX;
 }
 
 /* Copies `bytes` from `from` to the bump pointer `*at` (8-byte aligned) and returns the copy. */
@@ -71,11 +80,16 @@ static ct_plan* ct_plan_build(const ct_prepared_call* p, const ct_tensor* const*
                               const ct_kernel_entry* kernel) {
   const int32_t num_tensors = p->num_inputs + num_outputs;
   size_t extra = 0;
-  for (int32_t i = 0; i < p->num_inputs; ++i) extra += ct_view_extra_bytes(p->inputs[i]) + 8;
-  for (int32_t i = 0; i < num_outputs; ++i) extra += ct_view_extra_bytes(outputs[i]) + 8;
-  for (int32_t i = 0; i < p->schema->num_attrs; ++i) extra += ct_attr_extra_bytes(&p->attrs[i]) + 8;
+  for (int32_t i = 0; i < p->num_inputs; ++i)
+    ct_add_extra(&extra, ct_view_extra_bytes(p->inputs[i]));
+  for (int32_t i = 0; i < num_outputs; ++i) ct_add_extra(&extra, ct_view_extra_bytes(outputs[i]));
+  for (int32_t i = 0; i < p->schema->num_attrs; ++i)
+    ct_add_extra(&extra, ct_attr_extra_bytes(&p->attrs[i]));
   const size_t pointers = sizeof(ct_tensor*) * (size_t)(num_tensors > 0 ? num_tensors : 1);
   const size_t views = sizeof(ct_tensor) * (size_t)(num_tensors > 0 ? num_tensors : 1);
+  /* An attribute list longer than memory (its count is the caller's word) saturates `extra`:
+   * refuse it as out of memory rather than copy past a wrapped allocation. */
+  if (extra > SIZE_MAX - sizeof(ct_plan) - pointers - views) return NULL;
   ct_plan* plan = calloc(1, sizeof(ct_plan) + pointers + views + extra);
   if (!plan) return NULL;
   char* at = (char*)(plan + 1);

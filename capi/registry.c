@@ -217,9 +217,16 @@ void ct_kernel_discard(ct_staged_kernel* staged) {
  * allocated (chained from the new one) so that readers still holding an entry pointer remain
  * valid. Registration is rare and bounded. Called with the write lock held. */
 static int ct_op_reserve(ct_op* op, int32_t extra) {
-  if (op->num_kernels + extra <= op->kernel_capacity) return CT_OK;
+  /* In int64: num_kernels + extra and the doubling below must not overflow int32. */
+  const int64_t needed = (int64_t)op->num_kernels + extra;
+  if (needed <= op->kernel_capacity) return CT_OK;
+  if (needed > INT32_MAX / 2) {
+    return ct_set_error(CT_ERROR_OUT_OF_MEMORY,
+                        "ct_kernel_register: %s would have %lld kernels; at most %d fit",
+                        op->def->schema.name, (long long)needed, INT32_MAX / 2);
+  }
   int32_t capacity = op->kernel_capacity ? op->kernel_capacity : 16;
-  while (capacity < op->num_kernels + extra) capacity *= 2;
+  while (capacity < needed) capacity *= 2;
   ct_kernel_block* block =
       malloc(sizeof(ct_kernel_block) + sizeof(ct_kernel_entry) * (size_t)capacity);
   if (!block) return ct_set_error(CT_ERROR_OUT_OF_MEMORY, "ct_kernel_register: out of memory");

@@ -12,6 +12,20 @@ bool ct_checked_add_i64(int64_t a, int64_t b, int64_t* out) {
   return !__builtin_add_overflow(a, b, out);
 }
 
+bool ct_checked_extent_product(const int64_t* extents, int32_t count, int64_t* out) {
+  int64_t product = 1;
+  bool overflow = false;
+  for (int32_t k = 0; k < count; ++k) {
+    if (extents[k] == 0) {
+      *out = 0;
+      return true;
+    }
+    overflow = overflow || __builtin_mul_overflow(product, extents[k], &product);
+  }
+  *out = product;
+  return !overflow;
+}
+
 /* Compact strides skip zero extents (as NumPy), so an empty view's strides may exceed int64
  * (shape (0, 3, 2**62)): they saturate there, where no element is ever reached through them. */
 void ct_compact_strides(int32_t ndim, const int64_t* shape, int64_t* strides) {
@@ -141,7 +155,8 @@ int ct_tensor_validate(const ct_tensor* t, const ct_tensor_label* label, bool ne
                             CT_WHAT);
       }
     }
-    if (!ct_checked_mul_i64(span, itemsize, &span)) {
+    /* ... including the last element's own bytes (ct_tensor_byte_range adds them). */
+    if (!ct_checked_mul_i64(span, itemsize, &span) || !ct_checked_add_i64(span, itemsize, &span)) {
       return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "%s: strides reach past the int64 range",
                           CT_WHAT);
     }

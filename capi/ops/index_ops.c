@@ -209,7 +209,8 @@ static int ct_nd_positions(const char* op, const ct_tensor* x, const ct_tensor* 
   int64_t total = 1;
   for (int32_t d = 0; d < w->ndim; ++d) {
     if (!ct_checked_mul_i64(total, w->shape[d], &total)) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: the result would be too large", op);
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "%s: the result would have more elements than int64 can count", op);
     }
   }
   return CT_OK;

@@ -49,7 +49,12 @@ static int ct_pool_out_size(const char* op, int dim, int64_t in, int64_t kernel,
     const int64_t rounded = numerator + (ceil_mode ? stride - 1 : 0); /* below stride - 1 */
     size = (rounded >= 0 ? rounded / stride : -((-rounded - 1) / stride + 1)) + 1;
   }
-  if (ceil_mode && (size - 1) * stride >= in + pad) --size;
+  /* ceil_mode drops a last window that would start in the right padding; a start past int64
+   * lies there too. in + pad <= padded fits. */
+  int64_t last_start;
+  if (ceil_mode &&
+      (__builtin_mul_overflow(size - 1, stride, &last_start) || last_start >= in + pad))
+    --size;
   *out = size;
   return CT_OK;
 }
@@ -319,7 +324,12 @@ static int ct_infer_conv_transpose2d(const ct_infer_call* call, ct_tensor_info* 
   if (w->shape[0] == 0 || w->shape[1] == 0) {
     return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "%s: the weight must be non-empty (as torch)", op);
   }
-  const int64_t out_channels = w->shape[1] * groups;
+  int64_t out_channels;
+  if (!ct_checked_mul_i64(w->shape[1], groups, &out_channels)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: %lld output channels per group times %lld groups overflows int64", op,
+                        (long long)w->shape[1], (long long)groups);
+  }
   if (bias && (bias->ndim != 1 || bias->shape[0] != out_channels)) {
     return ct_set_error(CT_ERROR_SHAPE_MISMATCH, "%s: bias must have shape (%lld,)", op,
                         (long long)out_channels);

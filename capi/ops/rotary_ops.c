@@ -43,11 +43,13 @@ static int ct_infer_rotary_embedding(const ct_infer_call* call, ct_tensor_info* 
                         "rot_dim / 2)");
   }
   const int64_t dim = x->shape[x->ndim - 1], max_pos = cos->shape[0];
-  if (2 * cos->shape[1] > dim) {
+  /* Compared as cos.shape[1] > dim / 2 (dim >= 0), so that 2 * cos.shape[1] is never formed:
+   * it overflows for a broadcast cos of more than 2**62 columns. */
+  if (cos->shape[1] > dim / 2) {
     return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
-                        "rotary_embedding: rot_dim = 2 * cos.shape[1] = %lld exceeds x's last "
-                        "dim %lld",
-                        (long long)(2 * cos->shape[1]), (long long)dim);
+                        "rotary_embedding: rot_dim = 2 * cos.shape[1] (cos.shape[1] = %lld) "
+                        "exceeds x's last dim %lld",
+                        (long long)cos->shape[1], (long long)dim);
   }
   if (!pos) {
     const int64_t seq = x->shape[x->ndim - 2];

@@ -53,11 +53,16 @@ CT_DEFINE_OP(permute_dims,
   }
 
 static int ct_shape_too_big(const char* op, const ct_tensor_info* info) {
-  int64_t total = 1;
   for (int32_t k = 0; k < info->ndim; ++k) {
-    if (info->shape[k] < 0 || !ct_checked_mul_i64(total, info->shape[k], &total)) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: the output would be too large", op);
+    if (info->shape[k] < 0) {
+      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: negative output extent %lld", op,
+                          (long long)info->shape[k]);
     }
+  }
+  int64_t total;
+  if (!ct_checked_extent_product(info->shape, info->ndim, &total)) {
+    return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                        "%s: the output would have more elements than int64 can count", op);
   }
   return CT_OK;
 }
@@ -88,7 +93,7 @@ static int ct_infer_concat(const ct_infer_call* call, ct_tensor_info* outputs, i
     int64_t total = 0;
     for (int32_t i = 0; i < n; ++i) {
       if (!ct_checked_add_i64(total, ct_numel_of(call->inputs[i]), &total)) {
-        return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "concat: the output would be too large");
+        return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "concat: the output extent overflows int64");
       }
     }
     out->ndim = 1;
@@ -114,7 +119,7 @@ static int ct_infer_concat(const ct_infer_call* call, ct_tensor_info* outputs, i
     for (int32_t k = 0; k < t->ndim; ++k) {
       if (k == axis) {
         if (!ct_checked_add_i64(out->shape[k], t->shape[k], &out->shape[k])) {
-          return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "concat: the output would be too large");
+          return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "concat: the output extent overflows int64");
         }
       } else if (t->shape[k] != first->shape[k]) {
         return ct_set_error(CT_ERROR_SHAPE_MISMATCH,
@@ -329,7 +334,7 @@ static int ct_infer_tile(const ct_infer_call* call, ct_tensor_info* outputs, int
     const int32_t j = k - (ndim - x->ndim);
     const int64_t extent = j >= 0 ? x->shape[j] : 1;
     if (!ct_checked_mul_i64(extent, reps[k], &out->shape[k])) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "tile: the output would be too large");
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "tile: the output extent overflows int64");
     }
   }
   *num_outputs = 1;
@@ -380,7 +385,7 @@ static int ct_infer_repeat(const ct_infer_call* call, ct_tensor_info* outputs, i
     int64_t add = r;
     if ((repeats->count == 1 && !ct_checked_mul_i64(r, n, &add)) ||
         !ct_checked_add_i64(total, add, &total)) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "repeat: the output would be too large");
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "repeat: the output extent overflows int64");
     }
   }
   out->dtype = x->dtype;
@@ -455,7 +460,7 @@ static int ct_infer_pad(const ct_infer_call* call, ct_tensor_info* outputs, int3
   for (int32_t k = 0; k < x->ndim; ++k) {
     if (!ct_checked_add_i64(out->shape[k], before[k], &out->shape[k]) ||
         !ct_checked_add_i64(out->shape[k], after[k], &out->shape[k])) {
-      return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "pad: the output would be too large");
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW, "pad: the output extent overflows int64");
     }
   }
   *num_outputs = 1;

@@ -51,6 +51,7 @@ from ._errors import (
 from ._frame import MAX_TENSORS, Frame, input_name, out_name, pool_keep, pool_pop
 from ._lib import Replay, ffi, last_error, lib
 from ._registry import OpSpec, get_spec
+from ._run import check_host_workspace
 
 __all__ = ["BoundCall", "bind"]
 
@@ -316,6 +317,7 @@ class BoundCall(Replay):
         if size == 0 and backend is None:
             return _NULL
         if size:
+            check_host_workspace(spec, size, _CPU, outputs, n_out)
             buffer = np.empty(size + alignment, np.uint8)
             keep.append(buffer)
             address = buffer.ctypes.data

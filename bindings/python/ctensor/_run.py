@@ -88,12 +88,38 @@ def check_host_outputs(spec: OpSpec, values: Any, num_outputs: int, device: int)
         )
 
 
+def check_host_workspace(
+    spec: OpSpec, size: int, device: int, outputs: Any = None, num_outputs: int = 0
+) -> None:
+    """Raises SizeOverflowError, before the workspace is allocated and the kernel runs, when
+    the workspace a kernel asks for on the host, with the outputs it will fill (``outputs``:
+    the ct_tensor views), needs more than the machine's memory: a call on a huge broadcast view
+    can ask for hundreds of GiB, which a framework refuses with its own error naming no op, or
+    overcommits until the kernel's writes exhaust the machine."""
+    if device & 0xFF != _CPU or not HOST_MEMORY_BYTES or size == 0:
+        return
+    total = size
+    for i in range(num_outputs):
+        view = outputs[i]
+        count = max(view.dtype.bits // 8, 1) * max(view.dtype.lanes, 1)
+        for k in range(view.ndim):
+            count *= max(view.shape[k], 0)
+        total += count
+    if total > HOST_MEMORY_BYTES:
+        raise SizeOverflowError(
+            f"{spec.name}: its workspace ({_format_bytes(size)}) and outputs would take "
+            f"{_format_bytes(total)}, more than this machine's memory "
+            f"({_format_bytes(HOST_MEMORY_BYTES)}); the workspace was not allocated"
+        )
+
+
 class _AllocState:
     """What the allocator callback of one call needs and collects."""
 
-    __slots__ = ("fw", "like", "device", "outputs", "error")
+    __slots__ = ("fw", "like", "device", "outputs", "error", "op")
 
-    def __init__(self, fw: Framework, like: Any, device: int):
+    def __init__(self, fw: Framework, like: Any, device: int, op: str = ""):
+        self.op = op
         self.fw = fw
         self.like = like
         self.device = device
@@ -113,6 +139,16 @@ def ctpy_allocate(user_data, output_index, info, device_type, device_id, data): 
         if output_index in state.outputs:
             raise BackendError(f"the kernel asked for output {output_index} twice")
         shape = tuple(_unpack(info.shape, info.ndim))
+        if state.device & 0xFF == _CPU and HOST_MEMORY_BYTES:
+            count = max(info.dtype.bits // 8, 1)
+            for extent in shape:
+                count *= max(extent, 0)
+            if count > HOST_MEMORY_BYTES:
+                raise SizeOverflowError(
+                    f"{state.op}: the kernel asked for output {output_index} of shape {shape} "
+                    f"({_format_bytes(count)}), more than this machine's memory "
+                    f"({_format_bytes(HOST_MEMORY_BYTES)}); nothing was allocated"
+                )
         array = state.fw.empty(shape, name_of_ct(info.dtype), state.like)
         state.outputs[output_index] = array
         data[0] = ffi.cast("void*", state.fw.data_ptr(array))
@@ -211,7 +247,7 @@ def _execute_dynamic(
     """Runs a dynamic-allocating op, whose kernel allocates each output through the allocator
     callback (ctpy_allocate) in the caller's framework. Returns the outputs."""
     keep = frame.keep
-    state = _AllocState(fw, like, device)
+    state = _AllocState(fw, like, device, spec.name)
     handle = ffi.new_handle(state)
     allocator = _new("ct_allocator*")
     allocator.struct_size = _ALLOCATOR_SIZE
@@ -272,6 +308,7 @@ def prepare_context(
         if status:
             raise fail(status)
         size, align = frame.ws_bytes[0], max(int(frame.ws_align[0]), 1)
+        check_host_workspace(spec, size, device, outputs, n_out)
         if size:
             scratch = fw.scratch(size + align, like)
             frame.keep.append(scratch)
