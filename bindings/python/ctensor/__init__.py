@@ -121,7 +121,12 @@ def get_num_threads() -> int:
 
 def set_num_threads(n: int) -> None:
     """Sets the number of threads the CPU kernels use (n <= 0: the default)."""
-    check(lib.ct_set_num_threads(int(n)))
+    n = max(int(n), 0)  # every n <= 0 means the default (the C argument is an int32_t)
+    if n > lib.CT_MAX_THREADS:
+        raise InvalidArgumentError(
+            f"set_num_threads: {n} threads is more than the {lib.CT_MAX_THREADS} ctensor accepts"
+        )
+    check(lib.ct_set_num_threads(n))
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

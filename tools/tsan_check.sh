@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the package (libctensor and ctensor._native) with ThreadSanitizer and runs the thread
+# tests on it: the C ABI tests (tests/c/test_abi.c: per-thread errors and eight threads running
+# ops at once; test_profiler.c: threads running ops while the profiler is swapped; test_plan.c)
+# and the binding's (tests/test_binding_threads.py: eight Python threads calling ops, the GIL
+# released around each C call). Any data race or other TSan report fails the run.
+#
+#   bash tools/tsan_check.sh [build-dir]        # default build-tsan
+#
+# Needs meson and ninja, a C compiler with ThreadSanitizer (gcc or clang) and the test
+# dependencies (pip install ".[test]") in $PYTHON (default python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-tsan}
+
+# Without OpenMP: libgomp is not built with TSan, so TSan cannot see its synchronisation and
+# would report the hand-offs of every parallel region. The threads here are the callers' own,
+# which is what the ABI promises about (any number of threads calling at once). -O1 -g1 as in
+# tools/sanitize_check.sh; no device plugins and no XLA handler.
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=plain \
+    "-Dc_args=-O1 -g1 -fno-omit-frame-pointer" -Dopenmp=disabled -Dcuda=disabled \
+    -Dopencl=disabled -Dxla_ffi=disabled
+fi
+ninja -C "$build" all tests/fuzz/test_abi tests/fuzz/test_plan tests/fuzz/test_profiler
+
+# The first report ends the run with TSan's exit status (66); the logs are searched as well.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+report="WARNING: ThreadSanitizer\|ERROR: ThreadSanitizer\|FATAL: ThreadSanitizer"
+check_log() {  # description, exit status, log
+  if [ "$2" -ne 0 ] || grep -q "$report" "$3"; then
+    grep -v '^  File ' "$3" | tail -n 80
+    echo "ThreadSanitizer: $1 failed (exit status $2)" >&2
+    exit 1
+  fi
+}
+
+for program in test_abi test_plan test_profiler; do
+  log=$(mktemp)
+  status=0
+  "$build/tests/fuzz/$program" >"$log" 2>&1 || status=$?
+  check_log "$program" "$status" "$log"
+  echo "ThreadSanitizer $program: $(grep -c '^ok' "$log") checks ok"
+  rm -f "$log"
+done
+
+# The binding's thread tests, on the package installed (meson install) into $build/stage and
+# put first on PYTHONPATH; CPython is not built with TSan, so its runtime is preloaded. The
+# interpreter is started directly (sys.executable), not through a wrapper script.
+python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
+rm -rf "$build/stage"
+meson install -C "$build" --no-rebuild --quiet --destdir stage >/dev/null
+site=$(find "$PWD/$build/stage" -path '*/ctensor/__init__.py' | head -n 1)
+site=$(dirname "$(dirname "$site")")
+preload=$(ldd "$site"/ctensor/_native*.so | awk '/libtsan|clang_rt/ {print $3}')
+log=$(mktemp)
+status=0
+env -u CTENSOR_REQUIRE_OPENCL PYTHONPATH="$site" LD_PRELOAD="$preload" "$python" -m pytest -q \
+  -p no:cacheprovider --capture=sys tests/test_binding_threads.py >"$log" 2>&1 || status=$?
+check_log "tests/test_binding_threads.py" "$status" "$log"
+echo "ThreadSanitizer tests/test_binding_threads.py: $(grep -v '^$' "$log" | tail -n 1)"
+rm -f "$log"
