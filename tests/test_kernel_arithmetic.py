@@ -170,3 +170,30 @@ def test_workspace_of_a_huge_view_is_a_size_error(name, inputs, attrs):
     status, size, message = _workspace_query(name, inputs, **attrs)
     assert (status, size) == (lib.CT_ERROR_SIZE_OVERFLOW, 0)
     assert name in message
+
+
+# ----------------------------------------------------------------------------------------------
+# arange's integer words
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "start, stop, step, dtype, want",
+    [
+        (0.0, 1.0, 1e300, "int64", [0]),  # a step never taken, beyond int64: was converted
+        (-(2.0**63), 2.0**63 - 1024, 2.0**64 - 2048, "int64", [-(2**63), 2**63 - 2048]),
+        (2.0**64 - 2048, 0.0, -(2.0**64 - 2048), "uint64", [2**64 - 2048]),
+        (2.0**64 - 4096, 2.0**64 - 2048, 1024.0, "uint64", [2**64 - 4096, 2**64 - 3072]),
+    ],
+)
+def test_integer_arange_with_64_bit_extremes(start, stop, step, dtype, want):
+    out = ops.arange(start=start, stop=stop, step=step, dtype=dtype)
+    np.testing.assert_array_equal(out, np.array(want, dtype))
+
+
+@pytest.mark.parametrize("dtype, start", [("uint64", 2.0**64), ("int64", 2.0**63)])
+def test_integer_arange_past_the_dtype_is_refused(dtype, start):
+    # 2**64 (uint64) and 2**63 (int64) passed the range check (its bound, the largest value,
+    # rounds up to them in float64) and came out as 2**63 and INT64_MIN.
+    with pytest.raises(ctensor.InvalidArgumentError, match="arange: values from"):
+        ops.arange(start=start, stop=start + 2.0**20, step=2.0**20, dtype=dtype)
