@@ -197,3 +197,22 @@ def test_integer_arange_past_the_dtype_is_refused(dtype, start):
     # rounds up to them in float64) and came out as 2**63 and INT64_MIN.
     with pytest.raises(ctensor.InvalidArgumentError, match="arange: values from"):
         ops.arange(start=start, stop=start + 2.0**20, step=2.0**20, dtype=dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# slice_backward's steps
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step", [INT64_MAX, 2**62, INT64_MIN + 1, -(2**62)])
+def test_slice_backward_with_a_step_taken_once(step):
+    # One element per dim: the step is never taken, but its product with the byte stride
+    # overflowed int64 (slice itself already skipped it).
+    x = np.zeros((3, 4), np.float64)
+    grad = np.full((1, 1), 7.0)
+    got = ops.slice_backward(
+        grad, x, start=[1, 2], stop=[2, 3] if step > 0 else [0, 1], step=[step, step]
+    )
+    want = np.zeros((3, 4))
+    want[1, 2] = 7.0
+    np.testing.assert_array_equal(got, want)

@@ -364,7 +364,8 @@ static int ct_cpu_class_loss_run(const ct_kernel_call* call, bool backward) {
     if (j.mode == CT_LOSS_MEAN) j.g /= denominator;
   }
   if (j.rows > 0) {
-    const int64_t per_block = (j.rows / j.blocks) * (j.nll ? 1 : 4 * j.classes + 1);
+    const int64_t per_row = j.nll ? 1 : ct_size_add(ct_size_mul(4, j.classes), 1);
+    const int64_t per_block = ct_size_mul(j.rows / j.blocks, per_row);
     ct_cpu_parallel_for(j.blocks, per_block, ct_class_blocks, &j);
   }
   if (j.partial) {

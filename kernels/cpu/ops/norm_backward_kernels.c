@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/int_div.h"
 #include "engine/cpu_dtypes.h"
 #include "engine/cpu_isa.h"
 #include "engine/row_walk.h"
@@ -301,8 +302,8 @@ static int ct_nb_prepare(const ct_kernel_call* call, ct_nb_mode mode, double def
     if (blocks > CT_NB_MAX_BLOCKS) blocks = CT_NB_MAX_BLOCKS;
     if (blocks > job->rows) blocks = job->rows;
     if (blocks < 1) blocks = 1;
-    job->rows_per_block = (job->rows + blocks - 1) / blocks;
-    job->blocks = (job->rows + job->rows_per_block - 1) / job->rows_per_block;
+    job->rows_per_block = ct_div_up(job->rows, blocks);
+    job->blocks = ct_div_up(job->rows, job->rows_per_block);
   }
   return CT_OK;
 }

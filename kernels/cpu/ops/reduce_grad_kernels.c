@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/int_div.h"
 #include "cpu_register.h"
 #include "engine/cpu_dtypes.h"
 #include "engine/strided_iter.h"
@@ -189,7 +190,7 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_cpu_r
     job.block = CT_RGRAD_BLOCK;
   }
   const int64_t last = job.n_outer > 0 ? job.outer_shape[job.n_outer - 1] : 1;
-  const int64_t units = groups / last * ((last + job.block - 1) / job.block);
+  const int64_t units = groups / last * ct_div_up(last, job.block);
   ct_cpu_parallel_for(units, job.group_size * 2 * job.block + 1, groups_body, &job);
   return CT_OK;
 }

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/int_div.h"
 #include "cpu_register.h"
 #include "engine/copy_loops.h"
 #include "engine/cpu_dtypes.h"
@@ -313,7 +314,7 @@ static void ct_ix_scatter(const ct_ix_call* c) {
   }
   const bool last_direct = job.runs.last >= 0 && p->w_xdim[job.runs.last] >= 0;
   job.chunks = last_direct && job.runs.length >= 1024 ? 8 : 1;
-  job.chunk = (job.runs.length + job.chunks - 1) / job.chunks;
+  job.chunk = ct_div_up(job.runs.length, job.chunks);
   ct_cpu_parallel_for(direct_count * job.chunks, job.reduced_count * job.chunk + 8,
                       ct_ix_scatter_tasks, &job);
 }
