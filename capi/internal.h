@@ -123,6 +123,11 @@ static inline int64_t ct_size_add(int64_t a, int64_t b) {
   int64_t r;
   return __builtin_add_overflow(a, b, &r) || r == CT_SIZE_TOO_LARGE ? CT_SIZE_TOO_LARGE : r;
 }
+/* ceil(a / b) for a >= 0 and b > 0, without forming a + b - 1 (which overflows for a b taken
+ * from an attribute, such as a stride of INT64_MAX). */
+static inline int64_t ct_ceil_div(int64_t a, int64_t b) {
+  return a > 0 ? (a - 1) / b + 1 : 0;
+}
 /* a rounded up to a multiple of m (m > 0). */
 static inline int64_t ct_size_round_up(int64_t a, int64_t m) {
   const int64_t r = ct_size_add(a, m - 1);

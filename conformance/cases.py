@@ -289,23 +289,45 @@ def generate(
 
 
 def _index_extent(spec: OpSpec, entry: dict, flat, attrs, k: int):  # noqa: ANN001, ANN202
-    """The valid index range of an index input (take, take_along_axis, embedding)."""
+    """The valid index range of an index input (take, take_along_axis, embedding, ... and their
+    backward ops, whose inputs are grad_out then the forward's)."""
     source = entry["domains"][k][1]
     shape = flat[source]
-    if spec.name == "embedding":
+    op = spec.name.removesuffix("_backward")
+    first = 1 if op != spec.name else 0  # where the forward's inputs start
+    if op == "embedding":
         return 0, shape[0]
-    if spec.name in ("gather_nd", "scatter_nd"):
+    if op in ("gather_nd", "scatter_nd"):
         # every component indexes its own dim: the smallest extent keeps all of them valid
         b = attrs.get("batch_dims", 0)
-        k = flat[1][-1]
+        k = flat[first + 1][-1]
         n = min(shape[b : b + k]) if k else 1
         return -n, n
-    if spec.name in ("put_along_axis", "index_select", "index_add"):
+    if op in ("put_along_axis", "index_select", "index_add"):
         n = shape[attrs["axis"]]
         return -n, n
-    axis = attrs.get("axis", -1 if spec.name == "take_along_axis" else None)
+    axis = attrs.get("axis", -1 if op == "take_along_axis" else None)
     n = int(np.prod(shape)) if axis is None else shape[axis]
-    return (-n, n) if spec.name == "take" else (0, n)
+    # take_along_axis_backward's kernels take negative indices; the forward's table keeps its
+    # cases in [0, n)
+    return (-n, n) if op == "take" or op != spec.name else (0, n)
+
+
+def _derived(spec: OpSpec, signature, entry: dict, attrs: dict, inputs: list, k: int):  # noqa: ANN001, ANN202
+    """Input k as the forward's result on other inputs of the case (entry["derived"][k] =
+    (forward op, input positions)): a backward op's `out` consistent with its x and values."""
+    from .references import NUMPY  # the references import this module's dependencies only
+
+    forward, positions = entry["derived"][k]
+    dtype = _param_dtype(spec, signature, k)
+    full = {a["name"]: a["default"] for a in spec.attrs}
+    full.update(attrs)
+    values = [
+        dt.to_values(np.array(inputs[p]), _param_dtype(spec, signature, p)) for p in positions
+    ]
+    with np.errstate(all="ignore"):
+        result = NUMPY[forward](values, full, [dtype])[0]
+    return dt.from_values(np.asarray(result), dtype)
 
 
 def build(
@@ -333,6 +355,11 @@ def build(
             dtypes_.append(None)
             layouts.append(None)
             continue
+        if k in entry.get("derived", {}):
+            inputs.append(None)  # made below, from the inputs it depends on
+            dtypes_.append(dtype)
+            layouts.append(None)
+            continue
         domain = entry.get("domains", {}).get(k, "default")
         if isinstance(domain, tuple) and domain[0] == "index_of":
             low, high = _index_extent(spec, entry, flat, attrs, k)
@@ -349,6 +376,15 @@ def build(
         inputs.append(view)
         dtypes_.append(dtype)
         layouts.append(used)
+    for k in entry.get("derived", {}):
+        if k < len(flat) and flat[k] is not None:
+            stored = _derived(spec, signature, entry, attrs, inputs, k)
+            layout = LAYOUTS[(index + k + round_ + shift) % len(LAYOUTS)]
+            if chosen_layouts is not None:
+                layout = chosen_layouts[k]
+            if layout == "broadcast":  # a broadcast view would change its values
+                layout = "strided"
+            inputs[k], layouts[k] = _apply_layout(stored, layout, rng)
     return Case(
         spec.name,
         tuple(signature),

@@ -11,6 +11,8 @@ An entry may give:
            ("index", low, high) / ("range", low, high);
   edges    False: no edge values mixed in (ops whose edge semantics the reference cannot state,
            or where indices must stay valid);
+  derived  {input index: (forward op, input indices)}: that input is the forward's NumPy
+           reference on those inputs of the case (a backward op's `out`), not random values;
   no_broadcast  input indices never given the broadcast layout (a normalisation's x: rows
            constant along the normalised axes have variance 0, and 1/sqrt(eps) then magnifies
            the rounding of their mean beyond any fixed tolerance).
@@ -72,6 +74,13 @@ POOL_BACKWARD_SHAPES = [
     ((0, 2, 2, 2), (0, 2, 4, 4)),
     ((2, 3, 4, 4), (2, 3, 7, 8)),
     ((1, 2, 3, 3), (1, 2, 5, 5)),
+    # grad_out of the (H, W)-pair attribute sets below
+    ((2, 3, 5, 4), (2, 3, 7, 8)),
+    ((1, 2, 4, 3), (1, 2, 5, 5)),
+    ((2, 3, 4, 7), (2, 3, 7, 8)),
+    ((1, 2, 3, 4), (1, 2, 5, 5)),
+    ((2, 3, 6, 4), (2, 3, 7, 8)),
+    ((2, 3, 5, 5), (2, 3, 7, 8)),
 ]
 
 SCATTER_REDUCTIONS = ["none", "add", "multiply", "max", "min"]
@@ -532,12 +541,17 @@ OPS: dict[str, dict] = {
             ((2, 6, 3, 4), (2, 4, 7, 8), (6, 4, 3, 3)),
             ((1, 6, 5, 3), (1, 4, 5, 5), (6, 2, 3, 3)),
             ((0, 2, 3, 3), (0, 4, 5, 5), (2, 4, 3, 3)),
+            ((2, 6, 3, 8), (2, 4, 7, 8), (6, 4, 3, 3)),
+            ((1, 6, 5, 2), (1, 4, 5, 5), (6, 2, 3, 3)),
         ],
         "attrs": [
             {},
             {"stride": [2], "padding": [1]},
             {"dilation": [2]},
             {"groups": 2, "padding": [1, 0]},
+            # every parameter a distinct (H, W) pair, as conv2d's cases
+            {"stride": [2, 1], "padding": [0, 2], "dilation": [1, 2]},
+            {"groups": 2, "stride": [1, 2], "padding": [2, 0], "dilation": [2, 1]},
         ],
         "edges": False,
     },
@@ -546,11 +560,18 @@ OPS: dict[str, dict] = {
             ((2, 3, 7, 8), (2, 4, 5, 6), (4, 3, 3, 3)),
             ((2, 3, 10, 12), (2, 4, 5, 6), (4, 3, 3, 3)),
             ((1, 4, 8, 8), (1, 4, 4, 4), (4, 2, 3, 3)),
+            ((2, 3, 7, 14), (2, 4, 5, 6), (4, 3, 3, 3)),
+            ((2, 3, 12, 6), (2, 4, 5, 6), (4, 3, 3, 3)),
+            ((1, 4, 10, 4), (1, 4, 4, 4), (4, 2, 3, 3)),
         ],
         "attrs": [
             {},
             {"stride": [2], "padding": [1], "output_padding": [1]},
             {"groups": 2, "dilation": [2]},
+            # every parameter a distinct (H, W) pair, as conv_transpose2d's cases
+            {"stride": [1, 2], "padding": [1, 0], "output_padding": [0, 1], "dilation": [2, 1]},
+            {"stride": [2, 1], "padding": [0, 1], "output_padding": [1, 0]},
+            {"groups": 2, "stride": [2, 1], "padding": [0, 1], "output_padding": [1, 0]},
         ],
         "edges": False,
     },
@@ -560,6 +581,15 @@ OPS: dict[str, dict] = {
             {"kernel_size": [2]},
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
+            {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
+            # every parameter a distinct (H, W) pair, as max_pool2d's cases
+            {
+                "kernel_size": [3, 2],
+                "stride": [1, 2],
+                "padding": [1, 0],
+                "dilation": [2, 1],
+                "ceil_mode": True,
+            },
         ],
     },
     "avg_pool2d_backward": {
@@ -569,6 +599,17 @@ OPS: dict[str, dict] = {
             {"kernel_size": [3], "stride": [2], "padding": [1]},
             {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
             {"kernel_size": [2], "divisor_override": 3},
+            {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
+            # every parameter a distinct (H, W) pair, as avg_pool2d's cases
+            {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0], "ceil_mode": True},
+            {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "divisor_override": 5},
+            {
+                "kernel_size": [3, 2],
+                "stride": [2, 1],
+                "padding": [1, 0],
+                "ceil_mode": True,
+                "count_include_pad": False,
+            },
         ],
     },
     "adaptive_avg_pool2d_backward": {
@@ -577,6 +618,8 @@ OPS: dict[str, dict] = {
             ((2, 3, 3, 2), (2, 3, 7, 8)),
             ((1, 2, 1, 1), (1, 2, 5, 5)),
             ((0, 2, 4, 4), (0, 2, 4, 4)),
+            ((2, 3, 5, 7), (2, 3, 7, 8)),  # windows overlapping
+            ((1, 2, 2, 4), (1, 2, 5, 5)),
         ],
     },
     "interpolate_backward": {
@@ -587,6 +630,13 @@ OPS: dict[str, dict] = {
             ((2, 1, 6, 6), (2, 1, 3, 3)),
             ((1, 2, 7, 9), (1, 2, 5, 6)),
             ((2, 1, 4, 4), (2, 1, 3, 3)),
+            # grad_out of the (H, W)-pair attribute sets, as interpolate's cases
+            ((1, 2, 4, 9), (1, 2, 5, 6)),
+            ((2, 1, 4, 9), (2, 1, 3, 3)),
+            ((1, 2, 8, 3), (1, 2, 5, 6)),
+            ((2, 1, 5, 1), (2, 1, 3, 3)),
+            ((1, 2, 15, 6), (1, 2, 5, 6)),
+            ((2, 1, 9, 3), (2, 1, 3, 3)),
         ],
         "attrs": [
             {"size": [10, 12]},
@@ -594,6 +644,9 @@ OPS: dict[str, dict] = {
             {"size": [7, 5], "mode": "bilinear", "align_corners": True},
             {"scale_factor": [2.0]},
             {"scale_factor": [1.5], "mode": "bilinear"},
+            {"size": [4, 9]},  # nearest, shrinking one axis and growing the other
+            {"scale_factor": [1.7, 0.6], "mode": "bilinear"},
+            {"scale_factor": [3.0, 1.0], "mode": "bilinear", "align_corners": True},
         ],
     },
     "batch_norm": {
@@ -1006,6 +1059,210 @@ for _name in [
         "domains": {0: "small", 1: "small", 2: "small", **_GRAD_DOMAINS.get(_name, {})},
         "edges": False,
     }
+
+# ---------------------------------------------------------------- shape and indexing backward ops
+# (capi/ops/shape_grad_ops.c, capi/ops/index_ops.c; references in shape_grad_references.py):
+# grad_out in the shape the forward gives for the listed forward inputs and attributes (infer
+# drops the other pairings). Index inputs take negative indices where the forward allows them,
+# and more indices than the axis has elements somewhere, so repeated indices add up.
+_TAKE_SHAPES = [
+    ((3, 4), (5, 4), (3,)),
+    ((5, 3), (5, 4), (3,)),
+    ((3,), (5, 4), (3,)),
+    ((2, 2, 4), (5, 4), (2, 2)),
+    ((5, 2, 2), (5, 4), (2, 2)),
+    ((4,), (6,), (4,)),
+    ((7, 4), (3, 4), (7,)),
+    ((0, 4), (3, 4), (0,)),
+]
+# put_along_axis and scatter_nd: (grad_out, x, indices, values, out), out of x's shape.
+_PUT_SHAPES = [(s[0], *s, s[0]) for s in OPS["put_along_axis"]["shapes"]]
+_SCATTER_ND_SHAPES = [(s[0], *s, s[0]) for s in OPS["scatter_nd"]["shapes"]]
+OPS.update(
+    {
+        "clip_backward": {
+            "shapes": [
+                ((3, 4), (3, 4), (3, 4), (3, 4)),
+                ((3, 4), (3, 4), (4,), None),
+                ((3, 4), (3, 4), None, (3, 1)),
+                ((3, 4), (4,), (3, 1), ()),
+                ((2, 3), (2, 3), (), ()),
+                ((0, 2), (0, 2), (), (2,)),
+                ((5,), (5,), None, None),
+            ],
+            "attrs": [{"wrt": "x"}, {"wrt": "min"}, {"wrt": "max"}],
+            # few distinct values: x meets its bounds and min > max occurs
+            "domains": {1: "ties", 2: "ties", 3: "ties"},
+        },
+        "tile_backward": {
+            "shapes": [
+                ((2, 6), (2, 3)),
+                ((2, 2, 6), (2, 3)),
+                ((8,), (4,)),
+                ((2, 1, 8), (4,)),
+                ((2,), ()),
+                ((12, 5), (3, 1)),
+            ],
+            "attrs": [{"repetitions": [2]}, {"repetitions": [2, 1, 2]}, {"repetitions": [4, 5]}],
+        },
+        "repeat_backward": {
+            "shapes": [
+                ((24,), (3, 4)),
+                ((10,), (5,)),
+                ((2,), ()),
+                ((3, 4), (3, 4)),
+                ((3, 8), (3, 4)),
+                ((36,), (3, 4)),
+                ((3,), ()),
+                ((2, 6), (2, 3)),
+            ],
+            "attrs": [
+                {"repeats": [2]},
+                {"repeats": [1, 0, 2], "axis": 0},
+                {"repeats": [2], "axis": 1},
+                {"repeats": [3], "axis": None},
+                {"repeats": [2, 1, 3], "axis": -1},
+            ],
+        },
+        "pad_backward": {
+            "shapes": [
+                ((5, 6), (3, 4)),
+                ((6, 7), (3, 4)),
+                ((4, 6), (3, 4)),
+                ((4, 5), (3, 4)),
+                ((7,), (5,)),
+                ((8,), (5,)),
+                ((6,), (5,)),
+                ((10,), (5,)),
+                ((4, 5, 4), (2, 3, 2)),
+                ((5, 6, 5), (2, 3, 2)),
+                ((3, 7), (3, 4)),  # one axis padded: the large case grows the other
+            ],
+            "attrs": [
+                {"pad_width": [1]},
+                {"pad_width": [1, 2]},
+                {"pad_width": [0, 1, 2, 0], "mode": "reflect"},
+                {"pad_width": [2, 1], "mode": "edge"},
+                {"pad_width": [1, 0]},
+                {"pad_width": [2, 3], "mode": "reflect"},
+                {"pad_width": [0, 0, 1, 2], "mode": "reflect"},
+            ],
+        },
+        "permute_dims_backward": {
+            "shapes": [((4, 2, 3),), ((4, 3),), ((),), ((0, 2),)],
+            "attrs": [{"axes": [2, 0, 1]}, {"axes": [1, 0]}, {"axes": []}, {"axes": [1, 2, 0]}],
+        },
+        "roll_backward": {
+            "shapes": [((3, 4),), ((6,),), ((0, 2),)],
+            "attrs": OPS["roll"]["attrs"] + [{"shift": [-8]}, {"shift": [3, -1], "axis": [-1, 0]}],
+        },
+        "slice_backward": {
+            "shapes": [
+                ((3, 6), (5, 6)),
+                ((3,), (7,)),
+                ((0, 3), (0, 3)),
+                ((4, 6), (5, 6)),
+                ((4,), (7,)),
+                ((3, 3), (5, 6)),
+                ((0, 1), (0, 3)),
+                ((2, 6), (5, 6)),
+                ((2,), (7,)),
+            ],
+            "attrs": OPS["slice"]["attrs"],
+        },
+        "concat_backward": {
+            "shapes": [
+                ((6, 3), [(2, 3), (4, 3)]),
+                ((2, 4), [(2, 3), (2, 1)]),
+                ((10,), [(2, 3), (4,)]),
+                ((3, 3), [(0, 3), (2, 3), (1, 3)]),
+            ],
+            "attrs": OPS["concat"]["attrs"],
+        },
+        "stack_backward": {
+            "shapes": [
+                ((3, 2, 3), [(2, 3), (2, 3), (2, 3)]),
+                ((2, 3, 3), [(2, 3), (2, 3), (2, 3)]),
+                ((2,), [(), ()]),
+                ((2, 0, 2), [(0, 2), (0, 2)]),
+                ((0, 2, 2), [(0, 2), (0, 2)]),
+            ],
+            "attrs": OPS["stack"]["attrs"],
+        },
+        "take_backward": {
+            "shapes": _TAKE_SHAPES,
+            "attrs": [{"axis": 0}, {"axis": 1}, {"axis": None}, {"axis": -1}],
+            "domains": {2: ("index_of", 1)},
+        },
+        "take_along_axis_backward": {
+            "shapes": [
+                ((4, 3), (4, 5), (4, 3)),
+                ((2, 5), (4, 5), (2, 5)),
+                ((4,), (6,), (4,)),
+                ((3, 2), (1, 5), (3, 2)),  # x broadcast along axis 0: summed over it
+                ((2, 6), (4, 1), (2, 6)),
+                ((4, 8), (4, 5), (4, 8)),
+            ],
+            "attrs": [{}, {"axis": 0}],
+            "domains": {2: ("index_of", 1)},
+        },
+        "embedding_backward": {
+            "shapes": [
+                ((3, 4, 5), (3, 4), (10, 5)),
+                ((6, 3), (6,), (7, 3)),
+                ((2,), (), (4, 2)),
+                ((20, 3), (20,), (4, 3)),
+            ],
+            "domains": {1: ("index_of", 2)},
+        },
+        "gather_nd_backward": {
+            "shapes": [
+                ((5, 3), (4, 4, 3), (5, 2)),
+                ((2, 3, 4), (4, 4), (2, 3, 1)),
+                ((2, 5, 3), (2, 4, 3), (2, 5, 1)),
+                ((2, 5, 4, 3), (2, 4, 3), (2, 5, 1)),
+                ((0,), (4, 4), (0, 2)),
+                ((12,), (3, 3), (12, 2)),
+            ],
+            "attrs": [{}, {"batch_dims": 1}],
+            "domains": {2: ("index_of", 1)},
+        },
+        "index_select_backward": {
+            "shapes": [
+                ((3, 4), (5, 4), (3,)),
+                ((5, 3), (5, 4), (3,)),
+                ((1, 4), (5, 4), ()),
+                ((5, 1), (5, 4), ()),
+                ((6, 4, 2), (3, 4, 2), (6,)),
+                ((3, 4, 6), (3, 4, 2), (6,)),
+                ((0, 4), (5, 4), (0,)),
+            ],
+            "attrs": [{"axis": 0}, {"axis": 1}, {"axis": -1}],
+            "domains": {2: ("index_of", 1)},
+        },
+        "index_add_backward": {
+            "shapes": [(s[0], *s) for s in OPS["index_add"]["shapes"]],
+            "attrs": OPS["index_add"]["attrs"] + [{"axis": 0, "alpha": -0.5}],
+            "domains": {2: ("index_of", 1)},
+        },
+        # x and values with few distinct values (zeros and ties among the candidates of max,
+        # min and multiply); out is the forward's result on them (cases.build's `derived`).
+        "put_along_axis_backward": {
+            "shapes": _PUT_SHAPES,
+            "attrs": OPS["put_along_axis"]["attrs"],
+            "domains": {0: "small", 1: "ties", 2: ("index_of", 1), 3: "ties"},
+            "derived": {4: ("put_along_axis", (1, 2, 3))},
+            "edges": False,
+        },
+        "scatter_nd_backward": {
+            "shapes": _SCATTER_ND_SHAPES,
+            "attrs": OPS["scatter_nd"]["attrs"],
+            "domains": {0: "small", 1: "ties", 2: ("index_of", 1), 3: "ties"},
+            "derived": {4: ("scatter_nd", (1, 2, 3))},
+            "edges": False,
+        },
+    }
+)
 
 #: Value domains of gradient checks (cases.gradient_cases), where the default (uniform in
 #: [-2, 2]) leaves the function's domain or sits on a kink: {op: {input index: domain}}.

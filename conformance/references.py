@@ -1,7 +1,8 @@
 """Reference results. NUMPY holds a float64 NumPy reference per op (floats arrive as float64
 values, integers and bools as themselves; results are cast to the output dtype by the caller);
 the deep-learning ops NumPy has no function for (convolutions, pooling, interpolate and their
-backward operators) are in nn_references.py, which registers them here. TORCH holds PyTorch's
+backward operators) are in nn_references.py, the backward operators of the shape and indexing
+ops in shape_grad_references.py; both register them here. TORCH holds PyTorch's
 float64 results of those ops: a second opinion, used only where torch is installed (see
 runner._second_opinion).
 
@@ -598,7 +599,8 @@ def _slice(ins, attrs, out):  # noqa: ANN001, ANN202
     def get(name: str, k: int):  # noqa: ANN202
         vals = attrs[name]
         v = vals[k] if k < len(vals) else None
-        return None if v in (None, -(2**63), 2**63 - 1) else v
+        # INT64_MIN and INT64_MAX stand for a missing start or stop (never for a step)
+        return None if v is None or (name != "step" and v in (-(2**63), 2**63 - 1)) else v
 
     index = tuple(slice(get("start", k), get("stop", k), get("step", k)) for k in range(n))
     return [x[index]]
@@ -1844,5 +1846,6 @@ def _arange(ins, attrs, out):  # noqa: ANN001, ANN202
     return [np.int64(start) + np.arange(length, dtype=np.int64) * np.int64(step)]
 
 
-# The deep-learning ops' NumPy references register themselves in NUMPY.
-from . import nn_references  # noqa: E402, F401
+# The NumPy references of the deep-learning ops and of the shape and indexing ops' backward
+# operators register themselves in NUMPY.
+from . import nn_references, shape_grad_references  # noqa: E402, F401

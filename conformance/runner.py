@@ -112,9 +112,9 @@ def signature_labels(spec: OpSpec) -> dict[tuple, str]:
 
 
 def reference_source(op: str, backend: str) -> str:
-    """'numpy' where references.NUMPY has the op (every op but the backward operators that only
-    gradient checks reach); otherwise the built-in CPU backend ('cpu'), except for the CPU
-    backend itself, which is compared with PyTorch ('torch')."""
+    """'numpy' where references.NUMPY has the op (every registered op has one); otherwise the
+    built-in CPU backend ('cpu'), except for the CPU backend itself, which is compared with
+    PyTorch ('torch')."""
     if op in references.NUMPY:
         return "numpy"
     return "torch" if backend == "cpu" else "cpu"

@@ -35,22 +35,86 @@ def run_suite(tmp_path, *args: str) -> tuple[int, dict, str]:
     return proc.returncode, data, proc.stdout + proc.stderr
 
 
+def _op_halves() -> list[list[str]]:
+    """The registry's ops in two sets of about equal work (CPU kernel signatures), each forward
+    op with its backward operators, whose rows take the runs of the forward's gradient checks."""
+    families: dict[str, list] = {}
+    for op in registry_json()["ops"]:
+        weight = sum(k["backend"] == "cpu" for k in op["kernels"])
+        family = families.setdefault(op["name"].split("_backward")[0], [[], 0])
+        family[0].append(op["name"])
+        family[1] += weight
+    halves: list[list] = [[[], 0], [[], 0]]
+    for names, weight in sorted(families.values(), key=lambda f: -f[1]):
+        lighter = min(halves, key=lambda h: h[1])
+        lighter[0].extend(names)
+        lighter[1] += weight
+    return [sorted(names) for names, _ in halves]
+
+
 @pytest.fixture(scope="module")
-def cpu_report(tmp_path_factory):
-    return run_suite(tmp_path_factory.mktemp("cpu"))
+def cpu_reports(tmp_path_factory):
+    """The default CPU run, as two processes side by side over two disjoint halves of the ops
+    (the machine's two cores): (rc, report, console text) of each."""
+    procs = []
+    for k, ops in enumerate(_op_halves()):
+        report = tmp_path_factory.mktemp(f"cpu{k}") / "report.json"
+        command = [sys.executable, "-m", "ctensor.conformance", "--report", str(report)]
+        proc = subprocess.Popen(
+            [*command, "--ops", ",".join(ops)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        procs.append((proc, report))
+    out = []
+    for proc, report in procs:
+        text, _ = proc.communicate(timeout=900)
+        out.append((proc.returncode, json.loads(report.read_text()), text))
+    return out
 
 
-def test_builtin_cpu_backend_has_no_failure(cpu_report):
-    rc, data, text = cpu_report
-    failures = [
-        f"{r['op']}:{r['dtype']} [{r['check']}] {r['reason']}"
-        for run in data["runs"]
-        for r in run["results"]
-        if r["status"] == "FAIL"
-    ]
-    assert failures == [], "\n".join(failures)
-    assert rc == 0, text[-3000:]
-    assert data["failed"] is False
+@pytest.fixture(scope="module")
+def cpu_report(cpu_reports):
+    """The rows of both halves as one run's report (the first half's header)."""
+    rc, data, text = cpu_reports[0]
+    merged = json.loads(json.dumps(data))
+    for _, other, more in cpu_reports[1:]:
+        merged["runs"][0]["results"] += other["runs"][0]["results"]
+        for status, count in other["runs"][0]["summary"].items():
+            merged["runs"][0]["summary"][status] += count
+        merged["failed"] = merged["failed"] or other["failed"]
+        text += more
+    return max(r for r, _, _ in cpu_reports), merged, text
+
+
+def test_builtin_cpu_backend_has_no_failure(cpu_reports):
+    for rc, data, text in cpu_reports:
+        failures = [
+            f"{r['op']}:{r['dtype']} [{r['check']}] {r['reason']}"
+            for run in data["runs"]
+            for r in run["results"]
+            if r["status"] == "FAIL"
+        ]
+        assert failures == [], "\n".join(failures)
+        assert rc == 0, text[-3000:]
+        assert data["failed"] is False
+
+
+def test_the_halves_cover_every_op_once():
+    halves = _op_halves()
+    names = [o["name"] for o in registry_json()["ops"]]
+    assert sorted(halves[0] + halves[1]) == sorted(names)
+    assert not set(halves[0]) & set(halves[1])
+
+
+def test_every_cpu_row_is_checked_against_a_numpy_reference(cpu_report):
+    """Backward operators included: none is compared with the CPU backend itself."""
+    _, data, _ = cpu_report
+    rows = data["runs"][0]["results"]
+    assert {r["reference"] for r in rows} == {"numpy"}, sorted(
+        {(r["op"], r["reference"]) for r in rows if r["reference"] != "numpy"}
+    )
 
 
 def test_every_cpu_kernel_is_exercised(cpu_report):
@@ -103,8 +167,9 @@ def test_every_cpu_gradient_is_checked_end_to_end(cpu_report):
     assert backward and all(r["status"] == "PASS" and r["cases"] > 0 for r in backward)
 
 
-def test_report_format(cpu_report):
-    _, data, text = cpu_report
+@pytest.mark.parametrize("half", [0, 1])
+def test_report_format(cpu_reports, half):
+    _, data, text = cpu_reports[half]
     assert data["suite_version"] == SUITE_VERSION
     assert len(data["abi_version"]) == 2 and data["abi_version"][0] >= 1
     run = data["runs"][0]

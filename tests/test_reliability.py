@@ -167,6 +167,9 @@ class _View:
     """A float64 view built by hand, with everything it points to kept alive."""
 
     def __init__(self, data, shape, strides=None, byte_offset=0, dtype=(lib.CT_DTYPE_FLOAT, 64)):
+        # the tensor's `data` field does not own its buffer: a buffer made by `ffi.new` in the
+        # call would otherwise be freed before the run writes to it
+        self.data = data
         self.shape = ffi.new("int64_t[]", list(shape))
         self.strides = ffi.new("int64_t[]", list(strides)) if strides is not None else ffi.NULL
         self.tensor = ffi.new("ct_tensor*")
@@ -348,3 +351,26 @@ def test_text_that_is_not_utf8_names_the_op_and_attribute():
         ops.interpolate(x, size=[4, 4], mode="near\udcffest")
     with pytest.raises(ctensor.CTensorError, match="interpolate"):
         ops.interpolate(x, size=[4, 4], **{"mo\udcffde": "nearest"})
+
+
+# ----------------------------------------------------------------------------------------------
+# Class-axis losses over no samples (the sample walker divided by the zero extent: UBSan's
+# "division by zero", found by the sanitized conformance run)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize(
+    "x_shape, target_shape", [((0, 3), (0,)), ((2, 3, 0), (2, 0))], ids=["rows", "spatial"]
+)
+def test_class_losses_over_no_samples(name, x_shape, target_shape):
+    x = np.zeros(x_shape)
+    target = np.zeros(target_shape, np.int64)
+    loss = getattr(ops, name)
+    assert np.isnan(loss(x, target, reduction="mean"))
+    assert loss(x, target, reduction="sum") == 0.0
+    assert loss(x, target, reduction="none").shape == target_shape
+    backward = getattr(ops, name + "_backward")
+    grads = backward(np.ones(target_shape), x, target, reduction="none")
+    grad_x = grads[0] if isinstance(grads, tuple) else grads
+    assert grad_x.shape == x_shape

@@ -97,6 +97,10 @@ static int ct_attention_check(const ct_infer_call* call, int32_t first) {
   if (call->attrs[1].type == CT_ATTR_FLOAT && !isfinite(call->attrs[1].value.f)) {
     return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: scale must be finite", op);
   }
+  if (call->attrs[1].type == CT_ATTR_FLOAT) {
+    const int status = ct_check_float_attr_precision(op, "scale", call->attrs[1].value.f, dtype);
+    if (status != CT_OK) return status;
+  }
   const double p = call->attrs[3].value.f;
   if (!(p >= 0.0 && p <= 1.0)) {
     return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: dropout_p must be in [0, 1], got %g", op,

@@ -92,7 +92,16 @@ CT_UNARY_ATTR_OP(elu, ct_elu_attrs, ct_infer_same_as_input);
 static const ct_attr_schema ct_softplus_attrs[] = {
     CT_ATTR_SPEC_FLOAT("beta", "sharpness", 1.0),
     CT_ATTR_SPEC_FLOAT("threshold", "above beta * x > threshold the result is x", 20.0)};
-CT_UNARY_ATTR_OP(softplus, ct_softplus_attrs, ct_infer_same_as_input);
+/* beta divides the result: one that rounds to 0 (or overflows) in the compute precision would
+ * give nan where log(1 + exp(beta * x)) / beta is defined. */
+static int ct_infer_softplus(const ct_infer_call* call, ct_tensor_info* outputs, int32_t capacity,
+                             int32_t* num_outputs) {
+  const int status = ct_check_float_attr_precision(call->schema->name, "beta",
+                                                   call->attrs[0].value.f, call->inputs[0]->dtype);
+  if (status != CT_OK) return status;
+  return ct_infer_same_as_input(call, outputs, capacity, num_outputs);
+}
+CT_UNARY_ATTR_OP(softplus, ct_softplus_attrs, ct_infer_softplus);
 
 static const ct_attr_schema ct_gelu_attrs[] = {
     CT_ATTR_SPEC_STRING("approximate", "\"none\" (exact, with erf) or \"tanh\"", "none")};

@@ -347,6 +347,8 @@ static int ct_infer_index_add(const ct_infer_call* call, ct_tensor_info* outputs
                         "integer x",
                         alpha);
   }
+  status = ct_check_float_attr_precision(op, "alpha", alpha, x->dtype);
+  if (status != CT_OK) return status;
   ct_info_from_tensor(x, x->dtype, &outputs[0]);
   *num_outputs = 1;
   return CT_OK;

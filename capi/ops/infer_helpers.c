@@ -1,4 +1,5 @@
 /* infer_helpers.c - broadcasting, axes and the infer functions many ops share. */
+#include <math.h>
 #include <string.h>
 
 #include "op_defs.h"
@@ -141,6 +142,20 @@ int ct_attr_pair(const char* op, const char* name, const ct_attr_value* value,
   if (out[0] < minimum || out[1] < minimum) {
     return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: %s must be >= %lld, got (%lld, %lld)", op,
                         name, (long long)minimum, (long long)out[0], (long long)out[1]);
+  }
+  return CT_OK;
+}
+
+int ct_check_float_attr_precision(const char* op, const char* name, double value, ct_dtype dtype) {
+  if (!ct_dtype_is_float(dtype) || dtype.bits == 64 || !isfinite(value) || value == 0.0) {
+    return CT_OK;
+  }
+  const float narrow = (float)value;
+  if (isinf(narrow) || narrow == 0.0f) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT,
+                        "%s: attribute '%s' = %g is out of the range of float32, the precision "
+                        "%s inputs are computed in",
+                        op, name, value, ct_dtype_describe(dtype));
   }
   return CT_OK;
 }

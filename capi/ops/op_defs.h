@@ -108,6 +108,12 @@ CT_INTERNAL int ct_attr_pair(const char* op, const char* name, const ct_attr_val
 CT_INTERNAL int ct_window_extents(const char* op, int dim, int64_t in, int64_t kernel,
                                   int64_t padding, int64_t dilation, int64_t* padded,
                                   int64_t* span);
+/* A float attribute that scales values of `dtype`: CT_ERROR_INVALID_ARGUMENT, naming the op and
+ * the attribute, when it is finite and non-zero but becomes infinite or zero in the precision
+ * the kernels compute `dtype` in (float32 for float16, bfloat16 and float32), where the result
+ * would silently differ from the one the value defines. Other dtypes and values pass. */
+CT_INTERNAL int ct_check_float_attr_precision(const char* op, const char* name, double value,
+                                              ct_dtype dtype);
 /* Copies t's shape and sets dtype. */
 CT_INTERNAL void ct_info_from_tensor(const ct_tensor* t, ct_dtype dtype, ct_tensor_info* info);
 /* Normalises an axis attribute (None = every axis; ints may be negative) into a mask over ndim

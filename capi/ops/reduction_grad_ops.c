@@ -6,6 +6,7 @@
  * reduced dimensions are re-inserted and broadcast inside the kernel (ctensor has no reshape). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "op_defs.h"
 
@@ -78,6 +79,11 @@ static int ct_infer_reduce_backward(const ct_infer_call* call, ct_tensor_info* o
                           ct_dtype_describe(x->dtype));
     }
   }
+  /* vector_norm_backward takes the forward's ord, which vector_norm refuses as nan */
+  if (call->schema->num_attrs > 2 && strcmp(call->schema->attrs[2].name, "ord") == 0 &&
+      call->attrs[2].value.f != call->attrs[2].value.f) {
+    return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "%s: ord must not be nan", op);
+  }
   ct_info_from_tensor(x, x->dtype, &outputs[0]);
   *num_outputs = 1;
   return CT_OK;
@@ -120,7 +126,7 @@ CT_DEFINE_REDUCE_BACKWARD(std_backward, ct_rgrad_inputs_gxo, ct_rgrad_moments_at
 static const ct_attr_schema ct_rgrad_vector_norm_attrs[] = {
     CT_ATTR_SPEC_NULLABLE("axis", "the forward's axis or axes; None: all", CT_ATTR_INT_LIST),
     CT_ATTR_SPEC_BOOL("keepdims", "the forward's keepdims", 0),
-    CT_ATTR_SPEC_FLOAT("ord", "the forward's ord", 2.0)};
+    CT_ATTR_SPEC_FLOAT("ord", "the forward's ord (not nan)", 2.0)};
 
 CT_DEFINE_REDUCE_BACKWARD(vector_norm_backward, ct_rgrad_inputs_gxo, ct_rgrad_vector_norm_attrs,
                           "Cotangent of vector_norm from x and out (the norm), torch's formulas "

@@ -45,8 +45,12 @@ static inline int ct_slice_params(const ct_attr_value* attrs, int32_t ndim, cons
   for (int32_t k = 0; k < ndim; ++k) {
     const int64_t s = k < step->count ? step->value.ints[k] : 1;
     if (s == 0) return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "slice: step of axis %d is 0", k);
-    const int64_t a = k < start->count ? start->value.ints[k] : (s > 0 ? INT64_MIN : INT64_MAX);
-    const int64_t b = k < stop->count ? stop->value.ints[k] : (s > 0 ? INT64_MAX : INT64_MIN);
+    /* A missing entry and an explicit INT64_MIN or INT64_MAX are the same missing bound: the
+     * whole axis in the step's direction (clamping INT64_MAX as a start would select nothing). */
+    int64_t a = k < start->count ? start->value.ints[k] : INT64_MIN;
+    int64_t b = k < stop->count ? stop->value.ints[k] : INT64_MAX;
+    if (a == INT64_MIN || a == INT64_MAX) a = s > 0 ? INT64_MIN : INT64_MAX;
+    if (b == INT64_MIN || b == INT64_MAX) b = s > 0 ? INT64_MAX : INT64_MIN;
     steps[k] = s;
     ct_slice_axis(shape[k], a, b, s, &first[k], &lengths[k]);
   }

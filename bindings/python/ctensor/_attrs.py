@@ -89,6 +89,11 @@ def _set_attr(spec: OpSpec, name: str, value: Any, slot: Any, keep: list) -> Non
         slot.value.b = int(value)
     elif expected == "float_list" and _is_real(value):
         _set_attr(spec, name, [value], slot, keep)  # one number for a float list: a list of one
+    elif expected == "float" and _is_int(value):
+        # an int for a float attribute is a float (2**64 is a fine alpha; float() raises
+        # OverflowError only beyond float64's range)
+        slot.type = lib.CT_ATTR_FLOAT
+        slot.value.f = float(value)
     elif _is_int(value):
         slot.type = lib.CT_ATTR_INT
         slot.value.i = operator.index(value)
@@ -147,8 +152,10 @@ def make_attrs(spec: OpSpec, attrs: dict, keep: list) -> tuple[Any, int]:
         try:
             _set_attr(spec, name, value, entry.value, keep)
         except OverflowError as e:
+            kind = spec.attr_types.get(name)
+            what = "float64's range" if kind in ("float", "float_list") else "64 bits"
             raise AttributeTypeError(
-                f"{spec.name}: attribute '{name}' does not fit in 64 bits: {e}"
+                f"{spec.name}: attribute '{name}' does not fit in {what}: {e}"
             ) from e
     return array, len(attrs)
 

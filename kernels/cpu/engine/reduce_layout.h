@@ -89,9 +89,11 @@ typedef struct ct_reduce_vtable {
 
 /* Hot loops are also compiled for AVX2 and the variant is picked at load time (GCC, x86-64 ELF:
  * ifunc). Results are bitwise the same on every variant: the loops keep explicit independent
- * accumulators, AVX2 brings no FMA, and nothing is reassociated. */
+ * accumulators, AVX2 brings no FMA, and nothing is reassociated. Not under ThreadSanitizer
+ * (__SANITIZE_THREAD__): it instruments the ifunc resolvers, which the dynamic linker runs before
+ * the resolvers' own calls into the TSan runtime are relocated, so the library crashes on load. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
-    !defined(CT_NO_TARGET_CLONES)
+    !defined(CT_NO_TARGET_CLONES) && !defined(__SANITIZE_THREAD__)
 #define CT_CPU_HOT __attribute__((target_clones("avx2", "default")))
 #else
 #define CT_CPU_HOT

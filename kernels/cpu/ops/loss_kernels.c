@@ -73,11 +73,14 @@ typedef struct ct_loss_position {
   const char* at[CT_LOSS_OPERANDS];
 } ct_loss_position;
 
+/* Places p at sample r. Over no samples (an extent 0) only r = 0 comes, and p stays at the
+ * bases: the extent is never a divisor then. */
 static void ct_loss_walk_start(const ct_loss_walker* w, int64_t r, ct_loss_position* p) {
   for (int32_t k = 0; k < w->count; ++k) p->at[k] = w->base[k];
   for (int32_t d = w->ndim - 1; d >= 0; --d) {
-    const int64_t i = r % w->shape[d];
-    r /= w->shape[d];
+    const int64_t extent = w->shape[d] > 0 ? w->shape[d] : 1;
+    const int64_t i = r % extent;
+    r /= extent;
     p->index[d] = i;
     for (int32_t k = 0; k < w->count; ++k) {
       if (p->at[k]) p->at[k] += i * w->strides[k][d];

@@ -18,8 +18,10 @@
 #define CT_RAND_MAX_OPERANDS 4
 
 /* The loops are also built for AVX2 (integer multiplies of 8 lanes for Philox), picked at load
- * time; without contraction or FMA, so every build gives the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+ * time; without contraction or FMA, so every build gives the same bits. Not under
+ * ThreadSanitizer, whose instrumented ifunc resolvers crash on load (engine/reduce_layout.h). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__)
 #define CT_RAND_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define CT_RAND_CLONES

@@ -1,0 +1,169 @@
+"""The conformance rows of the shape and indexing backward ops (references in
+conformance/shape_grad_references.py, cases in op_table.py): each runs its own cases against a
+float64 NumPy reference, and those cases tell a right kernel from a wrong one. A planted fault
+is simulated by swapping the reference for a wrong kernel's rule: the CPU kernel, which is
+right, must then fail the numerics check. So the cases hold repeated indices (a kernel that
+writes instead of adding), negative indices (one that wraps them wrongly) and clip's ties (one
+that compares strictly)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ctensor._registry import OpSpec, registry_json
+from ctensor.conformance import references
+from ctensor.conformance.cases import generate
+from ctensor.conformance.device import HostDevice
+from ctensor.conformance.op_table import OPS
+from ctensor.conformance.runner import Target, run_signature, signature_labels
+
+SHAPE_GRAD_OPS = [
+    "clip_backward",
+    "concat_backward",
+    "embedding_backward",
+    "gather_nd_backward",
+    "index_add_backward",
+    "index_select_backward",
+    "pad_backward",
+    "permute_dims_backward",
+    "put_along_axis_backward",
+    "repeat_backward",
+    "roll_backward",
+    "scatter_nd_backward",
+    "slice_backward",
+    "stack_backward",
+    "take_along_axis_backward",
+    "take_backward",
+    "tile_backward",
+]
+SPECS = {o["name"]: OpSpec(o) for o in registry_json()["ops"]}
+
+
+def _row(name: str):  # noqa: ANN202
+    """The op's float64 row (int64 indices) on the CPU backend."""
+    spec = SPECS[name]
+    labels = signature_labels(spec)
+    signature = next(s for s, label in labels.items() if label in ("float64", "float64,int64"))
+    return run_signature(spec, signature, labels[signature], Target("cpu", HostDevice()))
+
+
+@pytest.mark.parametrize("name", SHAPE_GRAD_OPS)
+def test_each_backward_op_passes_its_own_cases_against_numpy(name):
+    result = _row(name)
+    assert name in OPS and result.reference == "numpy"
+    assert result.status == "PASS", (result.check, result.reason, result.case)
+    assert result.cases >= len(OPS[name].get("attrs", [{}]))
+    for check in ("infer", "run", "numerics", "inputs_unchanged", "output_bounds"):
+        assert result.checks[check] == "PASS"
+
+
+def _writes_instead_of_adding(forward: str):  # noqa: ANN202
+    """The rule of a kernel that stores each cotangent at its source instead of adding it."""
+
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        g = ins[0]
+        if forward == "embedding":
+            x, rest = ins[2], []
+            sources = np.arange(x.size).reshape(x.shape)[ins[1]]
+        else:
+            x, rest = ins[1], list(ins[2:])
+            positions = np.arange(x.size).reshape(x.shape)
+            if forward == "gather_nd":
+                sources = references.gather_nd_reference(positions, rest[0], attrs["batch_dims"])
+            else:
+                sources = references.NUMPY[forward]([positions, *rest], attrs, ["int64"])[0]
+        grad = np.zeros(x.size)
+        sources = np.broadcast_to(sources, g.shape).reshape(-1)
+        keep = sources >= 0
+        grad[sources[keep]] = np.asarray(g, np.float64).reshape(-1)[keep]
+        return [grad.reshape(x.shape)]
+
+    return run
+
+
+def _wraps_negative_indices_wrongly(name: str):  # noqa: ANN202
+    """The rule of a kernel that maps index -k to -k + 1 (so -1 to 0)."""
+    right = references.NUMPY[name]
+
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        ins = list(ins)
+        ins[2] = np.where(ins[2] < 0, ins[2] + 1, ins[2])
+        return right(ins, attrs, out)
+
+    return run
+
+
+def _clip_strictly(ins, attrs, out):  # noqa: ANN001, ANN202
+    """clip_backward comparing strictly: x at a bound gets nothing."""
+    g, x, lo, hi = ins
+    shape = np.broadcast_shapes(*(v.shape for v in ins if v is not None))
+    keep = np.ones(shape, bool)
+    if attrs["wrt"] != "x":
+        return references.NUMPY["clip_backward"](ins, attrs, out)
+    with np.errstate(invalid="ignore"):
+        if lo is not None:
+            keep = keep & (x > lo)
+        if hi is not None:
+            keep = keep & (x < hi)
+    return [np.where(keep, np.broadcast_to(g, shape), 0.0)]
+
+
+PLANTED = {
+    "take_backward: writes": ("take_backward", _writes_instead_of_adding("take")),
+    "take_along_axis_backward: writes": (
+        "take_along_axis_backward",
+        _writes_instead_of_adding("take_along_axis"),
+    ),
+    "index_select_backward: writes": (
+        "index_select_backward",
+        _writes_instead_of_adding("index_select"),
+    ),
+    "gather_nd_backward: writes": ("gather_nd_backward", _writes_instead_of_adding("gather_nd")),
+    "embedding_backward: writes": ("embedding_backward", _writes_instead_of_adding("embedding")),
+    "tile_backward: writes": ("tile_backward", _writes_instead_of_adding("tile")),
+    "repeat_backward: writes": ("repeat_backward", _writes_instead_of_adding("repeat")),
+    "clip_backward: strict": ("clip_backward", _clip_strictly),
+}
+for _name in [
+    "take_backward",
+    "take_along_axis_backward",
+    "index_select_backward",
+    "gather_nd_backward",
+    "index_add_backward",
+    "put_along_axis_backward",
+    "scatter_nd_backward",
+]:
+    PLANTED[f"{_name}: negative indices"] = (_name, _wraps_negative_indices_wrongly(_name))
+
+
+@pytest.mark.parametrize("fault", sorted(PLANTED))
+def test_a_kernel_with_a_planted_fault_would_fail(fault, monkeypatch):
+    name, wrong_rule = PLANTED[fault]
+    monkeypatch.setitem(references.NUMPY, name, wrong_rule)
+    result = _row(name)
+    assert result.status == "FAIL" and result.checks["numerics"] == "FAIL", fault
+    assert result.check == "numerics", (result.check, result.reason)
+
+
+@pytest.mark.parametrize("name", ["put_along_axis_backward", "scatter_nd_backward"])
+def test_the_scatters_out_is_the_forward_result_of_the_case(name):
+    """cases.build derives `out` from x, indices and values, so that max and min meet ties."""
+    spec = SPECS[name]
+    forward = name.removesuffix("_backward")
+    signature = ("float32", "float32", "int64", "float32", "float32", "float32", "float32")
+    ties = 0
+    for case in generate(spec, signature, 0, 30):
+        x, indices, values, out = case.values()[1:5]
+        attrs = {a["name"]: a["default"] for a in spec.attrs} | case.attrs
+        (expected,) = references.NUMPY[forward]([x, indices, values], attrs, ["float32"])
+        np.testing.assert_allclose(out, expected.astype(np.float32), rtol=1e-6)
+        if attrs["reduction"] in ("max", "min") and out.size:
+            ties += int(np.sum(x == out))
+    assert ties > 0
+
+
+def test_every_op_has_a_numpy_reference_and_every_backward_op_its_own_cases():
+    names = list(SPECS)
+    assert [n for n in names if n not in references.NUMPY] == []
+    assert [n for n in names if "_backward" in n and n not in OPS] == []
