@@ -473,7 +473,7 @@ static int ct_cpu_point_loss_run(const ct_kernel_call* call, bool backward) {
     if (j.mode == CT_LOSS_MEAN) j.g /= (double)j.elements;
   }
   if (j.elements > 0) {
-    ct_cpu_parallel_for(j.blocks, (j.elements / j.blocks) * 8, ct_point_blocks, &j);
+    ct_cpu_parallel_for(j.blocks, ct_size_mul(j.elements / j.blocks, 8), ct_point_blocks, &j);
   } else if (j.partial) {
     partial[0] = 0.0;
   }

@@ -832,8 +832,8 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
                             call->schema->name);                                                   \
       }                                                                                            \
       job.partials = call->workspace;                                                              \
-      ct_cpu_parallel_for(job.blocks, 4 * job.rows_per_block * job.inner, ct_nb_tasks_##SFX,       \
-                          &job);                                                                   \
+      ct_cpu_parallel_for(job.blocks, ct_size_mul(4, ct_size_mul(job.rows_per_block, job.inner)),  \
+                          ct_nb_tasks_##SFX, &job);                                                \
       ct_cpu_parallel_for(job.params, job.blocks * 2, ct_nb_reduce_##SFX, &job);                   \
       return CT_OK;                                                                                \
     }                                                                                              \
@@ -846,7 +846,7 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
       return CT_OK;                                                                                \
     }                                                                                              \
     if (job.inner == 0) return CT_OK;                                                              \
-    ct_cpu_parallel_for(job.rows, 4 * job.inner, ct_nb_tasks_##SFX, &job);                         \
+    ct_cpu_parallel_for(job.rows, ct_size_mul(4, job.inner), ct_nb_tasks_##SFX, &job);             \
     return CT_OK;                                                                                  \
   }                                                                                                \
   static int ct_cpu_softmax_backward_##SFX(const ct_kernel_call* call) {                           \

@@ -191,7 +191,8 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_cpu_r
   }
   const int64_t last = job.n_outer > 0 ? job.outer_shape[job.n_outer - 1] : 1;
   const int64_t units = groups / last * ct_div_up(last, job.block);
-  ct_cpu_parallel_for(units, job.group_size * 2 * job.block + 1, groups_body, &job);
+  ct_cpu_parallel_for(units, ct_size_add(ct_size_mul(job.group_size, 2 * job.block), 1),
+                      groups_body, &job);
   return CT_OK;
 }
 
@@ -239,7 +240,7 @@ static int ct_sgrad_run(const ct_kernel_call* call, bool prod, ct_cpu_range_body
     job.outer_ndim = x->ndim - 1;
   }
   if (lanes == 0 || job.n == 0) return CT_OK;
-  ct_cpu_parallel_for(lanes, job.n + 1, lanes_body, &job);
+  ct_cpu_parallel_for(lanes, ct_size_add(job.n, 1), lanes_body, &job);
   return CT_OK;
 }
 
