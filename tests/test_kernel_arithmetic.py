@@ -170,3 +170,49 @@ def test_workspace_of_a_huge_view_is_a_size_error(name, inputs, attrs):
     status, size, message = _workspace_query(name, inputs, **attrs)
     assert (status, size) == (lib.CT_ERROR_SIZE_OVERFLOW, 0)
     assert name in message
+
+
+# ----------------------------------------------------------------------------------------------
+# arange's integer words
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "start, stop, step, dtype, want",
+    [
+        (0.0, 1.0, 1e300, "int64", [0]),  # a step never taken, beyond int64: was converted
+        (-(2.0**63), 2.0**63 - 1024, 2.0**64 - 2048, "int64", [-(2**63), 2**63 - 2048]),
+        (2.0**64 - 2048, 0.0, -(2.0**64 - 2048), "uint64", [2**64 - 2048]),
+        (2.0**64 - 4096, 2.0**64 - 2048, 1024.0, "uint64", [2**64 - 4096, 2**64 - 3072]),
+    ],
+)
+def test_integer_arange_with_64_bit_extremes(start, stop, step, dtype, want):
+    out = ops.arange(start=start, stop=stop, step=step, dtype=dtype)
+    np.testing.assert_array_equal(out, np.array(want, dtype))
+
+
+@pytest.mark.parametrize("dtype, start", [("uint64", 2.0**64), ("int64", 2.0**63)])
+def test_integer_arange_past_the_dtype_is_refused(dtype, start):
+    # 2**64 (uint64) and 2**63 (int64) passed the range check (its bound, the largest value,
+    # rounds up to them in float64) and came out as 2**63 and INT64_MIN.
+    with pytest.raises(ctensor.InvalidArgumentError, match="arange: values from"):
+        ops.arange(start=start, stop=start + 2.0**20, step=2.0**20, dtype=dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# slice_backward's steps
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step", [INT64_MAX, 2**62, INT64_MIN + 1, -(2**62)])
+def test_slice_backward_with_a_step_taken_once(step):
+    # One element per dim: the step is never taken, but its product with the byte stride
+    # overflowed int64 (slice itself already skipped it).
+    x = np.zeros((3, 4), np.float64)
+    grad = np.full((1, 1), 7.0)
+    got = ops.slice_backward(
+        grad, x, start=[1, 2], stop=[2, 3] if step > 0 else [0, 1], step=[step, step]
+    )
+    want = np.zeros((3, 4))
+    want[1, 2] = 7.0
+    np.testing.assert_array_equal(got, want)

@@ -410,10 +410,12 @@ static int ct_arange_params(const ct_attr_value* attrs, ct_tensor_info* out) {
     const double last = start + (length - 1) * step;
     const int bits = dtype.bits;
     const bool is_signed = ct_dtype_is_signed_integer(dtype);
+    /* [lowest, above): above is 2^63 or 2^64 exactly (the largest value plus one, which
+     * rounds to it in float64 for 64 bits and so cannot bound it inclusively) */
     const double lowest = is_signed ? -ldexp(1, bits - 1) : 0;
-    const double highest = is_signed ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
+    const double above = is_signed ? ldexp(1, bits - 1) : ldexp(1, bits);
     const double lo = start < last ? start : last, hi = start < last ? last : start;
-    if (lo < lowest || hi > highest) {
+    if (lo < lowest || hi >= above) {
       return ct_set_error(CT_ERROR_INVALID_ARGUMENT, "arange: values from %g to %g overflow %s",
                           start, last, ct_dtype_describe(dtype));
     }

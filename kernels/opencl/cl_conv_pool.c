@@ -199,6 +199,22 @@ static const char ct_cl_pool_backward_source[] =
     "}\n";
 
 /* conv2d_backward_input (kernel_data 0) and conv2d_backward_weight (1). */
+/* adaptive_avg_pool2d's device code forms i · H and (i + 1) · H (and their W and backward
+ * counterparts) in 64 bits: refused where H · H_out or W · W_out overflows int64 (broadcast
+ * inputs of huge extent), which bounds every such product. `in` and `out` are (N, C, H, W). */
+static int ct_cl_adaptive_fits(const char* op, const int64_t* in, const int64_t* out) {
+  int64_t product;
+  if (__builtin_mul_overflow(in[2], out[2], &product) ||
+      __builtin_mul_overflow(in[3], out[3], &product)) {
+    return ct_cl_error(CT_ERROR_SIZE_OVERFLOW,
+                       "%s: input extents (%lld, %lld) times output extents (%lld, %lld) overflow "
+                       "int64 in the OpenCL window arithmetic",
+                       op, (long long)in[2], (long long)in[3], (long long)out[2],
+                       (long long)out[3]);
+  }
+  return CT_OK;
+}
+
 static int ct_cl_conv2d_backward_run(const ct_kernel_call* call) {
   const int weight_mode = (int)(intptr_t)call->kernel_data;
   const ct_tensor* grad = call->inputs[0];
@@ -255,6 +271,10 @@ static int ct_cl_pool_backward_run(const ct_kernel_call* call) {
   ct_pl_nchw(out, p, p + 4);
   ct_pl_nchw(grad, p + 8, p + 12);
   ct_pl_nchw(x, p + 16, p + 20);
+  if (mode == CT_CL_POOL_ADAPTIVE) {
+    status = ct_cl_adaptive_fits(call->schema->name, p + 16, p + 8);
+    if (status != CT_OK) return status;
+  }
   ct_pl_pool_window window;
   ct_pl_pool_window_read(call->attrs, (int32_t)mode, &window);
   memcpy(p + 24, &window, sizeof window);
@@ -339,6 +359,10 @@ static int ct_cl_pool_run(const ct_kernel_call* call) {
   int64_t p[27] = {0};
   ct_pl_nchw(out, p, p + 4);
   ct_pl_nchw(x, p + 8, p + 12);
+  if (mode == CT_CL_POOL_ADAPTIVE) {
+    status = ct_cl_adaptive_fits(call->schema->name, p + 8, p);
+    if (status != CT_OK) return status;
+  }
   ct_pl_pool_window window;
   ct_pl_pool_window_read(call->attrs, (int32_t)mode, &window);
   memcpy(p + 16, &window, sizeof window);

@@ -202,6 +202,16 @@ int ct_cl_scratch_buffer(const ct_cl_exec* exec, size_t bytes, cl_mem* buffer) {
   return ct_cl_check(code, "clCreateBuffer (kernel scratch)");
 }
 
+int ct_cl_scratch_array(const ct_cl_exec* exec, int64_t count, size_t size, cl_mem* buffer) {
+  int64_t bytes;
+  if (count < 0 || __builtin_mul_overflow(count, (int64_t)size, &bytes)) {
+    return ct_cl_error(CT_ERROR_SIZE_OVERFLOW,
+                       "a kernel's scratch of %lld elements of %zu bytes overflows int64",
+                       (long long)count, size);
+  }
+  return ct_cl_scratch_buffer(exec, (size_t)bytes, buffer);
+}
+
 int ct_cl_read(const ct_cl_exec* exec, cl_mem buffer, size_t offset, void* dst, size_t bytes) {
   return ct_cl_check(
       ct_cl.clEnqueueReadBuffer(exec->queue, buffer, CL_TRUE, offset, bytes, dst, 0, NULL, NULL),

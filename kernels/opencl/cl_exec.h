@@ -74,5 +74,9 @@ int ct_cl_read(const ct_cl_exec* exec, cl_mem buffer, size_t offset, void* dst, 
 
 /* A device buffer of `bytes` (at least 1) in the exec's context, for a kernel's own scratch. */
 int ct_cl_scratch_buffer(const ct_cl_exec* exec, size_t bytes, cl_mem* buffer);
+/* The same for `count` elements of `size` bytes (count >= 0, from shapes): CT_ERROR_SIZE_OVERFLOW
+ * where their bytes do not fit in int64 (a broadcast operand of huge extent), instead of a
+ * buffer of the wrapped size that the kernel would write past. */
+int ct_cl_scratch_array(const ct_cl_exec* exec, int64_t count, size_t size, cl_mem* buffer);
 
 #endif /* CTENSOR_CL_EXEC_H_ */

@@ -333,7 +333,7 @@ static int ct_cl_class_loss_run(const ct_kernel_call* call) {
     const cl_int reduced = mode != 0;
     /* the samples' losses when reduced (one unused element otherwise) */
     const int64_t kept = reduced && rows > 0 ? rows : 1;
-    status = ct_cl_scratch_buffer(&exec, (size_t)kept * acc_size, &s.values);
+    status = ct_cl_scratch_array(&exec, kept, acc_size, &s.values);
     args[NCOMMON] = CT_CL_ARG(s_buffer);
     args[NCOMMON + 1] = CT_CL_ARG(off_s);
     args[NCOMMON + 2] = CT_CL_ARG(reduced);
@@ -516,7 +516,7 @@ static int ct_cl_point_loss_run(const ct_kernel_call* call) {
   if (status == CT_OK && !backward) {
     const cl_int reduced = mode != 0;
     const int64_t kept = reduced && count > 0 ? count : 1;
-    status = ct_cl_scratch_buffer(&exec, (size_t)kept * acc_size, &s.values);
+    status = ct_cl_scratch_array(&exec, kept, acc_size, &s.values);
     args[NCOMMON] = CT_CL_ARG(s_buffer);
     args[NCOMMON + 1] = CT_CL_ARG(off_s);
     args[NCOMMON + 2] = CT_CL_ARG(reduced);

@@ -202,7 +202,7 @@ static int ct_cl_layer_norm_backward_run(const ct_kernel_call* call) {
   if (status == CT_OK) status = ct_cl_layout_meta(&exec, &row, &rmeta);
   if (status == CT_OK) status = ct_cl_layout_meta(&exec, &params, &pmeta);
   if (status == CT_OK) {
-    status = ct_cl_scratch_buffer(&exec, (size_t)(n_rows > 0 ? n_rows : 1) * 2 * acc_size, &stats);
+    status = ct_cl_scratch_array(&exec, n_rows > 0 ? n_rows : 1, 2 * acc_size, &stats);
   }
   if (status == CT_OK) {
     CT_CL_TENSOR_ARGS(gx_buffer, off_gx, gx);

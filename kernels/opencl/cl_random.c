@@ -238,6 +238,18 @@ static int ct_cl_dropout_backward_run(const ct_kernel_call* call) {
   return ct_cl_rand_launch(call, &r);
 }
 
+/* A whole number of an integer arange as its 64-bit two's complement word (as the CPU kernel):
+ * infer checked start and every value against the dtype, so start and a step that is taken lie
+ * in (-2^64, 2^64); a one-element arange's step is never taken and may be any size: 0. Float
+ * aranges never read these (their start and step may lie beyond 64 bits, where converting them
+ * is undefined). */
+static int64_t ct_cl_arange_bits(double value, bool integer) {
+  const double magnitude = value < 0 ? -value : value;
+  if (!integer || !(magnitude < 18446744073709551616.0)) return 0;
+  const uint64_t word = (uint64_t)magnitude;
+  return (int64_t)(value < 0 ? (uint64_t)0 - word : word);
+}
+
 static int ct_cl_arange_run(const ct_kernel_call* call) {
   ct_cl_rand_call r;
   ct_cl_rand_begin(call, -1, &r);
@@ -245,8 +257,10 @@ static int ct_cl_arange_run(const ct_kernel_call* call) {
   const bool no_stop = call->attrs[1].type == CT_ATTR_NONE;
   r.pd0 = no_stop ? 0.0 : call->attrs[0].value.f;
   r.pd1 = call->attrs[2].value.f;
-  r.pi0 = (int64_t)r.pd0;
-  r.pi1 = (int64_t)r.pd1;
+  const bool whole =
+      call->outputs[0]->dtype.code == CT_DTYPE_INT || call->outputs[0]->dtype.code == CT_DTYPE_UINT;
+  r.pi0 = ct_cl_arange_bits(r.pd0, whole);
+  r.pi1 = ct_cl_arange_bits(r.pd1, whole);
   static const char value[] = "const DBL v = pd0 + (DBL)i * pd1;\n  ";
   static const char integer[] = "const long v = (long)((ulong)pi0 + (ulong)i * (ulong)pi1);\n  ";
   char body[256];

@@ -67,14 +67,17 @@ static int64_t ct_conv2d_direct_row_tiles(const ct_conv2d_direct_job* job,
 /* Floats of one packed weight tile. */
 static int64_t ct_conv2d_direct_tile_floats(const ct_conv2d_direct_job* job,
                                             const ct_conv2d_direct_shape* shape) {
-  return job->cg * job->kh * job->kw * shape->rows;
+  return ct_size_mul(job->cg * job->kh * job->kw, shape->rows);
 }
 
 uint64_t ct_conv2d_direct_workspace(const ct_conv2d_direct_job* job,
                                     const ct_conv2d_direct_shape* shape) {
+  /* Saturating (CT_SIZE_TOO_LARGE): the packed weight of a broadcast weight of huge extent
+   * may pass int64 bytes once rounded up to whole tiles. */
   const int64_t tiles = job->groups * ct_conv2d_direct_row_tiles(job, shape);
-  const int64_t floats = tiles * (ct_conv2d_direct_tile_floats(job, shape) + shape->rows);
-  return (uint64_t)(floats * (int64_t)sizeof(float) + 63) / 64 * 64;
+  const int64_t floats =
+      ct_size_mul(tiles, ct_size_add(ct_conv2d_direct_tile_floats(job, shape), shape->rows));
+  return (uint64_t)ct_size_round_up(ct_size_mul(floats, (int64_t)sizeof(float)), 64);
 }
 
 /* Weight tile `tile` (over groups × row tiles), in blocks of CT_CONV2D_DIRECT_CHANNEL_BLOCK input

@@ -185,6 +185,13 @@ int CT_C2_NAME(ct_cpu_conv2d_workspace)(const ct_kernel_call* call, uint64_t* by
       (CT_C2_ID) == CT_DT_F32 && !ct_conv2d_empty(&job) ? ct_conv2d_direct_of(&job, &direct) : NULL;
   if (shape) {
     *bytes = ct_conv2d_direct_workspace(&direct, shape);
+    if (*bytes >= (uint64_t)CT_SIZE_TOO_LARGE) {
+      *bytes = 0;
+      return ct_set_error(CT_ERROR_SIZE_OVERFLOW,
+                          "conv2d: the packed weight (%lld output channels, %lld taps) overflows "
+                          "int64 bytes",
+                          (long long)job.out_channels, (long long)job.taps);
+    }
     if (*bytes < wino_bytes) *bytes = wino_bytes;
     return CT_OK;
   }

@@ -24,6 +24,7 @@
 #include "engine/stream_store.h"
 #include "engine/strided_iter.h"
 
+#define CT_WINOGRAD_MAX_CHANNELS ((int64_t)1 << 24)
 #define CT_WINOGRAD_ALIGN 64
 /* Bytes of V and M together per chunk of tiles (the products' operands stay in L3). */
 #define CT_WINOGRAD_CHUNK_BYTES ((int64_t)24 << 20)
@@ -137,7 +138,10 @@ bool ct_conv2d_winograd_pays(const ct_conv2d_winograd_job* job) {
                                                              : CT_WINOGRAD_MIN_CHANNELS;
   int64_t kc, mr; /* the input transform writes micro-panels of at most 16 tiles */
   ct_gemm_prepacked_a_layout_f32(job->c, &kc, &mr);
+  /* Channel counts up to CT_WINOGRAD_MAX_CHANNELS keep the schedule's byte counts (16 · C · K
+   * floats and the like) far inside int64; beyond (broadcast operands), the implicit GEMM. */
   return mr <= CT_WINOGRAD_X_TILES && job->c >= channels && job->k >= channels &&
+         job->c <= CT_WINOGRAD_MAX_CHANNELS && job->k <= CT_WINOGRAD_MAX_CHANNELS &&
          ct_div_up(job->oh, 2) * ct_div_up(job->ow, 2) >= CT_WINOGRAD_MIN_TILES;
 }
 

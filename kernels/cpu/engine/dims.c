@@ -1,4 +1,5 @@
 /* dims.c - dimension sorting, merging and lane taking for the engine's loop planners. */
+#include "engine/int_div.h"
 #include "engine/dims.h"
 
 void ct_cpu_sort_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t nstrides) {
@@ -23,7 +24,8 @@ int32_t ct_cpu_merge_dims(int32_t n, int64_t* shape, int64_t** strides, int32_t 
   for (int32_t k = 1; k < n; ++k) {
     bool mergeable = true;
     for (int32_t i = 0; i < nstrides && mergeable; ++i) {
-      mergeable = strides[i][m] == strides[i][k] * shape[k];
+      int64_t span; /* may overflow for a huge stride: such dims never merge */
+      mergeable = !__builtin_mul_overflow(strides[i][k], shape[k], &span) && strides[i][m] == span;
     }
     if (mergeable) {
       shape[m] *= shape[k];
@@ -46,8 +48,8 @@ int32_t ct_cpu_finest_dim(int32_t n, const int64_t* xs) {
 
 void ct_cpu_chunk_lanes(ct_cpu_lanes* lanes, int64_t max_chunk) {
   if (max_chunk < 1) max_chunk = 1;
-  lanes->chunks = (lanes->n + max_chunk - 1) / max_chunk;
-  lanes->chunk = (lanes->n + lanes->chunks - 1) / lanes->chunks;
+  lanes->chunks = ct_div_up(lanes->n, max_chunk);
+  lanes->chunk = ct_div_up(lanes->n, lanes->chunks);
 }
 
 void ct_cpu_take_lanes(int32_t* n, int64_t* shape, int64_t* xs, int64_t* os, int32_t lane,

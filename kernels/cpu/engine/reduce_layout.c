@@ -1,4 +1,5 @@
 /* reduce_layout.c - planning, looping and threading of reductions (see reduce_layout.h). */
+#include "engine/int_div.h"
 #include "engine/reduce_layout.h"
 
 #include "engine/cpu_threads.h"
@@ -91,9 +92,13 @@ static void ct_reduce_accumulate(const ct_reduce_layout* p, const char* x, int64
         calls = 0;
       }
       for (int32_t k = inner - 1; k >= 0; --k) {
-        ptr += p->red_xs[k];
-        if (++index[k] < p->red_shape[k]) break;
-        ptr -= p->red_xs[k] * p->red_shape[k];
+        if (++index[k] < p->red_shape[k]) {
+          ptr += p->red_xs[k];
+          break;
+        }
+        /* back to index 0 without stepping past the last element (stride x extent may leave
+         * the address space, and int64, where stride x (extent - 1) does not) */
+        ptr -= p->red_xs[k] * (p->red_shape[k] - 1);
         index[k] = 0;
       }
     }
@@ -111,8 +116,8 @@ static void ct_reduce_accumulate(const ct_reduce_layout* p, const char* x, int64
         int64_t rows = re - r < CT_REDUCE_MANY_ROWS ? re - r : CT_REDUCE_MANY_ROWS;
         if (vt->blocked && rows > CT_REDUCE_BLOCK - calls) rows = CT_REDUCE_BLOCK - calls;
         vt->rows_many(ptr, p->red_xs[0], rows, p->lane.xs, lanes, target);
-        ptr += rows * p->red_xs[0];
         r += rows;
+        if (r < re) ptr += rows * p->red_xs[0]; /* never a stride past the last row */
         calls += (int32_t)rows;
         if (vt->blocked && calls == CT_REDUCE_BLOCK) {
           vt->combine(acc, part, lanes);
@@ -125,7 +130,10 @@ static void ct_reduce_accumulate(const ct_reduce_layout* p, const char* x, int64
     }
     /* prefetch only along a single reduced dim, where the row ahead is one stride away */
     const bool prefetch = p->nred == 1 && p->lane.xs <= CT_REDUCE_LINE;
-    const int64_t ahead = CT_REDUCE_PREFETCH_ROWS * p->red_xs[0];
+    /* CT_REDUCE_PREFETCH_ROWS strides, formed only where that many rows follow (so it is
+     * inside the view and fits in int64) */
+    const int64_t ahead =
+        prefetch && re - rb > CT_REDUCE_PREFETCH_ROWS ? CT_REDUCE_PREFETCH_ROWS * p->red_xs[0] : 0;
     const int64_t span = (lanes - 1) * p->lane.xs + 1;
     for (int64_t r = rb; r < re; ++r) {
       if (prefetch && r + CT_REDUCE_PREFETCH_ROWS < re) {
@@ -139,9 +147,11 @@ static void ct_reduce_accumulate(const ct_reduce_layout* p, const char* x, int64
         calls = 0;
       }
       for (int32_t k = p->nred - 1; k >= 0; --k) {
-        ptr += p->red_xs[k];
-        if (++index[k] < p->red_shape[k]) break;
-        ptr -= p->red_xs[k] * p->red_shape[k];
+        if (++index[k] < p->red_shape[k]) {
+          ptr += p->red_xs[k];
+          break;
+        }
+        ptr -= p->red_xs[k] * (p->red_shape[k] - 1); /* as above */
         index[k] = 0;
       }
     }
@@ -317,8 +327,8 @@ int ct_cpu_reduce(const ct_tensor* x, const ct_tensor* out, const bool* mask, bo
   if (pieces > slots) pieces = slots;
   if (pieces > p.red_count) pieces = p.red_count;
   if (pieces < 1) pieces = 1;
-  const int64_t piece = (p.red_count + pieces - 1) / pieces;
-  pieces = (p.red_count + piece - 1) / piece;
+  const int64_t piece = ct_div_up(p.red_count, pieces);
+  pieces = ct_div_up(p.red_count, piece);
   const int64_t batch = slots / pieces; /* tasks reduced at once */
   const size_t slot_bytes = (size_t)(chunk * vt->acc_size);
   for (int64_t t0 = 0; t0 < p.ntasks; t0 += batch) {

@@ -171,10 +171,10 @@ static void ct_iter_run_range(const ct_iter_layout* p, int64_t begin, int64_t en
     steps[i] = p->strides[i][inner];
   }
   const int64_t out_step = steps[nop - 1] < 0 ? -steps[nop - 1] : steps[nop - 1];
-  ct_cpu_stream_output =
-      ct_stream_worth((end - begin) * out_step) && run * out_step >= CT_STREAM_MIN_RUN_BYTES
-          ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)
-          : CT_STREAM_OFF;
+  ct_cpu_stream_output = ct_stream_worth(ct_size_mul(end - begin, out_step)) &&
+                                 ct_size_mul(run, out_step) >= CT_STREAM_MIN_RUN_BYTES
+                             ? ct_stream_mode(ct_cpu_isa() >= CT_CPU_ISA_AVX2)
+                             : CT_STREAM_OFF;
   const int32_t gathered = ct_iter_gathered_input(p, steps, run);
   int64_t position = begin;
   while (position < end) {

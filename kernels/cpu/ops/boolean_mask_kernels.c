@@ -9,6 +9,7 @@
  * set of row functions per element size, registered for every dtype of that size. */
 #include <string.h>
 
+#include "engine/int_div.h"
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
 #include "engine/dynamic_output.h"
@@ -270,8 +271,8 @@ static int ct_cpu_boolean_mask_run(const ct_kernel_call* call) {
     if (chunks > CT_BM_MAX_CHUNKS) chunks = CT_BM_MAX_CHUNKS;
     if (chunks > job.total) chunks = job.total;
   }
-  job.chunk = job.total > 0 ? (job.total + chunks - 1) / chunks : 0;
-  if (job.chunk > 0) chunks = (job.total + job.chunk - 1) / job.chunk;
+  job.chunk = job.total > 0 ? ct_div_up(job.total, chunks) : 0;
+  if (job.chunk > 0) chunks = ct_div_up(job.total, job.chunk);
   int64_t count = 0;
   if (job.total > 0) {
     ct_cpu_parallel_for(chunks, job.chunk, ct_bm_count_chunks, &job);

@@ -367,7 +367,8 @@ static int ct_cpu_class_loss_run(const ct_kernel_call* call, bool backward) {
     if (j.mode == CT_LOSS_MEAN) j.g /= denominator;
   }
   if (j.rows > 0) {
-    const int64_t per_block = (j.rows / j.blocks) * (j.nll ? 1 : 4 * j.classes + 1);
+    const int64_t per_row = j.nll ? 1 : ct_size_add(ct_size_mul(4, j.classes), 1);
+    const int64_t per_block = ct_size_mul(j.rows / j.blocks, per_row);
     ct_cpu_parallel_for(j.blocks, per_block, ct_class_blocks, &j);
   }
   if (j.partial) {
@@ -472,7 +473,7 @@ static int ct_cpu_point_loss_run(const ct_kernel_call* call, bool backward) {
     if (j.mode == CT_LOSS_MEAN) j.g /= (double)j.elements;
   }
   if (j.elements > 0) {
-    ct_cpu_parallel_for(j.blocks, (j.elements / j.blocks) * 8, ct_point_blocks, &j);
+    ct_cpu_parallel_for(j.blocks, ct_size_mul(j.elements / j.blocks, 8), ct_point_blocks, &j);
   } else if (j.partial) {
     partial[0] = 0.0;
   }

@@ -6,6 +6,7 @@
  * a prefix sum over the chunk counts gives each chunk its first output position, and the chunks
  * fill in parallel. Each dtype has its own row functions (count and fill one run of the last
  * dimension), handed to the shared driver as kernel_data. */
+#include "engine/int_div.h"
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
 #include "engine/dynamic_output.h"
@@ -175,8 +176,8 @@ static int64_t ct_nz_count(const ct_kernel_call* call, ct_nz_job* job, int64_t* 
     if (chunks > 4 * (int64_t)threads) chunks = 4 * (int64_t)threads;
     if (chunks > CT_NZ_MAX_CHUNKS) chunks = CT_NZ_MAX_CHUNKS;
   }
-  job->chunk = job->total > 0 ? (job->total + chunks - 1) / chunks : 0;
-  if (job->chunk > 0) chunks = (job->total + job->chunk - 1) / job->chunk;
+  job->chunk = job->total > 0 ? ct_div_up(job->total, chunks) : 0;
+  if (job->chunk > 0) chunks = ct_div_up(job->total, job->chunk);
   int64_t count = 0;
   if (job->total > 0) {
     ct_cpu_parallel_for(chunks, job->chunk, ct_nz_count_chunks, job);

@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/int_div.h"
 #include "engine/cpu_dtypes.h"
 #include "engine/cpu_isa.h"
 #include "engine/row_walk.h"
@@ -301,8 +302,8 @@ static int ct_nb_prepare(const ct_kernel_call* call, ct_nb_mode mode, double def
     if (blocks > CT_NB_MAX_BLOCKS) blocks = CT_NB_MAX_BLOCKS;
     if (blocks > job->rows) blocks = job->rows;
     if (blocks < 1) blocks = 1;
-    job->rows_per_block = (job->rows + blocks - 1) / blocks;
-    job->blocks = (job->rows + job->rows_per_block - 1) / job->rows_per_block;
+    job->rows_per_block = ct_div_up(job->rows, blocks);
+    job->blocks = ct_div_up(job->rows, job->rows_per_block);
   }
   return CT_OK;
 }
@@ -831,8 +832,8 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
                             call->schema->name);                                                   \
       }                                                                                            \
       job.partials = call->workspace;                                                              \
-      ct_cpu_parallel_for(job.blocks, 4 * job.rows_per_block * job.inner, ct_nb_tasks_##SFX,       \
-                          &job);                                                                   \
+      ct_cpu_parallel_for(job.blocks, ct_size_mul(4, ct_size_mul(job.rows_per_block, job.inner)),  \
+                          ct_nb_tasks_##SFX, &job);                                                \
       ct_cpu_parallel_for(job.params, job.blocks * 2, ct_nb_reduce_##SFX, &job);                   \
       return CT_OK;                                                                                \
     }                                                                                              \
@@ -845,7 +846,7 @@ static void ct_nb_norm_coefficients(int64_t n, const double* sums, double eps, i
       return CT_OK;                                                                                \
     }                                                                                              \
     if (job.inner == 0) return CT_OK;                                                              \
-    ct_cpu_parallel_for(job.rows, 4 * job.inner, ct_nb_tasks_##SFX, &job);                         \
+    ct_cpu_parallel_for(job.rows, ct_size_mul(4, job.inner), ct_nb_tasks_##SFX, &job);             \
     return CT_OK;                                                                                  \
   }                                                                                                \
   static int ct_cpu_softmax_backward_##SFX(const ct_kernel_call* call) {                           \

@@ -330,7 +330,7 @@ static inline void ct_norm_row_next(const ct_norm_job* job, int64_t* index, int6
     ct_norm_job job;                                                                           \
     ct_norm_prepare(call, mode, sizeof(C) == sizeof(float) ? FLT_EPSILON : DBL_EPSILON, &job); \
     if (job.rows == 0 || job.inner == 0) return CT_OK;                                         \
-    ct_cpu_parallel_for(job.rows, 3 * job.inner, ct_cpu_norm_rows_##SFX, &job);                \
+    ct_cpu_parallel_for(job.rows, ct_size_mul(3, job.inner), ct_cpu_norm_rows_##SFX, &job);    \
     return CT_OK;                                                                              \
   }                                                                                            \
   static int ct_cpu_layer_norm_##SFX(const ct_kernel_call* call) {                             \

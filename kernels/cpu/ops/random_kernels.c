@@ -30,10 +30,10 @@
 /* The parameters of a call, as every loop reads them. */
 typedef struct ct_rand_params {
   ct_philox_u64 seed, offset;
-  float lo_f, hi_f;  /* uniform's bounds, normal's mean and std, bernoulli's p (float32) */
-  double lo_d, hi_d; /* the same in float64; arange's start and step */
-  int64_t start_i, step_i;
-  float scale_f; /* dropout's scale */
+  float lo_f, hi_f;         /* uniform's bounds, normal's mean and std, bernoulli's p (float32) */
+  double lo_d, hi_d;        /* the same in float64; arange's start and step */
+  uint64_t start_i, step_i; /* arange's, as two's complement words */
+  float scale_f;            /* dropout's scale */
   double scale_d;
   bool keep_all; /* dropout with training=False */
   ct_dtype_id out_type, in_type;
@@ -424,7 +424,7 @@ static void ct_arange_loop(const ct_rand_params* q, uint64_t index, int64_t coun
       continue;
     }
     /* integers: exact in 64 bits (infer checked the range), stored truncated */
-    const uint64_t v = (uint64_t)q->start_i + i * (uint64_t)q->step_i;
+    const uint64_t v = q->start_i + i * q->step_i;
     switch (ct_dtype_size(ct_dtype_from_id(q->out_type))) {
       case 1:
         *(uint8_t*)dst = (uint8_t)v;
@@ -441,6 +441,18 @@ static void ct_arange_loop(const ct_rand_params* q, uint64_t index, int64_t coun
   }
 }
 
+/* A whole number of an integer arange as its 64-bit two's complement word. infer checked that
+ * start and every value fit the dtype, so start and a step that is taken (more than one
+ * element) lie in (-2^64, 2^64), whose words make start + i * step exact modulo 2^64 (a uint64
+ * step above INT64_MAX, an int64 step below INT64_MIN); a step of one-element arange is never
+ * taken and may be any size: 0. */
+static uint64_t ct_arange_bits(double value) {
+  const double magnitude = value < 0 ? -value : value;
+  if (!(magnitude < 18446744073709551616.0)) return 0;
+  const uint64_t word = (uint64_t)magnitude;
+  return value < 0 ? (uint64_t)0 - word : word;
+}
+
 static int ct_cpu_arange_run(const ct_kernel_call* call) {
   const ct_tensor* out = call->outputs[0];
   ct_rand_params q;
@@ -449,8 +461,12 @@ static int ct_cpu_arange_run(const ct_kernel_call* call) {
   const bool no_stop = call->attrs[1].type == CT_ATTR_NONE;
   q.lo_d = no_stop ? 0.0 : call->attrs[0].value.f;
   q.hi_d = call->attrs[2].value.f;
-  q.start_i = (int64_t)q.lo_d;
-  q.step_i = (int64_t)q.hi_d;
+  /* Integer outputs only (a float arange's start and step may lie beyond 64 bits, where
+   * converting them is undefined). */
+  if (!ct_dtype_is_float(out->dtype)) {
+    q.start_i = ct_arange_bits(q.lo_d);
+    q.step_i = ct_arange_bits(q.hi_d);
+  }
   ct_rand_walk walk;
   ct_rand_walk_begin(&walk, out);
   ct_rand_walk_add(&walk, out);

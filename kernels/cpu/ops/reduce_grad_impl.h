@@ -13,7 +13,7 @@
 static void CT_RG_NAME(ct_rgrad_block)(const ct_rgrad_job* job, int64_t unit) {
   const int32_t lo = job->n_outer - 1;
   const int64_t last = lo >= 0 ? job->outer_shape[lo] : 1;
-  const int64_t blocks = (last + job->block - 1) / job->block;
+  const int64_t blocks = ct_div_up(last, job->block);
   const int64_t w0 = (unit % blocks) * job->block;
   const int64_t width = last - w0 < job->block ? last - w0 : job->block;
   int64_t rest = unit / blocks;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/int_div.h"
 #include "cpu_register.h"
 #include "engine/cpu_dtypes.h"
 #include "engine/strided_iter.h"
@@ -189,8 +190,9 @@ static int ct_rgrad_run(const ct_kernel_call* call, ct_rgrad_kind kind, ct_cpu_r
     job.block = CT_RGRAD_BLOCK;
   }
   const int64_t last = job.n_outer > 0 ? job.outer_shape[job.n_outer - 1] : 1;
-  const int64_t units = groups / last * ((last + job.block - 1) / job.block);
-  ct_cpu_parallel_for(units, job.group_size * 2 * job.block + 1, groups_body, &job);
+  const int64_t units = groups / last * ct_div_up(last, job.block);
+  ct_cpu_parallel_for(units, ct_size_add(ct_size_mul(job.group_size, 2 * job.block), 1),
+                      groups_body, &job);
   return CT_OK;
 }
 
@@ -238,7 +240,7 @@ static int ct_sgrad_run(const ct_kernel_call* call, bool prod, ct_cpu_range_body
     job.outer_ndim = x->ndim - 1;
   }
   if (lanes == 0 || job.n == 0) return CT_OK;
-  ct_cpu_parallel_for(lanes, job.n + 1, lanes_body, &job);
+  ct_cpu_parallel_for(lanes, ct_size_add(job.n, 1), lanes_body, &job);
   return CT_OK;
 }
 

@@ -135,7 +135,7 @@ static int ct_cpu_rotary_run(const ct_kernel_call* call) {
                           (long long)job.bad_pos, (long long)job.max_pos);
     }
   }
-  ct_cpu_parallel_for(job.rows, 2 * job.dim, kernel->rows, &job);
+  ct_cpu_parallel_for(job.rows, ct_size_mul(2, job.dim), kernel->rows, &job);
   return CT_OK;
 }
 

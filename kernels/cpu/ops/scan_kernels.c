@@ -153,7 +153,7 @@ static int ct_scan_run(const ct_kernel_call* call, ct_scan_lane_fn lane) {
     job.outer_ndim = x->ndim - 1;
   }
   if (lanes == 0 || (job.n == 0 && !job.include_initial)) return CT_OK;
-  ct_cpu_parallel_for(lanes, job.n + 1, ct_scan_do_lanes, &job);
+  ct_cpu_parallel_for(lanes, ct_size_add(job.n, 1), ct_scan_do_lanes, &job);
   return CT_OK;
 }
 

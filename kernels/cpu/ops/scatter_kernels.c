@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/int_div.h"
 #include "cpu_register.h"
 #include "engine/copy_loops.h"
 #include "engine/cpu_dtypes.h"
@@ -313,8 +314,9 @@ static void ct_ix_scatter(const ct_ix_call* c) {
   }
   const bool last_direct = job.runs.last >= 0 && p->w_xdim[job.runs.last] >= 0;
   job.chunks = last_direct && job.runs.length >= 1024 ? 8 : 1;
-  job.chunk = (job.runs.length + job.chunks - 1) / job.chunks;
-  ct_cpu_parallel_for(direct_count * job.chunks, job.reduced_count * job.chunk + 8,
+  job.chunk = ct_div_up(job.runs.length, job.chunks);
+  ct_cpu_parallel_for(direct_count * job.chunks,
+                      ct_size_add(ct_size_mul(job.reduced_count, job.chunk), 8),
                       ct_ix_scatter_tasks, &job);
 }
 
@@ -502,7 +504,9 @@ static bool ct_ix_scatter_half(ct_ix_call* c) {
   int64_t reduced = 1;
   for (int64_t u = 0; u < p->wnd; ++u) reduced *= p->w_xdim[u] < 0 ? p->w_shape[u] : 1;
   const int64_t n = ct_index_numel(p->xnd, p->x_shape);
-  if (n > 0) ct_cpu_parallel_for(n, 16 + 8 * reduced, ct_ix_scatter_elements_range, c);
+  if (n > 0)
+    ct_cpu_parallel_for(n, ct_size_add(16, ct_size_mul(8, reduced)), ct_ix_scatter_elements_range,
+                        c);
   return true;
 }
 

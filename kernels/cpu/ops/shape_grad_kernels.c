@@ -490,7 +490,7 @@ static int ct_cpu_embedding_backward_run(const ct_kernel_call* call) {
   const ct_embedding_job job = {out, ct_tensor_base(grad), ct_tensor_stride(grad, nd) * gsize,
                                 start, grouped};
   const ct_embedding_kernel* kernel = call->kernel_data;
-  ct_cpu_parallel_for(rows, out->shape[1] + 1, kernel->rows, (void*)&job);
+  ct_cpu_parallel_for(rows, ct_size_add(out->shape[1], 1), kernel->rows, (void*)&job);
   return CT_OK;
 }
 

@@ -620,7 +620,8 @@ static int ct_cpu_slice_backward_run(const ct_kernel_call* call) {
   for (int32_t k = 0; k < out->ndim; ++k) {
     if (lengths[k] == 0) return CT_OK;
     base += first[k] * os[k];
-    os[k] *= steps[k];
+    /* as slice: a step taken once only is never taken (and may be any int64) */
+    os[k] = lengths[k] > 1 ? os[k] * steps[k] : 0;
   }
   ct_copy_raw(entry, out->ndim, grad->shape, ct_tensor_base(grad), gs, base, os);
   return CT_OK;

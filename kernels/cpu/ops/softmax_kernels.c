@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "engine/int_div.h"
 #include "engine/cpu_dtypes.h"
 #include "cpu_register.h"
 #include "engine/reduce_layout.h"
@@ -471,8 +472,8 @@ static int ct_cpu_softmax_run(const ct_kernel_call* call) {
   if (pieces > CT_SOFTMAX_PARTIALS / lanes) pieces = CT_SOFTMAX_PARTIALS / lanes;
   if (pieces > p.n) pieces = p.n;
   if (pieces < 1) pieces = 1;
-  const int64_t piece = (p.n + pieces - 1) / pieces;
-  pieces = (p.n + piece - 1) / piece;
+  const int64_t piece = ct_div_up(p.n, pieces);
+  pieces = ct_div_up(p.n, piece);
   const int64_t piece_cost = piece * lanes * CT_SOFTMAX_COST;
   unsigned char* max_bytes = (unsigned char*)maxima;
   for (int64_t t = 0; t < p.ntasks; ++t) {

@@ -264,7 +264,7 @@ static int ct_cpu_vector_norm_run(const ct_kernel_call* call, ct_vnorm_load_fn l
   }
   if (outputs == 0) return CT_OK;
   /* empty groups give 0 (infer refused ord < 0 and inf for them) */
-  ct_cpu_parallel_for(outputs, job.group_size + 1, ct_vnorm_outputs, &job);
+  ct_cpu_parallel_for(outputs, ct_size_add(job.group_size, 1), ct_vnorm_outputs, &job);
   return CT_OK;
 }
 
