@@ -3,7 +3,8 @@
 # tests on it: the C ABI tests (tests/c/test_abi.c: per-thread errors and eight threads running
 # ops at once; test_profiler.c: threads running ops while the profiler is swapped; test_plan.c)
 # and the binding's (tests/test_binding_threads.py: eight Python threads calling ops, the GIL
-# released around each C call). Any data race or other TSan report fails the run.
+# released around each C call), then every op's float32 kernels overlapped on two threads by the
+# conformance suite. Any data race or other TSan report fails the run.
 #
 #   bash tools/tsan_check.sh [build-dir]        # default build-tsan
 #
@@ -44,19 +45,30 @@ for program in test_abi test_plan test_profiler; do
   rm -f "$log"
 done
 
-# The binding's thread tests, on the package installed (meson install) into $build/stage and
-# put first on PYTHONPATH; CPython is not built with TSan, so its runtime is preloaded. The
-# interpreter is started directly (sys.executable), not through a wrapper script.
+# The binding's thread tests, then the conformance suite's concurrency check over every op's
+# float32 kernels (each signature run on two threads at once, with distinct buffers, against its
+# serial result), on the package installed (meson install) into $build/stage and put first on
+# PYTHONPATH. CPython is not built with TSan, so its runtime is preloaded; the interpreter is
+# started directly (sys.executable), not through a wrapper script. One OpenMP and one OpenBLAS
+# thread: torch's and NumPy's own thread pools (the suite's second-opinion references) are not
+# built with TSan either, and TSan would report their hand-offs.
 python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
 rm -rf "$build/stage"
 meson install -C "$build" --no-rebuild --quiet --destdir stage >/dev/null
 site=$(find "$PWD/$build/stage" -path '*/ctensor/__init__.py' | head -n 1)
 site=$(dirname "$(dirname "$site")")
 preload=$(ldd "$site"/ctensor/_native*.so | awk '/libtsan|clang_rt/ {print $3}')
-log=$(mktemp)
-status=0
-env -u CTENSOR_REQUIRE_OPENCL PYTHONPATH="$site" LD_PRELOAD="$preload" "$python" -m pytest -q \
-  -p no:cacheprovider --capture=sys tests/test_binding_threads.py >"$log" 2>&1 || status=$?
-check_log "tests/test_binding_threads.py" "$status" "$log"
-echo "ThreadSanitizer tests/test_binding_threads.py: $(grep -v '^$' "$log" | tail -n 1)"
-rm -f "$log"
+run_python() {  # description, arguments of python
+  local what="$1" log status=0
+  shift
+  log=$(mktemp)
+  env -u CTENSOR_REQUIRE_OPENCL PYTHONPATH="$site" LD_PRELOAD="$preload" OMP_NUM_THREADS=1 \
+    OPENBLAS_NUM_THREADS=1 "$python" "$@" >"$log" 2>&1 || status=$?
+  check_log "$what" "$status" "$log"
+  echo "ThreadSanitizer $what: $(grep -v '^$' "$log" | tail -n 1)"
+  rm -f "$log"
+}
+run_python tests/test_binding_threads.py -m pytest -q -p no:cacheprovider --capture=sys \
+  tests/test_binding_threads.py
+run_python "conformance (float32, threads)" -m ctensor.conformance --ops '*:float32' --cases 0 \
+  --threads 2 -q
