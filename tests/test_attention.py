@@ -381,6 +381,13 @@ def test_backward_is_autograd_low_precision(dtype):
 
 
 def workspace_bytes(op: str, shapes: list, dtype: str = "float32") -> int:
+    status, size, message = workspace_query(op, shapes, dtype)
+    assert status == 0, message
+    return size
+
+
+def workspace_query(op: str, shapes: list, dtype: str = "float32") -> tuple[int, int, str]:
+    """(status, bytes, error message) of ct_op_workspace on views of these shapes."""
     from conformance import dtypes as dt
 
     keep = [ffi.new("char[]", 8)]
@@ -406,8 +413,8 @@ def workspace_bytes(op: str, shapes: list, dtype: str = "float32") -> int:
     status = lib.ct_op_workspace(
         handle[0], array, len(views), ffi.NULL, 0, ffi.NULL, 0, size, alignment
     )
-    assert status == 0, ffi.string(lib.ct_last_error()).decode()
-    return int(size[0])
+    message = ffi.string(lib.ct_last_error()).decode() if status else ""
+    return status, int(size[0]), message
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -430,13 +437,18 @@ def test_workspace_is_tiles_not_scores(threads):
         ctensor.set_num_threads(before)
 
 
-def test_workspace_of_huge_head_dims_saturates():
-    """A head dim of 2^60 (a broadcast view) makes tiles past 64 bits: the query answers
-    UINT64_MAX, which no allocation meets, instead of a wrapped size the kernel overruns."""
+def test_workspace_of_huge_head_dims_is_a_size_error():
+    """A head dim of 2^60 (a broadcast view) makes tiles past 64 bits: the query fails with the
+    size status and names the op, instead of answering a wrapped size the kernel overruns."""
     big, one = (1, 1, 1, 2**60), (1, 1, 1, 1)
-    assert workspace_bytes(SDPA, [big, big, one, None]) == 2**64 - 1
     lse = (1, 1, 1)
-    assert workspace_bytes(SDPA + "_backward", [one, big, big, one, None, one, lse]) == 2**64 - 1
+    for op, shapes in [
+        (SDPA, [big, big, one, None]),
+        (SDPA + "_backward", [one, big, big, one, None, one, lse]),
+    ]:
+        status, _, message = workspace_query(op, shapes)
+        assert status == lib.CT_ERROR_SIZE_OVERFLOW, (op, status, message)
+        assert SDPA in message
     q = np.broadcast_to(np.ones(one, np.float32), big)
     with pytest.raises((ctensor.CTensorError, MemoryError, ValueError)):
         ctensor.ops.scaled_dot_product_attention(q, q, np.ones(one, np.float32))
