@@ -229,7 +229,7 @@ def test_thousands_of_equal_indices_meet_the_accumulation_bound():
 
 def test_a_dropped_contribution_among_thousands_fails_the_bound():
     """The bound is tight enough that a kernel losing one of 2000 same-signed contributions
-    fails (the bound there is about k * u * sum, a quarter of the smallest contribution)."""
+    fails (the bound there, about k * u * sum, is under half the smallest contribution)."""
     g = np.random.default_rng(7).uniform(0.5, 1.0, 2000).astype(np.float32)
     spec, case, expected, bound = _equal_indices(g)
     dropped = np.zeros(7)
