@@ -1264,20 +1264,13 @@ OPS.update(
     }
 )
 
-# An index input with the broadcast layout repeats one index along a whole axis; in a large case
-# thousands of cotangents then land on one element: a long lane of sums, which these kernels add
-# in order in the element type (float32 drifts past the accumulating bound there, as a running
-# sum does on a long reduction lane). Their index inputs keep the other layouts.
-for _name, _index in [
-    ("take_backward", 2),
-    ("take_along_axis_backward", 2),
-    ("index_select_backward", 2),
-    ("gather_nd_backward", 2),
-    ("embedding_backward", 1),
-    ("put_along_axis_backward", 2),
-    ("scatter_nd_backward", 2),
-]:
-    OPS[_name]["no_broadcast"] = (_index,)
+# The scatter-add backward ops (take, take_along_axis, index_select, gather_nd, embedding) keep
+# the broadcast layout on their index inputs: in a large case thousands of cotangents then land
+# on one element, a long lane of sums checked against tolerances.accumulation_bound. The
+# scatters with a reduction do not: under multiply a long lane of products overflows or
+# vanishes, and their gradients divide by it.
+for _name in ["put_along_axis_backward", "scatter_nd_backward"]:
+    OPS[_name]["no_broadcast"] = (2,)
 
 #: Value domains of gradient checks (cases.gradient_cases), where the default (uniform in
 #: [-2, 2]) leaves the function's domain or sits on a kink: {op: {input index: domain}}.

@@ -16,7 +16,7 @@ from .cases import Case, generate, large_cases
 from .device import HostDevice
 from .gradients import check_gradient
 from .op_table import OPS
-from .tolerances import compare, input_scale, tolerance_class
+from .tolerances import SCATTER_ADD, accumulation_bound, compare, input_scale, tolerance_class
 
 __all__ = [
     "Target",
@@ -143,13 +143,15 @@ def _second_opinion(spec: OpSpec, case: Case, outcome, result) -> None:  # noqa:
     if not _torch_available():
         return
     expected = _reference(spec, case, "torch", outcome.infos)
+    attrs = {a["name"]: a["default"] for a in spec.attrs} | case.attrs
+    bounds = scatter_add_bounds(spec.name, case.values(), attrs, [d for d, _ in outcome.infos])
     scale = 0.0
     if tolerance_class(spec.name) == "accumulating":
         scale = input_scale(spec.name, case.values())
     for i, (actual, (dtype, _)) in enumerate(zip(decoded(outcome), outcome.infos, strict=False)):
         if actual is None or actual.shape != expected[i].shape:
             continue
-        ok, text, _ = compare(actual, expected[i], dtype, spec.name, scale, [])
+        ok, text, _ = compare(actual, expected[i], dtype, spec.name, scale, [], bounds[i])
         if not ok:
             result.fail("numerics", f"output {i} against torch (second opinion): {text}", case)
 
@@ -199,8 +201,43 @@ def _complex_alternatives(spec: OpSpec, case: Case, source: str, infos: list) ->
     return alternatives
 
 
+def scatter_add_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> list:
+    """Per output, the accumulation bound (tolerances.accumulation_bound) of a scatter-add op's
+    case, or None (not a scatter-add op, a reduction other than add, or not a real float
+    output). The op's NumPy reference, linear in the contributions, gives each element's number
+    of contributions when run on ones (alpha 1) and the sum of their absolute values when run on
+    the absolute inputs (|alpha|)."""
+    if op not in SCATTER_ADD or op not in references.NUMPY:
+        return [None] * len(out_dtypes)
+    reduction = SCATTER_ADD[op]
+    if reduction is not None and attrs.get(reduction) != "add":
+        return [None] * len(out_dtypes)
+
+    def floats(fill):  # noqa: ANN001, ANN202
+        return [
+            fill(np.asarray(v, np.float64)) if v is not None and v.dtype.kind == "f" else v
+            for v in values
+        ]
+
+    table = references.NUMPY[op]
+    ones, absolute = dict(attrs), dict(attrs)
+    if "alpha" in attrs:
+        ones["alpha"], absolute["alpha"] = 1.0, abs(attrs["alpha"])
+    with np.errstate(all="ignore"):
+        counts = table(floats(np.ones_like), ones, out_dtypes)
+        magnitudes = table(floats(np.abs), absolute, out_dtypes)
+    return [
+        accumulation_bound(np.asarray(c), np.asarray(m), d)
+        if d.startswith(("float", "bfloat"))
+        else None
+        for c, m, d in zip(counts, magnitudes, out_dtypes, strict=False)
+    ]
+
+
 def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN001
     alternatives = _complex_alternatives(spec, case, result.reference, outcome.infos)
+    attrs = {a["name"]: a["default"] for a in spec.attrs} | case.attrs
+    bounds = scatter_add_bounds(spec.name, case.values(), attrs, [d for d, _ in outcome.infos])
     scale = 0.0
     if tolerance_class(spec.name) == "accumulating":
         scale = input_scale(spec.name, case.values())
@@ -216,7 +253,7 @@ def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN
             continue
         if actual is None:
             continue
-        ok, text, worst = compare(actual, ref, dtype, spec.name, scale, alternatives[i])
+        ok, text, worst = compare(actual, ref, dtype, spec.name, scale, alternatives[i], bounds[i])
         if worst >= result.worst and text:
             result.worst, result.worst_error = worst, f"output {i}: {text}"
         if not ok:

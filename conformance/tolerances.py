@@ -10,6 +10,17 @@ the reference and the inputs (squared for var), since their rounding errors grow
 magnitude of the terms rather than of the result. NaN must meet NaN; infinities must match
 exactly; -0.0 equals 0.0.
 
+Scatter-add ops (SCATTER_ADD) sum a varying number of contributions into each output element:
+with many equal indices thousands land on one element, and a kernel adding them one after
+another in the element type (as torch's CPU index_add does) has an error that grows with that
+number. Their float results may in addition be off by the accumulation bound of each element,
+gamma(k) * sum(|contributions|) with gamma(k) = k*u / (1 - k*u), u = eps/2 the unit roundoff
+and k the element's number of contributions (x included for the forward scatters): the
+classical bound of recursive summation of k terms (each term rounded once more, as alpha *
+value is), valid for any order of summation; the float64 reference's own error (the same bound
+with u = 2**-53) is added. accumulation_bound computes it; both k and the sums come from the
+reference itself run on ones and on the inputs' absolute values.
+
 Complex results are compared as NumPy sees complex values, by modulus: a value is NaN when
 either part is NaN, and NaN meets NaN whatever the other parts hold; otherwise a part that is
 infinite in the result or the reference must be exactly the other's; the rest passes when
@@ -24,7 +35,16 @@ import numpy as np
 
 from . import dtypes as dt
 
-__all__ = ["EPS", "ULPS", "ACCUMULATING", "EXACT", "tolerance_class", "compare"]
+__all__ = [
+    "EPS",
+    "ULPS",
+    "ACCUMULATING",
+    "EXACT",
+    "SCATTER_ADD",
+    "tolerance_class",
+    "accumulation_bound",
+    "compare",
+]
 
 #: Machine epsilon per float dtype.
 EPS = {
@@ -136,6 +156,34 @@ EXACT = frozenset(
 )
 
 
+#: Scatter-add ops: each output element sums the contributions its indices send it, {op:
+#: reduction attribute that must be "add" for the bound to apply, or None where it always adds}.
+#: Their float outputs may be off by accumulation_bound as well.
+SCATTER_ADD = {
+    "take_backward": None,
+    "take_along_axis_backward": None,
+    "index_select_backward": None,
+    "gather_nd_backward": None,
+    "embedding_backward": None,
+    "index_add": None,
+    "put_along_axis": "reduction",
+    "scatter_nd": "reduction",
+}
+
+
+def accumulation_bound(counts: np.ndarray, magnitudes: np.ndarray, dtype: str) -> np.ndarray:
+    """Per element, the error a sum of `counts` terms whose absolute values sum to `magnitudes`
+    may carry in `dtype` (recursive summation in any order, gamma(k) * sum |terms|), plus the
+    float64 reference's own; inf where k * u >= 1 (no bound holds there)."""
+    k = np.asarray(counts, np.float64)
+    total = np.zeros(k.shape)
+    for u in (EPS[dtype] / 2, 2.0**-53):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gamma = np.where(k * u < 1, k * u / np.maximum(1 - k * u, 1e-300), np.inf)
+        total = total + gamma * np.abs(np.asarray(magnitudes, np.float64))
+    return np.where(np.isnan(total), np.inf, total)
+
+
 def tolerance_class(op: str) -> str:
     """Backward operators accumulate (a cotangent sums over everything an input touched)."""
     return "accumulating" if op in ACCUMULATING or "_backward" in op else "elementwise"
@@ -192,12 +240,14 @@ def compare(
     op: str,
     scale: float = 0.0,
     alternatives: tuple | list = (),
+    bound: np.ndarray | None = None,
 ) -> tuple[bool, str, float]:
     """(ok, text, worst error): the worst error in ULP for floats, as |difference| for integers
     (nan/inf mismatches count as infinitely far). `actual` holds the output's values
     (dtypes.to_values), `reference` the reference values in any dtype; `scale` the input_scale
     of accumulating ops; `alternatives` other references each element of a complex result may
-    meet instead (see runner._complex_alternatives)."""
+    meet instead (see runner._complex_alternatives); `bound` a per-element accumulation bound
+    (accumulation_bound) a real float result may be off by beyond the per-dtype tolerance."""
     if actual.shape != reference.shape:
         return False, f"shape {actual.shape}, reference {reference.shape}", np.inf
     if actual.size == 0:
@@ -236,7 +286,10 @@ def compare(
         scale = max(1e-300, scale, float(np.max(np.abs(ref[finite]), initial=0.0)))
     else:
         scale = 1.0
-    ok = (ulp <= limit) | (err <= limit * EPS[dtype] * scale)
+    allowed = limit * EPS[dtype] * scale
+    if bound is not None:
+        allowed = allowed + np.broadcast_to(bound, err.shape)
+    ok = (ulp <= limit) | (err <= allowed)
     ok &= ~(nan_a ^ nan_r)
     ok |= nan_a & nan_r
     ok &= np.where(np.isinf(ref) | np.isinf(act), act == ref, True) | (nan_a & nan_r)
@@ -250,6 +303,8 @@ def compare(
         f"{int(bad.sum())} of {bad.size} elements off, worst {worst:.0f} ulp (limit {limit}); "
         f"at {i}: {float(act[i])!r}, reference {float(ref[i])!r}"
     )
+    if bound is not None:
+        text += f" (accumulation bound there {float(np.broadcast_to(bound, err.shape)[i]):.3g})"
     return False, text, worst
 
 

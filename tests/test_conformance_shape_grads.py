@@ -13,10 +13,17 @@ import pytest
 
 from ctensor._registry import OpSpec, registry_json
 from ctensor.conformance import references
-from ctensor.conformance.cases import generate
+from ctensor.conformance.calls import decoded, run_case
+from ctensor.conformance.cases import Case, generate
 from ctensor.conformance.device import HostDevice
 from ctensor.conformance.op_table import OPS
-from ctensor.conformance.runner import Target, run_signature, signature_labels
+from ctensor.conformance.runner import (
+    Target,
+    run_signature,
+    scatter_add_bounds,
+    signature_labels,
+)
+from ctensor.conformance.tolerances import compare
 
 SHAPE_GRAD_OPS = [
     "clip_backward",
@@ -82,6 +89,37 @@ def _writes_instead_of_adding(forward: str):  # noqa: ANN202
     return run
 
 
+def _sources(forward: str, ins: list, attrs: dict):  # noqa: ANN202
+    """(the flat element of x each cotangent element came from, x) for a read's backward op."""
+    if forward == "embedding":
+        x = ins[2]
+        sources = np.arange(x.size).reshape(x.shape)[ins[1]]
+    else:
+        x, rest = ins[1], list(ins[2:])
+        positions = np.arange(x.size).reshape(x.shape)
+        if forward == "gather_nd":
+            sources = references.gather_nd_reference(positions, rest[0], attrs["batch_dims"])
+        else:
+            sources = references.NUMPY[forward]([positions, *rest], attrs, ["int64"])[0]
+    return np.broadcast_to(sources, ins[0].shape).reshape(-1), x
+
+
+def _drops_a_contribution(forward: str):  # noqa: ANN202
+    """The rule of a kernel that adds every cotangent but the first one landing on each
+    element of x."""
+
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        sources, x = _sources(forward, ins, attrs)
+        g = np.asarray(ins[0], np.float64).reshape(-1).copy()
+        keep = sources >= 0
+        g[np.unique(sources, return_index=True)[1]] = 0.0
+        grad = np.zeros(x.size)
+        np.add.at(grad, sources[keep], g[keep])
+        return [grad.reshape(x.shape)]
+
+    return run
+
+
 def _wraps_negative_indices_wrongly(name: str):  # noqa: ANN202
     """The rule of a kernel that maps index -k to -k + 1 (so -1 to 0)."""
     right = references.NUMPY[name]
@@ -124,6 +162,8 @@ PLANTED = {
     "tile_backward: writes": ("tile_backward", _writes_instead_of_adding("tile")),
     "repeat_backward: writes": ("repeat_backward", _writes_instead_of_adding("repeat")),
     "clip_backward: strict": ("clip_backward", _clip_strictly),
+    "take_backward: drops one": ("take_backward", _drops_a_contribution("take")),
+    "embedding_backward: drops one": ("embedding_backward", _drops_a_contribution("embedding")),
 }
 for _name in [
     "take_backward",
@@ -144,6 +184,60 @@ def test_a_kernel_with_a_planted_fault_would_fail(fault, monkeypatch):
     result = _row(name)
     assert result.status == "FAIL" and result.checks["numerics"] == "FAIL", fault
     assert result.check == "numerics", (result.check, result.reason)
+
+
+def _equal_indices(g: np.ndarray):  # noqa: ANN202
+    """take_backward's case where every element of g came from x[3]: a broadcast (zero-stride)
+    index, so that all of g's contributions land on one element of x."""
+    spec = SPECS["take_backward"]
+    indices = np.broadcast_to(np.array(3, np.int64), g.shape)
+    x = np.zeros(7, np.float32)
+    case = Case(
+        "take_backward",
+        ("float32", "float32", "int64", "float32"),
+        0,
+        0,
+        [g.astype(np.float32), x, indices],
+        ["float32", "float32", "int64"],
+        {"axis": None},
+        False,
+        ["compact", "compact", "broadcast"],
+    )
+    values = case.values()
+    (expected,) = references.NUMPY["take_backward"](values, case.attrs, ["float32"])
+    (bound,) = scatter_add_bounds("take_backward", values, case.attrs, ["float32"])
+    return spec, case, expected, bound
+
+
+def test_thousands_of_equal_indices_meet_the_accumulation_bound():
+    """A float32 kernel adding 3319 cotangents in order in float32 (as torch's CPU index_add
+    does) drifts past the plain accumulating limit but within the accumulation bound, which
+    grows with the number of contributions; the CPU kernel meets it too."""
+    g = np.random.default_rng(29).uniform(-2, 2, 3319).astype(np.float32)
+    spec, case, expected, bound = _equal_indices(g)
+    assert bound[3] > 0 and np.all(bound[np.arange(7) != 3] == 0)
+    in_order = np.zeros(7, np.float32)
+    np.add.at(in_order, np.full(g.size, 3), g)  # one element after another, in float32
+    assert compare(in_order, expected, "float32", "take_backward")[0] is False
+    assert compare(in_order, expected, "float32", "take_backward", bound=bound)[0] is True
+    outcome = run_case(spec, case, HostDevice(), "cpu")
+    assert outcome.violations == [] and outcome.execution.status == 0
+    actual = decoded(outcome)[0]
+    ok, text, _ = compare(actual, expected, "float32", "take_backward", bound=bound)
+    assert ok, text
+
+
+def test_a_dropped_contribution_among_thousands_fails_the_bound():
+    """The bound is tight enough that a kernel losing one of 2000 same-signed contributions
+    fails (the bound there, about k * u * sum, is under half the smallest contribution)."""
+    g = np.random.default_rng(7).uniform(0.5, 1.0, 2000).astype(np.float32)
+    spec, case, expected, bound = _equal_indices(g)
+    dropped = np.zeros(7)
+    dropped[3] = float(np.sum(g[1:], dtype=np.float64))
+    ok, text, _ = compare(dropped, expected, "float32", "take_backward", bound=bound)
+    assert not ok and "accumulation bound" in text
+    actual = decoded(run_case(spec, case, HostDevice(), "cpu"))[0]
+    assert compare(actual, expected, "float32", "take_backward", bound=bound)[0]
 
 
 @pytest.mark.parametrize("name", ["put_along_axis_backward", "scatter_nd_backward"])
