@@ -495,6 +495,35 @@ def test_the_attention_reference_drops_out_as_the_kernel():
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_the_conv_references_leave_output_padding_rows_out_of_the_products(device):
+    # With output_padding, conv_transpose2d's last rows and columns are reached by no input:
+    # the reference widened the input with zeros there, and 0 * a nan weight made nan where
+    # the kernels (and torch) give the bias.
+    x = np.linspace(-1, 1, 2 * 4 * 5 * 6).reshape(2, 4, 5, 6)
+    w = np.linspace(-1, 1, 4 * 3 * 3 * 3).reshape(4, 3, 3, 3)
+    w[1, 2, 0, 0] = np.nan
+    b = np.array([0.5, -1.0, 2.0])
+    attrs = {"dilation": [2], "output_padding": [1]}
+    got = _host(ops.conv_transpose2d(*_on(device, x, w, b), **attrs))
+    full = {"stride": [1], "padding": [0], "groups": 1, **attrs}
+    want = references.NUMPY["conv_transpose2d"]([x, w, b], full, None)[0]
+    assert np.isnan(got).sum() == 2 * 5 * 6  # channel 2, the rows and columns x reaches
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[:, 2, -1, :], np.full((2, 11), 2.0))
+    # conv2d_backward_weight with a grad_out of the first rows only reads the input rows those
+    # reach: a nan beyond them stays out
+    x = np.linspace(-1, 1, 1 * 3 * 6 * 5).reshape(1, 3, 6, 5)
+    x[0, 1, 5, 2] = np.nan
+    w = np.ones((2, 3, 3, 3))
+    g = np.ones((1, 2, 2, 3))
+    got = _host(ops.conv2d_backward_weight(*_on(device, g, x, w)))
+    full = {"stride": [1], "padding": [0], "dilation": [1], "groups": 1}
+    want = references.NUMPY["conv2d_backward_weight"]([g, x, w], full, None)[0]
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_vector_norm_backward_refuses_a_nan_ord_as_its_forward(device):
     x = np.ones((3, 4), np.float32)
     g, out = np.ones(3, np.float32), np.full(3, 2.0, np.float32)
