@@ -52,6 +52,8 @@ def _conv_out(size: int, k: int, s: int, p: int, d: int) -> int:
 
 def _taps(k: int, s: int, d: int, n_out: int):  # noqa: ANN202
     """Per kernel tap i, the slice of the padded input it reads for n_out outputs."""
+    if n_out <= 0:
+        return [slice(0, 0) for _ in range(k)]
     return [slice(i * d, i * d + s * (n_out - 1) + 1, s) for i in range(k)]
 
 
@@ -76,13 +78,13 @@ def conv2d(x, w, b, stride, padding, dilation, groups):  # noqa: ANN001, ANN201
 
 
 def _grouped_cotangent(g, n, o, ho, wo, groups):  # noqa: ANN001, ANN202
-    """The output cotangent g (which may cover the first rows and columns only) widened with
-    zeros to the whole (n, o, ho, wo) output, in float64, split by group:
-    (n, groups, o // groups, ho, wo)."""
-    full = np.zeros((n, o, ho, wo))
-    g = _f64(g)
-    full[:, :, : g.shape[2], : g.shape[3]] = g[:, :, :ho, :wo]
-    return full.reshape(n, groups, o // groups, ho, wo)
+    """The output cotangent g (which may cover the first rows and columns of the (n, o, ho, wo)
+    output only) in float64, split by group: (n, groups, o // groups, rows, cols). The positions
+    g lacks are not widened with zeros: as in the kernels (and torch's conv_transpose2d, whose
+    output_padding rows no input reaches), they take part in no product, so a nan or inf
+    weight or input does not meet a 0 there."""
+    g = _f64(g)[:, :, :ho, :wo]
+    return g.reshape(n, groups, o // groups, *g.shape[2:])
 
 
 def conv2d_grad_input(g, x_shape, w, stride, padding, dilation, groups):  # noqa: ANN001, ANN201
@@ -96,8 +98,8 @@ def conv2d_grad_input(g, x_shape, w, stride, padding, dilation, groups):  # noqa
     gg = _grouped_cotangent(g, n, o, ho, wo, groups)
     wg = w.reshape(groups, o // groups, cg, kh, kw)
     gxp = np.zeros((n, groups, cg, h + 2 * ph, wd + 2 * pw))
-    for i, rows in enumerate(_taps(kh, sh, dh, ho)):
-        for j, cols in enumerate(_taps(kw, sw, dw, wo)):
+    for i, rows in enumerate(_taps(kh, sh, dh, gg.shape[-2])):
+        for j, cols in enumerate(_taps(kw, sw, dw, gg.shape[-1])):
             gxp[..., rows, cols] += np.einsum("ngohw,goc->ngchw", gg, wg[..., i, j])
     return gxp.reshape(n, c, h + 2 * ph, wd + 2 * pw)[:, :, ph : ph + h, pw : pw + wd]
 
@@ -113,8 +115,8 @@ def conv2d_grad_weight(g, x, w_shape, stride, padding, dilation, groups):  # noq
     xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     xg = xp.reshape(n, groups, cg, *xp.shape[2:])
     gw = np.zeros((groups, o // groups, cg, kh, kw))
-    for i, rows in enumerate(_taps(kh, sh, dh, ho)):
-        for j, cols in enumerate(_taps(kw, sw, dw, wo)):
+    for i, rows in enumerate(_taps(kh, sh, dh, gg.shape[-2])):
+        for j, cols in enumerate(_taps(kw, sw, dw, gg.shape[-1])):
             gw[..., i, j] = np.einsum("ngchw,ngohw->goc", xg[..., rows, cols], gg)
     return gw.reshape(o, cg, kh, kw)
 

@@ -1588,8 +1588,25 @@ def _sum_kv(x, k):  # noqa: ANN001, ANN202
     return x
 
 
+def _attention_dropout(p, v, attrs):  # noqa: ANN001, ANN202
+    """The weights p (batch dims broadcast with v's) times the dropout factor: element i of the
+    weights, in row-major order over (batch..., heads, queries, keys), kept iff the Philox
+    stream (seed, offset)'s float32 uniform i is >= (float32)dropout_p (the dropout op's rule,
+    philox.py), then scaled by 1 / (1 - dropout_p); all dropped from dropout_p 1 up. Without
+    dropout_p, the weights as they are."""
+    dropout_p = attrs.get("dropout_p", 0.0)
+    if not dropout_p > 0:
+        return p
+    shape = np.broadcast_shapes(p.shape[:-2], v.shape[:-2]) + p.shape[-2:]
+    u = philox.uniform(attrs["seed"], attrs["offset"], shape, "float32")
+    scale = 0.0 if dropout_p >= 1 else 1.0 / (1.0 - dropout_p)
+    return np.where(u >= np.float32(dropout_p), np.broadcast_to(p, shape) * scale, 0.0)
+
+
 @_ref(NUMPY, "scaled_dot_product_attention")
 def _attention(ins, attrs, out):  # noqa: ANN001, ANN202
+    """softmax(scores), dropped out as the dropout op drops (the logsumexp is before dropout),
+    times v."""
     q, k, v, mask = ins
     s = _attention_scores(q, k, mask, attrs)
     m = s.max(-1, keepdims=True, initial=-np.inf)
@@ -1598,13 +1615,15 @@ def _attention(ins, attrs, out):  # noqa: ANN001, ANN202
     total = p.sum(-1, keepdims=True)
     p = np.where(finite, p / np.where(total > 0, total, 1.0), 0.0)
     lse = np.where(finite, m + np.log(np.where(total > 0, total, 1.0)), -np.inf)[..., 0]
-    return [np.matmul(p, _repeat_kv(v, q, attrs)), lse]
+    vr = _repeat_kv(v, q, attrs)
+    return [np.matmul(_attention_dropout(p, vr, attrs), vr), lse]
 
 
 @_ref(NUMPY, "scaled_dot_product_attention_backward")
 def _attention_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    """The backward op's formula from its inputs: P = exp(scores - logsumexp), D = rowsum(dO O),
-    dS = scale P (dO V^T - D)."""
+    """The backward op's formula from its inputs: P = exp(scores - logsumexp), Z the dropout
+    factors (keep / (1 - dropout_p), or 1), D = rowsum(dO O), dS = scale P (Z dO V^T - D),
+    dV = (Z P)^T dO."""
     g, q, k, v, mask, o, lse = ins
     e = q.shape[-1]
     scale = attrs["scale"] if attrs["scale"] is not None else (1.0 / math.sqrt(e) if e else 1.0)
@@ -1612,11 +1631,13 @@ def _attention_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     lse = lse[..., None]
     p = np.where(np.isfinite(lse), np.exp(s - np.where(np.isfinite(lse), lse, 0.0)), 0.0)
     kr, vr = _repeat_kv(k, q, attrs), _repeat_kv(v, q, attrs)
-    dp = np.matmul(g, np.swapaxes(vr, -1, -2))
+    dropped = _attention_dropout(p, vr, attrs)
+    z = _attention_dropout(np.ones(p.shape), vr, attrs)
+    dp = np.matmul(g, np.swapaxes(vr, -1, -2)) * z
     ds = p * (dp - (g * o).sum(-1, keepdims=True)) * scale
     gq = np.matmul(ds, kr)
     gk = _sum_kv(np.matmul(np.swapaxes(ds, -1, -2), q), k)
-    gv = _sum_kv(np.matmul(np.swapaxes(p, -1, -2), g), v)
+    gv = _sum_kv(np.matmul(np.swapaxes(dropped, -1, -2), g), v)
     return [gq, gk, gv]
 
 

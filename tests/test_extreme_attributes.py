@@ -458,6 +458,72 @@ def test_float_attributes_out_of_float32_range_are_refused_for_float32(device, v
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_a_zero_attribute_keeps_its_sign_from_call_to_call(device):
+    # The attribute cache took beta=0.0 and beta=-0.0 for one key (0.0 == -0.0 in Python): the
+    # second call ran with the first one's sign. As torch: log(2) / beta, so +inf and -inf.
+    x = np.array([-3.0, 0.0, 2.0, 30.0], np.float32)
+    for order in ((0.0, -0.0), (-0.0, 0.0)):
+        for beta in order:
+            got = _host(ops.softplus(*_on(device, x), beta=beta, threshold=20.0))
+            np.testing.assert_array_equal(got, np.full(4, math.copysign(math.inf, beta)))
+    # a float, or a bool, in an int list is refused even after the same ints ran
+    a = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(ops.sum(a, axis=(1,)), a.sum(1))
+    for axis in ((1.0,), (True,)):
+        with pytest.raises(ctensor.AttributeTypeError, match="sum: attribute 'axis'"):
+            ops.sum(a, axis=axis)
+
+
+def test_the_attention_reference_drops_out_as_the_kernel():
+    # The suite's reference ignored dropout_p; it now draws the kernel's Philox mask.
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 3, 5, 4)) for _ in range(3))
+    attrs = {"is_causal": False, "scale": None, "enable_gqa": False}
+    plain = references.NUMPY["scaled_dot_product_attention"]([q, k, v, None], attrs, None)
+    attrs.update(dropout_p=0.4, seed=7, offset=-2)
+    out, lse = references.NUMPY["scaled_dot_product_attention"]([q, k, v, None], attrs, None)
+    assert not np.allclose(out, plain[0])
+    np.testing.assert_array_equal(lse, plain[1])
+    got = ops.scaled_dot_product_attention(q, k, v, dropout_p=0.4, seed=7, offset=-2)
+    np.testing.assert_allclose(got[0], out, rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal(out.shape)
+    ins = [g, q, k, v, None, got[0], got[1]]
+    want = references.NUMPY["scaled_dot_product_attention_backward"](ins, attrs, None)
+    grads = ops.scaled_dot_product_attention_backward(*ins, dropout_p=0.4, seed=7, offset=-2)
+    for a, b in zip(grads, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_conv_references_leave_output_padding_rows_out_of_the_products(device):
+    # With output_padding, conv_transpose2d's last rows and columns are reached by no input:
+    # the reference widened the input with zeros there, and 0 * a nan weight made nan where
+    # the kernels (and torch) give the bias.
+    x = np.linspace(-1, 1, 2 * 4 * 5 * 6).reshape(2, 4, 5, 6)
+    w = np.linspace(-1, 1, 4 * 3 * 3 * 3).reshape(4, 3, 3, 3)
+    w[1, 2, 0, 0] = np.nan
+    b = np.array([0.5, -1.0, 2.0])
+    attrs = {"dilation": [2], "output_padding": [1]}
+    got = _host(ops.conv_transpose2d(*_on(device, x, w, b), **attrs))
+    full = {"stride": [1], "padding": [0], "groups": 1, **attrs}
+    want = references.NUMPY["conv_transpose2d"]([x, w, b], full, None)[0]
+    assert np.isnan(got).sum() == 2 * 5 * 6  # channel 2, the rows and columns x reaches
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[:, 2, -1, :], np.full((2, 11), 2.0))
+    # conv2d_backward_weight with a grad_out of the first rows only reads the input rows those
+    # reach: a nan beyond them stays out
+    x = np.linspace(-1, 1, 1 * 3 * 6 * 5).reshape(1, 3, 6, 5)
+    x[0, 1, 5, 2] = np.nan
+    w = np.ones((2, 3, 3, 3))
+    g = np.ones((1, 2, 2, 3))
+    got = _host(ops.conv2d_backward_weight(*_on(device, g, x, w)))
+    full = {"stride": [1], "padding": [0], "dilation": [1], "groups": 1}
+    want = references.NUMPY["conv2d_backward_weight"]([g, x, w], full, None)[0]
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_vector_norm_backward_refuses_a_nan_ord_as_its_forward(device):
     x = np.ones((3, 4), np.float32)
     g, out = np.ones(3, np.float32), np.full(3, 2.0, np.float32)

@@ -174,6 +174,10 @@ static int ct_infer_attention(const ct_infer_call* call, ct_tensor_info* outputs
   return CT_OK;
 }
 
+/* A finite float32 scale is taken as it is, and float32 inputs compute in float32: scale * query
+ * (the kernels pre-scale the query, as torch's float32 path) overflows to inf, and the weights to
+ * nan, once it leaves float32's range (scale 3e38 with |query| > 1.2), as torch gives. Widening
+ * the product would cost the float32 path; float64 inputs take such scales. */
 CT_DEFINE_OP(scaled_dot_product_attention,
              "softmax(query key^T * scale + mask) value per batch and head, as "
              "torch.nn.functional.scaled_dot_product_attention (no O(L_q L_k) buffer: tiles with "

@@ -355,6 +355,9 @@ static int ct_infer_index_add(const ct_infer_call* call, ct_tensor_info* outputs
   return CT_OK;
 }
 
+/* alpha * source is computed and added in the output's type: for float32 a product beyond
+ * float32's range (alpha 3e38, |source| > 1.2) is inf, as torch's index_add gives; the result
+ * could not hold the float64 value either. */
 CT_DEFINE_OP(index_add,
              "A copy of x with alpha * source added at indices along axis (torch.index_add, "
              "returning a new array): out[..., indices[i], ...] += alpha * source[..., i, ...]. "

@@ -9,6 +9,7 @@ are cached per op and value (they are only read by C, so threads may share them)
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -164,11 +165,24 @@ def make_attrs(spec: OpSpec, attrs: dict, keep: list) -> tuple[Any, int]:
 _ATTR_CACHE_SIZE = 256
 
 
+def _key_value(value: Any) -> Any:
+    """A value as the cache tells it apart: Python takes 0.0 == -0.0 and (1, 2) == (1.0, 2.0)
+    == (True, 2), which the C library does not (softplus with beta -0.0 is -inf, with 0.0 +inf;
+    a float in an int list is refused), so a float carries its sign and a tuple its items'
+    types."""
+    kind = type(value)
+    if kind is float:
+        return (value, math.copysign(1.0, value))
+    if kind is tuple:
+        return tuple((type(v), _key_value(v)) for v in value)
+    return value
+
+
 def attrs_for(spec: OpSpec, attrs: dict) -> tuple[Any, int, list]:
     """(ct_attr array, count, what keeps its strings and lists alive). The caller holds the
     whole tuple for the duration of the call: another thread may drop it from the cache."""
     try:
-        key = tuple((name, type(value), value) for name, value in attrs.items())
+        key = tuple((name, type(value), _key_value(value)) for name, value in attrs.items())
         hash(key)
     except TypeError:
         key = None
