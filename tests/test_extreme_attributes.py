@@ -494,9 +494,9 @@ def test_the_attention_reference_drops_out_as_the_kernel():
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_the_conv_references_leave_output_padding_rows_out_of_the_products(device):
-    # With output_padding, conv_transpose2d's last rows and columns are reached by no input:
+def test_the_conv_references_leave_output_padding_rows_out_of_the_products():
+    # On the CPU backend (OpenCL has no conv_transpose2d). With output_padding,
+    # conv_transpose2d's last rows and columns are reached by no input:
     # the reference widened the input with zeros there, and 0 * a nan weight made nan where
     # the kernels (and torch) give the bias.
     x = np.linspace(-1, 1, 2 * 4 * 5 * 6).reshape(2, 4, 5, 6)
@@ -504,7 +504,7 @@ def test_the_conv_references_leave_output_padding_rows_out_of_the_products(devic
     w[1, 2, 0, 0] = np.nan
     b = np.array([0.5, -1.0, 2.0])
     attrs = {"dilation": [2], "output_padding": [1]}
-    got = _host(ops.conv_transpose2d(*_on(device, x, w, b), **attrs))
+    got = ops.conv_transpose2d(x, w, b, **attrs)
     full = {"stride": [1], "padding": [0], "groups": 1, **attrs}
     want = references.NUMPY["conv_transpose2d"]([x, w, b], full, None)[0]
     assert np.isnan(got).sum() == 2 * 5 * 6  # channel 2, the rows and columns x reaches
@@ -516,7 +516,7 @@ def test_the_conv_references_leave_output_padding_rows_out_of_the_products(devic
     x[0, 1, 5, 2] = np.nan
     w = np.ones((2, 3, 3, 3))
     g = np.ones((1, 2, 2, 3))
-    got = _host(ops.conv2d_backward_weight(*_on(device, g, x, w)))
+    got = ops.conv2d_backward_weight(g, x, w)
     full = {"stride": [1], "padding": [0], "dilation": [1], "groups": 1}
     want = references.NUMPY["conv2d_backward_weight"]([g, x, w], full, None)[0]
     assert not np.isnan(got).any()
