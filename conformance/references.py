@@ -644,11 +644,26 @@ _SCATTER_UFUNCS = {
 
 def _scatter_into(out, index, values, reduction):  # noqa: ANN001, ANN202
     """out[index] = reduce(out[index], values), repeated positions applied in row-major order
-    (NumPy's fancy assignment keeps the last; ufunc.at accumulates in order)."""
-    if reduction == "none":
-        out[index] = values
-    else:
+    of the index (ufunc.at accumulates in order). NumPy's fancy assignment keeps whichever
+    write its iteration reaches last, which follows the index array's memory order (a
+    transposed index writes column by column), so "none" picks the row-major last write
+    itself: the kernels' rule, whatever the layout."""
+    if reduction != "none":
         _SCATTER_UFUNCS[reduction].at(out, index, values)
+        return out
+    *index, values = np.broadcast_arrays(*index, values)
+    positions = []
+    for axis_index, n in zip(index, out.shape, strict=True):
+        axis_index = np.asarray(axis_index, np.int64).ravel()
+        if axis_index.size and (axis_index.min() < -n or axis_index.max() >= n):
+            raise IndexError(f"index out of range for an axis of {n}")
+        positions.append(axis_index % n if n else axis_index)
+    if not positions or not positions[0].size:
+        return out
+    flat = np.ravel_multi_index(tuple(positions), out.shape)
+    # the first of each position in reversed order is its last write in row-major order
+    targets, first = np.unique(flat[::-1], return_index=True)
+    out.reshape(-1)[targets] = np.ravel(values)[::-1][first]
     return out
 
 

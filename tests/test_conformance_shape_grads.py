@@ -261,3 +261,22 @@ def test_every_op_has_a_numpy_reference_and_every_backward_op_its_own_cases():
     names = list(SPECS)
     assert [n for n in names if n not in references.NUMPY] == []
     assert [n for n in names if "_backward" in n and n not in OPS] == []
+
+
+def test_put_along_axis_reference_keeps_the_row_major_last_write_for_any_index_layout():
+    """NumPy's fancy assignment writes a transposed index column by column; the reference (and
+    every kernel) keeps the last write in row-major order of the index, whatever its layout."""
+    import ctensor
+
+    x = np.full((1, 5), -1, np.int8)
+    indices = np.asfortranarray(np.array([[-4, 1], [-1, 4], [-1, -4]], np.int32))
+    values = np.array([[-1], [-23], [33]], np.int8)
+    attrs = {"axis": -1, "reduction": "none"}
+    want = np.array([[-1, 33, -1, -1, 33]], np.int8)
+    got = references.NUMPY["put_along_axis"]([x, indices, values], attrs, ["int8"])[0]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(
+        np.asarray(ctensor.ops.put_along_axis(x, indices, values, **attrs)), want
+    )
+    with pytest.raises(IndexError):
+        references.NUMPY["put_along_axis"]([x, indices + 10, values], attrs, ["int8"])
