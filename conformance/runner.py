@@ -16,7 +16,14 @@ from .cases import Case, generate, large_cases
 from .device import HostDevice
 from .gradients import check_gradient
 from .op_table import OPS
-from .tolerances import SCATTER_ADD, accumulation_bound, compare, input_scale, tolerance_class
+from .tolerances import (
+    DOT_PRODUCTS,
+    SCATTER_ADD,
+    accumulation_bound,
+    compare,
+    input_scale,
+    tolerance_class,
+)
 
 __all__ = [
     "Target",
@@ -144,7 +151,7 @@ def _second_opinion(spec: OpSpec, case: Case, outcome, result) -> None:  # noqa:
         return
     expected = _reference(spec, case, "torch", outcome.infos)
     attrs = {a["name"]: a["default"] for a in spec.attrs} | case.attrs
-    bounds = scatter_add_bounds(spec.name, case.values(), attrs, [d for d, _ in outcome.infos])
+    bounds = summation_bounds(spec.name, case.values(), attrs, [d for d, _ in outcome.infos])
     scale = 0.0
     if tolerance_class(spec.name) == "accumulating":
         scale = input_scale(spec.name, case.values())
@@ -201,21 +208,23 @@ def _complex_alternatives(spec: OpSpec, case: Case, source: str, infos: list) ->
     return alternatives
 
 
-def scatter_add_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> list:
+def summation_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> list:
     """Per output, the accumulation bound (tolerances.accumulation_bound) of a scatter-add op's
-    case, or None (not a scatter-add op, a reduction other than add, or not a real float
-    output). The op's NumPy reference, linear in the contributions, gives each element's number
-    of contributions when run on ones (alpha 1) and the sum of their absolute values when run on
-    the absolute inputs (|alpha|)."""
-    if op not in SCATTER_ADD or op not in references.NUMPY:
+    or a dot-product op's case, or None (neither, a reduction other than add, or not a float or
+    complex output). The op's NumPy reference, linear in the contributions (in each factor of
+    a product), gives each element's number of terms when run on ones (alpha 1) and the sum of
+    their absolute values when run on the absolute inputs (|alpha|)."""
+    if op not in SCATTER_ADD and op not in DOT_PRODUCTS or op not in references.NUMPY:
         return [None] * len(out_dtypes)
-    reduction = SCATTER_ADD[op]
+    reduction = SCATTER_ADD.get(op)
     if reduction is not None and attrs.get(reduction) != "add":
         return [None] * len(out_dtypes)
 
     def floats(fill):  # noqa: ANN001, ANN202
         return [
-            fill(np.asarray(v, np.float64)) if v is not None and v.dtype.kind == "f" else v
+            fill(np.asarray(v, np.complex128 if v.dtype.kind == "c" else np.float64))
+            if v is not None and v.dtype.kind in "fc"
+            else v
             for v in values
         ]
 
@@ -228,7 +237,7 @@ def scatter_add_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> 
         magnitudes = table(floats(np.abs), absolute, out_dtypes)
     return [
         accumulation_bound(np.asarray(c), np.asarray(m), d)
-        if d.startswith(("float", "bfloat"))
+        if d.startswith(("float", "bfloat", "complex"))
         else None
         for c, m, d in zip(counts, magnitudes, out_dtypes, strict=False)
     ]
@@ -237,7 +246,7 @@ def scatter_add_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> 
 def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN001
     alternatives = _complex_alternatives(spec, case, result.reference, outcome.infos)
     attrs = {a["name"]: a["default"] for a in spec.attrs} | case.attrs
-    bounds = scatter_add_bounds(spec.name, case.values(), attrs, [d for d, _ in outcome.infos])
+    bounds = summation_bounds(spec.name, case.values(), attrs, [d for d, _ in outcome.infos])
     scale = 0.0
     if tolerance_class(spec.name) == "accumulating":
         scale = input_scale(spec.name, case.values())

@@ -41,6 +41,7 @@ __all__ = [
     "ACCUMULATING",
     "EXACT",
     "SCATTER_ADD",
+    "DOT_PRODUCTS",
     "tolerance_class",
     "accumulation_bound",
     "compare",
@@ -171,16 +172,27 @@ SCATTER_ADD = {
 }
 
 
+#: Ops whose every output element is a sum of products of input elements (a dot product over
+#: K terms, plus a bias term for linear). Their float and complex results may in addition be
+#: off by the classical dot-product bound, gamma(K) * sum |a| |b| (complex: sqrt(2) *
+#: gamma(K + 2) * sum |a| |b|), valid for any summation order; K and the sums come from the
+#: reference as for SCATTER_ADD (run on ones, and on the absolute inputs).
+DOT_PRODUCTS = frozenset({"matmul", "vecdot", "linear"})
+
+
 def accumulation_bound(counts: np.ndarray, magnitudes: np.ndarray, dtype: str) -> np.ndarray:
     """Per element, the error a sum of `counts` terms whose absolute values sum to `magnitudes`
     may carry in `dtype` (recursive summation in any order, gamma(k) * sum |terms|), plus the
     float64 reference's own; inf where k * u >= 1 (no bound holds there)."""
-    k = np.asarray(counts, np.float64)
+    k = np.real(np.asarray(counts)).astype(np.float64)
+    factor = 1.0
+    if dtype.startswith("complex"):  # complex products round their parts: two more terms
+        k, factor = k + 2, np.sqrt(2.0)
     total = np.zeros(k.shape)
     for u in (EPS[dtype] / 2, 2.0**-53):
         with np.errstate(divide="ignore", invalid="ignore"):
             gamma = np.where(k * u < 1, k * u / np.maximum(1 - k * u, 1e-300), np.inf)
-        total = total + gamma * np.abs(np.asarray(magnitudes, np.float64))
+        total = total + factor * gamma * np.abs(np.real(np.asarray(magnitudes)))
     return np.where(np.isnan(total), np.inf, total)
 
 
@@ -253,7 +265,7 @@ def compare(
     if actual.size == 0:
         return True, "", 0.0
     if dt.is_complex(dtype):
-        return _compare_complex(actual, reference, dtype, op, scale, alternatives)
+        return _compare_complex(actual, reference, dtype, op, scale, alternatives, bound)
     if not dt.is_float(dtype):
         expected = dt.from_values(reference, dtype)
         bad = actual != expected
@@ -309,7 +321,12 @@ def compare(
 
 
 def _complex_errors(
-    act: np.ndarray, reference: np.ndarray, dtype: str, op: str, scale: float
+    act: np.ndarray,
+    reference: np.ndarray,
+    dtype: str,
+    op: str,
+    scale: float,
+    bound: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ok, error in eps of the modulus scale) per element of a complex result (act, complex128)
     against one reference: NaN-ness first (either part), then infinite parts exactly, then the
@@ -337,7 +354,11 @@ def _complex_errors(
     infinite = np.isinf(act) | np.isinf(ref)
     err = np.where(infinite, part_err, err)
     err = np.where(nan_a | nan_r, np.where(nan_a & nan_r, 0.0, np.inf), err)
-    return err <= limit, err
+    ok = err <= limit
+    if bound is not None:  # the accumulation bound, in the same units, on top of the limit
+        with np.errstate(invalid="ignore"):
+            ok |= np.isfinite(err) & (err <= limit + np.broadcast_to(bound, err.shape) / units)
+    return ok, err
 
 
 def _compare_complex(
@@ -347,13 +368,14 @@ def _compare_complex(
     op: str,
     scale: float,
     alternatives: tuple | list,
+    bound: np.ndarray | None = None,
 ) -> tuple[bool, str, float]:
     """compare() for complex outputs; an element passes against the reference or any of the
-    alternative references."""
+    alternative references (each within the accumulation bound too, when given)."""
     act = np.asarray(actual).astype(np.complex128)
-    ok, err = _complex_errors(act, reference, dtype, op, scale)
+    ok, err = _complex_errors(act, reference, dtype, op, scale, bound)
     for alternative in alternatives:
-        ok_alt, err_alt = _complex_errors(act, alternative, dtype, op, scale)
+        ok_alt, err_alt = _complex_errors(act, alternative, dtype, op, scale, bound)
         ok, err = ok | ok_alt, np.minimum(err, err_alt)
     if ok.all():
         worst = float(np.max(err))

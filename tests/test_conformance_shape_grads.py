@@ -20,8 +20,8 @@ from ctensor.conformance.op_table import OPS
 from ctensor.conformance.runner import (
     Target,
     run_signature,
-    scatter_add_bounds,
     signature_labels,
+    summation_bounds,
 )
 from ctensor.conformance.tolerances import compare
 
@@ -205,7 +205,7 @@ def _equal_indices(g: np.ndarray):  # noqa: ANN202
     )
     values = case.values()
     (expected,) = references.NUMPY["take_backward"](values, case.attrs, ["float32"])
-    (bound,) = scatter_add_bounds("take_backward", values, case.attrs, ["float32"])
+    (bound,) = summation_bounds("take_backward", values, case.attrs, ["float32"])
     return spec, case, expected, bound
 
 
@@ -280,3 +280,22 @@ def test_put_along_axis_reference_keeps_the_row_major_last_write_for_any_index_l
     )
     with pytest.raises(IndexError):
         references.NUMPY["put_along_axis"]([x, indices + 10, values], attrs, ["int8"])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_dot_product_bound_takes_a_long_sum_and_not_a_narrow_accumulator(dtype):
+    """matmul over K = 6000: the dot-product bound gamma(K) * sum |a||b| takes a float64 sum in
+    any order (here float64 pairwise against the exactly rounded one), and a float32 one fails."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-2, 2, (2, 6000))
+    b = rng.uniform(-2, 2, (6000, 3))
+    if dtype == "complex128":
+        a, b = a + 1j * rng.uniform(-2, 2, a.shape), b + 1j * rng.uniform(-2, 2, b.shape)
+    exact = references.NUMPY["matmul"]([a, b], {}, [dtype])[0]
+    (bound,) = summation_bounds("matmul", [a, b], {}, [dtype])
+    in_order = np.array([[np.sum(a[i] * b[:, j]) for j in range(3)] for i in range(2)])
+    narrow = (a.astype(np.complex64 if dtype == "complex128" else np.float32)) @ b.astype(
+        np.complex64 if dtype == "complex128" else np.float32
+    )
+    assert compare(in_order, exact, dtype, "matmul", 0.0, [], bound)[0]
+    assert not compare(narrow.astype(exact.dtype), exact, dtype, "matmul", 0.0, [], bound)[0]
