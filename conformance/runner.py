@@ -208,12 +208,30 @@ def _complex_alternatives(spec: OpSpec, case: Case, source: str, infos: list) ->
     return alternatives
 
 
+def _norm_bound(x: np.ndarray, attrs: dict, dtype: str) -> np.ndarray | None:
+    """vector_norm's: the sum of n positive terms |x|^p is off by at most gamma(n) relatively,
+    and its 1/p-th power by gamma(n) / |p|; so gamma(n) * max(1, 1 / |p|) * |result|, n from
+    the reference on ones (n^(1/p)). None for ord 0 and +-inf (a count, a max, a min)."""
+    p = float(attrs.get("ord", 2.0))
+    if p == 0 or not np.isfinite(p) or not dtype.startswith(("float", "bfloat")):
+        return None
+    with np.errstate(all="ignore"):
+        ones = np.ones_like(np.asarray(x, np.float64))
+        counts = np.asarray(references.NUMPY["vector_norm"]([ones], attrs, [dtype])[0]) ** p
+        result = np.asarray(
+            references.NUMPY["vector_norm"]([np.asarray(x, np.float64)], attrs, [dtype])[0]
+        )
+        return accumulation_bound(np.rint(counts), max(1.0, 1.0 / abs(p)) * np.abs(result), dtype)
+
+
 def summation_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> list:
     """Per output, the accumulation bound (tolerances.accumulation_bound) of a scatter-add op's
     or a dot-product op's case, or None (neither, a reduction other than add, or not a float or
     complex output). The op's NumPy reference, linear in the contributions (in each factor of
     a product), gives each element's number of terms when run on ones (alpha 1) and the sum of
     their absolute values when run on the absolute inputs (|alpha|)."""
+    if op == "vector_norm":
+        return [_norm_bound(values[0], attrs, out_dtypes[0])]
     if op not in SCATTER_ADD and op not in DOT_PRODUCTS or op not in references.NUMPY:
         return [None] * len(out_dtypes)
     reduction = SCATTER_ADD.get(op)

@@ -19,6 +19,7 @@ from ctensor.conformance.device import HostDevice
 from ctensor.conformance.op_table import OPS
 from ctensor.conformance.runner import (
     Target,
+    _norm_bound,
     run_signature,
     signature_labels,
     summation_bounds,
@@ -299,3 +300,19 @@ def test_dot_product_bound_takes_a_long_sum_and_not_a_narrow_accumulator(dtype):
     )
     assert compare(in_order, exact, dtype, "matmul", 0.0, [], bound)[0]
     assert not compare(narrow.astype(exact.dtype), exact, dtype, "matmul", 0.0, [], bound)[0]
+
+
+def test_vector_norm_bound_takes_a_long_sum_and_not_a_narrow_accumulator():
+    """The 2-norm of 200000 float64 values: a sum of squares in another order passes, a float32
+    sum of squares fails."""
+    x = np.random.default_rng(4).uniform(-2, 2, 200000)
+    attrs = {"ord": 2.0, "axis": None, "keepdims": False}
+    exact = references.NUMPY["vector_norm"]([x], attrs, ["float64"])[0]
+    bound = _norm_bound(x, attrs, "float64")
+    other_order = np.sqrt(np.sum(np.sort(x**2)[::-1]))
+    narrow = np.sqrt(np.sum((x * x).astype(np.float32), dtype=np.float32))
+    assert compare(np.asarray(other_order), exact, "float64", "vector_norm", 0.0, [], bound)[0]
+    assert not compare(
+        np.asarray(narrow, np.float64), exact, "float64", "vector_norm", 0.0, [], bound
+    )[0]
+    assert _norm_bound(x, {**attrs, "ord": float("inf")}, "float64") is None
