@@ -86,7 +86,8 @@ run_python() {  # description, arguments of python
   rm -f "$log"
 }
 run_python "ctensor import" -c \
-  "import ctensor, sys; assert ctensor.__file__.startswith(sys.argv[1]), ctensor.__file__" "$site"
+  "import ctensor, sys; print(ctensor.__file__); assert ctensor.__file__.startswith(sys.argv[1])" \
+  "$site"
 run_python pytest -m pytest -q -p no:cacheprovider --capture=sys tests/test_reliability.py \
   tests/test_binding_bind.py tests/test_binding_capsules.py tests/test_binding_cdef.py \
   tests/test_binding_dynamic.py tests/test_binding_errors.py tests/test_binding_fast_path.py \
