@@ -309,3 +309,14 @@ def test_dynamic_results_live_on_the_device() -> None:
     assert isinstance(rows, ctensor.DeviceArray) and rows.device == (4, 0)
     np.testing.assert_array_equal(np.asarray(rows), [0, 1])
     np.testing.assert_array_equal(np.asarray(cols), [1, 0])
+
+
+@pytest.mark.parametrize("order", [2.0, 3.0, 0.5])
+def test_vector_norm_keeps_a_nan_that_smaller_moduli_follow(order):
+    """The scaled sum keeps its running maximum: once that is nan, a later modulus (which no
+    comparison puts above nan) must not replace it, or a lane [nan, 0, ...] gave 0."""
+    x = np.array([[np.nan, 0.0, 0.0, 0.0], [0.0, np.nan, 0.0, 1.0], [1.0, 2.0, 0.0, 3.0]])
+    for dtype in ("float32", "float64"):
+        got = ctensor.ops.vector_norm(device_like(x.astype(dtype)), axis=[-1], ord=order)
+        want = np.sum(np.abs(x) ** order, axis=-1) ** (1 / order)
+        np.testing.assert_allclose(got.to_numpy(), want.astype(dtype), rtol=1e-6)

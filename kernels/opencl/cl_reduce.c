@@ -115,7 +115,8 @@ static int ct_cl_reduce_run(const ct_kernel_call* call) {
 /* vector_norm: one work item per output walks its lane in order, as ct_cl_reduce_run, with the
  * CPU kernel's state (vector_norm_kernels.c): the moduli's maximum or minimum, their count or
  * sum, or for other orders p a running maximum m and s = sum (a / m)^p (p > 0), s = sum a^p
- * (p < 0). P is the order, a constant of the program. In double where the device has it. */
+ * (p < 0); once m is nan it stays (no later modulus compares above it). P is the order, a
+ * constant of the program. In double where the device has it. */
 static const char ct_cl_vector_norm_source[] =
     "  ACCF m = P == -INFINITY ? (ACCF)INFINITY : (ACCF)0, s = 0;\n"
     "  for (long j = 0; j < count; ++j) {\n"
@@ -129,7 +130,7 @@ static const char ct_cl_vector_norm_source[] =
     "    else if (P == 0) s += a != 0;\n"
     "    else if (P == 1) s += a;\n"
     "    else if (P < 0) s += pow(a, (ACCF)P);\n"
-    "    else if (!(a <= m)) { const ACCF r = m / a;\n"
+    "    else if (m == m && !(a <= m)) { const ACCF r = m / a;\n"
     "      s = 1 + s * (P == 2 ? r * r : pow(r, (ACCF)P)); m = a; }\n"
     "    else if (a == m) s += 1;\n"
     "    else { const ACCF r = a / m; s += P == 2 ? r * r : pow(r, (ACCF)P); }\n"
