@@ -5,6 +5,7 @@
 
 #include "cu_plugin.h"
 #include "cu_memory.h"
+#include "cu_vendor.h"
 #include "plugin_entry.h"
 
 const ct_host_api* ct_cu_host;
@@ -85,6 +86,10 @@ extern "C" CT_PLUGIN_EXPORT int ct_plugin_init(const ct_host_api* host, ct_plugi
   int status = ct_pl_describe(host, info, CT_CU_BACKEND_NAME, CT_DEVICE_CUDA, &ct_cu_memory_api);
   if (status != CT_OK) return status;
   ct_cu_host = host;
+  /* The libraries first: where they are missing that is the reason to give, on a machine with
+   * or without a GPU. */
+  status = ct_cu_vendor_open();
+  if (status != CT_OK) return status;
   status = ct_cu_devices_open();
   if (status != CT_OK) return status;
   info->device_count = ct_cu_device_count();
