@@ -337,14 +337,15 @@ bool ct_cu_conv_problem(const ct_kernel_call* call, ct_cu_dnn_conv_problem* prob
 }
 
 /* The workspace function of every convolution operator: what cuDNN's chosen algorithm needs,
- * or nothing when the plugin's own kernel will run. */
+ * aligned to 256 bytes, or nothing (alignment 1) when the plugin's own kernel will run. */
 template <ct_pl_type Tag, int Op>
 int ct_cu_conv_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
   *bytes = 0;
-  *alignment = ct_cu_dnn_workspace_alignment;
+  *alignment = 1;
   if (ct_pl_tensor_elements(call->outputs[0]) == 0) return CT_OK;
   ct_cu_dnn_conv_problem problem;
   if (!ct_cu_conv_problem<Tag, Op>(call, &problem)) return CT_OK;
+  *alignment = ct_cu_dnn_workspace_alignment;
   return ct_cu_dnn_conv_workspace(problem, bytes);
 }
 
