@@ -345,8 +345,10 @@ int ct_cu_conv_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* 
   if (ct_pl_tensor_elements(call->outputs[0]) == 0) return CT_OK;
   ct_cu_dnn_conv_problem problem;
   if (!ct_cu_conv_problem<Tag, Op>(call, &problem)) return CT_OK;
-  *alignment = ct_cu_dnn_workspace_alignment;
-  return ct_cu_dnn_conv_workspace(problem, bytes);
+  bool usable = false;
+  const int status = ct_cu_dnn_conv_workspace(problem, bytes, &usable);
+  if (status == CT_OK && usable) *alignment = ct_cu_dnn_workspace_alignment;
+  return status;
 }
 
 /* Runs the call through cuDNN when it takes it; `*done` false when the caller's kernel must run

@@ -296,6 +296,13 @@ void ct_cu_dnn_plan_add(cudnnHandle_t handle, const ct_cu_dnn_conv_problem& p,
   }
 }
 
+/* Whether the heuristics refused the problem (not supported, or a parameter they reject):
+ * nothing has run, and the plugin's kernel takes the call. */
+bool ct_cu_dnn_refused(cudnnStatus_t status) {
+  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED ||
+         CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_BAD_PARAM;
+}
+
 /* Asks cuDNN's heuristics (cudnnGet*Algorithm_v7: a model of the device, nothing is run or
  * allocated) for the problem's algorithms. Leaves the descriptor's math type changed. */
 int ct_cu_dnn_plan_make(cudnnHandle_t handle, const ct_cu_dnn_conv_problem& p,
@@ -308,7 +315,7 @@ int ct_cu_dnn_plan_make(cudnnHandle_t handle, const ct_cu_dnn_conv_problem& p,
       const cudnnStatus_t status = ct_cu_dnn.cudnnGetConvolutionForwardAlgorithm_v7(
           handle, d->x.get(), d->w.get(), d->conv.get(), d->y.get(),
           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perfs);
-      if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) return CT_OK;
+      if (ct_cu_dnn_refused(status)) return CT_OK;
       const int checked = ct_cu_dnn_check(status, "cudnnGetConvolutionForwardAlgorithm_v7");
       if (checked != CT_OK) return checked;
       ct_cu_dnn_plan_add(handle, p, d, perfs, returned, plan);
@@ -319,7 +326,7 @@ int ct_cu_dnn_plan_make(cudnnHandle_t handle, const ct_cu_dnn_conv_problem& p,
       const cudnnStatus_t status = ct_cu_dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
           handle, d->w.get(), d->y.get(), d->conv.get(), d->x.get(),
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perfs);
-      if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) return CT_OK;
+      if (ct_cu_dnn_refused(status)) return CT_OK;
       const int checked = ct_cu_dnn_check(status, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
       if (checked != CT_OK) return checked;
       ct_cu_dnn_plan_add(handle, p, d, perfs, returned, plan);
@@ -330,7 +337,7 @@ int ct_cu_dnn_plan_make(cudnnHandle_t handle, const ct_cu_dnn_conv_problem& p,
       const cudnnStatus_t status = ct_cu_dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           handle, d->x.get(), d->y.get(), d->conv.get(), d->w.get(),
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perfs);
-      if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) return CT_OK;
+      if (ct_cu_dnn_refused(status)) return CT_OK;
       const int checked = ct_cu_dnn_check(status, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
       if (checked != CT_OK) return checked;
       ct_cu_dnn_plan_add(handle, p, d, perfs, returned, plan);
@@ -492,8 +499,9 @@ bool ct_cu_dnn_conv_describe(ct_cu_dnn_direction direction, int32_t dtype, int32
   return true;
 }
 
-int ct_cu_dnn_conv_workspace(const ct_cu_dnn_conv_problem& problem, uint64_t* bytes) {
+int ct_cu_dnn_conv_workspace(const ct_cu_dnn_conv_problem& problem, uint64_t* bytes, bool* usable) {
   *bytes = 0;
+  *usable = false;
   ct_cu_exec exec;
   int status = ct_cu_exec_for_device(problem.device_id, nullptr, &exec);
   if (status != CT_OK) return status;
@@ -506,6 +514,7 @@ int ct_cu_dnn_conv_workspace(const ct_cu_dnn_conv_problem& problem, uint64_t* by
   ct_cu_dnn_plan plan;
   status = ct_cu_dnn_plan_for(handle, problem, &descs, &plan);
   if (status != CT_OK) return status;
+  *usable = plan.count > 0;
   if (plan.count > 0) *bytes = plan.choices[0].workspace;
   return CT_OK;
 }
