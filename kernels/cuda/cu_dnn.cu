@@ -85,12 +85,13 @@ class ct_cu_dnn_tensor_desc {
   }
   ct_cu_dnn_tensor_desc(const ct_cu_dnn_tensor_desc&) = delete;
   ct_cu_dnn_tensor_desc& operator=(const ct_cu_dnn_tensor_desc&) = delete;
-  int set(cudnnDataType_t type, const int32_t dims[4], const int32_t strides[4]) {
-    int status = ct_cu_dnn_check(ct_cu_dnn.cudnnCreateTensorDescriptor(&desc_),
-                                 "cudnnCreateTensorDescriptor");
-    if (status != CT_OK) return status;
-    return ct_cu_dnn_check(ct_cu_dnn.cudnnSetTensorNdDescriptor(desc_, type, 4, dims, strides),
-                           "cudnnSetTensorNdDescriptor");
+  cudnnStatus_t set(cudnnDataType_t type, const int32_t dims[4], const int32_t strides[4],
+                    const char** what) {
+    *what = "cudnnCreateTensorDescriptor";
+    const cudnnStatus_t status = ct_cu_dnn.cudnnCreateTensorDescriptor(&desc_);
+    if (status != CUDNN_STATUS_SUCCESS) return status;
+    *what = "cudnnSetTensorNdDescriptor";
+    return ct_cu_dnn.cudnnSetTensorNdDescriptor(desc_, type, 4, dims, strides);
   }
   cudnnTensorDescriptor_t get() const { return desc_; }
 
@@ -106,13 +107,13 @@ class ct_cu_dnn_filter_desc {
   }
   ct_cu_dnn_filter_desc(const ct_cu_dnn_filter_desc&) = delete;
   ct_cu_dnn_filter_desc& operator=(const ct_cu_dnn_filter_desc&) = delete;
-  int set(cudnnDataType_t type, const int32_t dims[4]) {
-    int status = ct_cu_dnn_check(ct_cu_dnn.cudnnCreateFilterDescriptor(&desc_),
-                                 "cudnnCreateFilterDescriptor");
-    if (status != CT_OK) return status;
-    return ct_cu_dnn_check(ct_cu_dnn.cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW,
-                                                                dims[0], dims[1], dims[2], dims[3]),
-                           "cudnnSetFilter4dDescriptor");
+  cudnnStatus_t set(cudnnDataType_t type, const int32_t dims[4], const char** what) {
+    *what = "cudnnCreateFilterDescriptor";
+    const cudnnStatus_t status = ct_cu_dnn.cudnnCreateFilterDescriptor(&desc_);
+    if (status != CUDNN_STATUS_SUCCESS) return status;
+    *what = "cudnnSetFilter4dDescriptor";
+    return ct_cu_dnn.cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW, dims[0], dims[1],
+                                                dims[2], dims[3]);
   }
   cudnnFilterDescriptor_t get() const { return desc_; }
 
@@ -128,17 +129,17 @@ class ct_cu_dnn_conv_desc {
   }
   ct_cu_dnn_conv_desc(const ct_cu_dnn_conv_desc&) = delete;
   ct_cu_dnn_conv_desc& operator=(const ct_cu_dnn_conv_desc&) = delete;
-  int set(const ct_cu_dnn_conv_problem& p, cudnnDataType_t compute) {
-    int status = ct_cu_dnn_check(ct_cu_dnn.cudnnCreateConvolutionDescriptor(&desc_),
-                                 "cudnnCreateConvolutionDescriptor");
-    if (status != CT_OK) return status;
-    status = ct_cu_dnn_check(ct_cu_dnn.cudnnSetConvolution2dDescriptor(
-                                 desc_, p.padding[0], p.padding[1], p.stride[0], p.stride[1],
-                                 p.dilation[0], p.dilation[1], CUDNN_CROSS_CORRELATION, compute),
-                             "cudnnSetConvolution2dDescriptor");
-    if (status != CT_OK) return status;
-    return ct_cu_dnn_check(ct_cu_dnn.cudnnSetConvolutionGroupCount(desc_, p.groups),
-                           "cudnnSetConvolutionGroupCount");
+  cudnnStatus_t set(const ct_cu_dnn_conv_problem& p, cudnnDataType_t compute, const char** what) {
+    *what = "cudnnCreateConvolutionDescriptor";
+    cudnnStatus_t status = ct_cu_dnn.cudnnCreateConvolutionDescriptor(&desc_);
+    if (status != CUDNN_STATUS_SUCCESS) return status;
+    *what = "cudnnSetConvolution2dDescriptor";
+    status = ct_cu_dnn.cudnnSetConvolution2dDescriptor(
+        desc_, p.padding[0], p.padding[1], p.stride[0], p.stride[1], p.dilation[0], p.dilation[1],
+        CUDNN_CROSS_CORRELATION, compute);
+    if (status != CUDNN_STATUS_SUCCESS) return status;
+    *what = "cudnnSetConvolutionGroupCount";
+    return ct_cu_dnn.cudnnSetConvolutionGroupCount(desc_, p.groups);
   }
   int set_math(cudnnMathType_t math) {
     return ct_cu_dnn_check(ct_cu_dnn.cudnnSetConvolutionMathType(desc_, math),
@@ -179,14 +180,29 @@ cudnnMathType_t ct_cu_dnn_base_math(int32_t dtype) {
                               : CUDNN_DEFAULT_MATH;
 }
 
-int ct_cu_dnn_conv_descs_set(const ct_cu_dnn_conv_problem& p, ct_cu_dnn_conv_descs* d) {
+/* Whether cuDNN refused what it was given (not supported, or a parameter it rejects): nothing
+ * has run, and the plugin's kernel takes the call. */
+bool ct_cu_dnn_refused(cudnnStatus_t status) {
+  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED ||
+         CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_BAD_PARAM;
+}
+
+/* Makes the problem's descriptors: CT_OK with `*refused` set when cuDNN rejects them (the
+ * plugin's kernel runs), or an error. */
+int ct_cu_dnn_conv_descs_set(const ct_cu_dnn_conv_problem& p, ct_cu_dnn_conv_descs* d,
+                             bool* refused) {
   const cudnnDataType_t type = ct_cu_dnn_data_type(p.dtype);
-  int status = d->x.set(type, p.x_dims, p.x_strides);
-  if (status == CT_OK) status = d->y.set(type, p.y_dims, p.y_strides);
-  if (status == CT_OK) status = d->w.set(type, p.w_dims);
-  if (status == CT_OK) status = d->conv.set(p, ct_cu_dnn_compute_type(p.dtype));
-  if (status == CT_OK) status = d->conv.set_math(ct_cu_dnn_base_math(p.dtype));
-  return status;
+  const char* what = "";
+  cudnnStatus_t status = d->x.set(type, p.x_dims, p.x_strides, &what);
+  if (status == CUDNN_STATUS_SUCCESS) status = d->y.set(type, p.y_dims, p.y_strides, &what);
+  if (status == CUDNN_STATUS_SUCCESS) status = d->w.set(type, p.w_dims, &what);
+  if (status == CUDNN_STATUS_SUCCESS) {
+    status = d->conv.set(p, ct_cu_dnn_compute_type(p.dtype), &what);
+  }
+  *refused = ct_cu_dnn_refused(status);
+  if (*refused) return CT_OK;
+  const int checked = ct_cu_dnn_check(status, what);
+  return checked != CT_OK ? checked : d->conv.set_math(ct_cu_dnn_base_math(p.dtype));
 }
 
 /* ----- algorithm choice ----- */
@@ -294,13 +310,6 @@ void ct_cu_dnn_plan_add(cudnnHandle_t handle, const ct_cu_dnn_conv_problem& p,
     if (!ct_cu_dnn_algo_workspace(handle, p, d, algo, math, &bytes)) continue;
     plan->choices[plan->count++] = {algo, math, bytes};
   }
-}
-
-/* Whether the heuristics refused the problem (not supported, or a parameter they reject):
- * nothing has run, and the plugin's kernel takes the call. */
-bool ct_cu_dnn_refused(cudnnStatus_t status) {
-  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED ||
-         CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_BAD_PARAM;
 }
 
 /* Asks cuDNN's heuristics (cudnnGet*Algorithm_v7: a model of the device, nothing is run or
@@ -509,8 +518,9 @@ int ct_cu_dnn_conv_workspace(const ct_cu_dnn_conv_problem& problem, uint64_t* by
   status = ct_cu_dnn_handle(problem.device_id, &handle);
   if (status != CT_OK) return status;
   ct_cu_dnn_conv_descs descs;
-  status = ct_cu_dnn_conv_descs_set(problem, &descs);
-  if (status != CT_OK) return status;
+  bool refused = false;
+  status = ct_cu_dnn_conv_descs_set(problem, &descs, &refused);
+  if (status != CT_OK || refused) return status;
   ct_cu_dnn_plan plan;
   status = ct_cu_dnn_plan_for(handle, problem, &descs, &plan);
   if (status != CT_OK) return status;
@@ -526,8 +536,9 @@ int ct_cu_dnn_conv_run(const ct_cu_dnn_conv_problem& problem, const ct_cu_exec& 
   int status = ct_cu_dnn_handle(exec.device_id, &handle);
   if (status != CT_OK) return status;
   ct_cu_dnn_conv_descs descs;
-  status = ct_cu_dnn_conv_descs_set(problem, &descs);
-  if (status != CT_OK) return status;
+  bool refused = false;
+  status = ct_cu_dnn_conv_descs_set(problem, &descs, &refused);
+  if (status != CT_OK || refused) return status;
   ct_cu_dnn_plan plan;
   status = ct_cu_dnn_plan_for(handle, problem, &descs, &plan);
   if (status != CT_OK) return status;
