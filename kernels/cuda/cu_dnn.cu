@@ -392,19 +392,21 @@ ct_cu_dnn_cache& ct_cu_dnn_plans() {
 
 /* The problem's plan: from the cache, or from the heuristics (outside the lock: two threads may
  * both ask for a new problem, and both get the same answer). */
+bool ct_cu_dnn_plan_cached(const ct_cu_dnn_conv_problem& p, ct_cu_dnn_plan* plan) {
+  ct_cu_dnn_cache& cache = ct_cu_dnn_plans();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  const auto found = cache.plans.find(p);
+  if (found == cache.plans.end()) return false;
+  *plan = found->second;
+  return true;
+}
+
 int ct_cu_dnn_plan_for(cudnnHandle_t handle, const ct_cu_dnn_conv_problem& p,
                        ct_cu_dnn_conv_descs* d, ct_cu_dnn_plan* plan) {
-  ct_cu_dnn_cache& cache = ct_cu_dnn_plans();
-  {
-    std::lock_guard<std::mutex> lock(cache.mutex);
-    const auto found = cache.plans.find(p);
-    if (found != cache.plans.end()) {
-      *plan = found->second;
-      return CT_OK;
-    }
-  }
+  if (ct_cu_dnn_plan_cached(p, plan)) return CT_OK;
   const int status = ct_cu_dnn_plan_make(handle, p, d, plan);
   if (status != CT_OK) return status;
+  ct_cu_dnn_cache& cache = ct_cu_dnn_plans();
   std::lock_guard<std::mutex> lock(cache.mutex);
   if (cache.plans.size() >= ct_cu_dnn_cache_capacity) cache.plans.clear();
   cache.plans.emplace(p, *plan);
@@ -511,19 +513,21 @@ bool ct_cu_dnn_conv_describe(ct_cu_dnn_direction direction, int32_t dtype, int32
 int ct_cu_dnn_conv_workspace(const ct_cu_dnn_conv_problem& problem, uint64_t* bytes, bool* usable) {
   *bytes = 0;
   *usable = false;
-  ct_cu_exec exec;
-  int status = ct_cu_exec_for_device(problem.device_id, nullptr, &exec);
-  if (status != CT_OK) return status;
-  cudnnHandle_t handle;
-  status = ct_cu_dnn_handle(problem.device_id, &handle);
-  if (status != CT_OK) return status;
-  ct_cu_dnn_conv_descs descs;
-  bool refused = false;
-  status = ct_cu_dnn_conv_descs_set(problem, &descs, &refused);
-  if (status != CT_OK || refused) return status;
   ct_cu_dnn_plan plan;
-  status = ct_cu_dnn_plan_for(handle, problem, &descs, &plan);
-  if (status != CT_OK) return status;
+  if (!ct_cu_dnn_plan_cached(problem, &plan)) { /* the device, a handle and descriptors */
+    ct_cu_exec exec;
+    int status = ct_cu_exec_for_device(problem.device_id, nullptr, &exec);
+    if (status != CT_OK) return status;
+    cudnnHandle_t handle;
+    status = ct_cu_dnn_handle(problem.device_id, &handle);
+    if (status != CT_OK) return status;
+    ct_cu_dnn_conv_descs descs;
+    bool refused = false;
+    status = ct_cu_dnn_conv_descs_set(problem, &descs, &refused);
+    if (status != CT_OK || refused) return status;
+    status = ct_cu_dnn_plan_for(handle, problem, &descs, &plan);
+    if (status != CT_OK) return status;
+  }
   *usable = plan.count > 0;
   if (plan.count > 0) *bytes = plan.choices[0].workspace;
   return CT_OK;

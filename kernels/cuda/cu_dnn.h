@@ -53,8 +53,8 @@ bool ct_cu_dnn_conv_describe(ct_cu_dnn_direction direction, int32_t dtype, int32
 /* The workspace the problem's preferred algorithm needs, in bytes (cudnnGet*WorkspaceSize of the
  * heuristics' first usable choice): what the kernels' workspace functions ask for. `*usable` is
  * false (and `*bytes` 0) when cuDNN proposes no usable algorithm, so that the caller's kernel
- * will run. Enters the problem's device (a workspace function runs outside a call's device
- * guard). */
+ * will run. A problem seen before is answered from the cache; a new one enters the problem's
+ * device (a workspace function runs outside a call's device guard) to ask cuDNN. */
 int ct_cu_dnn_conv_workspace(const ct_cu_dnn_conv_problem& problem, uint64_t* bytes, bool* usable);
 
 /* The alignment asked for the workspace: cuDNN's algorithms read it with vector loads. */
