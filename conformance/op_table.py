@@ -575,43 +575,9 @@ OPS: dict[str, dict] = {
         ],
         "edges": False,
     },
-    "max_pool2d_backward": {
-        "shapes": POOL_BACKWARD_SHAPES,
-        "attrs": [
-            {"kernel_size": [2]},
-            {"kernel_size": [3], "stride": [2], "padding": [1]},
-            {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
-            {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
-            # every parameter a distinct (H, W) pair, as max_pool2d's cases
-            {
-                "kernel_size": [3, 2],
-                "stride": [1, 2],
-                "padding": [1, 0],
-                "dilation": [2, 1],
-                "ceil_mode": True,
-            },
-        ],
-    },
-    "avg_pool2d_backward": {
-        "shapes": POOL_BACKWARD_SHAPES,
-        "attrs": [
-            {"kernel_size": [2]},
-            {"kernel_size": [3], "stride": [2], "padding": [1]},
-            {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
-            {"kernel_size": [2], "divisor_override": 3},
-            {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
-            # every parameter a distinct (H, W) pair, as avg_pool2d's cases
-            {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0], "ceil_mode": True},
-            {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "divisor_override": 5},
-            {
-                "kernel_size": [3, 2],
-                "stride": [2, 1],
-                "padding": [1, 0],
-                "ceil_mode": True,
-                "count_include_pad": False,
-            },
-        ],
-    },
+    # attrs: the forward's (below)
+    "max_pool2d_backward": {"shapes": POOL_BACKWARD_SHAPES},
+    "avg_pool2d_backward": {"shapes": POOL_BACKWARD_SHAPES},
     "adaptive_avg_pool2d_backward": {
         "shapes": [
             ((2, 3, 4, 4), (2, 3, 7, 8)),
@@ -870,6 +836,20 @@ OPS: dict[str, dict] = {
         ],
     },
 }
+
+# The pooling backward ops run their forward's attribute sets (each set picks its grad_out
+# shapes among POOL_BACKWARD_SHAPES); avg_pool2d_backward one more, count_include_pad off with
+# every parameter a distinct (H, W) pair.
+OPS["max_pool2d_backward"]["attrs"] = OPS["max_pool2d"]["attrs"]
+OPS["avg_pool2d_backward"]["attrs"] = OPS["avg_pool2d"]["attrs"] + [
+    {
+        "kernel_size": [3, 2],
+        "stride": [2, 1],
+        "padding": [1, 0],
+        "ceil_mode": True,
+        "count_include_pad": False,
+    },
+]
 
 # ---------------------------------------------------------------- losses
 # Five classes throughout, so that ("index", 0, 5) targets are valid class indices; the
