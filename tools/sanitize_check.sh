@@ -46,7 +46,8 @@ done
 # put first on PYTHONPATH. CPython is not built with ASan, so its runtime is preloaded (it must
 # come first); the interpreter's own allocations are never freed, so leak checks are off here.
 # Chosen for coverage of the C per second: the binding's C (fast paths, capsules, out=, scratch,
-# bound calls, threads, errors) by its tests, the reliability regressions, and every kernel by
+# bound calls, threads, errors) by its tests, the reliability and kernel-arithmetic regressions
+# (extreme extents, steps and windows: overflows that only a sanitizer sees), and every kernel by
 # the conformance suite over every op and dtype (its fixed shape and attribute sets, two threads
 # in the concurrency check: thread start-up is what costs most under ASan). Sanitizer reports
 # go to stderr, so pytest captures only sys-level output (an abort would lose captured fds).
@@ -62,7 +63,7 @@ run_python pytest -m pytest -q -p no:cacheprovider --capture=sys tests/test_reli
   tests/test_binding_dynamic.py tests/test_binding_errors.py tests/test_binding_fast_path.py \
   tests/test_binding_introspection.py tests/test_binding_out.py tests/test_binding_promotion.py \
   tests/test_binding_scratch.py tests/test_binding_threads.py tests/test_binding_zero_copy.py \
-  tests/test_scatter.py
+  tests/test_scatter.py tests/test_kernel_arithmetic.py
 run_python conformance -m ctensor.conformance --cases 0 --threads 2 -q
 
 # The fuzz driver exits 1 on any crash, hang or report; a sanitizer report kills its child,
