@@ -604,16 +604,7 @@ OPS: dict[str, dict] = {
             ((1, 2, 15, 6), (1, 2, 5, 6)),
             ((2, 1, 9, 3), (2, 1, 3, 3)),
         ],
-        "attrs": [
-            {"size": [10, 12]},
-            {"size": [3, 4], "mode": "bilinear"},
-            {"size": [7, 5], "mode": "bilinear", "align_corners": True},
-            {"scale_factor": [2.0]},
-            {"scale_factor": [1.5], "mode": "bilinear"},
-            {"size": [4, 9]},  # nearest, shrinking one axis and growing the other
-            {"scale_factor": [1.7, 0.6], "mode": "bilinear"},
-            {"scale_factor": [3.0, 1.0], "mode": "bilinear", "align_corners": True},
-        ],
+        # attrs: interpolate's (below)
     },
     "batch_norm": {
         "shapes": [((2, 3, 4, 5), (3,), (3,), (3,), (3,)), ((4, 3), (3,), (3,), None, None)],
@@ -837,10 +828,11 @@ OPS: dict[str, dict] = {
     },
 }
 
-# The pooling backward ops run their forward's attribute sets (each set picks its grad_out
-# shapes among POOL_BACKWARD_SHAPES); avg_pool2d_backward one more, count_include_pad off with
-# every parameter a distinct (H, W) pair.
+# The pooling and interpolate backward ops run their forward's attribute sets (each set picks
+# its grad_out shapes among the entry's shapes); avg_pool2d_backward one more, count_include_pad
+# off with every parameter a distinct (H, W) pair.
 OPS["max_pool2d_backward"]["attrs"] = OPS["max_pool2d"]["attrs"]
+OPS["interpolate_backward"]["attrs"] = OPS["interpolate"]["attrs"]
 OPS["avg_pool2d_backward"]["attrs"] = OPS["avg_pool2d"]["attrs"] + [
     {
         "kernel_size": [3, 2],
