@@ -12,7 +12,8 @@
  * cub::DeviceScan (a decoupled look-back over the whole device) is not used: its tile states
  * need scratch memory, and these shape-static ops get no workspace from their callers, so a
  * single lane runs on one block (about one multiprocessor's bandwidth).
- * The backward ops walk each lane backwards in double, one thread per lane, as the CPU does. */
+ * The backward ops walk each lane backwards in double, one thread per lane, with the CPU's
+ * operations in its order (no FMA contraction), so they give the CPU's bits. */
 #define CCCL_DISABLE_NVTX /* no NVTX ranges (and their dlopen) from CUB */
 #include <cub/block/block_scan.cuh>
 
@@ -203,16 +204,20 @@ __global__ void __launch_bounds__(ct_cu_threads)
     double s = 0.0;
     for (int64_t i = n - 1; i >= 0; --i) {
       const double gi = ct_cu_load<Tag>(g + off[1] + (i + shift) * g_step);
+      double result;
       if constexpr (!Prod) {
-        s += gi;
-        ct_cu_store<Tag>(gx + off[0] + i * gx_step, s);
+        s = __dadd_rn(s, gi);
+        result = s;
       } else {
-        s = i + 1 < n ? gi + (double)ct_cu_load<Tag>(x + off[2] + (i + 1) * x_step) * s : gi;
+        /* Rounded products and sums (never contracted into an FMA): the CPU's operations. */
+        s = i + 1 < n ? __dadd_rn(gi, __dmul_rn(ct_cu_load<Tag>(x + off[2] + (i + 1) * x_step), s))
+                      : gi;
         const int64_t before = i - 1 + shift;
-        const double prefix =
-            before >= 0 ? (double)ct_cu_load<Tag>(out + off[3] + before * o_step) : 1.0;
-        ct_cu_store<Tag>(gx + off[0] + i * gx_step, prefix * s);
+        const double prefix = before >= 0 ? ct_cu_load<Tag>(out + off[3] + before * o_step) : 1.0;
+        result = __dmul_rn(prefix, s);
       }
+      /* Through the compute type, as the CPU stores (float16: double to float to half). */
+      ct_cu_store<Tag>(gx + off[0] + i * gx_step, static_cast<ct_cu_compute_t<Tag>>(result));
     }
   }
 }

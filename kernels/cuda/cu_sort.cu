@@ -51,6 +51,7 @@ __global__ void __launch_bounds__(ct_cu_threads)
                       int64_t extent, int64_t value_step, int64_t index_step, int64_t x_step,
                       int64_t limit) {
   using T = ct_cu_compute_t<Tag>;
+  using S = typename ct_cu_traits<Tag>::storage;
   const int64_t n = layout.elements * extent;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -58,7 +59,8 @@ __global__ void __launch_bounds__(ct_cu_threads)
     int64_t off[3];
     ct_cu_offsets<3>(layout, lane, off);
     const char* row = x + off[2];
-    const T v = ct_cu_load<Tag>(row + k * x_step);
+    const char* element = row + k * x_step;
+    const T v = ct_cu_load<Tag>(element);
     int64_t rank = 0;
     for (int64_t j = 0; j < extent; ++j) {
       const T u = ct_cu_load<Tag>(row + j * x_step);
@@ -66,7 +68,11 @@ __global__ void __launch_bounds__(ct_cu_threads)
       rank += j < k ? !ct_cu_before<Descending>(v, u) : ct_cu_before<Descending>(u, v);
     }
     if (rank < limit) {
-      if (values) ct_cu_store<Tag>(values + off[0] + rank * value_step, v);
+      /* The value's own bits (float16 nan payloads survive, as in the gather pass). */
+      if (values) {
+        *reinterpret_cast<S*>(values + off[0] + rank * value_step) =
+            *reinterpret_cast<const S*>(element);
+      }
       if (indices) ct_cu_store<CT_PL_I64>(indices + off[1] + rank * index_step, k);
     }
   }
