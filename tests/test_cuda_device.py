@@ -496,7 +496,14 @@ def test_nonzero_and_boolean_mask_match_numpy() -> None:
 @pytest.mark.parametrize("dtype", SORT_DTYPES)
 @pytest.mark.parametrize(
     ("shape", "axis"),
-    [((1 << 20,), 0), ((300, 1000), 1), ((1000, 300), 0), ((4000, 20), 1), ((7, 0), 1)],
+    [
+        ((1 << 20,), 0),  # one lane in chunks: totals, carries, chunks
+        ((20000, 3), 0),  # few long strided lanes in chunks
+        ((300, 1000), 1),  # a block per lane
+        ((1000, 300), 0),
+        ((4000, 20), 1),  # a thread per lane
+        ((7, 0), 1),
+    ],
 )
 @pytest.mark.parametrize("include_initial", [False, True])
 def test_cumulative_ops_match_the_cpu(dtype, shape, axis, include_initial) -> None:
@@ -506,8 +513,8 @@ def test_cumulative_ops_match_the_cpu(dtype, shape, axis, include_initial) -> No
             host = rng.integers(0, 2, shape).astype(bool)
         elif dtype.startswith("int"):
             host = rng.integers(-3, 4, shape).astype(dtype)  # products wrap
-        elif name == "cumulative_sum":
-            host = rng.uniform(0.5, 1.5, shape).astype(dtype)
+        elif name == "cumulative_sum":  # positive, and below float16's largest over 2^20 terms
+            host = rng.uniform(0.0, 0.1, shape).astype(dtype)
         else:  # products that stay normal numbers over 2^20 factors
             host = rng.uniform(0.999, 1.001, shape).astype(dtype)
         op = getattr(ctensor.ops, name)
@@ -527,17 +534,20 @@ def test_cumulative_ops_match_the_cpu(dtype, shape, axis, include_initial) -> No
 @pytest.mark.parametrize("include_initial", [False, True])
 def test_cumulative_backward_ops_match_the_cpu(dtype, include_initial) -> None:
     rng = np.random.default_rng(8)
-    host = rng.uniform(-1.5, 1.5, (40, 300)).astype(dtype)
-    host[3, 10] = 0.0
-    for axis in (0, 1):
-        out = np.asarray(
-            ctensor.ops.cumulative_prod(host, axis=axis, include_initial=include_initial)
-        )
-        g = rng.standard_normal(out.shape).astype(dtype)
+    # The sum's backward is the forward scan run backwards (a tree's order within tiles, in
+    # double); the product's walks each lane as the CPU does (its bits).
+    rtol, atol = {"float16": (2e-3, 1e-6), "float32": (1e-6, 1e-10), "float64": (1e-12, 1e-12)}[
+        dtype
+    ]
+    for shape, axis in [((40, 300), 0), ((40, 300), 1), ((1 << 18,), 0), ((9000, 2), 0)]:
+        host = rng.uniform(-1.5, 1.5, shape).astype(dtype)
+        host.reshape(-1)[10] = 0.0
         attrs = {"axis": axis, "include_initial": include_initial}
+        out = np.asarray(ctensor.ops.cumulative_prod(host, **attrs))
+        g = rng.standard_normal(out.shape).astype(dtype)
         want = ctensor.ops.cumulative_sum_backward(g, host, **attrs)
         got = ctensor.ops.cumulative_sum_backward(cupy.asarray(g), cupy.asarray(host), **attrs)
-        np.testing.assert_array_equal(cupy.asnumpy(got), want)  # the CPU's operations
+        np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=rtol, atol=atol)
         want = ctensor.ops.cumulative_prod_backward(g, host, out, **attrs)
         got = ctensor.ops.cumulative_prod_backward(
             cupy.asarray(g), cupy.asarray(host), cupy.asarray(out), **attrs
