@@ -504,6 +504,7 @@ def test_nonzero_and_boolean_mask_match_numpy() -> None:
         ((300, 1000), 1),  # a block per lane
         ((1000, 300), 0),
         ((4000, 20), 1),  # a thread per lane
+        ((40, 40000), 0),  # a thread per lane along a strided axis
         ((7, 0), 1),
     ],
 )

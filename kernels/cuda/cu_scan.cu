@@ -4,8 +4,8 @@
  * accumulator through the output's compute type, as the CPU stores. Kernels, picked per call by
  * the layout:
  * - one thread per lane, walking it sequentially: the CPU's order of operations, so the CPU's
- *   bits; used where neighbouring lanes are neighbours in memory (an axis that is not the
- *   innermost one, with enough lanes), so that a warp's loads coalesce, and for short lanes;
+ *   bits; used for short lanes, and for many lanes along an axis that is not the innermost one
+ *   (neighbouring lanes are then neighbours in memory, so a warp's loads coalesce);
  * - otherwise blocks scanning chunks of a lane in tiles of 256 with cub::BlockScan, carrying
  *   each tile's total into the next: one chunk per lane when the lanes fill the device; else
  *   (few long lanes, a single one included) several chunks per lane in three passes: every
@@ -35,9 +35,12 @@ namespace {
 
 constexpr int ct_cu_threads = 256;
 
-/* Lanes at most this long, or at least this many with a strided axis, run one per thread. */
+/* Lanes at most this long, or at least this many with a strided axis, run one per thread:
+ * fewer threads than that leave the device latency-bound on their sequential walks, where
+ * blocks reading a strided lane (a sector per element) still keep it busy. Not yet tuned on a
+ * GPU. */
 constexpr int64_t ct_cu_scan_short_lane = 32;
-constexpr int64_t ct_cu_scan_many_lanes = 2048;
+constexpr int64_t ct_cu_scan_many_lanes = 32768;
 /* The shortest chunk when a lane is cut into several (a multiple of the tile). */
 constexpr int64_t ct_cu_scan_min_chunk = 2048;
 
