@@ -8,6 +8,7 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include <limits.h>
+#include <math.h>
 
 #include "cu_layout.h"
 #include "cu_radix_sort.h"
@@ -242,9 +243,14 @@ int ct_cu_lane_sort_plan(int32_t device_id, int64_t lanes, int64_t extent, int32
   plan->key_bits = key_bits;
   plan->index_bytes = extent <= INT32_MAX ? 4 : 8;
   /* A segmented call needs at least one lane within its int item count. */
-  plan->segmented =
-      plan->index_bytes == 4 && lanes > 1 &&
-      (extent < CT_CU_DEVICE_SORT_MIN_EXTENT || lanes >= (int64_t)ct_cu_multiprocessors(device_id));
+  if (plan->index_bytes == 4 && lanes > 1) {
+    const double blocks = 2.0 * ct_cu_multiprocessors(device_id);
+    const double waves = ceil((double)lanes / (blocks > 0 ? blocks : 1.0));
+    const double device_us =
+        (double)lanes * (CT_CU_SORT_LAUNCH_US + (double)extent / CT_CU_SORT_DEVICE_KEYS_PER_US);
+    const double segmented_us = waves * (double)extent / CT_CU_SORT_BLOCK_KEYS_PER_US;
+    plan->segmented = segmented_us < device_us;
+  }
   if (plan->segmented) {
     plan->group_lanes = INT32_MAX / extent;
     if (plan->group_lanes > lanes) plan->group_lanes = lanes;

@@ -6,14 +6,15 @@
  * instantiated, so every dtype and both directions share a handful of CUB kernels.
  *
  * How a call sorts (ct_cu_lane_sort_plan picks, from the lane count and length):
- * - one lane, or fewer lanes than the device has multiprocessors of at least
- *   CT_CU_DEVICE_SORT_MIN_EXTENT elements: cub::DeviceRadixSort per lane, which spreads each
- *   lane over the whole device (a segmented sort gives each lane one block, leaving most of the
- *   device idle when lanes are few);
- * - otherwise cub::DeviceSegmentedRadixSort, one block per lane, in groups of lanes of at most
- *   INT32_MAX elements (its item count is an int). cub::DeviceSegmentedSort is not used: above
- *   a few hundred segments it copies its segment-size groups to the host and synchronises the
- *   stream (unless built with relocatable device code), which a kernel call must never do. */
+ * - cub::DeviceRadixSort per lane, which spreads each lane over the whole device but costs
+ *   several launches per lane: one lane, lanes longer than INT32_MAX, and few long lanes;
+ * - cub::DeviceSegmentedRadixSort, one block per lane (all lanes in a few launches, each lane
+ *   at one block's speed), in groups of lanes of at most INT32_MAX elements (its item count is
+ *   an int): many lanes, short lanes.
+ * Between the two, a rough cost model decides (CT_CU_SORT_* below; estimates for a Hopper GPU,
+ * not yet measured). cub::DeviceSegmentedSort is not used: above a few hundred segments it
+ * copies its segment-size groups to the host and synchronises the stream (unless built with
+ * relocatable device code), which a kernel call must never do. */
 #ifndef CTENSOR_CU_RADIX_SORT_H_
 #define CTENSOR_CU_RADIX_SORT_H_
 
@@ -22,9 +23,12 @@
 #include "cu_call.h"
 #include "plugin_layout.h"
 
-/* Lanes at least this long sort with a device-wide sort per lane when they are fewer than the
- * device's multiprocessors (see above). */
-#define CT_CU_DEVICE_SORT_MIN_EXTENT (1 << 14)
+/* The cost model: a device-wide sort takes CT_CU_SORT_LAUNCH_US plus a key per
+ * 1 / CT_CU_SORT_DEVICE_KEYS_PER_US microseconds; a segmented sort runs waves of two blocks per
+ * multiprocessor, each block sorting CT_CU_SORT_BLOCK_KEYS_PER_US keys a microsecond. */
+#define CT_CU_SORT_LAUNCH_US 20.0
+#define CT_CU_SORT_DEVICE_KEYS_PER_US 15000.0
+#define CT_CU_SORT_BLOCK_KEYS_PER_US 100.0
 
 /* Alignment of every part of the workspace (CUB's temporary storage asks for 256 bytes). */
 #define CT_CU_WORKSPACE_ALIGNMENT 256
