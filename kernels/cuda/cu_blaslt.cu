@@ -194,13 +194,25 @@ int ct_cu_desc_fill(cublasLtMatmulDesc_t desc, const ct_cu_gemm_key& key, const 
   return status;
 }
 
+/* Whether cuBLASLt refused a problem it cannot take (sizes, leading dims, a configuration without
+ * a kernel): the plan is then unsupported and the hand-written kernel runs, rather than an
+ * error. */
+bool ct_cu_lt_refused(cublasStatus_t status) {
+  return status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE;
+}
+
 /* A rows x cols column-major layout with leading dim `ld` and `batch` matrices `stride` elements
- * apart. */
+ * apart; `*refused` when cuBLASLt does not take these sizes. */
 int ct_cu_layout_create(cublasLtMatrixLayout_t* layout, const ct_cu_gemm_key& key, uint64_t rows,
-                        uint64_t cols, int64_t ld, int64_t stride) {
-  int status = ct_cu_blas_check(
-      ct_cu_blaslt.cublasLtMatrixLayoutCreate(layout, ct_cu_lt_data_type(key.tag), rows, cols, ld),
-      "cublasLtMatrixLayoutCreate");
+                        uint64_t cols, int64_t ld, int64_t stride, bool* refused) {
+  const cublasStatus_t created =
+      ct_cu_blaslt.cublasLtMatrixLayoutCreate(layout, ct_cu_lt_data_type(key.tag), rows, cols, ld);
+  if (ct_cu_lt_refused(created)) {
+    *layout = nullptr;
+    *refused = true;
+    return CT_OK;
+  }
+  int status = ct_cu_blas_check(created, "cublasLtMatrixLayoutCreate");
   if (status != CT_OK || key.batch <= 1) return status;
   status =
       ct_cu_blas_check(ct_cu_layout_set(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, key.batch),
@@ -249,9 +261,9 @@ int ct_cu_gemm_choose(cublasLtHandle_t handle, const ct_cu_gemm_key& key, ct_cu_
       plan->supported = count > 0 && result.state == CUBLAS_STATUS_SUCCESS &&
                         result.workspaceSize <= key.workspace;
       if (plan->supported) plan->algo = result.algo;
-    } else if (found != CUBLAS_STATUS_NOT_SUPPORTED) {
-      /* NOT_SUPPORTED: no heuristic for this configuration, which the hand-written kernel
-       * takes; anything else is an error. */
+    } else if (!ct_cu_lt_refused(found)) {
+      /* NOT_SUPPORTED: no heuristic for this configuration; INVALID_VALUE: sizes or leading
+       * dims it does not take. The hand-written kernel takes both; anything else is an error. */
       status = ct_cu_blas_check(found, "cublasLtMatmulAlgoGetHeuristic");
     }
   }
@@ -267,16 +279,20 @@ int ct_cu_gemm_build(cublasLtHandle_t handle, const ct_cu_gemm_key& key, const v
                                             ct_cu_lt_scale_type(key.tag)),
       "cublasLtMatmulDescCreate");
   if (status == CT_OK) status = ct_cu_desc_fill(plan->desc, key, bias);
+  bool refused = false;
   if (status == CT_OK) {
-    status = ct_cu_layout_create(&plan->a, key, key.a_rows, key.a_cols, key.a_ld, key.a_stride);
+    status = ct_cu_layout_create(&plan->a, key, key.a_rows, key.a_cols, key.a_ld, key.a_stride,
+                                 &refused);
   }
-  if (status == CT_OK) {
-    status = ct_cu_layout_create(&plan->b, key, key.b_rows, key.b_cols, key.b_ld, key.b_stride);
+  if (status == CT_OK && !refused) {
+    status = ct_cu_layout_create(&plan->b, key, key.b_rows, key.b_cols, key.b_ld, key.b_stride,
+                                 &refused);
   }
-  if (status == CT_OK) {
-    status = ct_cu_layout_create(&plan->d, key, key.d_rows, key.d_cols, key.d_ld, key.d_stride);
+  if (status == CT_OK && !refused) {
+    status = ct_cu_layout_create(&plan->d, key, key.d_rows, key.d_cols, key.d_ld, key.d_stride,
+                                 &refused);
   }
-  if (status == CT_OK) status = ct_cu_gemm_choose(handle, key, plan);
+  if (status == CT_OK && !refused) status = ct_cu_gemm_choose(handle, key, plan);
   return status;
 }
 
