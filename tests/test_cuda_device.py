@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import cupy
 import numpy as np
@@ -237,7 +238,8 @@ def test_conformance_suite_passes_on_cuda(tmp_path) -> None:  # noqa: ANN001
 
 def _cuda_only_signatures() -> dict[str, set[tuple[str, ...]]]:
     """The kernels CUDA has beyond OpenCL's: the cumulative ops (cu_scan.cu), conv_transpose2d
-    and its input cotangent (cuDNN's backward-data and forward convolutions, cu_conv_pool.cu)."""
+    and its input cotangent (cuDNN's backward-data and forward convolutions, cu_conv_pool.cu),
+    and linear (cuBLASLt's bias epilogue, cu_matmul.cu)."""
     scan = {(d, "int64") for d in ("bool", "int32", "int64")}
     scan |= {(d, d) for d in ("float16", "float32", "float64")}
     floats = ("float16", "float32", "float64")
@@ -248,6 +250,7 @@ def _cuda_only_signatures() -> dict[str, set[tuple[str, ...]]]:
         "cumulative_prod_backward": {(d,) * 4 for d in floats},
         "conv_transpose2d": {(d,) * 4 for d in floats},
         "conv_transpose2d_backward_input": {(d,) * 4 for d in floats},
+        "linear": {(d,) * 4 for d in floats},
     }
 
 
@@ -733,3 +736,254 @@ def test_cumulative_backward_ops_match_the_cpu(dtype, include_initial) -> None:
             cupy.asarray(g), cupy.asarray(host), cupy.asarray(out), **attrs
         )
         np.testing.assert_array_equal(cupy.asnumpy(got), want)  # the CPU's operations
+
+
+# ----- GEMMs on cuBLASLt (kernels/cuda/cu_blaslt.cu) -------------------------------------------
+
+#: Per dtype: (the output's rounding unit, the accumulator's). float16 and float32 accumulate in
+#: float32 (no TF32: its 2^-11 would fail these bounds), float64 in float64.
+_GEMM_EPS = {
+    "float16": (2.0**-11, 2.0**-24),
+    "float32": (2.0**-24, 2.0**-24),
+    "float64": (2.0**-53, 2.0**-53),
+}
+
+
+def _assert_gemm_close(got, want, scale, terms: int, dtype: str, what: str) -> None:  # noqa: ANN001
+    """The dot-product error bound: |got - want| <= 4 (u |want| + terms v scale), u the output's
+    rounding unit, v the accumulator's, scale the product of the absolute values (float64)."""
+    rounding, accumulate = _GEMM_EPS[dtype]
+    got = cupy.asnumpy(got).astype(np.float64) if isinstance(got, cupy.ndarray) else got
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    tol = 4 * (rounding * np.abs(want) + max(terms, 1) * accumulate * scale) + 1e-300
+    err = np.abs(got - want)
+    worst = np.unravel_index(np.argmax(err - tol), err.shape) if err.size else ()
+    assert (err <= tol).all(), (
+        f"{what} {dtype}: error {err[worst]:.3g} > {tol[worst]:.3g} at {worst} "
+        f"(got {got[worst]!r}, want {want[worst]!r})"
+    )
+
+
+def _device(rng, shape, dtype: str, view=None):  # noqa: ANN001, ANN202
+    """(a CuPy array of `shape` as a view `view` of a fresh buffer, its values as float64)."""
+    base = cupy.asarray(rng.standard_normal(shape).astype(dtype))
+    array = view(base) if view else base
+    return array, cupy.asnumpy(array).astype(np.float64)
+
+
+# (name, x1 base shape, x1 view, x2 base shape, x2 view, out: None or (base shape, view))
+_MATMUL_CASES = [
+    ("row-major", (65, 33), None, (33, 47), None, None),
+    ("transposed operands", (33, 65), lambda a: a.T, (47, 33), lambda b: b.T, None),
+    (
+        "leading dims and offsets",
+        (130, 40),
+        lambda a: a[::2, 3:36],
+        (33, 60),
+        lambda b: b[:, 1:48],
+        None,
+    ),
+    (
+        "no unit stride (the kernel)",
+        (65, 66),
+        lambda a: a[:, ::2],
+        (66, 47),
+        lambda b: b[::2],
+        None,
+    ),
+    ("broadcast batches", (3, 1, 17, 24), None, (4, 24, 9), None, None),
+    ("shared right operand", (5, 7, 24), None, (24, 9), None, None),
+    ("shared left operand", (17, 24), None, (6, 24, 9), None, None),
+    ("vector times batch", (24,), None, (3, 24, 9), None, None),
+    ("batch times vector", (3, 17, 24), None, (24,), None, None),
+    ("dot", (24,), None, (24,), None, None),
+    ("column-major out", (65, 33), None, (33, 47), None, ((47, 65), lambda o: o.T)),
+    (
+        "batches as a loop",
+        (3, 1, 17, 24),
+        None,
+        (4, 24, 9),
+        None,
+        ((4, 3, 17, 9), lambda o: o.transpose(1, 0, 2, 3)),
+    ),
+    ("empty contraction", (5, 0), None, (0, 4), None, None),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", _MATMUL_CASES, ids=[c[0] for c in _MATMUL_CASES])
+def test_matmul_on_cublaslt_matches_float64_numpy(dtype, case) -> None:  # noqa: ANN001
+    """Row- and column-major operands (transposes), leading dims larger than the matrix,
+    unaligned offsets, broadcast and shared batches (one strided-batched call or one folded
+    GEMM), 1-D operands, a column-major and a non-collapsible output (a loop of calls), and the
+    layouts cuBLASLt cannot take (the hand-written kernel): all within float64's dot-product
+    error bound."""
+    name, s1, v1, s2, v2, out_spec = case
+    rng = np.random.default_rng(3)
+    x1, h1 = _device(rng, s1, dtype, v1)
+    x2, h2 = _device(rng, s2, dtype, v2)
+    want = np.matmul(h1, h2)
+    scale = np.matmul(np.abs(h1), np.abs(h2))
+    if out_spec is None:
+        got = ctensor.ops.matmul(x1, x2)
+    else:
+        shape, view = out_spec
+        out = view(cupy.full(shape, np.nan, dtype=dtype))
+        got = ctensor.ops.matmul(x1, x2, out=out)
+        assert got.data.ptr == out.data.ptr
+    _assert_gemm_close(got, want, scale, h1.shape[-1], dtype, name)
+
+
+def _sum_to(x, shape):  # noqa: ANN001, ANN202
+    """x summed over the broadcast dims that take it to `shape` (NumPy's broadcasting undone)."""
+    x = x.sum(axis=tuple(range(x.ndim - len(shape))))
+    return x.sum(
+        axis=tuple(i for i, e in enumerate(shape) if e == 1 and x.shape[i] != 1), keepdims=True
+    )
+
+
+def _matmul_grads(g, x1, x2):  # noqa: ANN001, ANN202
+    """torch.matmul's cotangents in float64: (grad_x1, grad_x2)."""
+    a = x1[None, :] if x1.ndim == 1 else x1
+    b = x2[:, None] if x2.ndim == 1 else x2
+    gg = np.expand_dims(g, -2) if x1.ndim == 1 else g
+    gg = np.expand_dims(gg, -1) if x2.ndim == 1 else gg
+    ga = _sum_to(np.matmul(gg, np.swapaxes(b, -1, -2)), a.shape).reshape(x1.shape)
+    gb = _sum_to(np.matmul(np.swapaxes(a, -1, -2), gg), b.shape).reshape(x2.shape)
+    return ga, gb
+
+
+_BACKWARD_CASES = [
+    ("row-major", (17, 24), None, (24, 9), None),
+    ("transposed operands", (24, 17), lambda a: a.T, (9, 24), lambda b: b.T),
+    ("shared weight (folded sum)", (5, 7, 24), None, (24, 9), None),
+    ("broadcast both ways (summed loop)", (3, 1, 17, 24), None, (4, 24, 9), None),
+    ("vector times batch", (24,), None, (3, 24, 9), None),
+    ("batch times vector", (3, 17, 24), None, (24,), None),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", _BACKWARD_CASES, ids=[c[0] for c in _BACKWARD_CASES])
+def test_matmul_backward_on_cublaslt_matches_float64_numpy(dtype, case) -> None:  # noqa: ANN001
+    """Both cotangents, with the batch dims an operand was broadcast along summed: folded into
+    the contraction, a loop of accumulating calls, or (float16) the hand-written kernel."""
+    name, s1, v1, s2, v2 = case
+    rng = np.random.default_rng(4)
+    x1, h1 = _device(rng, s1, dtype, v1)
+    x2, h2 = _device(rng, s2, dtype, v2)
+    g, hg = _device(rng, np.matmul(h1, h2).shape, dtype)
+    gx1, gx2 = ctensor.ops.matmul_backward(g, x1, x2)
+    want1, want2 = _matmul_grads(hg, h1, h2)
+    scale1, scale2 = _matmul_grads(np.abs(hg), np.abs(h1), np.abs(h2))
+    terms = hg.size  # at most every element of grad_out in one sum
+    _assert_gemm_close(gx1, want1, scale1, terms, dtype, f"{name}: grad_x1")
+    _assert_gemm_close(gx2, want2, scale2, terms, dtype, f"{name}: grad_x2")
+
+
+# (name, x shape, x view, weight shape, weight view, bias: None, or a view of a (2 * n,) buffer)
+_LINEAR_CASES = [
+    ("bias epilogue", (4, 6, 32), None, (48, 32), None, lambda b: b[:48]),
+    ("one row", (32,), None, (48, 32), None, lambda b: b[:48]),
+    ("weight transposed", (4, 6, 32), None, (32, 48), lambda w: w.T, lambda b: b[:48]),
+    (
+        "batch as a strided call",
+        (6, 4, 32),
+        lambda x: x.transpose(1, 0, 2),
+        (48, 32),
+        None,
+        lambda b: b[:48],
+    ),
+    ("strided bias (the kernel)", (4, 6, 32), None, (48, 32), None, lambda b: b[::2]),
+    ("contraction of 1 (the kernel)", (5, 1), None, (7, 1), None, lambda b: b[:7]),
+    ("no bias", (4, 6, 32), None, (48, 32), None, None),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", _LINEAR_CASES, ids=[c[0] for c in _LINEAR_CASES])
+def test_linear_on_cublaslt_matches_float64_numpy(dtype, case) -> None:  # noqa: ANN001
+    """linear = x @ weight^T + bias: cuBLASLt's BIAS epilogue, or the tiled kernel adding the
+    bias before its one rounding where the epilogue does not fit."""
+    name, sx, vx, sw, vw, vb = case
+    rng = np.random.default_rng(5)
+    x, hx = _device(rng, sx, dtype, vx)
+    w, hw = _device(rng, sw, dtype, vw)
+    want = np.matmul(hx, hw.T)
+    scale = np.matmul(np.abs(hx), np.abs(hw.T))
+    if vb is None:
+        got = ctensor.ops.linear(x, w)
+    else:
+        b, hb = _device(rng, (2 * hw.shape[0],), dtype, vb)
+        got = ctensor.ops.linear(x, w, b)
+        want, scale = want + hb, scale + np.abs(hb)
+    _assert_gemm_close(got, want, scale, hx.shape[-1], dtype, name)
+
+
+def _cuda_workspace(op: str, shapes: list, dtype: str) -> tuple[int, int]:
+    """(bytes, alignment) that ct_op_workspace reports for views of these shapes on cuda:0."""
+    memory = cupy.empty(4096, dtype=cupy.uint8)
+    keep, views = [memory], []
+    for shape in shapes:
+        view = ffi.new("ct_tensor*")
+        cdt.set_ct_dtype(view.dtype, dtype)
+        view.device.device_type = 2  # kDLCUDA
+        view.device.device_id = 0
+        view.data = ffi.cast("void*", memory.data.ptr)
+        view.ndim = len(shape)
+        extents = ffi.new("int64_t[]", list(shape) or [0])
+        keep += [view, extents]
+        view.shape = extents
+        views.append(view)
+    handle = ffi.new("const ct_op**")
+    assert lib.ct_op_find(op.encode(), handle) == 0
+    array = ffi.new("ct_tensor*[]", views)
+    size, alignment = ffi.new("uint64_t*"), ffi.new("uint64_t*")
+    status = lib.ct_op_workspace(
+        handle[0], array, len(views), ffi.NULL, 0, ffi.NULL, 0, size, alignment
+    )
+    assert status == 0, ffi.string(lib.ct_last_error()).decode()
+    return int(size[0]), int(alignment[0])
+
+
+def test_gemm_ops_ask_for_cublaslts_recommended_workspace() -> None:
+    # cuBLAS recommends 32 MiB of workspace from Hopper on and 4 MiB before; the call's
+    # workspace (from the caller's framework) is what cuBLASLt's heuristic and matmul get.
+    major = int(cupy.cuda.Device(0).compute_capability) // 10
+    expected = (32 if major >= 9 else 4) << 20
+    for op, shapes in [
+        ("matmul", [(8, 4), (4, 5)]),
+        ("linear", [(8, 4), (5, 4), (5,)]),
+        ("matmul_backward", [(8, 5), (8, 4), (4, 5)]),
+    ]:
+        for dtype in ("float16", "float32", "float64"):
+            assert _cuda_workspace(op, shapes, dtype) == (expected, 256), (op, dtype)
+    # Integer products run on the hand-written kernel, which needs none; nor does an empty one.
+    assert _cuda_workspace("matmul", [(8, 4), (4, 5)], "int32")[0] == 0
+    assert _cuda_workspace("matmul", [(0, 4), (4, 5)], "float32")[0] == 0
+
+
+def test_gemm_plans_are_shared_across_threads_and_the_cache_is_bounded() -> None:
+    # More distinct problems than the plan cache keeps (1024), from four threads on streams of
+    # their own: plans are built, shared and dropped concurrently, every result stays right.
+    rng = np.random.default_rng(6)
+    host_a = rng.standard_normal((1100, 8)).astype(np.float32)
+    host_b = rng.standard_normal((8, 8)).astype(np.float32)
+    a, b = cupy.asarray(host_a), cupy.asarray(host_b)
+
+    def work(rows: range) -> list:
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            results = [(m, ctensor.ops.matmul(a[:m], b)) for m in rows]
+        stream.synchronize()
+        return [(m, cupy.asnumpy(r)) for m, r in results]
+
+    with ThreadPoolExecutor(4) as pool:
+        done = [
+            r for part in pool.map(work, [range(i, 1101, 4) for i in range(1, 5)]) for r in part
+        ]
+    assert len(done) == 1100
+    want64 = host_a.astype(np.float64) @ host_b.astype(np.float64)
+    scale = np.abs(host_a.astype(np.float64)) @ np.abs(host_b.astype(np.float64))
+    for m, got in done:
+        _assert_gemm_close(got, want64[:m], scale[:m], 8, "float32", f"{m} rows")
