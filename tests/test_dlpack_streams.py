@@ -1,0 +1,275 @@
+"""Streams as DLPack specifies them (ctensor/_streams.py), checked without a GPU.
+
+Fake producers report a CUDA device (``__dlpack_device__``) and record what ``__dlpack__`` is
+asked; their capsules view host memory labelled as CUDA, so the call is read, opened and typed
+as a CUDA call, and stops where the C library looks for a CUDA kernel (none is loaded here:
+UnsupportedDeviceError). The workspace query, which runs just before, records the
+``ct_context.stream`` the kernel would have run on. Where a GPU is present the same calls run
+for real (tests/test_cuda_device.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import ctensor
+from ctensor import _call, _frameworks, _run, _streams
+from ctensor._device_array import _capsule
+from ctensor._lib import ffi
+
+CUDA, CUDA_MANAGED, CPU = 2, 13, 1
+
+
+class Producer:
+    """A DLPack producer of ``host``'s memory on ``device``, recording every ``__dlpack__``
+    call's keyword arguments."""
+
+    def __init__(self, host: np.ndarray, device: tuple[int, int] = (CUDA, 0)):
+        self.host = host
+        self.device = device
+        self.asked: list[dict] = []
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.device
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):  # noqa: ANN001, ANN204
+        kwargs = {"stream": stream, "max_version": max_version}
+        self.asked.append({k: v for k, v in kwargs.items() if v is not None})
+        if self.device[0] not in (CUDA, CUDA_MANAGED) and stream is not None:
+            raise BufferError("a CPU producer takes no stream (DLPack)")
+        host = self.host
+        return _capsule(host.ctypes.data, self.device, host.shape, str(host.dtype), None, 0, host)
+
+
+class OldProducer(Producer):
+    """A producer from before DLPack 1.0: ``__dlpack__`` takes ``stream`` only."""
+
+    def __dlpack__(self, *, stream=None):  # noqa: ANN001, ANN204
+        return super().__dlpack__(stream=stream)
+
+
+class StreamFramework(_frameworks.Framework):
+    """A framework whose current stream is ``stream`` (as CuPy's or torch's would be)."""
+
+    name = "fake"
+
+    def __init__(self, stream: int):
+        self.current = stream
+
+    def stream(self, like):  # noqa: ANN001, ANN201
+        return self.current
+
+
+@pytest.fixture
+def workspace_queries(monkeypatch):  # noqa: ANN001, ANN201
+    """The ct_context.stream of every workspace query (an int; 0: the default stream)."""
+    seen: list[int] = []
+    real = _run._workspace_in_context
+
+    def query(op, tensors, n, outputs, n_out, attrs, num_attrs, context, size, align):  # noqa: ANN001, ANN202
+        seen.append(int(ffi.cast("uintptr_t", context.stream)))
+        return real(op, tensors, n, outputs, n_out, attrs, num_attrs, context, size, align)
+
+    monkeypatch.setattr(_run, "_workspace_in_context", query)
+    return seen
+
+
+def _with_framework(monkeypatch, tp: type, stream: int) -> None:  # noqa: ANN001
+    """Makes ``tp`` a framework's array type whose current stream is ``stream``."""
+    monkeypatch.setitem(_frameworks._BY_TYPE, tp, StreamFramework(stream))
+    monkeypatch.setattr(_call, "_FW_CACHE", {})
+
+
+def _floats(n: int = 6) -> np.ndarray:
+    return np.arange(n, dtype=np.float32)
+
+
+def test_cuda_producers_are_asked_with_the_stream_the_kernel_runs_on(
+    monkeypatch, workspace_queries
+) -> None:  # noqa: ANN001
+    class Array(Producer):
+        pass
+
+    _with_framework(monkeypatch, Array, 0x7F00)
+    a, b, out = Array(_floats()), Array(_floats()), Array(np.zeros(6, np.float32))
+    with pytest.raises(ctensor.UnsupportedDeviceError, match="cuda"):
+        ctensor.ops.add(a, b, out=out)
+    for producer in (a, b, out):  # inputs and out= alike: a write waits for pending reads
+        assert producer.asked == [{"stream": 0x7F00, "max_version": (1, 0)}]
+    # The kernel's stream: the same one, and add (not a workspace op) still asks for scratch.
+    assert workspace_queries == [0x7F00]
+
+
+@pytest.mark.parametrize(
+    "current, asked, context",
+    [(0, 1, 0), (2, 2, 2), (0x1234, 0x1234, 0x1234)],
+    ids=["legacy-default", "per-thread-default", "stream"],
+)
+def test_default_streams_are_numbered_as_dlpack_says(
+    monkeypatch, workspace_queries, current, asked, context
+) -> None:  # noqa: ANN001
+    # DLPack forbids 0: the legacy default stream (handle 0) is asked as 1, while ct_context
+    # keeps the handle itself.
+    class Array(Producer):
+        pass
+
+    _with_framework(monkeypatch, Array, current)
+    a = Array(_floats())
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.negative(a, out=Array(_floats()))
+    assert a.asked == [{"stream": asked, "max_version": (1, 0)}]
+    assert workspace_queries == [context]
+
+
+def test_managed_memory_is_asked_with_a_stream_too(monkeypatch, workspace_queries) -> None:  # noqa: ANN001
+    class Array(Producer):
+        pass
+
+    _with_framework(monkeypatch, Array, 0x99)
+    a = Array(_floats(), (CUDA_MANAGED, 0))
+    with pytest.raises(ctensor.CTensorError):
+        ctensor.ops.negative(a, out=Array(_floats(), (CUDA_MANAGED, 0)))
+    assert a.asked == [{"stream": 0x99, "max_version": (1, 0)}]
+
+
+def test_the_first_array_says_which_stream(monkeypatch, workspace_queries) -> None:  # noqa: ANN001
+    # The call's framework is its first array's: a second array of another framework is asked
+    # for the first one's stream.
+    class First(Producer):
+        pass
+
+    class Second(Producer):
+        pass
+
+    _with_framework(monkeypatch, First, 0x100)
+    _with_framework(monkeypatch, Second, 0x200)
+    first, second = First(_floats()), Second(_floats())
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.add(first, second, out=Second(np.zeros(6, np.float32)))
+    assert first.asked == second.asked == [{"stream": 0x100, "max_version": (1, 0)}]
+    assert workspace_queries == [0x100]
+
+
+def test_without_array_inputs_the_output_says_which_stream(monkeypatch, workspace_queries) -> None:  # noqa: ANN001
+    class Array(Producer):
+        pass
+
+    _with_framework(monkeypatch, Array, 0x300)
+    out = Array(np.zeros((2, 3), np.float32))
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.random_uniform(shape=(2, 3), dtype="float32", seed=1, out=out)
+    assert out.asked == [{"stream": 0x300, "max_version": (1, 0)}]
+    assert workspace_queries == [0x300]
+
+
+def test_a_foreign_producer_gets_the_legacy_default_stream(workspace_queries) -> None:  # noqa: ANN001
+    # No framework: ctensor allocates nothing for it and runs on the default stream, which
+    # DLPack numbers 1 (never 0, never None: None would let the producer skip its ordering
+    # only by accident of meaning the legacy default stream too).
+    a, b = Producer(_floats()), Producer(_floats())
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.add(a, b, out=Producer(np.zeros(6, np.float32)))
+    assert a.asked == b.asked == [{"stream": 1, "max_version": (1, 0)}]
+    assert workspace_queries == [0]
+
+
+def test_producers_before_dlpack_1_get_the_stream(monkeypatch) -> None:  # noqa: ANN001
+    class Array(OldProducer):
+        pass
+
+    _with_framework(monkeypatch, Array, 0x400)
+    a = Array(_floats())
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.negative(a, out=Array(_floats()))
+    assert a.asked == [{"stream": 0x400}]
+
+
+def test_cpu_producers_are_asked_as_before(workspace_queries) -> None:  # noqa: ANN001
+    a, b = Producer(_floats(), (CPU, 0)), Producer(_floats(), (CPU, 0))
+    np.testing.assert_array_equal(ctensor.ops.add(a, b), 2 * _floats())
+    out = np.empty(6, np.float32)
+    ctensor.ops.multiply(a, b, out=out)
+    np.testing.assert_array_equal(out, _floats() ** 2)
+    assert a.asked == b.asked == [{"max_version": (1, 0)}] * 2
+    # The CPU path asks for scratch only for workspace ops: add and multiply ask nothing.
+    assert workspace_queries == []
+
+
+def test_numpy_calls_stay_off_the_stream_path(monkeypatch, workspace_queries) -> None:  # noqa: ANN001
+    def no_stream(*args):  # noqa: ANN002, ANN202
+        raise AssertionError(f"a CPU call worked out a stream: {args}")
+
+    monkeypatch.setattr(_call, "producer_stream", no_stream)
+    monkeypatch.setattr(_call, "call_stream", no_stream)
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_allclose(ctensor.ops.sum(x, axis=1), x.sum(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(ctensor.ops.add(x, 1.0), x + 1)
+    assert workspace_queries == []
+
+
+# --- torch tensors: to_dlpack orders nothing, so _streams.order_torch does -------------------
+
+
+class _Stream:
+    def __init__(self, log: list, name: str, handle: int):
+        self.log, self.name, self.cuda_stream = log, name, handle
+
+    def wait_stream(self, other: _Stream) -> None:
+        self.log.append((self.name, "waits for", other.name))
+
+
+def _fake_torch(current: dict[int, int]) -> tuple[SimpleNamespace, list]:
+    """A torch namespace whose current stream on CUDA device i has handle current[i]."""
+    log: list = []
+    cuda = SimpleNamespace(
+        current_stream=lambda device: _Stream(
+            log, f"current:{device.index}", current[device.index]
+        ),
+        default_stream=lambda device: _Stream(log, f"default:{device.index}", 0),
+        ExternalStream=lambda handle, device: _Stream(log, f"external:{handle:#x}", handle),
+    )
+    return SimpleNamespace(cuda=cuda), log
+
+
+def _tensor(kind: str, index: int = 0) -> SimpleNamespace:
+    import torch
+
+    return SimpleNamespace(device=torch.device(kind, index))
+
+
+def test_torch_on_the_calls_stream_needs_nothing() -> None:
+    torch, log = _fake_torch({0: 0x500})
+    _streams.order_torch(0x500, [_tensor("cuda"), _tensor("cuda")], torch)
+    assert log == []
+
+
+def test_torch_on_another_stream_is_waited_for_once_per_device() -> None:
+    torch, log = _fake_torch({0: 0x500})
+    _streams.order_torch(0x600, [_tensor("cuda"), _tensor("cpu"), _tensor("cuda")], torch)
+    assert log == [("external:0x600", "waits for", "current:0")]
+
+
+def test_each_device_waits_for_its_own_current_stream() -> None:
+    torch, log = _fake_torch({0: 0x500, 1: 0x700})
+    _streams.order_torch(0x700, [_tensor("cuda", 0), _tensor("cuda", 1)], torch)
+    assert log == [("external:0x700", "waits for", "current:0")]
+
+
+def test_the_legacy_default_stream_waits_as_torchs_default_stream() -> None:
+    torch, log = _fake_torch({0: 0x500})
+    _streams.order_torch(0, [_tensor("cuda")], torch)
+    assert log == [("default:0", "waits for", "current:0")]
+
+
+def test_calls_of_torch_need_no_ordering_of_torch_tensors() -> None:
+    assert not _streams.needs_torch_order(_frameworks.TORCH)
+    assert _streams.needs_torch_order(_frameworks.CUPY)
+    assert _streams.needs_torch_order(None)
+
+
+def test_dlpack_numbers_the_default_streams() -> None:
+    assert _streams.dlpack_stream(0) == 1  # cudaStreamLegacy; DLPack forbids 0
+    assert _streams.dlpack_stream(2) == 2  # cudaStreamPerThread
+    assert _streams.dlpack_stream(0xABC0) == 0xABC0
