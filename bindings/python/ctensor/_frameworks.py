@@ -120,6 +120,13 @@ class _Torch(Framework):
         if dtype != "bfloat16":
             # NumPy's range check (OverflowError), then a tensor on the right device.
             value = np.asarray(value, numpy_dtype(dtype)).item()
+        if like.device.type == "cuda":
+            # Filled on the device, on torch's current stream: no copy from host memory (which
+            # would also put a host pointer into a captured CUDA graph).
+            try:
+                return torch.full((), value, dtype=self._dtype(dtype), device=like.device)
+            except RuntimeError:  # a dtype torch cannot fill on CUDA (its unsigned types)
+                pass
         return torch.tensor(value, dtype=self._dtype(dtype), device=like.device)
 
     def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
@@ -236,8 +243,11 @@ class _CuPy(Framework):
     def scalar(self, value: Any, dtype: str, like: Any) -> Any:
         import cupy
 
+        exact = np.asarray(value, numpy_dtype(dtype))[()]  # NumPy's range check, exact value
         with cupy.cuda.Device(like.device.id):
-            return cupy.asarray(np.asarray(value, numpy_dtype(dtype)))
+            # Filled on the device, on the current stream: no copy from host memory (which
+            # would also put a host pointer into a captured CUDA graph).
+            return cupy.full((), exact, exact.dtype)
 
     def capsule(self, array: Any) -> Any:
         # A result this framework just allocated from CuPy's pool on its current stream of the
