@@ -273,3 +273,131 @@ def test_dlpack_numbers_the_default_streams() -> None:
     assert _streams.dlpack_stream(0) == 1  # cudaStreamLegacy; DLPack forbids 0
     assert _streams.dlpack_stream(2) == 2  # cudaStreamPerThread
     assert _streams.dlpack_stream(0xABC0) == 0xABC0
+
+
+# --- CuPy's side of it, with a stand-in for the cupy module (no GPU here) ---------------------
+
+
+class _CupyModule:
+    """What ctensor's CuPy framework calls: cuda.Device, cuda.get_current_stream, empty, full;
+    it records the calls, and arrays are host memory labelled as CUDA memory."""
+
+    def __init__(self, streams: dict[int, int]):
+        self.streams = streams
+        self.log: list = []
+        self.device = 0
+        module = self
+
+        class Device:
+            def __init__(self, index: int):
+                self.index = index
+
+            def __enter__(self):  # noqa: ANN204
+                self.previous, module.device = module.device, self.index
+                return self
+
+            def __exit__(self, *exc):  # noqa: ANN002, ANN204
+                module.device = self.previous
+
+        class Stream:
+            def __init__(self, ptr: int):
+                self.ptr = ptr
+
+        def get_current_stream(device_id: int = -1) -> Stream:
+            module.log.append(("get_current_stream", device_id))
+            return Stream(streams[device_id])
+
+        self.cuda = SimpleNamespace(Device=Device, get_current_stream=get_current_stream)
+
+    def empty(self, shape, dtype):  # noqa: ANN001, ANN201
+        self.log.append(("empty", tuple(np.atleast_1d(shape)), np.dtype(dtype).name, self.device))
+        return FakeCupyArray(np.zeros(shape, dtype), self.device)
+
+    def full(self, shape, value, dtype):  # noqa: ANN001, ANN201
+        self.log.append(("full", shape, value, np.dtype(dtype).name, self.device))
+        return FakeCupyArray(np.full(shape, value, dtype), self.device)
+
+
+class FakeCupyArray(Producer):
+    """A stand-in for cupy.ndarray (its module says cupy, so ctensor takes it for CuPy's)."""
+
+    def __init__(self, host: np.ndarray, device_id: int = 0):
+        super().__init__(host, (CUDA, device_id))
+        self.data = SimpleNamespace(ptr=host.ctypes.data)
+
+    @property
+    def device(self):  # noqa: ANN201 - CuPy's Device: .id
+        return SimpleNamespace(id=self._device[1])
+
+    @device.setter
+    def device(self, value) -> None:  # noqa: ANN001
+        self._device = value
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):  # noqa: ANN001, ANN204
+        self.asked.append(
+            {
+                k: v
+                for k, v in {"stream": stream, "max_version": max_version}.items()
+                if v is not None
+            }
+        )
+        host = self.host
+        return _capsule(host.ctypes.data, self._device, host.shape, str(host.dtype), None, 0, host)
+
+
+FakeCupyArray.__module__ = "cupy._core.core"
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):  # noqa: ANN001, ANN201
+    import sys
+
+    module = _CupyModule({0: 0xC0, 1: 0xC1})
+    monkeypatch.setitem(sys.modules, "cupy", module)
+    monkeypatch.setattr(_call, "_FW_CACHE", {})
+    return module
+
+
+def test_cupy_calls_run_on_cupys_current_stream_of_the_arrays_device(
+    fake_cupy, workspace_queries
+) -> None:  # noqa: ANN001
+    x, y = FakeCupyArray(_floats(), 1), FakeCupyArray(_floats(), 1)
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.add(x, y)
+    assert x.asked == y.asked == [{"stream": 0xC1, "max_version": (1, 0)}]
+    assert ("get_current_stream", 1) in fake_cupy.log
+    # The result was allocated by CuPy on the arrays' device, and opened without asking CuPy
+    # to order anything (stream -1): it comes from CuPy's pool on the call's stream.
+    assert ("empty", (6,), "float32", 1) in fake_cupy.log
+    assert workspace_queries == [0xC1]
+
+
+def test_cupy_results_are_exported_with_no_ordering(fake_cupy, monkeypatch) -> None:  # noqa: ANN001
+    made: list = []
+    real_empty = fake_cupy.empty
+
+    def empty(shape, dtype):  # noqa: ANN001, ANN202
+        made.append(real_empty(shape, dtype))
+        return made[-1]
+
+    monkeypatch.setattr(fake_cupy, "empty", empty)
+    x = FakeCupyArray(_floats())
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.negative(x)
+    (result,) = made
+    assert result.asked == [{"stream": -1}]
+
+
+def test_python_scalars_of_cupy_calls_are_filled_on_the_device(fake_cupy) -> None:  # noqa: ANN001
+    x = FakeCupyArray(_floats(), 1)
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.multiply(x, 0.5)
+    (fill,) = [entry for entry in fake_cupy.log if entry[0] == "full"]
+    _, shape, value, dtype, device = fill
+    assert (shape, value, device) == ((), 0.5, 1)
+    # The value already in the array's dtype (its weak dtype comes from the kernels registered
+    # on the device: without a CUDA backend here, float64).
+    assert type(value) is np.dtype(dtype).type
