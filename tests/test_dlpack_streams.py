@@ -401,3 +401,19 @@ def test_python_scalars_of_cupy_calls_are_filled_on_the_device(fake_cupy) -> Non
     # The value already in the array's dtype (its weak dtype comes from the kernels registered
     # on the device: without a CUDA backend here, float64).
     assert type(value) is np.dtype(dtype).type
+
+
+def test_jax_arrays_are_asked_their_device_only_where_jax_has_cuda(monkeypatch) -> None:  # noqa: ANN001
+    import jax.numpy as jnp
+
+    asked: list = []
+    real = _call.producer_stream
+
+    def recording(obj, frame, like):  # noqa: ANN001, ANN202
+        asked.append(type(obj).__name__)
+        return real(obj, frame, like)
+
+    monkeypatch.setattr(_call, "producer_stream", recording)
+    x = jnp.arange(6, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(ctensor.ops.add(x, x)), 2 * np.arange(6))
+    assert len(asked) == (2 if _streams.jax_uses_cuda() else 0)

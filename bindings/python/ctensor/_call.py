@@ -67,7 +67,13 @@ from ._profile import recorded_call, torch_profiling
 from ._promotion import promote_call, resolve_types, weak_scalars
 from ._registry import OpSpec
 from ._run import execute, prepare_context
-from ._streams import call_stream, needs_torch_order, order_torch, producer_stream
+from ._streams import (
+    call_stream,
+    jax_uses_cuda,
+    needs_torch_order,
+    order_torch,
+    producer_stream,
+)
 from ._torch_rules import PLAIN, layout_framework, route
 
 __all__ = ["call", "FAST_ALLOCATORS"]
@@ -500,7 +506,7 @@ def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, 
             elif kind == _K_JAX and _is_jax_tracer(tp):
                 raise _TracedCall
             stream = None
-            if kind in (_K_DLPACK, _K_JAX):  # may live on a CUDA device (_streams)
+            if kind == _K_DLPACK or (kind == _K_JAX and jax_uses_cuda()):  # maybe on CUDA
                 stream = producer_stream(obj, frame, obj if first < 0 else like)
             capsule = capsule_of(obj, kind, lambda i=i: input_name(spec, i), stream)
             keep.append(capsule)
