@@ -17,9 +17,12 @@ import torch
 from graph_cases import graph_cases
 
 import ctensor
+from ctensor import ffi, lib
 from ctensor._call import call
 from ctensor._device_array import _capsule
 from ctensor._registry import get_spec
+from ctensor.conformance import dtypes as cdt
+from ctensor.conformance.nn_references import conv2d, conv2d_grad_input, conv2d_grad_weight
 
 
 def test_cupy_in_cupy_out_and_out_is_written_in_place() -> None:
@@ -236,16 +239,33 @@ def test_conformance_suite_passes_on_cuda(tmp_path) -> None:  # noqa: ANN001
     assert cuda["summary"]["FAIL"] == 0 and cuda["summary"]["PASS"] >= 460, cuda["summary"]
 
 
+def _cuda_only_signatures() -> dict[str, set[tuple[str, ...]]]:
+    """The kernels CUDA has beyond OpenCL's: the cumulative ops (cu_scan.cu), conv_transpose2d
+    and its input cotangent (cuDNN's backward-data and forward convolutions, cu_conv_pool.cu)."""
+    scan = {(d, "int64") for d in ("bool", "int32", "int64")}
+    scan |= {(d, d) for d in ("float16", "float32", "float64")}
+    floats = ("float16", "float32", "float64")
+    return {
+        "cumulative_sum": scan,
+        "cumulative_prod": scan,
+        "cumulative_sum_backward": {(d,) * 3 for d in floats},
+        "cumulative_prod_backward": {(d,) * 4 for d in floats},
+        "conv_transpose2d": {(d,) * 4 for d in floats},
+        "conv_transpose2d_backward_input": {(d,) * 4 for d in floats},
+    }
+
+
 def test_registers_the_opencl_backends_kernel_set() -> None:
     # docs/operators.md shows the devices CI has; it promises that cuda registers the same
-    # (op, signature) set as opencl.
+    # (op, signature) set as opencl, plus the ops _cuda_only_signatures lists.
     opencl = next(b for b in ctensor.backends() if b.name == "opencl")
     assert opencl.state == "loaded", f"this check compares with the opencl plugin: {opencl}"
+    extra = _cuda_only_signatures()
     for name in ctensor.list_ops():
         signatures = ctensor.op_info(name)["signatures"]
         cuda = {tuple(s) for s in signatures.get("cuda", [])}
-        reference = {tuple(s) for s in signatures.get("opencl", [])}
-        assert cuda == reference, f"{name}: cuda {sorted(cuda)} != opencl {sorted(reference)}"
+        reference = {tuple(s) for s in signatures.get("opencl", [])} | extra.get(name, set())
+        assert cuda == reference, f"{name}: cuda {sorted(cuda)} != {sorted(reference)}"
 
 
 def test_random_ops_give_the_cpu_bits() -> None:
@@ -493,3 +513,368 @@ def test_dynamic_ops_are_not_graph_safe_and_the_others_have_cuda_cases() -> None
     assert len(captured) + len(_NO_CUDA_KERNEL) == len(
         [n for n in ctensor.list_ops() if "graph_safe" in ctensor.op_info(n)["flags"]]
     )
+
+
+# ----- convolutions through cuDNN (kernels/cuda/cu_dnn.cu) and the plugin's own kernels -----
+
+_EPS = {torch.float16: 2.0**-10, torch.float32: 2.0**-23, torch.float64: 2.0**-52}
+
+
+def _within_sum_bound(got, want, magnitude, terms, dtype) -> None:  # noqa: ANN001
+    """`got` against the float64 reference `want` of a sum of `terms` products per element:
+    accumulated in float32 (float64 for float64), then rounded to the output's dtype (twice with
+    a bias added after). `magnitude` is the same sum over absolute values. TF32 (10 mantissa
+    bits) would exceed it for float32."""
+    acc = _EPS[torch.float64] if dtype == torch.float64 else _EPS[torch.float32]
+    bound = (2 * _EPS[dtype] + 2 * terms * acc) * magnitude
+    err = np.abs(got.detach().cpu().double().numpy() - want)
+    worst = np.unravel_index(np.argmax(err - bound), err.shape)
+    assert np.all(err <= bound), (
+        f"{dtype}: error {err[worst]:.3g} > bound {bound[worst]:.3g} at {worst} of {want.shape}"
+    )
+
+
+def _f64(t) -> np.ndarray:  # noqa: ANN001
+    return t.detach().cpu().double().numpy()
+
+
+def _input_views(rng, shape, dtype) -> list:  # noqa: ANN001
+    """A sliced (gapped) view and a channels-last copy of one (N, C, H, W) array, on the GPU."""
+    n, c, h, w = shape
+    base = torch.from_numpy(rng.standard_normal((n, c + 1, h + 3, w + 4))).to(dtype).cuda()
+    sliced = base[:, 1:, 2 : 2 + h, 1 : 1 + w]
+    return [sliced, sliced.contiguous(memory_format=torch.channels_last)]
+
+
+_CONV_CASES = [
+    # (input shape, weight shape, stride, padding, dilation, groups)
+    ((2, 8, 17, 19), (12, 4, 3, 3), (2, 1), (1, 2), (2, 1), 2),
+    ((3, 6, 12, 10), (6, 1, 5, 3), (1, 2), (2, 1), (1, 1), 6),
+    ((2, 16, 9, 9), (32, 16, 1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 3, 20, 20), (40, 3, 4, 4), (3, 3), (2, 0), (1, 2), 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("case", _CONV_CASES)
+def test_conv2d_and_its_backward_match_float64_references(dtype, case) -> None:
+    """conv2d, conv2d_backward_input and conv2d_backward_weight on strided and channels-last
+    views, with groups, dilation and a bias; a packed weight goes through cuDNN, a permuted one
+    through the plugin's own kernels: both within the float32-accumulation bound."""
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    geometry = (stride, padding, dilation, groups)
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    rng = np.random.default_rng(3)
+    o, cg, kh, kw = w_shape
+    weight = torch.from_numpy(rng.standard_normal(w_shape)).to(dtype).cuda()
+    permuted = weight.permute(2, 3, 0, 1).contiguous().permute(2, 3, 0, 1)
+    bias = torch.from_numpy(rng.standard_normal(o)).to(dtype).cuda()
+    for x in _input_views(rng, x_shape, dtype):
+        for w in [weight, permuted]:
+            got = ctensor.ops.conv2d(x, w, bias, **attrs)
+            assert got.shape[:2] == (x_shape[0], o)
+            want = conv2d(_f64(x), _f64(w), _f64(bias), *geometry)
+            magnitude = conv2d(np.abs(_f64(x)), np.abs(_f64(w)), np.abs(_f64(bias)), *geometry)
+            _within_sum_bound(got, want, magnitude, cg * kh * kw + 1, dtype)
+            g = torch.from_numpy(rng.standard_normal(tuple(got.shape))).to(dtype).cuda()
+            g = g.contiguous(memory_format=torch.channels_last)
+            got = ctensor.ops.conv2d_backward_input(g, x, w, **attrs)
+            want = conv2d_grad_input(_f64(g), x_shape, _f64(w), *geometry)
+            magnitude = conv2d_grad_input(np.abs(_f64(g)), x_shape, np.abs(_f64(w)), *geometry)
+            _within_sum_bound(got, want, magnitude, (o // groups) * kh * kw, dtype)
+            got = ctensor.ops.conv2d_backward_weight(g, x, w, **attrs)
+            want = conv2d_grad_weight(_f64(g), _f64(x), w_shape, *geometry)
+            magnitude = conv2d_grad_weight(np.abs(_f64(g)), np.abs(_f64(x)), w_shape, *geometry)
+            terms = x_shape[0] * g.shape[2] * g.shape[3]
+            _within_sum_bound(got, want, magnitude, terms, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    "stride, padding, output_padding, dilation",
+    [((2, 3), (1, 0), (1, 2), (1, 1)), ((1, 1), (1, 1), (1, 1), (2, 2))],
+)
+def test_conv_transpose2d_and_its_input_cotangent_match_float64_references(
+    dtype, stride, padding, output_padding, dilation
+) -> None:
+    """conv_transpose2d (cuDNN's backward-data; an output_padding of a stride or more, which
+    cuDNN cannot express, runs the plugin's kernel) and conv_transpose2d_backward_input."""
+    groups = 2
+    rng = np.random.default_rng(5)
+    weight = torch.from_numpy(rng.standard_normal((6, 4, 3, 3))).to(dtype).cuda()
+    bias = torch.from_numpy(rng.standard_normal(8)).to(dtype).cuda()
+    attrs = {
+        "stride": stride,
+        "padding": padding,
+        "output_padding": output_padding,
+        "groups": groups,
+        "dilation": dilation,
+    }
+    geometry = (stride, padding, dilation, groups)
+    for x in _input_views(rng, (2, 6, 7, 8), dtype):
+        got = ctensor.ops.conv_transpose2d(x, weight, bias, **attrs)
+        size = [
+            (e - 1) * s - 2 * p + d * 2 + op + 1
+            for e, s, p, d, op in zip(
+                (7, 8), stride, padding, dilation, output_padding, strict=True
+            )
+        ]
+        shape = (2, 8, *size)
+        assert tuple(got.shape) == shape
+        want = conv2d_grad_input(_f64(x), shape, _f64(weight), *geometry)
+        want = want + _f64(bias).reshape(1, -1, 1, 1)
+        magnitude = conv2d_grad_input(np.abs(_f64(x)), shape, np.abs(_f64(weight)), *geometry)
+        magnitude = magnitude + np.abs(_f64(bias)).reshape(1, -1, 1, 1)
+        _within_sum_bound(got, want, magnitude, 3 * 9 + 1, dtype)
+        g = torch.from_numpy(rng.standard_normal(shape)).to(dtype).cuda()
+        got = ctensor.ops.conv_transpose2d_backward_input(g, x, weight, **attrs)
+        want = conv2d(_f64(g), _f64(weight), None, *geometry)[:, :, :7, :8]
+        magnitude = conv2d(np.abs(_f64(g)), np.abs(_f64(weight)), None, *geometry)[:, :, :7, :8]
+        _within_sum_bound(got, want, magnitude, 4 * 9, dtype)
+
+
+def _workspace(op: str, tensors: list) -> tuple[int, int]:
+    """(bytes, alignment) that ct_op_workspace asks for these CUDA tensors (None: an absent
+    optional input), the outputs described by infer."""
+    keep, views = [], []
+    for t in tensors:
+        if t is None:
+            views.append(ffi.NULL)
+            continue
+        view = ffi.new("ct_tensor*")
+        cdt.set_ct_dtype(view.dtype, str(t.dtype).removeprefix("torch."))
+        view.device.device_type = 2
+        view.device.device_id = t.device.index
+        view.data = ffi.cast("void*", t.data_ptr())
+        view.ndim = t.dim()
+        shape, strides = ffi.new("int64_t[]", list(t.shape)), ffi.new("int64_t[]", t.stride())
+        view.shape, view.strides = shape, strides
+        keep += [view, shape, strides]
+        views.append(view)
+    handle = ffi.new("const ct_op**")
+    assert lib.ct_op_find(op.encode(), handle) == 0
+    size, alignment = ffi.new("uint64_t*"), ffi.new("uint64_t*")
+    array = ffi.new("ct_tensor*[]", views)
+    status = lib.ct_op_workspace(
+        handle[0], array, len(views), ffi.NULL, 0, ffi.NULL, 0, size, alignment
+    )
+    assert status == 0, ffi.string(lib.ct_last_error()).decode()
+    return int(size[0]), int(alignment[0])
+
+
+def test_convolution_workspace_is_cudnns_and_its_kernels_ask_none() -> None:
+    """The workspace functions report cuDNN's chosen algorithm's workspace (256-byte aligned)
+    for what cuDNN runs, and nothing for what the plugin's kernels run (a permuted weight)."""
+    x = torch.randn(8, 64, 56, 56, device="cuda")
+    w = torch.randn(64, 64, 3, 3, device="cuda")
+    g = torch.randn(8, 64, 54, 54, device="cuda")
+    for op, tensors in [
+        ("conv2d", [x, w, None]),
+        ("conv2d_backward_input", [g, x, w]),
+        ("conv2d_backward_weight", [g, x, w]),
+        ("conv_transpose2d", [g, w, None]),
+    ]:
+        size, alignment = _workspace(op, tensors)
+        assert alignment == 256 and 0 <= size < 2**31, (op, size, alignment)
+    permuted = w.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    assert _workspace("conv2d", [x, permuted, None]) == (0, 1)
+    torch.testing.assert_close(
+        ctensor.ops.conv2d(x, permuted, padding=1),
+        ctensor.ops.conv2d(x, w, padding=1),
+        rtol=1e-5,
+        atol=1e-4,
+    )
+
+
+# ----- sort, argsort, topk, argpartition, unique_values (kernels/cuda/cu_sort.cu,
+# cu_radix_sort.cu): CUB radix sorts of order-preserving keys in the workspace -----
+
+SORT_DTYPES = ["bool", "int32", "int64", "float16", "float32", "float64"]
+
+
+def _sort_values(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Few distinct values (many ties), the extremes, and for floats nan, -0.0, 0.0, +-inf."""
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    x = rng.integers(-6, 6, shape).astype(dtype)
+    flat = x.reshape(-1)
+    picks = rng.integers(0, flat.size, (6, max(1, flat.size // 50)))
+    if np.issubdtype(x.dtype, np.integer):
+        flat[picks[0]] = np.iinfo(x.dtype).min
+        flat[picks[1]] = np.iinfo(x.dtype).max
+    else:
+        flat[picks[0]] = np.nan
+        flat[picks[1]] = -np.nan  # a nan with the sign bit set ties with every nan
+        flat[picks[2]] = -0.0
+        flat[picks[3]] = 0.0
+        flat[picks[4]] = np.inf
+        flat[picks[5]] = -np.inf
+    return x
+
+
+def _reference_argsort(host: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """ctensor's order: stable; ascending puts nan last, descending puts nan first; -0.0 == 0.0."""
+    if not descending:
+        return np.argsort(host, axis=axis, kind="stable")
+    x = np.moveaxis(host, axis, -1)
+    if x.dtype.kind == "f":
+        nan = np.isnan(x)
+        order = np.lexsort((np.where(nan, 0, -x.astype(np.float64)), ~nan))
+    else:
+        order = np.lexsort((~x,))  # bitwise not reverses bool and signed int order exactly
+    return np.moveaxis(order, -1, axis)
+
+
+def _check_sort(x: cupy.ndarray, axis: int) -> None:
+    host = cupy.asnumpy(x)
+    for descending in (False, True):
+        want = _reference_argsort(host, axis, descending)
+        got = ctensor.ops.argsort(x, axis=axis, descending=descending)
+        np.testing.assert_array_equal(cupy.asnumpy(got), want, f"{host.dtype} {descending}")
+        values = cupy.asnumpy(ctensor.ops.sort(x, axis=axis, descending=descending))
+        assert _bits(values).tobytes() == _bits(np.take_along_axis(host, want, axis)).tobytes()
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The array's bit patterns (so that -0.0 differs from 0.0 and nan payloads count)."""
+    return np.ascontiguousarray(a).view(np.uint8)
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize("n", [1 << 16, 1 << 20])
+def test_sort_of_one_long_lane_matches_numpy(dtype, n) -> None:
+    # One lane: cub::DeviceRadixSort over the whole device. Values are compared bit for bit
+    # (re-read from x by index, so -0.0 and nan payloads survive).
+    x = cupy.asarray(_sort_values(np.random.default_rng(n), dtype, (n,)))
+    _check_sort(x, 0)
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [
+        ((4096, 33), 1),  # many short lanes: the segmented sort
+        ((4096, 32), 1),  # the longest lanes the rank kernel takes
+        ((300, 1000), -1),
+        ((3, 40000), 1),  # few long lanes: a device-wide sort per lane
+        ((500, 7, 3), 0),  # a strided axis
+        ((2, 70000), 1),
+    ],
+)
+def test_sort_along_any_axis_matches_numpy(dtype, shape, axis) -> None:
+    x = cupy.asarray(_sort_values(np.random.default_rng(len(shape)), dtype, shape))
+    _check_sort(x, axis)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float16"])
+def test_sort_reads_and_writes_strided_views(dtype) -> None:
+    base = cupy.asarray(_sort_values(np.random.default_rng(3), dtype, (300, 900)))
+    for view, axis in [(base[::2, ::3], 1), (base.T, 1), (base[5:, 7:], 0), (base[::3].T, 0)]:
+        _check_sort(view, axis)
+        out = cupy.zeros((view.shape[1], view.shape[0]), dtype=cupy.int64).T  # strided output
+        ctensor.ops.argsort(view, axis=axis, out=out)
+        np.testing.assert_array_equal(
+            cupy.asnumpy(out), _reference_argsort(cupy.asnumpy(view), axis, False)
+        )
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+def test_topk_and_argpartition_of_long_lanes_match_numpy(dtype) -> None:
+    host = _sort_values(np.random.default_rng(4), dtype, (5, 50000))
+    x = cupy.asarray(host)
+    for largest in (True, False):
+        order = _reference_argsort(host, 1, largest)[:, :100]
+        values, indices = ctensor.ops.topk(x, k=100, axis=1, largest=largest)
+        np.testing.assert_array_equal(cupy.asnumpy(indices), order)
+        np.testing.assert_array_equal(cupy.asnumpy(values), np.take_along_axis(host, order, 1))
+    got = ctensor.ops.argpartition(x, kth=[3, -1], axis=1)
+    np.testing.assert_array_equal(cupy.asnumpy(got), _reference_argsort(host, 1, False))
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+def test_unique_values_matches_numpy(dtype) -> None:
+    host = _sort_values(np.random.default_rng(5), dtype, (300, 700))[:, ::2]
+    got = cupy.asnumpy(ctensor.ops.unique_values(cupy.asarray(host)))
+    # -0.0 and 0.0 are one value (either may stand for it), and so are all nans. The reference
+    # sorts floats as float64 (exact): NumPy 2.4's unique misorders this float16 sample.
+    wide = host.astype(np.float64) if host.dtype.kind == "f" else host
+    np.testing.assert_array_equal(got, np.unique(wide, equal_nan=True))
+
+
+def test_nonzero_and_boolean_mask_match_numpy() -> None:
+    rng = np.random.default_rng(6)
+    host = rng.integers(-1, 2, (300, 200, 3)).astype(np.float32)
+    x = cupy.asarray(host)
+    for got, want in zip(ctensor.ops.nonzero(x[:, ::2]), np.nonzero(host[:, ::2]), strict=True):
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    mask = host[:, :, 0] > 0
+    got = ctensor.ops.boolean_mask(x, cupy.asarray(mask))
+    np.testing.assert_array_equal(cupy.asnumpy(got), host[mask])
+    got = ctensor.ops.boolean_mask(x[:, :, 1], cupy.asarray(mask))
+    np.testing.assert_array_equal(cupy.asnumpy(got), host[:, :, 1][mask])
+
+
+# ----- cumulative_sum, cumulative_prod and their backward (kernels/cuda/cu_scan.cu) -----
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [
+        ((1 << 20,), 0),  # one lane in chunks: totals, carries, chunks
+        ((20000, 3), 0),  # few long strided lanes in chunks
+        ((300, 1000), 1),  # a block per lane
+        ((1000, 300), 0),
+        ((4000, 20), 1),  # a thread per lane
+        ((40, 40000), 0),  # a thread per lane along a strided axis
+        ((7, 0), 1),
+    ],
+)
+@pytest.mark.parametrize("include_initial", [False, True])
+def test_cumulative_ops_match_the_cpu(dtype, shape, axis, include_initial) -> None:
+    rng = np.random.default_rng(7)
+    for name in ("cumulative_sum", "cumulative_prod"):
+        if dtype == "bool":
+            host = rng.integers(0, 2, shape).astype(bool)
+        elif dtype.startswith("int"):
+            host = rng.integers(-3, 4, shape).astype(dtype)  # products wrap
+        elif name == "cumulative_sum":  # positive, and below float16's largest over 2^20 terms
+            host = rng.uniform(0.0, 0.1, shape).astype(dtype)
+        else:  # products that stay normal numbers over 2^20 factors
+            host = rng.uniform(0.999, 1.001, shape).astype(dtype)
+        op = getattr(ctensor.ops, name)
+        got = cupy.asnumpy(op(cupy.asarray(host), axis=axis, include_initial=include_initial))
+        want = np.asarray(op(host, axis=axis, include_initial=include_initial))
+        assert got.dtype == want.dtype
+        if dtype in ("bool", "int32", "int64"):
+            np.testing.assert_array_equal(got, want)  # wrapping arithmetic, in any order
+        else:
+            # A block per lane adds in a tree's order within tiles of 256, in the wide
+            # accumulator: one rounding of the output apart, and the accumulator's error.
+            rtol = {"float16": 4e-3, "float32": 1e-6, "float64": 1e-9}[dtype]
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("include_initial", [False, True])
+def test_cumulative_backward_ops_match_the_cpu(dtype, include_initial) -> None:
+    rng = np.random.default_rng(8)
+    # The sum's backward is the forward scan run backwards (a tree's order within tiles, in
+    # double); the product's walks each lane as the CPU does (its bits).
+    rtol, atol = {"float16": (2e-3, 1e-6), "float32": (1e-6, 1e-10), "float64": (1e-12, 1e-12)}[
+        dtype
+    ]
+    for shape, axis in [((40, 300), 0), ((40, 300), 1), ((1 << 18,), 0), ((9000, 2), 0)]:
+        host = rng.uniform(-1.5, 1.5, shape).astype(dtype)
+        host.reshape(-1)[10] = 0.0
+        attrs = {"axis": axis, "include_initial": include_initial}
+        out = np.asarray(ctensor.ops.cumulative_prod(host, **attrs))
+        g = rng.standard_normal(out.shape).astype(dtype)
+        want = ctensor.ops.cumulative_sum_backward(g, host, **attrs)
+        got = ctensor.ops.cumulative_sum_backward(cupy.asarray(g), cupy.asarray(host), **attrs)
+        np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=rtol, atol=atol)
+        want = ctensor.ops.cumulative_prod_backward(g, host, out, **attrs)
+        got = ctensor.ops.cumulative_prod_backward(
+            cupy.asarray(g), cupy.asarray(host), cupy.asarray(out), **attrs
+        )
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)  # the CPU's operations
