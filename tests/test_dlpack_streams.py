@@ -417,3 +417,59 @@ def test_jax_arrays_are_asked_their_device_only_where_jax_has_cuda(monkeypatch) 
     x = jnp.arange(6, dtype=jnp.float32)
     np.testing.assert_array_equal(np.asarray(ctensor.ops.add(x, x)), 2 * np.arange(6))
     assert len(asked) == (2 if _streams.jax_uses_cuda() else 0)
+
+
+# --- scratch memory of calls on a CUDA device ------------------------------------------------
+
+
+@pytest.fixture
+def kernel_wants_scratch(monkeypatch):  # noqa: ANN001, ANN201
+    """Makes every workspace query answer 1000 bytes, aligned to 256 (as a cuBLASLt, cuDNN or
+    CUB kernel would), without asking the C library; returns the contexts' workspace fields
+    seen by ct_op_run."""
+    seen: list = []
+
+    def query(op, tensors, n, outputs, n_out, attrs, num_attrs, context, size, align):  # noqa: ANN001, ANN202
+        size[0], align[0] = 1000, 256
+        return 0
+
+    real_run = _call._run
+
+    def run(op, tensors, n, outputs, n_out, attrs, num_attrs, context):  # noqa: ANN001, ANN202
+        if context != ffi.NULL:
+            seen.append((int(ffi.cast("uintptr_t", context.workspace)), context.workspace_size))
+        return real_run(op, tensors, n, outputs, n_out, attrs, num_attrs, context)
+
+    monkeypatch.setattr(_run, "_workspace_in_context", query)
+    monkeypatch.setattr(_call, "_run", run)
+    return seen
+
+
+def test_scratch_of_a_cupy_call_comes_from_cupy_on_the_arrays_device(
+    fake_cupy, kernel_wants_scratch
+) -> None:  # noqa: ANN001
+    x = FakeCupyArray(_floats(), 1)
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.negative(x, out=FakeCupyArray(_floats(), 1))  # not a workspace op
+    assert ("empty", (1256,), "uint8", 1) in fake_cupy.log
+    ((address, size),) = kernel_wants_scratch
+    assert size == 1000 and address % 256 == 0
+
+
+def test_scratch_without_a_device_framework_is_ctensors_device_memory(
+    monkeypatch, kernel_wants_scratch
+) -> None:  # noqa: ANN001
+    from ctensor._device_array import DeviceArray
+
+    made: list = []
+
+    def empty(cls, shape, dtype, device):  # noqa: ANN001, ANN202
+        made.append((shape, dtype, device))
+        return SimpleNamespace(data_handle=0x10000)
+
+    monkeypatch.setattr(DeviceArray, "empty", classmethod(empty))
+    a = Producer(_floats())  # a foreign producer: no framework, never host scratch
+    with pytest.raises(ctensor.UnsupportedDeviceError):
+        ctensor.ops.negative(a, out=Producer(_floats()))
+    assert made == [((1256,), "uint8", (CUDA, 0))]
+    assert kernel_wants_scratch == [(0x10000, 1000)]

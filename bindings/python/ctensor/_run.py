@@ -317,9 +317,18 @@ def prepare_context(
         size, align = frame.ws_bytes[0], max(int(frame.ws_align[0]), 1)
         check_host_workspace(spec, size, device, outputs, n_out)
         if size:
-            scratch = fw.scratch(size + align, like)
+            if on_device and fw.name == "numpy":
+                # No framework holds memory on this device (a raw capsule or a foreign
+                # producer with out=): ctensor's own device memory (ct_device_allocate), which
+                # synchronises, rather than host memory the kernel cannot use.
+                from ._device_array import DeviceArray
+
+                scratch = DeviceArray.empty((size + align,), "uint8", (device & 0xFF, device >> 8))
+                base = scratch.data_handle
+            else:
+                scratch = fw.scratch(size + align, like)
+                base = fw.data_ptr(scratch)
             frame.keep.append(scratch)
-            base = fw.data_ptr(scratch)
             context.workspace = ffi.cast("void*", (base + align - 1) // align * align)
             context.workspace_size = size
     return context
