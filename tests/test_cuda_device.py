@@ -5,6 +5,7 @@ suite. Collected only where ctensor's cuda plugin has a device (tests/conftest.p
 
 from __future__ import annotations
 
+import ctypes
 import json
 import subprocess
 import sys
@@ -14,10 +15,13 @@ import cupy
 import numpy as np
 import pytest
 import torch
+from graph_cases import graph_cases
 
 import ctensor
 from ctensor import ffi, lib
+from ctensor._call import call
 from ctensor._device_array import _capsule
+from ctensor._registry import get_spec
 from ctensor.conformance import dtypes as cdt
 from ctensor.conformance.nn_references import conv2d, conv2d_grad_input, conv2d_grad_weight
 
@@ -371,6 +375,147 @@ def test_rotary_embedding_matches_the_cpu(dtype, interleaved) -> None:
         torch.testing.assert_close(got.cpu(), want, rtol=2e-3, atol=2e-3)
     with pytest.raises(ctensor.InvalidArgumentError, match="is out of range"):
         ctensor.ops.rotary_embedding(x.cuda(), cos.cuda(), sin.cuda(), (pos + 64).cuda())
+
+
+# --- streams as DLPack specifies them, zero copy with CuPy ---------------------------------------
+
+
+def test_cupy_on_a_side_stream_is_read_and_written_in_place_on_that_stream() -> None:
+    # ctensor runs on CuPy's current stream and asks CuPy's arrays for their capsules with it
+    # (__dlpack__(stream=...)): CuPy's pending writes on that stream come first, nothing waits
+    # on the host, and every buffer is used in place, out= included.
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        a = cupy.zeros(1 << 24, dtype=cupy.float32)
+        for _ in range(10):
+            a += 1
+        out = cupy.empty_like(a)
+        result = ctensor.ops.multiply(a, a, out=out)
+        assert result is out and result.data.ptr == out.data.ptr
+        fresh = ctensor.ops.add(a, a)
+        assert isinstance(fresh, cupy.ndarray) and fresh.device.id == a.device.id
+        scaled = ctensor.ops.multiply(a, 0.5)  # a Python scalar: filled on the device
+    stream.synchronize()
+    assert float(out.min()) == float(out.max()) == 100.0
+    assert float(fresh.min()) == float(fresh.max()) == 20.0
+    assert float(scaled.min()) == float(scaled.max()) == 5.0
+
+
+def test_cupy_views_and_outputs_keep_their_pointers() -> None:
+    base = cupy.arange(64 * 48, dtype=cupy.float32).reshape(64, 48)
+    view = base[3:, ::2]
+    out_base = cupy.zeros((64, 48), dtype=cupy.float32)
+    out = out_base[3:, ::2]  # a strided out= is written in place, not through a copy
+    ctensor.ops.negative(view, out=out)
+    assert out.data.ptr == out_base.data.ptr + (3 * 48) * 4
+    np.testing.assert_array_equal(cupy.asnumpy(out), -cupy.asnumpy(view))
+    assert not cupy.asnumpy(out_base)[:3].any() and not cupy.asnumpy(out_base)[3:, 1::2].any()
+
+
+def test_torch_tensors_are_ordered_after_torchs_stream_in_a_cupy_call() -> None:
+    # The call's framework is CuPy (its first array), on a CuPy stream; the torch tensor was
+    # written by torch on another stream: ctensor makes its stream wait for torch's.
+    torch_stream = torch.cuda.Stream()
+    with torch.cuda.stream(torch_stream):
+        t = torch.zeros(1 << 24, device="cuda")
+        for _ in range(10):
+            t += 1
+    cupy_stream = cupy.cuda.Stream(non_blocking=True)
+    with cupy_stream, torch.cuda.stream(torch_stream):
+        a = cupy.ones(1 << 24, dtype=cupy.float32)
+        out = cupy.empty_like(a)
+        ctensor.ops.add(a, t, out=out)
+    cupy_stream.synchronize()
+    assert float(out.min()) == float(out.max()) == 11.0
+
+
+# --- CUDA graphs: every op flagged graph-safe captures, and replays as it runs eagerly ------------
+
+_GRAPH_CASES, _NO_CUDA_KERNEL = graph_cases("cuda")
+# CUgraphNodeType values (cuda.h) that a graph-safe op must not leave in a graph: host
+# callbacks and stream-ordered allocations (scratch comes from ct_context.workspace).
+_NODE_NAMES = {3: "HOST", 10: "MEM_ALLOC", 11: "MEM_FREE"}
+
+
+def _graph_node_types(graph: torch.cuda.CUDAGraph) -> list[int]:
+    """The node types of a captured graph (``keep_graph=True``), through the driver API."""
+    driver = ctypes.CDLL("libcuda.so.1")
+    driver.cuGraphGetNodes.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    driver.cuGraphNodeGetType.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    handle = ctypes.c_void_p(graph.raw_cuda_graph())
+    count = ctypes.c_size_t(0)
+    assert driver.cuGraphGetNodes(handle, None, ctypes.byref(count)) == 0
+    nodes = (ctypes.c_void_p * max(count.value, 1))()
+    assert driver.cuGraphGetNodes(handle, nodes, ctypes.byref(count)) == 0
+    types = []
+    for node in nodes[: count.value]:
+        kind = ctypes.c_int(-1)
+        assert driver.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind)) == 0
+        types.append(kind.value)
+    return types
+
+
+def _torch_dtype(array: np.ndarray) -> torch.dtype:
+    return torch.from_numpy(np.zeros(1, np.asarray(array).dtype)).dtype
+
+
+@pytest.mark.parametrize("case", _GRAPH_CASES, ids=lambda case: case.op)
+def test_graph_safe_ops_capture_in_a_cuda_graph_and_replay_as_eager(case) -> None:  # noqa: ANN001
+    """CT_OP_FLAG_GRAPH_SAFE promises no host synchronisation and no allocation: the call is
+    captured by torch.cuda.graph in "global" mode (a stream synchronisation, a copy to pageable
+    memory or a cudaMalloc fails the capture), the graph holds no host or memory-allocation
+    node, and its replay writes what the eager call wrote."""
+    spec = get_spec(case.op)
+    hosts = call(spec, list(case.inputs), None, dict(case.attrs))  # shapes and dtypes
+    hosts = hosts if isinstance(hosts, tuple) else (hosts,)
+    inputs = [None if a is None else torch.from_numpy(a).cuda() for a in case.inputs]
+
+    def outputs() -> tuple:
+        return tuple(torch.empty(np.shape(h), dtype=_torch_dtype(h), device="cuda") for h in hosts)
+
+    def run(outs: tuple) -> None:
+        call(spec, list(inputs), outs if len(outs) > 1 else outs[0], dict(case.attrs))
+
+    eager = outputs()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch's graph docs ask
+        run(eager)
+    torch.cuda.current_stream().wait_stream(side)
+    captured = outputs()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph, capture_error_mode="global"):
+        run(captured)
+    found = {_NODE_NAMES[t] for t in _graph_node_types(graph) if t in _NODE_NAMES}
+    assert not found, f"{case.op} left {sorted(found)} nodes in the captured graph"
+    for got, want in zip(captured, eager, strict=True):  # differ from eager before the replay
+        if want.dtype == torch.bool:
+            got.copy_(~want)
+        elif want.is_floating_point():
+            got.fill_(float("nan"))
+        else:
+            got.copy_(want + 1)
+    graph.replay()
+    torch.cuda.synchronize()
+    exact = "deterministic" in ctensor.op_info(case.op)["flags"]
+    for got, want in zip(captured, eager, strict=True):
+        if exact:
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        else:  # atomics may add in another order
+            torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_dynamic_ops_are_not_graph_safe_and_the_others_have_cuda_cases() -> None:
+    # Ops that read their output sizes back to the host cannot be captured; every other op
+    # flagged graph-safe with a CUDA kernel is among the captured cases.
+    dynamic = [n for n in ctensor.list_ops() if ctensor.op_info(n)["category"] == "dynamic"]
+    assert dynamic and not [n for n in dynamic if "graph_safe" in ctensor.op_info(n)["flags"]]
+    captured = {case.op for case in _GRAPH_CASES}
+    for name in _NO_CUDA_KERNEL:
+        assert not ctensor.op_info(name)["signatures"].get("cuda"), name
+    assert len(captured) + len(_NO_CUDA_KERNEL) == len(
+        [n for n in ctensor.list_ops() if "graph_safe" in ctensor.op_info(n)["flags"]]
+    )
 
 
 # ----- convolutions through cuDNN (kernels/cuda/cu_dnn.cu) and the plugin's own kernels -----

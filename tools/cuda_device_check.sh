@@ -12,7 +12,7 @@
 # ctensor into that Python with the CUDA plugin required, puts the NVIDIA wheels' libraries on
 # LD_LIBRARY_PATH, then runs, each with its own time limit and log under $OUT (default
 # /tmp/ctensor-gpu): the backend table, the CUDA tests, the conformance suite on cuda:0, and
-# `python -m ctensor.bench.cuda` (its JSON goes to $OUT too). It goes on after a failing step and
+# `python -m ctensor.bench.cuda` (its JSON and its table, <gpu>.txt, go to $OUT too). It goes on after a failing step and
 # exits non-zero if any failed. The limits add up to under ten minutes, one device call's limit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +60,8 @@ run() {
     tests/test_cuda_plugin.py tests/test_cuda_vendor_libraries.py tests/test_cuda_device.py \
     tests/test_cuda_scatter.py
   step conformance 90 python3 -m ctensor.conformance --backend cuda --device cuda:0
-  step bench 120 python3 -m ctensor.bench.cuda --json "$OUT/bench.json"
+  # --record "$OUT" writes the table as $OUT/<gpu>.txt: copy it to benchmarks/results/cuda/.
+  step bench 120 python3 -m ctensor.bench.cuda --json "$OUT/bench.json" --record "$OUT"
   if [ "${#failed[@]}" -ne 0 ]; then
     echo "failed: ${failed[*]}"
     exit 1
