@@ -5,10 +5,13 @@
  * shared memory. A few outputs with long lanes split each lane into segments whose partial
  * states a second kernel combines. Float sums and means accumulate in double, integer sums and
  * products wrap in 64 bits; max/min propagate nan; argmax/argmin take the first nan, else the
- * first extremum. Every choice depends only on shapes, strides and the device, so results are
- * reproducible run to run. */
+ * first extremum. A lane of stride one element is read in chunks of 16 bytes (a vector load
+ * each where aligned; the same order element by element where not, so the result does not
+ * depend on the address). Every choice depends only on shapes, strides and the device, so
+ * results are reproducible run to run. */
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <type_traits>
@@ -179,6 +182,59 @@ __device__ __forceinline__ void ct_cu_kept_offsets(const ct_pl_layout& kept, int
   }
 }
 
+/* Elements of a dense lane a thread takes at a time: 16 bytes of them (8 bools). */
+template <ct_pl_type V>
+inline constexpr int ct_cu_lane_vector = 16 / (int)sizeof(typename ct_cu_traits<V>::storage) < 8
+                                             ? 16 / (int)sizeof(typename ct_cu_traits<V>::storage)
+                                             : 8;
+
+template <class S, int N>
+struct alignas(sizeof(S) * N) ct_cu_lane_pack {
+  S v[N];
+};
+
+/* Folds the elements of a dense lane (stride one element, from `base`) that one thread of a
+ * G-thread group takes: chunks of N = ct_cu_lane_vector elements, G chunks apart, from element
+ * `from` (the thread's first chunk) to `end`, in increasing order. Four chunks are loaded before
+ * any is folded, as 16-byte vectors when `vector` (base and every chunk aligned), else element
+ * by element: the order, and so the result, is the same either way. */
+template <class R, int G>
+__device__ __forceinline__ void ct_cu_fold_dense(typename R::State& s, const char* base,
+                                                 int64_t from, int64_t end, bool vector) {
+  constexpr ct_pl_type V = R::input;
+  constexpr int N = ct_cu_lane_vector<V>, U = 4;
+  constexpr int64_t apart = (int64_t)G * N;
+  using S = typename ct_cu_traits<V>::storage;
+  using Pack = ct_cu_lane_pack<S, N>;
+  const S* data = reinterpret_cast<const S*>(base);
+  int64_t j = from;
+  for (; j + (U - 1) * apart + N <= end; j += U * apart) {
+    Pack pack[U];
+    if (vector) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) pack[u] = *reinterpret_cast<const Pack*>(data + j + u * apart);
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int e = 0; e < N; ++e) pack[u].v[e] = data[j + u * apart + e];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        R::step(s, ct_cu_load<V>(reinterpret_cast<const char*>(&pack[u].v[e])), j + u * apart + e);
+      }
+    }
+  }
+  for (; j < end; j += apart) {
+    for (int e = 0; e < N && j + e < end; ++e) {
+      R::step(s, ct_cu_load<V>(reinterpret_cast<const char*>(data + j + e)), j + e);
+    }
+  }
+}
+
 /* Item = (output o, segment): groups of G threads fold elements [begin, end) of o's lane, then
  * store the result (one segment) or the partial state at partial[item]. Items run o fastest, so
  * with G = 1 neighbouring threads read neighbouring outputs. The loop runs block by block so
@@ -187,7 +243,7 @@ template <class R, int G>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_reduce_kernel(const ct_pl_layout kept, const ct_pl_layout reduced, char* out,
                         const char* x, int64_t n, int64_t count, int64_t segments, int64_t segment,
-                        typename R::State* partial) {
+                        bool dense, bool vector, typename R::State* partial) {
   constexpr ct_pl_type V = R::input;
   constexpr int per_block = ct_cu_threads / G;
   const int lane = threadIdx.x % G;
@@ -201,7 +257,9 @@ __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_kept_offsets(kept, o, off);
     const char* base = x + off[1];
     typename R::State s = R::identity();
-    if (reduced.ndim == 1) {
+    if (dense) {
+      ct_cu_fold_dense<R, G>(s, base, begin + lane * ct_cu_lane_vector<V>, end, vector);
+    } else if (reduced.ndim == 1) {
       const int64_t stride = reduced.strides[0][0];
 #pragma unroll 4
       for (int64_t j = begin + lane; j < end; j += G) {
@@ -253,6 +311,8 @@ struct ct_cu_reduce_plan {
   int64_t segments; /* per lane; 1: no partial states */
   int64_t segment;  /* elements per segment */
   int group;        /* threads per item: 1, 8, 32 or 256 */
+  bool dense;       /* one reduced dim of stride one element: chunked reads (ct_cu_fold_dense) */
+  bool vector;      /* dense, and every lane and segment starts 16-byte aligned */
 };
 
 using ct_cu_reduce_launch_fn = int (*)(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan,
@@ -269,14 +329,35 @@ void ct_cu_reduce_lanes(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
                         const char* x, typename R::State* partial) {
   const unsigned grid = ct_cu_grid(exec, p.n * p.segments * G, ct_cu_threads);
   ct_cu_reduce_kernel<R, G><<<grid, ct_cu_threads, 0, exec.stream>>>(
-      p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, partial);
+      p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, p.dense, p.vector, partial);
+}
+
+/* Dense lanes: segments cut at whole chunks, and whether every chunk is aligned for vectors. */
+template <ct_pl_type V>
+void ct_cu_plan_dense(ct_cu_reduce_plan* p, const char* x) {
+  constexpr int64_t size = sizeof(typename ct_cu_traits<V>::storage);
+  constexpr int64_t n = ct_cu_lane_vector<V>;
+  const ct_pl_layout& r = p->reduced;
+  p->dense = r.ndim == 1 && r.strides[0][0] == size;
+  p->vector = false;
+  if (!p->dense) return;
+  if (p->segments > 1) {
+    p->segment = (p->segment + n - 1) / n * n;
+    p->segments = (p->count + p->segment - 1) / p->segment;
+  }
+  p->vector = reinterpret_cast<uintptr_t>(x) % (uintptr_t)(n * size) == 0;
+  for (int32_t d = 0; d < p->kept.ndim; ++d) {
+    if (p->kept.strides[1][d] % (n * size) != 0) p->vector = false;
+  }
 }
 
 template <int K, ct_pl_type V>
-int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char* out,
+int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, char* out,
                         const char* x) {
   using R = ct_cu_reducer<K, V>;
   using State = typename R::State;
+  ct_cu_reduce_plan p = plan;
+  ct_cu_plan_dense<V>(&p, x);
   State* partial = nullptr;
   int status = CT_OK;
   if (p.segments > 1) {
