@@ -126,9 +126,13 @@ bool ct_cu_dense_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char
       (int32_t)sizeof(ct_cu_storage_t<I1>), (int32_t)sizeof(ct_cu_storage_t<I2>)};
   ct_cu_dense_args p;
   if (!ct_cu_dense_plan(layout, sizes, Arity, N, out, in, &p)) return false;
+  /* A block per 256 vectors, up to 256 blocks an SM: with equal work per block, a grid of a few
+   * rounds of resident blocks would leave part of the last round idle; with dozens, little. */
   const int64_t items = p.vector ? p.n / N + p.n % N : p.n;
-  ct_cu_dense_kernel<Arity, O, I0, I1, I2>
-      <<<ct_cu_grid(exec, items, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(p, f);
+  const int64_t needed = (items + ct_cu_threads - 1) / ct_cu_threads;
+  const int64_t most = (int64_t)ct_cu_multiprocessors(exec.device_id) * 256;
+  const unsigned grid = (unsigned)(needed < most ? needed : most > 0 ? most : 1);
+  ct_cu_dense_kernel<Arity, O, I0, I1, I2><<<grid, ct_cu_threads, 0, exec.stream>>>(p, f);
   return true;
 }
 

@@ -92,7 +92,7 @@ __device__ __forceinline__ ct_cu_compute_t<Tag> ct_cu_dense_load(const char* bas
   return ct_cu_load<Tag>(splat ? at : at + col * (int64_t)sizeof(ct_cu_storage_t<Tag>));
 }
 
-/* Blocks of 256 threads an SM the dense kernel is compiled for: 6 (42 registers a thread), or 4
+/* Blocks of 256 threads an SM the dense kernel is compiled for: 6 (40 registers a thread), or 4
  * (64 registers) where float64 math needs them. With the bare 256-thread bound, ptxas targets
  * 32 registers and spills in the binary float32 kernels. */
 template <ct_pl_type O, ct_pl_type I0, ct_pl_type I1, ct_pl_type I2>

@@ -78,6 +78,15 @@ __device__ __forceinline__ double ct_cu_widen_again(double v) {
   return v;
 }
 
+/* A block per `per_block` rows, up to 256 blocks an SM: these blocks hold so many registers
+ * that few are resident, and a grid of a few rounds of them would leave part of the last round
+ * idle; with dozens of rounds, little. */
+inline unsigned ct_cu_row_blocks(const ct_cu_exec& exec, int64_t rows, int per_block) {
+  const int64_t needed = (rows + per_block - 1) / per_block;
+  const int64_t most = (int64_t)ct_cu_multiprocessors(exec.device_id) * 256;
+  return (unsigned)(needed < most ? needed : most > 0 ? most : 1);
+}
+
 /* Rows of at most Width * Per elements whose operands are dense runs (`row.contiguous`), held
  * in registers: element k * Width + t of the row in thread t's slot k (the assignment of
  * ct_cu_layer_norm_kernel, so the statistics are its statistics bit for bit), read once and
@@ -138,7 +147,7 @@ void ct_cu_layer_norm_registers_launch(const ct_cu_exec& exec, const ct_pl_layou
                                        const char* w, const char* b, double eps) {
   constexpr int threads = ct_cu_group_block(Width);
   ct_cu_layer_norm_registers<Tag, Width, Per>
-      <<<ct_cu_grid(exec, rows.elements * Width, threads), threads, 0, exec.stream>>>(
+      <<<ct_cu_row_blocks(exec, rows.elements, threads / Width), threads, 0, exec.stream>>>(
           rows, row, out, x, w, b, eps);
 }
 

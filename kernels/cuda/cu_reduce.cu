@@ -2,18 +2,19 @@
  * element's lane (its reduced sub-space, flattened row-major, so argmax's index is NumPy's
  * flattened index) is reduced by a group of 1, 8, 32 (a warp) or 256 (a block) threads: each
  * thread folds a strided share of the lane, then the group combines with warp shuffles and
- * shared memory. A few outputs with long lanes split each lane into segments whose partial
- * states a second kernel combines. Float sums and means accumulate in double, integer sums and
- * products wrap in 64 bits; max/min propagate nan; argmax/argmin take the first nan, else the
- * first extremum. A lane of stride one element is read in chunks of 16 bytes (a vector load
- * each where aligned; the same order element by element where not, so the result does not
- * depend on the address). Every choice depends only on shapes, strides and the device, so
- * results are reproducible run to run. */
+ * shared memory. A few outputs with long lanes split each lane into segments (as many items as
+ * the device holds resident blocks for) whose partial states a second kernel combines. Float sums
+ * and means accumulate in double, integer sums and products wrap in 64 bits; max/min propagate nan;
+ * argmax/argmin take the first nan, else the first extremum. A lane of stride one element is read
+ * in chunks of 16 bytes (a vector load each where aligned; the same order element by element where
+ * not, so the result does not depend on the address). Every choice depends only on shapes, strides
+ * and the device, so results are reproducible run to run. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "cu_call.h"
@@ -332,6 +333,32 @@ void ct_cu_reduce_lanes(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
       p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, p.dense, p.vector, partial);
 }
 
+/* Blocks of ct_cu_reduce_kernel<R, G> resident on one multiprocessor (asked once per kernel: the
+ * answer depends on its registers and the architecture); 8 if CUDA cannot say. */
+template <class R, int G>
+int ct_cu_reduce_resident_of() {
+  static std::atomic<int> known{0};
+  int blocks = known.load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, ct_cu_reduce_kernel<R, G>,
+                                                      ct_cu_threads, 0) != cudaSuccess ||
+        blocks < 1) {
+      (void)cudaGetLastError(); /* not a failure of the call: the default stands */
+      blocks = 2048 / ct_cu_threads;
+    }
+    known.store(blocks, std::memory_order_relaxed);
+  }
+  return blocks;
+}
+
+template <class R>
+int ct_cu_reduce_resident(int group) {
+  if (group == 1) return ct_cu_reduce_resident_of<R, 1>();
+  if (group == 8) return ct_cu_reduce_resident_of<R, 8>();
+  if (group == 32) return ct_cu_reduce_resident_of<R, 32>();
+  return ct_cu_reduce_resident_of<R, ct_cu_threads>();
+}
+
 /* Dense lanes: segments cut at whole chunks, and whether every chunk is aligned for vectors. */
 template <ct_pl_type V>
 void ct_cu_plan_dense(ct_cu_reduce_plan* p, const char* x) {
@@ -357,6 +384,7 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, c
   using R = ct_cu_reducer<K, V>;
   using State = typename R::State;
   ct_cu_reduce_plan p = plan;
+  ct_cu_reduce_segments(exec, &p, ct_cu_reduce_resident<R>(p.group));
   ct_cu_plan_dense<V>(&p, x);
   State* partial = nullptr;
   int status = CT_OK;
@@ -389,11 +417,10 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, c
   return status;
 }
 
-/* Group size and segments: one thread per output for short lanes, or when neighbouring outputs
- * lie closer in memory than neighbouring lane elements and there are enough of them; otherwise
- * 8 threads, a warp or a block per lane as it grows, reading it coalesced. Lanes are cut into
- * segments while the outputs alone leave the device idle, down to 64 elements a thread. */
-void ct_cu_reduce_schedule(const ct_cu_exec& exec, ct_cu_reduce_plan* p) {
+/* Group size: one thread per output for short lanes, or when neighbouring outputs lie closer in
+ * memory than neighbouring lane elements and there are enough of them; otherwise 8 threads, a
+ * warp or a block per lane as it grows, reading it coalesced. */
+void ct_cu_reduce_group(ct_cu_reduce_plan* p) {
   const ct_pl_layout& r = p->reduced;
   const ct_pl_layout& k = p->kept;
   const int64_t lane_step = llabs(r.strides[0][r.ndim - 1]);
@@ -403,14 +430,21 @@ void ct_cu_reduce_schedule(const ct_cu_exec& exec, ct_cu_reduce_plan* p) {
   } else {
     p->group = p->count >= 8192 ? ct_cu_threads : p->count >= 256 ? 32 : 8;
   }
-  const int64_t wanted = (int64_t)ct_cu_multiprocessors(exec.device_id) * 2048 / p->group;
+}
+
+/* Segments: lanes are cut while the outputs alone leave the device's resident blocks (`resident`
+ * an SM) idle, down to 64 elements a thread, so that the items fill one round of resident
+ * blocks rather than leaving part of a second round. */
+void ct_cu_reduce_segments(const ct_cu_exec& exec, ct_cu_reduce_plan* p, int resident) {
+  const int64_t wanted =
+      (int64_t)ct_cu_multiprocessors(exec.device_id) * resident * (ct_cu_threads / p->group);
   const int64_t shortest = (int64_t)p->group * 64;
   p->segments = 1;
   if (p->n < wanted && p->count > shortest) {
     const int64_t by_width = (wanted + p->n - 1) / p->n;
     const int64_t by_length = (p->count + shortest - 1) / shortest;
     p->segments = by_width < by_length ? by_width : by_length;
-    if (p->segments > 1024) p->segments = 1024;
+    if (p->segments > 4096) p->segments = 4096;
   }
   p->segment = (p->count + p->segments - 1) / p->segments;
   if (p->segment > 0) p->segments = (p->count + p->segment - 1) / p->segment;
@@ -429,7 +463,7 @@ int ct_cu_reduce_run(const ct_kernel_call* call) {
   /* argmax/argmin keep the lane's logical order: their index is the flat one. */
   plan.count =
       ct_pl_reduce_layouts(call, entry->indexed, !entry->indexed, &plan.kept, &plan.reduced);
-  ct_cu_reduce_schedule(exec, &plan);
+  ct_cu_reduce_group(&plan);
   return entry->launch(exec, plan, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(call->inputs[0]));
 }
 

@@ -89,6 +89,15 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
   }
 }
 
+/* A block per `per_block` rows, up to 256 blocks an SM: these blocks hold so many registers
+ * that few are resident, and a grid of a few rounds of them would leave part of the last round
+ * idle; with dozens of rounds, little. */
+inline unsigned ct_cu_row_blocks(const ct_cu_exec& exec, int64_t rows, int per_block) {
+  const int64_t needed = (rows + per_block - 1) / per_block;
+  const int64_t most = (int64_t)ct_cu_multiprocessors(exec.device_id) * 256;
+  return (unsigned)(needed < most ? needed : most > 0 ? most : 1);
+}
+
 /* Lanes of at most Width * Per elements along an axis that is contiguous in x and out, held in
  * registers: element k * Width + t of the lane in thread t's slot k (ct_cu_softmax_rows's
  * assignment, so the sums are its sums bit for bit), read once and written once. Elements are
@@ -190,7 +199,8 @@ void ct_cu_softmax_registers_launch(const ct_cu_exec& exec, const ct_pl_layout& 
                                     const ct_cu_softmax_args& p, char* out, const char* x) {
   constexpr int threads = ct_cu_group_block(Width);
   ct_cu_softmax_registers<Tag, Width, Per, Log>
-      <<<ct_cu_grid(exec, p.lanes * Width, threads), threads, 0, exec.stream>>>(layout, p, out, x);
+      <<<ct_cu_row_blocks(exec, p.lanes, threads / Width), threads, 0, exec.stream>>>(layout, p,
+                                                                                      out, x);
 }
 
 template <ct_pl_type Tag, bool Log>
