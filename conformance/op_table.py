@@ -575,43 +575,9 @@ OPS: dict[str, dict] = {
         ],
         "edges": False,
     },
-    "max_pool2d_backward": {
-        "shapes": POOL_BACKWARD_SHAPES,
-        "attrs": [
-            {"kernel_size": [2]},
-            {"kernel_size": [3], "stride": [2], "padding": [1]},
-            {"kernel_size": [2], "dilation": [2], "ceil_mode": True},
-            {"kernel_size": [2], "stride": [3], "padding": [3, 2]},  # windows in padding only
-            # every parameter a distinct (H, W) pair, as max_pool2d's cases
-            {
-                "kernel_size": [3, 2],
-                "stride": [1, 2],
-                "padding": [1, 0],
-                "dilation": [2, 1],
-                "ceil_mode": True,
-            },
-        ],
-    },
-    "avg_pool2d_backward": {
-        "shapes": POOL_BACKWARD_SHAPES,
-        "attrs": [
-            {"kernel_size": [2]},
-            {"kernel_size": [3], "stride": [2], "padding": [1]},
-            {"kernel_size": [3], "ceil_mode": True, "count_include_pad": False, "stride": [2]},
-            {"kernel_size": [2], "divisor_override": 3},
-            {"kernel_size": [2], "stride": [2], "padding": [2, 1]},  # beyond half the kernel
-            # every parameter a distinct (H, W) pair, as avg_pool2d's cases
-            {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0], "ceil_mode": True},
-            {"kernel_size": [2, 3], "stride": [1, 2], "padding": [0, 1], "divisor_override": 5},
-            {
-                "kernel_size": [3, 2],
-                "stride": [2, 1],
-                "padding": [1, 0],
-                "ceil_mode": True,
-                "count_include_pad": False,
-            },
-        ],
-    },
+    # attrs: the forward's (below)
+    "max_pool2d_backward": {"shapes": POOL_BACKWARD_SHAPES},
+    "avg_pool2d_backward": {"shapes": POOL_BACKWARD_SHAPES},
     "adaptive_avg_pool2d_backward": {
         "shapes": [
             ((2, 3, 4, 4), (2, 3, 7, 8)),
@@ -638,16 +604,7 @@ OPS: dict[str, dict] = {
             ((1, 2, 15, 6), (1, 2, 5, 6)),
             ((2, 1, 9, 3), (2, 1, 3, 3)),
         ],
-        "attrs": [
-            {"size": [10, 12]},
-            {"size": [3, 4], "mode": "bilinear"},
-            {"size": [7, 5], "mode": "bilinear", "align_corners": True},
-            {"scale_factor": [2.0]},
-            {"scale_factor": [1.5], "mode": "bilinear"},
-            {"size": [4, 9]},  # nearest, shrinking one axis and growing the other
-            {"scale_factor": [1.7, 0.6], "mode": "bilinear"},
-            {"scale_factor": [3.0, 1.0], "mode": "bilinear", "align_corners": True},
-        ],
+        # attrs: interpolate's (below)
     },
     "batch_norm": {
         "shapes": [((2, 3, 4, 5), (3,), (3,), (3,), (3,)), ((4, 3), (3,), (3,), None, None)],
@@ -870,6 +827,21 @@ OPS: dict[str, dict] = {
         ],
     },
 }
+
+# The pooling and interpolate backward ops run their forward's attribute sets (each set picks
+# its grad_out shapes among the entry's shapes); avg_pool2d_backward one more, count_include_pad
+# off with every parameter a distinct (H, W) pair.
+OPS["max_pool2d_backward"]["attrs"] = OPS["max_pool2d"]["attrs"]
+OPS["interpolate_backward"]["attrs"] = OPS["interpolate"]["attrs"]
+OPS["avg_pool2d_backward"]["attrs"] = OPS["avg_pool2d"]["attrs"] + [
+    {
+        "kernel_size": [3, 2],
+        "stride": [2, 1],
+        "padding": [1, 0],
+        "ceil_mode": True,
+        "count_include_pad": False,
+    },
+]
 
 # ---------------------------------------------------------------- losses
 # Five classes throughout, so that ("index", 0, 5) targets are valid class indices; the

@@ -16,14 +16,7 @@ from .cases import Case, generate, large_cases
 from .device import HostDevice
 from .gradients import check_gradient
 from .op_table import OPS
-from .tolerances import (
-    DOT_PRODUCTS,
-    SCATTER_ADD,
-    accumulation_bound,
-    compare,
-    input_scale,
-    tolerance_class,
-)
+from .tolerances import compare, input_scale, summation_bounds, tolerance_class
 
 __all__ = [
     "Target",
@@ -206,59 +199,6 @@ def _complex_alternatives(spec: OpSpec, case: Case, source: str, infos: list) ->
             if d.startswith("complex"):
                 alternatives[i].append(np.asarray(r))
     return alternatives
-
-
-def _norm_bound(x: np.ndarray, attrs: dict, dtype: str) -> np.ndarray | None:
-    """vector_norm's: the sum of n positive terms |x|^p is off by at most gamma(n) relatively,
-    and its 1/p-th power by gamma(n) / |p|; so gamma(n) * max(1, 1 / |p|) * |result|, n from
-    the reference on ones (n^(1/p)). None for ord 0 and +-inf (a count, a max, a min)."""
-    p = float(attrs.get("ord", 2.0))
-    if p == 0 or not np.isfinite(p) or not dtype.startswith(("float", "bfloat")):
-        return None
-    with np.errstate(all="ignore"):
-        ones = np.ones_like(np.asarray(x, np.float64))
-        counts = np.asarray(references.NUMPY["vector_norm"]([ones], attrs, [dtype])[0]) ** p
-        result = np.asarray(
-            references.NUMPY["vector_norm"]([np.asarray(x, np.float64)], attrs, [dtype])[0]
-        )
-        return accumulation_bound(np.rint(counts), max(1.0, 1.0 / abs(p)) * np.abs(result), dtype)
-
-
-def summation_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> list:
-    """Per output, the accumulation bound (tolerances.accumulation_bound) of a scatter-add op's
-    or a dot-product op's case, or None (neither, a reduction other than add, or not a float or
-    complex output). The op's NumPy reference, linear in the contributions (in each factor of
-    a product), gives each element's number of terms when run on ones (alpha 1) and the sum of
-    their absolute values when run on the absolute inputs (|alpha|)."""
-    if op == "vector_norm":
-        return [_norm_bound(values[0], attrs, out_dtypes[0])]
-    if op not in SCATTER_ADD and op not in DOT_PRODUCTS or op not in references.NUMPY:
-        return [None] * len(out_dtypes)
-    reduction = SCATTER_ADD.get(op)
-    if reduction is not None and attrs.get(reduction) != "add":
-        return [None] * len(out_dtypes)
-
-    def floats(fill):  # noqa: ANN001, ANN202
-        return [
-            fill(np.asarray(v, np.complex128 if v.dtype.kind == "c" else np.float64))
-            if v is not None and v.dtype.kind in "fc"
-            else v
-            for v in values
-        ]
-
-    table = references.NUMPY[op]
-    ones, absolute = dict(attrs), dict(attrs)
-    if "alpha" in attrs:
-        ones["alpha"], absolute["alpha"] = 1.0, abs(attrs["alpha"])
-    with np.errstate(all="ignore"):
-        counts = table(floats(np.ones_like), ones, out_dtypes)
-        magnitudes = table(floats(np.abs), absolute, out_dtypes)
-    return [
-        accumulation_bound(np.asarray(c), np.asarray(m), d)
-        if d.startswith(("float", "bfloat", "complex"))
-        else None
-        for c, m, d in zip(counts, magnitudes, out_dtypes, strict=False)
-    ]
 
 
 def _check_numerics(spec, case, outcome, expected, result) -> None:  # noqa: ANN001

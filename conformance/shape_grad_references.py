@@ -19,7 +19,7 @@ import numpy as np
 
 from .references import NUMPY, _ref, along_axis_index, gather_nd_reference
 
-__all__ = ["scatter_landings"]
+__all__ = ["read_sources", "scatter_landings"]
 
 
 def _positions(shape) -> np.ndarray:  # noqa: ANN001
@@ -36,33 +36,53 @@ def _adjoint(g: np.ndarray, sources: np.ndarray, size: int) -> np.ndarray:
     return np.bincount(src[keep], weights=weights[keep], minlength=size)[:size]
 
 
+def read_sources(forward: str, x_shape, rest: list, attrs: dict) -> np.ndarray:  # noqa: ANN001
+    """The flat position of x that each output element of a reading forward read (-1: none):
+    the forward's reference run on x's positions. rest: the forward's inputs after x (the
+    indices); embedding's x is its weight, read at the indices."""
+    positions = _positions(x_shape)
+    if forward == "embedding":
+        return positions[rest[0]]
+    if forward == "gather_nd":
+        return gather_nd_reference(positions, rest[0], attrs["batch_dims"])
+    return np.asarray(NUMPY[forward]([positions, *rest], attrs, ["int64"])[0])
+
+
 def _read_adjoint(forward: str, g: np.ndarray, x_shape, rest: list, attrs: dict) -> np.ndarray:  # noqa: ANN001
     """The adjoint of a reading forward: its reference on x's positions gives each output
     element's source."""
-    sources = np.asarray(NUMPY[forward]([_positions(x_shape), *rest], attrs, ["int64"])[0])
     size = int(np.prod(x_shape, dtype=np.int64))
+    sources = read_sources(forward, x_shape, rest, attrs)
     return _adjoint(g, sources, size).reshape(x_shape)
 
 
-@_ref(NUMPY, "tile_backward")
-def _tile_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    return [_read_adjoint("tile", ins[0], ins[1].shape, [], attrs)]
+def _read_backward(forward: str):  # noqa: ANN202
+    """The reference of the backward op of a forward reading x (inputs grad_out, x, then the
+    forward's other inputs)."""
+
+    def run(ins, attrs, out):  # noqa: ANN001, ANN202
+        g, x, *rest = ins
+        return [_read_adjoint(forward, g, x.shape, rest, attrs)]
+
+    return run
 
 
-@_ref(NUMPY, "repeat_backward")
-def _repeat_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    return [_read_adjoint("repeat", ins[0], ins[1].shape, [], attrs)]
+for _forward in (
+    "tile",
+    "repeat",
+    "slice",
+    "take",
+    "take_along_axis",
+    "index_select",
+    "gather_nd",
+):
+    NUMPY[f"{_forward}_backward"] = _read_backward(_forward)
 
 
 @_ref(NUMPY, "pad_backward")
 def _pad_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     # the constant border reads no element of x: it carries position -1
     return [_read_adjoint("pad", ins[0], ins[1].shape, [], dict(attrs, value=-1))]
-
-
-@_ref(NUMPY, "slice_backward")
-def _slice_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    return [_read_adjoint("slice", ins[0], ins[1].shape, [], attrs)]
 
 
 @_ref(NUMPY, "roll_backward")
@@ -98,35 +118,10 @@ def _stack_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     return _joined_adjoint("stack", ins, attrs)
 
 
-@_ref(NUMPY, "take_backward")
-def _take_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    g, x, indices = ins
-    return [_read_adjoint("take", g, x.shape, [indices], attrs)]
-
-
-@_ref(NUMPY, "take_along_axis_backward")
-def _take_along_axis_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    g, x, indices = ins
-    return [_read_adjoint("take_along_axis", g, x.shape, [indices], attrs)]
-
-
-@_ref(NUMPY, "index_select_backward")
-def _index_select_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    g, x, indices = ins
-    return [_read_adjoint("index_select", g, x.shape, [indices], attrs)]
-
-
-@_ref(NUMPY, "gather_nd_backward")
-def _gather_nd_backward(ins, attrs, out):  # noqa: ANN001, ANN202
-    g, x, indices = ins
-    sources = gather_nd_reference(_positions(x.shape), indices, attrs["batch_dims"])
-    return [_adjoint(g, sources, x.size).reshape(x.shape)]
-
-
 @_ref(NUMPY, "embedding_backward")
 def _embedding_backward(ins, attrs, out):  # noqa: ANN001, ANN202
     g, indices, weight = ins
-    return [_adjoint(g, _positions(weight.shape)[indices], weight.size).reshape(weight.shape)]
+    return [_read_adjoint("embedding", g, weight.shape, [indices], attrs)]
 
 
 @_ref(NUMPY, "index_add_backward")

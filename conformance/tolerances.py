@@ -19,7 +19,10 @@ and k the element's number of contributions (x included for the forward scatters
 classical bound of recursive summation of k terms (each term rounded once more, as alpha *
 value is), valid for any order of summation; the float64 reference's own error (the same bound
 with u = 2**-53) is added. accumulation_bound computes it; both k and the sums come from the
-reference itself run on ones and on the inputs' absolute values.
+reference itself run on ones and on the inputs' absolute values. The dot-product ops
+(DOT_PRODUCTS) take the same bound of their K products, and vector_norm that of its sum of
+positive terms (vector_norm_bound). SUMMATION_BOUNDS maps each of these ops to its bound
+function, and summation_bounds looks an op's up.
 
 Complex results are compared as NumPy sees complex values, by modulus: a value is NaN when
 either part is NaN, and NaN meets NaN whatever the other parts hold; otherwise a part that is
@@ -31,9 +34,12 @@ of tests/arrays.py's complex comparison. docs/conformance.md states the same tab
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from . import dtypes as dt
+from . import references
 
 __all__ = [
     "EPS",
@@ -42,6 +48,9 @@ __all__ = [
     "EXACT",
     "SCATTER_ADD",
     "DOT_PRODUCTS",
+    "SUMMATION_BOUNDS",
+    "summation_bounds",
+    "vector_norm_bound",
     "tolerance_class",
     "accumulation_bound",
     "compare",
@@ -194,6 +203,79 @@ def accumulation_bound(counts: np.ndarray, magnitudes: np.ndarray, dtype: str) -
             gamma = np.where(k * u < 1, k * u / np.maximum(1 - k * u, 1e-300), np.inf)
         total = total + factor * gamma * np.abs(np.real(np.asarray(magnitudes)))
     return np.where(np.isnan(total), np.inf, total)
+
+
+def _linear_bounds(op: str, reduction: str | None = None):  # noqa: ANN202
+    """The summation bound of a scatter-add or a dot-product op: per output, the
+    accumulation_bound of its case, or None (a reduction attribute other than add, an output
+    neither float nor complex). The op's NumPy reference (looked up at each call), linear in
+    the contributions (in each factor of a product), gives each element's number of terms when
+    run on ones (alpha 1) and the sum of their absolute values when run on the absolute inputs
+    (|alpha|)."""
+
+    def bounds(values: list, attrs: dict, out_dtypes: list) -> list:
+        if op not in references.NUMPY or (reduction is not None and attrs.get(reduction) != "add"):
+            return [None] * len(out_dtypes)
+
+        def floats(fill):  # noqa: ANN001, ANN202
+            return [
+                fill(np.asarray(v, np.complex128 if v.dtype.kind == "c" else np.float64))
+                if v is not None and v.dtype.kind in "fc"
+                else v
+                for v in values
+            ]
+
+        table = references.NUMPY[op]
+        ones, absolute = dict(attrs), dict(attrs)
+        if "alpha" in attrs:
+            ones["alpha"], absolute["alpha"] = 1.0, abs(attrs["alpha"])
+        with np.errstate(all="ignore"):
+            counts = table(floats(np.ones_like), ones, out_dtypes)
+            magnitudes = table(floats(np.abs), absolute, out_dtypes)
+        return [
+            accumulation_bound(np.asarray(c), np.asarray(m), d)
+            if d.startswith(("float", "bfloat", "complex"))
+            else None
+            for c, m, d in zip(counts, magnitudes, out_dtypes, strict=False)
+        ]
+
+    return bounds
+
+
+def vector_norm_bound(x: np.ndarray, attrs: dict, dtype: str) -> np.ndarray | None:
+    """vector_norm's: the sum of n positive terms |x|^p is off by at most gamma(n) relatively,
+    and its 1/p-th power by gamma(n) / |p|; so gamma(n) * max(1, 1 / |p|) * |result|, n from
+    the reference on ones (n^(1/p)). None for ord 0 and +-inf (a count, a max, a min)."""
+    p = float(attrs.get("ord", 2.0))
+    if p == 0 or not np.isfinite(p) or not dtype.startswith(("float", "bfloat")):
+        return None
+    with np.errstate(all="ignore"):
+        ones = np.ones_like(np.asarray(x, np.float64))
+        counts = np.asarray(references.NUMPY["vector_norm"]([ones], attrs, [dtype])[0]) ** p
+        result = np.asarray(
+            references.NUMPY["vector_norm"]([np.asarray(x, np.float64)], attrs, [dtype])[0]
+        )
+        return accumulation_bound(np.rint(counts), max(1.0, 1.0 / abs(p)) * np.abs(result), dtype)
+
+
+#: Per op, its summation bound: a function of the case (inputs, attributes with their defaults,
+#: output dtypes) giving, per output, the per-element error its float (and complex) results may
+#: carry beyond the per-dtype tolerance, or None. The scatter-add ops (SCATTER_ADD) and the
+#: dot-product ops (DOT_PRODUCTS) take accumulation_bound of their sums, vector_norm
+#: vector_norm_bound; every other op has none.
+SUMMATION_BOUNDS: dict[str, Callable[[list, dict, list], list]] = {
+    **{op: _linear_bounds(op, reduction) for op, reduction in SCATTER_ADD.items()},
+    **{op: _linear_bounds(op) for op in sorted(DOT_PRODUCTS)},
+    "vector_norm": lambda values, attrs, out_dtypes: [
+        vector_norm_bound(values[0], attrs, out_dtypes[0])
+    ],
+}
+
+
+def summation_bounds(op: str, values: list, attrs: dict, out_dtypes: list) -> list:
+    """Per output of a case of `op`, its SUMMATION_BOUNDS bound (None: none applies)."""
+    bound = SUMMATION_BOUNDS.get(op)
+    return [None] * len(out_dtypes) if bound is None else bound(values, attrs, out_dtypes)
 
 
 def tolerance_class(op: str) -> str:

@@ -8,7 +8,9 @@ signs of a broken strategy, so those two checks are turned off; every other one 
 
 test_cuda_device.py needs a CUDA GPU with CuPy and PyTorch: where there is none it is not
 collected, and pytest's header says why. test_cuda_plugin.py (the plugin is built, installed, and
-loaded or unavailable with its reason) runs wherever the plugin was built or nvcc is there.
+loaded or unavailable with its reason) and test_cuda_vendor_libraries.py (cuBLASLt and cuDNN
+opened at run time) run wherever the plugin was built or could be (nvcc and the vendor headers
+are there), or where CTENSOR_REQUIRE_CUDA_PLUGIN=1 asks for them (.ci/run).
 
 The OpenCL tests (test_opencl_*.py, and the tests marked `opencl`) need an OpenCL runtime with a
 device (PoCL on CI): where the opencl backend is not loaded they are skipped with its reason, so
@@ -33,7 +35,7 @@ _CUDA_UNAVAILABLE = cuda_unavailable_reason()
 _CUDA_PLUGIN_ABSENT = cuda_plugin_absent_reason()
 collect_ignore = ["test_cuda_device.py", "test_cuda_scatter.py"] if _CUDA_UNAVAILABLE else []
 if _CUDA_PLUGIN_ABSENT:
-    collect_ignore.append("test_cuda_plugin.py")
+    collect_ignore += ["test_cuda_plugin.py", "test_cuda_vendor_libraries.py"]
 
 
 _OPENCL_UNAVAILABLE = opencl_unavailable_reason()
@@ -71,7 +73,7 @@ def pytest_report_header() -> list[str]:
     else:
         opencl = f"skipped, {_OPENCL_UNAVAILABLE}"
     return [
-        f"CUDA plugin tests (test_cuda_plugin.py): {plugin}",
+        f"CUDA plugin tests (test_cuda_plugin.py, test_cuda_vendor_libraries.py): {plugin}",
         f"CUDA device tests (test_cuda_device.py, test_cuda_scatter.py): {device}",
         f"OpenCL tests (test_opencl_*.py and `opencl` marks): {opencl}",
     ]

@@ -17,14 +17,9 @@ from ctensor.conformance.calls import decoded, run_case
 from ctensor.conformance.cases import Case, generate
 from ctensor.conformance.device import HostDevice
 from ctensor.conformance.op_table import OPS
-from ctensor.conformance.runner import (
-    Target,
-    _norm_bound,
-    run_signature,
-    signature_labels,
-    summation_bounds,
-)
-from ctensor.conformance.tolerances import compare
+from ctensor.conformance.runner import Target, run_signature, signature_labels
+from ctensor.conformance.shape_grad_references import read_sources
+from ctensor.conformance.tolerances import compare, summation_bounds, vector_norm_bound
 
 SHAPE_GRAD_OPS = [
     "clip_backward",
@@ -66,43 +61,24 @@ def test_each_backward_op_passes_its_own_cases_against_numpy(name):
         assert result.checks[check] == "PASS"
 
 
+def _sources(forward: str, ins: list, attrs: dict):  # noqa: ANN202
+    """(the flat element of x each cotangent element came from, x) for a read's backward op."""
+    x, rest = (ins[2], [ins[1]]) if forward == "embedding" else (ins[1], list(ins[2:]))
+    sources = read_sources(forward, x.shape, rest, attrs)
+    return np.broadcast_to(sources, ins[0].shape).reshape(-1), x
+
+
 def _writes_instead_of_adding(forward: str):  # noqa: ANN202
     """The rule of a kernel that stores each cotangent at its source instead of adding it."""
 
     def run(ins, attrs, out):  # noqa: ANN001, ANN202
-        g = ins[0]
-        if forward == "embedding":
-            x, rest = ins[2], []
-            sources = np.arange(x.size).reshape(x.shape)[ins[1]]
-        else:
-            x, rest = ins[1], list(ins[2:])
-            positions = np.arange(x.size).reshape(x.shape)
-            if forward == "gather_nd":
-                sources = references.gather_nd_reference(positions, rest[0], attrs["batch_dims"])
-            else:
-                sources = references.NUMPY[forward]([positions, *rest], attrs, ["int64"])[0]
+        sources, x = _sources(forward, ins, attrs)
         grad = np.zeros(x.size)
-        sources = np.broadcast_to(sources, g.shape).reshape(-1)
         keep = sources >= 0
-        grad[sources[keep]] = np.asarray(g, np.float64).reshape(-1)[keep]
+        grad[sources[keep]] = np.asarray(ins[0], np.float64).reshape(-1)[keep]
         return [grad.reshape(x.shape)]
 
     return run
-
-
-def _sources(forward: str, ins: list, attrs: dict):  # noqa: ANN202
-    """(the flat element of x each cotangent element came from, x) for a read's backward op."""
-    if forward == "embedding":
-        x = ins[2]
-        sources = np.arange(x.size).reshape(x.shape)[ins[1]]
-    else:
-        x, rest = ins[1], list(ins[2:])
-        positions = np.arange(x.size).reshape(x.shape)
-        if forward == "gather_nd":
-            sources = references.gather_nd_reference(positions, rest[0], attrs["batch_dims"])
-        else:
-            sources = references.NUMPY[forward]([positions, *rest], attrs, ["int64"])[0]
-    return np.broadcast_to(sources, ins[0].shape).reshape(-1), x
 
 
 def _drops_a_contribution(forward: str):  # noqa: ANN202
@@ -308,11 +284,11 @@ def test_vector_norm_bound_takes_a_long_sum_and_not_a_narrow_accumulator():
     x = np.random.default_rng(4).uniform(-2, 2, 200000)
     attrs = {"ord": 2.0, "axis": None, "keepdims": False}
     exact = references.NUMPY["vector_norm"]([x], attrs, ["float64"])[0]
-    bound = _norm_bound(x, attrs, "float64")
+    bound = vector_norm_bound(x, attrs, "float64")
     other_order = np.sqrt(np.sum(np.sort(x**2)[::-1]))
     narrow = np.sqrt(np.sum((x * x).astype(np.float32), dtype=np.float32))
     assert compare(np.asarray(other_order), exact, "float64", "vector_norm", 0.0, [], bound)[0]
     assert not compare(
         np.asarray(narrow, np.float64), exact, "float64", "vector_norm", 0.0, [], bound
     )[0]
-    assert _norm_bound(x, {**attrs, "ord": float("inf")}, "float64") is None
+    assert vector_norm_bound(x, {**attrs, "ord": float("inf")}, "float64") is None

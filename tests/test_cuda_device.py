@@ -15,7 +15,10 @@ import pytest
 import torch
 
 import ctensor
+from ctensor import ffi, lib
 from ctensor._device_array import _capsule
+from ctensor.conformance import dtypes as cdt
+from ctensor.conformance.nn_references import conv2d, conv2d_grad_input, conv2d_grad_weight
 
 
 def test_cupy_in_cupy_out_and_out_is_written_in_place() -> None:
@@ -234,13 +237,18 @@ def test_conformance_suite_passes_on_cuda(tmp_path) -> None:  # noqa: ANN001
 
 def test_registers_the_opencl_backends_kernel_set() -> None:
     # docs/operators.md shows the devices CI has; it promises that cuda registers the same
-    # (op, signature) set as opencl.
+    # (op, signature) set as opencl, plus conv_transpose2d and its input cotangent (cuDNN's
+    # backward-data and forward convolutions), which opencl lacks.
     opencl = next(b for b in ctensor.backends() if b.name == "opencl")
     assert opencl.state == "loaded", f"this check compares with the opencl plugin: {opencl}"
+    floats = {(dtype,) * 4 for dtype in ("float16", "float32", "float64")}
+    cuda_only = {"conv_transpose2d": floats, "conv_transpose2d_backward_input": floats}
     for name in ctensor.list_ops():
         signatures = ctensor.op_info(name)["signatures"]
         cuda = {tuple(s) for s in signatures.get("cuda", [])}
         reference = {tuple(s) for s in signatures.get("opencl", [])}
+        if name in cuda_only and not reference:
+            reference = cuda_only[name]
         assert cuda == reference, f"{name}: cuda {sorted(cuda)} != opencl {sorted(reference)}"
 
 
@@ -567,3 +575,174 @@ def test_layer_norm_rows_around_the_register_limits(dtype: str) -> None:
     want = (wide - mean) / np.sqrt(((wide - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
     got = cupy.asnumpy(ctensor.ops.layer_norm(x, normalized_shape=[300], eps=1e-5))
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+# ----- convolutions through cuDNN (kernels/cuda/cu_dnn.cu) and the plugin's own kernels -----
+
+_EPS = {torch.float16: 2.0**-10, torch.float32: 2.0**-23, torch.float64: 2.0**-52}
+
+
+def _within_sum_bound(got, want, magnitude, terms, dtype) -> None:  # noqa: ANN001
+    """`got` against the float64 reference `want` of a sum of `terms` products per element:
+    accumulated in float32 (float64 for float64), then rounded to the output's dtype (twice with
+    a bias added after). `magnitude` is the same sum over absolute values. TF32 (10 mantissa
+    bits) would exceed it for float32."""
+    acc = _EPS[torch.float64] if dtype == torch.float64 else _EPS[torch.float32]
+    bound = (2 * _EPS[dtype] + 2 * terms * acc) * magnitude
+    err = np.abs(got.detach().cpu().double().numpy() - want)
+    worst = np.unravel_index(np.argmax(err - bound), err.shape)
+    assert np.all(err <= bound), (
+        f"{dtype}: error {err[worst]:.3g} > bound {bound[worst]:.3g} at {worst} of {want.shape}"
+    )
+
+
+def _f64(t) -> np.ndarray:  # noqa: ANN001
+    return t.detach().cpu().double().numpy()
+
+
+def _input_views(rng, shape, dtype) -> list:  # noqa: ANN001
+    """A sliced (gapped) view and a channels-last copy of one (N, C, H, W) array, on the GPU."""
+    n, c, h, w = shape
+    base = torch.from_numpy(rng.standard_normal((n, c + 1, h + 3, w + 4))).to(dtype).cuda()
+    sliced = base[:, 1:, 2 : 2 + h, 1 : 1 + w]
+    return [sliced, sliced.contiguous(memory_format=torch.channels_last)]
+
+
+_CONV_CASES = [
+    # (input shape, weight shape, stride, padding, dilation, groups)
+    ((2, 8, 17, 19), (12, 4, 3, 3), (2, 1), (1, 2), (2, 1), 2),
+    ((3, 6, 12, 10), (6, 1, 5, 3), (1, 2), (2, 1), (1, 1), 6),
+    ((2, 16, 9, 9), (32, 16, 1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 3, 20, 20), (40, 3, 4, 4), (3, 3), (2, 0), (1, 2), 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("case", _CONV_CASES)
+def test_conv2d_and_its_backward_match_float64_references(dtype, case) -> None:
+    """conv2d, conv2d_backward_input and conv2d_backward_weight on strided and channels-last
+    views, with groups, dilation and a bias; a packed weight goes through cuDNN, a permuted one
+    through the plugin's own kernels: both within the float32-accumulation bound."""
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    geometry = (stride, padding, dilation, groups)
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    rng = np.random.default_rng(3)
+    o, cg, kh, kw = w_shape
+    weight = torch.from_numpy(rng.standard_normal(w_shape)).to(dtype).cuda()
+    permuted = weight.permute(2, 3, 0, 1).contiguous().permute(2, 3, 0, 1)
+    bias = torch.from_numpy(rng.standard_normal(o)).to(dtype).cuda()
+    for x in _input_views(rng, x_shape, dtype):
+        for w in [weight, permuted]:
+            got = ctensor.ops.conv2d(x, w, bias, **attrs)
+            assert got.shape[:2] == (x_shape[0], o)
+            want = conv2d(_f64(x), _f64(w), _f64(bias), *geometry)
+            magnitude = conv2d(np.abs(_f64(x)), np.abs(_f64(w)), np.abs(_f64(bias)), *geometry)
+            _within_sum_bound(got, want, magnitude, cg * kh * kw + 1, dtype)
+            g = torch.from_numpy(rng.standard_normal(tuple(got.shape))).to(dtype).cuda()
+            g = g.contiguous(memory_format=torch.channels_last)
+            got = ctensor.ops.conv2d_backward_input(g, x, w, **attrs)
+            want = conv2d_grad_input(_f64(g), x_shape, _f64(w), *geometry)
+            magnitude = conv2d_grad_input(np.abs(_f64(g)), x_shape, np.abs(_f64(w)), *geometry)
+            _within_sum_bound(got, want, magnitude, (o // groups) * kh * kw, dtype)
+            got = ctensor.ops.conv2d_backward_weight(g, x, w, **attrs)
+            want = conv2d_grad_weight(_f64(g), _f64(x), w_shape, *geometry)
+            magnitude = conv2d_grad_weight(np.abs(_f64(g)), np.abs(_f64(x)), w_shape, *geometry)
+            terms = x_shape[0] * g.shape[2] * g.shape[3]
+            _within_sum_bound(got, want, magnitude, terms, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    "stride, padding, output_padding, dilation",
+    [((2, 3), (1, 0), (1, 2), (1, 1)), ((1, 1), (1, 1), (1, 1), (2, 2))],
+)
+def test_conv_transpose2d_and_its_input_cotangent_match_float64_references(
+    dtype, stride, padding, output_padding, dilation
+) -> None:
+    """conv_transpose2d (cuDNN's backward-data; an output_padding of a stride or more, which
+    cuDNN cannot express, runs the plugin's kernel) and conv_transpose2d_backward_input."""
+    groups = 2
+    rng = np.random.default_rng(5)
+    weight = torch.from_numpy(rng.standard_normal((6, 4, 3, 3))).to(dtype).cuda()
+    bias = torch.from_numpy(rng.standard_normal(8)).to(dtype).cuda()
+    attrs = {
+        "stride": stride,
+        "padding": padding,
+        "output_padding": output_padding,
+        "groups": groups,
+        "dilation": dilation,
+    }
+    geometry = (stride, padding, dilation, groups)
+    for x in _input_views(rng, (2, 6, 7, 8), dtype):
+        got = ctensor.ops.conv_transpose2d(x, weight, bias, **attrs)
+        size = [
+            (e - 1) * s - 2 * p + d * 2 + op + 1
+            for e, s, p, d, op in zip(
+                (7, 8), stride, padding, dilation, output_padding, strict=True
+            )
+        ]
+        shape = (2, 8, *size)
+        assert tuple(got.shape) == shape
+        want = conv2d_grad_input(_f64(x), shape, _f64(weight), *geometry)
+        want = want + _f64(bias).reshape(1, -1, 1, 1)
+        magnitude = conv2d_grad_input(np.abs(_f64(x)), shape, np.abs(_f64(weight)), *geometry)
+        magnitude = magnitude + np.abs(_f64(bias)).reshape(1, -1, 1, 1)
+        _within_sum_bound(got, want, magnitude, 3 * 9 + 1, dtype)
+        g = torch.from_numpy(rng.standard_normal(shape)).to(dtype).cuda()
+        got = ctensor.ops.conv_transpose2d_backward_input(g, x, weight, **attrs)
+        want = conv2d(_f64(g), _f64(weight), None, *geometry)[:, :, :7, :8]
+        magnitude = conv2d(np.abs(_f64(g)), np.abs(_f64(weight)), None, *geometry)[:, :, :7, :8]
+        _within_sum_bound(got, want, magnitude, 4 * 9, dtype)
+
+
+def _workspace(op: str, tensors: list) -> tuple[int, int]:
+    """(bytes, alignment) that ct_op_workspace asks for these CUDA tensors (None: an absent
+    optional input), the outputs described by infer."""
+    keep, views = [], []
+    for t in tensors:
+        if t is None:
+            views.append(ffi.NULL)
+            continue
+        view = ffi.new("ct_tensor*")
+        cdt.set_ct_dtype(view.dtype, str(t.dtype).removeprefix("torch."))
+        view.device.device_type = 2
+        view.device.device_id = t.device.index
+        view.data = ffi.cast("void*", t.data_ptr())
+        view.ndim = t.dim()
+        shape, strides = ffi.new("int64_t[]", list(t.shape)), ffi.new("int64_t[]", t.stride())
+        view.shape, view.strides = shape, strides
+        keep += [view, shape, strides]
+        views.append(view)
+    handle = ffi.new("const ct_op**")
+    assert lib.ct_op_find(op.encode(), handle) == 0
+    size, alignment = ffi.new("uint64_t*"), ffi.new("uint64_t*")
+    array = ffi.new("ct_tensor*[]", views)
+    status = lib.ct_op_workspace(
+        handle[0], array, len(views), ffi.NULL, 0, ffi.NULL, 0, size, alignment
+    )
+    assert status == 0, ffi.string(lib.ct_last_error()).decode()
+    return int(size[0]), int(alignment[0])
+
+
+def test_convolution_workspace_is_cudnns_and_its_kernels_ask_none() -> None:
+    """The workspace functions report cuDNN's chosen algorithm's workspace (256-byte aligned)
+    for what cuDNN runs, and nothing for what the plugin's kernels run (a permuted weight)."""
+    x = torch.randn(8, 64, 56, 56, device="cuda")
+    w = torch.randn(64, 64, 3, 3, device="cuda")
+    g = torch.randn(8, 64, 54, 54, device="cuda")
+    for op, tensors in [
+        ("conv2d", [x, w, None]),
+        ("conv2d_backward_input", [g, x, w]),
+        ("conv2d_backward_weight", [g, x, w]),
+        ("conv_transpose2d", [g, w, None]),
+    ]:
+        size, alignment = _workspace(op, tensors)
+        assert alignment == 256 and 0 <= size < 2**31, (op, size, alignment)
+    permuted = w.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    assert _workspace("conv2d", [x, permuted, None]) == (0, 1)
+    torch.testing.assert_close(
+        ctensor.ops.conv2d(x, permuted, padding=1),
+        ctensor.ops.conv2d(x, w, padding=1),
+        rtol=1e-5,
+        atol=1e-4,
+    )

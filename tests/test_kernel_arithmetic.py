@@ -27,17 +27,21 @@ _DTYPES = {
 
 
 def _broadcast_view(shape, dtype, keep):
-    """A C view of `shape` whose strides are all 0 (one element's storage)."""
+    """A C view of `shape` whose strides are all 0 (one element's storage). The arrays it points
+    at go into `keep`: the owning cdata objects ffi.new returns, since a struct field read back
+    (view.shape) is a plain pointer that keeps nothing alive."""
     data = ffi.new("int64_t[]", 1)
+    extents = ffi.new("int64_t[]", list(shape))
+    strides = ffi.new("int64_t[]", [0] * len(shape))
+    keep += [data, extents, strides]
     view = ffi.new("ct_tensor*")
     view.data = data
     view.device.device_type = lib.CT_DEVICE_CPU
     view.ndim = len(shape)
     view.dtype.code, view.dtype.bits = _DTYPES[dtype]
     view.dtype.lanes = 1
-    view.shape = ffi.new("int64_t[]", list(shape))
-    view.strides = ffi.new("int64_t[]", [0] * len(shape))
-    keep += [data, view.shape, view.strides]
+    view.shape = extents
+    view.strides = strides
     return view
 
 
@@ -87,6 +91,33 @@ def test_max_pool2d_with_a_window_of_more_than_2_63_taps(dtype):
     x = np.full((1, 1, 1, 1), 5, dtype)
     out = ops.max_pool2d(x, kernel_size=[2**32, 2**32], padding=[2**31, 2**31])
     np.testing.assert_array_equal(out, x)
+
+
+@pytest.mark.parametrize(
+    "name, shapes, dtype, attrs",
+    [
+        # H · H_out = 3 · 2**61: the last window's end (i + 1) · H passes INT64_MAX
+        ("adaptive_avg_pool2d", [(1, 1, 3, 1)], np.float16, {"output_size": [2**61, 1]}),
+        ("adaptive_avg_pool2d", [(1, 1, 2**60, 1)], np.float32, {"output_size": [2**60, 1]}),
+        ("adaptive_avg_pool2d", [(2, 3, 5, 7)], np.float64, {"output_size": [2**62, 2**62]}),
+        # grad_out of H_out = 4 over an input of H = 2**61: 4 · 2**61 = 2**63
+        ("adaptive_avg_pool2d_backward", [(1, 1, 4, 1), (1, 1, 2**61, 1)], np.float16, {}),
+        ("adaptive_avg_pool2d_backward", [(1, 1, 2**61, 1), (1, 1, 2**61, 1)], np.float16, {}),
+    ],
+    ids=["forward_small_input", "forward_huge_input", "forward_huge_planes", "backward", "both"],
+)
+def test_adaptive_avg_pool2d_whose_window_bounds_pass_int64_fails_cleanly(
+    name, shapes, dtype, attrs
+):
+    # The window bounds floor(i · H / H_out) and ceil((i + 1) · H / H_out) formed i · H in
+    # int64, which wraps once H · H_out passes INT64_MAX; they are now computed without it
+    # (ct_mul_div). Such a call has an output (grad_input) of 2**31 elements or more, or more
+    # than 2**32 window elements to add (H + H_out > 2**32 when H · H_out > 2**63), so none can
+    # run to a result in a test: those of the first kind, these, must be refused with a size
+    # error naming the op before anything is allocated or run (the inputs are stride-0 views).
+    arrays = [np.broadcast_to(np.ones((), dtype), shape) for shape in shapes]
+    with pytest.raises((ctensor.SizeOverflowError, ctensor.OutOfMemoryError), match=name):
+        getattr(ops, name)(*arrays, **attrs)
 
 
 # ----------------------------------------------------------------------------------------------

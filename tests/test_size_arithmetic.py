@@ -36,8 +36,8 @@ from ctensor._attrs import make_attrs
 from ctensor._registry import all_specs
 from ctensor._run import HOST_MEMORY_BYTES
 from ctensor.conformance.abi_calls import infer
-from ctensor.conformance.cases import _candidates, _param_dtype
-from ctensor.conformance.dtypes import itemsize, set_ct_dtype
+from ctensor.conformance.cases import _candidates, _param_dtype, _shape_views
+from ctensor.conformance.dtypes import itemsize
 from ctensor.conformance.op_table import OPS
 
 INT64_MAX = 2**63 - 1
@@ -101,24 +101,15 @@ def _signatures(spec) -> list[tuple[str, ...]]:  # noqa: ANN001
 def _views(spec, signature, flat: list, data: bool) -> tuple[list, list]:  # noqa: ANN001
     """ct_tensor views of the shapes in `flat` (None: an absent input): without data for infer,
     or stride-0 views of one aligned scratch element for workspace queries."""
-    views, keep = [], []
-    for k, shape in enumerate(flat):
-        if shape is None:
-            views.append(None)
-            continue
-        view = ffi.new("ct_tensor*")
-        set_ct_dtype(view.dtype, _param_dtype(spec, signature, k))
-        view.device.device_type = lib.CT_DEVICE_CPU
-        view.ndim = len(shape)
-        extents = ffi.new("int64_t[]", list(shape) or [0])
-        keep.append(extents)
-        view.shape = extents
-        if data:
-            strides = ffi.new("int64_t[]", [0] * max(len(shape), 1))
+    views, keep = _shape_views(spec, signature, flat)
+    if data:
+        for view in views:
+            if view is None:
+                continue
+            strides = ffi.new("int64_t[]", [0] * max(view.ndim, 1))
             keep.append(strides)
             view.strides = strides
             view.data = _SCRATCH_ADDRESS
-        views.append(view)
     return views, keep
 
 

@@ -17,7 +17,10 @@ cd "$(dirname "$0")/.."
 build=${1:-build-sanitize}
 seconds=${CT_FUZZ_SECONDS:-120}
 seed=${CT_FUZZ_SEED:-1}
+label=sanitized
 reports="runtime error\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer"
+# check_run, stage_install, run_python
+source tools/sanitizer_common.sh
 
 # -O1 with line tables only (-g1): about half the compile time of -O2 -g (3 CPU-minutes instead
 # of 7.5 here), still with file:line in every report. No device plugins and no XLA handler: the
@@ -36,55 +39,22 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 for program in test_abi test_plan test_profiler; do
-  log=$(mktemp)
-  if ! "$build/tests/fuzz/$program" >"$log" 2>&1; then
-    tail -n 60 "$log"
-    echo "sanitized $program failed" >&2
-    exit 1
-  fi
-  if grep -q "$reports" "$log"; then
-    grep -A20 "$reports" "$log" | head -60
-    echo "sanitized $program: sanitizer report" >&2
-    exit 1
-  fi
-  echo "sanitized $program: $(grep -c '^ok' "$log") checks ok"
-  rm -f "$log"
+  check_run "$program" checks "$build/tests/fuzz/$program"
 done
 
 # The Python subset, on the sanitized package installed (meson install) into $build/stage and
 # put first on PYTHONPATH. CPython is not built with ASan, so its runtime is preloaded (it must
 # come first); the interpreter's own allocations are never freed, so leak checks are off here.
 # Chosen for coverage of the C per second: the binding's C (fast paths, capsules, out=, scratch,
-# bound calls, threads, errors) by its tests, the reliability regressions, and every kernel by
+# bound calls, threads, errors) by its tests, the reliability and kernel-arithmetic regressions
+# (extreme extents, steps and windows: overflows that only a sanitizer sees), and every kernel by
 # the conformance suite over every op and dtype (its fixed shape and attribute sets, two threads
 # in the concurrency check: thread start-up is what costs most under ASan). Sanitizer reports
 # go to stderr, so pytest captures only sys-level output (an abort would lose captured fds).
-python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
-rm -rf "$build/stage"
-meson install -C "$build" --no-rebuild --quiet --destdir stage >/dev/null
-site=$(find "$PWD/$build/stage" -path '*/ctensor/__init__.py' | head -n 1)
-site=$(dirname "$(dirname "$site")")
-# The runtimes the extension was linked with (gcc: libasan and libubsan), ASan's first.
-preload=$(ldd "$site"/ctensor/_native*.so | awk '/libasan|libubsan|clang_rt/ {print $3}' | sort | tr '\n' ' ')
-python_asan_options=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:malloc_context_size=5
-run_python() {  # description, arguments of python
-  local what="$1" log
-  shift
-  log=$(mktemp)
-  if ! env -u CTENSOR_REQUIRE_OPENCL PYTHONPATH="$site" LD_PRELOAD="$preload" \
-    ASAN_OPTIONS="$python_asan_options" "$python" "$@" >"$log" 2>&1; then
-    grep -v '^  File ' "$log" | tail -n 60
-    echo "sanitized $what failed" >&2
-    exit 1
-  fi
-  if grep -q "$reports" "$log"; then
-    grep -A20 "$reports" "$log" | head -60
-    echo "sanitized $what: sanitizer report" >&2
-    exit 1
-  fi
-  echo "sanitized $what: $(grep -v '^$' "$log" | tail -n 1)"
-  rm -f "$log"
-}
+stage_install "$build" 'libasan|libubsan|clang_rt'
+python_env=(
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:malloc_context_size=5
+)
 run_python "ctensor import" -c \
   "import ctensor, sys; print(ctensor.__file__); assert ctensor.__file__.startswith(sys.argv[1])" \
   "$site"
@@ -93,7 +63,7 @@ run_python pytest -m pytest -q -p no:cacheprovider --capture=sys tests/test_reli
   tests/test_binding_dynamic.py tests/test_binding_errors.py tests/test_binding_fast_path.py \
   tests/test_binding_introspection.py tests/test_binding_out.py tests/test_binding_promotion.py \
   tests/test_binding_scratch.py tests/test_binding_threads.py tests/test_binding_zero_copy.py \
-  tests/test_scatter.py
+  tests/test_scatter.py tests/test_kernel_arithmetic.py
 run_python conformance -m ctensor.conformance --cases 0 --threads 2 -q
 
 # The fuzz driver exits 1 on any crash, hang or report; a sanitizer report kills its child,

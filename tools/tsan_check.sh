@@ -27,22 +27,13 @@ ninja -C "$build" all tests/fuzz/test_abi tests/fuzz/test_plan tests/fuzz/test_p
 
 # The first report ends the run with TSan's exit status (66); the logs are searched as well.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-report="WARNING: ThreadSanitizer\|ERROR: ThreadSanitizer\|FATAL: ThreadSanitizer"
-check_log() {  # description, exit status, log
-  if [ "$2" -ne 0 ] || grep -q "$report" "$3"; then
-    grep -v '^  File ' "$3" | tail -n 80
-    echo "ThreadSanitizer: $1 failed (exit status $2)" >&2
-    exit 1
-  fi
-}
+label=ThreadSanitizer
+reports="WARNING: ThreadSanitizer\|ERROR: ThreadSanitizer\|FATAL: ThreadSanitizer"
+# check_run, stage_install, run_python
+source tools/sanitizer_common.sh
 
 for program in test_abi test_plan test_profiler; do
-  log=$(mktemp)
-  status=0
-  "$build/tests/fuzz/$program" >"$log" 2>&1 || status=$?
-  check_log "$program" "$status" "$log"
-  echo "ThreadSanitizer $program: $(grep -c '^ok' "$log") checks ok"
-  rm -f "$log"
+  check_run "$program" checks "$build/tests/fuzz/$program"
 done
 
 # The binding's thread tests, then the conformance suite's concurrency check over every op's
@@ -52,22 +43,8 @@ done
 # started directly (sys.executable), not through a wrapper script. One OpenMP and one OpenBLAS
 # thread: torch's and NumPy's own thread pools (the suite's second-opinion references) are not
 # built with TSan either, and TSan would report their hand-offs.
-python=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
-rm -rf "$build/stage"
-meson install -C "$build" --no-rebuild --quiet --destdir stage >/dev/null
-site=$(find "$PWD/$build/stage" -path '*/ctensor/__init__.py' | head -n 1)
-site=$(dirname "$(dirname "$site")")
-preload=$(ldd "$site"/ctensor/_native*.so | awk '/libtsan|clang_rt/ {print $3}')
-run_python() {  # description, arguments of python
-  local what="$1" log status=0
-  shift
-  log=$(mktemp)
-  env -u CTENSOR_REQUIRE_OPENCL PYTHONPATH="$site" LD_PRELOAD="$preload" OMP_NUM_THREADS=1 \
-    OPENBLAS_NUM_THREADS=1 "$python" "$@" >"$log" 2>&1 || status=$?
-  check_log "$what" "$status" "$log"
-  echo "ThreadSanitizer $what: $(grep -v '^$' "$log" | tail -n 1)"
-  rm -f "$log"
-}
+stage_install "$build" 'libtsan|clang_rt'
+python_env=(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)
 run_python tests/test_binding_threads.py -m pytest -q -p no:cacheprovider --capture=sys \
   tests/test_binding_threads.py
 run_python "conformance (float32, threads)" -m ctensor.conformance --ops '*:float32' --cases 0 \

@@ -1,15 +1,30 @@
 /* cu_conv_pool.cu - conv2d (NCHW input, OIHW weight, stride/padding/dilation/groups, optional
- * bias) and max_pool2d / avg_pool2d / adaptive_avg_pool2d over (N, C, H, W) or (C, H, W), with
- * windows and divisors exactly as the CPU backend (torch's). conv2d is an implicit GEMM per group
+ * bias), its backward operators, conv_transpose2d and its input cotangent, and max_pool2d /
+ * avg_pool2d / adaptive_avg_pool2d over (N, C, H, W) or (C, H, W), with windows and divisors
+ * exactly as the CPU backend (torch's).
+ *
+ * The convolutions run through cuDNN (cu_dnn.h) for float16, float32 (never TF32) and float64
+ * views it takes: any positive non-overlapping strides for the activations, a packed OIHW weight
+ * (a cuDNN filter has no strides), int32 sizes. conv2d and conv_transpose2d_backward_input are
+ * cuDNN's forward convolution, conv2d_backward_input and conv_transpose2d its backward-data,
+ * conv2d_backward_weight its backward-filter; a bias is added by a kernel of this file after.
+ * Their workspace functions ask for the workspace of the algorithm cuDNN's heuristics choose.
+ *
+ * The plugin's own kernels run every case cuDNN does not take (a strided weight, a broadcast
+ * view, conv2d_backward_weight's partial grad_out, conv_transpose2d's output_padding of a stride
+ * or more, an empty dim, an unaligned view cuDNN refuses): conv2d is an implicit GEMM per group
  * (output channels x output positions, contracting over input channels x kernel taps) in
  * shared-memory tiles, or a direct kernel (one thread per output) when a group has few output
- * channels (depthwise convolutions); neither needs a workspace. Pooling is one thread per output.
- * float16 computes and accumulates in float, float32 in float, float64 in double. The backward
- * operators (conv2d_backward_input/_weight, <pool>_backward) are one thread per element of the
- * cotangent they write, each gathering its sum (no atomics, no workspace). */
+ * channels (depthwise convolutions); the backward operators are one thread per element of the
+ * cotangent they write, each gathering its sum (no atomics); none needs a workspace. float16
+ * computes and accumulates in float, float32 in float, float64 in double.
+ *
+ * Pooling is one thread per output (see the note above the pooling kernels on why not cuDNN's
+ * pooling). */
 #include <math.h>
 
 #include "cu_call.h"
+#include "cu_dnn.h"
 #include "cu_layout.h"
 #include "plugin_geometry.h"
 #include "cu_types.cuh"
@@ -36,6 +51,12 @@ ct_cu_nchw ct_cu_nchw_of(const ct_tensor* t) {
 struct ct_cu_conv_params {
   ct_cu_nchw out, x, w;
   int64_t bias_stride; /* bytes */
+  int64_t stride[2], padding[2], dilation[2];
+  int64_t groups;
+};
+
+/* A convolution's stride, padding and dilation (H, W) and groups, read from the call. */
+struct ct_cu_conv_geometry {
   int64_t stride[2], padding[2], dilation[2];
   int64_t groups;
 };
@@ -185,27 +206,23 @@ __global__ void __launch_bounds__(256)
 /* Groups with at least this many output channels use the tiled kernel. */
 constexpr int64_t ct_cu_tiled_min_channels = 16;
 
+/* The plugin's forward convolution: out = conv(x, w) (+ bias), over out's extent (which may be
+ * smaller than the forward's: conv_transpose2d_backward_input with a large output_padding). */
 template <ct_pl_type Tag>
-int ct_cu_conv2d_run(const ct_kernel_call* call) {
-  const ct_tensor* x = call->inputs[0];
-  const ct_tensor* weight = call->inputs[1];
-  const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : nullptr;
-  const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_pl_tensor_elements(out);
-  if (n == 0) return CT_OK;
-  ct_cu_exec exec;
-  int status = ct_cu_exec_for_call(call, &exec);
-  if (status != CT_OK) return status;
-  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+int ct_cu_conv2d_launch(const ct_cu_exec& exec, const ct_tensor* out, const ct_tensor* x,
+                        const ct_tensor* weight, const ct_tensor* bias,
+                        const ct_cu_conv_geometry& geometry, const char* what) {
   ct_cu_conv_params p;
   p.out = ct_cu_nchw_of(out);
   p.x = ct_cu_nchw_of(x);
   p.w = ct_cu_nchw_of(weight);
   p.bias_stride = bias ? ct_pl_byte_stride(bias, 0) : 0;
-  ct_pl_attr_pair(&call->attrs[0], ones, p.stride);
-  ct_pl_attr_pair(&call->attrs[1], zeros, p.padding);
-  ct_pl_attr_pair(&call->attrs[2], ones, p.dilation);
-  p.groups = call->attrs[3].value.i;
+  for (int k = 0; k < 2; ++k) {
+    p.stride[k] = geometry.stride[k];
+    p.padding[k] = geometry.padding[k];
+    p.dilation[k] = geometry.dilation[k];
+  }
+  p.groups = geometry.groups;
   const char* b = bias ? ct_cu_tensor_bytes(bias) : nullptr;
   const int64_t oc_per_group = p.out.shape[1] / p.groups;
   if (oc_per_group >= ct_cu_tiled_min_channels) {
@@ -215,14 +232,169 @@ int ct_cu_conv2d_run(const ct_kernel_call* call) {
     ct_cu_conv2d_tiled_kernel<Tag><<<ct_cu_grid(exec, tiles, 1), ct_cu_threads, 0, exec.stream>>>(
         p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x), ct_cu_tensor_bytes(weight), b);
   } else {
+    const int64_t n = ct_pl_tensor_elements(out);
     ct_cu_conv2d_direct_kernel<Tag>
         <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
             p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(x), ct_cu_tensor_bytes(weight), b);
   }
-  return ct_cu_launch_status("conv2d");
+  return ct_cu_launch_status(what);
 }
 
-/* ----- pooling ----- */
+/* out[b, c, h, w] += bias[c], in the compute type: the bias of a convolution cuDNN computed. */
+template <ct_pl_type Tag>
+__global__ void __launch_bounds__(256)
+    ct_cu_bias_add_kernel(const ct_cu_nchw o, int64_t bias_stride, char* out, const char* bias) {
+  const int64_t n = o.shape[0] * o.shape[1] * o.shape[2] * o.shape[3];
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t w = i % o.shape[3], h = (i / o.shape[3]) % o.shape[2];
+    const int64_t c = (i / (o.shape[3] * o.shape[2])) % o.shape[1];
+    const int64_t b = i / (o.shape[3] * o.shape[2] * o.shape[1]);
+    char* at = out + b * o.strides[0] + c * o.strides[1] + h * o.strides[2] + w * o.strides[3];
+    ct_cu_store<Tag>(at, ct_cu_load<Tag>(at) + ct_cu_load<Tag>(bias + c * bias_stride));
+  }
+}
+
+template <ct_pl_type Tag>
+int ct_cu_bias_add(const ct_cu_exec& exec, const ct_tensor* out, const ct_tensor* bias,
+                   const char* what) {
+  if (!bias) return CT_OK;
+  const int64_t n = ct_pl_tensor_elements(out);
+  ct_cu_bias_add_kernel<Tag><<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+      ct_cu_nchw_of(out), ct_pl_byte_stride(bias, 0), ct_cu_tensor_bytes(out),
+      ct_cu_tensor_bytes(bias));
+  return ct_cu_launch_status(what);
+}
+
+/* ----- cuDNN for the convolution operators ----- */
+
+/* The five convolution operators this file registers. */
+enum ct_cu_conv_op {
+  CT_CU_CONV2D = 0,
+  CT_CU_CONV2D_BACKWARD_INPUT,
+  CT_CU_CONV2D_BACKWARD_WEIGHT,
+  CT_CU_CONV_TRANSPOSE2D,
+  CT_CU_CONV_TRANSPOSE2D_BACKWARD_INPUT,
+};
+
+constexpr const char* ct_cu_conv_op_name(int op) {
+  return op == CT_CU_CONV2D                   ? "conv2d"
+         : op == CT_CU_CONV2D_BACKWARD_INPUT  ? "conv2d_backward_input"
+         : op == CT_CU_CONV2D_BACKWARD_WEIGHT ? "conv2d_backward_weight"
+         : op == CT_CU_CONV_TRANSPOSE2D       ? "conv_transpose2d"
+                                              : "conv_transpose2d_backward_input";
+}
+
+/* The call's geometry. conv2d and its backward operators: (stride, padding, dilation, groups);
+ * conv_transpose2d's: (stride, padding, output_padding, groups, dilation). */
+ct_cu_conv_geometry ct_cu_conv_geometry_of(const ct_kernel_call* call, int op) {
+  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
+  const bool transposed =
+      op == CT_CU_CONV_TRANSPOSE2D || op == CT_CU_CONV_TRANSPOSE2D_BACKWARD_INPUT;
+  ct_cu_conv_geometry g;
+  ct_pl_attr_pair(&call->attrs[0], ones, g.stride);
+  ct_pl_attr_pair(&call->attrs[1], zeros, g.padding);
+  ct_pl_attr_pair(&call->attrs[transposed ? 4 : 2], ones, g.dilation);
+  g.groups = call->attrs[3].value.i;
+  return g;
+}
+
+/* The op as cuDNN's convolution (cu_dnn.h): x the input-space view, w the filter, y the
+ * output-space view, and which of them is written. */
+struct ct_cu_conv_operands {
+  ct_cu_dnn_direction direction;
+  const ct_tensor* x;
+  const ct_tensor* w;
+  const ct_tensor* y;
+};
+
+ct_cu_conv_operands ct_cu_conv_operands_of(const ct_kernel_call* call, int op) {
+  const ct_tensor* const* in = call->inputs;
+  const ct_tensor* out = call->outputs[0];
+  switch (op) {
+    case CT_CU_CONV2D: /* out = conv(input, weight) */
+      return {CT_CU_DNN_FORWARD, in[0], in[1], out};
+    case CT_CU_CONV2D_BACKWARD_INPUT: /* (grad_out, input, weight) -> grad_input */
+      return {CT_CU_DNN_BACKWARD_DATA, out, in[2], in[0]};
+    case CT_CU_CONV2D_BACKWARD_WEIGHT: /* (grad_out, input, weight) -> grad_weight */
+      return {CT_CU_DNN_BACKWARD_FILTER, in[1], out, in[0]};
+    case CT_CU_CONV_TRANSPOSE2D:
+      /* conv2d's backward-data of a convolution from out's space to input's, whose filter is
+       * the (C_in, C_out / groups, kH, kW) weight as it is */
+      return {CT_CU_DNN_BACKWARD_DATA, out, in[1], in[0]};
+    default: /* conv_transpose2d_backward_input: conv2d(grad_out, weight) over input's extent */
+      return {CT_CU_DNN_FORWARD, in[0], in[2], out};
+  }
+}
+
+/* Describes the call for cuDNN; false when cuDNN does not take it (cu_dnn.h says when). */
+template <ct_pl_type Tag, int Op>
+bool ct_cu_conv_problem(const ct_kernel_call* call, ct_cu_dnn_conv_problem* problem) {
+  const ct_cu_conv_operands o = ct_cu_conv_operands_of(call, Op);
+  const ct_cu_conv_geometry g = ct_cu_conv_geometry_of(call, Op);
+  return ct_cu_dnn_conv_describe(o.direction, Tag, call->inputs[0]->device.device_id, o.x, o.w, o.y,
+                                 g.stride, g.padding, g.dilation, g.groups, problem);
+}
+
+/* The workspace function of every convolution operator: what cuDNN's chosen algorithm needs,
+ * aligned to 256 bytes, or nothing (alignment 1) when the plugin's own kernel will run. */
+template <ct_pl_type Tag, int Op>
+int ct_cu_conv_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  *bytes = 0;
+  *alignment = 1;
+  if (ct_pl_tensor_elements(call->outputs[0]) == 0) return CT_OK;
+  ct_cu_dnn_conv_problem problem;
+  if (!ct_cu_conv_problem<Tag, Op>(call, &problem)) return CT_OK;
+  bool usable = false;
+  const int status = ct_cu_dnn_conv_workspace(problem, bytes, &usable);
+  if (status == CT_OK && usable) *alignment = ct_cu_dnn_workspace_alignment;
+  return status;
+}
+
+/* Runs the call through cuDNN when it takes it; `*done` false when the caller's kernel must run
+ * instead (nothing was written). */
+template <ct_pl_type Tag, int Op>
+int ct_cu_conv_try_dnn(const ct_kernel_call* call, const ct_cu_exec& exec, bool* done) {
+  *done = false;
+  ct_cu_dnn_conv_problem problem;
+  if (!ct_cu_conv_problem<Tag, Op>(call, &problem)) return CT_OK;
+  const ct_cu_conv_operands o = ct_cu_conv_operands_of(call, Op);
+  bool declined = true;
+  const int status =
+      ct_cu_dnn_conv_run(problem, exec, ct_cu_tensor_bytes(o.x), ct_cu_tensor_bytes(o.w),
+                         ct_cu_tensor_bytes(o.y), call->workspace, call->workspace_size, &declined);
+  *done = !declined;
+  return status;
+}
+
+/* conv2d (Op CT_CU_CONV2D: input, weight, bias?) and conv_transpose2d_backward_input (grad_out,
+ * input, weight: conv2d of grad_out and weight over input's extent). */
+template <ct_pl_type Tag, int Op>
+int ct_cu_conv2d_run(const ct_kernel_call* call) {
+  const ct_tensor* out = call->outputs[0];
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  const bool forward = Op == CT_CU_CONV2D;
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* weight = forward ? call->inputs[1] : call->inputs[2];
+  const ct_tensor* bias = forward && call->num_inputs > 2 ? call->inputs[2] : nullptr;
+  bool done = false;
+  status = ct_cu_conv_try_dnn<Tag, Op>(call, exec, &done);
+  if (status != CT_OK) return status;
+  if (done) return ct_cu_bias_add<Tag>(exec, out, bias, ct_cu_conv_op_name(Op));
+  return ct_cu_conv2d_launch<Tag>(exec, out, x, weight, bias, ct_cu_conv_geometry_of(call, Op),
+                                  ct_cu_conv_op_name(Op));
+}
+
+/* ----- pooling -----
+ * cuDNN's pooling is not used: its semantics are not exactly these ops'. Its max pooling does
+ * not say which of tied elements its backward pass credits (these credit the first maximum in
+ * row-major order, or the last NaN, as torch); it has no dilation, no ceil_mode (its output
+ * extent is the floor formula), no divisor_override, no integer max pooling, and its average
+ * with padding counts the whole padded window, where torch clips the window to the input plus
+ * its padding (different under ceil_mode). torch, too, pools with its own CUDA kernels. */
 
 enum ct_cu_pool_mode { CT_CU_POOL_MAX = 0, CT_CU_POOL_AVG, CT_CU_POOL_ADAPTIVE };
 
@@ -410,29 +582,44 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-template <ct_pl_type Tag, bool Weight>
+/* conv2d_backward_input (grad_out, input, weight), conv2d_backward_weight (grad_out, input,
+ * weight) and conv_transpose2d (input, weight, bias?: conv2d's input cotangent of the input as
+ * grad_out, over the output's extent, plus the bias). */
+template <ct_pl_type Tag, int Op>
 int ct_cu_conv2d_backward_run(const ct_kernel_call* call) {
-  const ct_tensor* grad = call->inputs[0];
-  const ct_tensor* other = Weight ? call->inputs[1] : call->inputs[2];
+  constexpr bool weight = Op == CT_CU_CONV2D_BACKWARD_WEIGHT;
+  constexpr bool transposed = Op == CT_CU_CONV_TRANSPOSE2D;
   const ct_tensor* out = call->outputs[0];
-  const int64_t n = ct_pl_tensor_elements(out);
-  if (n == 0) return CT_OK;
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
-  static const int64_t ones[2] = {1, 1}, zeros[2] = {0, 0};
-  ct_cu_conv_bwd_params p;
-  p.out = ct_cu_nchw_of(out);
-  p.g = ct_cu_nchw_of(grad);
-  p.v = ct_cu_nchw_of(other);
-  ct_pl_attr_pair(&call->attrs[0], ones, p.stride);
-  ct_pl_attr_pair(&call->attrs[1], zeros, p.padding);
-  ct_pl_attr_pair(&call->attrs[2], ones, p.dilation);
-  p.groups = call->attrs[3].value.i;
-  ct_cu_conv2d_backward_kernel<Tag, Weight>
-      <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
-          p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(grad), ct_cu_tensor_bytes(other));
-  return ct_cu_launch_status(Weight ? "conv2d_backward_weight" : "conv2d_backward_input");
+  const ct_tensor* bias = transposed && call->num_inputs > 2 ? call->inputs[2] : nullptr;
+  bool done = false;
+  status = ct_cu_conv_try_dnn<Tag, Op>(call, exec, &done);
+  if (status != CT_OK) return status;
+  if (!done) {
+    const ct_tensor* grad = call->inputs[0];
+    const ct_tensor* other = weight || transposed ? call->inputs[1] : call->inputs[2];
+    const ct_cu_conv_geometry g = ct_cu_conv_geometry_of(call, Op);
+    ct_cu_conv_bwd_params p;
+    p.out = ct_cu_nchw_of(out);
+    p.g = ct_cu_nchw_of(grad);
+    p.v = ct_cu_nchw_of(other);
+    for (int k = 0; k < 2; ++k) {
+      p.stride[k] = g.stride[k];
+      p.padding[k] = g.padding[k];
+      p.dilation[k] = g.dilation[k];
+    }
+    p.groups = g.groups;
+    const int64_t n = ct_pl_tensor_elements(out);
+    ct_cu_conv2d_backward_kernel<Tag, weight>
+        <<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+            p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(grad), ct_cu_tensor_bytes(other));
+    status = ct_cu_launch_status(ct_cu_conv_op_name(Op));
+    if (status != CT_OK) return status;
+  }
+  return ct_cu_bias_add<Tag>(exec, out, bias, ct_cu_conv_op_name(Op));
 }
 
 /* <pool>_backward: grad_input[b, c, h, w] gathers grad_out over the windows that hold (h, w):
@@ -544,7 +731,19 @@ int ct_cu_pool_backward_run(const ct_kernel_call* call) {
 template <ct_pl_type Tag>
 int ct_cu_register_conv_pool_type() {
   const ct_pl_type signature[4] = {Tag, Tag, Tag, Tag};
-  int status = ct_cu_register("conv2d", signature, 4, ct_cu_conv2d_run<Tag>, nullptr, nullptr);
+  int status = ct_cu_register("conv2d", signature, 4, ct_cu_conv2d_run<Tag, CT_CU_CONV2D>,
+                              ct_cu_conv_workspace<Tag, CT_CU_CONV2D>, nullptr);
+  if (status == CT_OK) {
+    status =
+        ct_cu_register("conv_transpose2d_backward_input", signature, 4,
+                       ct_cu_conv2d_run<Tag, CT_CU_CONV_TRANSPOSE2D_BACKWARD_INPUT>,
+                       ct_cu_conv_workspace<Tag, CT_CU_CONV_TRANSPOSE2D_BACKWARD_INPUT>, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("conv_transpose2d", signature, 4,
+                            ct_cu_conv2d_backward_run<Tag, CT_CU_CONV_TRANSPOSE2D>,
+                            ct_cu_conv_workspace<Tag, CT_CU_CONV_TRANSPOSE2D>, nullptr);
+  }
   if (status == CT_OK) {
     status = ct_cu_register("max_pool2d", signature, 2, ct_cu_pool_run<Tag, CT_CU_POOL_MAX>,
                             nullptr, nullptr);
@@ -559,11 +758,13 @@ int ct_cu_register_conv_pool_type() {
   }
   if (status == CT_OK) {
     status = ct_cu_register("conv2d_backward_input", signature, 4,
-                            ct_cu_conv2d_backward_run<Tag, false>, nullptr, nullptr);
+                            ct_cu_conv2d_backward_run<Tag, CT_CU_CONV2D_BACKWARD_INPUT>,
+                            ct_cu_conv_workspace<Tag, CT_CU_CONV2D_BACKWARD_INPUT>, nullptr);
   }
   if (status == CT_OK) {
     status = ct_cu_register("conv2d_backward_weight", signature, 4,
-                            ct_cu_conv2d_backward_run<Tag, true>, nullptr, nullptr);
+                            ct_cu_conv2d_backward_run<Tag, CT_CU_CONV2D_BACKWARD_WEIGHT>,
+                            ct_cu_conv_workspace<Tag, CT_CU_CONV2D_BACKWARD_WEIGHT>, nullptr);
   }
   if (status == CT_OK) {
     status = ct_cu_register("max_pool2d_backward", signature, 3,

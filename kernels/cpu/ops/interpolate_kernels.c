@@ -75,16 +75,17 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
     return (C)job->in[k] / (C)job->out[k];                                                     \
   }                                                                                            \
                                                                                                \
-  /* Source indices i0, i1 and weights l0, l1 (already rounded to T) of output index dst. */   \
-  static void ct_interp_linear_##SFX(const ct_interp_job* job, int k, C scale, int64_t dst,    \
-                                     int64_t* i0, int64_t* i1, C* l0, C* l1) {                 \
+  /* One dimension's bilinear taps of an output index: source indices i0, i1 and weights l0,   \
+   * l1 (already rounded to T). */                                                             \
+  typedef struct ct_interp_taps_##SFX {                                                        \
+    int64_t i0, i1;                                                                            \
+    C l0, l1;                                                                                  \
+  } ct_interp_taps_##SFX;                                                                      \
+                                                                                               \
+  static ct_interp_taps_##SFX ct_interp_linear_##SFX(const ct_interp_job* job, int k, C scale, \
+                                                     int64_t dst) {                            \
     const int64_t in = job->in[k];                                                             \
-    if (job->out[k] == in) {                                                                   \
-      *i0 = *i1 = dst;                                                                         \
-      *l0 = (C)1;                                                                              \
-      *l1 = (C)0;                                                                              \
-      return;                                                                                  \
-    }                                                                                          \
+    if (job->out[k] == in) return (ct_interp_taps_##SFX){dst, dst, (C)1, (C)0};                \
     C real;                                                                                    \
     if (job->align_corners) {                                                                  \
       real = scale * (C)dst;                                                                   \
@@ -97,11 +98,9 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
     C lambda = real - (C)index;                                                                \
     if (lambda < (C)0) lambda = (C)0;                                                          \
     if (lambda > (C)1) lambda = (C)1;                                                          \
-    *i0 = index;                                                                               \
-    *i1 = index + (index < in - 1 ? 1 : 0);                                                    \
-    const T stored1 = ct_store_##SFX(lambda);                                                  \
-    *l1 = ct_load_##SFX(stored1);                                                              \
-    *l0 = ct_load_##SFX(ct_store_##SFX((C)1 - *l1));                                           \
+    const C l1 = ct_load_##SFX(ct_store_##SFX(lambda));                                        \
+    const C l0 = ct_load_##SFX(ct_store_##SFX((C)1 - l1));                                     \
+    return (ct_interp_taps_##SFX){index, index + (index < in - 1 ? 1 : 0), l0, l1};            \
   }                                                                                            \
                                                                                                \
   static void ct_cpu_interp_planes_##SFX(int64_t begin, int64_t end, void* context) {          \
@@ -121,19 +120,15 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
           }                                                                                    \
           continue;                                                                            \
         }                                                                                      \
-        int64_t h0, h1;                                                                        \
-        C lh0, lh1;                                                                            \
-        ct_interp_linear_##SFX(job, 0, sh, oh, &h0, &h1, &lh0, &lh1);                          \
-        const T* r0 = x + h0 * job->xs[2];                                                     \
-        const T* r1 = x + h1 * job->xs[2];                                                     \
+        const ct_interp_taps_##SFX h = ct_interp_linear_##SFX(job, 0, sh, oh);                 \
+        const T* r0 = x + h.i0 * job->xs[2];                                                   \
+        const T* r1 = x + h.i1 * job->xs[2];                                                   \
         for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                         \
-          int64_t w0, w1;                                                                      \
-          C lw0, lw1;                                                                          \
-          ct_interp_linear_##SFX(job, 1, sw, ow, &w0, &w1, &lw0, &lw1);                        \
-          const int64_t a = w0 * job->xs[3], b = w1 * job->xs[3];                              \
-          const C t0 = ct_load_##SFX(r0[a]) * lw0 + ct_load_##SFX(r0[b]) * lw1;                \
-          const C t1 = ct_load_##SFX(r1[a]) * lw0 + ct_load_##SFX(r1[b]) * lw1;                \
-          row[ow * job->os[3]] = ct_store_##SFX(t0 * lh0 + t1 * lh1);                          \
+          const ct_interp_taps_##SFX w = ct_interp_linear_##SFX(job, 1, sw, ow);               \
+          const int64_t a = w.i0 * job->xs[3], b = w.i1 * job->xs[3];                          \
+          const C t0 = ct_load_##SFX(r0[a]) * w.l0 + ct_load_##SFX(r0[b]) * w.l1;              \
+          const C t1 = ct_load_##SFX(r1[a]) * w.l0 + ct_load_##SFX(r1[b]) * w.l1;              \
+          row[ow * job->os[3]] = ct_store_##SFX(t0 * h.l0 + t1 * h.l1);                        \
         }                                                                                      \
       }                                                                                        \
     }                                                                                          \
@@ -178,20 +173,16 @@ static int64_t ct_interp_nearest(const ct_interp_job* job, int k, int64_t dst) {
           }                                                                                       \
           continue;                                                                               \
         }                                                                                         \
-        int64_t h0, h1;                                                                           \
-        C lh0, lh1;                                                                               \
-        ct_interp_linear_##SFX(job, 0, sh, oh, &h0, &h1, &lh0, &lh1);                             \
-        C* r0 = acc + h0 * a2;                                                                    \
-        C* r1 = acc + h1 * a2;                                                                    \
+        const ct_interp_taps_##SFX h = ct_interp_linear_##SFX(job, 0, sh, oh);                    \
+        C* r0 = acc + h.i0 * a2;                                                                  \
+        C* r1 = acc + h.i1 * a2;                                                                  \
         for (int64_t ow = 0; ow < job->out[1]; ++ow) {                                            \
-          int64_t w0, w1;                                                                         \
-          C lw0, lw1;                                                                             \
-          ct_interp_linear_##SFX(job, 1, sw, ow, &w0, &w1, &lw0, &lw1);                           \
+          const ct_interp_taps_##SFX w = ct_interp_linear_##SFX(job, 1, sw, ow);                  \
           const C v = ct_load_##SFX(row[ow * job->xs[3]]);                                        \
-          r0[w0 * a3] += v * (lh0 * lw0);                                                         \
-          r0[w1 * a3] += v * (lh0 * lw1);                                                         \
-          r1[w0 * a3] += v * (lh1 * lw0);                                                         \
-          r1[w1 * a3] += v * (lh1 * lw1);                                                         \
+          r0[w.i0 * a3] += v * (h.l0 * w.l0);                                                     \
+          r0[w.i1 * a3] += v * (h.l0 * w.l1);                                                     \
+          r1[w.i0 * a3] += v * (h.l1 * w.l0);                                                     \
+          r1[w.i1 * a3] += v * (h.l1 * w.l1);                                                     \
         }                                                                                         \
       }                                                                                           \
       if (!direct) {                                                                              \
