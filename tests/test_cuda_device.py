@@ -499,8 +499,8 @@ def _softmax_reference(x: np.ndarray, log: bool) -> np.ndarray:
 
 
 # Row lengths around the kernels' limits: a warp with 8 or 32 register slots (256, 1024), a
-# 256-thread block (8192), a 1024-thread block (16384), then the three-pass kernels; few rows
-# and more rows than twice the multiprocessors of any current GPU.
+# 128-thread block of 64 slots (8192, many rows), a 1024-thread block of 16 (16384), then the
+# three-pass kernels; few rows, and more rows than twice the multiprocessors of current GPUs.
 _ROWS = [
     (3, 1),
     (5, 31),
@@ -510,6 +510,7 @@ _ROWS = [
     (300, 1025),
     (300, 8192),
     (3, 8193),
+    (300, 8193),
     (2, 16384),
     (2, 16385),
     (1, 40000),

@@ -17,9 +17,11 @@ namespace {
 constexpr int ct_cu_threads = 256;
 constexpr int ct_cu_big_block = 1024;    /* threads on one long row when rows are few */
 constexpr int64_t ct_cu_warp_row = 1024; /* the longest row a warp handles alone */
-/* Register slots a thread of a 256-thread or a 1024-thread block holds (a 1024-thread block has
- * 64 registers a thread at most: 16 doubles leave room for the rest). */
-constexpr int ct_cu_block_slots = 32;
+/* Register rows: with many rows, 128-thread blocks of 64 slots a thread (few threads a row
+ * spend few registers on anything but the row, so that more rows are resident); with few rows,
+ * 1024-thread blocks of 16 slots (64 registers a thread at most: 16 doubles leave room). */
+constexpr int ct_cu_row_threads = 128;
+constexpr int ct_cu_row_slots = 64;
 constexpr int ct_cu_big_block_slots = 16;
 
 /* `rows`: operands (out, x) over the leading dims; `row`: operands (out, x, weight, bias) over
@@ -78,6 +80,12 @@ __device__ __forceinline__ double ct_cu_widen_again(double v) {
   return v;
 }
 
+/* Threads of a register-row block: eight one-warp groups, or one wider group of 64 to 1024
+ * (ct_cu_group_reduce combines over the whole block when its group is wider than a warp). */
+__host__ __device__ constexpr int ct_cu_row_block(int width) {
+  return width > 32 ? width : 256;
+}
+
 /* A block per `per_block` rows, up to 256 blocks an SM: these blocks hold so many registers
  * that few are resident, and a grid of a few rounds of them would leave part of the last round
  * idle; with dozens of rounds, little. */
@@ -89,16 +97,16 @@ inline unsigned ct_cu_row_blocks(const ct_cu_exec& exec, int64_t rows, int per_b
 
 /* Rows of at most Width * Per elements whose operands are dense runs (`row.contiguous`), held
  * in registers: element k * Width + t of the row in thread t's slot k (the assignment of
- * ct_cu_layer_norm_kernel, so the statistics are its statistics bit for bit), read once and
+ * ct_cu_layer_norm_kernel: at the same width, the same statistics bit for bit), read once and
  * written once. Elements are addressed from the row's first by constant offsets, which keeps
  * the slots' addresses out of registers. */
 template <ct_pl_type Tag, int Width, int Per>
-__global__ void __launch_bounds__(ct_cu_group_block(Width))
+__global__ void __launch_bounds__(ct_cu_row_block(Width))
     ct_cu_layer_norm_registers(const ct_pl_layout rows, const ct_pl_layout row, char* out,
                                const char* x, const char* w, const char* b, double eps) {
   using C = ct_cu_compute_t<Tag>;
   using S = typename ct_cu_traits<Tag>::storage;
-  constexpr int groups = ct_cu_group_block(Width) / Width;
+  constexpr int groups = ct_cu_row_block(Width) / Width;
   const int t = threadIdx.x % Width;
   const int count = (int)row.elements; /* at most Width * Per */
   const S* ws = w ? reinterpret_cast<const S*>(w) + t : nullptr;
@@ -145,7 +153,7 @@ template <ct_pl_type Tag, int Width, int Per>
 void ct_cu_layer_norm_registers_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
                                        const ct_pl_layout& row, char* out, const char* x,
                                        const char* w, const char* b, double eps) {
-  constexpr int threads = ct_cu_group_block(Width);
+  constexpr int threads = ct_cu_row_block(Width);
   ct_cu_layer_norm_registers<Tag, Width, Per>
       <<<ct_cu_row_blocks(exec, rows.elements, threads / Width), threads, 0, exec.stream>>>(
           rows, row, out, x, w, b, eps);
@@ -172,9 +180,9 @@ int ct_cu_layer_norm_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
   } else if (row.contiguous && count <= ct_cu_warp_row) {
     ct_cu_layer_norm_registers_launch<Tag, 32, ct_cu_warp_row / 32>(exec, rows, row, out, x, w, b,
                                                                     eps);
-  } else if (row.contiguous && many && count <= ct_cu_threads * ct_cu_block_slots) {
-    ct_cu_layer_norm_registers_launch<Tag, ct_cu_threads, ct_cu_block_slots>(exec, rows, row, out,
-                                                                             x, w, b, eps);
+  } else if (row.contiguous && many && count <= ct_cu_row_threads * ct_cu_row_slots) {
+    ct_cu_layer_norm_registers_launch<Tag, ct_cu_row_threads, ct_cu_row_slots>(exec, rows, row, out,
+                                                                               x, w, b, eps);
   } else if (row.contiguous && count <= ct_cu_big_block * ct_cu_big_block_slots) {
     ct_cu_layer_norm_registers_launch<Tag, ct_cu_big_block, ct_cu_big_block_slots>(
         exec, rows, row, out, x, w, b, eps);

@@ -3,7 +3,8 @@
  * exp(x - max), then the outputs. float16/float32 compute in float, float64 in double; the sum
  * accumulates in double (as the OpenCL and CPU backends). A lane along a contiguous axis is read
  * by a warp (up to 1024 elements) or a block; lanes of up to 8192 elements (many lanes) or 16384
- * (few) are held in registers, read once and written once, longer ones are read three times.
+ * (few), contiguous in the output too, are held in registers, read once and written once; other
+ * lanes are read three times.
  * Along a strided axis, a block reads up to 32 neighbouring lanes at once, the rest of its
  * threads spread along the axis, so that loads stay coalesced. */
 #include <math.h>
@@ -20,9 +21,11 @@ namespace {
 constexpr int ct_cu_threads = 256;
 constexpr int ct_cu_big_block = 1024;   /* threads of a block when lanes are few */
 constexpr int ct_cu_warp_extent = 1024; /* the longest axis a warp handles alone */
-/* Register slots a thread of a 256-thread or a 1024-thread block holds (a 1024-thread block has
- * 64 registers a thread at most: 16 doubles leave room for the rest). */
-constexpr int ct_cu_block_slots = 32;
+/* Register rows: with many rows, 128-thread blocks of 64 slots a thread (few threads a row
+ * spend few registers on anything but the row, so that more rows are resident); with few rows,
+ * 1024-thread blocks of 16 slots (64 registers a thread at most: 16 doubles leave room). */
+constexpr int ct_cu_row_threads = 128;
+constexpr int ct_cu_row_slots = 64;
 constexpr int ct_cu_big_block_slots = 16;
 
 struct ct_cu_softmax_args {
@@ -89,6 +92,12 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
   }
 }
 
+/* Threads of a register-row block: eight one-warp groups, or one wider group of 64 to 1024
+ * (ct_cu_group_reduce combines over the whole block when its group is wider than a warp). */
+__host__ __device__ constexpr int ct_cu_row_block(int width) {
+  return width > 32 ? width : 256;
+}
+
 /* A block per `per_block` rows, up to 256 blocks an SM: these blocks hold so many registers
  * that few are resident, and a grid of a few rounds of them would leave part of the last round
  * idle; with dozens of rounds, little. */
@@ -100,16 +109,16 @@ inline unsigned ct_cu_row_blocks(const ct_cu_exec& exec, int64_t rows, int per_b
 
 /* Lanes of at most Width * Per elements along an axis that is contiguous in x and out, held in
  * registers: element k * Width + t of the lane in thread t's slot k (ct_cu_softmax_rows's
- * assignment, so the sums are its sums bit for bit), read once and written once. Elements are
- * addressed from the lane's first by constant offsets, which keeps the slots' addresses out of
+ * assignment: at the same width, the same sums bit for bit), read once and written once. Elements
+ * are addressed from the lane's first by constant offsets, which keeps the slots' addresses out of
  * registers. */
 template <ct_pl_type Tag, int Width, int Per, bool Log>
-__global__ void __launch_bounds__(ct_cu_group_block(Width))
+__global__ void __launch_bounds__(ct_cu_row_block(Width))
     ct_cu_softmax_registers(const ct_pl_layout layout, const ct_cu_softmax_args p, char* out,
                             const char* x) {
   using C = ct_cu_compute_t<Tag>;
   using S = typename ct_cu_traits<Tag>::storage;
-  constexpr int groups = ct_cu_group_block(Width) / Width;
+  constexpr int groups = ct_cu_row_block(Width) / Width;
   const int t = threadIdx.x % Width;
   const int extent = (int)p.extent; /* at most Width * Per */
   for (int64_t lane = (int64_t)blockIdx.x * groups + threadIdx.x / Width; lane < p.lanes;
@@ -197,7 +206,7 @@ void ct_cu_softmax_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& layou
 template <ct_pl_type Tag, int Width, int Per, bool Log>
 void ct_cu_softmax_registers_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
                                     const ct_cu_softmax_args& p, char* out, const char* x) {
-  constexpr int threads = ct_cu_group_block(Width);
+  constexpr int threads = ct_cu_row_block(Width);
   ct_cu_softmax_registers<Tag, Width, Per, Log>
       <<<ct_cu_row_blocks(exec, p.lanes, threads / Width), threads, 0, exec.stream>>>(layout, p,
                                                                                       out, x);
@@ -227,9 +236,9 @@ int ct_cu_softmax_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
     ct_cu_softmax_registers_launch<Tag, 32, ct_cu_warp_extent / 32, Log>(exec, layout, p, out, x);
   } else if (p.extent <= ct_cu_warp_extent) {
     ct_cu_softmax_rows_launch<Tag, 32, Log>(exec, layout, p, out, x);
-  } else if (dense && p.lanes >= enough && p.extent <= ct_cu_threads * ct_cu_block_slots) {
-    ct_cu_softmax_registers_launch<Tag, ct_cu_threads, ct_cu_block_slots, Log>(exec, layout, p, out,
-                                                                               x);
+  } else if (dense && p.lanes >= enough && p.extent <= ct_cu_row_threads * ct_cu_row_slots) {
+    ct_cu_softmax_registers_launch<Tag, ct_cu_row_threads, ct_cu_row_slots, Log>(exec, layout, p,
+                                                                                 out, x);
   } else if (dense && p.extent <= ct_cu_big_block * ct_cu_big_block_slots) {
     ct_cu_softmax_registers_launch<Tag, ct_cu_big_block, ct_cu_big_block_slots, Log>(exec, layout,
                                                                                      p, out, x);
