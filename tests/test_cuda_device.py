@@ -518,6 +518,226 @@ def test_dynamic_ops_are_not_graph_safe_and_the_others_have_cuda_cases() -> None
     )
 
 
+# Dense element-wise kernels (kernels/cuda/cu_elementwise_fast.cuh): 16-byte vectors where every
+# operand is aligned, element by element otherwise, the strided kernel for other layouts. Views
+# starting at elements 1, 2, 3 take the unaligned path, odd lengths the tail after the vectors.
+_DENSE_DTYPES = ["bool", "int32", "int64", "float16", "float32", "float64"]
+_LENGTHS = [1, 7, 33, 4099]
+
+
+def _values(rng, dtype: str, n: int) -> np.ndarray:
+    if dtype == "bool":
+        return rng.random(n) > 0.5
+    if dtype.startswith("int"):
+        return rng.integers(-1000, 1000, n).astype(dtype)
+    return rng.standard_normal(n).astype(dtype)
+
+
+def _view(host: np.ndarray, start: int) -> cupy.ndarray:
+    """A CuPy view of `host`'s values starting at element `start` of its buffer."""
+    buffer = cupy.empty(host.size + 4, dtype=host.dtype)
+    buffer[start : start + host.size] = cupy.asarray(host)
+    return buffer[start : start + host.size]
+
+
+def _strided(host: np.ndarray) -> cupy.ndarray:
+    """The same values as a view with a stride of two elements (the strided kernel)."""
+    buffer = cupy.empty(2 * host.size, dtype=host.dtype)
+    buffer[::2] = cupy.asarray(host)
+    return buffer[::2]
+
+
+@pytest.mark.parametrize("dtype", _DENSE_DTYPES)
+def test_dense_elementwise_at_every_alignment_and_length(dtype: str) -> None:
+    rng = np.random.default_rng(3)
+    for n in _LENGTHS:
+        a, b = _values(rng, dtype, n), _values(rng, dtype, n)
+        cond = rng.random(n) > 0.3
+        for start in range(4):
+            x, y, c = _view(a, start), _view(b, (start + 1) % 4), _view(cond, start)
+            if dtype == "bool":
+                want = np.logical_xor(a, b)
+                got = ctensor.ops.logical_xor(x, y)
+            else:
+                want = a + b
+                got = ctensor.ops.add(x, y)
+            np.testing.assert_array_equal(cupy.asnumpy(got), want)
+            np.testing.assert_array_equal(cupy.asnumpy(ctensor.ops.less(x, y)), a < b)
+            np.testing.assert_array_equal(
+                cupy.asnumpy(ctensor.ops.where(c, x, y)), np.where(cond, a, b)
+            )
+            for target in ("float16", "float64", "int32"):
+                got = ctensor.ops.astype(x, dtype=target)
+                np.testing.assert_array_equal(
+                    cupy.asnumpy(got), ctensor.ops.astype(a, dtype=target)
+                )
+            # A single value broadcast: the dense kernel reads it once per vector.
+            scalar = cupy.asarray(b[:1].reshape(()))
+            got = ctensor.ops.maximum(x, scalar)
+            np.testing.assert_array_equal(cupy.asnumpy(got), np.maximum(a, b[0]))
+            out = _view(np.zeros(n, dtype=a.dtype), (start + 2) % 4)
+            ctensor.ops.minimum(x, y, out=out)
+            np.testing.assert_array_equal(cupy.asnumpy(out), np.minimum(a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_dense_elementwise_math_equals_the_strided_kernel(dtype: str) -> None:
+    # The same formula and conversions in both kernels: bit for bit, and within each dtype's
+    # tolerance of float64 NumPy.
+    rng = np.random.default_rng(4)
+    host = rng.standard_normal(4099).astype(dtype)
+    tol = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-14}[dtype]
+    for op, ref in [("exp", np.exp), ("tanh", np.tanh), ("sigmoid", None), ("gelu", None)]:
+        for start in (0, 1):
+            dense = cupy.asnumpy(getattr(ctensor.ops, op)(_view(host, start)))
+            strided = cupy.asnumpy(getattr(ctensor.ops, op)(_strided(host)))
+            np.testing.assert_array_equal(dense, strided)
+            if ref is not None:
+                want = ref(host.astype(np.float64))
+                np.testing.assert_allclose(dense.astype(np.float64), want, rtol=tol, atol=tol)
+    wide = host.astype(np.float64)
+    got = ctensor.ops.pow(_view(host, 3), _view(np.full(4099, 2, dtype), 1))
+    np.testing.assert_allclose(cupy.asnumpy(got).astype(np.float64), wide**2, rtol=tol, atol=tol)
+
+
+def test_row_and_column_broadcasts_take_whole_vectors() -> None:
+    # A row broadcast along rows of a whole number of vectors (the dense kernel's two-dim form),
+    # a column broadcast (one value per row), and rows that do not divide into vectors (the
+    # strided kernel).
+    rng = np.random.default_rng(5)
+    for dtype, cols in [("float32", 64), ("float16", 48), ("float64", 10), ("float32", 37)]:
+        m = rng.standard_normal((33, cols)).astype(dtype)
+        row = rng.standard_normal(cols).astype(dtype)
+        col = rng.standard_normal((33, 1)).astype(dtype)
+        for start in (0, 2):
+            dm = _view(m.ravel(), start).reshape(33, cols)
+            got = ctensor.ops.add(dm, cupy.asarray(row))
+            np.testing.assert_array_equal(cupy.asnumpy(got), m + row)
+            got = ctensor.ops.multiply(cupy.asarray(col), dm)
+            np.testing.assert_array_equal(cupy.asnumpy(got), col * m)
+            got = ctensor.ops.subtract(dm[:, 1:], cupy.asarray(row[1:]))
+            np.testing.assert_array_equal(cupy.asnumpy(got), m[:, 1:] - row[1:])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float16", "float32", "float64"])
+def test_dense_reductions_at_every_alignment_are_reproducible(dtype: str) -> None:
+    # Full and inner-lane reductions of contiguous views: vector loads where aligned, the same
+    # chunks element by element where not, so the bits depend on neither the run nor the address.
+    rng = np.random.default_rng(6)
+    tol = {"int32": 0, "float16": 1e-3, "float32": 1e-6, "float64": 1e-13}[dtype]
+    for n in [1, 7, 4099, 1 << 20 | 5]:
+        host = _values(rng, dtype, n)
+        wide = host.astype(np.float64)
+        first = None
+        for start in range(4):
+            x = _view(host, start)
+            got = cupy.asnumpy(ctensor.ops.sum(x))
+            scale = np.abs(wide).sum() + 1
+            np.testing.assert_allclose(float(got), wide.sum(), rtol=0, atol=tol * scale)
+            assert cupy.asnumpy(ctensor.ops.sum(x)).tobytes() == got.tobytes()
+            if first is None:
+                first = got
+            assert got.tobytes() == first.tobytes(), "the sum depends on the address"
+            assert float(cupy.asnumpy(ctensor.ops.max(x))) == wide.max()
+            assert int(cupy.asnumpy(ctensor.ops.argmin(x))) == int(np.argmin(host))
+            mean = float(cupy.asnumpy(ctensor.ops.mean(x)))
+            np.testing.assert_allclose(mean, wide.mean(), rtol=0, atol=tol * scale / n + 1e-12)
+    m = _values(rng, dtype, 37 * 4099).reshape(37, 4099)
+    for start in range(4):
+        x = _view(m.ravel(), start).reshape(37, 4099)
+        got = cupy.asnumpy(ctensor.ops.sum(x, axis=1)).astype(np.float64)
+        want = m.astype(np.float64).sum(axis=1)
+        scale = np.abs(m.astype(np.float64)).sum(axis=1) + 1
+        assert np.all(np.abs(got - want) <= tol * scale)
+        np.testing.assert_array_equal(cupy.asnumpy(ctensor.ops.argmax(x, axis=1)), m.argmax(axis=1))
+
+
+def _softmax_reference(x: np.ndarray, log: bool) -> np.ndarray:
+    shifted = x - x.max(axis=-1, keepdims=True)
+    total = np.exp(shifted).sum(axis=-1, keepdims=True)
+    return shifted - np.log(total) if log else np.exp(shifted) / total
+
+
+# Row lengths around the kernels' limits: a warp with 8 or 32 register slots (256, 1024), a
+# 128-thread block of 64 slots (8192, many rows), a 1024-thread block of 16 (16384), then the
+# three-pass kernels; few rows, and more rows than twice the multiprocessors of current GPUs.
+_ROWS = [
+    (3, 1),
+    (5, 31),
+    (300, 256),
+    (7, 257),
+    (3, 1024),
+    (300, 1025),
+    (300, 8192),
+    (3, 8193),
+    (300, 8193),
+    (2, 16384),
+    (2, 16385),
+    (1, 40000),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_softmax_rows_around_the_register_limits(dtype: str) -> None:
+    rng = np.random.default_rng(7)
+    tol = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}[dtype]
+    for rows, cols in _ROWS:
+        host = (3 * rng.standard_normal((rows, cols))).astype(dtype)
+        wide = host.astype(np.float64)
+        x = _view(host.ravel(), 1).reshape(rows, cols)
+        for log, op in [(False, ctensor.ops.softmax), (True, ctensor.ops.log_softmax)]:
+            got = cupy.asnumpy(op(x, axis=-1)).astype(np.float64)
+            want = _softmax_reference(wide, log)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{rows}x{cols}")
+    # An output strided along the axis takes the three-pass kernels.
+    for cols in (300, 3000):
+        host = rng.standard_normal((5, cols)).astype(dtype)
+        out = cupy.empty((5, 2 * cols), dtype=dtype)[:, ::2]
+        ctensor.ops.log_softmax(cupy.asarray(host), axis=-1, out=out)
+        want = _softmax_reference(host.astype(np.float64), True)
+        np.testing.assert_allclose(cupy.asnumpy(out).astype(np.float64), want, rtol=tol, atol=tol)
+    host = rng.standard_normal((4, 300)).astype(dtype)
+    host[1, 7] = np.nan
+    host[2, :] = -np.inf
+    got = cupy.asnumpy(ctensor.ops.softmax(cupy.asarray(host), axis=-1))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ctensor.ops.softmax(host, axis=-1)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_layer_norm_rows_around_the_register_limits(dtype: str) -> None:
+    rng = np.random.default_rng(8)
+    tol = {"float16": 4e-3, "float32": 2e-5, "float64": 1e-11}[dtype]
+    for rows, cols in _ROWS:
+        host = (2 + 3 * rng.standard_normal((rows, cols))).astype(dtype)
+        weight = rng.standard_normal(cols).astype(dtype)
+        bias = rng.standard_normal(cols).astype(dtype)
+        wide = host.astype(np.float64)
+        mean = wide.mean(axis=-1, keepdims=True)
+        normed = (wide - mean) / np.sqrt(((wide - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+        x = _view(host.ravel(), 3).reshape(rows, cols)
+        got = ctensor.ops.layer_norm(x, normalized_shape=[cols], eps=1e-5)
+        np.testing.assert_allclose(
+            cupy.asnumpy(got).astype(np.float64),
+            normed,
+            rtol=tol,
+            atol=tol,
+            err_msg=f"{rows}x{cols}",
+        )
+        args = (cupy.asarray(weight), cupy.asarray(bias))
+        got = ctensor.ops.layer_norm(x, *args, normalized_shape=[cols], eps=1e-5)
+        want = normed * weight.astype(np.float64) + bias.astype(np.float64)
+        scale = np.abs(normed * weight.astype(np.float64)) + 1
+        assert np.all(np.abs(cupy.asnumpy(got).astype(np.float64) - want) <= tol * scale)
+    # Strided rows take the three-pass kernel; the same statistics.
+    host = rng.standard_normal((5, 600)).astype(dtype)
+    x = cupy.asarray(host)[:, ::2]
+    wide = host[:, ::2].astype(np.float64)
+    mean = wide.mean(axis=-1, keepdims=True)
+    want = (wide - mean) / np.sqrt(((wide - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    got = cupy.asnumpy(ctensor.ops.layer_norm(x, normalized_shape=[300], eps=1e-5))
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
 # ----- convolutions through cuDNN (kernels/cuda/cu_dnn.cu) and the plugin's own kernels -----
 
 _EPS = {torch.float16: 2.0**-10, torch.float32: 2.0**-23, torch.float64: 2.0**-52}

@@ -1,11 +1,13 @@
-/* cu_elementwise.cu - every element-wise op (capi/ops/elementwise_table.h) and astype: one kernel
- * per (op, dtypes), a grid-stride loop over the broadcast, collapsed layout. Contiguous operands
- * take several elements a thread at a time with no index arithmetic. */
+/* cu_elementwise.cu - every element-wise op (capi/ops/elementwise_table.h) and astype: per (op,
+ * dtypes) a dense kernel (cu_elementwise_fast.cuh: dense runs, broadcast rows or columns and
+ * single values, 16-byte vectors) and a strided one (a grid-stride loop over the broadcast,
+ * collapsed layout) for every other layout. */
 #include <string.h>
 
 #include <type_traits>
 
 #include "cu_call.h"
+#include "cu_elementwise_fast.cuh"
 #include "cu_elementwise_math.cuh"
 #include "cu_layout.h"
 #include "cu_types.cuh"
@@ -71,51 +73,16 @@ CT_ELEMENTWISE_OPS(CT_CU_OP_STRUCT)
 #undef CT_CU_OP_STRUCT
 #undef CT_NA
 
-/* Contiguous operands: elements a thread takes per step of the grid-stride loop, a block width
- * apart (coalesced), all loaded before the first result is computed, so that each thread keeps
- * this many loads in flight: with one load at a time, a large GPU holds too few bytes in flight
- * to reach its memory bandwidth. The op itself is applied in a loop that is not unrolled, so
- * each kernel holds one copy of its math (compile time). Strided layouts keep one element per
- * step: computing the offsets of all elements first slows contiguous runs and does not help
- * broadcasts. */
-constexpr int ct_cu_unroll = 4;
-
+/* The strided kernel: one element a thread per step of a grid-stride loop, its operands' offsets
+ * found from the collapsed layout. Dense layouts (cu_elementwise_fast.cuh) never come here. */
 template <class Op, ct_pl_type V, ct_pl_type O>
 __global__ void __launch_bounds__(256)
     ct_cu_elementwise_kernel(const ct_pl_layout layout, char* out, const char* in0, const char* in1,
                              const char* in2, double p0, double p1) {
   constexpr ct_pl_type A = Op::out == CT_ELEMENTWISE_OUT_WHERE ? CT_PL_B8 : V;
   using T = ct_cu_compute_t<V>;
-  using TA = ct_cu_compute_t<A>;
   const T P0 = (T)p0, P1 = (T)p1;
   const int64_t n = layout.elements;
-  if (layout.contiguous) {
-    const int64_t width = blockDim.x, step = (int64_t)gridDim.x * width * ct_cu_unroll;
-    const int64_t so = layout.strides[0][0], s0 = layout.strides[1][0];
-    const int64_t s1 = Op::arity > 1 ? layout.strides[2][0] : 0;
-    const int64_t s2 = Op::arity > 2 ? layout.strides[3][0] : 0;
-    for (int64_t base = (int64_t)blockIdx.x * width * ct_cu_unroll + threadIdx.x; base < n;
-         base += step) {
-      TA a[ct_cu_unroll];
-      T b[ct_cu_unroll], c[ct_cu_unroll];
-#pragma unroll
-      for (int u = 0; u < ct_cu_unroll; ++u) {
-        const int64_t i = base + u * width;
-        if (i < n) {
-          a[u] = ct_cu_load<A>(in0 + i * s0);
-          if constexpr (Op::arity > 1) b[u] = ct_cu_load<V>(in1 + i * s1);
-          if constexpr (Op::arity > 2) c[u] = ct_cu_load<V>(in2 + i * s2);
-        }
-      }
-#pragma unroll 1
-      for (int u = 0; u < ct_cu_unroll && base + u * width < n; ++u) {
-        const T bu = Op::arity > 1 ? b[u] : T(0), cu = Op::arity > 2 ? c[u] : T(0);
-        ct_cu_store<O>(out + (base + u * width) * so,
-                       Op::template apply<ct_cu_class_of<V>, T>(a[u], bu, cu, P0, P1));
-      }
-    }
-    return;
-  }
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t off[Op::arity + 1];
@@ -128,16 +95,58 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+/* An op's formula with its scalar parameters, for the dense kernel. */
+template <class Op, ct_pl_type V>
+struct ct_cu_op_functor {
+  using T = ct_cu_compute_t<V>;
+  T p0, p1;
+  template <class A, class B, class C>
+  __device__ __forceinline__ auto operator()(A a, B b, C c) const {
+    return Op::template apply<ct_cu_class_of<V>, T>(a, b, c, p0, p1);
+  }
+};
+
+/* astype's formula: the value itself (the store converts it). */
+struct ct_cu_identity_functor {
+  template <class A, class B, class C>
+  __device__ __forceinline__ A operator()(A a, B, C) const {
+    return a;
+  }
+};
+
 constexpr int ct_cu_threads = 256;
+
+/* Launches the dense kernel and returns true when the layout allows; false: nothing launched. */
+template <int Arity, ct_pl_type O, ct_pl_type I0, ct_pl_type I1, ct_pl_type I2, class F>
+bool ct_cu_dense_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* out,
+                        const char* const* in, const F& f) {
+  constexpr int N = ct_cu_vector_elements<O, I0, I1, I2>();
+  const int32_t sizes[4] = {
+      (int32_t)sizeof(ct_cu_storage_t<O>), (int32_t)sizeof(ct_cu_storage_t<I0>),
+      (int32_t)sizeof(ct_cu_storage_t<I1>), (int32_t)sizeof(ct_cu_storage_t<I2>)};
+  ct_cu_dense_args p;
+  if (!ct_cu_dense_plan(layout, sizes, Arity, N, out, in, &p)) return false;
+  /* A block per 256 vectors, up to 256 blocks an SM: with equal work per block, a grid of a few
+   * rounds of resident blocks would leave part of the last round idle; with dozens, little. */
+  const int64_t items = p.vector ? p.n / N + p.n % N : p.n;
+  const int64_t needed = (items + ct_cu_threads - 1) / ct_cu_threads;
+  const int64_t most = (int64_t)ct_cu_multiprocessors(exec.device_id) * 256;
+  const unsigned grid = (unsigned)(needed < most ? needed : most > 0 ? most : 1);
+  ct_cu_dense_kernel<Arity, O, I0, I1, I2><<<grid, ct_cu_threads, 0, exec.stream>>>(p, f);
+  return true;
+}
 
 template <class Op, ct_pl_type V, ct_pl_type O>
 int ct_cu_elementwise_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* out,
                              const char* const* in, double p0, double p1) {
-  const int64_t steps =
-      layout.contiguous ? (layout.elements + ct_cu_unroll - 1) / ct_cu_unroll : layout.elements;
-  ct_cu_elementwise_kernel<Op, V, O>
-      <<<ct_cu_grid(exec, steps, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
-          layout, out, in[0], in[1], in[2], p0, p1);
+  constexpr ct_pl_type A = Op::out == CT_ELEMENTWISE_OUT_WHERE ? CT_PL_B8 : V;
+  using T = ct_cu_compute_t<V>;
+  const ct_cu_op_functor<Op, V> f = {(T)p0, (T)p1};
+  if (!ct_cu_dense_launch<Op::arity, O, A, V, V>(exec, layout, out, in, f)) {
+    ct_cu_elementwise_kernel<Op, V, O>
+        <<<ct_cu_grid(exec, layout.elements, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+            layout, out, in[0], in[1], in[2], p0, p1);
+  }
   return ct_cu_launch_status(Op::name);
 }
 
@@ -156,9 +165,12 @@ __global__ void __launch_bounds__(256)
 template <ct_pl_type From, ct_pl_type To>
 int ct_cu_astype_launch(const ct_cu_exec& exec, const ct_pl_layout& layout, char* out,
                         const char* const* in, double, double) {
-  ct_cu_astype_kernel<From, To>
-      <<<ct_cu_grid(exec, layout.elements, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
-          layout, out, in[0]);
+  if (!ct_cu_dense_launch<1, To, From, From, From>(exec, layout, out, in,
+                                                   ct_cu_identity_functor{})) {
+    ct_cu_astype_kernel<From, To>
+        <<<ct_cu_grid(exec, layout.elements, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+            layout, out, in[0]);
+  }
   return ct_cu_launch_status("astype");
 }
 

@@ -2,7 +2,9 @@
  * then the biased variance about it, both accumulated in double, then
  * (x - mean) * rstd [* weight] [+ bias] in the compute type (float for float16, as the OpenCL
  * and CPU backends). A row is read by a warp (short rows) or a block (long ones: 256 threads,
- * or 1024 when rows are few), the statistics combined with warp shuffles and shared memory. */
+ * or 1024 when rows are few), the statistics combined with warp shuffles and shared memory. Dense
+ * rows of up to 8192 elements (many rows) or 16384 (few) are held in registers, read once and
+ * written once; other rows are read three times. */
 #include <math.h>
 
 #include "cu_call.h"
@@ -15,6 +17,12 @@ namespace {
 constexpr int ct_cu_threads = 256;
 constexpr int ct_cu_big_block = 1024;    /* threads on one long row when rows are few */
 constexpr int64_t ct_cu_warp_row = 1024; /* the longest row a warp handles alone */
+/* Register rows: with many rows, 128-thread blocks of 64 slots a thread (few threads a row
+ * spend few registers on anything but the row, so that more rows are resident); with few rows,
+ * 1024-thread blocks of 16 slots (64 registers a thread at most: 16 doubles leave room). */
+constexpr int ct_cu_row_threads = 128;
+constexpr int ct_cu_row_slots = 64;
+constexpr int ct_cu_big_block_slots = 16;
 
 /* `rows`: operands (out, x) over the leading dims; `row`: operands (out, x, weight, bias) over
  * the normalised dims (stride 0 for an absent weight or bias, whose pointer is null). */
@@ -59,6 +67,98 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
   }
 }
 
+/* (double)v, converted where it is used rather than kept from the mean's conversion of the same
+ * value (a volatile conversion is never merged with another): keeping every slot's double live
+ * as well as its float triples the registers a slot needs. The conversion is exact. */
+__device__ __forceinline__ double ct_cu_widen_again(float v) {
+  double wide;
+  asm volatile("cvt.f64.f32 %0, %1;" : "=d"(wide) : "f"(v));
+  return wide;
+}
+
+__device__ __forceinline__ double ct_cu_widen_again(double v) {
+  return v;
+}
+
+/* Threads of a register-row block: eight one-warp groups, or one wider group of 64 to 1024
+ * (ct_cu_group_reduce combines over the whole block when its group is wider than a warp). */
+__host__ __device__ constexpr int ct_cu_row_block(int width) {
+  return width > 32 ? width : 256;
+}
+
+/* A block per `per_block` rows, up to 256 blocks an SM: these blocks hold so many registers
+ * that few are resident, and a grid of a few rounds of them would leave part of the last round
+ * idle; with dozens of rounds, little. */
+inline unsigned ct_cu_row_blocks(const ct_cu_exec& exec, int64_t rows, int per_block) {
+  const int64_t needed = (rows + per_block - 1) / per_block;
+  const int64_t most = (int64_t)ct_cu_multiprocessors(exec.device_id) * 256;
+  return (unsigned)(needed < most ? needed : most > 0 ? most : 1);
+}
+
+/* Rows of at most Width * Per elements whose operands are dense runs (`row.contiguous`), held
+ * in registers: element k * Width + t of the row in thread t's slot k (the assignment of
+ * ct_cu_layer_norm_kernel: at the same width, the same statistics bit for bit), read once and
+ * written once. Elements are addressed from the row's first by constant offsets, which keeps
+ * the slots' addresses out of registers. */
+template <ct_pl_type Tag, int Width, int Per>
+__global__ void __launch_bounds__(ct_cu_row_block(Width))
+    ct_cu_layer_norm_registers(const ct_pl_layout rows, const ct_pl_layout row, char* out,
+                               const char* x, const char* w, const char* b, double eps) {
+  using C = ct_cu_compute_t<Tag>;
+  using S = typename ct_cu_traits<Tag>::storage;
+  constexpr int groups = ct_cu_row_block(Width) / Width;
+  const int t = threadIdx.x % Width;
+  const int count = (int)row.elements; /* at most Width * Per */
+  const S* ws = w ? reinterpret_cast<const S*>(w) + t : nullptr;
+  const S* bs = b ? reinterpret_cast<const S*>(b) + t : nullptr;
+  for (int64_t r = (int64_t)blockIdx.x * groups + threadIdx.x / Width; r < rows.elements;
+       r += (int64_t)gridDim.x * groups) {
+    int64_t base[2];
+    ct_cu_offsets<2>(rows, r, base);
+    const S* xr = reinterpret_cast<const S*>(x + base[1]) + t;
+    C v[Per];
+    double total = 0;
+#pragma unroll
+    for (int k = 0; k < Per; ++k) {
+      v[k] = k * Width + t < count ? ct_cu_load<Tag>(reinterpret_cast<const char*>(xr + k * Width))
+                                   : C(0);
+      total += (double)v[k]; /* the padding adds 0 */
+    }
+    const double mean = ct_cu_group_reduce<Width>(total, ct_cu_sum_op()) / (double)count;
+    double squares = 0;
+#pragma unroll
+    for (int k = 0; k < Per; ++k) {
+      if (k * Width + t < count) {
+        const double d = ct_cu_widen_again(v[k]) - mean;
+        squares += d * d;
+      }
+    }
+    squares = ct_cu_group_reduce<Width>(squares, ct_cu_sum_op());
+    const C m = (C)mean;
+    const C rstd = (C)(1 / sqrt(squares / (double)count + eps));
+    S* o = reinterpret_cast<S*>(out + base[0]) + t;
+#pragma unroll
+    for (int k = 0; k < Per; ++k) {
+      if (k * Width + t < count) {
+        C y = (v[k] - m) * rstd;
+        if (ws) y *= ct_cu_load<Tag>(reinterpret_cast<const char*>(ws + k * Width));
+        if (bs) y += ct_cu_load<Tag>(reinterpret_cast<const char*>(bs + k * Width));
+        ct_cu_store<Tag>(reinterpret_cast<char*>(o + k * Width), y);
+      }
+    }
+  }
+}
+
+template <ct_pl_type Tag, int Width, int Per>
+void ct_cu_layer_norm_registers_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
+                                       const ct_pl_layout& row, char* out, const char* x,
+                                       const char* w, const char* b, double eps) {
+  constexpr int threads = ct_cu_row_block(Width);
+  ct_cu_layer_norm_registers<Tag, Width, Per>
+      <<<ct_cu_row_blocks(exec, rows.elements, threads / Width), threads, 0, exec.stream>>>(
+          rows, row, out, x, w, b, eps);
+}
+
 template <ct_pl_type Tag, int Width>
 void ct_cu_layer_norm_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
                                   const ct_pl_layout& row, char* out, const char* x, const char* w,
@@ -73,9 +173,22 @@ template <ct_pl_type Tag>
 int ct_cu_layer_norm_launch(const ct_cu_exec& exec, const ct_pl_layout& rows,
                             const ct_pl_layout& row, char* out, const char* x, const char* w,
                             const char* b, double eps) {
-  if (row.elements <= ct_cu_warp_row) {
+  const int64_t count = row.elements;
+  const bool many = rows.elements >= 2 * (int64_t)ct_cu_multiprocessors(exec.device_id);
+  if (row.contiguous && count <= 256) {
+    ct_cu_layer_norm_registers_launch<Tag, 32, 8>(exec, rows, row, out, x, w, b, eps);
+  } else if (row.contiguous && count <= ct_cu_warp_row) {
+    ct_cu_layer_norm_registers_launch<Tag, 32, ct_cu_warp_row / 32>(exec, rows, row, out, x, w, b,
+                                                                    eps);
+  } else if (row.contiguous && many && count <= ct_cu_row_threads * ct_cu_row_slots) {
+    ct_cu_layer_norm_registers_launch<Tag, ct_cu_row_threads, ct_cu_row_slots>(exec, rows, row, out,
+                                                                               x, w, b, eps);
+  } else if (row.contiguous && count <= ct_cu_big_block * ct_cu_big_block_slots) {
+    ct_cu_layer_norm_registers_launch<Tag, ct_cu_big_block, ct_cu_big_block_slots>(
+        exec, rows, row, out, x, w, b, eps);
+  } else if (count <= ct_cu_warp_row) {
     ct_cu_layer_norm_rows_launch<Tag, 32>(exec, rows, row, out, x, w, b, eps);
-  } else if (rows.elements >= 2 * (int64_t)ct_cu_multiprocessors(exec.device_id)) {
+  } else if (many) {
     ct_cu_layer_norm_rows_launch<Tag, ct_cu_threads>(exec, rows, row, out, x, w, b, eps);
   } else {
     ct_cu_layer_norm_rows_launch<Tag, ct_cu_big_block>(exec, rows, row, out, x, w, b, eps);

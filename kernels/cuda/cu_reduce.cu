@@ -2,15 +2,19 @@
  * element's lane (its reduced sub-space, flattened row-major, so argmax's index is NumPy's
  * flattened index) is reduced by a group of 1, 8, 32 (a warp) or 256 (a block) threads: each
  * thread folds a strided share of the lane, then the group combines with warp shuffles and
- * shared memory. A few outputs with long lanes split each lane into segments whose partial
- * states a second kernel combines. Float sums and means accumulate in double, integer sums and
- * products wrap in 64 bits; max/min propagate nan; argmax/argmin take the first nan, else the
- * first extremum. Every choice depends only on shapes, strides and the device, so results are
- * reproducible run to run. */
+ * shared memory. A few outputs with long lanes split each lane into segments (as many items as
+ * the device holds resident blocks for) whose partial states a second kernel combines. Float sums
+ * and means accumulate in double, integer sums and products wrap in 64 bits; max/min propagate nan;
+ * argmax/argmin take the first nan, else the first extremum. A lane of stride one element is read
+ * in chunks of 16 bytes (a vector load each where aligned; the same order element by element where
+ * not, so the result does not depend on the address). Every choice depends only on shapes, strides
+ * and the device, so results are reproducible run to run. */
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "cu_call.h"
@@ -179,6 +183,59 @@ __device__ __forceinline__ void ct_cu_kept_offsets(const ct_pl_layout& kept, int
   }
 }
 
+/* Elements of a dense lane a thread takes at a time: 16 bytes of them (8 bools). */
+template <ct_pl_type V>
+inline constexpr int ct_cu_lane_vector = 16 / (int)sizeof(typename ct_cu_traits<V>::storage) < 8
+                                             ? 16 / (int)sizeof(typename ct_cu_traits<V>::storage)
+                                             : 8;
+
+template <class S, int N>
+struct alignas(sizeof(S) * N) ct_cu_lane_pack {
+  S v[N];
+};
+
+/* Folds the elements of a dense lane (stride one element, from `base`) that one thread of a
+ * G-thread group takes: chunks of N = ct_cu_lane_vector elements, G chunks apart, from element
+ * `from` (the thread's first chunk) to `end`, in increasing order. Four chunks are loaded before
+ * any is folded, as 16-byte vectors when `vector` (base and every chunk aligned), else element
+ * by element: the order, and so the result, is the same either way. */
+template <class R, int G>
+__device__ __forceinline__ void ct_cu_fold_dense(typename R::State& s, const char* base,
+                                                 int64_t from, int64_t end, bool vector) {
+  constexpr ct_pl_type V = R::input;
+  constexpr int N = ct_cu_lane_vector<V>, U = 4;
+  constexpr int64_t apart = (int64_t)G * N;
+  using S = typename ct_cu_traits<V>::storage;
+  using Pack = ct_cu_lane_pack<S, N>;
+  const S* data = reinterpret_cast<const S*>(base);
+  int64_t j = from;
+  for (; j + (U - 1) * apart + N <= end; j += U * apart) {
+    Pack pack[U];
+    if (vector) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) pack[u] = *reinterpret_cast<const Pack*>(data + j + u * apart);
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int e = 0; e < N; ++e) pack[u].v[e] = data[j + u * apart + e];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        R::step(s, ct_cu_load<V>(reinterpret_cast<const char*>(&pack[u].v[e])), j + u * apart + e);
+      }
+    }
+  }
+  for (; j < end; j += apart) {
+    for (int e = 0; e < N && j + e < end; ++e) {
+      R::step(s, ct_cu_load<V>(reinterpret_cast<const char*>(data + j + e)), j + e);
+    }
+  }
+}
+
 /* Item = (output o, segment): groups of G threads fold elements [begin, end) of o's lane, then
  * store the result (one segment) or the partial state at partial[item]. Items run o fastest, so
  * with G = 1 neighbouring threads read neighbouring outputs. The loop runs block by block so
@@ -187,7 +244,7 @@ template <class R, int G>
 __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_reduce_kernel(const ct_pl_layout kept, const ct_pl_layout reduced, char* out,
                         const char* x, int64_t n, int64_t count, int64_t segments, int64_t segment,
-                        typename R::State* partial) {
+                        bool dense, bool vector, typename R::State* partial) {
   constexpr ct_pl_type V = R::input;
   constexpr int per_block = ct_cu_threads / G;
   const int lane = threadIdx.x % G;
@@ -201,7 +258,9 @@ __global__ void __launch_bounds__(ct_cu_threads)
     ct_cu_kept_offsets(kept, o, off);
     const char* base = x + off[1];
     typename R::State s = R::identity();
-    if (reduced.ndim == 1) {
+    if (dense) {
+      ct_cu_fold_dense<R, G>(s, base, begin + lane * ct_cu_lane_vector<V>, end, vector);
+    } else if (reduced.ndim == 1) {
       const int64_t stride = reduced.strides[0][0];
 #pragma unroll 4
       for (int64_t j = begin + lane; j < end; j += G) {
@@ -253,6 +312,8 @@ struct ct_cu_reduce_plan {
   int64_t segments; /* per lane; 1: no partial states */
   int64_t segment;  /* elements per segment */
   int group;        /* threads per item: 1, 8, 32 or 256 */
+  bool dense;       /* one reduced dim of stride one element: chunked reads (ct_cu_fold_dense) */
+  bool vector;      /* dense, and every lane and segment starts 16-byte aligned */
 };
 
 using ct_cu_reduce_launch_fn = int (*)(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan,
@@ -269,14 +330,62 @@ void ct_cu_reduce_lanes(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
                         const char* x, typename R::State* partial) {
   const unsigned grid = ct_cu_grid(exec, p.n * p.segments * G, ct_cu_threads);
   ct_cu_reduce_kernel<R, G><<<grid, ct_cu_threads, 0, exec.stream>>>(
-      p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, partial);
+      p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, p.dense, p.vector, partial);
+}
+
+/* Blocks of ct_cu_reduce_kernel<R, G> resident on one multiprocessor (asked once per kernel: the
+ * answer depends on its registers and the architecture); 8 if CUDA cannot say. */
+template <class R, int G>
+int ct_cu_reduce_resident_of() {
+  static std::atomic<int> known{0};
+  int blocks = known.load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, ct_cu_reduce_kernel<R, G>,
+                                                      ct_cu_threads, 0) != cudaSuccess ||
+        blocks < 1) {
+      (void)cudaGetLastError(); /* not a failure of the call: the default stands */
+      blocks = 2048 / ct_cu_threads;
+    }
+    known.store(blocks, std::memory_order_relaxed);
+  }
+  return blocks;
+}
+
+template <class R>
+int ct_cu_reduce_resident(int group) {
+  if (group == 1) return ct_cu_reduce_resident_of<R, 1>();
+  if (group == 8) return ct_cu_reduce_resident_of<R, 8>();
+  if (group == 32) return ct_cu_reduce_resident_of<R, 32>();
+  return ct_cu_reduce_resident_of<R, ct_cu_threads>();
+}
+
+/* Dense lanes: segments cut at whole chunks, and whether every chunk is aligned for vectors. */
+template <ct_pl_type V>
+void ct_cu_plan_dense(ct_cu_reduce_plan* p, const char* x) {
+  constexpr int64_t size = sizeof(typename ct_cu_traits<V>::storage);
+  constexpr int64_t n = ct_cu_lane_vector<V>;
+  const ct_pl_layout& r = p->reduced;
+  p->dense = r.ndim == 1 && r.strides[0][0] == size;
+  p->vector = false;
+  if (!p->dense) return;
+  if (p->segments > 1) {
+    p->segment = (p->segment + n - 1) / n * n;
+    p->segments = (p->count + p->segment - 1) / p->segment;
+  }
+  p->vector = reinterpret_cast<uintptr_t>(x) % (uintptr_t)(n * size) == 0;
+  for (int32_t d = 0; d < p->kept.ndim; ++d) {
+    if (p->kept.strides[1][d] % (n * size) != 0) p->vector = false;
+  }
 }
 
 template <int K, ct_pl_type V>
-int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char* out,
+int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, char* out,
                         const char* x) {
   using R = ct_cu_reducer<K, V>;
   using State = typename R::State;
+  ct_cu_reduce_plan p = plan;
+  ct_cu_reduce_segments(exec, &p, ct_cu_reduce_resident<R>(p.group));
+  ct_cu_plan_dense<V>(&p, x);
   State* partial = nullptr;
   int status = CT_OK;
   if (p.segments > 1) {
@@ -308,11 +417,10 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
   return status;
 }
 
-/* Group size and segments: one thread per output for short lanes, or when neighbouring outputs
- * lie closer in memory than neighbouring lane elements and there are enough of them; otherwise
- * 8 threads, a warp or a block per lane as it grows, reading it coalesced. Lanes are cut into
- * segments while the outputs alone leave the device idle, down to 64 elements a thread. */
-void ct_cu_reduce_schedule(const ct_cu_exec& exec, ct_cu_reduce_plan* p) {
+/* Group size: one thread per output for short lanes, or when neighbouring outputs lie closer in
+ * memory than neighbouring lane elements and there are enough of them; otherwise 8 threads, a
+ * warp or a block per lane as it grows, reading it coalesced. */
+void ct_cu_reduce_group(ct_cu_reduce_plan* p) {
   const ct_pl_layout& r = p->reduced;
   const ct_pl_layout& k = p->kept;
   const int64_t lane_step = llabs(r.strides[0][r.ndim - 1]);
@@ -322,14 +430,21 @@ void ct_cu_reduce_schedule(const ct_cu_exec& exec, ct_cu_reduce_plan* p) {
   } else {
     p->group = p->count >= 8192 ? ct_cu_threads : p->count >= 256 ? 32 : 8;
   }
-  const int64_t wanted = (int64_t)ct_cu_multiprocessors(exec.device_id) * 2048 / p->group;
+}
+
+/* Segments: lanes are cut while the outputs alone leave the device's resident blocks (`resident`
+ * an SM) idle, down to 64 elements a thread, so that the items fill one round of resident
+ * blocks rather than leaving part of a second round. */
+void ct_cu_reduce_segments(const ct_cu_exec& exec, ct_cu_reduce_plan* p, int resident) {
+  const int64_t wanted =
+      (int64_t)ct_cu_multiprocessors(exec.device_id) * resident * (ct_cu_threads / p->group);
   const int64_t shortest = (int64_t)p->group * 64;
   p->segments = 1;
   if (p->n < wanted && p->count > shortest) {
     const int64_t by_width = (wanted + p->n - 1) / p->n;
     const int64_t by_length = (p->count + shortest - 1) / shortest;
     p->segments = by_width < by_length ? by_width : by_length;
-    if (p->segments > 1024) p->segments = 1024;
+    if (p->segments > 4096) p->segments = 4096;
   }
   p->segment = (p->count + p->segments - 1) / p->segments;
   if (p->segment > 0) p->segments = (p->count + p->segment - 1) / p->segment;
@@ -348,7 +463,7 @@ int ct_cu_reduce_run(const ct_kernel_call* call) {
   /* argmax/argmin keep the lane's logical order: their index is the flat one. */
   plan.count =
       ct_pl_reduce_layouts(call, entry->indexed, !entry->indexed, &plan.kept, &plan.reduced);
-  ct_cu_reduce_schedule(exec, &plan);
+  ct_cu_reduce_group(&plan);
   return entry->launch(exec, plan, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(call->inputs[0]));
 }
 

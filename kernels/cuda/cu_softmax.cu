@@ -2,9 +2,11 @@
  * at one position of the other dims) the NaN-propagating maximum, then the sum of
  * exp(x - max), then the outputs. float16/float32 compute in float, float64 in double; the sum
  * accumulates in double (as the OpenCL and CPU backends). A lane along a contiguous axis is read
- * by a warp (short axes) or a block (long ones); along a strided axis, a block reads up to 32
- * neighbouring lanes at once, the rest of its threads spread along the axis, so that loads stay
- * coalesced. */
+ * by a warp (up to 1024 elements) or a block; lanes of up to 8192 elements (many lanes) or 16384
+ * (few), contiguous in the output too, are held in registers, read once and written once; other
+ * lanes are read three times.
+ * Along a strided axis, a block reads up to 32 neighbouring lanes at once, the rest of its
+ * threads spread along the axis, so that loads stay coalesced. */
 #include <math.h>
 
 #include <type_traits>
@@ -19,6 +21,12 @@ namespace {
 constexpr int ct_cu_threads = 256;
 constexpr int ct_cu_big_block = 1024;   /* threads of a block when lanes are few */
 constexpr int ct_cu_warp_extent = 1024; /* the longest axis a warp handles alone */
+/* Register rows: with many rows, 128-thread blocks of 64 slots a thread (few threads a row
+ * spend few registers on anything but the row, so that more rows are resident); with few rows,
+ * 1024-thread blocks of 16 slots (64 registers a thread at most: 16 doubles leave room). */
+constexpr int ct_cu_row_threads = 128;
+constexpr int ct_cu_row_slots = 64;
+constexpr int ct_cu_big_block_slots = 16;
 
 struct ct_cu_softmax_args {
   int64_t lanes;
@@ -84,6 +92,71 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
   }
 }
 
+/* Threads of a register-row block: eight one-warp groups, or one wider group of 64 to 1024
+ * (ct_cu_group_reduce combines over the whole block when its group is wider than a warp). */
+__host__ __device__ constexpr int ct_cu_row_block(int width) {
+  return width > 32 ? width : 256;
+}
+
+/* A block per `per_block` rows, up to 256 blocks an SM: these blocks hold so many registers
+ * that few are resident, and a grid of a few rounds of them would leave part of the last round
+ * idle; with dozens of rounds, little. */
+inline unsigned ct_cu_row_blocks(const ct_cu_exec& exec, int64_t rows, int per_block) {
+  const int64_t needed = (rows + per_block - 1) / per_block;
+  const int64_t most = (int64_t)ct_cu_multiprocessors(exec.device_id) * 256;
+  return (unsigned)(needed < most ? needed : most > 0 ? most : 1);
+}
+
+/* Lanes of at most Width * Per elements along an axis that is contiguous in x and out, held in
+ * registers: element k * Width + t of the lane in thread t's slot k (ct_cu_softmax_rows's
+ * assignment: at the same width, the same sums bit for bit), read once and written once. Elements
+ * are addressed from the lane's first by constant offsets, which keeps the slots' addresses out of
+ * registers. */
+template <ct_pl_type Tag, int Width, int Per, bool Log>
+__global__ void __launch_bounds__(ct_cu_row_block(Width))
+    ct_cu_softmax_registers(const ct_pl_layout layout, const ct_cu_softmax_args p, char* out,
+                            const char* x) {
+  using C = ct_cu_compute_t<Tag>;
+  using S = typename ct_cu_traits<Tag>::storage;
+  constexpr int groups = ct_cu_row_block(Width) / Width;
+  const int t = threadIdx.x % Width;
+  const int extent = (int)p.extent; /* at most Width * Per */
+  for (int64_t lane = (int64_t)blockIdx.x * groups + threadIdx.x / Width; lane < p.lanes;
+       lane += (int64_t)gridDim.x * groups) {
+    int64_t off[2];
+    ct_cu_offsets<2>(layout, lane, off);
+    S* o = reinterpret_cast<S*>(out + off[0]) + t;
+    const S* xl = reinterpret_cast<const S*>(x + off[1]) + t;
+    C v[Per];
+    C high = (C)-INFINITY;
+#pragma unroll
+    for (int k = 0; k < Per; ++k) {
+      v[k] = k * Width + t < extent ? ct_cu_load<Tag>(reinterpret_cast<const char*>(xl + k * Width))
+                                    : (C)-INFINITY;
+      high = ct_cu_nan_max_op()(high, v[k]);
+    }
+    high = ct_cu_group_reduce<Width>(high, ct_cu_nan_max_op());
+    double total = 0;
+#pragma unroll
+    for (int k = 0; k < Per; ++k) {
+      if (k * Width + t < extent) {
+        v[k] -= high;
+        const C e = ct_cu_exp(v[k]);
+        total += (double)e;
+        if constexpr (!Log) v[k] = e; /* softmax divides exp(x - max) by the sum */
+      }
+    }
+    total = ct_cu_group_reduce<Width>(total, ct_cu_sum_op());
+    const C scale = ct_cu_softmax_scale<Log, C>(total);
+#pragma unroll
+    for (int k = 0; k < Per; ++k) {
+      if (k * Width + t < extent) {
+        ct_cu_store<Tag>(reinterpret_cast<char*>(o + k * Width), Log ? v[k] - scale : v[k] / scale);
+      }
+    }
+  }
+}
+
 /* Lanes along a strided axis: a block takes 2^shift neighbouring lanes, each read by the
  * remaining threads taking every so many elements, so that a warp's loads fall on neighbouring
  * lanes. */
@@ -130,11 +203,21 @@ void ct_cu_softmax_rows_launch(const ct_cu_exec& exec, const ct_pl_layout& layou
       <<<ct_cu_grid(exec, p.lanes * Width, threads), threads, 0, exec.stream>>>(layout, p, out, x);
 }
 
+template <ct_pl_type Tag, int Width, int Per, bool Log>
+void ct_cu_softmax_registers_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
+                                    const ct_cu_softmax_args& p, char* out, const char* x) {
+  constexpr int threads = ct_cu_row_block(Width);
+  ct_cu_softmax_registers<Tag, Width, Per, Log>
+      <<<ct_cu_row_blocks(exec, p.lanes, threads / Width), threads, 0, exec.stream>>>(layout, p,
+                                                                                      out, x);
+}
+
 template <ct_pl_type Tag, bool Log>
 int ct_cu_softmax_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
                          const ct_cu_softmax_args& p, char* out, const char* x) {
   const int64_t size = sizeof(typename ct_cu_traits<Tag>::storage);
   const int64_t enough = 2 * (int64_t)ct_cu_multiprocessors(exec.device_id); /* blocks */
+  const bool dense = p.out_step == size; /* with x_step == size: the register kernels */
   if (p.x_step != size) {
     /* 32 neighbouring lanes a 256-thread block; with few lanes, 1024-thread blocks of no fewer
      * than 8 lanes (a 32-byte sector of float32), as many blocks as that gives. */
@@ -147,8 +230,18 @@ int ct_cu_softmax_launch(const ct_cu_exec& exec, const ct_pl_layout& layout,
     ct_cu_softmax_columns<Tag, Log>
         <<<ct_cu_grid(exec, blocks * threads, threads), threads, 0, exec.stream>>>(layout, p, shift,
                                                                                    out, x);
+  } else if (dense && p.extent <= 256) {
+    ct_cu_softmax_registers_launch<Tag, 32, 8, Log>(exec, layout, p, out, x);
+  } else if (dense && p.extent <= ct_cu_warp_extent) {
+    ct_cu_softmax_registers_launch<Tag, 32, ct_cu_warp_extent / 32, Log>(exec, layout, p, out, x);
   } else if (p.extent <= ct_cu_warp_extent) {
     ct_cu_softmax_rows_launch<Tag, 32, Log>(exec, layout, p, out, x);
+  } else if (dense && p.lanes >= enough && p.extent <= ct_cu_row_threads * ct_cu_row_slots) {
+    ct_cu_softmax_registers_launch<Tag, ct_cu_row_threads, ct_cu_row_slots, Log>(exec, layout, p,
+                                                                                 out, x);
+  } else if (dense && p.extent <= ct_cu_big_block * ct_cu_big_block_slots) {
+    ct_cu_softmax_registers_launch<Tag, ct_cu_big_block, ct_cu_big_block_slots, Log>(exec, layout,
+                                                                                     p, out, x);
   } else if (p.lanes >= enough) {
     ct_cu_softmax_rows_launch<Tag, ct_cu_threads, Log>(exec, layout, p, out, x);
   } else {
