@@ -47,7 +47,7 @@ run() {
   mkdir -p "$OUT"
   export PYTHONUNBUFFERED=1 CTENSOR_REQUIRE_CUDA_PLUGIN=1
   if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl ||
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl ||
       exit 1
     export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" PATH="/tmp/site/bin:$PATH"
   fi
