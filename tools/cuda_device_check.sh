@@ -42,7 +42,7 @@ step() {
   [ "$status" -eq 0 ] || failed+=("$name")
 }
 
-run() {
+setup_and_build() {
   OUT="${OUT:-/tmp/ctensor-gpu}"
   mkdir -p "$OUT"
   export PYTHONUNBUFFERED=1 CTENSOR_REQUIRE_CUDA_PLUGIN=1
@@ -56,9 +56,13 @@ run() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
   step build 150 python3 -m pip install --no-build-isolation --no-deps --no-index \
     -Csetup-args=-Dcuda=enabled -Csetup-args=-Dopencl=disabled -Csetup-args=-Dxla_ffi=disabled \
-    -Cbuild-dir=build-gpu .
+    -Csetup-args=-Dcuda_sm=90 -Csetup-args=-Dcuda_ptx= -Cbuild-dir=build-gpu .
   [ "${#failed[@]}" -eq 0 ] || exit 1
   step backends 20 python3 -c "import ctensor; [print(b) for b in ctensor.backends()]"
+}
+
+run() {
+  setup_and_build
   step tests 150 python3 -m pytest -q -p no:cacheprovider --timeout=60 \
     tests/test_cuda_plugin.py tests/test_cuda_vendor_libraries.py tests/test_cuda_device.py \
     tests/test_cuda_scatter.py
@@ -72,11 +76,49 @@ run() {
   echo "all steps passed"
 }
 
+# isolate: each CUDA test, and the conformance suite of each op, in a process of its own with
+# CUDA_LAUNCH_BLOCKING=1, 16 at a time: a kernel that faults poisons its process's CUDA context,
+# so in one process every later test would fail too. Writes $OUT/isolated-tests.txt and
+# $OUT/isolated-conformance.txt (one line per test or op: ok, or FAIL and the first error lines).
+one_test() {
+  local id="$1" log
+  log=$(CUDA_LAUNCH_BLOCKING=1 timeout 90 python3 -m pytest -q -p no:cacheprovider "$id" 2>&1)
+  if [ $? -eq 0 ]; then echo "ok $id"; else
+    echo "FAIL $id :: $(grep -m3 -E '^E |Error' <<<"$log" | tr '\n' ' ' | cut -c1-400)"
+  fi
+}
+one_op() {
+  local op="$1" log
+  log=$(CUDA_LAUNCH_BLOCKING=1 timeout 90 python3 -m ctensor.conformance --backend cuda \
+    --device cuda:0 --ops "$op" 2>&1)
+  if [ $? -eq 0 ]; then echo "ok $op"; else
+    echo "FAIL $op :: $(grep -m4 -E 'FAIL|Error' <<<"$log" | tr '\n' ' ' | cut -c1-600)"
+  fi
+}
+export -f one_test one_op
+isolate() {
+  python3 -m pytest -q -p no:cacheprovider --collect-only tests/test_cuda_device.py \
+    tests/test_cuda_scatter.py 2>/dev/null | grep '::' >"$OUT/test-ids.txt"
+  echo "== isolated tests: $(wc -l <"$OUT/test-ids.txt") ($(date -u +%T))"
+  timeout "${CT_ISOLATE_TESTS_SECONDS:-170}" xargs -P 16 -I{} bash -c 'one_test "$@"' _ {} \
+    <"$OUT/test-ids.txt" >"$OUT/isolated-tests.txt"
+  echo "passed $(grep -c '^ok' "$OUT/isolated-tests.txt"), failed $(grep -c '^FAIL' "$OUT/isolated-tests.txt")"
+  python3 -c "import ctensor; print('\n'.join(n for n in ctensor.list_ops() if 'cuda' in ctensor.op_info(n)['devices']))" >"$OUT/cuda-ops.txt"
+  echo "== isolated conformance: $(wc -l <"$OUT/cuda-ops.txt") ops ($(date -u +%T))"
+  timeout "${CT_ISOLATE_OPS_SECONDS:-120}" xargs -P 16 -I{} bash -c 'one_op "$@"' _ {} \
+    <"$OUT/cuda-ops.txt" >"$OUT/isolated-conformance.txt"
+  echo "passed $(grep -c '^ok' "$OUT/isolated-conformance.txt"), failed $(grep -c '^FAIL' "$OUT/isolated-conformance.txt")"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
   run) run ;;
+  isolate)
+    setup_and_build
+    isolate
+    ;;
   *)
-    echo "usage: $0 prepare|run" >&2
+    echo "usage: $0 prepare|run|isolate" >&2
     exit 2
     ;;
 esac
