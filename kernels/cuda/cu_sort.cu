@@ -173,6 +173,9 @@ int ct_cu_sorted_run(const ct_kernel_call* call, const ct_tensor* values, const 
   ct_cu_sort_lanes s;
   ct_cu_sort_lanes_of(x, (int32_t)axis, &s);
   const int64_t extent = s.extent;
+  /* sort, argsort and argpartition keep whole lanes (INT64_MAX): the gather below walks
+   * lanes * limit items, so the limit is at most the lane's length. */
+  if (limit > extent) limit = extent;
   const ct_tensor* value_layout = values ? values : indices;
   const ct_tensor* index_layout = indices ? indices : values;
   ct_pl_layout layout;
