@@ -1,7 +1,8 @@
 """The graph-safe flag (CT_OP_FLAG_GRAPH_SAFE) and the cases tests/test_cuda_device.py captures
 in CUDA graphs, checked on the CPU: dynamic ops (which read their output sizes back to the host)
-are never flagged, every flagged op has a case, and each case runs as the GPU test runs it (torch
-tensors in, preallocated torch outputs through ``out=``) with the results of a plain call."""
+and ops that check index values are never flagged, every flagged op has a case, and each case
+runs as the GPU test runs it (torch tensors in, preallocated torch outputs through ``out=``) with
+the results of a plain call."""
 
 from __future__ import annotations
 
@@ -18,6 +19,36 @@ def test_dynamic_ops_are_not_flagged_graph_safe() -> None:
     dynamic = [n for n in ctensor.list_ops() if ctensor.op_info(n)["category"] == "dynamic"]
     assert {"nonzero", "boolean_mask", "unique_values"} <= set(dynamic)
     assert not set(dynamic) & set(graph_safe_ops())
+
+
+#: Ops that check index values (targets, positions, gather and scatter indices, integer
+#: exponents) before writing: a device backend reads the check back, which graph capture refuses.
+INDEX_CHECKED = [
+    "gather_nd",
+    "gather_nd_backward",
+    "index_select",
+    "index_select_backward",
+    "index_add",
+    "index_add_backward",
+    "put_along_axis",
+    "put_along_axis_backward",
+    "scatter_nd",
+    "scatter_nd_backward",
+    "take_along_axis",
+    "take_along_axis_backward",
+    "nll_loss",
+    "nll_loss_backward",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "rotary_embedding",
+    "pow",
+]
+
+
+def test_ops_that_check_values_before_writing_are_not_flagged_graph_safe() -> None:
+    assert set(INDEX_CHECKED) <= set(ctensor.list_ops())
+    assert not set(INDEX_CHECKED) & set(graph_safe_ops())
+    assert "graph_safe" in ctensor.op_info("add")["flags"]  # the flag itself is still reported
 
 
 def test_every_graph_safe_op_has_a_case_that_runs_into_torch_outputs() -> None:

@@ -17,6 +17,11 @@
 #define CT_EW_SCHEMA_BINARY(NAME, DOC)                                                   \
   CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY, ct_params_x1_x2, \
                         ct_params_out, ct_infer_broadcast_same_dtype);
+/* pow checks that integer exponents are not negative before it writes: on a device that reads
+ * the check's result back (a synchronisation), so it is not graph-safe (op_defs.h). */
+#define CT_EW_SCHEMA_BINARY_CHECKED(NAME, DOC)                                                   \
+  CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC, CT_FLAGS_BINARY & ~CT_OP_FLAG_GRAPH_SAFE, \
+                        ct_params_x1_x2, ct_params_out, ct_infer_broadcast_same_dtype);
 #define CT_EW_SCHEMA_BINARY_BOOL(NAME, DOC)                                               \
   CT_DEFINE_OP_NO_ATTRS(NAME, DOC, CT_OP_SHAPE_STATIC,                                    \
                         CT_OP_FLAG_ELEMENTWISE | CT_OP_FLAG_BROADCASTING | CT_FLAGS_PURE, \

@@ -7,7 +7,8 @@
  *
  * A row: X(name, arity, schema, out, params, float, int, bool, doc)
  *   schema  how capi/ops/elementwise_ops.c defines the schema: UNARY (output like x), UNARY_BOOL
- *           (bool output of x's shape), BINARY (broadcast, the inputs' dtype), BINARY_BOOL
+ *           (bool output of x's shape), BINARY (broadcast, the inputs' dtype), BINARY_CHECKED
+ *           (as BINARY, not graph-safe: it checks values before writing), BINARY_BOOL
  *           (broadcast, bool), CUSTOM (written by hand there, with this row's doc).
  *   out     the output dtype on the GPU backends: SAME (the inputs'), BOOL, F64_FOR_INTS (float64
  *           for integer and bool inputs), F16_FOR_BOOL (float16 for bool input), WHERE (inputs
@@ -161,7 +162,7 @@ typedef enum ct_elementwise_params {
     "Element-wise maximum with broadcasting; nan propagates.")                                     \
   X(minimum, 2, BINARY, SAME, NONE, ((a <= b || a != a) ? a : b), (a < b ? a : b), (a & b),        \
     "Element-wise minimum with broadcasting; nan propagates.")                                     \
-  X(pow, 2, BINARY, SAME, NONE, pow(a, b), ct_int_pow(a, b), CT_NA,                                \
+  X(pow, 2, BINARY_CHECKED, SAME, NONE, pow(a, b), ct_int_pow(a, b), CT_NA,                        \
     "x1 ** x2 with broadcasting. Floats follow C99 pow, as NumPy's element-wise loop (pow(-inf, "  \
     "0.5) = inf). Integer bases with negative integer exponents are an error, as in NumPy; "       \
     "integer results wrap.")                                                                       \

@@ -161,7 +161,7 @@ CT_DEFINE_OP(put_along_axis,
              "indices \"none\" keeps the last value, and sums and products accumulate in that "
              "order on every device (deterministic). Integer and bool x take none, max and min "
              "(integers add and multiply too, wrapping).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_put_along_axis_inputs, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_put_along_axis_inputs, ct_params_out,
              ct_put_along_axis_attrs, ct_infer_put_along_axis);
 
 /* ----- gather_nd ----- */
@@ -232,7 +232,7 @@ CT_DEFINE_OP(gather_nd,
              "of the tuples (indices' last dim), out[i..., r...] = x[i[:b]..., indices[i...], "
              "r...], of shape indices.shape[:-1] + x.shape[b + K:]. The first b dims of indices "
              "and x must be equal.",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_gather_nd_inputs, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_gather_nd_inputs, ct_params_out,
              ct_gather_nd_attrs, ct_infer_gather_nd);
 
 /* ----- scatter_nd ----- */
@@ -269,7 +269,7 @@ CT_DEFINE_OP(scatter_nd,
              "last update and sums and products accumulate in that order on every device "
              "(deterministic). Integer and bool x take none, max and min (integers add and "
              "multiply too, wrapping).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_scatter_nd_inputs, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_scatter_nd_inputs, ct_params_out,
              ct_scatter_nd_attrs, ct_infer_scatter_nd);
 
 /* ----- index_select, index_add ----- */
@@ -312,7 +312,7 @@ static int ct_infer_index_select(const ct_infer_call* call, ct_tensor_info* outp
 CT_DEFINE_OP(index_select,
              "The entries of x at indices along axis (torch.index_select): x's shape with the "
              "axis' extent replaced by the number of indices.",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_index_select_inputs, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_index_select_inputs, ct_params_out,
              ct_index_select_attrs, ct_infer_index_select);
 
 static const ct_param_schema ct_index_add_inputs[3] = {
@@ -362,7 +362,7 @@ CT_DEFINE_OP(index_add,
              "A copy of x with alpha * source added at indices along axis (torch.index_add, "
              "returning a new array): out[..., indices[i], ...] += alpha * source[..., i, ...]. "
              "Repeated indices add up in index order on every device (deterministic).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_index_add_inputs, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_index_add_inputs, ct_params_out,
              ct_index_add_attrs, ct_infer_index_add);
 
 /* ----- backward ops: grad_out first, then the forward's inputs (and output) ----- */
@@ -428,7 +428,7 @@ CT_DEFINE_OP(put_along_axis_backward,
              "Gradients of put_along_axis: grad_x of x's shape and grad_values at the indexed "
              "positions (the gradient row sums them to the values' shape). " CT_SCATTER_BACKWARD_DOC
              ".",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_put_along_axis_backward_inputs,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_put_along_axis_backward_inputs,
              ct_put_along_axis_backward_outputs, ct_put_along_axis_attrs,
              ct_infer_put_along_axis_backward);
 
@@ -460,7 +460,7 @@ static int ct_infer_scatter_nd_backward(const ct_infer_call* call, ct_tensor_inf
 CT_DEFINE_OP(scatter_nd_backward,
              "Gradients of scatter_nd: grad_x of x's shape and grad_updates of the updates' "
              "shape. " CT_SCATTER_BACKWARD_DOC ".",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_scatter_nd_backward_inputs,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_scatter_nd_backward_inputs,
              ct_scatter_nd_backward_outputs, ct_scatter_nd_attrs, ct_infer_scatter_nd_backward);
 
 static const ct_param_schema ct_gather_backward_inputs[3] = {
@@ -486,8 +486,8 @@ CT_DEFINE_OP(gather_nd_backward,
              "Gradient of gather_nd: grad_out added into zeros of x's shape at the index tuples "
              "(scatter_nd with \"add\"; repeated tuples add up in row-major order: "
              "deterministic).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_gather_backward_inputs, ct_params_grad_x_only,
-             ct_gather_nd_attrs, ct_infer_gather_nd_backward);
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_gather_backward_inputs,
+             ct_params_grad_x_only, ct_gather_nd_attrs, ct_infer_gather_nd_backward);
 
 static int ct_infer_index_select_backward(const ct_infer_call* call, ct_tensor_info* outputs,
                                           int32_t capacity, int32_t* num_outputs) {
@@ -508,8 +508,8 @@ CT_DEFINE_OP(index_select_backward,
              "Gradient of index_select: grad_out added into zeros of x's shape at the indices "
              "along axis (index_add into zeros; repeated indices add up in index order: "
              "deterministic).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_gather_backward_inputs, ct_params_grad_x_only,
-             ct_index_select_attrs, ct_infer_index_select_backward);
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_gather_backward_inputs,
+             ct_params_grad_x_only, ct_index_select_attrs, ct_infer_index_select_backward);
 
 static const ct_param_schema ct_index_add_backward_inputs[4] = {
     {"grad_out", "cotangent of the forward output", 0, 0},
@@ -536,5 +536,5 @@ static int ct_infer_index_add_backward(const ct_infer_call* call, ct_tensor_info
 CT_DEFINE_OP(index_add_backward,
              "Gradients of index_add: grad_x = grad_out, grad_source = alpha * "
              "index_select(grad_out, indices; axis).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_index_add_backward_inputs,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_index_add_backward_inputs,
              ct_index_add_backward_outputs, ct_index_add_attrs, ct_infer_index_add_backward);

@@ -207,7 +207,7 @@ CT_DEFINE_OP(cross_entropy,
              "bfloat16 compute in float32, sums accumulate in float64 (float32 blocks of a row "
              "first), and the reduction sums fixed blocks of samples, so results do not depend "
              "on the thread count.",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_cross_entropy_inputs, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_cross_entropy_inputs, ct_params_out,
              ct_cross_entropy_attrs, ct_infer_class_loss);
 
 CT_DEFINE_OP(nll_loss,
@@ -215,7 +215,7 @@ CT_DEFINE_OP(nll_loss,
              "or ones; 0 where y == ignore_index); \"mean\" divides the sum by the summed w[y] of "
              "the samples not ignored (nan when that is 0, as torch). A class index outside [0, "
              "C) that is not ignore_index is an error.",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_nll_loss_inputs, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_nll_loss_inputs, ct_params_out,
              ct_nll_loss_attrs, ct_infer_class_loss);
 
 /* ----- binary_cross_entropy_with_logits, mse_loss, smooth_l1_loss ----- */
@@ -375,7 +375,7 @@ CT_DEFINE_OP(cross_entropy_backward,
              "sample's cotangent (divided by the mean's denominator for \"mean\"); ignored "
              "samples get 0. grad_target, for probability targets, is g (1 - s) w (lse - x); for "
              "class indices it is zeros. float16/bfloat16 compute in float32.",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_cross_entropy_backward_inputs,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_cross_entropy_backward_inputs,
              ct_cross_entropy_backward_outputs, ct_cross_entropy_attrs,
              ct_infer_class_loss_backward);
 
@@ -383,7 +383,7 @@ CT_DEFINE_OP(nll_loss_backward,
              "Cotangent of nll_loss's log_probs (same attributes): -g w[y] at the target class "
              "of each sample not ignored, 0 elsewhere; g the sample's cotangent (divided by the "
              "mean's denominator for \"mean\").",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_nll_loss_backward_inputs,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_nll_loss_backward_inputs,
              ct_nll_loss_backward_outputs, ct_nll_loss_attrs, ct_infer_class_loss_backward);
 
 static const ct_param_schema ct_bce_backward_inputs[5] = {

@@ -91,6 +91,10 @@ CT_INTERNAL extern const ct_param_schema ct_params_out[1];
   (CT_OP_FLAG_ELEMENTWISE | CT_OP_FLAG_INPLACE | CT_OP_FLAG_DETERMINISTIC | CT_OP_FLAG_GRAPH_SAFE)
 #define CT_FLAGS_BINARY (CT_FLAGS_UNARY | CT_OP_FLAG_BROADCASTING)
 #define CT_FLAGS_PURE (CT_OP_FLAG_DETERMINISTIC | CT_OP_FLAG_GRAPH_SAFE)
+/* Ops that check index values (class targets, positions, gather and scatter indices) before they
+ * write: on a device the check's result is read back to the host, a synchronisation that CUDA
+ * graph capture refuses, so they are not graph-safe. */
+#define CT_FLAGS_INDEX_CHECKED CT_OP_FLAG_DETERMINISTIC
 
 /* ----- shared infer logic (infer_helpers.c) ----- */
 

@@ -94,5 +94,5 @@ CT_DEFINE_OP(rotary_embedding,
              "vector is position_ids broadcast to x.shape[:-1], or its index along the seq axis "
              "(x.shape[-2]); a position outside [0, max_pos) is an error reported before "
              "anything is written. float16/bfloat16 compute in float32.",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_rotary_inputs, ct_params_out, ct_rotary_attrs,
-             ct_infer_rotary_embedding);
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_rotary_inputs, ct_params_out,
+             ct_rotary_attrs, ct_infer_rotary_embedding);

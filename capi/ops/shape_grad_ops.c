@@ -266,7 +266,7 @@ static int ct_infer_take_along_axis_backward(const ct_infer_call* call, ct_tenso
 CT_DEFINE_OP(take_along_axis_backward,
              "Gradient of take_along_axis: grad_out added into zeros of x's shape at the indices "
              "along axis, summed over the axes where x broadcast (deterministic).",
-             CT_OP_WORKSPACE, CT_FLAGS_PURE, ct_params_grad_x_indices, ct_params_grad_x,
+             CT_OP_WORKSPACE, CT_FLAGS_INDEX_CHECKED, ct_params_grad_x_indices, ct_params_grad_x,
              ct_take_along_axis_backward_attrs, ct_infer_take_along_axis_backward);
 
 static const ct_param_schema ct_embedding_backward_inputs[3] = {

@@ -552,7 +552,7 @@ static int ct_infer_take_along_axis(const ct_infer_call* call, ct_tensor_info* o
 CT_DEFINE_OP(take_along_axis,
              "Takes values of x at indices along axis, matching them element by element in the "
              "other axes, which broadcast (the array API's take_along_axis).",
-             CT_OP_SHAPE_STATIC, CT_FLAGS_PURE, ct_params_x_indices, ct_params_out,
+             CT_OP_SHAPE_STATIC, CT_FLAGS_INDEX_CHECKED, ct_params_x_indices, ct_params_out,
              ct_take_along_axis_attrs, ct_infer_take_along_axis);
 
 static const ct_param_schema ct_embedding_inputs[2] = {
