@@ -20,6 +20,7 @@
  * Dropout draws from kernels/common/philox.h with the
  * CPU's rule. float16 computes in float, float32 in float, float64 in double. */
 #include <math.h>
+#include <string.h>
 
 #include "cu_call.h"
 #include "cu_types.cuh"
@@ -45,7 +46,8 @@ enum {
 };
 
 /* Everything but the lead strides (those are in device memory: `meta`, query's lead shape (nd),
- * key's lead shape (nd), then each operand's lead byte strides). */
+ * key's lead shape (nd), then each operand's lead byte strides; the call's workspace holds it,
+ * written there by ct_cu_attn_fill_kernel). */
 struct ct_cu_attn_args {
   const char* ptr[CT_CU_ATTN_OPERANDS]; /* first byte of each operand; null when absent */
   int64_t rs[CT_CU_ATTN_OPERANDS], cs[CT_CU_ATTN_OPERANDS];
@@ -321,6 +323,23 @@ __global__ void __launch_bounds__(ct_cu_attn_rows) ct_cu_attn_grad_kv(const ct_c
   }
 }
 
+/* Lead values ct_cu_attn_fill_kernel writes per launch: its parameter, kept well under the 4 KiB
+ * a kernel's parameters may take. */
+constexpr int ct_cu_attn_fill_chunk = 64;
+
+struct ct_cu_attn_fill_values {
+  long long v[ct_cu_attn_fill_chunk];
+};
+
+/* Writes `count` (<= ct_cu_attn_fill_chunk) values to `meta`: the lead values reach the device
+ * as a kernel parameter, not as a copy from host memory, so that a captured CUDA graph holds
+ * them rather than the address of a host buffer gone after the call. */
+__global__ void ct_cu_attn_fill_kernel(const ct_cu_attn_fill_values values, int count,
+                                       long long* meta) {
+  const int i = (int)threadIdx.x;
+  if (i < count) meta[i] = values.v[i];
+}
+
 /* One call: operands, sizes, the lead strides (host copy). */
 struct ct_cu_attn_call {
   const ct_tensor* t[CT_CU_ATTN_OPERANDS] = {};
@@ -389,6 +408,30 @@ void ct_cu_attn_prepare(const ct_kernel_call* call, ct_cu_attn_call* c) {
   a.offset = (unsigned long long)call->attrs[5].value.i;
 }
 
+/* Bytes of the lead values (`meta`) of a call whose query has `query_ndim` dims. */
+uint64_t ct_cu_attn_meta_bytes(int32_t query_ndim) {
+  const int64_t nd = query_ndim > 2 ? query_ndim - 2 : 0;
+  return sizeof(long long) * (uint64_t)(2 + CT_CU_ATTN_OPERANDS) * (uint64_t)nd;
+}
+
+/* The workspace of both ops: the lead values; 0 when the call computes nothing (as
+ * ct_cu_attention_run and ct_cu_attention_backward_run return early). */
+int ct_cu_attn_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  const bool backward = strstr(call->schema->name, "_backward") != nullptr;
+  const ct_tensor* q = call->inputs[backward ? 1 : 0];
+  const ct_tensor* k = call->inputs[backward ? 2 : 1];
+  const int32_t ndim = q->ndim;
+  int64_t queries = q->shape[ndim - 2], keys = k->shape[ndim - 2];
+  for (int32_t d = 0; d < ndim - 2; ++d) {
+    queries *= q->shape[d];
+    keys *= k->shape[d];
+  }
+  const bool empty = backward ? queries == 0 && keys == 0 : queries == 0;
+  *bytes = empty ? 0 : ct_cu_attn_meta_bytes(ndim);
+  *alignment = 256;
+  return CT_OK;
+}
+
 /* The register capacity of the call's head sizes, or 0 when they exceed the largest. */
 int ct_cu_attn_capacity(const ct_cu_attn_args& a) {
   const int n = a.e > a.ev ? a.e : a.ev;
@@ -431,15 +474,32 @@ int ct_cu_attn_run(const ct_kernel_call* call, ct_cu_attn_call* c, const int* wh
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   const size_t shared = ct_cu_attn_tiles<Tag>(a);
-  const size_t meta_bytes = sizeof(long long) * (size_t)(2 + CT_CU_ATTN_OPERANDS) * (size_t)a.nd;
+  /* The lead values live in the call's workspace (ct_cu_attn_workspace asked for them); a caller
+   * that gives none, or too little, gets stream-ordered memory instead. */
+  const uint64_t meta_bytes = ct_cu_attn_meta_bytes(a.nd + 2);
   long long* meta = nullptr;
+  bool allocated = false;
   if (meta_bytes > 0) {
-    status = ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&meta), meta_bytes, exec.stream),
-                         "cudaMallocAsync");
-    if (status != CT_OK) return status;
-    status = ct_cu_check(
-        cudaMemcpyAsync(meta, c->values, meta_bytes, cudaMemcpyHostToDevice, exec.stream),
-        "cudaMemcpyAsync");
+    if (call->workspace && call->workspace_size >= meta_bytes &&
+        reinterpret_cast<uintptr_t>(call->workspace) % alignof(long long) == 0) {
+      meta = static_cast<long long*>(call->workspace);
+    } else {
+      status =
+          ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&meta), meta_bytes, exec.stream),
+                      "cudaMallocAsync");
+      if (status != CT_OK) return status;
+      allocated = true;
+    }
+    const int total = (int)(meta_bytes / sizeof(long long));
+    for (int first = 0; first < total && status == CT_OK; first += ct_cu_attn_fill_chunk) {
+      const int count =
+          total - first < ct_cu_attn_fill_chunk ? total - first : ct_cu_attn_fill_chunk;
+      ct_cu_attn_fill_values values;
+      for (int i = 0; i < count; ++i) values.v[i] = c->values[first + i];
+      ct_cu_attn_fill_kernel<<<1, ct_cu_attn_fill_chunk, 0, exec.stream>>>(values, count,
+                                                                           meta + first);
+      status = ct_cu_launch_status(what);
+    }
   }
   a.meta = meta;
   for (int w = 0; w < count && status == CT_OK; ++w) {
@@ -457,7 +517,7 @@ int ct_cu_attn_run(const ct_kernel_call* call, ct_cu_attn_call* c, const int* wh
     status = ct_cu_launch_status(what);
   }
   /* the memory is released once the kernels queued before it ran */
-  if (meta) cudaFreeAsync(meta, exec.stream);
+  if (allocated) cudaFreeAsync(meta, exec.stream);
   return status;
 }
 
@@ -505,10 +565,10 @@ int ct_cu_register_attention(void) {
       const ct_pl_type forward[6] = {Tag, Tag, Tag, mask, Tag, Lse};
       const ct_pl_type backward[10] = {Tag, Tag, Tag, Tag, mask, Tag, Lse, Tag, Tag, Tag};
       int status = ct_cu_register("scaled_dot_product_attention", forward, 6,
-                                  ct_cu_attention_run<Tag>, nullptr, nullptr);
+                                  ct_cu_attention_run<Tag>, ct_cu_attn_workspace, nullptr);
       if (status == CT_OK) {
         status = ct_cu_register("scaled_dot_product_attention_backward", backward, 10,
-                                ct_cu_attention_backward_run<Tag>, nullptr, nullptr);
+                                ct_cu_attention_backward_run<Tag>, ct_cu_attn_workspace, nullptr);
       }
       if (status != CT_OK) return status;
     }

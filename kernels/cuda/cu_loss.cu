@@ -5,7 +5,7 @@
  *
  * Class-axis losses: one thread first walks the targets, checking every class index (an index
  * out of range is reported before any output is written) and summing the mean's denominator;
- * then one thread per sample. Reductions: the samples' losses go to scratch memory, which
+ * then one thread per sample. Reductions: the samples' losses go to the call's workspace, which
  * ct_cu_loss_blocks threads sum in fixed contiguous blocks and one thread then adds in order, so
  * the result does not depend on scheduling. The samples are walked by two layouts over the same
  * shape (a layout holds four operands), each collapsed on its own. */
@@ -53,23 +53,56 @@ __global__ void ct_cu_loss_finish_kernel(const double* partial, int64_t blocks, 
   ct_cu_store<Tag>(out, total);
 }
 
-/* Sums `count` values (device scratch) into out: divided by den[0] when den, else scaled. */
-template <ct_pl_type Tag>
-int ct_cu_loss_total(const ct_cu_exec& exec, const double* values, int64_t count, char* out,
-                     const double* den, double scale) {
-  int64_t blocks = count < ct_cu_loss_blocks ? count : ct_cu_loss_blocks;
-  if (blocks < 1) blocks = 1;
-  double* partial = nullptr;
-  int status = ct_cu_check(
-      cudaMallocAsync(reinterpret_cast<void**>(&partial), blocks * sizeof(double), exec.stream),
-      "cudaMallocAsync");
-  if (status != CT_OK) return status;
-  ct_cu_loss_blocks_kernel<<<1, ct_cu_loss_threads, 0, exec.stream>>>(values, count, blocks,
-                                                                      partial);
-  ct_cu_loss_finish_kernel<Tag><<<1, 1, 0, exec.stream>>>(partial, blocks, out, den, scale);
-  status = ct_cu_launch_status("loss reduction");
-  cudaFreeAsync(partial, exec.stream);
+/* Where a reduced loss over `count` values keeps its scratch: the values (at least one), then,
+ * from a 256-byte boundary, one partial sum per block of ct_cu_loss_blocks_kernel. The workspace
+ * functions ask for `bytes`; the run functions lay the scratch out the same way. */
+struct ct_cu_loss_scratch {
+  int64_t blocks;
+  uint64_t partial; /* byte offset of the partial sums */
+  uint64_t bytes;
+};
+
+constexpr uint64_t ct_cu_loss_alignment = 256;
+
+ct_cu_loss_scratch ct_cu_loss_plan(int64_t count) {
+  ct_cu_loss_scratch s;
+  s.blocks = count < ct_cu_loss_blocks ? count : ct_cu_loss_blocks;
+  if (s.blocks < 1) s.blocks = 1;
+  const uint64_t kept = count > 0 ? (uint64_t)count : 1;
+  s.partial = (kept * sizeof(double) + ct_cu_loss_alignment - 1) / ct_cu_loss_alignment *
+              ct_cu_loss_alignment;
+  s.bytes = s.partial + (uint64_t)s.blocks * sizeof(double);
+  return s;
+}
+
+/* The scratch of `plan` in the call's workspace (the workspace function asked for it), or, when
+ * the caller gives none or too little, stream-ordered memory (`*allocated` set: the caller
+ * releases it with cudaFreeAsync). */
+int ct_cu_loss_scratch_of(const ct_kernel_call* call, const ct_cu_exec& exec,
+                          const ct_cu_loss_scratch& plan, char** scratch, bool* allocated) {
+  *allocated = false;
+  if (call->workspace && call->workspace_size >= plan.bytes &&
+      reinterpret_cast<uintptr_t>(call->workspace) % alignof(double) == 0) {
+    *scratch = static_cast<char*>(call->workspace);
+    return CT_OK;
+  }
+  const int status =
+      ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(scratch), plan.bytes, exec.stream),
+                  "cudaMallocAsync");
+  *allocated = status == CT_OK;
   return status;
+}
+
+/* Sums `count` values (device scratch) into out: divided by den[0] when den, else scaled.
+ * `partial` holds plan.blocks doubles (ct_cu_loss_plan(count)). */
+template <ct_pl_type Tag>
+int ct_cu_loss_total(const ct_cu_exec& exec, const double* values, int64_t count,
+                     const ct_cu_loss_scratch& plan, double* partial, char* out, const double* den,
+                     double scale) {
+  ct_cu_loss_blocks_kernel<<<1, ct_cu_loss_threads, 0, exec.stream>>>(values, count, plan.blocks,
+                                                                      partial);
+  ct_cu_loss_finish_kernel<Tag><<<1, 1, 0, exec.stream>>>(partial, plan.blocks, out, den, scale);
+  return ct_cu_launch_status("loss reduction");
 }
 
 /* ----- class-axis losses ----- */
@@ -247,9 +280,39 @@ void ct_cu_row_strides(const ct_tensor* t, int32_t axis, int32_t ndim, int64_t* 
   }
 }
 
+bool ct_cu_loss_backward(const ct_kernel_call* call) {
+  return strstr(call->schema->name, "_backward") != nullptr;
+}
+
+/* The class axis of a class-axis loss's input x. */
+int32_t ct_cu_class_axis(const ct_kernel_call* call, const ct_tensor* x) {
+  const int64_t axis_attr = call->attrs[0].value.i;
+  return x->ndim == 1 ? 0 : (int32_t)(axis_attr < 0 ? axis_attr + x->ndim : axis_attr);
+}
+
+/* The scratch of a class-axis loss call: its samples' losses and their partial sums, for a
+ * reduced forward (bytes 0 otherwise). */
+ct_cu_loss_scratch ct_cu_class_scratch(const ct_kernel_call* call) {
+  ct_cu_loss_scratch s = {0, 0, 0};
+  if (ct_cu_loss_backward(call) || ct_cu_loss_mode(&call->attrs[1]) == 0) return s;
+  const ct_tensor* x = call->inputs[0];
+  const int32_t axis = ct_cu_class_axis(call, x);
+  int64_t rows = 1;
+  for (int32_t k = 0; k < x->ndim; ++k) {
+    if (k != axis) rows *= x->shape[k];
+  }
+  return ct_cu_loss_plan(rows);
+}
+
+int ct_cu_class_loss_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  *bytes = ct_cu_class_scratch(call).bytes;
+  *alignment = ct_cu_loss_alignment;
+  return CT_OK;
+}
+
 template <ct_pl_type Tag, ct_pl_type Y, bool Nll>
 int ct_cu_class_loss_run(const ct_kernel_call* call) {
-  const bool backward = strstr(call->schema->name, "_backward") != nullptr;
+  const bool backward = ct_cu_loss_backward(call);
   const int32_t first = backward ? 1 : 0;
   const ct_tensor* x = call->inputs[first];
   const ct_tensor* target = call->inputs[first + 1];
@@ -263,9 +326,7 @@ int ct_cu_class_loss_run(const ct_kernel_call* call) {
   p.has_ignore = call->attrs[2].type != CT_ATTR_NONE;
   p.ignore = p.has_ignore ? call->attrs[2].value.i : 0;
   p.smoothing = call->schema->num_attrs > 3 ? call->attrs[3].value.f : 0.0;
-  const int64_t axis_attr = call->attrs[0].value.i;
-  const int32_t axis =
-      x->ndim == 1 ? 0 : (int32_t)(axis_attr < 0 ? axis_attr + x->ndim : axis_attr);
+  const int32_t axis = ct_cu_class_axis(call, x);
   p.n = x->shape[axis];
   int64_t shape[CT_MAX_NDIM];
   int32_t ndim = 0;
@@ -329,22 +390,23 @@ int ct_cu_class_loss_run(const ct_kernel_call* call) {
   }
   const unsigned grid = ct_cu_grid(exec, p.rows, ct_cu_loss_threads);
   if (status == CT_OK && !backward) {
-    double* values = nullptr;
-    if (p.mode != 0) {
-      const int64_t kept = p.rows > 0 ? p.rows : 1;
-      status = ct_cu_check(
-          cudaMallocAsync(reinterpret_cast<void**>(&values), kept * sizeof(double), exec.stream),
-          "cudaMallocAsync");
-    }
+    /* the samples' losses and their partial sums: from the workspace (ct_cu_class_scratch) */
+    const ct_cu_loss_scratch plan = ct_cu_class_scratch(call);
+    char* memory = nullptr;
+    bool allocated = false;
+    if (p.mode != 0) status = ct_cu_loss_scratch_of(call, exec, plan, &memory, &allocated);
+    double* values = reinterpret_cast<double*>(memory);
     if (status == CT_OK && p.rows > 0) {
       ct_cu_class_rows_kernel<Tag, Y, Nll>
           <<<grid, ct_cu_loss_threads, 0, exec.stream>>>(la, lb, p, xb, tb, wb, sb, values);
       status = ct_cu_launch_status(call->schema->name);
     }
     if (status == CT_OK && p.mode != 0) {
-      status = ct_cu_loss_total<Tag>(exec, values, p.rows, sb, p.mode == 1 ? den : nullptr, 1.0);
+      status = ct_cu_loss_total<Tag>(exec, values, p.rows, plan,
+                                     reinterpret_cast<double*>(memory + plan.partial), sb,
+                                     p.mode == 1 ? den : nullptr, 1.0);
     }
-    if (values) cudaFreeAsync(values, exec.stream);
+    if (allocated) cudaFreeAsync(memory, exec.stream);
   } else if (status == CT_OK) {
     ct_cu_class_backward_kernel<Tag, Y, Nll><<<grid, ct_cu_loss_threads, 0, exec.stream>>>(
         la, lb, p, xb, tb, wb, sb, den, ct_cu_tensor_bytes(gx),
@@ -431,9 +493,42 @@ __global__ void __launch_bounds__(ct_cu_loss_threads)
   }
 }
 
+/* The broadcast shape of an element-wise loss's x and target (`*ndim` dims); returns its
+ * element count. */
+int64_t ct_cu_point_shape(const ct_tensor* x, const ct_tensor* target, int64_t* shape,
+                          int32_t* ndim) {
+  const ct_tensor* pair[2] = {x, target};
+  *ndim = x->ndim > target->ndim ? x->ndim : target->ndim;
+  for (int32_t d = 0; d < *ndim; ++d) shape[d] = 1;
+  for (int k = 0; k < 2; ++k) {
+    for (int32_t d = 0; d < pair[k]->ndim; ++d) {
+      if (pair[k]->shape[d] != 1) shape[*ndim - pair[k]->ndim + d] = pair[k]->shape[d];
+    }
+  }
+  int64_t count = 1;
+  for (int32_t d = 0; d < *ndim; ++d) count *= shape[d];
+  return count;
+}
+
+/* The scratch of an element-wise loss call: its elements' losses and their partial sums, for a
+ * reduced forward (bytes 0 otherwise). */
+ct_cu_loss_scratch ct_cu_point_scratch(const ct_kernel_call* call) {
+  ct_cu_loss_scratch s = {0, 0, 0};
+  if (ct_cu_loss_backward(call) || ct_cu_loss_mode(&call->attrs[0]) == 0) return s;
+  int64_t shape[CT_MAX_NDIM];
+  int32_t ndim;
+  return ct_cu_loss_plan(ct_cu_point_shape(call->inputs[0], call->inputs[1], shape, &ndim));
+}
+
+int ct_cu_point_loss_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  *bytes = ct_cu_point_scratch(call).bytes;
+  *alignment = ct_cu_loss_alignment;
+  return CT_OK;
+}
+
 template <ct_pl_type Tag, int Kind>
 int ct_cu_point_loss_run(const ct_kernel_call* call) {
-  const bool backward = strstr(call->schema->name, "_backward") != nullptr;
+  const bool backward = ct_cu_loss_backward(call);
   const int32_t first = backward ? 1 : 0;
   const int mode = ct_cu_loss_mode(&call->attrs[0]);
   ct_cu_point_args p;
@@ -445,17 +540,9 @@ int ct_cu_point_loss_run(const ct_kernel_call* call) {
   const ct_tensor* sample = backward ? call->inputs[0] : call->outputs[0];
   const ct_tensor* gx = backward ? call->outputs[0] : nullptr;
   const ct_tensor* gt = backward && call->num_outputs > 1 ? call->outputs[1] : nullptr;
-  const ct_tensor* pair[2] = {x, target};
-  const int32_t ndim = x->ndim > target->ndim ? x->ndim : target->ndim;
   int64_t shape[CT_MAX_NDIM];
-  for (int32_t d = 0; d < ndim; ++d) shape[d] = 1;
-  for (int k = 0; k < 2; ++k) {
-    for (int32_t d = 0; d < pair[k]->ndim; ++d) {
-      if (pair[k]->shape[d] != 1) shape[ndim - pair[k]->ndim + d] = pair[k]->shape[d];
-    }
-  }
-  p.count = 1;
-  for (int32_t d = 0; d < ndim; ++d) p.count *= shape[d];
+  int32_t ndim;
+  p.count = ct_cu_point_shape(x, target, shape, &ndim);
   if (backward && p.count == 0) return CT_OK;
   p.has_w = weight != nullptr;
   p.has_pw = pos_weight != nullptr;
@@ -497,23 +584,26 @@ int ct_cu_point_loss_run(const ct_kernel_call* call) {
         gt ? ct_cu_tensor_bytes(gt) : nullptr);
     return ct_cu_launch_status(call->schema->name);
   }
-  double* values = nullptr;
+  /* the elements' losses and their partial sums: from the workspace (ct_cu_point_scratch) */
+  const ct_cu_loss_scratch plan = ct_cu_point_scratch(call);
+  char* memory = nullptr;
+  bool allocated = false;
   if (mode != 0) {
-    const int64_t kept = p.count > 0 ? p.count : 1;
-    status = ct_cu_check(
-        cudaMallocAsync(reinterpret_cast<void**>(&values), kept * sizeof(double), exec.stream),
-        "cudaMallocAsync");
+    status = ct_cu_loss_scratch_of(call, exec, plan, &memory, &allocated);
     if (status != CT_OK) return status;
   }
+  double* values = reinterpret_cast<double*>(memory);
   if (p.count > 0) {
     ct_cu_point_kernel<Tag, Kind>
         <<<grid, ct_cu_loss_threads, 0, exec.stream>>>(la, lb, p, sb, xb, tb, wb, pwb, values);
     status = ct_cu_launch_status(call->schema->name);
   }
   if (status == CT_OK && mode != 0) {
-    status = ct_cu_loss_total<Tag>(exec, values, p.count, sb, nullptr, p.scale);
+    status = ct_cu_loss_total<Tag>(exec, values, p.count, plan,
+                                   reinterpret_cast<double*>(memory + plan.partial), sb, nullptr,
+                                   p.scale);
   }
-  if (values) cudaFreeAsync(values, exec.stream);
+  if (allocated) cudaFreeAsync(memory, exec.stream);
   return status;
 }
 
@@ -524,69 +614,77 @@ int ct_cu_register_loss_type() {
   {
     const ct_pl_type fw[4] = {f, CT_PL_I64, f, f}, bw[6] = {f, f, CT_PL_I64, f, f, f};
     status = ct_cu_register("cross_entropy", fw, 4, ct_cu_class_loss_run<Tag, CT_PL_I64, false>,
-                            nullptr, nullptr);
+                            ct_cu_class_loss_workspace, nullptr);
     if (status == CT_OK) {
       status = ct_cu_register("cross_entropy_backward", bw, 6,
-                              ct_cu_class_loss_run<Tag, CT_PL_I64, false>, nullptr, nullptr);
+                              ct_cu_class_loss_run<Tag, CT_PL_I64, false>,
+                              ct_cu_class_loss_workspace, nullptr);
     }
     if (status == CT_OK) {
       status = ct_cu_register("nll_loss", fw, 4, ct_cu_class_loss_run<Tag, CT_PL_I64, true>,
-                              nullptr, nullptr);
+                              ct_cu_class_loss_workspace, nullptr);
     }
     if (status == CT_OK) {
-      status = ct_cu_register("nll_loss_backward", bw, 5,
-                              ct_cu_class_loss_run<Tag, CT_PL_I64, true>, nullptr, nullptr);
+      status =
+          ct_cu_register("nll_loss_backward", bw, 5, ct_cu_class_loss_run<Tag, CT_PL_I64, true>,
+                         ct_cu_class_loss_workspace, nullptr);
     }
   }
   if (status == CT_OK) {
     const ct_pl_type fw[4] = {f, CT_PL_I32, f, f}, bw[6] = {f, f, CT_PL_I32, f, f, f};
     status = ct_cu_register("cross_entropy", fw, 4, ct_cu_class_loss_run<Tag, CT_PL_I32, false>,
-                            nullptr, nullptr);
+                            ct_cu_class_loss_workspace, nullptr);
     if (status == CT_OK) {
       status = ct_cu_register("cross_entropy_backward", bw, 6,
-                              ct_cu_class_loss_run<Tag, CT_PL_I32, false>, nullptr, nullptr);
+                              ct_cu_class_loss_run<Tag, CT_PL_I32, false>,
+                              ct_cu_class_loss_workspace, nullptr);
     }
     if (status == CT_OK) {
       status = ct_cu_register("nll_loss", fw, 4, ct_cu_class_loss_run<Tag, CT_PL_I32, true>,
-                              nullptr, nullptr);
+                              ct_cu_class_loss_workspace, nullptr);
     }
     if (status == CT_OK) {
-      status = ct_cu_register("nll_loss_backward", bw, 5,
-                              ct_cu_class_loss_run<Tag, CT_PL_I32, true>, nullptr, nullptr);
+      status =
+          ct_cu_register("nll_loss_backward", bw, 5, ct_cu_class_loss_run<Tag, CT_PL_I32, true>,
+                         ct_cu_class_loss_workspace, nullptr);
     }
   }
   const ct_pl_type same[7] = {f, f, f, f, f, f, f};
   if (status == CT_OK) {
     status = ct_cu_register("cross_entropy", same, 4, ct_cu_class_loss_run<Tag, Tag, false>,
-                            nullptr, nullptr);
-  }
-  if (status == CT_OK) {
-    status = ct_cu_register("cross_entropy_backward", same, 6,
-                            ct_cu_class_loss_run<Tag, Tag, false>, nullptr, nullptr);
-  }
-  if (status == CT_OK) {
-    status = ct_cu_register("binary_cross_entropy_with_logits", same, 5,
-                            ct_cu_point_loss_run<Tag, ct_cu_bce>, nullptr, nullptr);
-  }
-  if (status == CT_OK) {
-    status = ct_cu_register("binary_cross_entropy_with_logits_backward", same, 7,
-                            ct_cu_point_loss_run<Tag, ct_cu_bce>, nullptr, nullptr);
+                            ct_cu_class_loss_workspace, nullptr);
   }
   if (status == CT_OK) {
     status =
-        ct_cu_register("mse_loss", same, 3, ct_cu_point_loss_run<Tag, ct_cu_mse>, nullptr, nullptr);
+        ct_cu_register("cross_entropy_backward", same, 6, ct_cu_class_loss_run<Tag, Tag, false>,
+                       ct_cu_class_loss_workspace, nullptr);
+  }
+  if (status == CT_OK) {
+    status =
+        ct_cu_register("binary_cross_entropy_with_logits", same, 5,
+                       ct_cu_point_loss_run<Tag, ct_cu_bce>, ct_cu_point_loss_workspace, nullptr);
+  }
+  if (status == CT_OK) {
+    status =
+        ct_cu_register("binary_cross_entropy_with_logits_backward", same, 7,
+                       ct_cu_point_loss_run<Tag, ct_cu_bce>, ct_cu_point_loss_workspace, nullptr);
+  }
+  if (status == CT_OK) {
+    status = ct_cu_register("mse_loss", same, 3, ct_cu_point_loss_run<Tag, ct_cu_mse>,
+                            ct_cu_point_loss_workspace, nullptr);
   }
   if (status == CT_OK) {
     status = ct_cu_register("mse_loss_backward", same, 4, ct_cu_point_loss_run<Tag, ct_cu_mse>,
-                            nullptr, nullptr);
+                            ct_cu_point_loss_workspace, nullptr);
   }
   if (status == CT_OK) {
     status = ct_cu_register("smooth_l1_loss", same, 3, ct_cu_point_loss_run<Tag, ct_cu_smooth_l1>,
-                            nullptr, nullptr);
+                            ct_cu_point_loss_workspace, nullptr);
   }
   if (status == CT_OK) {
     status = ct_cu_register("smooth_l1_loss_backward", same, 4,
-                            ct_cu_point_loss_run<Tag, ct_cu_smooth_l1>, nullptr, nullptr);
+                            ct_cu_point_loss_run<Tag, ct_cu_smooth_l1>, ct_cu_point_loss_workspace,
+                            nullptr);
   }
   return status;
 }

@@ -5,7 +5,7 @@
  *
  * softmax: a warp per lane (a block for lanes longer than 1024): the sum, then the outputs.
  * layer_norm: a warp (or block) per row recomputes the row's statistics, writes grad_input and
- * keeps the row's mean and rstd in stream-ordered scratch memory; then one thread per element
+ * keeps the row's mean and rstd in the call's workspace; then one thread per element
  * of normalized_shape sums grad_weight and grad_bias over the rows, in row order. */
 #include <math.h>
 
@@ -240,6 +240,24 @@ void ct_cu_trailing_strides(const ct_tensor* t, int32_t inner, int64_t* strides)
   }
 }
 
+/* Bytes of the rows' statistics (mean and rstd, doubles) a layer_norm_backward call keeps: one
+ * pair per row of x (at least one); 0 when grad_weight is empty and the call does nothing. */
+uint64_t ct_cu_layer_norm_stats_bytes(const ct_kernel_call* call) {
+  if (ct_pl_tensor_elements(call->outputs[1]) == 0) return 0;
+  const ct_tensor* x = call->inputs[1];
+  const int32_t outer_ndim = x->ndim - (int32_t)call->attrs[0].count;
+  int64_t rows = 1;
+  for (int32_t d = 0; d < outer_ndim; ++d) rows *= x->shape[d];
+  return (uint64_t)(rows > 0 ? rows : 1) * 2 * sizeof(double);
+}
+
+int ct_cu_layer_norm_backward_workspace(const ct_kernel_call* call, uint64_t* bytes,
+                                        uint64_t* alignment) {
+  *bytes = ct_cu_layer_norm_stats_bytes(call);
+  *alignment = 256;
+  return CT_OK;
+}
+
 int ct_cu_layer_norm_backward_run(const ct_kernel_call* call) {
   const auto* entry = static_cast<const ct_cu_nb_norm_entry*>(call->kernel_data);
   const ct_tensor* g = call->inputs[0];
@@ -285,11 +303,18 @@ int ct_cu_layer_norm_backward_run(const ct_kernel_call* call) {
   a.gw = ct_cu_tensor_bytes(gw);
   a.gb = ct_cu_tensor_bytes(gb);
   a.eps = call->attrs[1].value.f;
+  /* The statistics live in the call's workspace (ct_cu_layer_norm_backward_workspace asked for
+   * them); a caller that gives none, or too little, gets stream-ordered memory instead. */
+  const uint64_t stats_bytes = ct_cu_layer_norm_stats_bytes(call);
+  if (call->workspace && call->workspace_size >= stats_bytes &&
+      reinterpret_cast<uintptr_t>(call->workspace) % alignof(double) == 0) {
+    a.stats = static_cast<double*>(call->workspace);
+    return entry->launch(exec, rows, row, params, a);
+  }
   a.stats = nullptr;
-  const int64_t stats_rows = rows.elements > 0 ? rows.elements : 1;
-  status = ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&a.stats),
-                                       (size_t)stats_rows * 2 * sizeof(double), exec.stream),
-                       "cudaMallocAsync");
+  status =
+      ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&a.stats), stats_bytes, exec.stream),
+                  "cudaMallocAsync");
   if (status != CT_OK) return status;
   status = entry->launch(exec, rows, row, params, a);
   const int freed = ct_cu_check(cudaFreeAsync(a.stats, exec.stream), "cudaFreeAsync");
@@ -310,8 +335,8 @@ int ct_cu_register_norm_backward_type() {
                             &log_softmax);
   }
   if (status == CT_OK) {
-    status = ct_cu_register("layer_norm_backward", six, 6, ct_cu_layer_norm_backward_run, nullptr,
-                            &layer);
+    status = ct_cu_register("layer_norm_backward", six, 6, ct_cu_layer_norm_backward_run,
+                            ct_cu_layer_norm_backward_workspace, &layer);
   }
   return status;
 }
