@@ -12,6 +12,7 @@ loads a plugin: the other test files must keep seeing the built-in kernels).
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 import shlex
 import shutil
@@ -20,12 +21,16 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import test_c_api
 from test_c_api import STRICT_C, VALGRIND_ARGS, PkgConfig, _build, _describe, _run, _valgrind
 
 import ctensor
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable  # Python 3.11+; typing only
 
 # The pkg-config set-up and the scratch directory of test_c_api.py, shared as fixtures.
 pkg = test_c_api.pkg
@@ -447,28 +452,59 @@ def test_python_m_ctensor_lists_backends(plugins: Plugins) -> None:
     assert "a_bogus.so" in out and "failed: cannot open plugin" in out, out
 
 
+def _copy_installed(source: Traversable, target: Path) -> None:
+    """The package's installed files, laid out as installed: read through importlib.resources,
+    which in an editable install (pip install -e .) maps each installed file to where the build
+    or the source tree has it."""
+    target.mkdir(parents=True, exist_ok=True)
+    for item in source.iterdir():
+        if item.is_dir():
+            _copy_installed(item, target / item.name)
+        elif isinstance(item, os.PathLike):
+            shutil.copy2(item, target / item.name)
+        else:
+            (target / item.name).write_bytes(item.read_bytes())
+
+
 def test_discovery_beside_the_library(plugins: Plugins, workdir: Path) -> None:
     """Plugins in the `ctensor-plugins` directory beside libctensor load at import (checked on a
     copy of the installed package, so that the installation itself is left alone)."""
     copy = workdir / "package-copy"
     package = copy / "ctensor"
     if not package.exists():
-        shutil.copytree(Path(ctensor.__file__).resolve().parent, package)
+        _copy_installed(importlib.resources.files("ctensor"), package)
     plugin_dir = package / "lib"  # where libctensor is (ctensor.get_lib_dir())
     (plugin_dir / "ctensor-plugins").mkdir(exist_ok=True)
     shutil.copy(plugins.example, plugin_dir / "ctensor-plugins" / "libctensor_example.so")
-    out = _python(
-        f"""
+    # The copy must be what the child imports and links: -S leaves out the .pth files (an
+    # editable install's import hook is one, and it would import the source tree's ctensor),
+    # with this interpreter's sys.path standing in for what they add; LD_LIBRARY_PATH comes
+    # before the extension's RUNPATH (an editable build's points into the build directory).
+    env = dict(os.environ)
+    env.pop("CTENSOR_PLUGIN_PATH", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(copy), *(p for p in sys.path if p), str(TESTS)])
+    env["LD_LIBRARY_PATH"] = str(plugin_dir)
+    env["OMP_NUM_THREADS"] = "2"
+    code = f"""
         import ctensor
 
         assert ctensor.__file__.startswith({str(package)!r}), ctensor.__file__
+        assert ctensor.get_lib_dir() == {str(plugin_dir)!r}, ctensor.get_lib_dir()
         rows = {{b.name: b for b in ctensor.backends()}}
         assert rows["example"].state == "loaded", rows
         print(rows["example"].path)
-        """,
-        {"PYTHONPATH": os.pathsep.join([str(copy), SITE, str(TESTS)])},
+        """
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(TESTS),
+        timeout=600,
     )
-    assert out.strip().endswith("/ctensor-plugins/libctensor_example.so"), out
+    assert result.returncode == 0, _describe(result)
+    expected = plugin_dir / "ctensor-plugins" / "libctensor_example.so"
+    assert os.path.realpath(result.stdout.strip()) == os.path.realpath(expected), result.stdout
 
 
 def test_backend_keyword_is_documented() -> None:

@@ -7,6 +7,7 @@ written into ``out=``. ``ctensor.list_ops()`` and ``ctensor.op_info(name)`` desc
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 
 # _backends first: importing it discovers plugins, before ops are bound to the registry.
@@ -132,19 +133,39 @@ def set_num_threads(n: int) -> None:
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _installed_dir(folder: str, member: str) -> str:
+    """The directory that holds the package's installed file ``folder/member``.
+
+    In a normal install that is ``folder`` inside the package. In an editable install
+    (``pip install -e .``: meson-python's import hook) the package directory is the source tree
+    and holds no build outputs; the hook maps every installed file to where the build (or the
+    source tree) has it, and ``importlib.resources`` reads that map: the answer is the directory
+    the file really is in (the build directory for libctensor and ctensor.pc, ``capi`` for the
+    headers)."""
+    try:
+        resource = importlib.resources.files(__name__).joinpath(*folder.split("/"), member)
+    except (ModuleNotFoundError, TypeError, ValueError):
+        resource = None
+    if isinstance(resource, os.PathLike) and os.path.exists(resource):
+        return os.path.dirname(os.path.abspath(os.fspath(resource)))
+    return os.path.join(_HERE, *folder.split("/"))
+
+
 def get_include() -> str:
     """Directory holding ctensor.h, ctensor_backend.h and ctensor_plugin.h."""
-    return os.path.join(_HERE, "include")
+    return _installed_dir("include", "ctensor.h")
 
 
 def get_lib_dir() -> str:
     """Directory holding libctensor."""
-    return os.path.join(_HERE, "lib")
+    return _installed_dir("lib", "libctensor.so")
 
 
 def get_pkgconfig_dir() -> str:
-    """Directory holding ctensor.pc (for PKG_CONFIG_PATH)."""
-    return os.path.join(_HERE, "lib", "pkgconfig")
+    """Directory holding ctensor.pc (for PKG_CONFIG_PATH). In an editable install it is the
+    build directory, where ctensor-uninstalled.pc (which pkg-config prefers to ctensor.pc)
+    gives the build directory's library and the source tree's headers."""
+    return _installed_dir("lib/pkgconfig", "ctensor.pc")
 
 
 # torch.compile support for plain ctensor.ops calls, registered once torch._dynamo is loaded.
