@@ -56,7 +56,7 @@ setup_and_build() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
   step build 150 python3 -m pip install --no-build-isolation --no-deps --no-index \
     -Csetup-args=-Dcuda=enabled -Csetup-args=-Dopencl=disabled -Csetup-args=-Dxla_ffi=disabled \
-    -Csetup-args=-Dnvcc_sm=90 -Csetup-args=-Dnvcc_ptx= -Cbuild-dir=build-gpu .
+    -Csetup-args=-Dnvcc_arch=sm_90 -Cbuild-dir=build-gpu .
   [ "${#failed[@]}" -eq 0 ] || exit 1
   step backends 20 python3 -c "import ctensor; [print(b) for b in ctensor.backends()]"
 }
