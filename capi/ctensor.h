@@ -437,7 +437,10 @@ CT_API int ct_op_infer(const ct_op* op, const ct_tensor* const* inputs, int32_t 
                        int32_t capacity, int32_t* num_outputs);
 
 /** Scratch memory the kernel for these tensors will need: `*bytes` (0 when none) aligned to
- *  `*alignment`. Outputs may be NULL/0 for dynamic ops. */
+ *  `*alignment`. Outputs may be NULL/0 for dynamic ops. On the CPU only CT_OP_WORKSPACE and
+ *  CT_OP_DYNAMIC ops' kernels ask for scratch; a device plugin's kernel may ask for it whatever
+ *  the op's category (a vendor library's scan, say), so callers on a device ask for every op,
+ *  and ct_op_run refuses a call without it (CT_ERROR_WORKSPACE_TOO_SMALL, naming the size). */
 CT_API int ct_op_workspace(const ct_op* op, const ct_tensor* const* inputs, int32_t num_inputs,
                            const ct_tensor* const* outputs, int32_t num_outputs,
                            const ct_attr* attrs, int32_t num_attrs, uint64_t* bytes,

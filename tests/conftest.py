@@ -11,6 +11,8 @@ collected, and pytest's header says why. test_cuda_plugin.py (the plugin is buil
 loaded or unavailable with its reason) and test_cuda_vendor_libraries.py (cuBLASLt and cuDNN
 opened at run time) run wherever the plugin was built or could be (nvcc and the vendor headers
 are there), or where CTENSOR_REQUIRE_CUDA_PLUGIN=1 asks for them (.ci/run).
+test_cuda_gemm_mapping.py (the plugin's GEMMs on a stand-in cuBLASLt, on the host) runs wherever
+nvcc and the vendor headers are.
 
 The OpenCL tests (test_opencl_*.py, and the tests marked `opencl`) need an OpenCL runtime with a
 device (PoCL on CI): where the opencl backend is not loaded they are skipped with its reason, so
@@ -20,7 +22,11 @@ those skips into failures."""
 import os
 
 import pytest
-from cuda_arrays import cuda_plugin_absent_reason, cuda_unavailable_reason
+from cuda_arrays import (
+    cuda_compiler_absent_reason,
+    cuda_plugin_absent_reason,
+    cuda_unavailable_reason,
+)
 from hypothesis import HealthCheck, settings
 from opencl_arrays import REQUIRE_VARIABLE, opencl_unavailable_reason
 
@@ -36,6 +42,9 @@ _CUDA_PLUGIN_ABSENT = cuda_plugin_absent_reason()
 collect_ignore = ["test_cuda_device.py", "test_cuda_scatter.py"] if _CUDA_UNAVAILABLE else []
 if _CUDA_PLUGIN_ABSENT:
     collect_ignore += ["test_cuda_plugin.py", "test_cuda_vendor_libraries.py"]
+_CUDA_COMPILER_ABSENT = cuda_compiler_absent_reason()
+if _CUDA_COMPILER_ABSENT:
+    collect_ignore.append("test_cuda_gemm_mapping.py")
 
 
 _OPENCL_UNAVAILABLE = opencl_unavailable_reason()
@@ -66,6 +75,7 @@ def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
 def pytest_report_header() -> list[str]:
     plugin = f"not collected, {_CUDA_PLUGIN_ABSENT}" if _CUDA_PLUGIN_ABSENT else "collected"
     device = f"not collected, {_CUDA_UNAVAILABLE}" if _CUDA_UNAVAILABLE else "collected"
+    compiler = f"not collected, {_CUDA_COMPILER_ABSENT}" if _CUDA_COMPILER_ABSENT else "collected"
     if not _OPENCL_UNAVAILABLE:
         opencl = "run"
     elif _OPENCL_REQUIRED:
@@ -75,5 +85,6 @@ def pytest_report_header() -> list[str]:
     return [
         f"CUDA plugin tests (test_cuda_plugin.py, test_cuda_vendor_libraries.py): {plugin}",
         f"CUDA device tests (test_cuda_device.py, test_cuda_scatter.py): {device}",
+        f"CUDA host tests (test_cuda_gemm_mapping.py): {compiler}",
         f"OpenCL tests (test_opencl_*.py and `opencl` marks): {opencl}",
     ]

@@ -63,3 +63,12 @@ def cuda_unavailable_reason() -> str | None:
     if not torch.cuda.is_available():
         return "PyTorch sees no CUDA device"
     return None
+
+
+def cuda_compiler_absent_reason() -> str | None:
+    """None when nvcc and the headers of cuBLASLt and cuDNN are here, so that
+    test_cuda_gemm_mapping.py can compile the plugin's GEMM code for the host, else why not."""
+    if not shutil.which("nvcc"):
+        return "nvcc is not on the PATH"
+    missing = _vendor_headers_missing()
+    return f"nvcc is on the PATH, but there are {missing}" if missing else None

@@ -271,11 +271,12 @@ def test_charts_are_drawn_when_matplotlib_is_installed(quick_run, tmp_path):
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_cuda_benchmark_runs_or_says_why_not():
+def test_the_cuda_benchmark_runs_or_says_why_not(tmp_path):
     sys.path.insert(0, os.path.dirname(__file__))
     from cuda_arrays import cuda_unavailable_reason
 
     reason = cuda_unavailable_reason()
+    record = tmp_path / "results"
     run = subprocess.run(
         [
             sys.executable,
@@ -288,6 +289,8 @@ def test_the_cuda_benchmark_runs_or_says_why_not():
             "1",
             "--json",
             os.devnull,
+            "--record",
+            str(record),
         ],
         capture_output=True,
         text=True,
@@ -295,7 +298,48 @@ def test_the_cuda_benchmark_runs_or_says_why_not():
     )
     if reason is None:
         assert run.returncode == 0, run.stderr
-        assert "add" in run.stdout and "GB/s" in run.stdout
+        assert "add" in run.stdout and "GB/s" in run.stdout and "vs copy" in run.stdout
+        (written,) = record.iterdir()
+        assert written.suffix == ".txt" and "targets met" in written.read_text()
     else:
+        # A clean refusal: status 2, one line saying what is missing, nothing recorded.
         assert run.returncode == 2 and run.stdout == ""
+        assert run.stderr.startswith("python -m ctensor.bench.cuda cannot run here: ")
         assert "needs CuPy and PyTorch" in run.stderr or "cuda backend is not running" in run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 and not record.exists()
+
+
+def test_the_cuda_benchmark_table_gives_ratios_against_the_targets():
+    from ctensor.bench import cuda
+
+    add = cuda.Case("add", {}, 12e9, "GB/s", ("copy", 0.9))
+    add.medians = {"ctensor": 0.010, "cupy": 0.009, "torch": 0.012, cuda.MEMCPY: 0.0095}
+    row = cuda.rows_of(add)
+    assert row["ratios"] == pytest.approx({"cupy": 0.9, "torch": 1.2, "copy": 0.95})
+    assert row["rate"] == pytest.approx(1200.0) and row["met"] is True
+    matmul = cuda.Case("matmul 4096", {}, 2.0 * 4096**3, "TFLOP/s", ("torch", 0.95))
+    matmul.medians = {"ctensor": 0.010, "torch": 0.009}
+    slow = cuda.rows_of(matmul)
+    assert slow["ratios"] == pytest.approx({"cupy": None, "torch": 0.9, "copy": None})
+    assert slow["met"] is False
+    shown = cuda.Case("transpose_copy", {}, 8e9, "GB/s")
+    shown.medians = {"ctensor": 0.01, cuda.MEMCPY: 0.005}
+    untargeted = cuda.rows_of(shown)
+    assert untargeted["met"] is None
+    text = cuda.table([row, slow, untargeted], ["device: a GPU"])
+    lines = text.splitlines()
+    assert lines[0] == "device: a GPU"
+    (add_line,) = [line for line in lines if line.startswith("add ")]
+    assert add_line.split()[-7:] == ["0.90", "1.20", "0.95", "copy", ">=", "0.90", "met"]
+    (matmul_line,) = [line for line in lines if line.startswith("matmul 4096")]
+    assert matmul_line.split()[-7:] == ["-", "0.90", "-", "torch", ">=", "0.95", "BELOW"]
+    (transpose_line,) = [line for line in lines if line.startswith("transpose_copy")]
+    assert transpose_line.split()[-4:] == ["-", "-", "0.50", "-"]
+    assert lines[-1] == "targets met: 1 of 2; below: matmul 4096"
+
+
+def test_the_cuda_benchmark_records_under_the_gpus_name():
+    from ctensor.bench import cuda
+
+    assert cuda.record_path("NVIDIA H200", "results") == os.path.join("results", "h200.txt")
+    assert cuda.record_path("NVIDIA H100 80GB HBM3", "r") == os.path.join("r", "h100-80gb-hbm3.txt")

@@ -5,18 +5,23 @@ suite. Collected only where ctensor's cuda plugin has a device (tests/conftest.p
 
 from __future__ import annotations
 
+import ctypes
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import cupy
 import numpy as np
 import pytest
 import torch
+from graph_cases import graph_cases
 
 import ctensor
 from ctensor import ffi, lib
+from ctensor._call import call
 from ctensor._device_array import _capsule
+from ctensor._registry import get_spec
 from ctensor.conformance import dtypes as cdt
 from ctensor.conformance.nn_references import conv2d, conv2d_grad_input, conv2d_grad_weight
 
@@ -235,21 +240,35 @@ def test_conformance_suite_passes_on_cuda(tmp_path) -> None:  # noqa: ANN001
     assert cuda["summary"]["FAIL"] == 0 and cuda["summary"]["PASS"] >= 460, cuda["summary"]
 
 
+def _cuda_only_signatures() -> dict[str, set[tuple[str, ...]]]:
+    """The kernels CUDA has beyond OpenCL's: the cumulative ops (cu_scan.cu), conv_transpose2d
+    and its input cotangent (cuDNN's backward-data and forward convolutions, cu_conv_pool.cu),
+    and linear (cuBLASLt's bias epilogue, cu_matmul.cu)."""
+    scan = {(d, "int64") for d in ("bool", "int32", "int64")}
+    scan |= {(d, d) for d in ("float16", "float32", "float64")}
+    floats = ("float16", "float32", "float64")
+    return {
+        "cumulative_sum": scan,
+        "cumulative_prod": scan,
+        "cumulative_sum_backward": {(d,) * 3 for d in floats},
+        "cumulative_prod_backward": {(d,) * 4 for d in floats},
+        "conv_transpose2d": {(d,) * 4 for d in floats},
+        "conv_transpose2d_backward_input": {(d,) * 4 for d in floats},
+        "linear": {(d,) * 4 for d in floats},
+    }
+
+
 def test_registers_the_opencl_backends_kernel_set() -> None:
     # docs/operators.md shows the devices CI has; it promises that cuda registers the same
-    # (op, signature) set as opencl, plus conv_transpose2d and its input cotangent (cuDNN's
-    # backward-data and forward convolutions), which opencl lacks.
+    # (op, signature) set as opencl, plus the ops _cuda_only_signatures lists.
     opencl = next(b for b in ctensor.backends() if b.name == "opencl")
     assert opencl.state == "loaded", f"this check compares with the opencl plugin: {opencl}"
-    floats = {(dtype,) * 4 for dtype in ("float16", "float32", "float64")}
-    cuda_only = {"conv_transpose2d": floats, "conv_transpose2d_backward_input": floats}
+    extra = _cuda_only_signatures()
     for name in ctensor.list_ops():
         signatures = ctensor.op_info(name)["signatures"]
         cuda = {tuple(s) for s in signatures.get("cuda", [])}
-        reference = {tuple(s) for s in signatures.get("opencl", [])}
-        if name in cuda_only and not reference:
-            reference = cuda_only[name]
-        assert cuda == reference, f"{name}: cuda {sorted(cuda)} != opencl {sorted(reference)}"
+        reference = {tuple(s) for s in signatures.get("opencl", [])} | extra.get(name, set())
+        assert cuda == reference, f"{name}: cuda {sorted(cuda)} != {sorted(reference)}"
 
 
 def test_random_ops_give_the_cpu_bits() -> None:
@@ -356,6 +375,147 @@ def test_rotary_embedding_matches_the_cpu(dtype, interleaved) -> None:
         torch.testing.assert_close(got.cpu(), want, rtol=2e-3, atol=2e-3)
     with pytest.raises(ctensor.InvalidArgumentError, match="is out of range"):
         ctensor.ops.rotary_embedding(x.cuda(), cos.cuda(), sin.cuda(), (pos + 64).cuda())
+
+
+# --- streams as DLPack specifies them, zero copy with CuPy ---------------------------------------
+
+
+def test_cupy_on_a_side_stream_is_read_and_written_in_place_on_that_stream() -> None:
+    # ctensor runs on CuPy's current stream and asks CuPy's arrays for their capsules with it
+    # (__dlpack__(stream=...)): CuPy's pending writes on that stream come first, nothing waits
+    # on the host, and every buffer is used in place, out= included.
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        a = cupy.zeros(1 << 24, dtype=cupy.float32)
+        for _ in range(10):
+            a += 1
+        out = cupy.empty_like(a)
+        result = ctensor.ops.multiply(a, a, out=out)
+        assert result is out and result.data.ptr == out.data.ptr
+        fresh = ctensor.ops.add(a, a)
+        assert isinstance(fresh, cupy.ndarray) and fresh.device.id == a.device.id
+        scaled = ctensor.ops.multiply(a, 0.5)  # a Python scalar: filled on the device
+    stream.synchronize()
+    assert float(out.min()) == float(out.max()) == 100.0
+    assert float(fresh.min()) == float(fresh.max()) == 20.0
+    assert float(scaled.min()) == float(scaled.max()) == 5.0
+
+
+def test_cupy_views_and_outputs_keep_their_pointers() -> None:
+    base = cupy.arange(64 * 48, dtype=cupy.float32).reshape(64, 48)
+    view = base[3:, ::2]
+    out_base = cupy.zeros((64, 48), dtype=cupy.float32)
+    out = out_base[3:, ::2]  # a strided out= is written in place, not through a copy
+    ctensor.ops.negative(view, out=out)
+    assert out.data.ptr == out_base.data.ptr + (3 * 48) * 4
+    np.testing.assert_array_equal(cupy.asnumpy(out), -cupy.asnumpy(view))
+    assert not cupy.asnumpy(out_base)[:3].any() and not cupy.asnumpy(out_base)[3:, 1::2].any()
+
+
+def test_torch_tensors_are_ordered_after_torchs_stream_in_a_cupy_call() -> None:
+    # The call's framework is CuPy (its first array), on a CuPy stream; the torch tensor was
+    # written by torch on another stream: ctensor makes its stream wait for torch's.
+    torch_stream = torch.cuda.Stream()
+    with torch.cuda.stream(torch_stream):
+        t = torch.zeros(1 << 24, device="cuda")
+        for _ in range(10):
+            t += 1
+    cupy_stream = cupy.cuda.Stream(non_blocking=True)
+    with cupy_stream, torch.cuda.stream(torch_stream):
+        a = cupy.ones(1 << 24, dtype=cupy.float32)
+        out = cupy.empty_like(a)
+        ctensor.ops.add(a, t, out=out)
+    cupy_stream.synchronize()
+    assert float(out.min()) == float(out.max()) == 11.0
+
+
+# --- CUDA graphs: every op flagged graph-safe captures, and replays as it runs eagerly ------------
+
+_GRAPH_CASES, _NO_CUDA_KERNEL = graph_cases("cuda")
+# CUgraphNodeType values (cuda.h) that a graph-safe op must not leave in a graph: host
+# callbacks and stream-ordered allocations (scratch comes from ct_context.workspace).
+_NODE_NAMES = {3: "HOST", 10: "MEM_ALLOC", 11: "MEM_FREE"}
+
+
+def _graph_node_types(graph: torch.cuda.CUDAGraph) -> list[int]:
+    """The node types of a captured graph (``keep_graph=True``), through the driver API."""
+    driver = ctypes.CDLL("libcuda.so.1")
+    driver.cuGraphGetNodes.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    driver.cuGraphNodeGetType.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    handle = ctypes.c_void_p(graph.raw_cuda_graph())
+    count = ctypes.c_size_t(0)
+    assert driver.cuGraphGetNodes(handle, None, ctypes.byref(count)) == 0
+    nodes = (ctypes.c_void_p * max(count.value, 1))()
+    assert driver.cuGraphGetNodes(handle, nodes, ctypes.byref(count)) == 0
+    types = []
+    for node in nodes[: count.value]:
+        kind = ctypes.c_int(-1)
+        assert driver.cuGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind)) == 0
+        types.append(kind.value)
+    return types
+
+
+def _torch_dtype(array: np.ndarray) -> torch.dtype:
+    return torch.from_numpy(np.zeros(1, np.asarray(array).dtype)).dtype
+
+
+@pytest.mark.parametrize("case", _GRAPH_CASES, ids=lambda case: case.op)
+def test_graph_safe_ops_capture_in_a_cuda_graph_and_replay_as_eager(case) -> None:  # noqa: ANN001
+    """CT_OP_FLAG_GRAPH_SAFE promises no host synchronisation and no allocation: the call is
+    captured by torch.cuda.graph in "global" mode (a stream synchronisation, a copy to pageable
+    memory or a cudaMalloc fails the capture), the graph holds no host or memory-allocation
+    node, and its replay writes what the eager call wrote."""
+    spec = get_spec(case.op)
+    hosts = call(spec, list(case.inputs), None, dict(case.attrs))  # shapes and dtypes
+    hosts = hosts if isinstance(hosts, tuple) else (hosts,)
+    inputs = [None if a is None else torch.from_numpy(a).cuda() for a in case.inputs]
+
+    def outputs() -> tuple:
+        return tuple(torch.empty(np.shape(h), dtype=_torch_dtype(h), device="cuda") for h in hosts)
+
+    def run(outs: tuple) -> None:
+        call(spec, list(inputs), outs if len(outs) > 1 else outs[0], dict(case.attrs))
+
+    eager = outputs()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch's graph docs ask
+        run(eager)
+    torch.cuda.current_stream().wait_stream(side)
+    captured = outputs()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph, capture_error_mode="global"):
+        run(captured)
+    found = {_NODE_NAMES[t] for t in _graph_node_types(graph) if t in _NODE_NAMES}
+    assert not found, f"{case.op} left {sorted(found)} nodes in the captured graph"
+    for got, want in zip(captured, eager, strict=True):  # differ from eager before the replay
+        if want.dtype == torch.bool:
+            got.copy_(~want)
+        elif want.is_floating_point():
+            got.fill_(float("nan"))
+        else:
+            got.copy_(want + 1)
+    graph.replay()
+    torch.cuda.synchronize()
+    exact = "deterministic" in ctensor.op_info(case.op)["flags"]
+    for got, want in zip(captured, eager, strict=True):
+        if exact:
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        else:  # atomics may add in another order
+            torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_dynamic_ops_are_not_graph_safe_and_the_others_have_cuda_cases() -> None:
+    # Ops that read their output sizes back to the host cannot be captured; every other op
+    # flagged graph-safe with a CUDA kernel is among the captured cases.
+    dynamic = [n for n in ctensor.list_ops() if ctensor.op_info(n)["category"] == "dynamic"]
+    assert dynamic and not [n for n in dynamic if "graph_safe" in ctensor.op_info(n)["flags"]]
+    captured = {case.op for case in _GRAPH_CASES}
+    for name in _NO_CUDA_KERNEL:
+        assert not ctensor.op_info(name)["signatures"].get("cuda"), name
+    assert len(captured) + len(_NO_CUDA_KERNEL) == len(
+        [n for n in ctensor.list_ops() if "graph_safe" in ctensor.op_info(n)["flags"]]
+    )
 
 
 # Dense element-wise kernels (kernels/cuda/cu_elementwise_fast.cuh): 16-byte vectors where every
@@ -784,3 +944,448 @@ def test_convolution_workspace_is_cudnns_and_its_kernels_ask_none() -> None:
         rtol=1e-5,
         atol=1e-4,
     )
+
+
+# ----- sort, argsort, topk, argpartition, unique_values (kernels/cuda/cu_sort.cu,
+# cu_radix_sort.cu): CUB radix sorts of order-preserving keys in the workspace -----
+
+SORT_DTYPES = ["bool", "int32", "int64", "float16", "float32", "float64"]
+
+
+def _sort_values(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Few distinct values (many ties), the extremes, and for floats nan, -0.0, 0.0, +-inf."""
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    x = rng.integers(-6, 6, shape).astype(dtype)
+    flat = x.reshape(-1)
+    picks = rng.integers(0, flat.size, (6, max(1, flat.size // 50)))
+    if np.issubdtype(x.dtype, np.integer):
+        flat[picks[0]] = np.iinfo(x.dtype).min
+        flat[picks[1]] = np.iinfo(x.dtype).max
+    else:
+        flat[picks[0]] = np.nan
+        flat[picks[1]] = -np.nan  # a nan with the sign bit set ties with every nan
+        flat[picks[2]] = -0.0
+        flat[picks[3]] = 0.0
+        flat[picks[4]] = np.inf
+        flat[picks[5]] = -np.inf
+    return x
+
+
+def _reference_argsort(host: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """ctensor's order: stable; ascending puts nan last, descending puts nan first; -0.0 == 0.0."""
+    if not descending:
+        return np.argsort(host, axis=axis, kind="stable")
+    x = np.moveaxis(host, axis, -1)
+    if x.dtype.kind == "f":
+        nan = np.isnan(x)
+        order = np.lexsort((np.where(nan, 0, -x.astype(np.float64)), ~nan))
+    else:
+        order = np.lexsort((~x,))  # bitwise not reverses bool and signed int order exactly
+    return np.moveaxis(order, -1, axis)
+
+
+def _check_sort(x: cupy.ndarray, axis: int) -> None:
+    host = cupy.asnumpy(x)
+    for descending in (False, True):
+        want = _reference_argsort(host, axis, descending)
+        got = ctensor.ops.argsort(x, axis=axis, descending=descending)
+        np.testing.assert_array_equal(cupy.asnumpy(got), want, f"{host.dtype} {descending}")
+        values = cupy.asnumpy(ctensor.ops.sort(x, axis=axis, descending=descending))
+        assert _bits(values).tobytes() == _bits(np.take_along_axis(host, want, axis)).tobytes()
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The array's bit patterns (so that -0.0 differs from 0.0 and nan payloads count)."""
+    return np.ascontiguousarray(a).view(np.uint8)
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize("n", [1 << 16, 1 << 20])
+def test_sort_of_one_long_lane_matches_numpy(dtype, n) -> None:
+    # One lane: cub::DeviceRadixSort over the whole device. Values are compared bit for bit
+    # (re-read from x by index, so -0.0 and nan payloads survive).
+    x = cupy.asarray(_sort_values(np.random.default_rng(n), dtype, (n,)))
+    _check_sort(x, 0)
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [
+        ((4096, 33), 1),  # many short lanes: the segmented sort
+        ((4096, 32), 1),  # the longest lanes the rank kernel takes
+        ((300, 1000), -1),
+        ((3, 40000), 1),  # few long lanes: a device-wide sort per lane
+        ((500, 7, 3), 0),  # a strided axis
+        ((2, 70000), 1),
+    ],
+)
+def test_sort_along_any_axis_matches_numpy(dtype, shape, axis) -> None:
+    x = cupy.asarray(_sort_values(np.random.default_rng(len(shape)), dtype, shape))
+    _check_sort(x, axis)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float16"])
+def test_sort_reads_and_writes_strided_views(dtype) -> None:
+    base = cupy.asarray(_sort_values(np.random.default_rng(3), dtype, (300, 900)))
+    for view, axis in [(base[::2, ::3], 1), (base.T, 1), (base[5:, 7:], 0), (base[::3].T, 0)]:
+        _check_sort(view, axis)
+        out = cupy.zeros((view.shape[1], view.shape[0]), dtype=cupy.int64).T  # strided output
+        ctensor.ops.argsort(view, axis=axis, out=out)
+        np.testing.assert_array_equal(
+            cupy.asnumpy(out), _reference_argsort(cupy.asnumpy(view), axis, False)
+        )
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+def test_topk_and_argpartition_of_long_lanes_match_numpy(dtype) -> None:
+    host = _sort_values(np.random.default_rng(4), dtype, (5, 50000))
+    x = cupy.asarray(host)
+    for largest in (True, False):
+        order = _reference_argsort(host, 1, largest)[:, :100]
+        values, indices = ctensor.ops.topk(x, k=100, axis=1, largest=largest)
+        np.testing.assert_array_equal(cupy.asnumpy(indices), order)
+        np.testing.assert_array_equal(cupy.asnumpy(values), np.take_along_axis(host, order, 1))
+    got = ctensor.ops.argpartition(x, kth=[3, -1], axis=1)
+    np.testing.assert_array_equal(cupy.asnumpy(got), _reference_argsort(host, 1, False))
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+def test_unique_values_matches_numpy(dtype) -> None:
+    host = _sort_values(np.random.default_rng(5), dtype, (300, 700))[:, ::2]
+    got = cupy.asnumpy(ctensor.ops.unique_values(cupy.asarray(host)))
+    # -0.0 and 0.0 are one value (either may stand for it), and so are all nans. The reference
+    # sorts floats as float64 (exact): NumPy 2.4's unique misorders this float16 sample.
+    wide = host.astype(np.float64) if host.dtype.kind == "f" else host
+    np.testing.assert_array_equal(got, np.unique(wide, equal_nan=True))
+
+
+def test_nonzero_and_boolean_mask_match_numpy() -> None:
+    rng = np.random.default_rng(6)
+    host = rng.integers(-1, 2, (300, 200, 3)).astype(np.float32)
+    x = cupy.asarray(host)
+    for got, want in zip(ctensor.ops.nonzero(x[:, ::2]), np.nonzero(host[:, ::2]), strict=True):
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    mask = host[:, :, 0] > 0
+    got = ctensor.ops.boolean_mask(x, cupy.asarray(mask))
+    np.testing.assert_array_equal(cupy.asnumpy(got), host[mask])
+    got = ctensor.ops.boolean_mask(x[:, :, 1], cupy.asarray(mask))
+    np.testing.assert_array_equal(cupy.asnumpy(got), host[:, :, 1][mask])
+
+
+# ----- cumulative_sum, cumulative_prod and their backward (kernels/cuda/cu_scan.cu) -----
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [
+        ((1 << 20,), 0),  # one lane in chunks: totals, carries, chunks
+        ((20000, 3), 0),  # few long strided lanes in chunks
+        ((300, 1000), 1),  # a block per lane
+        ((1000, 300), 0),
+        ((4000, 20), 1),  # a thread per lane
+        ((40, 40000), 0),  # a thread per lane along a strided axis
+        ((7, 0), 1),
+    ],
+)
+@pytest.mark.parametrize("include_initial", [False, True])
+def test_cumulative_ops_match_the_cpu(dtype, shape, axis, include_initial) -> None:
+    rng = np.random.default_rng(7)
+    for name in ("cumulative_sum", "cumulative_prod"):
+        if dtype == "bool":
+            host = rng.integers(0, 2, shape).astype(bool)
+        elif dtype.startswith("int"):
+            host = rng.integers(-3, 4, shape).astype(dtype)  # products wrap
+        elif name == "cumulative_sum":  # positive, and below float16's largest over 2^20 terms
+            host = rng.uniform(0.0, 0.1, shape).astype(dtype)
+        else:  # products that stay normal numbers over 2^20 factors
+            host = rng.uniform(0.999, 1.001, shape).astype(dtype)
+        op = getattr(ctensor.ops, name)
+        got = cupy.asnumpy(op(cupy.asarray(host), axis=axis, include_initial=include_initial))
+        want = np.asarray(op(host, axis=axis, include_initial=include_initial))
+        assert got.dtype == want.dtype
+        if dtype in ("bool", "int32", "int64"):
+            np.testing.assert_array_equal(got, want)  # wrapping arithmetic, in any order
+        else:
+            # A block per lane adds in a tree's order within tiles of 256, in the wide
+            # accumulator: one rounding of the output apart, and the accumulator's error.
+            rtol = {"float16": 4e-3, "float32": 1e-6, "float64": 1e-9}[dtype]
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("include_initial", [False, True])
+def test_cumulative_backward_ops_match_the_cpu(dtype, include_initial) -> None:
+    rng = np.random.default_rng(8)
+    # The sum's backward is the forward scan run backwards (a tree's order within tiles, in
+    # double); the product's walks each lane as the CPU does (its bits).
+    rtol, atol = {"float16": (2e-3, 1e-6), "float32": (1e-6, 1e-10), "float64": (1e-12, 1e-12)}[
+        dtype
+    ]
+    for shape, axis in [((40, 300), 0), ((40, 300), 1), ((1 << 18,), 0), ((9000, 2), 0)]:
+        host = rng.uniform(-1.5, 1.5, shape).astype(dtype)
+        host.reshape(-1)[10] = 0.0
+        attrs = {"axis": axis, "include_initial": include_initial}
+        out = np.asarray(ctensor.ops.cumulative_prod(host, **attrs))
+        g = rng.standard_normal(out.shape).astype(dtype)
+        want = ctensor.ops.cumulative_sum_backward(g, host, **attrs)
+        got = ctensor.ops.cumulative_sum_backward(cupy.asarray(g), cupy.asarray(host), **attrs)
+        np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=rtol, atol=atol)
+        want = ctensor.ops.cumulative_prod_backward(g, host, out, **attrs)
+        got = ctensor.ops.cumulative_prod_backward(
+            cupy.asarray(g), cupy.asarray(host), cupy.asarray(out), **attrs
+        )
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)  # the CPU's operations
+
+
+# ----- GEMMs on cuBLASLt (kernels/cuda/cu_blaslt.cu) -------------------------------------------
+
+#: Per dtype: (the output's rounding unit, the accumulator's). float16 and float32 accumulate in
+#: float32 (no TF32: its 2^-11 would fail these bounds), float64 in float64.
+_GEMM_EPS = {
+    "float16": (2.0**-11, 2.0**-24),
+    "float32": (2.0**-24, 2.0**-24),
+    "float64": (2.0**-53, 2.0**-53),
+}
+
+
+def _assert_gemm_close(got, want, scale, terms: int, dtype: str, what: str) -> None:  # noqa: ANN001
+    """The dot-product error bound: |got - want| <= 4 (u |want| + terms v scale), u the output's
+    rounding unit, v the accumulator's, scale the product of the absolute values (float64)."""
+    rounding, accumulate = _GEMM_EPS[dtype]
+    got = cupy.asnumpy(got).astype(np.float64) if isinstance(got, cupy.ndarray) else got
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    tol = 4 * (rounding * np.abs(want) + max(terms, 1) * accumulate * scale) + 1e-300
+    err = np.abs(got - want)
+    worst = np.unravel_index(np.argmax(err - tol), err.shape) if err.size else ()
+    assert (err <= tol).all(), (
+        f"{what} {dtype}: error {err[worst]:.3g} > {tol[worst]:.3g} at {worst} "
+        f"(got {got[worst]!r}, want {want[worst]!r})"
+    )
+
+
+def _device(rng, shape, dtype: str, view=None):  # noqa: ANN001, ANN202
+    """(a CuPy array of `shape` as a view `view` of a fresh buffer, its values as float64)."""
+    base = cupy.asarray(rng.standard_normal(shape).astype(dtype))
+    array = view(base) if view else base
+    return array, cupy.asnumpy(array).astype(np.float64)
+
+
+# (name, x1 base shape, x1 view, x2 base shape, x2 view, out: None or (base shape, view))
+_MATMUL_CASES = [
+    ("row-major", (65, 33), None, (33, 47), None, None),
+    ("transposed operands", (33, 65), lambda a: a.T, (47, 33), lambda b: b.T, None),
+    (
+        "leading dims and offsets",
+        (130, 40),
+        lambda a: a[::2, 3:36],
+        (33, 60),
+        lambda b: b[:, 1:48],
+        None,
+    ),
+    (
+        "no unit stride (the kernel)",
+        (65, 66),
+        lambda a: a[:, ::2],
+        (66, 47),
+        lambda b: b[::2],
+        None,
+    ),
+    ("broadcast batches", (3, 1, 17, 24), None, (4, 24, 9), None, None),
+    ("shared right operand", (5, 7, 24), None, (24, 9), None, None),
+    ("shared left operand", (17, 24), None, (6, 24, 9), None, None),
+    ("vector times batch", (24,), None, (3, 24, 9), None, None),
+    ("batch times vector", (3, 17, 24), None, (24,), None, None),
+    ("dot", (24,), None, (24,), None, None),
+    ("column-major out", (65, 33), None, (33, 47), None, ((47, 65), lambda o: o.T)),
+    (
+        "batches as a loop",
+        (3, 1, 17, 24),
+        None,
+        (4, 24, 9),
+        None,
+        ((4, 3, 17, 9), lambda o: o.transpose(1, 0, 2, 3)),
+    ),
+    ("empty contraction", (5, 0), None, (0, 4), None, None),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", _MATMUL_CASES, ids=[c[0] for c in _MATMUL_CASES])
+def test_matmul_on_cublaslt_matches_float64_numpy(dtype, case) -> None:  # noqa: ANN001
+    """Row- and column-major operands (transposes), leading dims larger than the matrix,
+    unaligned offsets, broadcast and shared batches (one strided-batched call or one folded
+    GEMM), 1-D operands, a column-major and a non-collapsible output (a loop of calls), and the
+    layouts cuBLASLt cannot take (the hand-written kernel): all within float64's dot-product
+    error bound."""
+    name, s1, v1, s2, v2, out_spec = case
+    rng = np.random.default_rng(3)
+    x1, h1 = _device(rng, s1, dtype, v1)
+    x2, h2 = _device(rng, s2, dtype, v2)
+    want = np.matmul(h1, h2)
+    scale = np.matmul(np.abs(h1), np.abs(h2))
+    if out_spec is None:
+        got = ctensor.ops.matmul(x1, x2)
+    else:
+        shape, view = out_spec
+        out = view(cupy.full(shape, np.nan, dtype=dtype))
+        got = ctensor.ops.matmul(x1, x2, out=out)
+        assert got.data.ptr == out.data.ptr
+    _assert_gemm_close(got, want, scale, h1.shape[-1], dtype, name)
+
+
+def _sum_to(x, shape):  # noqa: ANN001, ANN202
+    """x summed over the broadcast dims that take it to `shape` (NumPy's broadcasting undone)."""
+    x = x.sum(axis=tuple(range(x.ndim - len(shape))))
+    return x.sum(
+        axis=tuple(i for i, e in enumerate(shape) if e == 1 and x.shape[i] != 1), keepdims=True
+    )
+
+
+def _matmul_grads(g, x1, x2):  # noqa: ANN001, ANN202
+    """torch.matmul's cotangents in float64: (grad_x1, grad_x2)."""
+    a = x1[None, :] if x1.ndim == 1 else x1
+    b = x2[:, None] if x2.ndim == 1 else x2
+    gg = np.expand_dims(g, -2) if x1.ndim == 1 else g
+    gg = np.expand_dims(gg, -1) if x2.ndim == 1 else gg
+    ga = _sum_to(np.matmul(gg, np.swapaxes(b, -1, -2)), a.shape).reshape(x1.shape)
+    gb = _sum_to(np.matmul(np.swapaxes(a, -1, -2), gg), b.shape).reshape(x2.shape)
+    return ga, gb
+
+
+_BACKWARD_CASES = [
+    ("row-major", (17, 24), None, (24, 9), None),
+    ("transposed operands", (24, 17), lambda a: a.T, (9, 24), lambda b: b.T),
+    ("shared weight (folded sum)", (5, 7, 24), None, (24, 9), None),
+    ("broadcast both ways (summed loop)", (3, 1, 17, 24), None, (4, 24, 9), None),
+    ("vector times batch", (24,), None, (3, 24, 9), None),
+    ("batch times vector", (3, 17, 24), None, (24,), None),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", _BACKWARD_CASES, ids=[c[0] for c in _BACKWARD_CASES])
+def test_matmul_backward_on_cublaslt_matches_float64_numpy(dtype, case) -> None:  # noqa: ANN001
+    """Both cotangents, with the batch dims an operand was broadcast along summed: folded into
+    the contraction, a loop of accumulating calls, or (float16) the hand-written kernel."""
+    name, s1, v1, s2, v2 = case
+    rng = np.random.default_rng(4)
+    x1, h1 = _device(rng, s1, dtype, v1)
+    x2, h2 = _device(rng, s2, dtype, v2)
+    g, hg = _device(rng, np.matmul(h1, h2).shape, dtype)
+    gx1, gx2 = ctensor.ops.matmul_backward(g, x1, x2)
+    want1, want2 = _matmul_grads(hg, h1, h2)
+    scale1, scale2 = _matmul_grads(np.abs(hg), np.abs(h1), np.abs(h2))
+    terms = hg.size  # at most every element of grad_out in one sum
+    _assert_gemm_close(gx1, want1, scale1, terms, dtype, f"{name}: grad_x1")
+    _assert_gemm_close(gx2, want2, scale2, terms, dtype, f"{name}: grad_x2")
+
+
+# (name, x shape, x view, weight shape, weight view, bias: None, or a view of a (2 * n,) buffer)
+_LINEAR_CASES = [
+    ("bias epilogue", (4, 6, 32), None, (48, 32), None, lambda b: b[:48]),
+    ("one row", (32,), None, (48, 32), None, lambda b: b[:48]),
+    ("weight transposed", (4, 6, 32), None, (32, 48), lambda w: w.T, lambda b: b[:48]),
+    (
+        "batch as a strided call",
+        (6, 4, 32),
+        lambda x: x.transpose(1, 0, 2),
+        (48, 32),
+        None,
+        lambda b: b[:48],
+    ),
+    ("strided bias (the kernel)", (4, 6, 32), None, (48, 32), None, lambda b: b[::2]),
+    ("contraction of 1 (the kernel)", (5, 1), None, (7, 1), None, lambda b: b[:7]),
+    ("no bias", (4, 6, 32), None, (48, 32), None, None),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("case", _LINEAR_CASES, ids=[c[0] for c in _LINEAR_CASES])
+def test_linear_on_cublaslt_matches_float64_numpy(dtype, case) -> None:  # noqa: ANN001
+    """linear = x @ weight^T + bias: cuBLASLt's BIAS epilogue, or the tiled kernel adding the
+    bias before its one rounding where the epilogue does not fit."""
+    name, sx, vx, sw, vw, vb = case
+    rng = np.random.default_rng(5)
+    x, hx = _device(rng, sx, dtype, vx)
+    w, hw = _device(rng, sw, dtype, vw)
+    want = np.matmul(hx, hw.T)
+    scale = np.matmul(np.abs(hx), np.abs(hw.T))
+    if vb is None:
+        got = ctensor.ops.linear(x, w)
+    else:
+        b, hb = _device(rng, (2 * hw.shape[0],), dtype, vb)
+        got = ctensor.ops.linear(x, w, b)
+        want, scale = want + hb, scale + np.abs(hb)
+    _assert_gemm_close(got, want, scale, hx.shape[-1], dtype, name)
+
+
+def _cuda_workspace(op: str, shapes: list, dtype: str) -> tuple[int, int]:
+    """(bytes, alignment) that ct_op_workspace reports for views of these shapes on cuda:0."""
+    memory = cupy.empty(4096, dtype=cupy.uint8)
+    keep, views = [memory], []
+    for shape in shapes:
+        view = ffi.new("ct_tensor*")
+        cdt.set_ct_dtype(view.dtype, dtype)
+        view.device.device_type = 2  # kDLCUDA
+        view.device.device_id = 0
+        view.data = ffi.cast("void*", memory.data.ptr)
+        view.ndim = len(shape)
+        extents = ffi.new("int64_t[]", list(shape) or [0])
+        keep += [view, extents]
+        view.shape = extents
+        views.append(view)
+    handle = ffi.new("const ct_op**")
+    assert lib.ct_op_find(op.encode(), handle) == 0
+    array = ffi.new("ct_tensor*[]", views)
+    size, alignment = ffi.new("uint64_t*"), ffi.new("uint64_t*")
+    status = lib.ct_op_workspace(
+        handle[0], array, len(views), ffi.NULL, 0, ffi.NULL, 0, size, alignment
+    )
+    assert status == 0, ffi.string(lib.ct_last_error()).decode()
+    return int(size[0]), int(alignment[0])
+
+
+def test_gemm_ops_ask_for_cublaslts_recommended_workspace() -> None:
+    # cuBLAS recommends 32 MiB of workspace from Hopper on and 4 MiB before; the call's
+    # workspace (from the caller's framework) is what cuBLASLt's heuristic and matmul get.
+    major = int(cupy.cuda.Device(0).compute_capability) // 10
+    expected = (32 if major >= 9 else 4) << 20
+    for op, shapes in [
+        ("matmul", [(8, 4), (4, 5)]),
+        ("linear", [(8, 4), (5, 4), (5,)]),
+        ("matmul_backward", [(8, 5), (8, 4), (4, 5)]),
+    ]:
+        for dtype in ("float16", "float32", "float64"):
+            assert _cuda_workspace(op, shapes, dtype) == (expected, 256), (op, dtype)
+    # Integer products run on the hand-written kernel, which needs none; nor does an empty one.
+    assert _cuda_workspace("matmul", [(8, 4), (4, 5)], "int32")[0] == 0
+    assert _cuda_workspace("matmul", [(0, 4), (4, 5)], "float32")[0] == 0
+
+
+def test_gemm_plans_are_shared_across_threads_and_the_cache_is_bounded() -> None:
+    # More distinct problems than the plan cache keeps (1024), from four threads on streams of
+    # their own: plans are built, shared and dropped concurrently, every result stays right.
+    rng = np.random.default_rng(6)
+    host_a = rng.standard_normal((1100, 8)).astype(np.float32)
+    host_b = rng.standard_normal((8, 8)).astype(np.float32)
+    a, b = cupy.asarray(host_a), cupy.asarray(host_b)
+
+    def work(rows: range) -> list:
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            results = [(m, ctensor.ops.matmul(a[:m], b)) for m in rows]
+        stream.synchronize()
+        return [(m, cupy.asnumpy(r)) for m, r in results]
+
+    with ThreadPoolExecutor(4) as pool:
+        done = [
+            r for part in pool.map(work, [range(i, 1101, 4) for i in range(1, 5)]) for r in part
+        ]
+    assert len(done) == 1100
+    want64 = host_a.astype(np.float64) @ host_b.astype(np.float64)
+    scale = np.abs(host_a.astype(np.float64)) @ np.abs(host_b.astype(np.float64))
+    for m, got in done:
+        _assert_gemm_close(got, want64[:m], scale[:m], 8, "float32", f"{m} rows")

@@ -67,10 +67,15 @@ def _installed_copy(root: Path) -> Path:
     return plugins
 
 
-def _load(plugins: Path, library_path: Path | None) -> tuple[str, str]:
+def _load(
+    plugins: Path, library_path: Path | None, variables: dict[str, str] | None = None
+) -> tuple[str, str]:
     """(state, reason) of the plugin copy in `plugins`, loaded in a fresh process with only
-    `library_path` (or nothing) on LD_LIBRARY_PATH."""
-    env = dict(os.environ, CTENSOR_PLUGIN_PATH=str(plugins))
+    `library_path` (or nothing) on LD_LIBRARY_PATH, and `variables` set (the caller's
+    CTENSOR_CUBLASLT_LIBRARY and CTENSOR_CUDNN_LIBRARY are dropped)."""
+    dropped = ("CTENSOR_CUBLASLT_LIBRARY", "CTENSOR_CUDNN_LIBRARY")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env.update(variables or {}, CTENSOR_PLUGIN_PATH=str(plugins))
     env["LD_LIBRARY_PATH"] = str(library_path) if library_path else ""
     result = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, check=True
@@ -138,6 +143,21 @@ def test_a_missing_library_is_the_reason(tmp_path: Path) -> None:
     assert reason.startswith("cuBLASLt (libcublasLt.so.13) not found"), reason
     assert "pip install nvidia-cublas" in reason
     assert str(plugins.parents[2] / "nvidia" / "cu13" / "lib" / "libcublasLt.so.13") in reason
+
+
+def test_the_variables_name_the_files_to_open(tmp_path: Path, stand_ins: Path) -> None:
+    plugins = _installed_copy(tmp_path)
+    named = {
+        "CTENSOR_CUBLASLT_LIBRARY": str(stand_ins / "libcublasLt.so.13"),
+        "CTENSOR_CUDNN_LIBRARY": str(stand_ins / "libcudnn.so.9"),
+    }
+    _working_or_no_device(*_load(plugins, None, named))
+    missing = str(tmp_path / "nowhere" / "libcudnn.so.9")
+    state, reason = _load(plugins, stand_ins, dict(named, CTENSOR_CUDNN_LIBRARY=missing))
+    assert state == "unavailable"
+    assert reason.startswith(
+        f"cuDNN (libcudnn.so.9) not found: CTENSOR_CUDNN_LIBRARY={missing} cannot be opened ("
+    ), reason
 
 
 def test_a_library_of_another_major_version_is_refused(tmp_path: Path) -> None:

@@ -174,6 +174,10 @@ def test_c_plugin_contract_under_valgrind(
     # The installed OpenCL plugin stays without its runtime here: loading PoCL (LLVM) under
     # valgrind reports the dynamic loader's own reads, which are no fault of ctensor's.
     env["CTENSOR_OPENCL_LIBRARY"] = "/nonexistent/libOpenCL.so.1"
+    # Likewise the CUDA plugin's cuBLASLt and cuDNN (NVIDIA's wheels, whose RPATH ld.so expands
+    # with string reads valgrind flags).
+    env["CTENSOR_CUBLASLT_LIBRARY"] = "/nonexistent/libcublasLt.so.13"
+    env["CTENSOR_CUDNN_LIBRARY"] = "/nonexistent/libcudnn.so.9"
     command = [str(test_plugin), str(plugins.directory), str(plugins.discover)]
     result = _run([_valgrind(), *VALGRIND_ARGS, *command], env=env)
     _check_tap(result)

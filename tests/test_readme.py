@@ -44,7 +44,8 @@ def _devices_seen(page: str, devices: set[str]) -> str:
 def test_op_table_is_generated_from_the_registry():
     generated = subprocess.run(
         # The devices CI has (the cuda plugin registers kernels only where there is a GPU;
-        # test_cuda_device.py checks that it registers the opencl column's kernel set).
+        # test_cuda_device.py checks that it registers the opencl column's kernel set and the
+        # cumulative ops).
         [sys.executable, "-m", "ctensor", "--operators-page"],
         check=True,
         capture_output=True,

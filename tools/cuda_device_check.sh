@@ -11,9 +11,10 @@
 # `run` installs the carried wheels (cffi, meson-python) into /tmp/site, builds and installs
 # ctensor into that Python with the CUDA plugin required, puts the NVIDIA wheels' libraries on
 # LD_LIBRARY_PATH, then runs, each with its own time limit and log under $OUT (default
-# /tmp/ctensor-gpu): the backend table, the CUDA tests, the conformance suite on cuda:0, and
-# `python -m ctensor.bench.cuda` (its JSON goes to $OUT too). It goes on after a failing step and
-# exits non-zero if any failed. The limits add up to under ten minutes, one device call's limit.
+# /tmp/ctensor-gpu): the backend table, the CUDA tests, `python -m ctensor.bench.cuda` (its JSON
+# and its table, <gpu>.txt, go to $OUT too) and the conformance suite on cuda:0. It goes on after
+# a failing step and exits non-zero if any failed. The limits add up to about ten minutes, one
+# device call's limit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,14 +54,16 @@ run() {
   export LD_LIBRARY_PATH="$nvidia${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
   step build 240 python3 -m pip install --no-build-isolation --no-deps --no-index \
-    -Csetup-args=-Dcuda=enabled -Csetup-args=-Dopencl=disabled -Cbuild-dir=build-gpu .
+    -Csetup-args=-Dcuda=enabled -Csetup-args=-Dopencl=disabled -Csetup-args=-Dxla_ffi=disabled \
+    -Cbuild-dir=build-gpu .
   [ "${#failed[@]}" -eq 0 ] || exit 1
-  step backends 60 python3 -c "import ctensor; [print(b) for b in ctensor.backends()]"
-  step tests 180 python3 -m pytest -q -p no:cacheprovider --timeout=60 \
+  step backends 30 python3 -c "import ctensor; [print(b) for b in ctensor.backends()]"
+  step tests 170 python3 -m pytest -q -p no:cacheprovider --timeout=60 \
     tests/test_cuda_plugin.py tests/test_cuda_vendor_libraries.py tests/test_cuda_device.py \
     tests/test_cuda_scatter.py
-  step conformance 90 python3 -m ctensor.conformance --backend cuda --device cuda:0
-  step bench 120 python3 -m ctensor.bench.cuda --json "$OUT/bench.json"
+  # --record "$OUT" writes the table as $OUT/<gpu>.txt: copy it to benchmarks/results/cuda/.
+  step bench 120 python3 -m ctensor.bench.cuda --json "$OUT/bench.json" --record "$OUT"
+  step conformance 60 python3 -m ctensor.conformance --backend cuda --device cuda:0
   if [ "${#failed[@]}" -ne 0 ]; then
     echo "failed: ${failed[*]}"
     exit 1

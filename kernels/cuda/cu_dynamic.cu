@@ -2,19 +2,23 @@
  * unique_values. Each selects items with a stable compaction: the items are cut into at most
  * 1024 contiguous chunks, one block each; a first pass counts the selected items of every chunk
  * and a one-block scan turns the counts into chunk offsets and the total. The total is read back
- * (one synchronisation of the caller's stream), the caller's allocator is asked for the CUDA
- * outputs, and a second pass walks each chunk in tiles with a block scan, writing every selected
- * item at its position: the row-major order of the items. unique_values first gathers x and
- * sorts it with CUB's stable merge sort (nan last, -0.0 == 0.0), then selects the first element
- * of each run of equal values, i.e. each distinct value's first occurrence. Scratch memory
- * (chunk counts, selected rows, sort keys) is the plugin's own, allocated on the stream. */
+ * (the one synchronisation of the caller's stream these ops make), the caller's allocator is
+ * asked for the CUDA outputs, and a second pass walks each chunk in tiles with a block scan,
+ * writing every selected item at its position: the row-major order of the items. (CUB's
+ * DeviceSelect would write the selection before its count is known, so into a scratch copy of
+ * the whole input, and then a copy into the output: the two passes here write the output
+ * directly.) unique_values first sorts x with the CUB radix sort of cu_radix_sort.h (keys that
+ * tie -0.0 with 0.0 and every nan, nan last), then selects the first element of each run of
+ * equal keys, i.e. each distinct value's first occurrence, re-read from x. Scratch memory
+ * (chunk offsets, selected rows, sort buffers) comes from the call's workspace, sized by each
+ * op's workspace function from the input alone. */
 #define CCCL_DISABLE_NVTX /* no NVTX ranges (and their dlopen) from CUB */
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_merge_sort.cuh>
 
 #include "cu_call.h"
 #include "cu_layout.h"
+#include "cu_radix_sort.h"
 #include "plugin_geometry.h"
 #include "cu_types.cuh"
 
@@ -71,7 +75,12 @@ __global__ void __launch_bounds__(ct_cu_threads)
   }
 }
 
-/* Chunks of one compaction and their offsets (device memory, chunks + 1 entries). */
+/* Bytes of a compaction's chunk offsets (at most ct_cu_max_chunks + 1 entries), aligned. */
+constexpr uint64_t ct_cu_compaction_bytes =
+    (sizeof(long long) * (ct_cu_max_chunks + 1) + CT_CU_WORKSPACE_ALIGNMENT - 1) /
+    CT_CU_WORKSPACE_ALIGNMENT * CT_CU_WORKSPACE_ALIGNMENT;
+
+/* Chunks of one compaction and their offsets (chunks + 1 entries of the workspace). */
 struct ct_cu_compaction {
   int64_t n = 0;
   int64_t chunk = 0;
@@ -79,21 +88,21 @@ struct ct_cu_compaction {
   long long* offsets = nullptr;
 };
 
-/* Frees `data` on the stream; returns `status`, or the failure to free when status is CT_OK. */
-int ct_cu_release(const ct_cu_exec& exec, void* data, int status) {
-  if (!data) return status;
-  const int freed = ct_cu_check(cudaFreeAsync(data, exec.stream), "cudaFreeAsync");
-  return status != CT_OK ? status : freed;
+/* The call's workspace, checked to hold `bytes`. */
+int ct_cu_workspace(const ct_kernel_call* call, uint64_t bytes, const char* name, char** data) {
+  *data = static_cast<char*>(call->workspace);
+  if (bytes == 0 || (call->workspace && call->workspace_size >= bytes)) return CT_OK;
+  return ct_cu_error(CT_ERROR_WORKSPACE_TOO_SMALL,
+                     "%s needs %llu bytes of workspace; the call gives %llu", name,
+                     (unsigned long long)bytes, (unsigned long long)call->workspace_size);
 }
 
-int ct_cu_scratch(const ct_cu_exec& exec, int64_t bytes, void** data) {
-  return ct_cu_check(cudaMallocAsync(data, (size_t)bytes, exec.stream), "cudaMallocAsync");
-}
-
-/* Counts the selected items among n and reads the total back into *count. */
+/* Counts the selected items among n and reads the total back into *count; the chunk offsets
+ * go to `offsets` (ct_cu_compaction_bytes of workspace). */
 template <class Select>
 int ct_cu_compaction_count(const ct_cu_exec& exec, const Select& select, int64_t n,
-                           const char* name, ct_cu_compaction* c, int64_t* count) {
+                           long long* offsets, const char* name, ct_cu_compaction* c,
+                           int64_t* count) {
   *count = 0;
   c->n = n;
   if (n == 0) return CT_OK;
@@ -101,11 +110,9 @@ int ct_cu_compaction_count(const ct_cu_exec& exec, const Select& select, int64_t
   const int64_t target = grid < ct_cu_max_chunks ? grid : ct_cu_max_chunks;
   c->chunk = ((n + target - 1) / target + ct_cu_threads - 1) / ct_cu_threads * ct_cu_threads;
   c->chunks = (int32_t)((n + c->chunk - 1) / c->chunk);
-  int status = ct_cu_scratch(exec, (int64_t)sizeof(long long) * (c->chunks + 1),
-                             reinterpret_cast<void**>(&c->offsets));
-  if (status != CT_OK) return status;
+  c->offsets = offsets;
   ct_cu_count_kernel<<<c->chunks, ct_cu_threads, 0, exec.stream>>>(select, n, c->chunk, c->offsets);
-  status = ct_cu_launch_status(name);
+  int status = ct_cu_launch_status(name);
   if (status != CT_OK) return status;
   ct_cu_chunk_offsets_kernel<<<1, ct_cu_max_chunks, 0, exec.stream>>>(c->offsets, c->chunks);
   status = ct_cu_launch_status(name);
@@ -155,11 +162,22 @@ struct ct_cu_nonzero_select {
   }
 };
 
+/* nonzero's workspace: the chunk offsets. */
+int ct_cu_nonzero_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  *bytes = ct_pl_tensor_elements(call->inputs[0]) > 0 ? ct_cu_compaction_bytes : 0;
+  *alignment = CT_CU_WORKSPACE_ALIGNMENT;
+  return CT_OK;
+}
+
 template <ct_pl_type Tag>
 int ct_cu_nonzero_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  const int64_t n = ct_pl_tensor_elements(x);
+  char* workspace = nullptr;
+  status = ct_cu_workspace(call, n > 0 ? ct_cu_compaction_bytes : 0, "nonzero", &workspace);
   if (status != CT_OK) return status;
   ct_cu_nonzero_select<Tag> select = {};
   ct_pl_layout_begin(&select.layout, x->ndim, x->shape);
@@ -171,8 +189,8 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
   for (int32_t d = 0; d < x->ndim; ++d) select.shape[d] = x->shape[d];
   ct_cu_compaction compaction;
   int64_t count = 0;
-  status = ct_cu_compaction_count(exec, select, ct_pl_tensor_elements(x), "nonzero", &compaction,
-                                  &count);
+  status = ct_cu_compaction_count(exec, select, n, reinterpret_cast<long long*>(workspace),
+                                  "nonzero", &compaction, &count);
   ct_tensor_info info = {};
   info.dtype = ct_pl_dtype(CT_PL_I64);
   info.ndim = 1;
@@ -186,7 +204,7 @@ int ct_cu_nonzero_run(const ct_kernel_call* call) {
   if (status == CT_OK && count > 0) {
     status = ct_cu_compaction_fill(exec, select, compaction, "nonzero");
   }
-  return ct_cu_release(exec, compaction.offsets, status);
+  return status;
 }
 
 /* ----- boolean_mask ----- */
@@ -234,12 +252,33 @@ __global__ void __launch_bounds__(ct_cu_threads)
   }
 }
 
+/* boolean_mask's workspace: the chunk offsets, then (rows of more than one element) room for
+ * the byte offset of every row the mask could select. */
+uint64_t ct_cu_boolean_mask_bytes(const ct_tensor* x, const ct_tensor* mask) {
+  const int64_t lead_total = ct_pl_tensor_elements(mask);
+  if (lead_total == 0) return 0;
+  int64_t row = 1;
+  for (int32_t d = mask->ndim; d < x->ndim; ++d) row *= x->shape[d];
+  const uint64_t rows =
+      row > 1 ? ct_cu_workspace_align((uint64_t)lead_total * sizeof(long long)) : 0;
+  return ct_cu_compaction_bytes + rows;
+}
+
+int ct_cu_boolean_mask_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  *bytes = ct_cu_boolean_mask_bytes(call->inputs[0], call->inputs[1]);
+  *alignment = CT_CU_WORKSPACE_ALIGNMENT;
+  return CT_OK;
+}
+
 template <ct_pl_type Tag>
 int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
   const ct_tensor* x = call->inputs[0];
   const ct_tensor* mask = call->inputs[1];
   ct_cu_exec exec;
   int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  char* workspace = nullptr;
+  status = ct_cu_workspace(call, ct_cu_boolean_mask_bytes(x, mask), "boolean_mask", &workspace);
   if (status != CT_OK) return status;
   const int32_t lead = mask->ndim, tail = x->ndim - mask->ndim;
   const int32_t size = ct_pl_type_size(Tag);
@@ -264,7 +303,8 @@ int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
 
   ct_cu_compaction compaction;
   int64_t count = 0;
-  status = ct_cu_compaction_count(exec, select, lead_total, "boolean_mask", &compaction, &count);
+  status = ct_cu_compaction_count(exec, select, lead_total, reinterpret_cast<long long*>(workspace),
+                                  "boolean_mask", &compaction, &count);
   ct_tensor_info info = {};
   info.dtype = x->dtype;
   info.ndim = 1 + tail;
@@ -276,11 +316,8 @@ int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
         ct_pl_allocate_output(ct_cu_host, call, 0, &info, CT_DEVICE_CUDA, exec.device_id, &out);
   select.out = static_cast<char*>(out);
   if (status == CT_OK && count > 0 && row > 0) {
-    if (row > 1) {
-      status = ct_cu_scratch(exec, (int64_t)sizeof(long long) * count,
-                             reinterpret_cast<void**>(&select.rows));
-    }
-    if (status == CT_OK) status = ct_cu_compaction_fill(exec, select, compaction, "boolean_mask");
+    if (row > 1) select.rows = reinterpret_cast<long long*>(workspace + ct_cu_compaction_bytes);
+    status = ct_cu_compaction_fill(exec, select, compaction, "boolean_mask");
     if (status == CT_OK && row > 1) {
       const int64_t total = count * row;
       ct_cu_mask_rows_kernel<Tag>
@@ -289,103 +326,74 @@ int ct_cu_boolean_mask_run(const ct_kernel_call* call) {
       status = ct_cu_launch_status("boolean_mask");
     }
   }
-  status = ct_cu_release(exec, select.rows, status);
-  return ct_cu_release(exec, compaction.offsets, status);
+  return status;
 }
 
 /* ----- unique_values ----- */
 
-/* The ascending order: nan after everything, -0.0 equal to 0.0. */
-template <ct_pl_type Tag>
-struct ct_cu_key_less {
-  __device__ bool operator()(const ct_cu_storage_t<Tag>& a, const ct_cu_storage_t<Tag>& b) const {
-    const auto u = ct_cu_load<Tag>(reinterpret_cast<const char*>(&a));
-    const auto v = ct_cu_load<Tag>(reinterpret_cast<const char*>(&b));
-    return u < v || (v != v && u == u);
-  }
-};
-
-/* keys[i] = element i of x, row-major. */
-template <ct_pl_type Tag>
-__global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_gather_kernel(const ct_pl_layout layout, const char* x, ct_cu_storage_t<Tag>* keys) {
-  using S = ct_cu_storage_t<Tag>;
-  const int64_t n = layout.elements;
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t off[1];
-    ct_cu_offsets<1>(layout, i, off);
-    keys[i] = *reinterpret_cast<const S*>(x + off[0]);
-  }
-}
-
-/* Items: the sorted keys; selects the first of each run of equal values (nan equals nan). */
-template <ct_pl_type Tag>
+/* Items: the sorted keys; selects the first of each run of equal keys and emits the element of
+ * x at its index (row-major over `layout`). */
+template <ct_pl_type Tag, class Index>
 struct ct_cu_unique_select {
-  const ct_cu_storage_t<Tag>* keys;
+  const ct_cu_key_t<Tag>* keys;
+  const Index* indices;
+  ct_pl_layout layout; /* x, collapsed */
+  const char* x;
   char* out;
 
-  __device__ bool test(int64_t i) const {
-    if (i == 0) return true;
-    const auto u = ct_cu_load<Tag>(reinterpret_cast<const char*>(keys + i - 1));
-    const auto v = ct_cu_load<Tag>(reinterpret_cast<const char*>(keys + i));
-    return !(u == v || (u != u && v != v));
-  }
+  __device__ bool test(int64_t i) const { return i == 0 || keys[i] != keys[i - 1]; }
   __device__ void emit(int64_t i, int64_t position) const {
-    ct_cu_store<Tag>(out + position * (int64_t)sizeof(ct_cu_storage_t<Tag>),
-                     ct_cu_load<Tag>(reinterpret_cast<const char*>(keys + i)));
+    using S = ct_cu_storage_t<Tag>;
+    int64_t off[1];
+    ct_cu_offsets<1>(layout, indices[i], off);
+    reinterpret_cast<S*>(out)[position] = *reinterpret_cast<const S*>(x + off[0]);
   }
 };
 
-/* Gathers x into `keys` (n elements) and sorts them stably. */
+/* Plans the sort of x as one lane, then the chunk offsets after it. */
 template <ct_pl_type Tag>
-int ct_cu_sorted_keys(const ct_cu_exec& exec, const ct_tensor* x, int64_t n,
-                      ct_cu_storage_t<Tag>* keys) {
-  ct_pl_layout layout;
-  ct_pl_layout_begin(&layout, x->ndim, x->shape);
-  ct_pl_layout_add(&layout, x);
-  const int32_t sizes[1] = {ct_pl_type_size(Tag)};
-  ct_pl_layout_collapse(&layout, sizes);
-  ct_cu_gather_kernel<Tag><<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
-      layout, ct_cu_tensor_bytes(x), keys);
-  int status = ct_cu_launch_status("unique_values");
-  size_t temp_bytes = 0;
-  if (status == CT_OK) {
-    status = ct_cu_check(cub::DeviceMergeSort::StableSortKeys(nullptr, temp_bytes, keys, n,
-                                                              ct_cu_key_less<Tag>(), exec.stream),
-                         "unique_values (sort)");
+int ct_cu_unique_plan(int32_t device_id, int64_t n, ct_cu_lane_sort* plan) {
+  int32_t key_bytes, key_bits;
+  ct_cu_sort_key_size(Tag, &key_bytes, &key_bits);
+  const int status = ct_cu_lane_sort_plan(device_id, 1, n, key_bytes, key_bits, 0, plan);
+  if (status == CT_OK && plan->total > UINT64_MAX - ct_cu_compaction_bytes) {
+    return ct_cu_error(CT_ERROR_SIZE_OVERFLOW, "unique_values: the workspace overflows");
   }
-  void* temp = nullptr;
-  if (status == CT_OK) status = ct_cu_scratch(exec, (int64_t)temp_bytes, &temp);
-  if (status == CT_OK) {
-    status = ct_cu_check(cub::DeviceMergeSort::StableSortKeys(temp, temp_bytes, keys, n,
-                                                              ct_cu_key_less<Tag>(), exec.stream),
-                         "unique_values (sort)");
-  }
-  return ct_cu_release(exec, temp, status);
+  return status;
 }
 
 template <ct_pl_type Tag>
-int ct_cu_unique_values_run(const ct_kernel_call* call) {
+int ct_cu_unique_values_workspace(const ct_kernel_call* call, uint64_t* bytes,
+                                  uint64_t* alignment) {
+  *bytes = 0;
+  *alignment = CT_CU_WORKSPACE_ALIGNMENT;
   const ct_tensor* x = call->inputs[0];
-  ct_cu_exec exec;
-  int status = ct_cu_exec_for_call(call, &exec);
-  if (status != CT_OK) return status;
   const int64_t n = ct_pl_tensor_elements(x);
-  ct_cu_unique_select<Tag> select = {};
-  ct_cu_storage_t<Tag>* keys = nullptr;
-  if (n > 0) {
-    status = ct_cu_scratch(exec, n * ct_pl_type_size(Tag), reinterpret_cast<void**>(&keys));
-    if (status == CT_OK) status = ct_cu_sorted_keys<Tag>(exec, x, n, keys);
-  }
-  select.keys = keys;
+  if (n == 0) return CT_OK;
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_device(x->device.device_id, call->stream, &exec);
+  ct_cu_lane_sort plan;
+  if (status == CT_OK) status = ct_cu_unique_plan<Tag>(exec.device_id, n, &plan);
+  if (status == CT_OK) *bytes = plan.total + ct_cu_compaction_bytes;
+  return status;
+}
+
+/* Selects the distinct values of the sorted keys (sorted indices of type Index). */
+template <ct_pl_type Tag, class Index>
+int ct_cu_unique_select_run(const ct_kernel_call* call, const ct_cu_exec& exec,
+                            const ct_pl_layout& layout, const void* keys, const void* indices,
+                            int64_t n, long long* offsets) {
+  ct_cu_unique_select<Tag, Index> select = {};
+  select.keys = static_cast<const ct_cu_key_t<Tag>*>(keys);
+  select.indices = static_cast<const Index*>(indices);
+  select.layout = layout;
+  select.x = ct_cu_tensor_bytes(call->inputs[0]);
   ct_cu_compaction compaction;
   int64_t count = 0;
-  if (status == CT_OK) {
-    status = ct_cu_compaction_count(exec, select, n, "unique_values", &compaction, &count);
-  }
+  int status =
+      ct_cu_compaction_count(exec, select, n, offsets, "unique_values", &compaction, &count);
   ct_tensor_info info = {};
-  info.dtype = x->dtype;
+  info.dtype = call->inputs[0]->dtype;
   info.ndim = 1;
   info.shape[0] = count;
   void* out = nullptr;
@@ -396,8 +404,50 @@ int ct_cu_unique_values_run(const ct_kernel_call* call) {
   if (status == CT_OK && count > 0) {
     status = ct_cu_compaction_fill(exec, select, compaction, "unique_values");
   }
-  status = ct_cu_release(exec, compaction.offsets, status);
-  return ct_cu_release(exec, keys, status);
+  return status;
+}
+
+template <ct_pl_type Tag>
+int ct_cu_unique_values_run(const ct_kernel_call* call) {
+  const ct_tensor* x = call->inputs[0];
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+  const int64_t n = ct_pl_tensor_elements(x);
+  if (n == 0) {
+    ct_tensor_info info = {};
+    info.dtype = x->dtype;
+    info.ndim = 1;
+    info.shape[0] = 0;
+    void* out = nullptr;
+    return ct_pl_allocate_output(ct_cu_host, call, 0, &info, CT_DEVICE_CUDA, exec.device_id, &out);
+  }
+  ct_cu_lane_sort plan;
+  status = ct_cu_unique_plan<Tag>(exec.device_id, n, &plan);
+  char* workspace = nullptr;
+  if (status == CT_OK) {
+    status =
+        ct_cu_workspace(call, plan.total + ct_cu_compaction_bytes, "unique_values", &workspace);
+  }
+  if (status != CT_OK) return status;
+  ct_pl_layout layout;
+  ct_pl_layout_begin(&layout, x->ndim, x->shape);
+  ct_pl_layout_add(&layout, x);
+  const int32_t sizes[1] = {ct_pl_type_size(Tag)};
+  ct_pl_layout_collapse(&layout, sizes);
+  status = ct_cu_lane_sort_keys(exec, Tag, layout, ct_cu_tensor_bytes(x), false, plan, workspace,
+                                "unique_values");
+  const void* keys = nullptr;
+  const void* indices = nullptr;
+  if (status == CT_OK) {
+    status = ct_cu_lane_sort_run(plan, workspace, exec.stream, "unique_values", &keys, &indices);
+  }
+  if (status != CT_OK) return status;
+  long long* offsets = reinterpret_cast<long long*>(workspace + plan.total);
+  return plan.index_bytes == 4
+             ? ct_cu_unique_select_run<Tag, int32_t>(call, exec, layout, keys, indices, n, offsets)
+             : ct_cu_unique_select_run<Tag, long long>(call, exec, layout, keys, indices, n,
+                                                       offsets);
 }
 
 template <ct_pl_type Tag>
@@ -405,13 +455,15 @@ int ct_cu_register_dynamic_type() {
   const ct_pl_type nonzero[2] = {Tag, CT_PL_I64};
   const ct_pl_type mask[3] = {Tag, CT_PL_B8, Tag};
   const ct_pl_type unique[2] = {Tag, Tag};
-  int status = ct_cu_register("nonzero", nonzero, 2, ct_cu_nonzero_run<Tag>, nullptr, nullptr);
+  int status = ct_cu_register("nonzero", nonzero, 2, ct_cu_nonzero_run<Tag>,
+                              ct_cu_nonzero_workspace, nullptr);
   if (status == CT_OK) {
-    status = ct_cu_register("boolean_mask", mask, 3, ct_cu_boolean_mask_run<Tag>, nullptr, nullptr);
+    status = ct_cu_register("boolean_mask", mask, 3, ct_cu_boolean_mask_run<Tag>,
+                            ct_cu_boolean_mask_workspace, nullptr);
   }
   if (status == CT_OK) {
-    status =
-        ct_cu_register("unique_values", unique, 2, ct_cu_unique_values_run<Tag>, nullptr, nullptr);
+    status = ct_cu_register("unique_values", unique, 2, ct_cu_unique_values_run<Tag>,
+                            ct_cu_unique_values_workspace<Tag>, nullptr);
   }
   return status;
 }

@@ -1,18 +1,29 @@
-/* cu_matmul.cu - matmul with NumPy's rules (broadcast batch dims, 1-D operands as a row or a
- * column): a shared-memory tiled GEMM per batch matrix, 64x64 output tiles, each of 256 threads
- * accumulating a 4x4 block in registers while the next 16-deep slices of the operands are
- * fetched; products with a single row or column (matrix-vector) instead spread each output's
+/* cu_matmul.cu - matmul, matmul_backward and linear with NumPy's rules (broadcast batch dims,
+ * 1-D operands as a row or a column). float16, float32 and float64 run on cuBLASLt (cu_blaslt.h:
+ * strided-batched GEMMs, linear's bias in the BIAS epilogue, the workspace from the call); what
+ * cuBLASLt cannot take (integer and bool dtypes, layouts without a unit stride in the matrix
+ * dims, misaligned data, float16 products summed across broadcast batches) runs on the
+ * hand-written kernels below.
+ *
+ * matmul's kernel: a shared-memory tiled GEMM per batch matrix, 64x64 output tiles, each of 256
+ * threads accumulating a 4x4 block in registers while the next 16-deep slices of the operands
+ * are fetched; products with a single row or column (matrix-vector) instead spread each output's
  * sum over a warp or a block. Operands are read through byte strides (any layout, broadcast dims
  * stride 0), loaded along whichever dim is denser in memory. float16 accumulates in float,
- * integers wrap, bool is or-of-ands. */
+ * integers wrap, bool is or-of-ands; linear's bias is added to the accumulator before the one
+ * rounding. matmul_backward's kernel: one thread per element of each cotangent, a strided dot
+ * product over the contracted dim and the batch dims its operand was broadcast along
+ * (plugin_grad_geometry.h), accumulated in float (float16, float32) or double. */
 #include <stdint.h>
 
 #include <type_traits>
 
+#include "cu_blaslt.h"
 #include "cu_call.h"
 #include "cu_group_reduce.cuh"
 #include "cu_layout.h"
 #include "plugin_geometry.h"
+#include "plugin_grad_geometry.h"
 #include "cu_types.cuh"
 
 namespace {
@@ -39,6 +50,8 @@ struct ct_cu_matmul_args {
   int64_t a_m, a_k, b_k, b_n, out_m, out_n; /* byte strides */
   bool a_m_dense;                           /* load a's slices along m (else along k) */
   bool b_k_dense;                           /* load b's slices along k (else along n) */
+  const char* bias;                         /* linear: bias[col * bias_n] added, or null */
+  int64_t bias_n;
 };
 
 int64_t ct_cu_abs(int64_t v) {
@@ -62,6 +75,16 @@ __device__ __forceinline__ void ct_cu_matmul_step(Acc& acc, Acc x, Acc y) {
   } else {
     acc += x * y;
   }
+}
+
+/* acc plus the bias of output column `col` (float dtypes; linear registers no others). */
+template <ct_pl_type Tag, class Acc>
+__device__ __forceinline__ Acc ct_cu_matmul_biased(Acc acc, const char* bias, int64_t col,
+                                                   int64_t bias_step) {
+  if constexpr (ct_cu_is_float_v<Tag>) {
+    if (bias) acc += ct_cu_matmul_load<Tag>(bias + col * bias_step);
+  }
+  return acc;
 }
 
 /* Joins two partial accumulators: a sum, or an or for bool. */
@@ -163,7 +186,8 @@ __global__ void __launch_bounds__(ct_cu_threads)
         for (int j = 0; j < ct_cu_micro; ++j) {
           const int64_t col = col0 + tx + j * ct_cu_spread;
           if (row < p.m && col < p.n) {
-            ct_cu_store<Tag>(out + off[0] + row * p.out_m + col * p.out_n, acc[i][j]);
+            ct_cu_store<Tag>(out + off[0] + row * p.out_m + col * p.out_n,
+                             ct_cu_matmul_biased<Tag>(acc[i][j], p.bias, col, p.bias_n));
           }
         }
       }
@@ -178,6 +202,8 @@ struct ct_cu_matvec_args {
   int64_t p_i, p_k, v_k, out_i; /* byte strides */
   bool p_is_b;                  /* p is b (v is a single row of a), else p is a */
   int shift;                    /* columns kernel: 2^shift neighbouring outputs a block */
+  const char* bias;             /* linear: bias[i * bias_i] added to output i, or null */
+  int64_t bias_i;
 };
 
 /* The matrix row and the vector of output `i` of batch matrix `off` (out, a, b offsets). */
@@ -212,7 +238,10 @@ __global__ void __launch_bounds__(ct_cu_group_block(Width))
                              ct_cu_matmul_load<Tag>(v + k * p.v_k));
     }
     acc = ct_cu_group_reduce<Width>(acc, ct_cu_matmul_join<Tag>());
-    if (t == 0) ct_cu_store<Tag>(out + off[0] + i * p.out_i, acc);
+    if (t == 0) {
+      ct_cu_store<Tag>(out + off[0] + i * p.out_i,
+                       ct_cu_matmul_biased<Tag>(acc, p.bias, i, p.bias_i));
+    }
   }
 }
 
@@ -240,7 +269,10 @@ __global__ void __launch_bounds__(ct_cu_threads)
                              ct_cu_matmul_load<Tag>(v + k * p.v_k));
     }
     acc = ct_cu_column_reduce(part, acc, width, ct_cu_matmul_join<Tag>());
-    if (lane == 0 && i < p.rows) ct_cu_store<Tag>(out + off[0] + i * p.out_i, acc);
+    if (lane == 0 && i < p.rows) {
+      ct_cu_store<Tag>(out + off[0] + i * p.out_i,
+                       ct_cu_matmul_biased<Tag>(acc, p.bias, i, p.bias_i));
+    }
   }
 }
 
@@ -256,6 +288,8 @@ int ct_cu_matvec_launch(const ct_cu_exec& exec, const ct_pl_layout& batch,
   p.p_k = p.p_is_b ? mm.b_k : mm.a_k;
   p.v_k = p.p_is_b ? mm.a_k : mm.b_k;
   p.out_i = p.p_is_b ? mm.out_n : mm.out_m;
+  p.bias = mm.bias;
+  p.bias_i = p.p_is_b ? mm.bias_n : 0; /* outputs along n, or the single column */
   const int64_t items = p.batches * p.rows;
   const int64_t enough = 2 * (int64_t)ct_cu_multiprocessors(exec.device_id); /* blocks */
   if (p.rows == 1 || ct_cu_abs(p.p_k) <= ct_cu_abs(p.p_i)) {
@@ -291,16 +325,98 @@ int ct_cu_matmul_launch(const ct_cu_exec& exec, const ct_pl_layout& batch,
   return ct_cu_launch_status("matmul");
 }
 
-/* What a registered kernel hands its run function: the launch of its dtype. */
+/* ----- matmul_backward's kernel ----- */
+
+template <ct_pl_type Tag>
+__global__ void __launch_bounds__(ct_cu_threads)
+    ct_cu_mmgrad_kernel(const ct_pl_layout kept, const ct_pl_layout reduced, int64_t n,
+                        int64_t count, char* out, const char* a, const char* b) {
+  using T = ct_cu_compute_t<Tag>;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[3];
+    ct_cu_offsets<3>(kept, i, off);
+    T acc = 0;
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t r[2];
+      ct_cu_offsets<2>(reduced, j, r);
+      acc += ct_cu_load<Tag>(a + off[1] + r[0]) * ct_cu_load<Tag>(b + off[2] + r[1]);
+    }
+    ct_cu_store<Tag>(out + off[0], acc);
+  }
+}
+
+/* Cotangent `which` of matmul_backward on the kernel. */
+template <ct_pl_type Tag>
+int ct_cu_mmgrad_launch(const ct_cu_exec& exec, const ct_kernel_call* call, int which) {
+  ct_pl_layout kept, reduced;
+  ct_pl_matmul_grad_layouts(call, which, &kept, &reduced);
+  const int64_t n = kept.elements;
+  if (n == 0) return CT_OK;
+  const ct_tensor* g = call->inputs[0];
+  const ct_tensor* a = which == 0 ? g : call->inputs[1];
+  const ct_tensor* b = which == 0 ? call->inputs[2] : g;
+  ct_cu_mmgrad_kernel<Tag><<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+      kept, reduced, n, reduced.elements, ct_cu_tensor_bytes(call->outputs[which]),
+      ct_cu_tensor_bytes(a), ct_cu_tensor_bytes(b));
+  return ct_cu_launch_status("matmul_backward");
+}
+
+/* ----- running the ops ----- */
+
+/* What a registered kernel hands its run function: its dtype and the kernels of that dtype. */
 struct ct_cu_matmul_entry {
+  ct_pl_type tag;
   int (*launch)(const ct_cu_exec& exec, const ct_pl_layout& batch, const ct_cu_matmul_args& p,
                 char* out, const char* a, const char* b);
+  int (*mmgrad)(const ct_cu_exec& exec, const ct_kernel_call* call, int which);
 };
+
+/* Byte strides of `t`. */
+void ct_cu_byte_strides(const ct_tensor* t, int64_t* strides) {
+  ct_pl_tensor_strides(t, strides);
+  const int64_t size = (t->dtype.bits + 7) / 8;
+  for (int32_t d = 0; d < t->ndim; ++d) strides[d] *= size;
+}
+
+/* A GEMM with no summed products (a 0-D layout of two operands). */
+void ct_cu_gemm_begin(ct_cu_gemm_args* g, ct_pl_type tag) {
+  *g = {};
+  g->tag = tag;
+  ct_pl_layout_begin(&g->summed, 0, nullptr);
+  g->summed.count = 2;
+}
+
+/* Runs `g` on cuBLASLt where it takes it (float dtypes), else on the hand-written kernel. */
+int ct_cu_matmul_execute(const ct_kernel_call* call, const ct_cu_exec& exec,
+                         const ct_cu_matmul_entry& entry, const ct_cu_gemm_args& g) {
+  bool ran = false;
+  const int status = ct_cu_gemm(exec, g, call->workspace, call->workspace_size, &ran);
+  if (status != CT_OK || ran) return status;
+  ct_cu_matmul_args p;
+  p.m = g.m;
+  p.k = g.k;
+  p.n = g.n;
+  p.a_m = g.a_m;
+  p.a_k = g.a_k;
+  p.b_k = g.b_k;
+  p.b_n = g.b_n;
+  p.out_m = g.d_m;
+  p.out_n = g.d_n;
+  p.bias = g.bias;
+  p.bias_n = g.bias_n;
+  p.a_m_dense = p.m > 1 && ct_cu_abs(p.a_m) < ct_cu_abs(p.a_k);
+  p.b_k_dense = p.n == 1 || ct_cu_abs(p.b_k) < ct_cu_abs(p.b_n);
+  p.tiles_n = (p.n + ct_cu_tile - 1) / ct_cu_tile;
+  p.tiles = (p.m + ct_cu_tile - 1) / ct_cu_tile * p.tiles_n;
+  ct_pl_layout layout = g.batch;
+  ct_pl_layout_collapse(&layout, nullptr);
+  p.batches = layout.elements;
+  return entry.launch(exec, layout, p, g.d, g.a, g.b);
+}
 
 int ct_cu_matmul_run(const ct_kernel_call* call) {
   const auto* entry = static_cast<const ct_cu_matmul_entry*>(call->kernel_data);
-  const ct_tensor* a = call->inputs[0];
-  const ct_tensor* b = call->inputs[1];
   const ct_tensor* out = call->outputs[0];
   if (ct_pl_tensor_elements(out) == 0) return CT_OK;
   ct_cu_exec exec;
@@ -309,34 +425,211 @@ int ct_cu_matmul_run(const ct_kernel_call* call) {
 
   ct_pl_matmul plan;
   ct_pl_matmul_plan(call, &plan);
-  ct_cu_matmul_args p;
-  p.m = plan.m;
-  p.k = plan.k;
-  p.n = plan.n;
-  p.a_m = plan.a_m;
-  p.a_k = plan.a_k;
-  p.b_k = plan.b_k;
-  p.b_n = plan.b_n;
-  p.out_m = plan.out_m;
-  p.out_n = plan.out_n;
-  p.a_m_dense = p.m > 1 && ct_cu_abs(p.a_m) < ct_cu_abs(p.a_k);
-  p.b_k_dense = p.n == 1 || ct_cu_abs(p.b_k) < ct_cu_abs(p.b_n);
-  p.tiles_n = (p.n + ct_cu_tile - 1) / ct_cu_tile;
-  p.tiles = (p.m + ct_cu_tile - 1) / ct_cu_tile * p.tiles_n;
-  ct_pl_layout layout;
-  ct_pl_layout_begin(&layout, plan.batch, plan.batch_shape);
-  for (int k = 0; k < 3; ++k) ct_pl_layout_add_strides(&layout, plan.batch_strides[k]);
-  ct_pl_layout_collapse(&layout, nullptr);
-  p.batches = layout.elements;
-  return entry->launch(exec, layout, p, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(a),
-                       ct_cu_tensor_bytes(b));
+  ct_cu_gemm_args g;
+  ct_cu_gemm_begin(&g, entry->tag);
+  g.m = plan.m;
+  g.k = plan.k;
+  g.n = plan.n;
+  g.d = ct_cu_tensor_bytes(out);
+  g.a = ct_cu_tensor_bytes(call->inputs[0]);
+  g.b = ct_cu_tensor_bytes(call->inputs[1]);
+  g.d_m = plan.out_m;
+  g.d_n = plan.out_n;
+  g.a_m = plan.a_m;
+  g.a_k = plan.a_k;
+  g.b_k = plan.b_k;
+  g.b_n = plan.b_n;
+  ct_pl_layout_begin(&g.batch, plan.batch, plan.batch_shape);
+  for (int k = 0; k < 3; ++k) ct_pl_layout_add_strides(&g.batch, plan.batch_strides[k]);
+  return ct_cu_matmul_execute(call, exec, *entry, g);
+}
+
+/* linear: out = x @ weight^T + bias, x (..., m, k) or (k,), weight (n, k): matmul of x and
+ * weight viewed as k x n through its strides (no transpose copy), the batch dims x's leading
+ * ones with weight shared (stride 0), so that cuBLASLt folds them into one GEMM. */
+int ct_cu_linear_run(const ct_kernel_call* call) {
+  const auto* entry = static_cast<const ct_cu_matmul_entry*>(call->kernel_data);
+  const ct_tensor* x = call->inputs[0];
+  const ct_tensor* w = call->inputs[1];
+  const ct_tensor* bias = call->num_inputs > 2 ? call->inputs[2] : nullptr;
+  const ct_tensor* out = call->outputs[0];
+  if (ct_pl_tensor_elements(out) == 0) return CT_OK;
+  ct_cu_exec exec;
+  const int status = ct_cu_exec_for_call(call, &exec);
+  if (status != CT_OK) return status;
+
+  int64_t xs[CT_MAX_NDIM], ws[CT_MAX_NDIM], os[CT_MAX_NDIM];
+  ct_cu_byte_strides(x, xs);
+  ct_cu_byte_strides(w, ws);
+  ct_cu_byte_strides(out, os);
+  const int32_t nd = x->ndim;
+  ct_cu_gemm_args g;
+  ct_cu_gemm_begin(&g, entry->tag);
+  g.m = nd >= 2 ? x->shape[nd - 2] : 1;
+  g.k = x->shape[nd - 1];
+  g.n = w->shape[0];
+  g.d = ct_cu_tensor_bytes(out);
+  g.a = ct_cu_tensor_bytes(x);
+  g.b = ct_cu_tensor_bytes(w);
+  g.d_m = nd >= 2 ? os[nd - 2] : 0;
+  g.d_n = os[nd - 1];
+  g.a_m = nd >= 2 ? xs[nd - 2] : 0;
+  g.a_k = xs[nd - 1];
+  g.b_k = ws[1];
+  g.b_n = ws[0];
+  if (bias) {
+    int64_t bs[1];
+    ct_cu_byte_strides(bias, bs);
+    g.bias = ct_cu_tensor_bytes(bias);
+    g.bias_n = bs[0];
+  }
+  const int32_t batch = nd > 2 ? nd - 2 : 0;
+  int64_t shared[CT_MAX_NDIM] = {0};
+  ct_pl_layout_begin(&g.batch, batch, x->shape);
+  ct_pl_layout_add_strides(&g.batch, os);
+  ct_pl_layout_add_strides(&g.batch, xs);
+  ct_pl_layout_add_strides(&g.batch, shared);
+  return ct_cu_matmul_execute(call, exec, *entry, g);
+}
+
+/* Cotangent `which` of matmul_backward as a GEMM: grad_x1 = grad_out x2^T (m x k, contracting
+ * n) or grad_x2 = x1^T grad_out (k x n, contracting m), batched over the cotangent's batch dims
+ * and summed over those its operand was broadcast along. A 1-D operand's missing dim has
+ * extent 1 (any stride). */
+void ct_cu_mmgrad_gemm(const ct_kernel_call* call, int which, ct_pl_type tag, ct_cu_gemm_args* g) {
+  const ct_tensor* go = call->inputs[0];
+  const ct_tensor* x1 = call->inputs[1];
+  const ct_tensor* x2 = call->inputs[2];
+  const ct_tensor* grad = call->outputs[which];
+  int64_t gs[CT_MAX_NDIM], s1[CT_MAX_NDIM], s2[CT_MAX_NDIM], rs[CT_MAX_NDIM];
+  ct_cu_byte_strides(go, gs);
+  ct_cu_byte_strides(x1, s1);
+  ct_cu_byte_strides(x2, s2);
+  ct_cu_byte_strides(grad, rs);
+  const bool v1 = x1->ndim == 1, v2 = x2->ndim == 1;
+  const int64_t m = v1 ? 1 : x1->shape[x1->ndim - 2], k = x1->shape[x1->ndim - 1];
+  const int64_t n = v2 ? 1 : x2->shape[x2->ndim - 1];
+  const int64_t x1_m = v1 ? 0 : s1[x1->ndim - 2], x1_k = s1[x1->ndim - 1];
+  const int64_t x2_k = v2 ? s2[0] : s2[x2->ndim - 2], x2_n = v2 ? 0 : s2[x2->ndim - 1];
+  const int32_t batch = go->ndim - (v1 ? 0 : 1) - (v2 ? 0 : 1);
+  const int64_t g_m = v1 ? 0 : gs[batch], g_n = v2 ? 0 : gs[go->ndim - 1];
+
+  ct_cu_gemm_begin(g, tag);
+  g->d = ct_cu_tensor_bytes(grad);
+  if (which == 0) {
+    g->m = m;
+    g->n = k;
+    g->k = n;
+    g->a = ct_cu_tensor_bytes(go);
+    g->a_m = g_m;
+    g->a_k = g_n;
+    g->b = ct_cu_tensor_bytes(x2);
+    g->b_k = x2_n;
+    g->b_n = x2_k;
+    g->d_m = v1 ? 0 : rs[x1->ndim - 2];
+    g->d_n = rs[x1->ndim - 1];
+  } else {
+    g->m = k;
+    g->n = n;
+    g->k = m;
+    g->a = ct_cu_tensor_bytes(x1);
+    g->a_m = x1_k;
+    g->a_k = x1_m;
+    g->b = ct_cu_tensor_bytes(go);
+    g->b_k = g_m;
+    g->b_n = g_n;
+    g->d_m = v2 ? rs[0] : rs[x2->ndim - 2];
+    g->d_n = v2 ? 0 : rs[x2->ndim - 1];
+  }
+
+  /* Each batch dim of grad_out: kept where the cotangent's operand has it at full extent,
+   * summed where that operand was broadcast along it (absent, or extent 1). */
+  int64_t kept_shape[CT_MAX_NDIM], kept[3][CT_MAX_NDIM];
+  int64_t summed_shape[CT_MAX_NDIM], summed[2][CT_MAX_NDIM];
+  int32_t kept_n = 0, summed_n = 0;
+  const ct_tensor* x = which == 0 ? x1 : x2;
+  for (int32_t d = 0; d < batch; ++d) {
+    const int64_t extent = go->shape[d];
+    if (extent == 1) continue;
+    const int32_t q1 = d - (batch - (x1->ndim - 2)), q2 = d - (batch - (x2->ndim - 2));
+    const int64_t b1 = !v1 && q1 >= 0 && x1->shape[q1] != 1 ? s1[q1] : 0;
+    const int64_t b2 = !v2 && q2 >= 0 && x2->shape[q2] != 1 ? s2[q2] : 0;
+    const int32_t qx = which == 0 ? q1 : q2;
+    const bool full = x->ndim > 2 && qx >= 0 && x->shape[qx] == extent;
+    const int64_t a_stride = which == 0 ? gs[d] : b1;
+    const int64_t b_stride = which == 0 ? b2 : gs[d];
+    if (full) {
+      kept_shape[kept_n] = extent;
+      kept[0][kept_n] = rs[qx];
+      kept[1][kept_n] = a_stride;
+      kept[2][kept_n] = b_stride;
+      ++kept_n;
+    } else {
+      summed_shape[summed_n] = extent;
+      summed[0][summed_n] = a_stride;
+      summed[1][summed_n] = b_stride;
+      ++summed_n;
+    }
+  }
+  ct_pl_layout_begin(&g->batch, kept_n, kept_shape);
+  for (int q = 0; q < 3; ++q) ct_pl_layout_add_strides(&g->batch, kept[q]);
+  ct_pl_layout_begin(&g->summed, summed_n, summed_shape);
+  for (int q = 0; q < 2; ++q) ct_pl_layout_add_strides(&g->summed, summed[q]);
+}
+
+int ct_cu_matmul_backward_run(const ct_kernel_call* call) {
+  const auto* entry = static_cast<const ct_cu_matmul_entry*>(call->kernel_data);
+  ct_cu_exec exec;
+  int status = ct_cu_exec_for_call(call, &exec);
+  for (int which = 0; which < 2 && status == CT_OK; ++which) {
+    if (ct_pl_tensor_elements(call->outputs[which]) == 0) continue;
+    ct_cu_gemm_args g;
+    ct_cu_mmgrad_gemm(call, which, entry->tag, &g);
+    bool ran = false;
+    status = ct_cu_gemm(exec, g, call->workspace, call->workspace_size, &ran);
+    if (status == CT_OK && !ran) status = entry->mmgrad(exec, call, which);
+  }
+  return status;
+}
+
+/* matmul_backward's kernel of a float dtype (the others register no matmul_backward). */
+template <ct_pl_type Tag>
+auto ct_cu_mmgrad_of() -> decltype(&ct_cu_mmgrad_launch<CT_PL_F32>) {
+  if constexpr (ct_cu_is_float_v<Tag>) {
+    return &ct_cu_mmgrad_launch<Tag>;
+  } else {
+    return nullptr;
+  }
+}
+
+/* cuBLASLt's workspace (float dtypes) for a call with a non-empty output. */
+int ct_cu_matmul_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  *bytes = 0;
+  *alignment = CT_CU_GEMM_WORKSPACE_ALIGNMENT;
+  bool work = false;
+  for (int32_t i = 0; i < call->num_outputs; ++i) {
+    work = work || ct_pl_tensor_elements(call->outputs[i]) > 0;
+  }
+  if (!work) return CT_OK;
+  const ct_tensor* first =
+      call->num_inputs > 0 && call->inputs[0] ? call->inputs[0] : call->outputs[0];
+  *bytes = ct_cu_gemm_workspace(first->device.device_id);
+  return CT_OK;
 }
 
 template <ct_pl_type Tag>
 int ct_cu_register_matmul_type() {
-  static const ct_cu_matmul_entry entry = {&ct_cu_matmul_launch<Tag>};
-  const ct_pl_type signature[3] = {Tag, Tag, Tag};
-  return ct_cu_register("matmul", signature, 3, ct_cu_matmul_run, nullptr, &entry);
+  constexpr bool floats = ct_cu_is_float_v<Tag>;
+  static const ct_cu_matmul_entry entry = {Tag, &ct_cu_matmul_launch<Tag>, ct_cu_mmgrad_of<Tag>()};
+  const ct_kernel_workspace_fn workspace = floats ? ct_cu_matmul_workspace : nullptr;
+  const ct_pl_type signature[5] = {Tag, Tag, Tag, Tag, Tag};
+  int status = ct_cu_register("matmul", signature, 3, ct_cu_matmul_run, workspace, &entry);
+  if (status != CT_OK || !floats) return status;
+  /* linear and matmul_backward for the float dtypes, as the CPU backend registers them. */
+  status = ct_cu_register("linear", signature, 4, ct_cu_linear_run, workspace, &entry);
+  if (status != CT_OK) return status;
+  return ct_cu_register("matmul_backward", signature, 5, ct_cu_matmul_backward_run, workspace,
+                        &entry);
 }
 
 }  // namespace

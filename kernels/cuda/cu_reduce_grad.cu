@@ -1,12 +1,10 @@
-/* cu_reduce_grad.cu - backward operators of the CUDA forwards sum, mean, prod, max, min and matmul.
+/* cu_reduce_grad.cu - backward operators of the CUDA forwards sum, mean, prod, max and min
+ * (matmul_backward is cu_matmul.cu's).
  *
- * Reductions: one thread per group (an element of grad_out) walks its group twice, as the
- * OpenCL kernels do (cl_reduce_grad.c): a first pass gathers what the formula needs (ties of the
- * maximum, zeros and the product of the other elements), a second writes grad_x; double
- * accumulators, the CPU kernels' formulas (reduce_grad_kernels.c). matmul_backward: one thread
- * per element of each cotangent, a strided dot product over the contracted dim and the batch
- * dims its operand was broadcast along (plugin_grad_geometry.h), accumulated in float (float16,
- * float32) or double. */
+ * One thread per group (an element of grad_out) walks its group twice, as the OpenCL kernels do
+ * (cl_reduce_grad.c): a first pass gathers what the formula needs (ties of the maximum, zeros and
+ * the product of the other elements), a second writes grad_x; double accumulators, the CPU
+ * kernels' formulas (reduce_grad_kernels.c). */
 #include <math.h>
 #include <stdint.h>
 
@@ -99,47 +97,6 @@ int ct_cu_rgrad_run(const ct_kernel_call* call) {
   return ct_cu_launch_status(entry->name);
 }
 
-/* ----- matmul_backward ----- */
-
-template <ct_pl_type Tag>
-__global__ void __launch_bounds__(ct_cu_threads)
-    ct_cu_mmgrad_kernel(const ct_pl_layout kept, const ct_pl_layout reduced, int64_t n,
-                        int64_t count, char* out, const char* a, const char* b) {
-  using T = ct_cu_compute_t<Tag>;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t off[3];
-    ct_cu_offsets<3>(kept, i, off);
-    T acc = 0;
-    for (int64_t j = 0; j < count; ++j) {
-      int64_t r[2];
-      ct_cu_offsets<2>(reduced, j, r);
-      acc += ct_cu_load<Tag>(a + off[1] + r[0]) * ct_cu_load<Tag>(b + off[2] + r[1]);
-    }
-    ct_cu_store<Tag>(out + off[0], acc);
-  }
-}
-
-template <ct_pl_type Tag>
-int ct_cu_matmul_backward_run(const ct_kernel_call* call) {
-  ct_cu_exec exec;
-  int status = ct_cu_exec_for_call(call, &exec);
-  const ct_tensor* g = call->inputs[0];
-  for (int which = 0; which < 2 && status == CT_OK; ++which) {
-    ct_pl_layout kept, reduced;
-    ct_pl_matmul_grad_layouts(call, which, &kept, &reduced);
-    const int64_t n = kept.elements;
-    if (ct_pl_tensor_elements(call->outputs[which]) == 0 || n == 0) continue;
-    const ct_tensor* a = which == 0 ? g : call->inputs[1];
-    const ct_tensor* b = which == 0 ? call->inputs[2] : g;
-    ct_cu_mmgrad_kernel<Tag><<<ct_cu_grid(exec, n, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
-        kept, reduced, n, reduced.elements, ct_cu_tensor_bytes(call->outputs[which]),
-        ct_cu_tensor_bytes(a), ct_cu_tensor_bytes(b));
-    status = ct_cu_launch_status("matmul_backward");
-  }
-  return status;
-}
-
 template <ct_pl_type Tag>
 int ct_cu_register_grad_tag() {
   for (const ct_cu_rgrad_entry& entry : ct_cu_rgrads) {
@@ -148,9 +105,7 @@ int ct_cu_register_grad_tag() {
                                       ct_cu_rgrad_run<Tag>, nullptr, &entry);
     if (status != CT_OK) return status;
   }
-  const ct_pl_type signature[5] = {Tag, Tag, Tag, Tag, Tag};
-  return ct_cu_register("matmul_backward", signature, 5, ct_cu_matmul_backward_run<Tag>, nullptr,
-                        nullptr);
+  return CT_OK;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cu_plugin.h"
@@ -13,18 +14,20 @@ ct_cu_dnn_api ct_cu_dnn;
 
 namespace {
 
-/* One library: its soname, its folder in the NVIDIA wheel (under site-packages) and the wheel. */
+/* One library: its soname, its folder in the NVIDIA wheel (under site-packages), the wheel, and
+ * the environment variable that names the file to open instead of searching. */
 struct ct_cu_library {
   const char* title; /* as messages name it */
   const char* soname;
   const char* wheel_folder;
   const char* wheel;
+  const char* variable;
 };
 
 constexpr ct_cu_library ct_cu_blaslt_library = {"cuBLASLt", "libcublasLt.so.13", "nvidia/cu13/lib",
-                                                "nvidia-cublas"};
+                                                "nvidia-cublas", "CTENSOR_CUBLASLT_LIBRARY"};
 constexpr ct_cu_library ct_cu_dnn_library = {"cuDNN", "libcudnn.so.9", "nvidia/cudnn/lib",
-                                             "nvidia-cudnn-cu13"};
+                                             "nvidia-cudnn-cu13", "CTENSOR_CUDNN_LIBRARY"};
 
 /* The site-packages folder that holds the ctensor package this plugin belongs to: the plugin is
  * <site-packages>/ctensor/lib/ctensor-plugins/libctensor_cuda.so. Empty when it is not laid out
@@ -48,8 +51,18 @@ void ct_cu_site_packages(char* folder, size_t size) {
   snprintf(folder, size, "%s", path);
 }
 
-/* dlopens `library`: by soname, then from the wheel beside ctensor. NULL with `reason` set. */
+/* dlopens `library`: the file its environment variable names, else by soname, then from the
+ * wheel beside ctensor. NULL with `reason` set. */
 void* ct_cu_library_open(const ct_cu_library& library, char* reason, size_t size) {
+  const char* forced = getenv(library.variable);
+  if (forced && forced[0]) {
+    void* handle = dlopen(forced, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      snprintf(reason, size, "%s (%s) not found: %s=%s cannot be opened (%s)", library.title,
+               library.soname, library.variable, forced, dlerror());
+    }
+    return handle;
+  }
   void* handle = dlopen(library.soname, RTLD_NOW | RTLD_LOCAL);
   if (handle) return handle;
   char by_name[512];

@@ -31,10 +31,11 @@ struct ct_cu_dnn_api {
 extern ct_cu_blaslt_api ct_cu_blaslt;
 extern ct_cu_dnn_api ct_cu_dnn;
 
-/* Opens cuBLASLt and cuDNN and resolves every listed entry point. Each library is looked up
- * first by its soname through the dynamic loader (LD_LIBRARY_PATH, the system's paths, or a copy
- * a framework already loaded), then in the NVIDIA wheels (nvidia-cublas, nvidia-cudnn-cu13)
- * installed beside the ctensor package that holds this plugin. CT_OK, or
+/* Opens cuBLASLt and cuDNN and resolves every listed entry point. Where CTENSOR_CUBLASLT_LIBRARY
+ * or CTENSOR_CUDNN_LIBRARY names a file, that file is opened and nothing else; otherwise each
+ * library is looked up first by its soname through the dynamic loader (LD_LIBRARY_PATH, the
+ * system's paths, or a copy a framework already loaded), then in the NVIDIA wheels (nvidia-cublas,
+ * nvidia-cudnn-cu13) installed beside the ctensor package that holds this plugin. CT_OK, or
  * CT_ERROR_BACKEND_UNAVAILABLE naming the library, where it was looked for, how to install it and
  * the loader's message; also when the library found is older than the headers the plugin was
  * built with. Called once, from ct_plugin_init. */

@@ -76,8 +76,14 @@ OPERATORS_PAGE_COMMAND = "python -m ctensor --operators-page > docs/operators.md
 
 OPERATORS_PAGE_KEY = """\
 The devices column shows the
+<<<<<<< HEAD
+backends CI runs; the CUDA backend registers the opencl column's kernels, conv_transpose2d and
+conv_transpose2d_backward_input (float16, float32, float64), and the cumulative ops
+(cumulative_sum, cumulative_prod and their backward ops). The
+=======
 backends CI runs; the CUDA backend registers exactly the opencl column's kernels, and
-conv_transpose2d and conv_transpose2d_backward_input (float16, float32, float64). The
+conv_transpose2d, conv_transpose2d_backward_input and linear (float16, float32, float64). The
+>>>>>>> blas
 dtypes are those the first input takes on the CPU (the output's for ops without inputs);
 `all` means all fifteen: bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 float16, bfloat16, float32, float64, complex64, complex128; `all real` the first thirteen.

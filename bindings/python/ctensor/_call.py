@@ -41,6 +41,7 @@ from ._dlpack import (
     mark_written,
     open_error,
     output_capsule_of,
+    torch_tensors,
 )
 from ._errors import (
     AttributeTypeError,
@@ -66,6 +67,13 @@ from ._profile import recorded_call, torch_profiling
 from ._promotion import promote_call, resolve_types, weak_scalars
 from ._registry import OpSpec
 from ._run import execute, prepare_context
+from ._streams import (
+    call_stream,
+    jax_uses_cuda,
+    needs_torch_order,
+    order_torch,
+    producer_stream,
+)
 from ._torch_rules import PLAIN, layout_framework, route
 
 __all__ = ["call", "FAST_ALLOCATORS"]
@@ -81,6 +89,7 @@ _K_NUMPY = _dlpack.NUMPY
 _K_NUMPY_SCALAR = _dlpack.NUMPY_SCALAR
 _K_TORCH = _dlpack.TORCH
 _K_JAX = _dlpack.JAX
+_K_DLPACK = _dlpack.DLPACK
 _modules = sys.modules
 _run = lib.ct_op_run
 _ctpy_open = lib.ctpy_open
@@ -327,7 +336,11 @@ def _general(
             return routed
     n = len(args)
     scalars, first, like = _read_inputs(spec, args, frame)
-    outs, n_out, many = _NO_OUTPUTS if out is None else _read_outputs(spec, out, n, frame)
+    outs, n_out, many = _NO_OUTPUTS if out is None else _read_outputs(spec, out, n, frame, like)
+    if like is None and n_out:
+        # No array input (random_uniform, arange with out=): the output's framework gives the
+        # stream and the scratch memory, on the output's device.
+        like = outs[0]
     total = n + n_out
     opened = False
     # Results in a channels_last first input's memory format, where torch's own op keeps it.
@@ -371,6 +384,14 @@ def _general(
         fw, fw_error = _framework_of(like, device)
         if layout is not None and fw is not None:
             fw = layout
+    if device & 0xFF != _CPU:
+        # The stream the call runs on (the producers on CUDA devices were told already), and
+        # torch's pending work on the tensors ordered before it where it is another stream.
+        stream = call_stream(frame, like)
+        if "torch" in _modules and needs_torch_order(fw):
+            tensors = torch_tensors(args) + torch_tensors(outs)
+            if tensors:
+                order_torch(stream, tensors)
     if (scalars is not None or resolution.targets is not None) and fw is not None:
         result = promote_call(
             spec, args, out, attrs, frame, resolution, scalars, fw, like, outs, n_out, many
@@ -484,7 +505,10 @@ def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, 
                 kind = _K_NUMPY
             elif kind == _K_JAX and _is_jax_tracer(tp):
                 raise _TracedCall
-            capsule = capsule_of(obj, kind, lambda i=i: input_name(spec, i))
+            stream = None
+            if kind == _K_DLPACK or (kind == _K_JAX and jax_uses_cuda()):  # maybe on CUDA
+                stream = producer_stream(obj, frame, obj if first < 0 else like)
+            capsule = capsule_of(obj, kind, lambda i=i: input_name(spec, i), stream)
             keep.append(capsule)
             objects[i] = id(capsule)
         if first < 0:
@@ -493,9 +517,12 @@ def _read_inputs(spec: OpSpec, args: tuple, frame: Frame) -> tuple[list | None, 
     return scalars, first, like
 
 
-def _read_outputs(spec: OpSpec, out: Any, n: int, frame: Frame) -> tuple[tuple, int, bool]:
+def _read_outputs(
+    spec: OpSpec, out: Any, n: int, frame: Frame, like: Any
+) -> tuple[tuple, int, bool]:
     """Puts a DLPack capsule of each array of ``out`` in frame.objects[n:]. Returns (the
-    outputs, their count, whether ``out`` is a tuple or list)."""
+    outputs, their count, whether ``out`` is a tuple or list). ``like``: the call's first array
+    argument (None: there is none, and the first output says which stream the call runs on)."""
     if spec.is_dynamic:
         raise InvalidArgumentError(
             f"{spec.name} allocates its outputs (their size depends on the data); it takes no out="
@@ -528,7 +555,10 @@ def _read_outputs(spec: OpSpec, out: Any, n: int, frame: Frame) -> tuple[tuple, 
             continue
         if kind in (_K_NONE, _K_SCALAR, _K_NUMPY_SCALAR):
             raise InputTypeError(f"{out_name(spec, j, many)} must be an array, got {tp.__name__}")
-        capsule = output_capsule_of(o, kind, lambda j=j: out_name(spec, j, many))
+        stream = None
+        if kind == _K_DLPACK:  # may live on a CUDA device (_streams)
+            stream = producer_stream(o, frame, like if like is not None else outs[0])
+        capsule = output_capsule_of(o, kind, lambda j=j: out_name(spec, j, many), stream)
         keep.append(capsule)
         objects[n + j] = id(capsule)
     return outs, n_out, many

@@ -1,10 +1,11 @@
 """Reading DLPack producers and capsules as ``ct_tensor*`` views, without copying.
 
 Objects with ``__dlpack__`` are asked for a versioned capsule (``max_version=(1, 0)``) and fall
-back to a plain ``__dlpack__()`` on TypeError. NumPy inputs take the cheaper legacy capsule
-first (a read-only array refuses it and is asked again for a versioned one, which carries the
-READ_ONLY flag); PyTorch tensors go through ``torch.utils.dlpack.to_dlpack``, about ten times
-cheaper than ``Tensor.__dlpack__``.
+back to a plain ``__dlpack__()`` on TypeError; those on a CUDA device are passed the stream the
+call runs on (``stream=``; see _streams, which also says how torch tensors are ordered). NumPy
+inputs take the cheaper legacy capsule first (a read-only array refuses it and is asked again
+for a versioned one, which carries the READ_ONLY flag); PyTorch tensors go through
+``torch.utils.dlpack.to_dlpack``, about ten times cheaper than ``Tensor.__dlpack__``.
 
 A capsule we asked for is never renamed: dropping our last reference lets the producer's capsule
 destructor call its deleter. A raw capsule handed to us by the caller is *consumed*, as the
@@ -134,12 +135,17 @@ def kind_of(tp: type) -> int:
     return kind
 
 
-def _call_dlpack(obj: Any, what: Any, writable: bool) -> Any:
+def _call_dlpack(obj: Any, what: Any, writable: bool, stream: int | None = None) -> Any:
     try:
+        if stream is None:  # a producer off CUDA devices: no stream, as DLPack asks
+            try:
+                return obj.__dlpack__(max_version=(1, 0))
+            except TypeError:
+                return obj.__dlpack__()
         try:
-            return obj.__dlpack__(max_version=(1, 0))
-        except TypeError:
-            return obj.__dlpack__()
+            return obj.__dlpack__(stream=stream, max_version=(1, 0))
+        except TypeError:  # a producer older than DLPack 1.0's max_version
+            return obj.__dlpack__(stream=stream)
     except BufferError as e:
         text = str(e)
         lowered = text.lower()
@@ -174,8 +180,9 @@ def mark_written(objs: Any) -> None:
             increment_version(tensors)
 
 
-def capsule_of(obj: Any, kind: int, what: Any) -> Any:
-    """A DLPack capsule of an input (``what()`` names it in errors)."""
+def capsule_of(obj: Any, kind: int, what: Any, stream: int | None = None) -> Any:
+    """A DLPack capsule of an input (``what()`` names it in errors). ``stream``: the
+    ``__dlpack__(stream=)`` for a producer on a CUDA device (see _streams), else None."""
     if kind == NUMPY:
         return export_numpy(obj, False, what)
     if kind == TORCH:
@@ -188,7 +195,7 @@ def capsule_of(obj: Any, kind: int, what: Any) -> Any:
         except (RuntimeError, BufferError, TypeError) as e:
             raise InvalidArgumentError(f"{what()}: cannot be read through DLPack: {e}") from e
     if kind in (DLPACK, JAX):
-        return _call_dlpack(obj, what, False)
+        return _call_dlpack(obj, what, False, stream)
     if kind == PYOPENCL:
         return opencl_capsule(obj)
     if kind == MXNET:
@@ -201,8 +208,9 @@ def capsule_of(obj: Any, kind: int, what: Any) -> Any:
     )
 
 
-def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
-    """A DLPack capsule of an ``out=`` array, refusing memory that must not be written."""
+def output_capsule_of(obj: Any, kind: int, what: Any, stream: int | None = None) -> Any:
+    """A DLPack capsule of an ``out=`` array, refusing memory that must not be written.
+    ``stream`` as for capsule_of."""
     if kind == NUMPY:
         return export_numpy(obj, True, what)
     if kind == TORCH:
@@ -222,7 +230,7 @@ def output_capsule_of(obj: Any, kind: int, what: Any) -> Any:
     if kind == JAX:
         raise ReadOnlyOutputError(f"{what()} is a JAX array; JAX arrays are immutable")
     if kind == DLPACK:
-        return _call_dlpack(obj, what, True)
+        return _call_dlpack(obj, what, True, stream)
     if kind == PYOPENCL:
         return opencl_capsule(obj)
     if kind == MXNET:

@@ -48,6 +48,7 @@ class Frame:
         "keep",
         "consumed",
         "backend",
+        "stream",
     )
 
     def __init__(self) -> None:
@@ -66,6 +67,9 @@ class Frame:
         self.keep: list = []
         self.consumed = False
         self.backend = _NULL  # ct_context.backend: a backend name (char[]) or NULL
+        #: The cudaStream_t (int) the call runs on, once worked out (_streams.call_stream);
+        #: None until then.
+        self.stream: int | None = None
 
     def reset_context(self) -> Any:
         context = self.context
@@ -93,6 +97,7 @@ def release(frame: Frame) -> None:
     """Ends a frame's call: calls the deleters of consumed capsules, drops what it kept and
     returns it to the pool."""
     frame.backend = _NULL
+    frame.stream = None
     if frame.consumed:
         lib.ctpy_release(frame.c, 0, MAX_TENSORS)
         frame.consumed = False

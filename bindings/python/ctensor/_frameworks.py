@@ -25,7 +25,7 @@ from ._lib import ffi, lib
 from ._numpy_export import capsule_tensor, export_numpy
 from ._scratch import host_scratch
 
-__all__ = ["Framework", "NUMPY", "framework_of"]
+__all__ = ["Framework", "NUMPY", "framework_of", "framework_of_type"]
 
 _CPU = lib.CT_DEVICE_CPU
 
@@ -120,6 +120,13 @@ class _Torch(Framework):
         if dtype != "bfloat16":
             # NumPy's range check (OverflowError), then a tensor on the right device.
             value = np.asarray(value, numpy_dtype(dtype)).item()
+        if like.device.type == "cuda":
+            # Filled on the device, on torch's current stream: no copy from host memory (which
+            # would also put a host pointer into a captured CUDA graph).
+            try:
+                return torch.full((), value, dtype=self._dtype(dtype), device=like.device)
+            except RuntimeError:  # a dtype torch cannot fill on CUDA (its unsigned types)
+                pass
         return torch.tensor(value, dtype=self._dtype(dtype), device=like.device)
 
     def fast_allocator(self, like: Any) -> tuple[Any, dict[int, Any]] | None:
@@ -236,13 +243,23 @@ class _CuPy(Framework):
     def scalar(self, value: Any, dtype: str, like: Any) -> Any:
         import cupy
 
+        exact = np.asarray(value, numpy_dtype(dtype))[()]  # NumPy's range check, exact value
         with cupy.cuda.Device(like.device.id):
-            return cupy.asarray(np.asarray(value, numpy_dtype(dtype)))
+            # Filled on the device, on the current stream: no copy from host memory (which
+            # would also put a host pointer into a captured CUDA graph).
+            return cupy.full((), exact, exact.dtype)
+
+    def capsule(self, array: Any) -> Any:
+        # A result this framework just allocated from CuPy's pool on its current stream of the
+        # device, which is the stream the call runs on (see _streams): nothing to order, which
+        # DLPack's stream -1 says. A bare __dlpack__() would name the legacy default stream,
+        # which CuPy would make wait for its current one whenever the two differ.
+        return array.__dlpack__(stream=-1)
 
     def stream(self, like: Any) -> int:
         import cupy
 
-        return cupy.cuda.get_current_stream().ptr
+        return cupy.cuda.get_current_stream(like.device.id).ptr
 
 
 class _DeviceArrays(Framework):
@@ -373,6 +390,15 @@ def _framework_of_type(tp: type) -> Framework | None:
     elif root == "mxnet" and _mxnet.is_ndarray_type(tp):
         fw = MXNET
     _BY_TYPE[tp] = fw
+    return fw
+
+
+def framework_of_type(tp: type) -> Framework | None:
+    """The framework that allocates results for arrays of type ``tp``, or None for a producer
+    ctensor allocates nothing for (a raw capsule, a foreign array type)."""
+    fw = _BY_TYPE.get(tp, False)
+    if fw is False:
+        fw = _framework_of_type(tp)
     return fw
 
 

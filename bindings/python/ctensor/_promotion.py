@@ -50,7 +50,10 @@ class TypeResolution:
     __slots__ = ("device", "device_name", "single_device", "dtypes", "targets", "read_only_out")
 
     def __init__(self, spec: OpSpec, metas: tuple, n: int, first: int):
-        device = metas[first] >> 40 if first >= 0 else _CPU
+        if first >= 0:
+            device = metas[first] >> 40
+        else:  # no array input: the first output's device, as the C library picks the kernel
+            device = metas[n] >> 40 if len(metas) > n and metas[n] else _CPU
         self.device = device
         self.device_name = DEVICE_NAMES.get(device & 0xFF, "other")
         self.single_device = all(not m or m >> 40 == device for m in metas)

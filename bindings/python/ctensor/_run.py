@@ -286,13 +286,20 @@ def prepare_context(
     force_workspace: bool = False,
 ) -> Any:
     """The frame's ct_context with the caller's stream and, when the kernel asks for it, scratch
-    memory in the caller's framework and device."""
+    memory in the caller's framework and device. The scratch array is held by the frame until
+    the call returns (``release``): it comes from the framework's pool on the call's stream, so
+    a later user of the same memory is ordered after the call's kernels (see _streams)."""
     context = frame.reset_context()
-    if device & 0xFF != _CPU and like is not None:
-        stream = fw.stream(like)
+    on_device = device & 0xFF != _CPU
+    if on_device:
+        stream = frame.stream  # set by the general path (see _streams.call_stream)
+        if stream is None:
+            stream = frame.stream = fw.stream(like) if like is not None else 0
         if stream:
             context.stream = ffi.cast("void*", stream)
-    if spec.has_workspace or spec.is_dynamic or force_workspace:
+    # Off the CPU any kernel may ask for scratch (cuBLASLt, cuDNN and CUB do), so the workspace
+    # is always asked for there; on the CPU only ops of the workspace category ask.
+    if spec.has_workspace or spec.is_dynamic or force_workspace or on_device:
         status = _workspace_in_context(
             spec.op,
             frame.tensors,
@@ -310,9 +317,18 @@ def prepare_context(
         size, align = frame.ws_bytes[0], max(int(frame.ws_align[0]), 1)
         check_host_workspace(spec, size, device, outputs, n_out)
         if size:
-            scratch = fw.scratch(size + align, like)
+            if on_device and fw.name == "numpy":
+                # No framework holds memory on this device (a raw capsule or a foreign
+                # producer with out=): ctensor's own device memory (ct_device_allocate), which
+                # synchronises, rather than host memory the kernel cannot use.
+                from ._device_array import DeviceArray
+
+                scratch = DeviceArray.empty((size + align,), "uint8", (device & 0xFF, device >> 8))
+                base = scratch.data_handle
+            else:
+                scratch = fw.scratch(size + align, like)
+                base = fw.data_ptr(scratch)
             frame.keep.append(scratch)
-            base = fw.data_ptr(scratch)
             context.workspace = ffi.cast("void*", (base + align - 1) // align * align)
             context.workspace_size = size
     return context
@@ -342,7 +358,14 @@ def run_internal(
         if out_tensor is None:
             return execute(spec, inner, n, fw, None, like, device, attr_array, num_attrs)
         inner.tensors[n] = out_tensor
-        status = _run(spec.op, inner.tensors, n, inner.tensors + n, 1, attr_array, num_attrs, _NULL)
+        context = _NULL
+        if spec.has_workspace or device & 0xFF != _CPU:  # the call's stream, scratch
+            context = prepare_context(
+                spec, inner, n, inner.tensors + n, 1, attr_array, num_attrs, fw, like, device
+            )
+        status = _run(
+            spec.op, inner.tensors, n, inner.tensors + n, 1, attr_array, num_attrs, context
+        )
         if status:
             raise fail(status)
         return None

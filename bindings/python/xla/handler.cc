@@ -144,7 +144,9 @@ ffi::Error Run(CallState* state, ffi::RemainingArgs args, ffi::RemainingRets ret
   ct_context context = {};
   context.struct_size = sizeof(ct_context);
   context.stream = stream;
-  if (state->category == CT_OP_WORKSPACE) {
+  // A device kernel may ask for scratch whatever the op's category (ct_op_workspace's contract):
+  // on the CPU only workspace-category ops do.
+  if (state->category == CT_OP_WORKSPACE || device.device_type != CT_DEVICE_CPU) {
     uint64_t bytes = 0;
     uint64_t alignment = 1;
     int status = ct_op_workspace(state->op, inputs.pointers, static_cast<int32_t>(num_inputs),
