@@ -618,6 +618,43 @@ def test_dense_elementwise_math_equals_the_strided_kernel(dtype: str) -> None:
     np.testing.assert_allclose(cupy.asnumpy(got).astype(np.float64), wide**2, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_dense_elementwise_backward_equals_the_strided_kernel(dtype: str) -> None:
+    # The backward ops take the same dense kernel: bit for bit the strided kernel's results, and
+    # the CPU backend's within each dtype's tolerance.
+    rng = np.random.default_rng(9)
+    tol = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-14}[dtype]
+
+    def outputs(result):  # noqa: ANN001, ANN202
+        return result if isinstance(result, tuple) else (result,)
+
+    for n in (7, 4099):
+        g, x, y = (_values(rng, dtype, n) for _ in range(3))
+        cond = rng.random(n) > 0.5
+        cases = [
+            ("relu_backward", (g, x)),
+            ("tanh_backward", (g, x)),
+            ("sigmoid_backward", (g, x)),
+            ("maximum_backward", (g, x, y)),
+            ("where_backward", (g, cond)),
+        ]
+        for op, args in cases:
+            cpu = outputs(getattr(ctensor.ops, op)(*args))
+            strided = outputs(getattr(ctensor.ops, op)(*[_strided(a) for a in args]))
+            for start in range(4):
+                views = [_view(a, (start + i) % 4) for i, a in enumerate(args)]
+                dense = outputs(getattr(ctensor.ops, op)(*views))
+                for d, s, c in zip(dense, strided, cpu, strict=True):
+                    np.testing.assert_array_equal(cupy.asnumpy(d), cupy.asnumpy(s), err_msg=op)
+                    np.testing.assert_allclose(
+                        cupy.asnumpy(d).astype(np.float64),
+                        c.astype(np.float64),
+                        rtol=tol,
+                        atol=tol,
+                        err_msg=op,
+                    )
+
+
 def test_row_and_column_broadcasts_take_whole_vectors() -> None:
     # A row broadcast along rows of a whole number of vectors (the dense kernel's two-dim form),
     # a column broadcast (one value per row), and rows that do not divide into vectors (the

@@ -1,10 +1,12 @@
 /* cu_elementwise_grad.cu - the element-wise backward operators (capi/ops/elementwise_grad_table.h):
- * the table's formulas and helpers compiled as CUDA C++, one kernel per (op, dtype, output), a
- * grid-stride loop over the broadcast, collapsed layout of that output and the inputs (an output
- * and up to three inputs fit one layout). */
+ * the table's formulas and helpers compiled as CUDA C++. Per (op, dtype, output) a dense kernel
+ * (cu_elementwise_fast.cuh: dense runs, single values, broadcast rows or columns, 16-byte
+ * vectors) and a grid-stride loop over the broadcast, collapsed layout of that output and the
+ * inputs (an output and up to three inputs fit one layout) for every other layout. */
 #include <string.h>
 
 #include "cu_call.h"
+#include "cu_elementwise_fast.cuh"
 #include "cu_layout.h"
 #include "cu_types.cuh"
 #include "ops/elementwise_grad_table.h"
@@ -78,6 +80,41 @@ __global__ void __launch_bounds__(256)
 
 constexpr int ct_cu_threads = 256;
 
+/* Output K's formula with its scalar parameters, for the dense kernel (inputs g, a, b). */
+template <class Op, int K, ct_pl_type V>
+struct ct_cu_ewg_functor {
+  using T = ct_cu_compute_t<V>;
+  T p0, p1;
+  template <class G, class A, class B>
+  __device__ __forceinline__ T operator()(G g, A a, B b) const {
+    return Op::template apply<K, T>(g, a, b, p0, p1);
+  }
+};
+
+/* Output K over dense operands (cu_elementwise_fast.cuh) when the layout allows, else the
+ * strided kernel. */
+template <class Op, int K, ct_pl_type V>
+void ct_cu_elementwise_grad_output(const ct_cu_exec& exec, const ct_pl_layout& layout,
+                                   const int32_t* sizes, char* out, const char* const* in,
+                                   double p0, double p1) {
+  constexpr ct_pl_type A = Op::condition ? CT_PL_B8 : V;
+  constexpr int N = ct_cu_vector_elements<V, V, A, V>();
+  using T = ct_cu_compute_t<V>;
+  ct_cu_dense_args p;
+  if (ct_cu_dense_plan(layout, sizes, Op::inputs, N, out, in, &p)) {
+    const int64_t items = p.vector ? p.n / N + p.n % N : p.n;
+    const int64_t needed = (items + ct_cu_threads - 1) / ct_cu_threads;
+    const int64_t most = (int64_t)ct_cu_multiprocessors(exec.device_id) * 256;
+    const unsigned grid = (unsigned)(needed < most ? needed : most > 0 ? most : 1);
+    const ct_cu_ewg_functor<Op, K, V> f = {(T)p0, (T)p1};
+    ct_cu_dense_kernel<Op::inputs, V, V, A, V><<<grid, ct_cu_threads, 0, exec.stream>>>(p, f);
+  } else {
+    ct_cu_elementwise_grad_kernel<Op, K, V>
+        <<<ct_cu_grid(exec, layout.elements, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+            layout, out, in[0], in[1], in[2], p0, p1);
+  }
+}
+
 struct ct_cu_elementwise_grad_entry {
   const char* name;
   ct_elementwise_params params;
@@ -100,13 +137,12 @@ int ct_cu_elementwise_grad_launch(const ct_cu_exec& exec, const ct_kernel_call* 
     in[i] = ct_cu_tensor_bytes(call->inputs[i]);
   }
   ct_pl_layout_collapse(&layout, sizes);
-  const unsigned grid = ct_cu_grid(exec, layout.elements, ct_cu_threads);
   if (k == 0) {
-    ct_cu_elementwise_grad_kernel<Op, 0, V><<<grid, ct_cu_threads, 0, exec.stream>>>(
-        layout, ct_cu_tensor_bytes(out), in[0], in[1], in[2], p0, p1);
+    ct_cu_elementwise_grad_output<Op, 0, V>(exec, layout, sizes, ct_cu_tensor_bytes(out), in, p0,
+                                            p1);
   } else if constexpr (Op::outputs > 1) {
-    ct_cu_elementwise_grad_kernel<Op, 1, V><<<grid, ct_cu_threads, 0, exec.stream>>>(
-        layout, ct_cu_tensor_bytes(out), in[0], in[1], in[2], p0, p1);
+    ct_cu_elementwise_grad_output<Op, 1, V>(exec, layout, sizes, ct_cu_tensor_bytes(out), in, p0,
+                                            p1);
   }
   return ct_cu_launch_status(Op::name);
 }

@@ -316,13 +316,20 @@ struct ct_cu_reduce_plan {
   bool vector;      /* dense, and every lane and segment starts 16-byte aligned */
 };
 
+/* Runs a planned call; `workspace` (`workspace_size` bytes, null without) holds the segments'
+ * partial states when it is large enough. */
 using ct_cu_reduce_launch_fn = int (*)(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan,
-                                       char* out, const char* x);
+                                       char* out, const char* x, void* workspace,
+                                       uint64_t workspace_size);
+
+/* Bytes of partial states a planned call (group chosen) needs on `device` (0: one segment). */
+using ct_cu_reduce_partial_fn = uint64_t (*)(int32_t device, const ct_cu_reduce_plan& plan);
 
 /* What a registered kernel hands its run function. */
 struct ct_cu_reduce_entry {
   bool indexed; /* argmax/argmin: the axis attribute is one int and reduced dims keep order */
   ct_cu_reduce_launch_fn launch;
+  ct_cu_reduce_partial_fn partial_bytes;
 };
 
 template <class R, int G>
@@ -331,6 +338,39 @@ void ct_cu_reduce_lanes(const ct_cu_exec& exec, const ct_cu_reduce_plan& p, char
   const unsigned grid = ct_cu_grid(exec, p.n * p.segments * G, ct_cu_threads);
   ct_cu_reduce_kernel<R, G><<<grid, ct_cu_threads, 0, exec.stream>>>(
       p.kept, p.reduced, out, x, p.n, p.count, p.segments, p.segment, p.dense, p.vector, partial);
+}
+
+/* Group size: one thread per output for short lanes, or when neighbouring outputs lie closer in
+ * memory than neighbouring lane elements and there are enough of them; otherwise 8 threads, a
+ * warp or a block per lane as it grows, reading it coalesced. */
+void ct_cu_reduce_group(ct_cu_reduce_plan* p) {
+  const ct_pl_layout& r = p->reduced;
+  const ct_pl_layout& k = p->kept;
+  const int64_t lane_step = llabs(r.strides[0][r.ndim - 1]);
+  const int64_t output_step = llabs(k.strides[1][k.ndim - 1]);
+  if (p->count < 32 || (output_step < lane_step && p->n >= 256)) {
+    p->group = 1;
+  } else {
+    p->group = p->count >= 8192 ? ct_cu_threads : p->count >= 256 ? 32 : 8;
+  }
+}
+
+/* Segments: lanes are cut while the outputs alone leave the device's resident blocks (`resident`
+ * an SM) idle, down to 64 elements a thread, so that the items fill one round of resident
+ * blocks rather than leaving part of a second round. */
+void ct_cu_reduce_segments(int32_t device, ct_cu_reduce_plan* p, int resident) {
+  const int64_t wanted =
+      (int64_t)ct_cu_multiprocessors(device) * resident * (ct_cu_threads / p->group);
+  const int64_t shortest = (int64_t)p->group * 64;
+  p->segments = 1;
+  if (p->n < wanted && p->count > shortest) {
+    const int64_t by_width = (wanted + p->n - 1) / p->n;
+    const int64_t by_length = (p->count + shortest - 1) / shortest;
+    p->segments = by_width < by_length ? by_width : by_length;
+    if (p->segments > 4096) p->segments = 4096;
+  }
+  p->segment = (p->count + p->segments - 1) / p->segments;
+  if (p->segment > 0) p->segments = (p->count + p->segment - 1) / p->segment;
 }
 
 /* Blocks of ct_cu_reduce_kernel<R, G> resident on one multiprocessor (asked once per kernel: the
@@ -359,40 +399,65 @@ int ct_cu_reduce_resident(int group) {
   return ct_cu_reduce_resident_of<R, ct_cu_threads>();
 }
 
-/* Dense lanes: segments cut at whole chunks, and whether every chunk is aligned for vectors. */
-template <ct_pl_type V>
-void ct_cu_plan_dense(ct_cu_reduce_plan* p, const char* x) {
+/* Segments for the chosen kernel's residency on `device`, cut at whole chunks of a dense lane
+ * (ct_cu_fold_dense); `vector` is left false. */
+template <int K, ct_pl_type V>
+void ct_cu_reduce_finish(int32_t device, ct_cu_reduce_plan* p) {
   constexpr int64_t size = sizeof(typename ct_cu_traits<V>::storage);
   constexpr int64_t n = ct_cu_lane_vector<V>;
+  ct_cu_reduce_segments(device, p, ct_cu_reduce_resident<ct_cu_reducer<K, V>>(p->group));
   const ct_pl_layout& r = p->reduced;
   p->dense = r.ndim == 1 && r.strides[0][0] == size;
   p->vector = false;
-  if (!p->dense) return;
-  if (p->segments > 1) {
+  if (p->dense && p->segments > 1) {
     p->segment = (p->segment + n - 1) / n * n;
     p->segments = (p->count + p->segment - 1) / p->segment;
-  }
-  p->vector = reinterpret_cast<uintptr_t>(x) % (uintptr_t)(n * size) == 0;
-  for (int32_t d = 0; d < p->kept.ndim; ++d) {
-    if (p->kept.strides[1][d] % (n * size) != 0) p->vector = false;
   }
 }
 
 template <int K, ct_pl_type V>
+uint64_t ct_cu_reduce_partial_bytes(int32_t device, const ct_cu_reduce_plan& plan) {
+  ct_cu_reduce_plan p = plan;
+  ct_cu_reduce_finish<K, V>(device, &p);
+  if (p.segments <= 1) return 0;
+  return sizeof(typename ct_cu_reducer<K, V>::State) * (uint64_t)(p.n * p.segments);
+}
+
+/* Whether every chunk of a dense lane is aligned for vector loads from `x`. */
+template <ct_pl_type V>
+bool ct_cu_reduce_vector(const ct_cu_reduce_plan& p, const char* x) {
+  constexpr int64_t bytes = ct_cu_lane_vector<V> * sizeof(typename ct_cu_traits<V>::storage);
+  if (!p.dense || reinterpret_cast<uintptr_t>(x) % (uintptr_t)bytes != 0) return false;
+  for (int32_t d = 0; d < p.kept.ndim; ++d) {
+    if (p.kept.strides[1][d] % bytes != 0) return false;
+  }
+  return true;
+}
+
+template <int K, ct_pl_type V>
 int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, char* out,
-                        const char* x) {
+                        const char* x, void* workspace, uint64_t workspace_size) {
   using R = ct_cu_reducer<K, V>;
   using State = typename R::State;
   ct_cu_reduce_plan p = plan;
-  ct_cu_reduce_segments(exec, &p, ct_cu_reduce_resident<R>(p.group));
-  ct_cu_plan_dense<V>(&p, x);
+  ct_cu_reduce_finish<K, V>(exec.device_id, &p);
+  p.vector = ct_cu_reduce_vector<V>(p, x);
   State* partial = nullptr;
+  bool allocated = false;
   int status = CT_OK;
   if (p.segments > 1) {
+    /* The partial states live in the call's workspace (ct_cu_reduce_workspace asked for them);
+     * a caller that gives none, or too little, gets stream-ordered memory instead. */
     const size_t bytes = sizeof(State) * (size_t)(p.n * p.segments);
-    status = ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&partial), bytes, exec.stream),
-                         "cudaMallocAsync");
-    if (status != CT_OK) return status;
+    if (workspace && workspace_size >= bytes &&
+        reinterpret_cast<uintptr_t>(workspace) % alignof(State) == 0) {
+      partial = static_cast<State*>(workspace);
+    } else {
+      status = ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&partial), bytes, exec.stream),
+                           "cudaMallocAsync");
+      if (status != CT_OK) return status;
+      allocated = true;
+    }
   }
   if (p.group == 1) {
     ct_cu_reduce_lanes<R, 1>(exec, p, out, x, partial);
@@ -411,43 +476,22 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, c
               p.kept, out, partial, p.n, p.count, p.segments);
       status = ct_cu_launch_status(R::name);
     }
-    const int freed = ct_cu_check(cudaFreeAsync(partial, exec.stream), "cudaFreeAsync");
-    if (status == CT_OK) status = freed;
+    if (allocated) {
+      const int freed = ct_cu_check(cudaFreeAsync(partial, exec.stream), "cudaFreeAsync");
+      if (status == CT_OK) status = freed;
+    }
   }
   return status;
 }
 
-/* Group size: one thread per output for short lanes, or when neighbouring outputs lie closer in
- * memory than neighbouring lane elements and there are enough of them; otherwise 8 threads, a
- * warp or a block per lane as it grows, reading it coalesced. */
-void ct_cu_reduce_group(ct_cu_reduce_plan* p) {
-  const ct_pl_layout& r = p->reduced;
-  const ct_pl_layout& k = p->kept;
-  const int64_t lane_step = llabs(r.strides[0][r.ndim - 1]);
-  const int64_t output_step = llabs(k.strides[1][k.ndim - 1]);
-  if (p->count < 32 || (output_step < lane_step && p->n >= 256)) {
-    p->group = 1;
-  } else {
-    p->group = p->count >= 8192 ? ct_cu_threads : p->count >= 256 ? 32 : 8;
-  }
-}
-
-/* Segments: lanes are cut while the outputs alone leave the device's resident blocks (`resident`
- * an SM) idle, down to 64 elements a thread, so that the items fill one round of resident
- * blocks rather than leaving part of a second round. */
-void ct_cu_reduce_segments(const ct_cu_exec& exec, ct_cu_reduce_plan* p, int resident) {
-  const int64_t wanted =
-      (int64_t)ct_cu_multiprocessors(exec.device_id) * resident * (ct_cu_threads / p->group);
-  const int64_t shortest = (int64_t)p->group * 64;
-  p->segments = 1;
-  if (p->n < wanted && p->count > shortest) {
-    const int64_t by_width = (wanted + p->n - 1) / p->n;
-    const int64_t by_length = (p->count + shortest - 1) / shortest;
-    p->segments = by_width < by_length ? by_width : by_length;
-    if (p->segments > 4096) p->segments = 4096;
-  }
-  p->segment = (p->count + p->segments - 1) / p->segments;
-  if (p->segment > 0) p->segments = (p->count + p->segment - 1) / p->segment;
+/* The layouts and group of a call with `n` outputs (argmax/argmin keep the lane's logical order:
+ * their index is the flat one). */
+void ct_cu_reduce_plan_call(const ct_kernel_call* call, const ct_cu_reduce_entry* entry, int64_t n,
+                            ct_cu_reduce_plan* plan) {
+  plan->n = n;
+  plan->count =
+      ct_pl_reduce_layouts(call, entry->indexed, !entry->indexed, &plan->kept, &plan->reduced);
+  ct_cu_reduce_group(plan);
 }
 
 int ct_cu_reduce_run(const ct_kernel_call* call) {
@@ -459,20 +503,31 @@ int ct_cu_reduce_run(const ct_kernel_call* call) {
   const int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   ct_cu_reduce_plan plan;
-  plan.n = n;
-  /* argmax/argmin keep the lane's logical order: their index is the flat one. */
-  plan.count =
-      ct_pl_reduce_layouts(call, entry->indexed, !entry->indexed, &plan.kept, &plan.reduced);
-  ct_cu_reduce_group(&plan);
-  return entry->launch(exec, plan, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(call->inputs[0]));
+  ct_cu_reduce_plan_call(call, entry, n, &plan);
+  return entry->launch(exec, plan, ct_cu_tensor_bytes(out), ct_cu_tensor_bytes(call->inputs[0]),
+                       call->workspace, call->workspace_size);
+}
+
+/* The partial states of a call's segments, when its lanes are cut. */
+int ct_cu_reduce_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  const auto* entry = static_cast<const ct_cu_reduce_entry*>(call->kernel_data);
+  *bytes = 0;
+  *alignment = 16;
+  const int64_t n = ct_pl_tensor_elements(call->outputs[0]);
+  if (n == 0) return CT_OK;
+  ct_cu_reduce_plan plan;
+  ct_cu_reduce_plan_call(call, entry, n, &plan);
+  *bytes = entry->partial_bytes(call->inputs[0]->device.device_id, plan);
+  return CT_OK;
 }
 
 template <int K, ct_pl_type V>
 int ct_cu_register_reduction() {
   using R = ct_cu_reducer<K, V>;
-  static const ct_cu_reduce_entry entry = {R::indexed, &ct_cu_reduce_launch<K, V>};
+  static const ct_cu_reduce_entry entry = {R::indexed, &ct_cu_reduce_launch<K, V>,
+                                           &ct_cu_reduce_partial_bytes<K, V>};
   const ct_pl_type signature[2] = {V, R::out};
-  return ct_cu_register(R::name, signature, 2, ct_cu_reduce_run, nullptr, &entry);
+  return ct_cu_register(R::name, signature, 2, ct_cu_reduce_run, ct_cu_reduce_workspace, &entry);
 }
 
 /* sum_to_shape: the sum kernel over the dims broadcasting added (plugin_geometry.h). */
@@ -482,11 +537,19 @@ int ct_cu_sum_to_shape_run(const ct_kernel_call* call) {
   return ct_cu_reduce_run(&sum.call);
 }
 
+int ct_cu_sum_to_shape_workspace(const ct_kernel_call* call, uint64_t* bytes, uint64_t* alignment) {
+  ct_pl_sum_to_shape sum;
+  ct_pl_sum_to_shape_call(call, &sum);
+  return ct_cu_reduce_workspace(&sum.call, bytes, alignment);
+}
+
 template <ct_pl_type V>
 int ct_cu_register_sum_to_shape() {
-  static const ct_cu_reduce_entry entry = {false, &ct_cu_reduce_launch<CT_CU_SUM, V>};
+  static const ct_cu_reduce_entry entry = {false, &ct_cu_reduce_launch<CT_CU_SUM, V>,
+                                           &ct_cu_reduce_partial_bytes<CT_CU_SUM, V>};
   const ct_pl_type signature[3] = {V, V, V};
-  return ct_cu_register("sum_to_shape", signature, 3, ct_cu_sum_to_shape_run, nullptr, &entry);
+  return ct_cu_register("sum_to_shape", signature, 3, ct_cu_sum_to_shape_run,
+                        ct_cu_sum_to_shape_workspace, &entry);
 }
 
 template <int K>
