@@ -474,22 +474,14 @@ int ct_cu_attn_run(const ct_kernel_call* call, ct_cu_attn_call* c, const int* wh
   int status = ct_cu_exec_for_call(call, &exec);
   if (status != CT_OK) return status;
   const size_t shared = ct_cu_attn_tiles<Tag>(a);
-  /* The lead values live in the call's workspace (ct_cu_attn_workspace asked for them); a caller
-   * that gives none, or too little, gets stream-ordered memory instead. */
+  /* The lead values live in the call's workspace (ct_cu_attn_workspace asked for them). */
   const uint64_t meta_bytes = ct_cu_attn_meta_bytes(a.nd + 2);
-  long long* meta = nullptr;
-  bool allocated = false;
+  void* scratch = nullptr;
+  status = ct_cu_workspace(call->workspace, call->workspace_size, meta_bytes, alignof(long long),
+                           what, &scratch);
+  if (status != CT_OK) return status;
+  long long* meta = static_cast<long long*>(scratch);
   if (meta_bytes > 0) {
-    if (call->workspace && call->workspace_size >= meta_bytes &&
-        reinterpret_cast<uintptr_t>(call->workspace) % alignof(long long) == 0) {
-      meta = static_cast<long long*>(call->workspace);
-    } else {
-      status =
-          ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&meta), meta_bytes, exec.stream),
-                      "cudaMallocAsync");
-      if (status != CT_OK) return status;
-      allocated = true;
-    }
     const int total = (int)(meta_bytes / sizeof(long long));
     for (int first = 0; first < total && status == CT_OK; first += ct_cu_attn_fill_chunk) {
       const int count =
@@ -516,8 +508,6 @@ int ct_cu_attn_run(const ct_kernel_call* call, ct_cu_attn_call* c, const int* wh
     }
     status = ct_cu_launch_status(what);
   }
-  /* the memory is released once the kernels queued before it ran */
-  if (allocated) cudaFreeAsync(meta, exec.stream);
   return status;
 }
 

@@ -71,6 +71,20 @@ int ct_cu_exec_for_device(int32_t device_id, void* stream, ct_cu_exec* exec) {
   return exec->guard.enter(device_id);
 }
 
+int ct_cu_workspace(void* workspace, uint64_t workspace_size, uint64_t bytes, uint64_t alignment,
+                    const char* what, void** scratch) {
+  *scratch = workspace;
+  if (bytes == 0) return CT_OK;
+  if (!workspace || workspace_size < bytes || reinterpret_cast<uintptr_t>(workspace) % alignment) {
+    return ct_cu_error(
+        CT_ERROR_WORKSPACE_TOO_SMALL,
+        "%s needs %llu bytes of workspace aligned to %llu; the call gives %llu at %p", what,
+        (unsigned long long)bytes, (unsigned long long)alignment,
+        (unsigned long long)workspace_size, workspace);
+  }
+  return CT_OK;
+}
+
 int ct_cu_launch_status(const char* what) {
   return ct_cu_check(cudaGetLastError(), what);
 }

@@ -49,6 +49,13 @@ inline char* ct_cu_tensor_bytes(const ct_tensor* t) {
  * fill the device, no more than the items need. */
 unsigned ct_cu_grid(const ct_cu_exec& exec, int64_t n, int threads);
 
+/* The `bytes` of scratch, aligned to `alignment`, that a kernel's workspace function asked for:
+ * the call's workspace. The registry gives a kernel at least what its workspace function asked
+ * for, so CT_ERROR_WORKSPACE_TOO_SMALL here means the run and the workspace function disagree
+ * (`what` names the op). */
+int ct_cu_workspace(void* workspace, uint64_t workspace_size, uint64_t bytes, uint64_t alignment,
+                    const char* what, void** scratch);
+
 /* Scans an int32/int64 index tensor on the device for a value outside [lo, hi): `*found` is set
  * when one is, and `*value` is one such value (`what` names the op in launch errors). Index-taking
  * ops run it before writing. */

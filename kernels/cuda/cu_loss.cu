@@ -75,21 +75,13 @@ ct_cu_loss_scratch ct_cu_loss_plan(int64_t count) {
   return s;
 }
 
-/* The scratch of `plan` in the call's workspace (the workspace function asked for it), or, when
- * the caller gives none or too little, stream-ordered memory (`*allocated` set: the caller
- * releases it with cudaFreeAsync). */
-int ct_cu_loss_scratch_of(const ct_kernel_call* call, const ct_cu_exec& exec,
-                          const ct_cu_loss_scratch& plan, char** scratch, bool* allocated) {
-  *allocated = false;
-  if (call->workspace && call->workspace_size >= plan.bytes &&
-      reinterpret_cast<uintptr_t>(call->workspace) % alignof(double) == 0) {
-    *scratch = static_cast<char*>(call->workspace);
-    return CT_OK;
-  }
-  const int status =
-      ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(scratch), plan.bytes, exec.stream),
-                  "cudaMallocAsync");
-  *allocated = status == CT_OK;
+/* The scratch of `plan`: the call's workspace (the workspace function asked for it). */
+int ct_cu_loss_scratch_of(const ct_kernel_call* call, const ct_cu_loss_scratch& plan,
+                          char** scratch) {
+  void* memory = nullptr;
+  const int status = ct_cu_workspace(call->workspace, call->workspace_size, plan.bytes,
+                                     alignof(double), call->schema->name, &memory);
+  *scratch = static_cast<char*>(memory);
   return status;
 }
 
@@ -393,8 +385,7 @@ int ct_cu_class_loss_run(const ct_kernel_call* call) {
     /* the samples' losses and their partial sums: from the workspace (ct_cu_class_scratch) */
     const ct_cu_loss_scratch plan = ct_cu_class_scratch(call);
     char* memory = nullptr;
-    bool allocated = false;
-    if (p.mode != 0) status = ct_cu_loss_scratch_of(call, exec, plan, &memory, &allocated);
+    if (p.mode != 0) status = ct_cu_loss_scratch_of(call, plan, &memory);
     double* values = reinterpret_cast<double*>(memory);
     if (status == CT_OK && p.rows > 0) {
       ct_cu_class_rows_kernel<Tag, Y, Nll>
@@ -406,7 +397,6 @@ int ct_cu_class_loss_run(const ct_kernel_call* call) {
                                      reinterpret_cast<double*>(memory + plan.partial), sb,
                                      p.mode == 1 ? den : nullptr, 1.0);
     }
-    if (allocated) cudaFreeAsync(memory, exec.stream);
   } else if (status == CT_OK) {
     ct_cu_class_backward_kernel<Tag, Y, Nll><<<grid, ct_cu_loss_threads, 0, exec.stream>>>(
         la, lb, p, xb, tb, wb, sb, den, ct_cu_tensor_bytes(gx),
@@ -587,9 +577,8 @@ int ct_cu_point_loss_run(const ct_kernel_call* call) {
   /* the elements' losses and their partial sums: from the workspace (ct_cu_point_scratch) */
   const ct_cu_loss_scratch plan = ct_cu_point_scratch(call);
   char* memory = nullptr;
-  bool allocated = false;
   if (mode != 0) {
-    status = ct_cu_loss_scratch_of(call, exec, plan, &memory, &allocated);
+    status = ct_cu_loss_scratch_of(call, plan, &memory);
     if (status != CT_OK) return status;
   }
   double* values = reinterpret_cast<double*>(memory);
@@ -603,7 +592,6 @@ int ct_cu_point_loss_run(const ct_kernel_call* call) {
                                    reinterpret_cast<double*>(memory + plan.partial), sb, nullptr,
                                    p.scale);
   }
-  if (allocated) cudaFreeAsync(memory, exec.stream);
   return status;
 }
 

@@ -304,21 +304,14 @@ int ct_cu_layer_norm_backward_run(const ct_kernel_call* call) {
   a.gb = ct_cu_tensor_bytes(gb);
   a.eps = call->attrs[1].value.f;
   /* The statistics live in the call's workspace (ct_cu_layer_norm_backward_workspace asked for
-   * them); a caller that gives none, or too little, gets stream-ordered memory instead. */
-  const uint64_t stats_bytes = ct_cu_layer_norm_stats_bytes(call);
-  if (call->workspace && call->workspace_size >= stats_bytes &&
-      reinterpret_cast<uintptr_t>(call->workspace) % alignof(double) == 0) {
-    a.stats = static_cast<double*>(call->workspace);
-    return entry->launch(exec, rows, row, params, a);
-  }
-  a.stats = nullptr;
+   * them). */
+  void* stats = nullptr;
   status =
-      ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&a.stats), stats_bytes, exec.stream),
-                  "cudaMallocAsync");
+      ct_cu_workspace(call->workspace, call->workspace_size, ct_cu_layer_norm_stats_bytes(call),
+                      alignof(double), "layer_norm_backward", &stats);
   if (status != CT_OK) return status;
-  status = entry->launch(exec, rows, row, params, a);
-  const int freed = ct_cu_check(cudaFreeAsync(a.stats, exec.stream), "cudaFreeAsync");
-  return status != CT_OK ? status : freed;
+  a.stats = static_cast<double*>(stats);
+  return entry->launch(exec, rows, row, params, a);
 }
 
 template <ct_pl_type Tag>

@@ -443,21 +443,14 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, c
   ct_cu_reduce_finish<K, V>(exec.device_id, &p);
   p.vector = ct_cu_reduce_vector<V>(p, x);
   State* partial = nullptr;
-  bool allocated = false;
-  int status = CT_OK;
   if (p.segments > 1) {
-    /* The partial states live in the call's workspace (ct_cu_reduce_workspace asked for them);
-     * a caller that gives none, or too little, gets stream-ordered memory instead. */
-    const size_t bytes = sizeof(State) * (size_t)(p.n * p.segments);
-    if (workspace && workspace_size >= bytes &&
-        reinterpret_cast<uintptr_t>(workspace) % alignof(State) == 0) {
-      partial = static_cast<State*>(workspace);
-    } else {
-      status = ct_cu_check(cudaMallocAsync(reinterpret_cast<void**>(&partial), bytes, exec.stream),
-                           "cudaMallocAsync");
-      if (status != CT_OK) return status;
-      allocated = true;
-    }
+    /* The partial states live in the call's workspace (ct_cu_reduce_workspace asked for them). */
+    void* scratch = nullptr;
+    const int status =
+        ct_cu_workspace(workspace, workspace_size, sizeof(State) * (uint64_t)(p.n * p.segments),
+                        alignof(State), R::name, &scratch);
+    if (status != CT_OK) return status;
+    partial = static_cast<State*>(scratch);
   }
   if (p.group == 1) {
     ct_cu_reduce_lanes<R, 1>(exec, p, out, x, partial);
@@ -468,18 +461,12 @@ int ct_cu_reduce_launch(const ct_cu_exec& exec, const ct_cu_reduce_plan& plan, c
   } else {
     ct_cu_reduce_lanes<R, ct_cu_threads>(exec, p, out, x, partial);
   }
-  status = ct_cu_launch_status(R::name);
-  if (partial) {
-    if (status == CT_OK) {
-      ct_cu_reduce_segments_kernel<R>
-          <<<ct_cu_grid(exec, p.n * 32, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
-              p.kept, out, partial, p.n, p.count, p.segments);
-      status = ct_cu_launch_status(R::name);
-    }
-    if (allocated) {
-      const int freed = ct_cu_check(cudaFreeAsync(partial, exec.stream), "cudaFreeAsync");
-      if (status == CT_OK) status = freed;
-    }
+  int status = ct_cu_launch_status(R::name);
+  if (partial && status == CT_OK) {
+    ct_cu_reduce_segments_kernel<R>
+        <<<ct_cu_grid(exec, p.n * 32, ct_cu_threads), ct_cu_threads, 0, exec.stream>>>(
+            p.kept, out, partial, p.n, p.count, p.segments);
+    status = ct_cu_launch_status(R::name);
   }
   return status;
 }
