@@ -1341,29 +1341,9 @@ def test_linear_on_cublaslt_matches_float64_numpy(dtype, case) -> None:  # noqa:
 
 
 def _cuda_workspace(op: str, shapes: list, dtype: str) -> tuple[int, int]:
-    """(bytes, alignment) that ct_op_workspace reports for views of these shapes on cuda:0."""
-    memory = cupy.empty(4096, dtype=cupy.uint8)
-    keep, views = [memory], []
-    for shape in shapes:
-        view = ffi.new("ct_tensor*")
-        cdt.set_ct_dtype(view.dtype, dtype)
-        view.device.device_type = 2  # kDLCUDA
-        view.device.device_id = 0
-        view.data = ffi.cast("void*", memory.data.ptr)
-        view.ndim = len(shape)
-        extents = ffi.new("int64_t[]", list(shape) or [0])
-        keep += [view, extents]
-        view.shape = extents
-        views.append(view)
-    handle = ffi.new("const ct_op**")
-    assert lib.ct_op_find(op.encode(), handle) == 0
-    array = ffi.new("ct_tensor*[]", views)
-    size, alignment = ffi.new("uint64_t*"), ffi.new("uint64_t*")
-    status = lib.ct_op_workspace(
-        handle[0], array, len(views), ffi.NULL, 0, ffi.NULL, 0, size, alignment
-    )
-    assert status == 0, ffi.string(lib.ct_last_error()).decode()
-    return int(size[0]), int(alignment[0])
+    """(bytes, alignment) that ct_op_workspace reports for tensors of these shapes on cuda:0."""
+    torch_dtype = getattr(torch, dtype)
+    return _workspace(op, [torch.empty(s, dtype=torch_dtype, device="cuda:0") for s in shapes])
 
 
 def test_gemm_ops_ask_for_cublaslts_recommended_workspace() -> None:
