@@ -22,12 +22,15 @@ struct ct_cu_library {
   const char* wheel_folder;
   const char* wheel;
   const char* variable;
+  size_t major; /* the major version of the headers the plugin was built with */
 };
 
-constexpr ct_cu_library ct_cu_blaslt_library = {"cuBLASLt", "libcublasLt.so.13", "nvidia/cu13/lib",
-                                                "nvidia-cublas", "CTENSOR_CUBLASLT_LIBRARY"};
-constexpr ct_cu_library ct_cu_dnn_library = {"cuDNN", "libcudnn.so.9", "nvidia/cudnn/lib",
-                                             "nvidia-cudnn-cu13", "CTENSOR_CUDNN_LIBRARY"};
+constexpr ct_cu_library ct_cu_blaslt_library = {
+    "cuBLASLt",      "libcublasLt.so.13",        "nvidia/cu13/lib",
+    "nvidia-cublas", "CTENSOR_CUBLASLT_LIBRARY", CUBLAS_VER_MAJOR};
+constexpr ct_cu_library ct_cu_dnn_library = {
+    "cuDNN",    "libcudnn.so.9", "nvidia/cudnn/lib", "nvidia-cudnn-cu13", "CTENSOR_CUDNN_LIBRARY",
+    CUDNN_MAJOR};
 
 /* The site-packages folder that holds the ctensor package this plugin belongs to: the plugin is
  * <site-packages>/ctensor/lib/ctensor-plugins/libctensor_cuda.so. Empty when it is not laid out
@@ -106,6 +109,16 @@ int ct_cu_unavailable(const char* reason) {
   return ct_cu_error(CT_ERROR_BACKEND_UNAVAILABLE, "%s", reason);
 }
 
+/* CT_OK when `version` (major * 10000 + minor * 100 + patch, as both libraries count) has the
+ * major version the plugin was built with, else unavailable with the reason. */
+int ct_cu_check_major(const ct_cu_library& library, size_t version, char* reason, size_t size) {
+  if (version / 10000 == library.major) return CT_OK;
+  snprintf(reason, size, "%s %zu.%zu was found; the plugin needs %s %zu (`pip install %s`)",
+           library.title, version / 10000, version / 100 % 100, library.title, library.major,
+           library.wheel);
+  return ct_cu_unavailable(reason);
+}
+
 /* The libraries stay open for the life of the process, as the plugin does. */
 int ct_cu_blaslt_open(char* reason, size_t size) {
   void* handle = ct_cu_library_open(ct_cu_blaslt_library, reason, size);
@@ -115,14 +128,7 @@ int ct_cu_blaslt_open(char* reason, size_t size) {
     return ct_cu_unavailable(reason);
 #include "cu_blaslt_symbols.h"
 #undef CT_CU_SYMBOL
-  const size_t version = ct_cu_blaslt.cublasLtGetVersion();
-  if (version / 10000 != CUBLAS_VER_MAJOR) {
-    snprintf(reason, size,
-             "cuBLASLt %zu.%zu was found; the plugin needs cuBLASLt %d (`pip install %s`)",
-             version / 10000, version / 100 % 100, CUBLAS_VER_MAJOR, ct_cu_blaslt_library.wheel);
-    return ct_cu_unavailable(reason);
-  }
-  return CT_OK;
+  return ct_cu_check_major(ct_cu_blaslt_library, ct_cu_blaslt.cublasLtGetVersion(), reason, size);
 }
 
 int ct_cu_dnn_open(char* reason, size_t size) {
@@ -133,13 +139,7 @@ int ct_cu_dnn_open(char* reason, size_t size) {
     return ct_cu_unavailable(reason);
 #include "cu_dnn_symbols.h"
 #undef CT_CU_SYMBOL
-  const size_t version = ct_cu_dnn.cudnnGetVersion();
-  if (version / 10000 != CUDNN_MAJOR) {
-    snprintf(reason, size, "cuDNN %zu.%zu was found; the plugin needs cuDNN %d (`pip install %s`)",
-             version / 10000, version / 100 % 100, CUDNN_MAJOR, ct_cu_dnn_library.wheel);
-    return ct_cu_unavailable(reason);
-  }
-  return CT_OK;
+  return ct_cu_check_major(ct_cu_dnn_library, ct_cu_dnn.cudnnGetVersion(), reason, size);
 }
 
 }  // namespace
